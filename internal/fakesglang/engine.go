@@ -1,0 +1,376 @@
+// Package fakesglang is a fake sglang engine for tests and the run simulator: it serves /metrics exposition text
+// in sglang's real format (colon names, scheduler labels engine_type/model_name/moe_ep_rank/pp_rank/tp_rank/dp_rank,
+// gauges, counters, histograms with sglang's default bucket bounds, PD-disaggregation queue gauges on prefill and
+// decode engines) whose values follow the requests the caller feeds it, and a fake router that concatenates
+// workers under /engine_metrics with a worker_addr label, as sgl-model-gateway does.
+//
+// Names, labels and buckets follow sglang python/sglang/srt/metrics/collector.py (../shared/reference/anchors.md §5).
+// The engine keeps no clock of its own: every event and every snapshot carries its time, so the same engine serves
+// a live run (wall clock) and a fast-forwarded one (synthetic timestamps).
+package fakesglang
+
+import (
+	"math"
+	"strconv"
+	"sync"
+	"time"
+)
+
+// Engine types (the engine_type label).
+const (
+	EngineUnified = "unified"
+	EnginePrefill = "prefill"
+	EngineDecode  = "decode"
+)
+
+// Default histogram bounds of sglang's TokenizerMetricsCollector and SchedulerMetricsCollector.
+var (
+	BucketsTTFT = []float64{0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400}
+	BucketsE2E  = []float64{0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400, 600, 1200, 1800, 2400}
+	BucketsITL  = []float64{0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.035, 0.040, 0.060,
+		0.080, 0.100, 0.200, 0.400, 0.600, 0.800, 1.000, 2.000, 4.000, 6.000, 8.000}
+	BucketsQueue = []float64{0.0, 0.1, 0.2, 0.5, 1, 2, 3, 4, 5, 10, 15, 20, 30, 40, 50, 60, 70, 80, 90, 100, 200,
+		300, 400, 500, 600, 700, 800, 900, 1000, 1200, 1400, 1600, 1800, 2000, 2500, 3000}
+)
+
+// Config describes one engine (one sglang server).
+type Config struct {
+	ModelName  string // model_name label; default "Qwen/Qwen3-30B-A3B"
+	EngineType string // unified (default), prefill or decode
+	TPSize     int    // tensor-parallel size (default 1)
+	DPSize     int    // data-parallel (attention) ranks, one scheduler series each (default 1)
+	// MaxTotalNumTokens is the KV pool size per dp rank (default 400000).
+	MaxTotalNumTokens int
+	// StartupSeconds and LoadWeightsSeconds are reported by the startup gauges.
+	StartupSeconds, LoadWeightsSeconds float64
+}
+
+func (c *Config) defaults() {
+	if c.ModelName == "" {
+		c.ModelName = "Qwen/Qwen3-30B-A3B"
+	}
+	if c.EngineType == "" {
+		c.EngineType = EngineUnified
+	}
+	if c.TPSize <= 0 {
+		c.TPSize = 1
+	}
+	if c.DPSize <= 0 {
+		c.DPSize = 1
+	}
+	if c.MaxTotalNumTokens <= 0 {
+		c.MaxTotalNumTokens = 400000
+	}
+	if c.StartupSeconds <= 0 {
+		c.StartupSeconds = 41.7
+	}
+	if c.LoadWeightsSeconds <= 0 {
+		c.LoadWeightsSeconds = 12.3
+	}
+}
+
+// Request is one generate call as the engine sees it. Times are absolute; Begin is called at Start, End at End.
+type Request struct {
+	ID               uint64
+	DPRank           int
+	PromptTokens     int
+	CachedTokens     int // prefix-cache hits among PromptTokens
+	CompletionTokens int
+	Submit           time.Time // arrival at the tokenizer (queue entry)
+	Start            time.Time // scheduled into the running batch
+	FirstToken       time.Time
+	End              time.Time // planned finish (may be cut short by an abort)
+}
+
+type hist struct {
+	bounds  []float64
+	buckets []float64 // cumulative
+	count   float64
+	sum     float64
+}
+
+func newHist(b []float64) *hist { return &hist{bounds: b, buckets: make([]float64, len(b))} }
+
+func (h *hist) observe(v float64) {
+	for i, ub := range h.bounds {
+		if v <= ub {
+			h.buckets[i]++
+		}
+	}
+	h.count++
+	h.sum += v
+}
+
+type rankState struct {
+	queued   int
+	running  map[uint64]*Request
+	cacheEW  float64 // EWMA of the prefix cache hit rate
+	queueH   *hist
+	retained int // tokens of finished requests kept in the radix cache
+}
+
+// Engine is the metric state of one fake sglang server. It is safe for concurrent use.
+type Engine struct {
+	mu     sync.Mutex
+	cfg    Config
+	ranks  []*rankState
+	paused bool
+
+	promptTotal, genTotal, cachedTotal, reqTotal, abortTotal float64
+	ttft, itl, e2e                                           *hist
+	kvSpeed, kvLatency                                       float64
+}
+
+// NewEngine returns an idle engine.
+func NewEngine(cfg Config) *Engine {
+	cfg.defaults()
+	e := &Engine{cfg: cfg, ttft: newHist(BucketsTTFT), itl: newHist(BucketsITL), e2e: newHist(BucketsE2E)}
+	for i := 0; i < cfg.DPSize; i++ {
+		e.ranks = append(e.ranks, &rankState{running: map[uint64]*Request{}, queueH: newHist(BucketsQueue), cacheEW: 0.35})
+	}
+	return e
+}
+
+// Config returns the engine's configuration (with defaults applied).
+func (e *Engine) Config() Config { return e.cfg }
+
+func (e *Engine) rank(dp int) *rankState {
+	if dp < 0 || dp >= len(e.ranks) {
+		dp = 0
+	}
+	return e.ranks[dp]
+}
+
+// Arrive records a request entering the engine's waiting queue.
+func (e *Engine) Arrive(dp int) {
+	e.mu.Lock()
+	e.rank(dp).queued++
+	e.mu.Unlock()
+}
+
+// Begin moves a request from the waiting queue into the running batch.
+func (e *Engine) Begin(r Request) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	rs := e.rank(r.DPRank)
+	if rs.queued > 0 {
+		rs.queued--
+	}
+	rc := r
+	rs.running[r.ID] = &rc
+	rs.queueH.observe(r.Start.Sub(r.Submit).Seconds())
+	if r.PromptTokens > 0 {
+		rs.cacheEW = 0.9*rs.cacheEW + 0.1*float64(r.CachedTokens)/float64(r.PromptTokens)
+	}
+}
+
+// Finish ends a running request at time at. aborted requests count in num_aborted_requests_total; their
+// completion tokens are those generated until at.
+func (e *Engine) Finish(id uint64, dp int, at time.Time, aborted bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	rs := e.rank(dp)
+	r, ok := rs.running[id]
+	if !ok {
+		return
+	}
+	delete(rs.running, id)
+	out := r.CompletionTokens
+	if aborted {
+		out = generatedAt(r, at)
+		e.abortTotal++
+	}
+	e.reqTotal++
+	e.promptTotal += float64(r.PromptTokens)
+	e.cachedTotal += float64(r.CachedTokens)
+	e.genTotal += float64(out)
+	e2e := at.Sub(r.Submit).Seconds()
+	e.e2e.observe(e2e)
+	if !r.FirstToken.After(at) {
+		e.ttft.observe(r.FirstToken.Sub(r.Submit).Seconds())
+		if out > 1 {
+			e.itl.observe(at.Sub(r.FirstToken).Seconds() / float64(out-1))
+		}
+	}
+	rs.retained = min(rs.retained+r.PromptTokens+out, e.cfg.MaxTotalNumTokens/3)
+	if e.cfg.EngineType != EngineUnified {
+		// One KV transfer per request: speed and latency of the last one, as sglang's gauges report.
+		mb := float64(r.PromptTokens) * 0.12
+		e.kvSpeed = 18 + 6*math.Sin(float64(e.reqTotal)*0.37)
+		e.kvLatency = mb / e.kvSpeed
+	}
+}
+
+// SetPaused marks the engine paused by an async weight sync (num_paused_reqs reports the running requests).
+func (e *Engine) SetPaused(p bool) {
+	e.mu.Lock()
+	e.paused = p
+	e.mu.Unlock()
+}
+
+// Load returns running and queued requests over all dp ranks.
+func (e *Engine) Load() (running, queued int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, rs := range e.ranks {
+		running += len(rs.running)
+		queued += rs.queued
+	}
+	return running, queued
+}
+
+func generatedAt(r *Request, at time.Time) int {
+	if !at.After(r.FirstToken) {
+		return 0
+	}
+	d := r.End.Sub(r.FirstToken).Seconds()
+	if d <= 0 || !at.Before(r.End) {
+		return r.CompletionTokens
+	}
+	return 1 + int(float64(r.CompletionTokens-1)*at.Sub(r.FirstToken).Seconds()/d)
+}
+
+func (e *Engine) schedLabels(dp int) []Label {
+	tpPerDP := max(1, e.cfg.TPSize/e.cfg.DPSize)
+	return []Label{
+		{"dp_rank", strconv.Itoa(dp)},
+		{"engine_type", e.cfg.EngineType},
+		{"model_name", e.cfg.ModelName},
+		{"moe_ep_rank", "0"},
+		{"pp_rank", "0"},
+		{"tp_rank", strconv.Itoa(dp * tpPerDP)},
+	}
+}
+
+// Families returns the engine's metric families as a scrape at time at would see them.
+func (e *Engine) Families(at time.Time) []Family {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	g := func(name, help string) Family { return Family{Name: name, Help: help, Kind: Gauge} }
+	running := g("sglang:num_running_reqs", "The number of running requests.")
+	usedTok := g("sglang:num_used_tokens", "The number of used tokens.")
+	usage := g("sglang:token_usage", "The token usage.")
+	thr := g("sglang:gen_throughput", "The generation throughput (token/s).")
+	queue := g("sglang:num_queue_reqs", "The number of requests in the waiting queue.")
+	cache := g("sglang:cache_hit_rate", "The prefix cache hit rate.")
+	maxTok := g("sglang:max_total_num_tokens", "Maximum total number of tokens in the KV cache pool.")
+	paused := g("sglang:num_paused_reqs", "The number of paused requests by async weight sync.")
+	retracted := g("sglang:num_retracted_reqs", "The number of retracted requests.")
+	util := g("sglang:utilization", "The utilization.")
+	startup := g("sglang:engine_startup_time", "The time taken for the engine to start up.")
+	loadW := g("sglang:engine_load_weights_time", "The time taken for the engine to load weights.")
+	cudaGraph := g("sglang:is_cuda_graph", "Whether the batch is using CUDA graph.")
+	sumSeq := g("sglang:decode_sum_seq_lens", "The sum of all sequence lengths in decode.")
+	queueTime := Family{Name: "sglang:queue_time_seconds", Help: "Histogram of queueing time in seconds.", Kind: Histogram, Bounds: BucketsQueue}
+	pdNames := [][2]string{
+		{"sglang:num_prefill_prealloc_queue_reqs", "The number of requests in the prefill prealloc queue."},
+		{"sglang:num_prefill_inflight_queue_reqs", "The number of requests in the prefill inflight queue."},
+		{"sglang:num_decode_prealloc_queue_reqs", "The number of requests in the decode prealloc queue."},
+		{"sglang:num_decode_transfer_queue_reqs", "The number of requests in the decode transfer queue."},
+		{"sglang:kv_transfer_speed_gb_s", "The transfer speed of the KV cache in GB/s."},
+		{"sglang:kv_transfer_latency_ms", "The transfer latency of the KV cache in ms."},
+	}
+	pd := make([]Family, len(pdNames))
+	for i, n := range pdNames {
+		pd[i] = g(n[0], n[1])
+	}
+	for dp, rs := range e.ranks {
+		lb := e.schedLabels(dp)
+		var tokens, seq int
+		var rate float64
+		var prefilling, decoding int
+		for _, r := range rs.running {
+			gen := generatedAt(r, at)
+			tokens += r.PromptTokens + gen
+			seq += r.PromptTokens + gen
+			if at.Before(r.FirstToken) {
+				prefilling++
+			} else {
+				decoding++
+				if d := r.End.Sub(r.FirstToken).Seconds(); d > 0 && at.Before(r.End) && !e.paused {
+					rate += float64(r.CompletionTokens) / d
+				}
+			}
+		}
+		tokens = min(tokens+rs.retained, e.cfg.MaxTotalNumTokens)
+		n := len(rs.running)
+		nPaused := 0
+		if e.paused {
+			nPaused = n
+		}
+		add := func(f *Family, v float64) { f.Samples = append(f.Samples, Sample{Labels: lb, Value: v}) }
+		add(&running, float64(n))
+		add(&usedTok, float64(tokens))
+		add(&usage, round(float64(tokens)/float64(e.cfg.MaxTotalNumTokens), 2))
+		add(&thr, round(rate, 2))
+		add(&queue, float64(rs.queued))
+		add(&cache, round(rs.cacheEW, 4))
+		add(&maxTok, float64(e.cfg.MaxTotalNumTokens))
+		add(&paused, float64(nPaused))
+		add(&retracted, 0)
+		add(&util, round(min(1, float64(n)/64), 3))
+		add(&startup, e.cfg.StartupSeconds)
+		add(&loadW, e.cfg.LoadWeightsSeconds)
+		add(&cudaGraph, b2f(decoding > 0))
+		add(&sumSeq, float64(seq))
+		queueTime.Samples = append(queueTime.Samples, histSample(lb, rs.queueH))
+		switch e.cfg.EngineType {
+		case EnginePrefill:
+			add(&pd[0], float64(rs.queued))
+			add(&pd[1], float64(decoding))
+		case EngineDecode:
+			add(&pd[2], float64(rs.queued))
+			add(&pd[3], float64(prefilling))
+		}
+		if e.cfg.EngineType != EngineUnified {
+			add(&pd[4], round(e.kvSpeed, 3))
+			add(&pd[5], round(e.kvLatency, 3))
+		}
+	}
+	fams := []Family{running, usedTok, usage, thr, queue, cache, maxTok, paused, retracted, util, startup, loadW, cudaGraph, sumSeq}
+	if e.cfg.EngineType != EngineUnified {
+		switch e.cfg.EngineType {
+		case EnginePrefill:
+			fams = append(fams, pd[0], pd[1])
+		case EngineDecode:
+			fams = append(fams, pd[2], pd[3])
+		}
+		fams = append(fams, pd[4], pd[5])
+	}
+	fams = append(fams, queueTime)
+
+	tl := []Label{{"model_name", e.cfg.ModelName}}
+	c := func(name, help string, v float64) Family {
+		return Family{Name: name, Help: help, Kind: Counter, Samples: []Sample{{Labels: tl, Value: v}}}
+	}
+	h := func(name, help string, hh *hist) Family {
+		return Family{Name: name, Help: help, Kind: Histogram, Bounds: hh.bounds, Samples: []Sample{histSample(tl, hh)}}
+	}
+	fams = append(fams,
+		c("sglang:prompt_tokens_total", "Number of prefill tokens processed.", e.promptTotal),
+		c("sglang:generation_tokens_total", "Number of generation tokens processed.", e.genTotal),
+		c("sglang:cached_tokens_total", "Number of cached prompt tokens.", e.cachedTotal),
+		c("sglang:num_requests_total", "Number of requests processed.", e.reqTotal),
+		c("sglang:num_aborted_requests_total", "Number of requests aborted.", e.abortTotal),
+		h("sglang:time_to_first_token_seconds", "Histogram of time to first token in seconds.", e.ttft),
+		h("sglang:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", e.itl),
+		h("sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds", e.e2e),
+	)
+	return fams
+}
+
+func histSample(lb []Label, h *hist) Sample {
+	return Sample{Labels: lb, Buckets: append([]float64(nil), h.buckets...), Count: h.count, Sum: h.sum}
+}
+
+func round(v float64, digits int) float64 {
+	p := math.Pow(10, float64(digits))
+	return math.Round(v*p) / p
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
