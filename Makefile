@@ -1,0 +1,65 @@
+# otelcol-miles — build, test, demo. Every dependency is fetched by these targets (Go module proxy, PyPI).
+# The README documents `make demo` and `make test`; CI runs `.ci/run` which calls `make test`.
+
+SHELL := /bin/bash
+GO ?= go
+# go-nvml (NVML receiver) needs cgo. One fixed set of flags everywhere so the build cache is shared
+# between `go build`, `go test` and `go vet`.
+export CGO_ENABLED := 1
+export CGO_CFLAGS := -O2 -g -Wno-deprecated-declarations
+
+BIN := bin/otelcol-miles
+OCB := $(GO) tool -modfile=tools/ocb/go.mod builder
+
+.PHONY: all build generate check-generate test unit-test e2e-test python-test lint bench demo clean
+
+all: build
+
+## build: compile the otelcol-miles distribution from the committed sources in otelcol-miles/
+build:
+	@mkdir -p bin
+	cd otelcol-miles && $(GO) build -o ../$(BIN) .
+
+## generate: regenerate otelcol-miles/ from builder-config.yaml with the pinned ocb
+generate:
+	$(OCB) --config builder-config.yaml --skip-compilation
+
+## check-generate: fail when regeneration changes the committed distribution sources
+check-generate: generate
+	@if [ -n "$$(git status --porcelain -- otelcol-miles)" ]; then \
+		git status --porcelain -- otelcol-miles; git --no-pager diff --stat -- otelcol-miles; \
+		echo "otelcol-miles/ is stale: run 'make generate' and commit the result"; exit 1; fi
+
+## unit-test: Go unit tests of our own packages (no binary needed)
+unit-test:
+	$(GO) test -count=1 ./...
+
+## e2e-test: end-to-end tests that start the real binary (built first)
+e2e-test: build
+	MILES_E2E_REQUIRE=1 $(GO) test -count=1 -run 'E2E' ./...
+
+## python-test: the stdlib emitter's tests (creates python/.venv with test-only deps)
+python-test: build
+	@if [ -f python/Makefile ]; then $(MAKE) -C python test; fi
+
+## test: everything CI checks
+test: check-generate build lint
+	MILES_E2E_REQUIRE=1 $(GO) test -count=1 ./...
+	@if [ -f python/Makefile ]; then $(MAKE) -C python test; fi
+
+## lint: vet and gofmt our own packages (never the generated distribution: it is generated code)
+lint:
+	$(GO) vet ./...
+	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^otelcol-miles/')); \
+		if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+## bench: exporter and component benchmarks (see BENCHMARKS.md)
+bench:
+	@if [ -x bench/run.sh ]; then bench/run.sh; else $(GO) test -run '^$$' -bench . -benchmem ./bench/...; fi
+
+## demo: a live simulated run through the real collector (see README)
+demo: build
+	scripts/demo.sh
+
+clean:
+	rm -rf bin

@@ -1,0 +1,159 @@
+package jsonlexporter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.uber.org/zap"
+
+	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
+)
+
+// jsonlExporter is the one instance shared by the traces, metrics and logs pipelines of a component ID.
+//
+//	push{Traces,Metrics,Logs} → map*(pdata) → records → catalog.fold + writer.enqueue → (flush goroutine) files
+type jsonlExporter struct {
+	cfg     *Config
+	logger  *zap.Logger
+	version string
+	tel     *telemetry
+	fs      fileSystem
+	now     func() time.Time
+
+	mu      sync.Mutex
+	refs    int // started signals; the last Shutdown stops the writer
+	started bool
+	stopped bool
+
+	w   *writer
+	cat *laneCatalog
+	cmp *compactor
+}
+
+func newExporter(cfg *Config, set component.TelemetrySettings, version string) (*jsonlExporter, error) {
+	tel, err := newTelemetry(set.MeterProvider)
+	if err != nil {
+		return nil, err
+	}
+	return &jsonlExporter{cfg: cfg, logger: set.Logger, version: version, tel: tel, fs: osFS{}, now: time.Now}, nil
+}
+
+func (e *jsonlExporter) start(_ context.Context, _ component.Host) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.refs++
+	if e.started {
+		return nil
+	}
+	dash := filepath.Join(e.cfg.Directory, runfiles.DashboardDir)
+	if err := os.MkdirAll(dash, 0o755); err != nil {
+		return fmt.Errorf("jsonl: cannot create the run directory %s: %w", dash, err)
+	}
+	runName := e.cfg.RunName
+	if runName == "" {
+		runName = filepath.Base(filepath.Clean(e.cfg.Directory))
+	}
+	if err := writeMeta(dash, runName, e.version, e.now()); err != nil {
+		return fmt.Errorf("jsonl: cannot write meta.json in %s: %w", dash, err)
+	}
+	e.cat = newLaneCatalog(dash)
+	if err := e.cat.load(); err != nil {
+		e.logger.Warn("jsonl: ignoring unreadable lane catalog", zap.Error(err))
+	}
+	part := newPartitioner(dash, e.fs, e.cfg.MaxOpenFiles, e.cfg.Fsync)
+	e.w = &writer{
+		maxBytes: e.cfg.MaxBufferBytes,
+		part:     part,
+		interval: e.cfg.FlushInterval,
+		logger:   e.logger,
+		tel:      e.tel,
+		now:      e.now,
+	}
+	e.w.afterFlush = func() {
+		if err := e.cat.writeIfChanged(); err != nil {
+			e.w.reportError(e.now(), err, 0)
+		}
+	}
+	if e.cfg.Compression == "zstd" {
+		cmp, err := newCompactor(e.cfg.Directory, e.cfg.CompressAfter, part, func(err error) { e.w.reportError(e.now(), err, 0) })
+		if err != nil {
+			return err
+		}
+		e.cmp = cmp
+		e.w.periodic = cmp.maybeRun
+	}
+	e.w.start()
+	e.started = true
+	return nil
+}
+
+// shutdown is safe without start; the last signal's shutdown flushes everything and closes the files.
+func (e *jsonlExporter) shutdown(ctx context.Context) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.refs > 0 {
+		e.refs--
+	}
+	if e.refs > 0 || !e.started || e.stopped {
+		return nil
+	}
+	e.stopped = true
+	err := e.w.shutdown(ctx)
+	if e.cmp != nil {
+		e.cmp.close()
+	}
+	if e.tel.droppedTotal() > 0 || e.w.pendingBytes > 0 {
+		e.logger.Warn("jsonl: shut down with data lost", zap.Int64("records_dropped_total", e.tel.droppedTotal()),
+			zap.Int64("unwritten_bytes", e.w.pendingBytes))
+	}
+	return err
+}
+
+var errStopped = consumererror.NewPermanent(errors.New("jsonl exporter is not running"))
+
+// accept hands one export's records to the catalog and the writer; it never touches the disk.
+func (e *jsonlExporter) accept(r *records) error {
+	if r.unmapped > 0 {
+		e.tel.dropped(dropReasonUnmapped, r.unmapped)
+	}
+	if r.invalid > 0 {
+		e.tel.dropped(dropReasonInvalid, r.invalid)
+	}
+	e.mu.Lock()
+	running := e.started && !e.stopped
+	e.mu.Unlock()
+	if !running {
+		return errStopped
+	}
+	e.cat.fold(r.lanes)
+	e.w.enqueue(r.chunks)
+	return nil
+}
+
+func (e *jsonlExporter) pushTraces(_ context.Context, td ptrace.Traces) error {
+	var r records
+	mapTraces(td, &r)
+	return e.accept(&r)
+}
+
+func (e *jsonlExporter) pushMetrics(_ context.Context, md pmetric.Metrics) error {
+	var r records
+	mapMetrics(md, &r)
+	return e.accept(&r)
+}
+
+func (e *jsonlExporter) pushLogs(_ context.Context, ld plog.Logs) error {
+	var r records
+	mapLogs(ld, &r)
+	return e.accept(&r)
+}

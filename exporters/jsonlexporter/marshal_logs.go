@@ -1,0 +1,94 @@
+package jsonlexporter
+
+import (
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
+)
+
+// mapLogs handles the two log events of docs/semconv.md: phase open markers (§2) and topology snapshots (§5).
+func mapLogs(ld plog.Logs, r *records) {
+	buf := make([]byte, 0, 512)
+	for _, rl := range ld.ResourceLogs().All() {
+		node, _ := attrStr(rl.Resource().Attributes(), sc.HostName)
+		for _, sl := range rl.ScopeLogs().All() {
+			for _, lr := range sl.LogRecords().All() {
+				ts := lr.Timestamp()
+				if ts == 0 {
+					ts = lr.ObservedTimestamp()
+				}
+				switch eventName(lr) {
+				case sc.EventPhaseStart:
+					if lr.SpanID().IsEmpty() {
+						r.invalid++ // without the span id no closed phase could ever replace it
+						continue
+					}
+					name, _ := attrStr(lr.Attributes(), sc.PhaseName)
+					buf = appendPhase(buf[:0], r, node, name, lr.Attributes(), ts, 0, true, lr.SpanID(), pcommon.NewSpanIDEmpty())
+					r.add(sc.StreamPhases, ts, buf)
+				case sc.EventTopology:
+					var ok bool
+					if buf, ok = appendTopology(buf[:0], r, ts, lr.Body()); ok {
+						r.add(sc.StreamTopology, ts, buf)
+					} else {
+						r.invalid++
+					}
+				default:
+					r.unmapped++
+				}
+			}
+		}
+	}
+}
+
+func eventName(lr plog.LogRecord) string {
+	if n := lr.EventName(); n != "" {
+		return n
+	}
+	n, _ := attrStr(lr.Attributes(), sc.EventNameAttr)
+	return n
+}
+
+// appendTopology writes {"ts":…,"engines":[…]} and learns which engine runs on which lane.
+func appendTopology(b []byte, r *records, ts pcommon.Timestamp, body pcommon.Value) ([]byte, bool) {
+	if body.Type() != pcommon.ValueTypeMap {
+		return b, false
+	}
+	ev, ok := body.Map().Get("engines")
+	if !ok || ev.Type() != pcommon.ValueTypeSlice {
+		return b, false
+	}
+	engines := ev.Slice()
+	o := beginObj(b)
+	o.time("ts", ts)
+	o.key("engines")
+	o.b = appendValue(o.b, ev, 0)
+	for _, e := range engines.All() {
+		if e.Type() != pcommon.ValueTypeMap {
+			continue
+		}
+		em := e.Map()
+		addr, _ := attrStr(em, "addr")
+		gv, ok := em.Get("gpus")
+		if !ok || gv.Type() != pcommon.ValueTypeSlice {
+			continue
+		}
+		uuids := attrSlice(em, "gpu_uuids")
+		for i, pair := range gv.Slice().All() {
+			if pair.Type() != pcommon.ValueTypeSlice || pair.Slice().Len() != 2 {
+				continue
+			}
+			gpu, ok := valueInt(pair.Slice().At(1))
+			if !ok {
+				continue
+			}
+			f := laneFact{node: pair.Slice().At(0).AsString(), gpu: gpu, rank: -1, engine: addr}
+			if uuids.Len() > i {
+				f.uuid = uuids.At(i).AsString()
+			}
+			r.lanes = append(r.lanes, f)
+		}
+	}
+	return o.line(), true
+}

@@ -1,0 +1,432 @@
+package jsonlexporter
+
+import (
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
+)
+
+// mapMetrics routes data points to the metrics, gpu_util, gpu_processes and engine_series streams
+// (docs/semconv.md §4, §6, §7, §8.3). Anything else is counted as unmapped.
+func mapMetrics(md pmetric.Metrics, r *records) {
+	buf := make([]byte, 0, 512)
+	for _, rm := range md.ResourceMetrics().All() {
+		res := rm.Resource().Attributes()
+		var steps stepGroups
+		var gpus gpuRows
+		for _, sm := range rm.ScopeMetrics().All() {
+			promScope := sm.Scope().Name() == sc.PrometheusScope
+			for _, m := range sm.Metrics().All() {
+				name := m.Name()
+				switch {
+				case isStepMetric(m):
+					steps.add(m, r)
+				case strings.HasPrefix(name, "hw.") || strings.HasPrefix(name, "nvml.gpu."):
+					if name == sc.MetricProcessMemory {
+						buf = mapProcesses(buf, res, m, r)
+					} else {
+						gpus.add(m, r)
+					}
+				case promScope || strings.HasPrefix(name, "sglang"):
+					if strings.HasPrefix(name, "scrape_") {
+						continue // the receiver's own bookkeeping, not engine state
+					}
+					buf = mapEngineSeries(buf, res, m, r)
+				default:
+					r.unmapped += int64(dataPointCount(m))
+				}
+			}
+		}
+		buf = steps.flush(buf, r)
+		buf = gpus.flush(buf, res, r)
+	}
+}
+
+func dataPointCount(m pmetric.Metric) int {
+	switch m.Type() {
+	case pmetric.MetricTypeGauge:
+		return m.Gauge().DataPoints().Len()
+	case pmetric.MetricTypeSum:
+		return m.Sum().DataPoints().Len()
+	case pmetric.MetricTypeHistogram:
+		return m.Histogram().DataPoints().Len()
+	case pmetric.MetricTypeExponentialHistogram:
+		return m.ExponentialHistogram().DataPoints().Len()
+	case pmetric.MetricTypeSummary:
+		return m.Summary().DataPoints().Len()
+	}
+	return 0
+}
+
+// numberPoints returns the number data points of a gauge or sum; other types have none.
+func numberPoints(m pmetric.Metric) pmetric.NumberDataPointSlice {
+	switch m.Type() {
+	case pmetric.MetricTypeGauge:
+		return m.Gauge().DataPoints()
+	case pmetric.MetricTypeSum:
+		return m.Sum().DataPoints()
+	}
+	return pmetric.NewNumberDataPointSlice()
+}
+
+func pointValue(dp pmetric.NumberDataPoint) float64 {
+	if dp.ValueType() == pmetric.NumberDataPointValueTypeInt {
+		return float64(dp.IntValue())
+	}
+	return dp.DoubleValue()
+}
+
+func isStepMetric(m pmetric.Metric) bool {
+	dps := numberPoints(m)
+	if dps.Len() == 0 {
+		return false
+	}
+	_, ok := dps.At(0).Attributes().Get(sc.StepKey)
+	return ok
+}
+
+// ---- step metrics ----
+
+type stepKey struct {
+	ts      pcommon.Timestamp
+	stepKey string
+	step    int64
+	hasStep bool
+}
+
+type stepGroup struct {
+	key    stepKey
+	fields []byte // `"k":v,"k":v`
+}
+
+// stepGroups folds the data points of one log_metrics call (same resource, time, step key, step) back into
+// one record, as the trainer logged them.
+type stepGroups struct{ groups []*stepGroup }
+
+func (s *stepGroups) add(m pmetric.Metric, r *records) {
+	for _, dp := range numberPoints(m).All() {
+		attrs := dp.Attributes()
+		sk, _ := attrStr(attrs, sc.StepKey)
+		step, hasStep := attrInt(attrs, sc.Step)
+		k := stepKey{ts: dp.Timestamp(), stepKey: sk, step: step, hasStep: hasStep}
+		var g *stepGroup
+		for _, c := range s.groups {
+			if c.key == k {
+				g = c
+				break
+			}
+		}
+		if g == nil {
+			g = &stepGroup{key: k}
+			s.groups = append(s.groups, g)
+		}
+		if len(g.fields) > 0 {
+			g.fields = append(g.fields, ',')
+		}
+		g.fields = appendString(g.fields, m.Name())
+		g.fields = append(g.fields, ':')
+		g.fields = appendFloat(g.fields, pointValue(dp))
+	}
+}
+
+func (s *stepGroups) flush(b []byte, r *records) []byte {
+	for _, g := range s.groups {
+		o := beginObj(b[:0])
+		o.time("ts", g.key.ts)
+		if g.key.stepKey == "" {
+			o.null("step_key")
+		} else {
+			o.str("step_key", g.key.stepKey)
+		}
+		if g.key.hasStep {
+			o.int("step", g.key.step)
+		} else {
+			o.null("step")
+		}
+		o.key("metrics")
+		o.b = append(o.b, '{')
+		o.b = append(o.b, g.fields...)
+		o.b = append(o.b, '}')
+		b = o.line()
+		r.add(sc.StreamMetrics, g.key.ts, b)
+	}
+	return b
+}
+
+// ---- GPU rows ----
+
+// gpuField says how one GPU metric lands in a gpu_util row.
+type gpuField struct {
+	key   string
+	scale func(float64) float64
+	isInt bool
+}
+
+func pct(v float64) float64   { return round1(v * 100) }
+func mib(v float64) float64   { return math.Floor(v / (1 << 20)) }
+func ident(v float64) float64 { return v }
+
+var gpuFields = map[string]gpuField{
+	sc.MetricGPUUtilization:    {key: "util", scale: pct},
+	sc.MetricGPUMemoryUsage:    {key: "mem_mb", scale: mib, isInt: true},
+	sc.MetricGPUMemoryLimit:    {key: "mem_total_mb", scale: mib, isInt: true},
+	sc.MetricGPUMemoryUtil:     {key: "mem_util", scale: pct},
+	sc.MetricPower:             {key: "power_w", scale: round1},
+	sc.MetricEnergy:            {key: "energy_j", scale: round1},
+	sc.MetricTemperature:       {key: "temp_c", scale: round1},
+	sc.MetricClockSM:           {key: "sm_clock", scale: ident, isInt: true},
+	sc.MetricClockMemory:       {key: "mem_clock", scale: ident, isInt: true},
+	sc.MetricClockEventReasons: {key: "throttle", scale: ident, isInt: true},
+	sc.MetricSMActivity:        {key: "sm_active", scale: pct},
+	sc.MetricSMOccupancy:       {key: "sm_occupancy", scale: pct},
+	sc.MetricTensorActivity:    {key: "tensor_active", scale: pct},
+	sc.MetricDRAMActivity:      {key: "dram_active", scale: pct},
+}
+
+// gpuFieldKey returns the record key of a data point, including the attribute-split metrics.
+func gpuFieldKey(name string, attrs pcommon.Map) (gpuField, bool) {
+	if f, ok := gpuFields[name]; ok {
+		return f, true
+	}
+	switch name {
+	case sc.MetricGPUIO:
+		link, _ := attrStr(attrs, sc.HWGPULink)
+		dir, _ := attrStr(attrs, sc.NetIODirection)
+		if link == "" {
+			link = "pcie"
+		}
+		d := "rx"
+		if dir == "transmit" {
+			d = "tx"
+		}
+		return gpuField{key: link + "_" + d, scale: ident, isInt: true}, true
+	case sc.MetricErrors:
+		et, _ := attrStr(attrs, sc.ErrorType)
+		switch et {
+		case "ecc_corrected":
+			return gpuField{key: "ecc_corr", scale: ident, isInt: true}, true
+		case "ecc_uncorrected":
+			return gpuField{key: "ecc_uncorr", scale: ident, isInt: true}, true
+		case "xid":
+			return gpuField{key: "xid", scale: ident, isInt: true}, true
+		}
+		return gpuField{}, false
+	}
+	// A GPU metric this version does not know yet keeps its value under a derived key rather than vanishing.
+	key := strings.NewReplacer("hw.gpu.", "", "nvml.gpu.", "", "hw.", "", ".", "_").Replace(name)
+	return gpuField{key: key, scale: ident}, true
+}
+
+type gpuRow struct {
+	ts     pcommon.Timestamp
+	fields []byte
+}
+
+// gpuRows collects the metrics of one device resource into one row per timestamp.
+type gpuRows struct{ rows []*gpuRow }
+
+func (g *gpuRows) add(m pmetric.Metric, r *records) {
+	dps := numberPoints(m)
+	if dps.Len() == 0 {
+		r.unmapped += int64(dataPointCount(m))
+		return
+	}
+	for _, dp := range dps.All() {
+		f, ok := gpuFieldKey(m.Name(), dp.Attributes())
+		if !ok {
+			r.unmapped++
+			continue
+		}
+		var row *gpuRow
+		for _, c := range g.rows {
+			if c.ts == dp.Timestamp() {
+				row = c
+				break
+			}
+		}
+		if row == nil {
+			row = &gpuRow{ts: dp.Timestamp()}
+			g.rows = append(g.rows, row)
+		}
+		row.fields = append(row.fields, ',', '"')
+		row.fields = append(row.fields, f.key...)
+		row.fields = append(row.fields, '"', ':')
+		v := f.scale(pointValue(dp))
+		if f.isInt && !math.IsNaN(v) && !math.IsInf(v, 0) {
+			row.fields = strconv.AppendInt(row.fields, int64(v), 10)
+		} else {
+			row.fields = appendFloat(row.fields, v)
+		}
+	}
+}
+
+func (g *gpuRows) flush(b []byte, res pcommon.Map, r *records) []byte {
+	if len(g.rows) == 0 {
+		return b
+	}
+	node, _ := attrStr(res, sc.HostName)
+	gpu, ok := attrInt(res, sc.GPUIndex)
+	if !ok {
+		r.invalid += int64(len(g.rows)) // a GPU value without a device cannot be placed on a lane
+		return b
+	}
+	f := laneFact{node: node, gpu: gpu, rank: -1}
+	f.uuid, _ = attrStr(res, sc.HWID)
+	f.model, _ = attrStr(res, sc.HWModel)
+	r.lanes = append(r.lanes, f)
+	for _, row := range g.rows {
+		o := beginObj(b[:0])
+		o.time("ts", row.ts)
+		o.str("node", node)
+		o.int("gpu", gpu)
+		o.b = append(o.b, row.fields...)
+		b = o.line()
+		r.add(sc.StreamGPUUtil, row.ts, b)
+	}
+	return b
+}
+
+func mapProcesses(b []byte, res pcommon.Map, m pmetric.Metric, r *records) []byte {
+	node, _ := attrStr(res, sc.HostName)
+	gpu, ok := attrInt(res, sc.GPUIndex)
+	for _, dp := range numberPoints(m).All() {
+		if !ok {
+			r.invalid++
+			continue
+		}
+		pid, _ := attrInt(dp.Attributes(), sc.ProcessPID)
+		name, _ := attrStr(dp.Attributes(), sc.ProcessExeName)
+		o := beginObj(b[:0])
+		o.time("ts", dp.Timestamp())
+		o.str("node", node)
+		o.int("gpu", gpu)
+		o.int("pid", pid)
+		o.str("name", name)
+		o.int("mem_mb", int64(mib(pointValue(dp))))
+		b = o.line()
+		r.add(sc.StreamGPUProcesses, dp.Timestamp(), b)
+	}
+	return b
+}
+
+// ---- engine series ----
+
+func mapEngineSeries(b []byte, res pcommon.Map, m pmetric.Metric, r *records) []byte {
+	instance, _ := attrStr(res, sc.ServiceInstanceID)
+	head := func(ts pcommon.Timestamp, attrs pcommon.Map) obj {
+		addr, ok := attrStr(attrs, sc.WorkerAddr)
+		if !ok {
+			addr = instance
+		}
+		o := beginObj(b[:0])
+		o.time("ts", ts)
+		o.str("addr", addr)
+		o.str("metric", m.Name())
+		appendLabels(&o, attrs)
+		return o
+	}
+	switch m.Type() {
+	case pmetric.MetricTypeGauge, pmetric.MetricTypeSum:
+		for _, dp := range numberPoints(m).All() {
+			if dp.Flags().NoRecordedValue() {
+				continue // a stale marker: the series went away, which the gap already says
+			}
+			o := head(dp.Timestamp(), dp.Attributes())
+			o.float("v", pointValue(dp))
+			b = o.line()
+			r.add(sc.StreamEngineSeries, dp.Timestamp(), b)
+		}
+	case pmetric.MetricTypeHistogram:
+		for _, dp := range m.Histogram().DataPoints().All() {
+			if dp.Flags().NoRecordedValue() {
+				continue
+			}
+			o := head(dp.Timestamp(), dp.Attributes())
+			o.int("count", int64(dp.Count()))
+			o.float("sum", dp.Sum())
+			o.key("bounds")
+			o.b = append(o.b, '[')
+			for i, v := range dp.ExplicitBounds().All() {
+				if i > 0 {
+					o.b = append(o.b, ',')
+				}
+				o.b = appendFloat(o.b, v)
+			}
+			o.b = append(o.b, ']')
+			o.key("counts")
+			o.b = append(o.b, '[')
+			for i, v := range dp.BucketCounts().All() {
+				if i > 0 {
+					o.b = append(o.b, ',')
+				}
+				o.b = strconv.AppendUint(o.b, v, 10)
+			}
+			o.b = append(o.b, ']')
+			b = o.line()
+			r.add(sc.StreamEngineSeries, dp.Timestamp(), b)
+		}
+	case pmetric.MetricTypeSummary:
+		for _, dp := range m.Summary().DataPoints().All() {
+			if dp.Flags().NoRecordedValue() {
+				continue
+			}
+			o := head(dp.Timestamp(), dp.Attributes())
+			o.int("count", int64(dp.Count()))
+			o.float("sum", dp.Sum())
+			o.key("quantiles")
+			o.b = append(o.b, '{')
+			for i, q := range dp.QuantileValues().All() {
+				if i > 0 {
+					o.b = append(o.b, ',')
+				}
+				o.b = append(o.b, '"')
+				o.b = strconv.AppendFloat(o.b, q.Quantile(), 'g', -1, 64)
+				o.b = append(o.b, '"', ':')
+				o.b = appendFloat(o.b, q.Value())
+			}
+			o.b = append(o.b, '}')
+			b = o.line()
+			r.add(sc.StreamEngineSeries, dp.Timestamp(), b)
+		}
+	default:
+		r.unmapped += int64(dataPointCount(m))
+	}
+	return b
+}
+
+// appendLabels writes the data point attributes (minus worker_addr) sorted by key, so one series always
+// produces the same bytes; omitted when empty.
+func appendLabels(o *obj, attrs pcommon.Map) {
+	n := attrs.Len()
+	if _, ok := attrs.Get(sc.WorkerAddr); ok {
+		n--
+	}
+	if n <= 0 {
+		return
+	}
+	keys := make([]string, 0, n)
+	for k := range attrs.All() {
+		if k != sc.WorkerAddr {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	o.key("labels")
+	o.b = append(o.b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			o.b = append(o.b, ',')
+		}
+		v, _ := attrs.Get(k)
+		o.b = appendString(o.b, k)
+		o.b = append(o.b, ':')
+		o.b = appendString(o.b, v.AsString())
+	}
+	o.b = append(o.b, '}')
+}

@@ -1,0 +1,145 @@
+package jsonlexporter
+
+import (
+	"go.opentelemetry.io/collector/pdata/pcommon"
+)
+
+// partKey names one partition: a stream and a UTC hour (Unix seconds / 3600).
+type partKey struct {
+	stream string
+	hour   int64
+}
+
+func hourOf(t pcommon.Timestamp) int64 { return int64(uint64(t) / 3600e9) }
+
+// chunk holds complete lines for one partition, in arrival order.
+type chunk struct {
+	key   partKey
+	data  []byte
+	lines int
+}
+
+// records is what one export call produces: lines grouped by partition plus the lane facts seen on the way.
+// It is built without locks and handed to the writer in one step.
+type records struct {
+	chunks   []*chunk
+	lanes    []laneFact
+	unmapped int64 // items that match no stream (counted, dropped)
+	invalid  int64 // items of a known kind missing a required field (counted, dropped)
+}
+
+// add appends one encoded line to the chunk of its partition.
+func (r *records) add(stream string, t pcommon.Timestamp, line []byte) {
+	k := partKey{stream: stream, hour: hourOf(t)}
+	for _, c := range r.chunks {
+		if c.key == k {
+			c.data = append(c.data, line...)
+			c.lines++
+			return
+		}
+	}
+	r.chunks = append(r.chunks, &chunk{key: k, data: line, lines: 1})
+}
+
+// lineCount is the number of lines across all chunks.
+func (r *records) lineCount() (n int) {
+	for _, c := range r.chunks {
+		n += c.lines
+	}
+	return n
+}
+
+// laneFact is one thing learned about a GPU lane ("node:gpu") while mapping records; the catalog folds them.
+type laneFact struct {
+	node   string
+	gpu    int64
+	uuid   string
+	model  string
+	rank   int64 // -1 none
+	train  bool
+	engine string // engine addr, "" none
+}
+
+// attribute helpers: absent or mistyped attributes read as "unknown" instead of failing the record.
+
+func attrStr(m pcommon.Map, k string) (string, bool) {
+	v, ok := m.Get(k)
+	if !ok {
+		return "", false
+	}
+	if v.Type() == pcommon.ValueTypeStr {
+		return v.Str(), true
+	}
+	return v.AsString(), true
+}
+
+func attrInt(m pcommon.Map, k string) (int64, bool) {
+	v, ok := m.Get(k)
+	if !ok {
+		return 0, false
+	}
+	return valueInt(v)
+}
+
+func valueInt(v pcommon.Value) (int64, bool) {
+	switch v.Type() {
+	case pcommon.ValueTypeInt:
+		return v.Int(), true
+	case pcommon.ValueTypeDouble:
+		d := v.Double()
+		if d != d || d > 9.2e18 || d < -9.2e18 {
+			return 0, false
+		}
+		return int64(d), true
+	case pcommon.ValueTypeStr:
+		return parseInt(v.Str())
+	}
+	return 0, false
+}
+
+func parseInt(s string) (int64, bool) {
+	if s == "" || len(s) > 19 {
+		return 0, false
+	}
+	neg := s[0] == '-'
+	if neg {
+		s = s[1:]
+		if s == "" {
+			return 0, false
+		}
+	}
+	var n int64
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + int64(c-'0')
+	}
+	if neg {
+		n = -n
+	}
+	return n, true
+}
+
+func attrFloat(m pcommon.Map, k string) (float64, bool) {
+	v, ok := m.Get(k)
+	if !ok {
+		return 0, false
+	}
+	switch v.Type() {
+	case pcommon.ValueTypeDouble:
+		return v.Double(), true
+	case pcommon.ValueTypeInt:
+		return float64(v.Int()), true
+	}
+	return 0, false
+}
+
+// attrSlice returns the slice attribute k, or an empty (valid) slice when it is absent or not a slice.
+func attrSlice(m pcommon.Map, k string) pcommon.Slice {
+	if v, ok := m.Get(k); ok && v.Type() == pcommon.ValueTypeSlice {
+		return v.Slice()
+	}
+	return pcommon.NewSlice()
+}

@@ -1,0 +1,81 @@
+package jsonlexporter
+
+import (
+	"context"
+	"sync/atomic"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+const (
+	dropReasonBufferFull = "buffer_full" // the disk could not keep up or failed and the queue hit its byte budget
+	dropReasonUnmapped   = "unmapped"    // matches no stream (e.g. a span without miles.span.type)
+	dropReasonInvalid    = "invalid"     // a known kind missing a required field
+)
+
+// telemetry counts what the exporter does, both as collector self-metrics (otelcol_exporter_jsonl_*) and as
+// plain counters that tests and the error log read. Never one log line per item.
+type telemetry struct {
+	records metric.Int64Counter
+	bytes   metric.Int64Counter
+	drops   metric.Int64Counter
+	errors  metric.Int64Counter
+
+	writtenRecords atomic.Int64
+	writtenBytes   atomic.Int64
+	droppedRecords atomic.Int64
+	unmappedItems  atomic.Int64
+	invalidItems   atomic.Int64
+	writeErrors    atomic.Int64
+}
+
+func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
+	m := mp.Meter("github.com/otelcol-miles/otelcol-miles/exporters/jsonlexporter")
+	t := &telemetry{}
+	var err error
+	if t.records, err = m.Int64Counter("otelcol_exporter_jsonl_records",
+		metric.WithDescription("Records written to the run directory, by stream."), metric.WithUnit("{record}")); err != nil {
+		return nil, err
+	}
+	if t.bytes, err = m.Int64Counter("otelcol_exporter_jsonl_bytes",
+		metric.WithDescription("Bytes appended to the run directory, by stream."), metric.WithUnit("By")); err != nil {
+		return nil, err
+	}
+	if t.drops, err = m.Int64Counter("otelcol_exporter_jsonl_dropped",
+		metric.WithDescription("Records or items dropped, by reason (buffer_full, unmapped, invalid)."), metric.WithUnit("{item}")); err != nil {
+		return nil, err
+	}
+	if t.errors, err = m.Int64Counter("otelcol_exporter_jsonl_write_errors",
+		metric.WithDescription("Flushes that failed to write some partition."), metric.WithUnit("{error}")); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *telemetry) written(stream string, records, bytes int64) {
+	t.writtenRecords.Add(records)
+	t.writtenBytes.Add(bytes)
+	opt := metric.WithAttributes(attribute.String("stream", stream))
+	t.records.Add(context.Background(), records, opt)
+	t.bytes.Add(context.Background(), bytes, opt)
+}
+
+func (t *telemetry) dropped(reason string, n int64) {
+	switch reason {
+	case dropReasonBufferFull:
+		t.droppedRecords.Add(n)
+	case dropReasonUnmapped:
+		t.unmappedItems.Add(n)
+	case dropReasonInvalid:
+		t.invalidItems.Add(n)
+	}
+	t.drops.Add(context.Background(), n, metric.WithAttributes(attribute.String("reason", reason)))
+}
+
+func (t *telemetry) droppedTotal() int64 { return t.droppedRecords.Load() }
+
+func (t *telemetry) writeError() {
+	t.writeErrors.Add(1)
+	t.errors.Add(context.Background(), 1)
+}

@@ -1,0 +1,219 @@
+package jsonlexporter
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// writer decouples ingest from the disk: export calls append encoded lines to a bounded in-memory queue and
+// return at once; one goroutine flushes the queue to the partitions every flush interval. When the disk is
+// slow, full or read-only the queue keeps the newest data up to max_buffer_bytes (oldest dropped, counted),
+// one rate-limited error is logged, and writing resumes by itself at the next successful flush.
+//
+//	export call → enqueue (bounded) → flush tick → partitioner.write (whole lines) → files
+type writer struct {
+	mu           sync.Mutex
+	pending      []*chunk
+	pendingBytes int64
+	maxBytes     int64
+
+	part       *partitioner
+	interval   time.Duration
+	afterFlush func()              // catalog write; runs on the flush goroutine
+	periodic   func(now time.Time) // compaction; runs on the flush goroutine
+	logger     *zap.Logger
+	tel        *telemetry
+	now        func() time.Time
+
+	failing      bool      // the last flush failed
+	lastErrLog   time.Time // rate limit for the loud error
+	errsSinceLog int
+
+	stop   chan struct{}
+	done   chan struct{}
+	kick   chan chan struct{} // flushNow requests (tests, shutdown)
+	closed atomic.Bool
+}
+
+const errorLogEvery = 30 * time.Second
+
+func (w *writer) enqueue(chunks []*chunk) {
+	w.mu.Lock()
+	for _, c := range chunks {
+		w.pending = append(w.pending, c)
+		w.pendingBytes += int64(len(c.data))
+	}
+	dropped := w.trimLocked()
+	w.mu.Unlock()
+	if dropped > 0 {
+		w.tel.dropped(dropReasonBufferFull, dropped)
+	}
+}
+
+// trimLocked drops whole chunks, oldest first, until the queue fits its byte budget.
+func (w *writer) trimLocked() (droppedLines int64) {
+	i := 0
+	for w.pendingBytes > w.maxBytes && i < len(w.pending) {
+		w.pendingBytes -= int64(len(w.pending[i].data))
+		droppedLines += int64(w.pending[i].lines)
+		w.pending[i] = nil
+		i++
+	}
+	if i > 0 {
+		w.pending = append(w.pending[:0:0], w.pending[i:]...)
+	}
+	return droppedLines
+}
+
+func (w *writer) start() {
+	w.stop = make(chan struct{})
+	w.done = make(chan struct{})
+	w.kick = make(chan chan struct{})
+	go w.run()
+}
+
+func (w *writer) run() {
+	defer close(w.done)
+	t := time.NewTicker(w.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			w.flush()
+		case ack := <-w.kick:
+			w.flush()
+			close(ack)
+		case <-w.stop:
+			w.flush()
+			w.part.closeAll()
+			return
+		}
+	}
+}
+
+// flushNow flushes synchronously (used by tests and benchmarks to observe the files).
+func (w *writer) flushNow(ctx context.Context) error {
+	ack := make(chan struct{})
+	select {
+	case w.kick <- ack:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-ack:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (w *writer) shutdown(ctx context.Context) error {
+	if w.closed.Swap(true) || w.stop == nil {
+		return nil
+	}
+	close(w.stop)
+	select {
+	case <-w.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// flush writes everything queued, one write per partition, in arrival order. Chunks whose write failed go
+// back to the front of the queue so order is kept when the disk recovers.
+func (w *writer) flush() {
+	now := w.now()
+	w.mu.Lock()
+	batch := w.pending
+	w.pending = nil
+	w.pendingBytes = 0
+	w.mu.Unlock()
+
+	var failed []*chunk
+	var firstErr error
+	if len(batch) > 0 {
+		// Group by partition, keeping the first-seen order of partitions and the order within each.
+		order := make([]partKey, 0, 8)
+		groups := make(map[partKey][]*chunk, 8)
+		for _, c := range batch {
+			if _, ok := groups[c.key]; !ok {
+				order = append(order, c.key)
+			}
+			groups[c.key] = append(groups[c.key], c)
+		}
+		var data []byte
+		for _, k := range order {
+			cs := groups[k]
+			data = data[:0]
+			lines := 0
+			for _, c := range cs {
+				data = append(data, c.data...)
+				lines += c.lines
+			}
+			if err := w.part.write(k, data); err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				failed = append(failed, cs...)
+				continue
+			}
+			w.tel.written(k.stream, int64(lines), int64(len(data)))
+		}
+		if w.part.syncMode == "flush" {
+			if err := w.part.syncAll(); err != nil && firstErr == nil {
+				firstErr = err
+			}
+		}
+	}
+	if len(failed) > 0 {
+		w.mu.Lock()
+		var n int64
+		for _, c := range failed {
+			n += int64(len(c.data))
+		}
+		w.pending = append(failed, w.pending...)
+		w.pendingBytes += n
+		dropped := w.trimLocked()
+		queued := w.pendingBytes
+		w.mu.Unlock()
+		if dropped > 0 {
+			w.tel.dropped(dropReasonBufferFull, dropped)
+		}
+		w.tel.writeError()
+		w.reportError(now, firstErr, queued)
+	} else if firstErr != nil {
+		w.tel.writeError()
+		w.reportError(now, firstErr, 0)
+	} else if w.failing {
+		w.failing = false
+		w.logger.Warn("jsonl: writing resumed", zap.Int("errors_since_last_report", w.errsSinceLog),
+			zap.Int64("records_dropped_total", w.tel.droppedTotal()))
+		w.errsSinceLog = 0
+	}
+	// Hours before the previous one are done; free their file handles.
+	w.part.closeBefore(now.Unix()/3600 - 1)
+	if w.afterFlush != nil {
+		w.afterFlush()
+	}
+	if w.periodic != nil {
+		w.periodic(now)
+	}
+}
+
+func (w *writer) reportError(now time.Time, err error, queuedBytes int64) {
+	w.failing = true
+	w.errsSinceLog++
+	if now.Sub(w.lastErrLog) < errorLogEvery {
+		return
+	}
+	w.lastErrLog = now
+	w.logger.Error("jsonl: cannot write to the run directory; keeping the newest data in memory and retrying every flush",
+		zap.Error(err), zap.Int64("queued_bytes", queuedBytes), zap.Int64("max_buffer_bytes", w.maxBytes),
+		zap.Int("errors_since_last_report", w.errsSinceLog), zap.Int64("records_dropped_total", w.tel.droppedTotal()))
+	w.errsSinceLog = 0
+}

@@ -1,0 +1,219 @@
+// Package e2etest starts the real otelcol-miles binary for end-to-end tests and reads back the run directory
+// it writes. The binary is built by `make build` (bin/otelcol-miles); `make test` sets MILES_E2E_REQUIRE=1 so
+// a missing binary fails instead of skipping.
+package e2etest
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
+)
+
+// RepoRoot is the repository root (where go.mod is).
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// Binary returns the path of bin/otelcol-miles, skipping the test when it was not built (unless
+// MILES_E2E_REQUIRE=1, then it fails).
+func Binary(t testing.TB) string {
+	t.Helper()
+	p := filepath.Join(RepoRoot(), "bin", "otelcol-miles")
+	if _, err := os.Stat(p); err != nil {
+		if os.Getenv("MILES_E2E_REQUIRE") == "1" {
+			t.Fatalf("%s missing: run `make build` first", p)
+		}
+		t.Skipf("%s not built (run `make build`); skipping end-to-end test", p)
+	}
+	return p
+}
+
+// Config returns the path of a file in configs/.
+func Config(name string) string { return filepath.Join(RepoRoot(), "configs", name) }
+
+// FreeAddr returns a loopback address with a port nobody listens on right now.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// Collector is a running otelcol-miles process.
+type Collector struct {
+	GRPCAddr, HTTPAddr, HealthAddr string
+	TelemetryPort                  int
+	RunDir                         string
+	cmd                            *exec.Cmd
+	out                            *syncBuffer
+	done                           chan struct{}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// Options tune StartCollector.
+type Options struct {
+	Env     []string // extra KEY=VALUE
+	Configs []string // config files; default configs/run.yaml
+	// Addresses to reuse (a restart on the same ports); empty means fresh free ports.
+	GRPCAddr, HTTPAddr string
+}
+
+// StartCollector starts the binary with configs/run.yaml (or opts.Configs) writing into runDir, on free
+// loopback ports, and waits until its health check answers. It is stopped at test cleanup.
+func StartCollector(t testing.TB, runDir string, opts Options) *Collector {
+	t.Helper()
+	bin := Binary(t)
+	c := &Collector{GRPCAddr: opts.GRPCAddr, HTTPAddr: opts.HTTPAddr, HealthAddr: FreeAddr(t), RunDir: runDir,
+		out: &syncBuffer{}, done: make(chan struct{})}
+	if c.GRPCAddr == "" {
+		c.GRPCAddr = FreeAddr(t)
+	}
+	if c.HTTPAddr == "" {
+		c.HTTPAddr = FreeAddr(t)
+	}
+	_, p, _ := net.SplitHostPort(FreeAddr(t))
+	c.TelemetryPort, _ = strconv.Atoi(p)
+	configs := opts.Configs
+	if len(configs) == 0 {
+		configs = []string{Config("run.yaml")}
+	}
+	var args []string
+	for _, cfg := range configs {
+		args = append(args, "--config", cfg)
+	}
+	c.cmd = exec.Command(bin, args...)
+	c.cmd.Env = append(os.Environ(),
+		"MILES_RUN_DIR="+runDir,
+		"MILES_OTLP_GRPC_ADDR="+c.GRPCAddr,
+		"MILES_OTLP_HTTP_ADDR="+c.HTTPAddr,
+		"MILES_HEALTH_ADDR="+c.HealthAddr,
+		"MILES_TELEMETRY_PORT="+strconv.Itoa(c.TelemetryPort),
+	)
+	c.cmd.Env = append(c.cmd.Env, opts.Env...)
+	c.cmd.Stdout = c.out
+	c.cmd.Stderr = c.out
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = c.cmd.Wait(); close(c.done) }()
+	t.Cleanup(func() {
+		c.Stop(t)
+		if t.Failed() {
+			t.Logf("otelcol-miles output:\n%s", c.Logs())
+		}
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		select {
+		case <-c.done:
+			t.Fatalf("otelcol-miles exited during start-up:\n%s", c.Logs())
+		default:
+		}
+		resp, err := http.Get("http://" + c.HealthAddr + "/")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return c
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("otelcol-miles not healthy after 30s:\n%s", c.Logs())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Logs returns everything the process printed so far.
+func (c *Collector) Logs() string { return c.out.String() }
+
+// Stop sends SIGTERM and waits (up to 20 s) for a clean exit; it is idempotent.
+func (c *Collector) Stop(t testing.TB) {
+	select {
+	case <-c.done:
+		return
+	default:
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.done:
+	case <-time.After(20 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.done
+		t.Errorf("otelcol-miles did not stop within 20s of SIGTERM")
+	}
+}
+
+// Kill stops the process without letting it flush (a crash).
+func (c *Collector) Kill() {
+	_ = c.cmd.Process.Kill()
+	<-c.done
+}
+
+// Records reads every complete record of a stream, across all partitions, as generic JSON objects.
+func Records(t testing.TB, runDir, stream string) []map[string]any {
+	t.Helper()
+	parts, err := runfiles.ListPartitions(runDir, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]any
+	for _, p := range parts {
+		_, err := p.ReadLines(func(line []byte) error {
+			var m map[string]any
+			if err := json.Unmarshal(line, &m); err != nil {
+				return fmt.Errorf("line %q: %w", line, err)
+			}
+			out = append(out, m)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// Eventually polls cond every 50 ms until it is true or the timeout passes.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

@@ -1,0 +1,134 @@
+// Package semconv holds the names defined in docs/semconv.md, so that the emitter-side simulator, the collector
+// components and the dashboard spell every span, attribute, metric and file field the same way.
+// A name added here must be documented there (TestDocumented checks it).
+package semconv
+
+// SchemaVersion is the version of the run-directory layout written by otelcol-miles (meta.json).
+// Version 1 is the Python miles dashboard's layout.
+const SchemaVersion = 2
+
+// Resource attributes.
+const (
+	ServiceName       = "service.name"
+	ServiceInstanceID = "service.instance.id"
+	HostName          = "host.name"
+	RunID             = "miles.run.id"
+	ProcessPID        = "process.pid"
+)
+
+// Span type discriminator and its values.
+const (
+	SpanType = "miles.span.type"
+
+	SpanTypePhase        = "phase"
+	SpanTypeAttempt      = "attempt"
+	SpanTypeQueue        = "queue"
+	SpanTypeGenerate     = "generate"
+	SpanTypeTool         = "tool"
+	SpanTypeConsume      = "consume"
+	SpanTypeStepConsume  = "step_consume"
+	SpanTypeWeightUpdate = "weight_update"
+)
+
+// Span names of the trajectory lifecycle (phase spans are named after the phase).
+const (
+	SpanNameAttempt      = "miles.attempt"
+	SpanNameQueue        = "miles.queue"
+	SpanNameGenerate     = "miles.generate"
+	SpanNameTool         = "miles.tool"
+	SpanNameConsume      = "miles.consume"
+	SpanNameStepConsume  = "miles.step.consume"
+	SpanNameWeightUpdate = "miles.weight_update"
+)
+
+// Phase attributes.
+const (
+	PhaseName = "miles.phase.name"
+	Role      = "miles.role"
+	Rank      = "miles.rank"
+	GPUIDs    = "miles.gpu.ids"
+	GPUUUIDs  = "miles.gpu.uuids"
+	Step      = "miles.step"
+)
+
+// Trajectory attributes.
+const (
+	SampleIndex      = "miles.sample.index"
+	GroupIndex       = "miles.group.index"
+	Attempt          = "miles.attempt"
+	SampleStatus     = "miles.sample.status"
+	Turn             = "miles.turn"
+	WeightVersion    = "miles.weight.version"
+	EngineAddr       = "miles.engine.addr"
+	TokensPrompt     = "miles.tokens.prompt"
+	TokensCompletion = "miles.tokens.completion"
+	FinishReason     = "miles.finish_reason"
+	ToolCalls        = "miles.tool.calls"
+	ToolNames        = "miles.tool.names"
+	BatchSize        = "miles.batch.size"
+)
+
+// Log events.
+const (
+	EventNameAttr   = "event.name" // attribute form of LogRecord.event_name for SDKs that predate the field
+	EventPhaseStart = "miles.phase.start"
+	EventTopology   = "miles.topology"
+)
+
+// Step metrics.
+const (
+	StepMetricsScope = "miles.step_metrics"
+	StepKey          = "miles.step_key"
+)
+
+// GPU metrics (NVML receiver) and their resource attributes.
+const (
+	HWID           = "hw.id"
+	HWType         = "hw.type"
+	HWVendor       = "hw.vendor"
+	HWModel        = "hw.model"
+	GPUIndex       = "nvml.gpu.index"
+	GPUPCIBusID    = "nvml.gpu.pci_bus_id"
+	HWGPULink      = "hw.gpu.link"
+	NetIODirection = "network.io.direction"
+	ErrorType      = "error.type"
+	ProcessExeName = "process.executable.name"
+
+	MetricGPUUtilization    = "hw.gpu.utilization"
+	MetricGPUMemoryUsage    = "hw.gpu.memory.usage"
+	MetricGPUMemoryLimit    = "hw.gpu.memory.limit"
+	MetricGPUMemoryUtil     = "hw.gpu.memory.utilization"
+	MetricPower             = "hw.power"
+	MetricEnergy            = "hw.energy"
+	MetricTemperature       = "hw.temperature"
+	MetricGPUIO             = "hw.gpu.io"
+	MetricErrors            = "hw.errors"
+	MetricClockSM           = "nvml.gpu.clock.sm"
+	MetricClockMemory       = "nvml.gpu.clock.memory"
+	MetricClockEventReasons = "nvml.gpu.clock_event_reasons"
+	MetricSMActivity        = "nvml.gpu.sm.activity"
+	MetricSMOccupancy       = "nvml.gpu.sm.occupancy"
+	MetricTensorActivity    = "nvml.gpu.tensor.activity"
+	MetricDRAMActivity      = "nvml.gpu.dram.activity"
+	MetricProcessMemory     = "nvml.gpu.process.memory.usage"
+)
+
+// Engine series (Prometheus receiver).
+const (
+	PrometheusScope = "github.com/open-telemetry/opentelemetry-collector-contrib/receiver/prometheusreceiver"
+	WorkerAddr      = "worker_addr"
+)
+
+// Streams of the run directory (docs/semconv.md §8.3).
+const (
+	StreamPhases       = "phases"
+	StreamTrajectories = "trajectories"
+	StreamMetrics      = "metrics"
+	StreamTopology     = "topology"
+	StreamGPUUtil      = "gpu_util"
+	StreamGPUProcesses = "gpu_processes"
+	StreamEngineSeries = "engine_series"
+)
+
+// Streams lists every stream in a fixed order.
+var Streams = []string{StreamPhases, StreamTrajectories, StreamMetrics, StreamTopology, StreamGPUUtil, StreamGPUProcesses, StreamEngineSeries}
