@@ -77,7 +77,7 @@ func (e *jsonlExporter) start(_ context.Context, _ component.Host) error {
 		interval: e.cfg.FlushInterval,
 		logger:   e.logger,
 		tel:      e.tel,
-		now:      e.now,
+		now:      func() time.Time { return e.now() },
 	}
 	e.w.afterFlush = func() {
 		if err := e.cat.writeIfChanged(); err != nil {

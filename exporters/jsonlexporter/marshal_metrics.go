@@ -254,9 +254,9 @@ func (g *gpuRows) add(m pmetric.Metric, r *records) {
 			row = &gpuRow{ts: dp.Timestamp()}
 			g.rows = append(g.rows, row)
 		}
-		row.fields = append(row.fields, ',', '"')
-		row.fields = append(row.fields, f.key...)
-		row.fields = append(row.fields, '"', ':')
+		row.fields = append(row.fields, ',')
+		row.fields = appendString(row.fields, f.key) // derived keys come from metric names: escape
+		row.fields = append(row.fields, ':')
 		v := f.scale(pointValue(dp))
 		if f.isInt && !math.IsNaN(v) && !math.IsInf(v, 0) {
 			row.fields = strconv.AppendInt(row.fields, int64(v), 10)

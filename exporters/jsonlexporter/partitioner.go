@@ -50,12 +50,16 @@ type partitioner struct {
 	maxOpen  int
 	syncMode string // fsync policy: never | rotate | flush
 	open     map[partKey]*openFile
+	// goodSize remembers, for files dropped after a failed write whose rollback also failed, how many bytes
+	// were good: at reopen the file is cut back there, so the partial write's complete lines are not
+	// duplicated when the queued records are written again.
+	goodSize map[partKey]int64
 	clock    uint64
 	repaired int64 // bytes of torn tails cut at open (a previous crash mid-write)
 }
 
 func newPartitioner(root string, fs fileSystem, maxOpen int, syncMode string) *partitioner {
-	return &partitioner{root: root, fs: fs, maxOpen: maxOpen, syncMode: syncMode, open: map[partKey]*openFile{}}
+	return &partitioner{root: root, fs: fs, maxOpen: maxOpen, syncMode: syncMode, open: map[partKey]*openFile{}, goodSize: map[partKey]int64{}}
 }
 
 // path is the plain partition file of k. Stream names come from a fixed set, but the result is still checked
@@ -82,7 +86,7 @@ func (p *partitioner) get(k partKey) (*openFile, error) {
 	if err := p.fs.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
 	}
-	f, err := p.fs.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := p.fs.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644) // read: tail repair
 	if err != nil {
 		return nil, err
 	}
@@ -91,7 +95,15 @@ func (p *partitioner) get(k partKey) (*openFile, error) {
 		f.Close()
 		return nil, err
 	}
-	size, err := p.repairTail(f, fi.Size())
+	size := fi.Size()
+	if good, ok := p.goodSize[k]; ok && good <= size {
+		if err := f.Truncate(good); err != nil {
+			f.Close()
+			return nil, err
+		}
+		size = good
+	}
+	size, err = p.repairTail(f, size)
 	if err != nil {
 		f.Close()
 		return nil, err
@@ -99,6 +111,7 @@ func (p *partitioner) get(k partKey) (*openFile, error) {
 	if len(p.open) >= p.maxOpen {
 		p.evictOldest()
 	}
+	delete(p.goodSize, k)
 	of := &openFile{f: f, size: size, used: p.clock}
 	p.open[k] = of
 	return of, nil
@@ -157,6 +170,7 @@ func (p *partitioner) write(k partKey, data []byte) error {
 	if err != nil {
 		if n > 0 {
 			if terr := of.f.Truncate(of.size); terr != nil {
+				p.goodSize[k] = of.size
 				p.drop(k)
 				return errors.Join(err, terr)
 			}

@@ -38,7 +38,10 @@ func (r *records) add(stream string, t pcommon.Timestamp, line []byte) {
 			return
 		}
 	}
-	r.chunks = append(r.chunks, &chunk{key: k, data: line, lines: 1})
+	// line is the caller's scratch buffer, reused for the next record: copy it.
+	data := make([]byte, len(line), max(4096, 2*len(line)))
+	copy(data, line)
+	r.chunks = append(r.chunks, &chunk{key: k, data: data, lines: 1})
 }
 
 // lineCount is the number of lines across all chunks.

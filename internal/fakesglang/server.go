@@ -30,6 +30,14 @@ func Serve(e *Engine, addr string, now func() time.Time) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	return ServeListener(e, ln, now), nil
+}
+
+// ServeListener serves e on an existing listener (bound ahead of time, e.g. the new port of a restarting engine).
+func ServeListener(e *Engine, ln net.Listener, now func() time.Time) *Server {
+	if now == nil {
+		now = time.Now
+	}
 	s := &Server{Engine: e, ln: ln, done: make(chan struct{}), now: now}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics", func(w http.ResponseWriter, _ *http.Request) {
@@ -44,7 +52,7 @@ func Serve(e *Engine, addr string, now func() time.Time) (*Server, error) {
 		defer close(s.done)
 		_ = s.srv.Serve(ln)
 	}()
-	return s, nil
+	return s
 }
 
 // Addr is the host:port the server listens on (the Prometheus scrape target).

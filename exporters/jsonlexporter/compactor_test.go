@@ -1,0 +1,87 @@
+package jsonlexporter
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
+	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
+)
+
+// TestCompactionLateRecordsAndCrash: a closed hour is compressed after the grace period and removed as plain
+// text; a late record for it lands in a new plain file and joins the .zst as a second frame; a crash between
+// the .zst rename and the plain file's removal neither doubles nor loses a record.
+func TestCompactionLateRecordsAndCrash(t *testing.T) {
+	e, dir := testExporter(t, func(c *Config) { c.CompressAfter = time.Minute })
+	ctx := context.Background()
+	streamDir := runfiles.StreamDir(dir, sc.StreamMetrics)
+	plain := filepath.Join(streamDir, "20261202_13.jsonl")
+	zst := plain + ".zst"
+
+	if err := e.pushMetrics(ctx, manyStepRecords(5, 0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, e)
+	// Within the grace period (13:59:58.5 + 30 s is 28.5 s into the next hour): not yet compressed.
+	e.now = func() time.Time { return base.Add(30 * time.Second) }
+	flush(t, e)
+	if _, err := os.Stat(zst); err == nil {
+		t.Fatal("compressed before the grace period ended")
+	}
+	e.now = func() time.Time { return base.Add(3 * time.Minute) }
+	e.cmp.last = time.Time{}
+	flush(t, e)
+	if _, err := os.Stat(plain); !os.IsNotExist(err) {
+		t.Fatalf("plain file still there after compression: %v", err)
+	}
+	if n := countRecords(t, dir, sc.StreamMetrics, "20261202_13"); n != 5 {
+		t.Fatalf("compressed partition has %d records, want 5", n)
+	}
+
+	// A late record for the compressed hour.
+	if err := e.pushMetrics(ctx, manyStepRecords(1, 100, 0)); err != nil {
+		t.Fatal(err)
+	}
+	e.cmp.last = e.now() // write it, but do not compress yet
+	flush(t, e)
+	if n := countRecords(t, dir, sc.StreamMetrics, "20261202_13"); n != 6 {
+		t.Fatalf("zst + late plain file hold %d records, want 6", n)
+	}
+	// Crash simulation: the compressed form already holds the plain file's content (rename done, remove not).
+	late, err := os.ReadFile(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, _ := os.ReadFile(zst)
+	enc, _ := zstd.NewWriter(nil)
+	if err := os.WriteFile(zst, enc.EncodeAll(late, old), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	enc.Close()
+	e.cmp.last = time.Time{}
+	e.now = func() time.Time { return base.Add(4 * time.Minute) }
+	flush(t, e)
+	if _, err := os.Stat(plain); !os.IsNotExist(err) {
+		t.Fatalf("plain file not removed after crash recovery: %v", err)
+	}
+	if n := countRecords(t, dir, sc.StreamMetrics, "20261202_13"); n != 6 {
+		t.Fatalf("after crash recovery: %d records, want 6 (none doubled, none lost)", n)
+	}
+}
+
+func TestCompressionNoneKeepsPlainFiles(t *testing.T) {
+	e, dir := testExporter(t, func(c *Config) { c.Compression = "none" })
+	if err := e.pushMetrics(context.Background(), manyStepRecords(2, 0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	e.now = func() time.Time { return base.Add(48 * time.Hour) }
+	flush(t, e)
+	if _, err := os.Stat(filepath.Join(runfiles.StreamDir(dir, sc.StreamMetrics), "20261202_13.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,262 @@
+package jsonlexporter
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
+	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
+)
+
+// manyStepRecords returns n step-metric data points, each its own record (distinct steps) at time at.
+func manyStepRecords(n int, first int64, at time.Duration) pmetric.Metrics {
+	md := pmetric.NewMetrics()
+	sm := md.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty()
+	m := sm.Metrics().AppendEmpty()
+	m.SetName("rollout/raw_reward")
+	dps := m.SetEmptyGauge().DataPoints()
+	for i := 0; i < n; i++ {
+		dp := dps.AppendEmpty()
+		dp.SetTimestamp(ts(at))
+		dp.SetDoubleValue(float64(i) / 7)
+		dp.Attributes().PutStr(sc.StepKey, "rollout/step")
+		dp.Attributes().PutInt(sc.Step, first+int64(i))
+		dp.Attributes().PutStr("pad", string(bytes.Repeat([]byte("x"), 40))) // not a step-grouping key: ignored
+	}
+	return md
+}
+
+// checkWholeLines fails if any complete line of data is not one JSON object; it returns the number of lines
+// and the length of the trailing partial line.
+func checkWholeLines(t *testing.T, data []byte) (lines, partial int) {
+	t.Helper()
+	for len(data) > 0 {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			return lines, len(data)
+		}
+		if !json.Valid(data[:i]) {
+			t.Fatalf("torn or invalid line: %q", data[:i])
+		}
+		lines++
+		data = data[i+1:]
+	}
+	return lines, 0
+}
+
+// TestReaderRacingWriter: a reader tailing the open partition while the writer appends at full speed only
+// ever sees complete records plus at most one trailing partial line, and ends with every record.
+func TestReaderRacingWriter(t *testing.T) {
+	e, dir := testExporter(t, func(c *Config) { c.FlushInterval = time.Millisecond })
+	path := filepath.Join(runfiles.StreamDir(dir, sc.StreamMetrics), "20261202_13.jsonl")
+	const batches, per = 200, 50
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var maxSeen int
+	go func() {
+		defer wg.Done()
+		var offset int64
+		for {
+			finished := done.Load()
+			f, err := os.Open(path)
+			if err == nil {
+				buf := make([]byte, 1<<20)
+				n, _ := f.ReadAt(buf, offset)
+				f.Close()
+				lines, partial := checkWholeLines(t, buf[:n])
+				offset += int64(n - partial) // resume at the last line boundary, as a tailing reader does
+				maxSeen += lines
+			}
+			if finished {
+				return
+			}
+		}
+	}()
+	for i := 0; i < batches; i++ {
+		if err := e.pushMetrics(context.Background(), manyStepRecords(per, int64(i*per), 0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	flush(t, e)
+	done.Store(true)
+	wg.Wait()
+	if maxSeen != batches*per {
+		t.Fatalf("reader saw %d records, want %d", maxSeen, batches*per)
+	}
+}
+
+// TestTornTailRepairedOnReopen simulates a crash mid-write: the partition ends with half a record. The next
+// start cuts the fragment and appends new records on a fresh line.
+func TestTornTailRepairedOnReopen(t *testing.T) {
+	e, dir := testExporter(t, nil)
+	if err := e.pushMetrics(context.Background(), manyStepRecords(3, 0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(runfiles.StreamDir(dir, sc.StreamMetrics), "20261202_13.jsonl")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(`{"ts":1796219998.5,"step_key":"rollout/st`); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	e2, err := newExporter(e.cfg, e.logger2(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e2.now = e.now
+	if err := e2.start(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := e2.pushMetrics(context.Background(), manyStepRecords(2, 100, 0)); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, e2)
+	if err := e2.shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	lines, partial := checkWholeLines(t, []byte(readFile(t, path)))
+	if lines != 5 || partial != 0 {
+		t.Fatalf("after repair: %d lines, %d partial bytes; want 5 and 0", lines, partial)
+	}
+	if e2.w.part.repaired != int64(len(`{"ts":1796219998.5,"step_key":"rollout/st`)) {
+		t.Errorf("repaired %d bytes", e2.w.part.repaired)
+	}
+}
+
+// faultyFS fails writes while broken is set: half the bytes reach the file, then ENOSPC (a disk filling up
+// mid-write). With readOnly also set, the rollback truncate fails too (a filesystem remounted read-only).
+type faultyFS struct {
+	osFS
+	broken   atomic.Bool
+	readOnly atomic.Bool
+}
+
+type faultyFile struct {
+	*os.File
+	fs *faultyFS
+}
+
+func (f *faultyFS) OpenFile(name string, flag int, perm os.FileMode) (file, error) {
+	if f.broken.Load() && f.readOnly.Load() {
+		return nil, &os.PathError{Op: "open", Path: name, Err: syscall.EROFS}
+	}
+	of, err := os.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return faultyFile{File: of, fs: f}, nil
+}
+
+func (f faultyFile) Write(p []byte) (int, error) {
+	if f.fs.broken.Load() {
+		n, _ := f.File.Write(p[:len(p)/2])
+		return n, syscall.ENOSPC
+	}
+	return f.File.Write(p)
+}
+
+func (f faultyFile) Truncate(size int64) error {
+	if f.fs.broken.Load() && f.fs.readOnly.Load() {
+		return syscall.EROFS
+	}
+	return f.File.Truncate(size)
+}
+
+// TestDiskFullThenRecovers: while the disk fails, memory stays bounded (oldest dropped and counted), no torn
+// line ever reaches the file, and writing resumes by itself with the newest data once the disk recovers.
+func TestDiskFullThenRecovers(t *testing.T) {
+	for _, readOnly := range []bool{false, true} {
+		t.Run(fmt.Sprintf("readOnly=%v", readOnly), func(t *testing.T) {
+			fs := &faultyFS{}
+			e, dir := testExporter(t, func(c *Config) { c.MaxBufferBytes = 1 << 20 })
+			// Swap the file system under the running writer: start with one healthy flush.
+			e.w.part.fs = fs
+			if err := e.pushMetrics(context.Background(), manyStepRecords(10, 0, 0)); err != nil {
+				t.Fatal(err)
+			}
+			flush(t, e)
+			fs.broken.Store(true)
+			fs.readOnly.Store(readOnly)
+			// ~100 B per record; 40k records ≈ 4 MB, four times the budget.
+			for i := 0; i < 40; i++ {
+				if err := e.pushMetrics(context.Background(), manyStepRecords(1000, int64(1000+i*1000), 0)); err != nil {
+					t.Fatal(err)
+				}
+				flush(t, e)
+				e.w.mu.Lock()
+				pending := e.w.pendingBytes
+				e.w.mu.Unlock()
+				if pending > e.cfg.MaxBufferBytes {
+					t.Fatalf("queue holds %d bytes, budget %d", pending, e.cfg.MaxBufferBytes)
+				}
+			}
+			dropped := e.tel.droppedRecords.Load()
+			if dropped == 0 || e.tel.writeErrors.Load() == 0 {
+				t.Fatalf("dropped=%d writeErrors=%d, want both > 0", dropped, e.tel.writeErrors.Load())
+			}
+			fs.broken.Store(false)
+			flush(t, e)
+			data := readFile(t, filepath.Join(runfiles.StreamDir(dir, sc.StreamMetrics), "20261202_13.jsonl"))
+			lines, partial := checkWholeLines(t, []byte(data))
+			if partial != 0 {
+				t.Fatalf("file ends with a %d-byte torn line", partial)
+			}
+			if int64(lines) != 10+40*1000-dropped {
+				t.Fatalf("file has %d records; want 10 + 40000 - %d dropped", lines, dropped)
+			}
+			// The newest record survived: drop-oldest, not drop-newest.
+			if !bytes.Contains([]byte(data), []byte(`"step":40999,`)) {
+				t.Fatal("newest record missing after recovery")
+			}
+		})
+	}
+}
+
+// TestEncodeEdgeCases: odd values still produce valid JSON lines.
+func TestEncodeEdgeCases(t *testing.T) {
+	for _, tc := range []struct {
+		v    func(pcommon.Value)
+		want string
+	}{
+		{func(v pcommon.Value) { v.SetStr("a\"b\\c\n\x01\xff") }, `"a\"b\\c\n\u0001\ufffd"`},
+		{func(v pcommon.Value) { v.SetDouble(math.Inf(1)) }, `null`},
+		{func(v pcommon.Value) { v.SetDouble(0.1) }, `0.1`},
+		{func(v pcommon.Value) { v.SetDouble(-3) }, `-3`},
+		{func(v pcommon.Value) { v.SetEmptyBytes().FromRaw([]byte{1, 2}) }, `"AQI="`},
+		{func(v pcommon.Value) { v.SetEmptyMap().PutEmptySlice("x").AppendEmpty().SetBool(true) }, `{"x":[true]}`},
+	} {
+		v := pcommon.NewValueEmpty()
+		tc.v(v)
+		if got := string(appendValue(nil, v, 0)); got != tc.want {
+			t.Errorf("appendValue = %s, want %s", got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		ns   uint64
+		want string
+	}{{1_796_219_998_500_000_000, "1796219998.5"}, {1_000_000_000, "1"}, {1_000_000_001, "1"}, {1_000_001_000, "1.000001"}} {
+		if got := string(appendTime(nil, pcommon.Timestamp(tc.ns))); got != tc.want {
+			t.Errorf("appendTime(%d) = %s, want %s", tc.ns, got, tc.want)
+		}
+	}
+}
