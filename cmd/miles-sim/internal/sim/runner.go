@@ -1,0 +1,465 @@
+package sim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
+	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
+	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
+
+	"github.com/otelcol-miles/otelcol-miles/internal/fakesglang"
+)
+
+// Options control how a generated run is played.
+type Options struct {
+	Endpoint string // collector OTLP/HTTP host:port (or URL)
+	RunDir   string // where sglang_targets.json is written (live)
+	// FastForward stamps events with synthetic times from Start and never sleeps; engines are not served, their
+	// series are sent over OTLP as the Prometheus receiver would deliver them.
+	FastForward    bool
+	Speed          float64   // live: simulated seconds per wall second
+	Start          time.Time // fast-forward: time of simulated second 0
+	GPUInterval    float64   // seconds between NVML readings (wall in live mode, simulated in fast-forward)
+	ProcInterval   float64   // seconds between process-memory readings
+	ScrapeInterval float64   // fast-forward: simulated seconds between engine scrapes
+	Linger         time.Duration
+	Router         bool // live: also serve a fake router /engine_metrics
+	Workers        int
+	Log            io.Writer
+}
+
+// Report summarises a run.
+type Report struct {
+	Steps                            int
+	SimSeconds                       float64
+	Wall                             time.Duration
+	Spans, Logs, Points              int64
+	GPUReadings                      int64
+	Requests, Bytes, Retries, Failed int64
+	FirstError                       string
+	RouterURL                        string
+}
+
+type liveEngine struct {
+	eng   *fakesglang.Engine
+	srv   *fakesglang.Server
+	start time.Time
+	addr  string // host:port
+	url   string
+}
+
+type runner struct {
+	opts   Options
+	gen    *Generator
+	topo   *Topology
+	clock  Clock
+	b      *batch
+	snd    *sender
+	gpu    *gpuModel
+	nv     *nvml
+	engs   map[EngineRef]*liveEngine
+	alive  map[int]EngineRef // engine rank -> live incarnation
+	urls   map[EngineRef]string
+	router *fakesglang.Router
+	rsrv   *http.Server
+	rep    Report
+	live   bool
+	last   time.Time
+}
+
+// Run plays g into the collector at opts.Endpoint and returns what was sent.
+func Run(ctx context.Context, g *Generator, opts Options) (Report, error) {
+	if opts.Speed <= 0 {
+		opts.Speed = 1
+	}
+	if opts.GPUInterval <= 0 {
+		opts.GPUInterval = 1
+	}
+	if opts.ProcInterval <= 0 {
+		opts.ProcInterval = 5
+	}
+	if opts.ScrapeInterval <= 0 {
+		opts.ScrapeInterval = 5
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = 2
+	}
+	if opts.Log == nil {
+		opts.Log = io.Discard
+	}
+	cfg := g.Config()
+	r := &runner{opts: opts, gen: g, topo: g.Topology(), engs: map[EngineRef]*liveEngine{}, alive: map[int]EngineRef{}, urls: map[EngineRef]string{}, live: !opts.FastForward}
+	if r.live {
+		r.clock = Clock{Base: time.Now(), Speed: opts.Speed}
+	} else {
+		if opts.Start.IsZero() {
+			opts.Start = time.Now().Add(-time.Duration(cfg.Duration) * time.Second).Truncate(time.Second)
+		}
+		r.clock = Clock{Base: opts.Start, Speed: 1}
+	}
+	r.b = newBatch(r.clock, cfg.RunID)
+	r.gpu = newGPUModel(r.topo, cfg.Mode == ModeColocate, cfg.Seed, cfg.EngineMaxRunning)
+	r.nv = newNVML(r.topo, r.clock.Base.Add(-3*time.Hour))
+	r.snd = newSender(ctx, opts.Endpoint, opts.Workers)
+	startWall := time.Now()
+	err := r.loop(ctx)
+	r.flush(true)
+	r.snd.close()
+	r.shutdownEngines()
+	r.rep.Wall = time.Since(startWall)
+	r.rep.Steps = g.Stats.Steps
+	r.rep.Requests, r.rep.Bytes = r.snd.requests.Load(), r.snd.bytes.Load()
+	r.rep.Retries, r.rep.Failed = r.snd.retries.Load(), r.snd.failed.Load()
+	if e, ok := r.snd.firstErr.Load().(string); ok {
+		r.rep.FirstError = e
+	}
+	if err == nil && r.rep.Failed > 0 {
+		err = fmt.Errorf("%d OTLP requests failed (first: %s)", r.rep.Failed, r.rep.FirstError)
+	}
+	return r.rep, err
+}
+
+func (r *runner) loop(ctx context.Context) error {
+	for _, e := range r.topo.Engines {
+		if err := r.engineUp(EngineRef{e.Rank, 0}, 0); err != nil {
+			return err
+		}
+	}
+	if r.live && r.opts.Router {
+		if err := r.startRouter(); err != nil {
+			return err
+		}
+	}
+	gpuStep := r.opts.GPUInterval
+	procEvery := max(1, int(math.Round(r.opts.ProcInterval/r.opts.GPUInterval)))
+	scrapeStep := r.opts.ScrapeInterval
+	if r.live {
+		gpuStep *= r.opts.Speed
+	}
+	nextGPU, nextScrape := 0.0, 0.0
+	gpuTicks := 0
+	end := math.Inf(1)
+	lastEvent := 0.0
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		te := r.gen.PeekTime()
+		if math.IsInf(te, 1) && math.IsInf(end, 1) {
+			end = lastEvent
+			if r.live {
+				end += r.opts.Linger.Seconds() * r.opts.Speed
+			}
+			r.rep.SimSeconds = lastEvent
+		}
+		tick := nextGPU
+		if !r.live {
+			tick = math.Min(tick, nextScrape)
+		}
+		next := math.Min(te, tick)
+		if next > end {
+			return nil
+		}
+		if r.live {
+			if err := r.waitUntil(ctx, r.clock.At(next)); err != nil {
+				return err
+			}
+		}
+		switch {
+		case te <= tick:
+			e, _ := r.gen.Next()
+			lastEvent = e.T
+			if err := r.handle(e); err != nil {
+				return err
+			}
+		case nextGPU <= nextScrape || r.live:
+			r.gpuTick(nextGPU, gpuStep, gpuTicks%procEvery == 0)
+			gpuTicks++
+			nextGPU += gpuStep
+		default:
+			r.scrapeTick(nextScrape)
+			nextScrape += scrapeStep
+		}
+		r.flush(false)
+	}
+}
+
+// waitUntil sleeps until wall time w, flushing what is buffered first.
+func (r *runner) waitUntil(ctx context.Context, w time.Time) error {
+	d := time.Until(w)
+	if d <= 0 {
+		return nil
+	}
+	if d > 20*time.Millisecond || time.Since(r.last) > 200*time.Millisecond {
+		r.flush(true)
+	}
+	t := time.NewTimer(time.Until(w))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func (r *runner) handle(e Event) error {
+	switch e.Kind {
+	case EvPhaseOpen:
+		r.gpu.onPhase(e.Phase, true)
+		r.b.openMarker(e.Phase)
+	case EvPhaseClose:
+		r.gpu.onPhase(e.Phase, false)
+		r.b.phaseSpan(e.Phase)
+	case EvSpan:
+		r.b.trajSpan(e.Span, r.addr)
+	case EvMetrics:
+		r.b.stepMetrics(e.T, e.Metrics)
+	case EvTopology:
+		if r.live {
+			if err := r.writeTargets(e.Topo); err != nil {
+				return err
+			}
+			r.updateRouter()
+		}
+		r.b.topology(r.topo.Manager, e.T, e.Topo, r.topo, r.addr)
+	case EvEngine:
+		r.gpu.onEngine(e.Engine, e.T)
+		return r.engineEvent(e)
+	}
+	return nil
+}
+
+func (r *runner) engineEvent(e Event) error {
+	ev := e.Engine
+	if ev.Op == OpUp {
+		if ev.Ref.Epoch == 0 {
+			return nil
+		}
+		return r.engineUp(ev.Ref, e.T)
+	}
+	le := r.engs[ev.Ref]
+	if le == nil {
+		return nil
+	}
+	at := r.clock.At(e.T)
+	switch ev.Op {
+	case OpArrive:
+		le.eng.Arrive(ev.Req.DP)
+	case OpBegin:
+		q := ev.Req
+		le.eng.Begin(fakesglang.Request{ID: q.ID, DPRank: q.DP, PromptTokens: q.Prompt, CachedTokens: q.Cached, CompletionTokens: q.Completion,
+			Submit: r.clock.At(q.Submit), Start: r.clock.At(q.Start), FirstToken: r.clock.At(q.FirstToken), End: r.clock.At(q.End)})
+	case OpFinish:
+		le.eng.Finish(ev.Req.ID, ev.Req.DP, at, ev.Aborted)
+	case OpPause:
+		le.eng.SetPaused(true)
+	case OpResume:
+		le.eng.SetPaused(false)
+	case OpDown:
+		if le.srv != nil {
+			_ = le.srv.Close()
+		}
+		delete(r.engs, ev.Ref)
+		delete(r.alive, ev.Ref.Rank)
+		r.updateRouter()
+	}
+	return nil
+}
+
+func (r *runner) engineUp(ref EngineRef, t float64) error {
+	spec := r.topo.Engines[ref.Rank]
+	cfg := r.gen.Config()
+	wt := fakesglang.EngineUnified
+	if spec.WorkerType == "prefill" || spec.WorkerType == "decode" {
+		wt = spec.WorkerType
+	}
+	eng := fakesglang.NewEngine(fakesglang.Config{ModelName: cfg.Model, EngineType: wt, TPSize: len(spec.GPUs)})
+	le := &liveEngine{eng: eng, start: r.clock.At(t)}
+	if r.live {
+		var old string
+		if prev, ok := r.alive[ref.Rank]; ok && r.engs[prev] != nil {
+			old = r.engs[prev].addr
+		}
+		var ln net.Listener
+		for i := 0; i < 20; i++ { // a restarted engine comes back on a new port
+			l, err := net.Listen("tcp", "127.0.0.1:0")
+			if err != nil {
+				return err
+			}
+			if l.Addr().String() != old && l.Addr().String() != r.lastAddr(ref.Rank) {
+				ln = l
+				break
+			}
+			l.Close()
+		}
+		if ln == nil {
+			return fmt.Errorf("no free port for engine %d", ref.Rank)
+		}
+		le.srv = fakesglang.ServeListener(eng, ln, nil)
+		le.addr, le.url = le.srv.Addr(), le.srv.URL()
+		fmt.Fprintf(r.opts.Log, "engine %d (incarnation %d) serving %s/metrics\n", ref.Rank, ref.Epoch, le.url)
+	} else {
+		le.addr = r.topo.Nodes[spec.Node] + ":" + strconv.Itoa(30000+spec.GPUs[0]*10+ref.Epoch)
+		le.url = "http://" + le.addr
+	}
+	r.engs[ref] = le
+	r.alive[ref.Rank] = ref
+	r.urls[ref] = le.url
+	return nil
+}
+
+func (r *runner) lastAddr(rank int) string {
+	for ref, u := range r.urls {
+		if ref.Rank == rank {
+			return u[len("http://"):]
+		}
+	}
+	return ""
+}
+
+// addr is the engine URL of an incarnation (also after it died: spans may end after the engine).
+func (r *runner) addr(ref EngineRef) string {
+	if u, ok := r.urls[ref]; ok {
+		return u
+	}
+	return ""
+}
+
+func (r *runner) shutdownEngines() {
+	for _, le := range r.engs {
+		if le.srv != nil {
+			_ = le.srv.Close()
+		}
+	}
+	if r.rsrv != nil {
+		_ = r.rsrv.Close()
+	}
+}
+
+// writeTargets writes {run}/sglang_targets.json atomically in Prometheus file_sd form (docs/semconv.md §9).
+func (r *runner) writeTargets(engines []TopoEngine) error {
+	if r.opts.RunDir == "" {
+		return nil
+	}
+	type group struct {
+		Targets []string          `json:"targets"`
+		Labels  map[string]string `json:"labels"`
+	}
+	var groups []group
+	for _, e := range engines {
+		le := r.engs[e.Ref]
+		if le == nil {
+			continue
+		}
+		groups = append(groups, group{Targets: []string{le.addr}, Labels: map[string]string{"engine_rank": strconv.Itoa(e.Ref.Rank), "worker_type": e.WorkerType}})
+	}
+	sort.Slice(groups, func(i, j int) bool { return groups[i].Labels["engine_rank"] < groups[j].Labels["engine_rank"] })
+	data, err := json.Marshal(groups)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(r.opts.RunDir, 0o755); err != nil {
+		return err
+	}
+	path := filepath.Join(r.opts.RunDir, "sglang_targets.json")
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+func (r *runner) startRouter() error {
+	r.router = &fakesglang.Router{Underscore: true}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	r.rsrv = &http.Server{Handler: r.router.Handler(nil), ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = r.rsrv.Serve(ln) }()
+	r.rep.RouterURL = "http://" + ln.Addr().String()
+	fmt.Fprintf(r.opts.Log, "router serving %s/engine_metrics\n", r.rep.RouterURL)
+	r.updateRouter()
+	return nil
+}
+
+func (r *runner) updateRouter() {
+	if r.router == nil {
+		return
+	}
+	var ws []fakesglang.Worker
+	for rank := 0; rank < len(r.topo.Engines); rank++ {
+		if ref, ok := r.alive[rank]; ok {
+			ws = append(ws, fakesglang.Worker{URL: r.engs[ref].url, Engine: r.engs[ref].eng})
+		}
+	}
+	r.router.SetWorkers(ws)
+}
+
+func (r *runner) gpuTick(s, dt float64, procs bool) {
+	at := r.clock.At(s)
+	for node, gs := range r.topo.GPUs {
+		for _, g := range gs {
+			smp, pm := r.gpu.sample(node, g.Index, s, dt)
+			r.b.gpu(r.nv, node, g.Index, at, &smp, r.topo.GPUMemory, pm, procs)
+			r.rep.GPUReadings++
+		}
+	}
+}
+
+// scrapeTick (fast-forward) renders every live engine as the Prometheus receiver would deliver one scrape.
+func (r *runner) scrapeTick(s float64) {
+	at := r.clock.At(s)
+	for rank := 0; rank < len(r.topo.Engines); rank++ {
+		ref, ok := r.alive[rank]
+		if !ok {
+			continue
+		}
+		le := r.engs[ref]
+		r.b.engineSeries(le.addr, le.start, at, le.eng.Families(at))
+	}
+}
+
+// flush sends what is buffered: everything when force, else only signals past their batch size.
+func (r *runner) flush(force bool) {
+	b := r.b
+	if b.nSpans > 0 && (force || b.nSpans >= 2048) {
+		body, err := ptraceotlp.NewExportRequestFromTraces(b.traces).MarshalProto()
+		if err == nil {
+			r.snd.send("/v1/traces", body)
+		}
+		r.rep.Spans += int64(b.nSpans)
+		b.resetTraces()
+	}
+	if b.nLogs > 0 && (force || b.nLogs >= 1024) {
+		body, err := plogotlp.NewExportRequestFromLogs(b.logs).MarshalProto()
+		if err == nil {
+			r.snd.send("/v1/logs", body)
+		}
+		r.rep.Logs += int64(b.nLogs)
+		b.resetLogs()
+	}
+	if b.nPoints > 0 && (force || b.nPoints >= 16384) {
+		body, err := pmetricotlp.NewExportRequestFromMetrics(b.mets).MarshalProto()
+		if err == nil {
+			r.snd.send("/v1/metrics", body)
+		}
+		r.rep.Points += int64(b.nPoints)
+		b.resetMetrics()
+	}
+	if force {
+		r.last = time.Now()
+	}
+}

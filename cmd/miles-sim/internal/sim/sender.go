@@ -1,0 +1,116 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// sender posts OTLP/HTTP protobuf bodies to a collector with a few workers and a bounded queue, so a slow
+// collector slows the simulation instead of growing memory. Retryable answers (429, 502, 503, 504, connection
+// errors) are retried with backoff until the context ends; nothing is dropped silently.
+type sender struct {
+	base   string
+	client *http.Client
+	q      chan job
+	wg     sync.WaitGroup
+	ctx    context.Context
+
+	requests, bytes, retries, failed atomic.Int64
+	firstErr                         atomic.Value
+}
+
+type job struct {
+	path string
+	body []byte
+}
+
+func newSender(ctx context.Context, endpoint string, workers int) *sender {
+	base := endpoint
+	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
+		base = "http://" + base
+	}
+	s := &sender{base: strings.TrimRight(base, "/"), ctx: ctx, q: make(chan job, 2*workers),
+		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: workers, DisableCompression: true}}}
+	for i := 0; i < workers; i++ {
+		s.wg.Add(1)
+		go s.work()
+	}
+	return s
+}
+
+func (s *sender) send(path string, body []byte) {
+	select {
+	case s.q <- job{path, body}:
+	case <-s.ctx.Done():
+		s.failed.Add(1)
+	}
+}
+
+func (s *sender) close() {
+	close(s.q)
+	s.wg.Wait()
+}
+
+func (s *sender) work() {
+	defer s.wg.Done()
+	for j := range s.q {
+		s.post(j)
+	}
+}
+
+func (s *sender) post(j job) {
+	backoff := 50 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		err := s.once(j)
+		if err == nil {
+			s.requests.Add(1)
+			s.bytes.Add(int64(len(j.body)))
+			return
+		}
+		if perm, ok := err.(permanent); ok || s.ctx.Err() != nil {
+			s.failed.Add(1)
+			s.firstErr.CompareAndSwap(nil, fmt.Sprint(err))
+			_ = perm
+			return
+		}
+		s.retries.Add(1)
+		select {
+		case <-time.After(backoff):
+		case <-s.ctx.Done():
+			s.failed.Add(1)
+			return
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+type permanent struct{ error }
+
+func (s *sender) once(j job) error {
+	req, err := http.NewRequestWithContext(s.ctx, http.MethodPost, s.base+j.path, bytes.NewReader(j.body))
+	if err != nil {
+		return permanent{err}
+	}
+	req.Header.Set("Content-Type", "application/x-protobuf")
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return err
+	}
+	msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	resp.Body.Close()
+	switch {
+	case resp.StatusCode < 300:
+		return nil
+	case resp.StatusCode == 429 || resp.StatusCode == 502 || resp.StatusCode == 503 || resp.StatusCode == 504:
+		return fmt.Errorf("%s: %s", resp.Status, msg)
+	default:
+		return permanent{fmt.Errorf("POST %s: %s: %s", j.path, resp.Status, msg)}
+	}
+}
