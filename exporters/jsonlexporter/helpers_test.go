@@ -91,8 +91,10 @@ func golden(t *testing.T, name, got string) {
 	}
 }
 
-func traceID(b byte) pcommon.TraceID { return pcommon.TraceID{b, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, b} }
-func spanID(b byte) pcommon.SpanID   { return pcommon.SpanID{b, 1, 2, 3, 4, 5, 6, b} }
+func traceID(b byte) pcommon.TraceID {
+	return pcommon.TraceID{b, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, b}
+}
+func spanID(b byte) pcommon.SpanID { return pcommon.SpanID{b, 1, 2, 3, 4, 5, 6, b} }
 
 // phaseTraces builds one resource (node n1, trainer rank 0 on GPUs 0,1) with an outer and a nested phase.
 func phaseTraces() ptrace.Traces {
@@ -345,4 +347,6 @@ func topologyAndOpenLogs() plog.Logs {
 	return ld
 }
 
-func (e *jsonlExporter) logger2() component.TelemetrySettings { return componenttest.NewNopTelemetrySettings() }
+func (e *jsonlExporter) logger2() component.TelemetrySettings {
+	return componenttest.NewNopTelemetrySettings()
+}
