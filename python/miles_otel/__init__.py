@@ -1,0 +1,111 @@
+"""miles_otel: a zero-dependency OTLP/HTTP emitter for miles RL post-training runs.
+
+Fire-and-forget: every call enqueues a small tuple and returns; a daemon thread batches (64 events or 2 s),
+encodes OTLP JSON and POSTs to ``$MILES_OTLP_ENDPOINT`` (default ``http://127.0.0.1:4318``). Names follow
+docs/semconv.md. Glue for miles: docs/python.md.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Iterable, Mapping
+
+from . import semconv
+from .emitter import Emitter, normalize_engine
+from .identity import PhaseIdentity
+from .sinks import PhaseSink, TrajectorySink
+from .tracking import OtelTrackingBackend
+
+__all__ = [
+    "Emitter",
+    "OtelTrackingBackend",
+    "PhaseIdentity",
+    "PhaseSink",
+    "TrajectorySink",
+    "attach_miles",
+    "configure",
+    "flush",
+    "get_emitter",
+    "log_metrics",
+    "normalize_engine",
+    "register_engines",
+    "semconv",
+    "set_step",
+    "shutdown",
+    "stats",
+    "weight_update",
+]
+
+__version__ = "0.1.0"
+
+_default: Emitter | None = None
+_lock = threading.Lock()
+
+
+def get_emitter() -> Emitter:
+    """The process-wide emitter, created from the environment on first use."""
+    global _default
+    e = _default
+    if e is None:
+        with _lock:
+            if _default is None:
+                _default = Emitter()
+            e = _default
+    return e
+
+
+def configure(endpoint: str | None = None, **kwargs: Any) -> Emitter:
+    """Replace the process-wide emitter (before creating sinks). The previous one is flushed and stopped."""
+    global _default
+    with _lock:
+        old, _default = _default, Emitter(endpoint, **kwargs)
+    if old is not None:
+        old.shutdown(1.0)
+    return _default
+
+
+def set_step(step: int | None) -> None:
+    get_emitter().set_step(step)
+
+
+def log_metrics(step_key: str | None, step: int | None, metrics: Mapping[str, Any]) -> None:
+    get_emitter().log_metrics(step_key, step, metrics)
+
+
+def weight_update(version: Any, t0: float, t1: float, *, step: int | None = None) -> None:
+    get_emitter().weight_update(version, t0, t1, step=step)
+
+
+def register_engines(engines: Iterable[Any], *, force: bool = False) -> None:
+    get_emitter().register_engines(engines, force=force)
+
+
+def flush(timeout: float | None = None) -> bool:
+    return get_emitter().flush(timeout)
+
+
+def shutdown(timeout: float | None = None) -> bool:
+    return get_emitter().shutdown(timeout)
+
+
+def stats() -> dict[str, int]:
+    return get_emitter().stats()
+
+
+def attach_miles(role: str = semconv.ROLE_TRAIN, *, trajectories: bool = False, **phase_kwargs: Any) -> PhaseSink:
+    """Install a PhaseSink in miles' ``Timer().event_sinks`` (and, with ``trajectories=True``, a TrajectorySink as
+    ``TrajectoryLifecycle().sink``). Idempotent per process. Requires miles to be importable."""
+    from miles.utils.timer import Timer  # noqa: PLC0415 (miles is optional)
+
+    timer = Timer()
+    sink = next((s for s in timer.event_sinks if isinstance(s, PhaseSink)), None)
+    if sink is None:
+        sink = PhaseSink(role, **phase_kwargs)
+        timer.event_sinks.append(sink)
+    if trajectories:
+        from miles.utils.lifecycle import TrajectoryLifecycle  # noqa: PLC0415
+
+        seam = TrajectoryLifecycle()
+        if not isinstance(seam.sink, TrajectorySink):
+            seam.sink = TrajectorySink()
+    return sink

@@ -1,0 +1,379 @@
+"""End to end: miles_otel (and the official SDK) → the real bin/otelcol-miles (configs/run.yaml) → JSONL records
+(docs/semconv.md §8.3). Skips only when the binary is not built (`make build` at the repository root)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import sys
+import time
+import unittest
+
+import helpers
+from collector import BIN, Collector, available
+from helpers import FakeSample, closed_endpoint
+from otlp_server import OTLPServer
+
+from miles_otel._otlp import ns
+from miles_otel.emitter import Emitter
+
+SKIP = f"{BIN} not built: run `make build` at the repository root"
+BUDGET_NS = 5_000  # caller-thread cost per event (issue 3 goal: ≤ 5 µs)
+
+try:
+    sys.path.insert(0, os.path.join(helpers.PKG_ROOT, "examples"))
+    import sdk_recipe
+
+    HAVE_SDK = True
+except ImportError:
+    HAVE_SDK = False
+
+
+def us(t: float) -> float:
+    """A time as the collector writes it: the emitter sends whole microseconds (docs/semconv.md §8)."""
+    return (int(ns(t)) // 1000) / 1e6
+
+
+def by_span(recs: list[dict], span: str) -> list[dict]:
+    return [r for r in recs if r.get("span") == span]
+
+
+def strip_ids(r: dict) -> dict:
+    return {k: v for k, v in r.items() if k not in ("span", "parent", "trace", "links")}
+
+
+def chunk_costs(fn, n: int, chunk: int = 500) -> tuple[list[float], float]:
+    """(per-call ns of each chunk, the slowest single call in seconds)."""
+    costs, worst = [], 0.0
+    clock = time.perf_counter_ns
+    for c in range(n // chunk):
+        t0 = clock()
+        for i in range(c * chunk, (c + 1) * chunk):
+            s = clock()
+            fn(i)
+            worst = max(worst, clock() - s)
+        costs.append((clock() - t0) / chunk)
+    return costs, worst / 1e9
+
+
+@unittest.skipUnless(available(), SKIP)
+class CollectorE2ETest(unittest.TestCase):
+    """One collector for the class; every test uses its own names, sample indices and steps."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.coll = Collector()
+        cls.coll.start()
+        cls.e = Emitter(cls.coll.endpoint, node="e2e-node", run_id="e2e-run", register_atexit=False,
+                        env={"MILES_RUN_DIR": cls.coll.run_dir})
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.e.shutdown(2.0)
+        cls.coll.stop()
+        if not os.environ.get("MILES_E2E_KEEP"):
+            shutil.rmtree(cls.coll.run_dir, ignore_errors=True)
+
+    def flush(self):
+        self.assertTrue(self.e.flush(10.0), self.e.stats())
+
+    def test_open_phase_appears_before_it_closes_then_closes(self):
+        self.e.set_step(11)
+        sink = self.e.phase_sink("train", rank=2, gpus=[5], gpu_uuids=["GPU-5555"])
+        t0 = time.time()
+        sink.begin("e2e_actor_train", t0)
+        sink.begin("e2e_data_preprocess", t0 + 0.1)
+        sink("e2e_data_preprocess", t0 + 0.1, t0 + 0.2)
+
+        def open_marker(recs):
+            return [r for r in recs if r["name"] == "e2e_actor_train"]
+
+        recs = self.coll.wait_records("phases", lambda rs: open_marker(rs))
+        [marker] = open_marker(recs)
+        self.assertIsNone(marker["t1"], "the phase is visible while it runs")
+        self.assertEqual(marker["t0"], us(t0))
+        self.assertEqual(
+            strip_ids(marker),
+            {"name": "e2e_actor_train", "t0": us(t0), "t1": None, "node": "e2e-node", "rank": 2,
+             "role": "train", "gpus": [5], "uuids": ["GPU-5555"], "step": 11},
+        )
+        time.sleep(0.5)
+        self.assertEqual(len(by_span(self.coll.records("phases"), marker["span"])), 1, "still open")
+
+        t1 = t0 + 3.25
+        sink("e2e_actor_train", t0, t1)
+        recs = self.coll.wait_records("phases", lambda rs: len(by_span(rs, marker["span"])) == 2)
+        closed = [r for r in by_span(recs, marker["span"]) if r["t1"] is not None]
+        self.assertEqual(len(closed), 1, recs)
+        self.assertEqual(strip_ids(closed[0]), {**strip_ids(marker), "t1": us(t1)})
+        self.assertNotIn("parent", closed[0])
+        [child] = [r for r in recs if r["name"] == "e2e_data_preprocess" and r["t1"] is not None]
+        self.assertEqual(child["parent"], marker["span"])
+
+        catalog = self.coll.read_json("lane_catalog.json") or {}
+        lane = catalog.get("lanes", {}).get("e2e-node:5", {})
+        self.assertIn(2, lane.get("ranks", []))
+        self.assertIn("train", lane.get("roles", []))
+
+    def test_trajectories_land_per_the_contract(self):
+        traj = self.e.trajectory_sink()
+        t = time.time()
+        s = FakeSample(9001, 77)
+        traj.attempt_start(s, t)
+        traj.gen_start(s, t + 0.5)
+        traj.gen_span(s, t + 0.5, t + 1.5, 1, meta_info={"weight_version": "7", "prompt_tokens": 812,
+                                                         "completion_tokens": 1024, "finish_reason": {"type": "stop"}},
+                      engine="http://127.0.0.1:30000")
+        traj.tool_span(s, t + 1.5, t + 2.0, 1, "2 calls", names=["python", "search"])
+        traj.gen_span(s, t + 2.0, t + 2.5, 2, weight_version=8, engine="http://127.0.0.1:30001",
+                      prompt_tokens=1900, completion_tokens=10, finish_reason="length")
+        s.status = "truncated"
+        traj.attempt_end(s, t=t + 3.0)
+        self.e.weight_update(9, t + 3.1, t + 3.4, step=4)
+        traj.consume([[s]], step=4, t0=t + 3.5)
+        self.flush()
+
+        def mine(rs):
+            return [r for r in rs if r.get("sample") == 9001 or r.get("step") == 4]
+
+        recs = mine(self.coll.wait_records("trajectories", lambda rs: len(mine(rs)) == 8))
+        by_type: dict[str, list[dict]] = {}
+        for r in recs:
+            by_type.setdefault(r["type"], []).append(r)
+        self.assertEqual({k: len(v) for k, v in by_type.items()},
+                         {"attempt": 1, "queue": 1, "generate": 2, "tool": 1, "consume": 1, "step_consume": 1,
+                          "weight_update": 1}, recs)
+        [attempt] = by_type["attempt"]
+        trace = attempt["trace"]
+        self.assertEqual(
+            strip_ids(attempt),
+            {"type": "attempt", "t0": us(t), "t1": us(t + 3.0), "sample": 9001, "group": 77,
+             "attempt": 0, "status": "truncated"},
+        )
+        self.assertNotIn("parent", attempt)
+        gens = sorted(by_type["generate"], key=lambda r: r["t0"])
+        self.assertEqual(
+            strip_ids(gens[0]),
+            {"type": "generate", "t0": us(t + 0.5), "t1": us(t + 1.5), "sample": 9001, "group": 77,
+             "attempt": 0, "turn": 1, "wv": 7, "engine": "http://127.0.0.1:30000", "tok_in": 812, "tok_out": 1024,
+             "finish": "stop"},
+        )
+        self.assertEqual((gens[1]["turn"], gens[1]["wv"], gens[1]["finish"]), (2, 8, "length"))
+        [tool] = by_type["tool"]
+        self.assertEqual((tool["tool_calls"], tool["tools"], tool["turn"]), (2, ["python", "search"], 1))
+        [queue] = by_type["queue"]
+        self.assertEqual((queue["t0"], queue["t1"]), (us(t), us(t + 0.5)))
+        [consume] = by_type["consume"]
+        self.assertEqual(strip_ids(consume), {"type": "consume", "t0": us(t + 3.5), "t1": us(t + 3.5),
+                                              "sample": 9001, "group": 77, "attempt": 0, "wv": 9, "step": 4})
+        for child in (queue, tool, consume, *gens):
+            self.assertEqual(child["trace"], trace)
+            self.assertEqual(child["parent"], attempt["span"])
+        [step] = by_type["step_consume"]
+        self.assertEqual(step["links"], [trace])
+        self.assertEqual((step["batch"], step["step"], step["wv"]), (1, 4, 9))
+        self.assertNotEqual(step["trace"], trace)
+        [wu] = by_type["weight_update"]
+        self.assertEqual(strip_ids(wu), {"type": "weight_update", "t0": us(t + 3.1), "t1": us(t + 3.4),
+                                         "wv": 9, "step": 4})
+
+    def test_step_metrics_land_as_one_record_per_call(self):
+        self.e.log_metrics("rollout/step", 7001, {"rollout/raw_reward": 0.41, "perf/step_time": 93.2,
+                                                  "rollout/truncated": True, "rollout/note": "text"})
+        self.e.log_metrics("train/step", 7002, {"train/loss": -0.25, "train/grad_norm": 3})
+        self.flush()
+
+        def mine(rs):
+            return [r for r in rs if r.get("step") in (7001, 7002)]
+
+        recs = mine(self.coll.wait_records("metrics", lambda rs: len(mine(rs)) == 2))
+        got = {r["step"]: r for r in recs}
+        self.assertEqual(set(got), {7001, 7002}, recs)
+        self.assertEqual(got[7001]["step_key"], "rollout/step")
+        self.assertEqual(got[7001]["metrics"], {"rollout/raw_reward": 0.41, "perf/step_time": 93.2,
+                                                "rollout/truncated": 1})
+        self.assertEqual(got[7002], {"ts": got[7002]["ts"], "step_key": "train/step", "step": 7002,
+                                     "metrics": {"train/loss": -0.25, "train/grad_norm": 3}})
+        self.assertLess(abs(got[7002]["ts"] - time.time()), 30)
+
+    def test_topology_and_scrape_targets(self):
+        engines = [
+            {"addr": "http://127.0.0.1:39001", "worker_type": "regular", "engine_rank": 0,
+             "gpus": [["e2e-node", 0], ["e2e-node", 1]], "gpu_uuids": ["GPU-0000", "GPU-1111"]},
+            {"addr": "http://127.0.0.1:39002", "worker_type": "decode", "node": "e2e-node2", "gpu_ids": [3]},
+        ]
+        self.e.register_engines(engines)
+        path = os.path.join(self.coll.run_dir, "sglang_targets.json")
+        with open(path) as f:
+            self.assertEqual(json.load(f), [
+                {"targets": ["127.0.0.1:39001"], "labels": {"engine_rank": "0", "worker_type": "regular"}},
+                {"targets": ["127.0.0.1:39002"], "labels": {"engine_rank": "1", "worker_type": "decode"}},
+            ])
+        self.flush()
+
+        def mine(rs):
+            return [r for r in rs if any(e["addr"] == "http://127.0.0.1:39002" for e in r["engines"])]
+
+        [rec] = mine(self.coll.wait_records("topology", lambda rs: mine(rs)))
+        self.assertEqual(rec["engines"], [
+            {"addr": "http://127.0.0.1:39001", "worker_type": "regular", "engine_rank": 0,
+             "gpus": [["e2e-node", 0], ["e2e-node", 1]], "gpu_uuids": ["GPU-0000", "GPU-1111"]},
+            {"addr": "http://127.0.0.1:39002", "worker_type": "decode", "engine_rank": 1,
+             "gpus": [["e2e-node2", 3]], "gpu_uuids": [""]},
+        ])
+        deadline = time.time() + 10
+        lanes: dict = {}
+        while time.time() < deadline:
+            lanes = (self.coll.read_json("lane_catalog.json") or {}).get("lanes", {})
+            if "http://127.0.0.1:39002" in lanes.get("e2e-node2:3", {}).get("engine_addrs", []):
+                break
+            time.sleep(0.2)
+        self.assertIn("http://127.0.0.1:39001", lanes.get("e2e-node:1", {}).get("engine_addrs", []), lanes)
+        self.assertIn("rollout", lanes.get("e2e-node2:3", {}).get("roles", []), lanes)
+
+    @unittest.skipUnless(HAVE_SDK, "opentelemetry-sdk not installed (make -C python test installs it)")
+    def test_sdk_emitted_telemetry_lands_exactly_like_ours(self):
+        t = time.time()
+        sdk = sdk_recipe.MilesSDK(self.coll.endpoint, service="miles-trainer", node="e2e-node", run_id="e2e-run")
+        try:
+            # the same phase from both emitters
+            kw = dict(role="train", rank=6, gpus=[6], uuids=["GPU-6666"], step=31)
+            span = sdk.phase_begin("e2e_interop_phase", t, **kw)
+            self.e.set_step(31)
+            ours = self.e.phase_sink("train", rank=6, gpus=[6], gpu_uuids=["GPU-6666"])
+            ours.begin("e2e_interop_phase", t)
+            sdk.phase_end(span, t + 1.5)
+            ours("e2e_interop_phase", t, t + 1.5)
+            # the same trajectory
+            ident = {"miles.sample.index": 9100, "miles.group.index": 3, "miles.attempt": 0}
+            attempt = sdk.span("miles.attempt", "attempt", t, **ident, **{"miles.sample.status": "completed"})
+            sdk.span("miles.queue", "queue", t, t + 0.1, parent=attempt, **ident)
+            sdk.span("miles.generate", "generate", t + 0.2, t + 0.8, parent=attempt, **ident,
+                     **{"miles.turn": 1, "miles.weight.version": 2, "miles.engine.addr": "http://127.0.0.1:39003",
+                        "miles.tokens.prompt": 11, "miles.tokens.completion": 22, "miles.finish_reason": "stop"})
+            attempt.end(end_time=sdk_recipe.ns(t + 1.0))
+            traj = self.e.trajectory_sink()
+            s = FakeSample(9100, 3, status="completed")
+            traj.attempt_start(s, t)
+            traj.gen_start(s, t + 0.1)
+            traj.gen_span(s, t + 0.2, t + 0.8, 1, weight_version=2, engine="http://127.0.0.1:39003",
+                          prompt_tokens=11, completion_tokens=22, finish_reason="stop")
+            traj.attempt_end(s, t=t + 1.0)
+            # the same step metrics
+            sdk.log_metrics("rollout/step", 9200, {"rollout/raw_reward": 0.75})
+            self.e.log_metrics("rollout/step", 9200, {"rollout/raw_reward": 0.75})
+            sdk.flush()
+            self.flush()
+        finally:
+            sdk.shutdown()
+
+        def phases(rs):
+            return [r for r in rs if r["name"] == "e2e_interop_phase"]
+
+        recs = phases(self.coll.wait_records("phases", lambda rs: len(phases(rs)) == 4))
+        self.assertEqual(len(recs), 4, recs)
+        opened = [strip_ids(r) for r in recs if r["t1"] is None]
+        closed = [strip_ids(r) for r in recs if r["t1"] is not None]
+        self.assertEqual(opened[0], opened[1])
+        self.assertEqual(closed[0], closed[1])
+        self.assertEqual(len({r["span"] for r in recs}), 2, "each emitter's marker matches its own span")
+
+        def traj_recs(rs):
+            return [r for r in rs if r.get("sample") == 9100]
+
+        recs = traj_recs(self.coll.wait_records("trajectories", lambda rs: len(traj_recs(rs)) == 6))
+        self.assertEqual(len(recs), 6, recs)
+        for typ in ("attempt", "queue", "generate"):
+            a, b = (strip_ids(r) for r in recs if r["type"] == typ)
+            self.assertEqual(a, b)
+
+        def metric_recs(rs):
+            return [r for r in rs if r.get("step") == 9200]
+
+        recs = metric_recs(self.coll.wait_records("metrics", lambda rs: len(metric_recs(rs)) == 2))
+        self.assertEqual(len(recs), 2, recs)
+        self.assertEqual([{k: v for k, v in r.items() if k != "ts"} for r in recs][0],
+                         {k: v for k, v in recs[1].items() if k != "ts"})
+
+
+@unittest.skipUnless(available(), SKIP)
+class FaultE2ETest(unittest.TestCase):
+    def test_collector_not_running_costs_the_caller_nothing(self):
+        e = Emitter(closed_endpoint(), node="n", register_atexit=False, max_queue=4096)
+        self.addCleanup(e.shutdown, 0.2)
+        sink = e.phase_sink("train", rank=0, gpus=[0])
+        traj = e.trajectory_sink()
+        samples = [FakeSample(i, i // 8) for i in range(1000)]
+        t = time.time()
+
+        def phase(i):
+            sink("p", t, t + 1.0)
+
+        def generate(i):
+            traj.gen_span(samples[i % 1000], t, t + 1.0, 1, weight_version=3, engine="http://e:1",
+                          prompt_tokens=10, completion_tokens=20, finish_reason="stop")
+
+        def metrics(i):
+            e.log_metrics("rollout/step", i, {"a": 1.0, "b": 2.0})
+
+        for name, fn in (("phase", phase), ("generate", generate), ("log_metrics", metrics)):
+            costs, worst = chunk_costs(fn, 20_000)
+            med = statistics.median(costs)
+            self.assertLessEqual(med, BUDGET_NS, f"{name}: median {med:.0f} ns per event")
+            self.assertLess(worst, 0.25, f"{name}: a call blocked for {worst:.3f} s")
+        st = e.stats()
+        self.assertEqual(st["sent_events"], 0)
+        self.assertLessEqual(st["queued"], 4096)
+        self.assertGreater(st["dropped_queue"], 0)
+
+    def test_collector_restarted_emission_resumes(self):
+        coll = Collector()
+        self.addCleanup(shutil.rmtree, coll.run_dir, True)
+        self.addCleanup(coll.stop)
+        coll.start()
+        e = Emitter(coll.endpoint, node="n-restart", register_atexit=False, interval=0.2, backoff_cap=1.0,
+                    max_attempts=60)
+        self.addCleanup(e.shutdown, 1.0)
+        e.log_metrics("rollout/step", 1, {"before": 1.0})
+        self.assertTrue(e.flush(10.0))
+
+        def steps(rs):
+            return {r["step"] for r in rs}
+
+        self.assertIn(1, steps(coll.wait_records("metrics", lambda rs: 1 in steps(rs))))
+        coll.stop()
+        e.log_metrics("rollout/step", 2, {"during": 1.0})  # held in the queue / retried while down
+        deadline = time.monotonic() + 10
+        while e.stats()["failed_requests"] == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertGreater(e.stats()["failed_requests"], 0, "the export failed while the collector was down")
+        coll.start()  # same ports, same run directory
+        e.log_metrics("rollout/step", 3, {"after": 1.0})
+        recs = coll.wait_records("metrics", lambda rs: {1, 2, 3} <= steps(rs), timeout=20)
+        self.assertTrue({1, 2, 3} <= steps(recs), recs)
+        self.assertEqual(e.stats()["dropped_export"], 0)
+        meta = coll.read_json("meta.json") or {}
+        self.assertEqual(len(meta.get("starts", [])), 2, meta)
+
+    def test_slow_collector_keeps_the_queue_bounded(self):
+        with OTLPServer() as slow:
+            slow.delay = 3.0  # every request takes 3 s to answer
+            e = Emitter(slow.endpoint, node="n", register_atexit=False, max_queue=1000, timeout=10.0)
+            sink = e.phase_sink("train", rank=0, gpus=[0])
+            t = time.time()
+            for _ in range(200):
+                sink("p", t, t + 1.0)
+            self.assertTrue(slow.wait_for(lambda s: s.in_flight >= 1, 5.0), "the worker is sending")
+            costs, worst = chunk_costs(lambda i: sink("p", t, t + 1.0), 20_000)  # while the worker waits on it
+            st = e.stats()
+            self.assertEqual(slow.in_flight, 1, "still inside the slow request")
+            self.assertLessEqual(st["queued"], 1000)
+            self.assertGreaterEqual(st["dropped_queue"], 19_000)
+            self.assertLess(worst, 0.25, f"a call blocked for {worst:.3f} s")
+            self.assertLessEqual(statistics.median(costs), BUDGET_NS)
+            e.shutdown(0.5)
+
+if __name__ == "__main__":
+    unittest.main()
