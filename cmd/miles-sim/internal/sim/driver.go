@@ -64,7 +64,12 @@ func NewGenerator(cfg Config) (*Generator, error) {
 	}
 	d := &Generator{cfg: cfg, topo: NewTopology(cfg), r: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6d696c6573))}
 	if d.cfg.RolloutBatchSize <= 0 {
+		// Colocate: a rollout of ~32 samples per engine. Fully async: a batch about as large as the engines
+		// produce while the trainer trains one step, so generation neither starves the trainer nor idles.
 		d.cfg.RolloutBatchSize = 4 * len(d.topo.Engines)
+		if d.cfg.Mode == ModeAsync {
+			d.cfg.RolloutBatchSize = 20 * len(d.topo.Engines)
+		}
 	}
 	if d.cfg.RestartStep >= d.cfg.Steps && d.cfg.Steps > 0 {
 		d.cfg.RestartStep = -1
@@ -301,7 +306,7 @@ func (d *Generator) asyncDone(s *sampleRun) {
 func (d *Generator) asyncFill(t float64) {
 	n := d.cfg.SamplesPerPrompt
 	target := d.g.slots + d.cfg.RolloutBatchSize*n/4
-	capGroups := 3 * d.cfg.RolloutBatchSize
+	capGroups := 2 * d.cfg.RolloutBatchSize
 	for d.inflightSample+n <= target && len(d.buffer)+d.inflightGroups < capGroups {
 		d.newGroup(t)
 		d.inflightGroups++
@@ -338,6 +343,7 @@ func (d *Generator) asyncStep() {
 // log_probs, actor_train (all ranks end together on the last gradient all-reduce), update_weights (ends together
 // on the push), and in colocate an offload (sleep) before the next train_wait.
 func (d *Generator) train(k int, c float64, groups []*groupRec, rollTime float64) {
+	consumeVersion := d.version
 	rank0Wait := 0.0
 	for r, w := range d.waitPhase {
 		end := c + 0.2 + 0.3*d.r.Float64()
@@ -416,7 +422,7 @@ func (d *Generator) train(k int, c float64, groups []*groupRec, rollTime float64
 	d.weightUpdate(u0, u1, k)
 	d.trainFree = nextFree
 	d.nextR0 = nextFree + 0.5
-	d.stepMetrics(k, groups, c, a1, u0, u1, rank0Wait, rollTime, trainDur)
+	d.stepMetrics(k, consumeVersion, groups, c, a1, u0, u1, rank0Wait, rollTime, trainDur)
 }
 
 func (d *Generator) logMetrics(t float64, p *Process, key string, step int, kv map[string]float64) {
@@ -431,7 +437,7 @@ func (d *Generator) logMetrics(t float64, p *Process, key string, step int, kv m
 	d.o.push(Event{T: t, Kind: EvMetrics, Metrics: m})
 }
 
-func (d *Generator) stepMetrics(k int, groups []*groupRec, c, a1, u0, u1, wait, rollTime, trainDur float64) {
+func (d *Generator) stepMetrics(k, consumeVersion int, groups []*groupRec, c, a1, u0, u1, wait, rollTime, trainDur float64) {
 	pSolve := 0.28 + 0.45*(1-math.Exp(-float64(k)/15))
 	var nS, trunc, zeroStd, turns, failed int
 	var lenSum, lenMax, reward, staleSum float64
@@ -475,7 +481,7 @@ func (d *Generator) stepMetrics(k int, groups []*groupRec, c, a1, u0, u1, wait, 
 			zeroStd++
 		}
 		if minV != math.MaxInt {
-			st := d.version - minV
+			st := consumeVersion - minV
 			staleSum += float64(st)
 			staleMax = max(staleMax, st)
 		}

@@ -338,6 +338,9 @@ func (r *runner) addr(ref EngineRef) string {
 }
 
 func (r *runner) shutdownEngines() {
+	if r.live { // deregister: the collector stops scraping engines that are gone
+		_ = r.writeTargets(nil)
+	}
 	for _, le := range r.engs {
 		if le.srv != nil {
 			_ = le.srv.Close()
@@ -357,7 +360,7 @@ func (r *runner) writeTargets(engines []TopoEngine) error {
 		Targets []string          `json:"targets"`
 		Labels  map[string]string `json:"labels"`
 	}
-	var groups []group
+	groups := []group{}
 	for _, e := range engines {
 		le := r.engs[e.Ref]
 		if le == nil {
