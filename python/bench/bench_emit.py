@@ -45,6 +45,43 @@ def measure(fn, n: int) -> list[float]:
     return out
 
 
+def worker_cpu_s(e: Emitter) -> float:
+    """CPU time used so far by the exporter's worker thread (Linux/Unix: its pthread CPU clock)."""
+    t = e.exporter._thread
+    if t is None or t.ident is None:
+        return 0.0
+    try:
+        return time.clock_gettime(time.pthread_getcpuclockid(t.ident))
+    except (AttributeError, OSError):
+        return float("nan")
+
+
+def paced(e: Emitter, rate: int, seconds: float, burst: int = 50) -> tuple[list[float], float, int]:
+    """Emit generate spans at ``rate`` per second in bursts; return (per-call ns per burst, worker CPU s, events)."""
+    traj = e.trajectory_sink()
+    samples = [FakeSample(100_000 + i, i // 8) for i in range(burst)]
+    for s in samples:
+        traj.attempt_start(s)
+    t = time.time()
+    clock = time.perf_counter_ns
+    costs = []
+    period = burst / rate
+    cpu0 = worker_cpu_s(e)
+    start = time.monotonic()
+    n = 0
+    while time.monotonic() - start < seconds:
+        t0 = clock()
+        for s in samples:
+            traj.gen_span(s, t, t + 1.0, 1, weight_version=3, engine="http://10.0.0.2:30000", prompt_tokens=812,
+                          completion_tokens=1024, finish_reason="stop")
+        costs.append((clock() - t0) / burst)
+        n += burst
+        next_at = start + (n / burst) * period
+        time.sleep(max(0.0, next_at - time.monotonic()))
+    e.flush(10.0)
+    return costs, worker_cpu_s(e) - cpu0, n
+
+
 def kinds(e: Emitter):
     sink = e.phase_sink("train", rank=0, gpus=[0], gpu_uuids=["GPU-0"])
     traj = e.trajectory_sink()
@@ -118,8 +155,12 @@ def run_mode(mode: str, n: int, collector_bin: str | None) -> list[tuple]:
             rows.append((mode, name, statistics.median(per_call), _p(per_call, 0.9), statistics.fmean(per_call), st))
             e.flush(10.0 if mode == "up" else 0.1)
         final = e.stats()
-        e.shutdown(2.0)
         rows.append((mode, "_stats", 0, 0, 0, final))
+        costs, cpu, events = paced(e, 5000, 3.0)
+        rows.append((mode, "generate span, paced 5000/s", statistics.median(costs), _p(costs, 0.9),
+                     statistics.fmean(costs), {"worker_us_per_event": cpu / events * 1e6, "events": events,
+                                               "stats": e.stats()}))
+        e.shutdown(2.0)
     finally:
         if coll is not None:
             coll.stop()
@@ -145,7 +186,10 @@ def main() -> None:
                 print(f"{m:9} stats: sent={st['sent_events']} dropped_queue={st['dropped_queue']} "
                       f"dropped_export={st['dropped_export']} failed_requests={st['failed_requests']}")
                 continue
-            print(f"{m:9} {name:40} {med / 1000:10.2f} {p90 / 1000:8.2f} {mean / 1000:8.2f}")
+            extra = ""
+            if "worker_us_per_event" in st:
+                extra = f"   (worker thread CPU {st['worker_us_per_event']:.1f} µs/event, {st['events']} events)"
+            print(f"{m:9} {name:40} {med / 1000:10.2f} {p90 / 1000:8.2f} {mean / 1000:8.2f}{extra}")
 
 
 if __name__ == "__main__":

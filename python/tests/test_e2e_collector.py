@@ -58,6 +58,12 @@ def chunk_costs(fn, n: int, chunk: int = 500) -> tuple[list[float], float]:
     return costs, worst / 1e9
 
 
+class BinaryTest(unittest.TestCase):
+    @unittest.skipUnless(os.environ.get("MILES_E2E_REQUIRE") == "1", "MILES_E2E_REQUIRE=1 makes a missing binary fail")
+    def test_binary_is_built(self):
+        self.assertTrue(available(), SKIP)
+
+
 @unittest.skipUnless(available(), SKIP)
 class CollectorE2ETest(unittest.TestCase):
     """One collector for the class; every test uses its own names, sample indices and steps."""
