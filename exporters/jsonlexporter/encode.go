@@ -84,7 +84,11 @@ func appendFloat(b []byte, v float64) []byte {
 	if v == math.Trunc(v) && math.Abs(v) < 1e15 {
 		return strconv.AppendInt(b, int64(v), 10)
 	}
-	return strconv.AppendFloat(b, v, 'g', -1, 64)
+	// As encoding/json does: plain decimals unless the exponent is extreme, so 461190766.9 stays readable.
+	if a := math.Abs(v); a < 1e-6 || a >= 1e21 {
+		return strconv.AppendFloat(b, v, 'e', -1, 64)
+	}
+	return strconv.AppendFloat(b, v, 'f', -1, 64)
 }
 
 // round1 keeps one decimal: percentages and watts are printed that way by every GPU tool, and the

@@ -1,0 +1,35 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/otelcol-miles/otelcol-miles/internal/e2etest"
+	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
+)
+
+// TestNVMLReceiverWithoutGPUE2E: the distribution with the nvml receiver enabled (configs/run.yaml) starts on a
+// machine without libnvidia-ml.so or GPUs, warns exactly once, and keeps serving OTLP into the run directory.
+// On a GPU machine it instead finds devices (scripts/gpu-check.sh covers that case).
+func TestNVMLReceiverWithoutGPUE2E(t *testing.T) {
+	runDir := t.TempDir()
+	c := e2etest.StartCollector(t, runDir, e2etest.Options{})
+	e2etest.Eventually(t, 10*time.Second, "the nvml receiver's start-up verdict", func() bool {
+		l := c.Logs()
+		return strings.Contains(l, "NVML unavailable") || strings.Contains(l, "no NVIDIA GPU found") ||
+			strings.Contains(l, `"otelcol.component.id": "nvml"`) && strings.Contains(l, "GPU")
+	})
+	sendSteps(t, c.HTTPAddr, 0, 10)
+	e2etest.Eventually(t, 10*time.Second, "OTLP still served", func() bool {
+		return len(e2etest.Records(t, runDir, sc.StreamMetrics)) == 10
+	})
+	time.Sleep(2 * time.Second) // several scrape intervals: the warning must not repeat
+	logs := c.Logs()
+	if n := strings.Count(logs, "NVML unavailable"); n > 1 {
+		t.Errorf("NVML warning logged %d times, want once", n)
+	}
+	if strings.Contains(logs, "NVML unavailable") && len(e2etest.Records(t, runDir, sc.StreamGPUUtil)) != 0 {
+		t.Error("gpu_util records written without NVML")
+	}
+}
