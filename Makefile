@@ -34,8 +34,14 @@ check-generate: generate
 unit-test:
 	$(GO) test -count=1 ./...
 
+## jaeger: Jaeger v1.75.0 (the v2 binary) from its own tools module, the trace backend of the forwarding e2e test
+jaeger: bin/jaeger
+bin/jaeger: tools/jaeger/go.mod tools/jaeger/go.sum
+	@mkdir -p bin
+	cd tools/jaeger && $(GO) build -o ../../bin/jaeger github.com/jaegertracing/jaeger/cmd/jaeger
+
 ## e2e-test: end-to-end tests that start the real binary (built first)
-e2e-test: build
+e2e-test: build jaeger
 	MILES_E2E_REQUIRE=1 $(GO) test -count=1 -run 'E2E' ./...
 
 ## python-test: the stdlib emitter's tests (creates python/.venv with test-only deps)
@@ -43,7 +49,7 @@ python-test: build
 	@if [ -f python/Makefile ]; then $(MAKE) -C python test; fi
 
 ## test: everything CI checks
-test: check-generate build lint
+test: check-generate build jaeger lint
 	MILES_E2E_REQUIRE=1 $(GO) test -count=1 ./...
 	@if [ -f python/Makefile ]; then $(MAKE) -C python test; fi
 
