@@ -365,5 +365,60 @@ def _python_doc() -> str:
         return f.read()
 
 
+
+class AttachMilesTest(unittest.TestCase):
+    """attach_miles installs the sinks in miles' seams (a stand-in ``miles`` package with the same shape)."""
+
+    def test_attach_is_idempotent(self):
+        import sys
+        import types
+
+        class Timer:
+            _inst = None
+
+            def __new__(cls):
+                if cls._inst is None:
+                    cls._inst = super().__new__(cls)
+                    cls._inst.event_sinks = []
+                return cls._inst
+
+        class TrajectoryLifecycle:
+            _inst = None
+
+            def __new__(cls):
+                if cls._inst is None:
+                    cls._inst = super().__new__(cls)
+                    cls._inst.sink = None
+                return cls._inst
+
+        mods = {
+            "miles": types.ModuleType("miles"),
+            "miles.utils": types.ModuleType("miles.utils"),
+            "miles.utils.timer": types.ModuleType("miles.utils.timer"),
+            "miles.utils.lifecycle": types.ModuleType("miles.utils.lifecycle"),
+        }
+        mods["miles.utils.timer"].Timer = Timer
+        mods["miles.utils.lifecycle"].TrajectoryLifecycle = TrajectoryLifecycle
+        saved = {k: sys.modules.get(k) for k in mods}
+        sys.modules.update(mods)
+        e = Emitter("http://127.0.0.1:9", node="n", register_atexit=False)
+        saved_default = miles_otel._default
+        miles_otel._default = e
+        try:
+            a = miles_otel.attach_miles("train", trajectories=True, rank=0, gpus=[0])
+            b = miles_otel.attach_miles("train", trajectories=True)
+            self.assertIs(a, b)
+            self.assertEqual(Timer().event_sinks, [a])
+            self.assertIsInstance(TrajectoryLifecycle().sink, miles_otel.TrajectorySink)
+        finally:
+            miles_otel._default = saved_default
+            for k, v in saved.items():
+                if v is None:
+                    sys.modules.pop(k, None)
+                else:
+                    sys.modules[k] = v
+            e.shutdown(0.1)
+
+
 if __name__ == "__main__":
     unittest.main()
