@@ -1,0 +1,364 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+)
+
+// stepRec is one metrics record; topoRec one topology snapshot.
+type stepRec struct {
+	TS      float64            `json:"ts"`
+	StepKey *string            `json:"step_key"`
+	Step    *float64           `json:"step"`
+	Metrics map[string]any     `json:"metrics"`
+	nums    map[string]float64 // numeric metrics only
+}
+
+type topoRec struct {
+	TS      float64 `json:"ts"`
+	Engines []struct {
+		Addr       string  `json:"addr"`
+		WorkerType string  `json:"worker_type"`
+		EngineRank int     `json:"engine_rank"`
+		GPUs       [][]any `json:"gpus"`
+	} `json:"engines"`
+}
+
+func (s *Store) loadStepsLocked() {
+	for _, h := range s.metricF.hours() {
+		p := s.metricF.parts[h]
+		reports, err := s.metricF.read(p, func(line []byte) bool {
+			var r stepRec
+			if json.Unmarshal(line, &r) != nil || r.TS <= 0 {
+				return false
+			}
+			r.nums = map[string]float64{}
+			for k, v := range r.Metrics {
+				if f, ok := v.(float64); ok {
+					r.nums[k] = f
+				}
+			}
+			r.Metrics = nil
+			s.steps = append(s.steps, r)
+			return true
+		})
+		if err == errReload {
+			// Rare (a compacted hour grew): rebuild everything from scratch.
+			s.steps, s.stepsOK = nil, false
+			for _, p := range s.metricF.parts {
+				*p = partition{hour: p.hour, plain: p.plain, zst: p.zst}
+			}
+			s.loadStepsLocked()
+			return
+		}
+		s.report(reports, err)
+	}
+	s.stepsOK = true
+}
+
+func (s *Store) loadTopologyLocked() {
+	for _, h := range s.topoF.hours() {
+		p := s.topoF.parts[h]
+		reports, err := s.topoF.read(p, func(line []byte) bool {
+			var r topoRec
+			if json.Unmarshal(line, &r) != nil || r.TS <= 0 {
+				return false
+			}
+			s.topo = append(s.topo, r)
+			return true
+		})
+		if err == errReload {
+			continue
+		}
+		s.report(reports, err)
+	}
+	sort.SliceStable(s.topo, func(i, j int) bool { return s.topo[i].TS < s.topo[j].TS })
+}
+
+// engineRanksLocked maps engine_rank → addr from the newest topology snapshot.
+func (s *Store) engineRanksLocked() map[int]string {
+	m := map[int]string{}
+	if len(s.topo) == 0 {
+		return m
+	}
+	for _, e := range s.topo[len(s.topo)-1].Engines {
+		m[e.EngineRank] = e.Addr
+	}
+	return m
+}
+
+// Window resolves a query window: missing ends default to the trailing window cap at the data edge; a window
+// over the cap is an error.
+func (s *Store) Window(t0, t1 *float64) (float64, float64, error) {
+	s.mu.RLock()
+	edge, first := s.edge, s.first
+	s.mu.RUnlock()
+	var a, b float64
+	switch {
+	case t0 != nil && t1 != nil:
+		a, b = *t0, *t1
+	case t1 != nil:
+		a, b = *t1-WindowCap, *t1
+	case t0 != nil:
+		a, b = *t0, math.Min(*t0+WindowCap, math.Max(edge, *t0+1))
+	default:
+		b = math.Max(edge, first+1)
+		a = math.Max(first, b-WindowCap)
+	}
+	if math.IsNaN(a) || math.IsNaN(b) || b <= a {
+		return 0, 0, fmt.Errorf("window t0=%v t1=%v is empty", a, b)
+	}
+	if b-a > WindowCap+1e-6 {
+		return 0, 0, fmt.Errorf("window of %.0f s exceeds the cap of %.0f s (4 h)", b-a, WindowCap)
+	}
+	return a, b, nil
+}
+
+// Meta describes the run and what it can show.
+func (s *Store) Meta() map[string]any {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	fields := map[string]bool{}
+	for _, b := range s.gpu {
+		for f := range b.fields {
+			fields[f] = true
+		}
+	}
+	fl := make([]string, 0, len(fields))
+	for f := range fields {
+		fl = append(fl, f)
+	}
+	sort.Strings(fl)
+	streams := map[string]any{}
+	for _, f := range []*streamFiles{s.gpuF, s.phaseF, s.metricF, s.topoF} {
+		streams[f.name] = map[string]any{"partitions": len(f.parts)}
+	}
+	notices := make([]Notice, 0, len(s.notices))
+	for _, n := range s.notices {
+		notices = append(notices, n)
+	}
+	sort.Slice(notices, func(i, j int) bool { return notices[i].Message < notices[j].Message })
+	runName, _ := s.meta["run_name"].(string)
+	return map[string]any{
+		"run_name": runName, "layout": s.layout, "schema_version": s.meta["schema_version"], "live": s.follow,
+		"start_ts": s.first, "time_range": []float64{s.first, s.edge}, "data_edge": s.edge,
+		"window_cap_s": WindowCap, "lanes_total": len(s.lanes.lanes), "streams": streams,
+		"capabilities": map[string]any{
+			"phases": len(s.phaseF.parts) > 0, "gpu_util": len(s.gpuF.parts) > 0, "gpu_fields": fl,
+			"metrics": len(s.metricF.parts) > 0, "topology": len(s.topoF.parts) > 0,
+		},
+		"notices": notices,
+	}
+}
+
+// Lanes resolves a selection.
+func (s *Store) Lanes(sel string) ([]*Lane, int, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	l, err := s.lanes.selectLanes(sel, s.engineRanksLocked())
+	return l, len(s.lanes.lanes), err
+}
+
+// PhaseLane is the columnar phases of one lane.
+type PhaseLane struct {
+	ID     string    `json:"id"`
+	Name   []int     `json:"name"`
+	T0     []float64 `json:"t0"`
+	T1     []float64 `json:"t1"`
+	Open   []bool    `json:"open"`
+	Depth  []int     `json:"depth"`
+	Parent []int     `json:"parent"`
+	Step   []int     `json:"step"`
+	Rank   []int     `json:"rank"`
+}
+
+// PhasesResult is the phases endpoint's data.
+type PhasesResult struct {
+	Names []string     `json:"names"`
+	Lanes []*PhaseLane `json:"lanes"`
+}
+
+// Phases returns the phases intersecting [t0, t1] on the selected lanes. A phase of a process with no GPUs
+// (the rollout manager) is drawn on every rollout lane. Open phases are clipped to the data edge.
+func (s *Store) Phases(t0, t1 float64, sel []*Lane) *PhasesResult {
+	s.ensure(t0, t1, false, true)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	closedIDs := map[string]bool{}
+	var recs []*phaseRec
+	for _, h := range hoursFor(s.phaseF, t0, t1, phaseReach, phaseReach) {
+		b := s.phases[h]
+		if b == nil {
+			continue
+		}
+		for i := range b.closed {
+			r := &b.closed[i]
+			closedIDs[r.identity()] = true
+			if r.T0 < t1 && *r.T1 > t0 {
+				recs = append(recs, r)
+			}
+		}
+	}
+	for _, h := range hoursFor(s.phaseF, t0, t1, phaseReach, phaseReach) {
+		b := s.phases[h]
+		if b == nil {
+			continue
+		}
+		for i := range b.open {
+			r := &b.open[i]
+			if !closedIDs[r.identity()] && r.T0 < t1 && s.edge > t0 {
+				recs = append(recs, r)
+			}
+		}
+	}
+	sort.SliceStable(recs, func(i, j int) bool { return recs[i].T0 < recs[j].T0 })
+
+	want := map[string]*PhaseLane{}
+	out := &PhasesResult{Names: []string{}, Lanes: make([]*PhaseLane, 0, len(sel))}
+	var rolloutLanes []*PhaseLane
+	for _, l := range sel {
+		pl := &PhaseLane{ID: l.ID, Name: []int{}, T0: []float64{}, T1: []float64{}, Open: []bool{}, Depth: []int{}, Parent: []int{}, Step: []int{}, Rank: []int{}}
+		want[l.Key] = pl
+		out.Lanes = append(out.Lanes, pl)
+		for _, r := range l.Roles {
+			if r == "rollout" {
+				rolloutLanes = append(rolloutLanes, pl)
+			}
+		}
+	}
+	nameIdx := map[string]int{}
+	spanPos := map[*PhaseLane]map[string]int{}
+	for _, r := range recs {
+		var targets []*PhaseLane
+		if len(r.GPUs) == 0 {
+			targets = rolloutLanes
+		} else {
+			for _, g := range r.GPUs {
+				if pl := want[r.Node+":"+itoa(g)]; pl != nil {
+					targets = append(targets, pl)
+				}
+			}
+		}
+		if len(targets) == 0 {
+			continue
+		}
+		ni, ok := nameIdx[r.Name]
+		if !ok {
+			ni = len(out.Names)
+			nameIdx[r.Name] = ni
+			out.Names = append(out.Names, r.Name)
+		}
+		end := s.edge
+		if !r.open() {
+			end = *r.T1
+		}
+		step := -1
+		if r.Step != nil {
+			step = *r.Step
+		}
+		for _, pl := range targets {
+			pos := spanPos[pl]
+			if pos == nil {
+				pos = map[string]int{}
+				spanPos[pl] = pos
+			}
+			parent, depth := -1, 0
+			if r.Parent != "" {
+				if pi, ok := pos[r.Parent]; ok {
+					parent, depth = pi, pl.Depth[pi]+1
+				}
+			}
+			if r.Span != "" {
+				pos[r.Span] = len(pl.T0)
+			}
+			pl.Name = append(pl.Name, ni)
+			pl.T0 = append(pl.T0, r.T0)
+			pl.T1 = append(pl.T1, math.Max(end, r.T0))
+			pl.Open = append(pl.Open, r.open())
+			pl.Depth = append(pl.Depth, depth)
+			pl.Parent = append(pl.Parent, parent)
+			pl.Step = append(pl.Step, step)
+			pl.Rank = append(pl.Rank, r.Rank)
+		}
+	}
+	return out
+}
+
+// MinMax is a decimated field: per bucket min and max, NaN where there was no sample (null in JSON).
+type MinMax struct {
+	Min Floats `json:"min"`
+	Max Floats `json:"max"`
+}
+
+// GPUResult is the gpu endpoint's data.
+type GPUResult struct {
+	T0    float64              `json:"t0"`
+	T1    float64              `json:"t1"`
+	Step  float64              `json:"step_s"`
+	T     []float64            `json:"t"`
+	Lanes []map[string]any     `json:"lanes"`
+	raw   []map[string]*MinMax // same as Lanes, typed, for heatmap/fleet
+}
+
+// GPU returns min/max decimated series of the requested fields on the selected lanes.
+func (s *Store) GPU(t0, t1 float64, sel []*Lane, points int, fields []string) *GPUResult {
+	s.ensure(t0, t1, true, false)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	res := &GPUResult{T0: t0, T1: t1, Step: (t1 - t0) / float64(points), T: make([]float64, points)}
+	for i := range res.T {
+		res.T[i] = t0 + float64(i)*res.Step
+	}
+	hours := hoursFor(s.gpuF, t0, t1, 0, 0)
+	for _, l := range sel {
+		lane := map[string]any{"id": l.ID}
+		typed := map[string]*MinMax{}
+		for _, f := range fields {
+			mm := &MinMax{Min: nanSlice(points), Max: nanSlice(points)}
+			for _, h := range hours {
+				b := s.gpu[h]
+				if b == nil {
+					continue
+				}
+				if ser := b.lanes[l.Key][f]; ser != nil {
+					ser.minMaxBuckets(h, t0, t1, mm.Min, mm.Max)
+				}
+			}
+			lane[f] = mm
+			typed[f] = mm
+		}
+		res.Lanes = append(res.Lanes, lane)
+		res.raw = append(res.raw, typed)
+	}
+	return res
+}
+
+func nanSlice(n int) []float64 {
+	s := make([]float64, n)
+	for i := range s {
+		s[i] = math.NaN()
+	}
+	return s
+}
+
+// Floats marshals NaN as null (JSON has no NaN): a gap in a series.
+type Floats []float64
+
+func (f Floats) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, 2+len(f)*6)
+	b = append(b, '[')
+	for i, v := range f {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			b = append(b, "null"...)
+		} else {
+			b = strconv.AppendFloat(b, v, 'f', -1, 64)
+		}
+	}
+	return append(b, ']'), nil
+}

@@ -1,0 +1,465 @@
+// Package store reads an otelcol-miles run directory (or a miles v1 one) for the dashboard. Opening parses
+// nothing; a query loads only the hourly partitions its window touches, into compressed columns with min/max
+// pyramids; in follow mode the newest partitions are tailed by byte offset and listeners are told what grew.
+//
+//	files ──(tail.go: offsets, corrupt lines reported)──▶ blocks (gpu.go, phases.go) ──▶ queries (query.go)
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
+	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
+)
+
+// WindowCap is the longest window any query may ask for.
+const WindowCap = 4 * 3600.0
+
+// phaseReach is how far outside a window phase partitions are read: phases are filed by end hour (a long phase
+// ending after the window) and open markers by start hour (a phase open since before the window).
+const phaseReach = 4
+
+// Notice is a problem with the data the UI should show (never fatal).
+type Notice struct {
+	Level   string `json:"level"`
+	Message string `json:"message"`
+}
+
+// Store is one open run directory.
+type Store struct {
+	dir    string
+	follow bool
+
+	mu      sync.RWMutex
+	meta    map[string]any
+	layout  string
+	lanes   *laneSet
+	catMod  time.Time
+	extra   map[string]*Lane // lanes seen in data but not (yet) in the catalog
+	gpuF    *streamFiles
+	phaseF  *streamFiles
+	metricF *streamFiles
+	topoF   *streamFiles
+	gpu     map[int64]*gpuBlock
+	phases  map[int64]*phaseBlock
+	steps   []stepRec
+	stepsOK bool
+	topo    []topoRec
+	edge    float64
+	first   float64
+	notices map[string]Notice
+
+	listeners map[chan Change]struct{}
+}
+
+// Change tells listeners that data grew: the data edge moved from From to To.
+type Change struct {
+	From, To    float64
+	MetaChanged bool
+}
+
+// Open prepares a run directory without parsing any stream.
+func Open(dir string, follow bool) (*Store, error) {
+	dash := filepath.Join(dir, runfiles.DashboardDir)
+	if fi, err := os.Stat(dash); err != nil || !fi.IsDir() {
+		return nil, fmt.Errorf("%s is not a run directory: no %s/ folder", dir, runfiles.DashboardDir)
+	}
+	s := &Store{
+		dir: dir, follow: follow,
+		gpuF: newStreamFiles(dir, sc.StreamGPUUtil), phaseF: newStreamFiles(dir, sc.StreamPhases),
+		metricF: newStreamFiles(dir, sc.StreamMetrics), topoF: newStreamFiles(dir, sc.StreamTopology),
+		gpu: map[int64]*gpuBlock{}, phases: map[int64]*phaseBlock{}, extra: map[string]*Lane{},
+		notices: map[string]Notice{}, listeners: map[chan Change]struct{}{},
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.loadMetaLocked()
+	s.loadLanesLocked()
+	for _, f := range []*streamFiles{s.gpuF, s.phaseF, s.metricF, s.topoF} {
+		if err := f.list(); err != nil {
+			s.notice("error", f.name+": "+err.Error())
+		}
+	}
+	s.loadTopologyLocked()
+	s.edge = s.edgeLocked()
+	s.first = s.firstLocked()
+	return s, nil
+}
+
+func (s *Store) notice(level, msg string) { s.notices[msg] = Notice{Level: level, Message: msg} }
+
+func (s *Store) loadMetaLocked() {
+	s.meta = map[string]any{}
+	b, err := os.ReadFile(filepath.Join(s.dir, runfiles.DashboardDir, runfiles.MetaFile))
+	if err == nil {
+		if err := json.Unmarshal(b, &s.meta); err != nil {
+			s.notice("warning", "meta.json is unreadable: "+err.Error())
+		}
+	}
+	s.layout = "miles-v1"
+	if w, _ := s.meta["writer"].(string); w == "otelcol-miles" {
+		s.layout = "otelcol-miles"
+	}
+}
+
+func (s *Store) loadLanesLocked() {
+	path := filepath.Join(s.dir, runfiles.DashboardDir, runfiles.LaneCatalogFile)
+	fi, err := os.Stat(path)
+	if err != nil {
+		s.lanes = newLaneSet(copyLanes(nil, s.extra))
+		return
+	}
+	if !fi.ModTime().After(s.catMod) && s.lanes != nil {
+		return
+	}
+	m, err := loadCatalog(path)
+	if err != nil {
+		s.notice("warning", err.Error())
+		if s.lanes == nil {
+			s.lanes = newLaneSet(copyLanes(nil, s.extra))
+		}
+		return
+	}
+	s.catMod = fi.ModTime()
+	s.lanes = newLaneSet(copyLanes(m, s.extra))
+}
+
+func copyLanes(cat, extra map[string]*Lane) map[string]*Lane {
+	out := map[string]*Lane{}
+	for k, l := range extra {
+		c := *l
+		out[k] = &c
+	}
+	for k, l := range cat {
+		c := *l
+		out[k] = &c
+	}
+	return out
+}
+
+// laneSeen registers a lane found in the data that the catalog lacks (v1 runs without a catalog).
+func (s *Store) laneSeen(key string) {
+	if _, ok := s.lanes.byKey[key]; ok {
+		return
+	}
+	node, gpu, ok := splitKey(key)
+	if !ok {
+		return
+	}
+	s.extra[key] = &Lane{Key: key, Node: node, GPU: gpu, Ranks: []int{}, Engines: []string{}, Roles: []string{}}
+	s.lanes = newLaneSet(copyLanes(lanesMap(s.lanes), s.extra))
+}
+
+func lanesMap(ls *laneSet) map[string]*Lane {
+	m := map[string]*Lane{}
+	for _, l := range ls.lanes {
+		m[l.Key] = l
+	}
+	return m
+}
+
+// ---- loading ----
+
+func (s *Store) loadGPUHourLocked(h int64) {
+	p := s.gpuF.parts[h]
+	if p == nil {
+		return
+	}
+	b := s.gpu[h]
+	if b == nil {
+		b = newGPUBlock(h)
+		s.gpu[h] = b
+	}
+	reports, err := s.gpuF.read(p, func(line []byte) bool { return b.addLine(line, s.laneSeen) })
+	if errors.Is(err, errReload) {
+		*p = partition{hour: h, plain: p.plain, zst: p.zst}
+		s.gpu[h] = newGPUBlock(h)
+		s.loadGPUHourLocked(h)
+		return
+	}
+	s.report(reports, err)
+	p.loaded = true
+	if b.maxTs > s.edge {
+		s.edge = b.maxTs
+	}
+}
+
+func (s *Store) loadPhaseHourLocked(h int64) {
+	p := s.phaseF.parts[h]
+	if p == nil {
+		return
+	}
+	b := s.phases[h]
+	if b == nil {
+		b = &phaseBlock{}
+		s.phases[h] = b
+	}
+	reports, err := s.phaseF.read(p, b.addLine)
+	if errors.Is(err, errReload) {
+		*p = partition{hour: h, plain: p.plain, zst: p.zst}
+		s.phases[h] = &phaseBlock{}
+		s.loadPhaseHourLocked(h)
+		return
+	}
+	s.report(reports, err)
+	p.loaded = true
+	if b.maxT > s.edge {
+		s.edge = b.maxT
+	}
+}
+
+func (s *Store) report(reports []corruptReport, err error) {
+	for _, r := range reports {
+		s.notice("warning", r.String())
+	}
+	if err != nil {
+		s.notice("error", err.Error())
+	}
+}
+
+// hoursFor lists the partition hours of f overlapping [t0-before h, t1+after h] (legacy flat files always).
+func hoursFor(f *streamFiles, t0, t1 float64, before, after int64) []int64 {
+	lo := int64(math.Floor(t0/3600)) - before
+	hi := int64(math.Floor(t1/3600)) + after
+	var out []int64
+	for _, h := range f.hours() {
+		if h == legacyHour || (h >= lo && h <= hi) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// ensure loads every partition a window needs, under the write lock; queries then read under the read lock.
+func (s *Store) ensure(t0, t1 float64, gpu, phases bool) {
+	s.mu.RLock()
+	missing := false
+	if gpu {
+		for _, h := range hoursFor(s.gpuF, t0, t1, 0, 0) {
+			if !s.gpuF.parts[h].loaded {
+				missing = true
+			}
+		}
+	}
+	if phases {
+		for _, h := range hoursFor(s.phaseF, t0, t1, phaseReach, phaseReach) {
+			if !s.phaseF.parts[h].loaded {
+				missing = true
+			}
+		}
+	}
+	s.mu.RUnlock()
+	if !missing {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if gpu {
+		for _, h := range hoursFor(s.gpuF, t0, t1, 0, 0) {
+			if !s.gpuF.parts[h].loaded {
+				s.loadGPUHourLocked(h)
+			}
+		}
+	}
+	if phases {
+		for _, h := range hoursFor(s.phaseF, t0, t1, phaseReach, phaseReach) {
+			if !s.phaseF.parts[h].loaded {
+				s.loadPhaseHourLocked(h)
+			}
+		}
+	}
+}
+
+// ---- data edge ----
+
+// edgeLocked finds the newest timestamp without parsing streams: the last complete line of each stream's newest
+// partition (its last 64 KiB), plus anything already loaded.
+func (s *Store) edgeLocked() float64 {
+	edge := s.edge
+	for _, f := range []*streamFiles{s.gpuF, s.phaseF, s.metricF} {
+		hs := f.hours()
+		for i := len(hs) - 1; i >= 0 && i >= len(hs)-2; i-- {
+			p := f.parts[hs[i]]
+			if t := lastStamp(p.plain); t > edge {
+				edge = t
+			}
+		}
+	}
+	return edge
+}
+
+func (s *Store) firstLocked() float64 {
+	if v, ok := s.meta["start_ts"].(float64); ok && v > 0 {
+		return v
+	}
+	first := math.Inf(1)
+	for _, f := range []*streamFiles{s.gpuF, s.phaseF} {
+		hs := f.hours()
+		if len(hs) > 0 && hs[0] != legacyHour {
+			first = math.Min(first, float64(hs[0]*3600))
+		}
+	}
+	if math.IsInf(first, 1) {
+		return s.edge
+	}
+	return first
+}
+
+func lastStamp(path string) float64 {
+	if path == "" {
+		return 0
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || fi.Size() == 0 {
+		return 0
+	}
+	off := max(fi.Size()-64<<10, 0)
+	buf := make([]byte, fi.Size()-off)
+	n, _ := f.ReadAt(buf, off)
+	buf = buf[:n]
+	best := 0.0
+	// Scan the complete lines of the tail; records are not strictly time-ordered, take the max.
+	end := len(buf)
+	for end > 0 {
+		nl := lastIndex(buf[:end], '\n')
+		if nl < 0 {
+			break
+		}
+		start := lastIndex(buf[:nl], '\n') + 1
+		line := buf[start:nl]
+		_ = scanFlat(line, func(key, val []byte, str bool) {
+			switch string(key) {
+			case "ts", "t1", "t0":
+				if v, ok := parseNum(val); ok && v > best {
+					best = v
+				}
+			}
+		})
+		end = start
+		if start == 0 || len(buf)-start > 16<<10 {
+			break
+		}
+	}
+	return best
+}
+
+func lastIndex(b []byte, c byte) int {
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] == c {
+			return i
+		}
+	}
+	return -1
+}
+
+// ---- follow ----
+
+// Refresh reads whatever the files gained since the last call (follow mode calls it on a ticker) and tells
+// listeners. It never fails: problems become notices.
+func (s *Store) Refresh() {
+	s.mu.Lock()
+	prevEdge := s.edge
+	prevNotices := len(s.notices)
+	prevLanes := len(s.lanes.lanes)
+	for _, f := range []*streamFiles{s.gpuF, s.phaseF, s.metricF, s.topoF} {
+		if err := f.list(); err != nil {
+			s.notice("error", f.name+": "+err.Error())
+		}
+	}
+	s.loadLanesLocked()
+	// Tail every loaded partition of the last two hours, and load new hours next to loaded ones so a
+	// follower never misses the hour rollover.
+	newest := int64(math.Floor(s.edgeLocked() / 3600))
+	for _, h := range s.gpuF.hours() {
+		if p := s.gpuF.parts[h]; p.loaded || (h >= newest-1 && len(s.gpu) > 0) {
+			s.loadGPUHourLocked(h)
+		}
+	}
+	for _, h := range s.phaseF.hours() {
+		if p := s.phaseF.parts[h]; p.loaded || (h >= newest-1 && len(s.phases) > 0) {
+			s.loadPhaseHourLocked(h)
+		}
+	}
+	if s.stepsOK {
+		s.loadStepsLocked()
+	}
+	s.loadTopologyLocked()
+	if e := s.edgeLocked(); e > s.edge {
+		s.edge = e
+	}
+	ch := Change{From: prevEdge, To: s.edge, MetaChanged: len(s.notices) != prevNotices || len(s.lanes.lanes) != prevLanes}
+	var ls []chan Change
+	if ch.To > ch.From || ch.MetaChanged {
+		for l := range s.listeners {
+			ls = append(ls, l)
+		}
+	}
+	s.mu.Unlock()
+	for _, l := range ls {
+		select {
+		case l <- ch:
+		default: // the listener is behind; it will see the next change, which covers this one's range
+		}
+	}
+}
+
+// Follow refreshes every interval until stop is closed.
+func (s *Store) Follow(interval time.Duration, stop <-chan struct{}) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+			s.Refresh()
+		}
+	}
+}
+
+// Subscribe returns a channel of changes; Unsubscribe releases it.
+func (s *Store) Subscribe() chan Change {
+	c := make(chan Change, 4)
+	s.mu.Lock()
+	s.listeners[c] = struct{}{}
+	s.mu.Unlock()
+	return c
+}
+
+func (s *Store) Unsubscribe(c chan Change) {
+	s.mu.Lock()
+	delete(s.listeners, c)
+	s.mu.Unlock()
+}
+
+// Edge is the newest timestamp seen.
+func (s *Store) Edge() float64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.edge
+}
+
+// Notices returns the current notices in a stable order.
+func (s *Store) Notices() []Notice {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]Notice, 0, len(s.notices))
+	for _, n := range s.notices {
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Message < out[j].Message })
+	return out
+}
