@@ -135,7 +135,7 @@ func TestTailCorruptPartialTruncated(t *testing.T) {
 	if n := count(); n != 3600 {
 		t.Fatalf("loaded %d samples", n)
 	}
-	rel := "dashboard/gpu_util/"+hourA+".jsonl"
+	rel := "dashboard/gpu_util/" + hourA + ".jsonl"
 	appendTo(t, dir, rel, "{not json}\n"+gpuLine(h0+3600.5, "n1", 0, 60)+fmt.Sprintf(`{"ts":%.0f`, h0+3601))
 	st.Refresh()
 	if n := count(); n != 3601 {
@@ -199,7 +199,7 @@ func TestMilesV1Layout(t *testing.T) {
 	}
 	all, _, _ := st.Lanes("all")
 	st.GPU(h0, h0+10, all, 10, []string{"util"}) // loads the hour
-	all, _, _ = st.Lanes("all")                   // lanes were learned from the data
+	all, _, _ = st.Lanes("all")                  // lanes were learned from the data
 	g := st.GPU(h0, h0+10, all, 10, []string{"util"})
 	if ids(all) != "g0=10.0.0.2:0 g1=10.0.0.2:1 g2=10.0.0.10:0" || len(g.raw) == 0 {
 		t.Fatalf("lanes %s", ids(all))
