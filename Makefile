@@ -46,12 +46,12 @@ e2e-test: build jaeger
 
 ## python-test: the stdlib emitter's tests (creates python/.venv with test-only deps)
 python-test: build
-	@if [ -f python/Makefile ]; then $(MAKE) -C python test; fi
+	@if [ -f python/Makefile ]; then MILES_E2E_REQUIRE=1 $(MAKE) -C python test; fi
 
 ## test: everything CI checks
 test: check-generate build jaeger lint
 	MILES_E2E_REQUIRE=1 $(GO) test -count=1 ./...
-	@if [ -f python/Makefile ]; then $(MAKE) -C python test; fi
+	@if [ -f python/Makefile ]; then MILES_E2E_REQUIRE=1 $(MAKE) -C python test; fi
 
 ## lint: vet and gofmt our own packages (never the generated distribution: it is generated code)
 lint:
