@@ -17,6 +17,11 @@ import (
 // and never slows the others: the hub only ever does non-blocking sends.
 const clientQueue = 64
 
+const resyncMsg = `{"type":"resync"}`
+
+// writeTimeout drops a page whose connection accepts nothing for this long.
+const writeTimeout = 5 * time.Second
+
 // subscription is what a page asked for.
 type subscription struct {
 	Type    string   `json:"type"`
@@ -33,7 +38,7 @@ type client struct {
 	out     chan []byte
 	mu      sync.Mutex
 	sub     *subscription
-	behind  int // consecutive overflows
+	resync  bool // a resync is queued and not yet written: deltas are pointless until the page re-fetches
 	closed  chan struct{}
 	closeMu sync.Once
 }
@@ -110,22 +115,21 @@ func (h *hub) run() {
 	}
 }
 
-// enqueue never blocks: on overflow the queue is replaced by one resync; a client overflowing again right
-// after is dropped.
+// enqueue never blocks: on overflow the queue is replaced by one resync and further messages are skipped
+// until the page has been sent it (it re-fetches its window then). A page whose socket does not drain for
+// writeTimeout is dropped by its writer.
 func (h *hub) enqueue(c *client, msg []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.resync {
+		return
+	}
 	select {
 	case c.out <- msg:
-		c.behind = 0
 		return
 	default:
 	}
-	c.behind++
-	if c.behind > 2 {
-		c.close()
-		return
-	}
+	c.resync = true
 	for {
 		select {
 		case <-c.out:
@@ -135,7 +139,7 @@ func (h *hub) enqueue(c *client, msg []byte) {
 		break
 	}
 	select {
-	case c.out <- []byte(`{"type":"resync"}`):
+	case c.out <- []byte(resyncMsg):
 	default:
 	}
 }
@@ -228,13 +232,18 @@ func (h *hub) writer(c *client) {
 		case <-c.closed:
 			return
 		case msg := <-c.out:
-			_ = c.conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+			_ = c.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
 			if err := c.conn.WriteMessage(websocket.TextMessage, msg); err != nil {
 				c.close()
 				return
 			}
+			if string(msg) == resyncMsg {
+				c.mu.Lock()
+				c.resync = false
+				c.mu.Unlock()
+			}
 		case <-ping.C:
-			_ = c.conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+			_ = c.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
 			if err := c.conn.WriteMessage(websocket.PingMessage, nil); err != nil {
 				c.close()
 				return

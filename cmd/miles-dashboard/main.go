@@ -1,0 +1,100 @@
+// Command miles-dashboard serves an otelcol-miles run directory (or a Python miles dashboard one) to a browser.
+//
+//	miles-dashboard serve --dir RUN [--follow] [--addr 127.0.0.1:7788] [--token T]
+//
+// It only reads the run directory. It binds loopback by default; any other address requires --token.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/otelcol-miles/otelcol-miles/dashboard/server"
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
+	"github.com/otelcol-miles/otelcol-miles/dashboard/web"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "miles-dashboard:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "serve" {
+		fmt.Fprintln(stderr, "usage: miles-dashboard serve --dir RUN [--follow] [--addr 127.0.0.1:7788] [--token T]")
+		return flag.ErrHelp
+	}
+	fl := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fl.SetOutput(stderr)
+	dir := fl.String("dir", "", "run directory (the one holding dashboard/)")
+	follow := fl.Bool("follow", false, "tail the files and push updates live")
+	addr := fl.String("addr", "127.0.0.1:7788", "listen address; anything but loopback requires --token")
+	token := fl.String("token", os.Getenv("MILES_DASHBOARD_TOKEN"), "access token (also MILES_DASHBOARD_TOKEN)")
+	poll := fl.Duration("poll", 250*time.Millisecond, "follow: how often the files are checked for growth")
+	if err := fl.Parse(args[1:]); err != nil {
+		return err
+	}
+	if *dir == "" {
+		return errors.New("--dir is required")
+	}
+	host, _, err := net.SplitHostPort(*addr)
+	if err != nil {
+		return fmt.Errorf("--addr %q: %w", *addr, err)
+	}
+	if ip := net.ParseIP(host); (ip == nil || !ip.IsLoopback()) && host != "localhost" && *token == "" {
+		return fmt.Errorf("--addr %s is not loopback: refusing to serve the run without --token", *addr)
+	}
+	st, err := store.Open(*dir, *follow)
+	if err != nil {
+		return err
+	}
+	assets, err := fs.Sub(web.Dist, "dist")
+	if err != nil {
+		return err
+	}
+	srv := server.New(st, server.Options{Token: *token, Assets: assets})
+	defer srv.Close()
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	url := "http://" + ln.Addr().String() + "/"
+	if *token != "" {
+		url += "?token=" + *token
+	}
+	mode := "static"
+	if *follow {
+		mode = "live"
+		stopFollow := make(chan struct{})
+		defer close(stopFollow)
+		go st.Follow(*poll, stopFollow)
+	}
+	fmt.Fprintf(stdout, "miles-dashboard: serving %s (%s) at %s\n", *dir, mode, url)
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(sctx)
+	}()
+	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

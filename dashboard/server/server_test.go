@@ -1,0 +1,286 @@
+package server
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
+)
+
+const h0 = 499_000 * 3600.0 // 2026-12-04 16:00 UTC
+
+func writeFile(t *testing.T, path, content string, appendTo bool) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	flag := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
+	if appendTo {
+		flag = os.O_WRONLY | os.O_CREATE | os.O_APPEND
+	}
+	f, err := os.OpenFile(path, flag, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString(content); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func gpuLines(from, to int, lanes int) string {
+	var b strings.Builder
+	for i := from; i < to; i++ {
+		for g := 0; g < lanes; g++ {
+			fmt.Fprintf(&b, `{"ts":%d,"node":"n%d","gpu":%d,"util":%d,"mem_mb":%d}`+"\n", int(h0)+i, g/8, g%8, (i+g)%100, 1000+g)
+		}
+	}
+	return b.String()
+}
+
+func fixture(t *testing.T, lanes int) string {
+	dir := t.TempDir()
+	writeFile(t, filepath.Join(dir, "dashboard/meta.json"), `{"schema_version":2,"writer":"otelcol-miles","run_name":"fx","start_ts":`+fmt.Sprintf("%.0f", h0)+`}`, false)
+	cat := map[string]any{}
+	for g := 0; g < lanes; g++ {
+		cat[fmt.Sprintf("n%d:%d", g/8, g%8)] = map[string]any{"ranks": []int{g}, "engine_addrs": []string{}, "roles": []string{"train"}}
+	}
+	b, _ := json.Marshal(map[string]any{"version": 2, "lanes": cat})
+	writeFile(t, filepath.Join(dir, "dashboard/lane_catalog.json"), string(b), false)
+	writeFile(t, filepath.Join(dir, "dashboard/gpu_util/20261204_16.jsonl"), gpuLines(0, 600, lanes), false)
+	writeFile(t, filepath.Join(dir, "dashboard/phases/20261204_16.jsonl"),
+		fmt.Sprintf(`{"name":"actor_train","t0":%.0f,"t1":%.0f,"node":"n0","rank":0,"role":"train","gpus":[0],"span":"s1"}`+"\n", h0+10, h0+20), false)
+	writeFile(t, filepath.Join(dir, "dashboard/metrics/20261204_16.jsonl"),
+		fmt.Sprintf(`{"ts":%.0f,"step_key":"rollout/step","step":1,"metrics":{"perf/step_time":100,"perf/wait_time_ratio":0.7}}`+"\n", h0+300), false)
+	return dir
+}
+
+func serve(t *testing.T, dir string, opts Options) (*httptest.Server, *store.Store, *Server) {
+	st, err := store.Open(dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := New(st, opts)
+	ts := httptest.NewServer(srv)
+	t.Cleanup(func() { ts.Close(); srv.Close() })
+	return ts, st, srv
+}
+
+func get(t *testing.T, url string) (int, map[string]any) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&m)
+	return resp.StatusCode, m
+}
+
+func TestEnvelopeAndErrors(t *testing.T) {
+	ts, _, _ := serve(t, fixture(t, 16), Options{})
+	code, m := get(t, ts.URL+"/api/v1/lanes?lanes=rank:0-2")
+	if code != 200 || m["status"] != "success" || len(m["data"].(map[string]any)["lanes"].([]any)) != 3 {
+		t.Fatalf("%d %v", code, m)
+	}
+	for _, tc := range []struct {
+		path, want string
+		code       int
+	}{
+		{"/api/v1/lanes?lanes=rank:x", `bad lane term "rank:x"`, 400},
+		{"/api/v1/gpu?t0=0&t1=20000", "exceeds the cap", 400},
+		{"/api/v1/gpu?t0=abc", "t0 must be a number", 400},
+		{"/api/v1/gpu?points=1", "points must be an integer", 400},
+		{"/api/v1/gpu?fields=../x", "bad field", 400},
+		{"/api/v1/heatmap?metric=temperature", "heatmap metric", 400},
+		{"/api/v1/nope", "no such endpoint", 404},
+	} {
+		code, m := get(t, ts.URL+tc.path)
+		if code != tc.code || m["status"] != "error" || !strings.Contains(fmt.Sprint(m["error"]), tc.want) {
+			t.Errorf("%s: %d %v, want %d containing %q", tc.path, code, m, tc.code, tc.want)
+		}
+	}
+}
+
+func TestBubblesAndHeatmapFraming(t *testing.T) {
+	ts, _, _ := serve(t, fixture(t, 16), Options{})
+	_, m := get(t, ts.URL+"/api/v1/bubbles")
+	steps := m["data"].(map[string]any)["steps"].([]any)
+	if len(steps) != 1 || steps[0].(map[string]any)["wait_ratio"] != 0.7 {
+		t.Fatalf("bubbles %v", m)
+	}
+	resp, err := http.Get(ts.URL + fmt.Sprintf("/api/v1/heatmap?metric=util&buckets=60&t0=%.0f&t1=%.0f", h0, h0+600))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	n := binary.LittleEndian.Uint32(b)
+	var hdr struct {
+		Rows, Buckets int
+	}
+	if err := json.Unmarshal(b[4:4+n], &hdr); err != nil {
+		t.Fatal(err)
+	}
+	cells := b[4+n:]
+	if hdr.Rows != 16 || hdr.Buckets != 60 || len(cells) != 16*60 {
+		t.Fatalf("header %+v, %d cells", hdr, len(cells))
+	}
+	for i, c := range cells {
+		if c == 0 {
+			t.Fatalf("cell %d empty though every second has a sample", i)
+		}
+	}
+}
+
+// TestTokenAndLoopback: with a token every path (API, assets, WebSocket) needs it; assets never reach outside
+// the embedded files.
+func TestTokenAndPaths(t *testing.T) {
+	assets := fstest.MapFS{"index.html": {Data: []byte("<html>miles</html>")}}
+	ts, _, _ := serve(t, fixture(t, 8), Options{Token: "s3cret", Assets: assets})
+	for _, p := range []string{"/api/v1/meta", "/", "/index.html"} {
+		resp, _ := http.Get(ts.URL + p)
+		resp.Body.Close()
+		if resp.StatusCode != 401 {
+			t.Errorf("%s without token: %d", p, resp.StatusCode)
+		}
+	}
+	if code, _ := get(t, ts.URL+"/api/v1/meta?token=s3cret"); code != 200 {
+		t.Errorf("meta with token: %d", code)
+	}
+	req, _ := http.NewRequest("GET", ts.URL+"/api/v1/meta", nil)
+	req.Header.Set("Authorization", "Bearer s3cret")
+	resp, _ := http.DefaultClient.Do(req)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("bearer: %d", resp.StatusCode)
+	}
+	for _, p := range []string{"/../../../etc/passwd", "/%2e%2e/%2e%2e/etc/passwd", "/..%2fmeta.json"} {
+		resp, err := http.Get(ts.URL + p + "?token=s3cret")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if strings.Contains(string(b), "root:") || strings.Contains(string(b), "schema_version") {
+			t.Errorf("%s escaped the assets: %d %q", p, resp.StatusCode, b)
+		}
+	}
+	if _, _, err := websocket.DefaultDialer.Dial(strings.Replace(ts.URL, "http", "ws", 1)+"/api/v1/live", nil); err == nil {
+		t.Error("websocket without token accepted")
+	}
+}
+
+func dial(t *testing.T, ts *httptest.Server, origin string) *websocket.Conn {
+	t.Helper()
+	h := http.Header{}
+	if origin != "" {
+		h.Set("Origin", origin)
+	}
+	c, _, err := websocket.DefaultDialer.Dial(strings.Replace(ts.URL, "http", "ws", 1)+"/api/v1/live", h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func readType(t *testing.T, c *websocket.Conn, want string, within time.Duration) map[string]any {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		_ = c.SetReadDeadline(deadline)
+		_, b, err := c.ReadMessage()
+		if err != nil {
+			t.Fatalf("waiting for %s: %v", want, err)
+		}
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		if m["type"] == want {
+			return m
+		}
+	}
+}
+
+// TestLivePushAndStalledClient: a page gets meta on connect and a delta when the files grow; a page that never
+// reads is resynced then dropped without delaying the reading one; a foreign origin is refused.
+func TestLivePushAndStalledClient(t *testing.T) {
+	dir := fixture(t, 16)
+	ts, st, srv := serve(t, dir, Options{})
+	if _, _, err := websocket.DefaultDialer.Dial(strings.Replace(ts.URL, "http", "ws", 1)+"/api/v1/live",
+		http.Header{"Origin": []string{"http://evil.example"}}); err == nil {
+		t.Fatal("cross-origin websocket accepted")
+	}
+	good := dial(t, ts, ts.URL)
+	readType(t, good, "meta", 5*time.Second)
+	if err := good.WriteJSON(map[string]any{"type": "subscribe", "view": "compute", "lanes": "all", "follow_s": 900}); err != nil {
+		t.Fatal(err)
+	}
+	stalled := dial(t, ts, "")
+	// A fixed window at the finest resolution makes its deltas large, so its socket buffer fills quickly.
+	if err := stalled.WriteJSON(map[string]any{"type": "subscribe", "view": "compute", "lanes": "all",
+		"t0": h0, "t1": h0 + 1200, "points": 4000}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // both subscriptions registered
+	path := filepath.Join(dir, "dashboard/gpu_util/20261204_16.jsonl")
+	start := time.Now()
+	writeFile(t, path, gpuLines(600, 601, 16), true)
+	st.Refresh()
+	d := readType(t, good, "delta", 5*time.Second)
+	if lat := time.Since(start); lat > 2*time.Second {
+		t.Errorf("delta took %s", lat)
+	}
+	data := d["data"].(map[string]any)
+	if data["data_edge"].(float64) != h0+600 {
+		t.Errorf("delta edge %v", data["data_edge"])
+	}
+	// Flood: many more changes than the stalled page's queue holds, while the good page keeps reading.
+	got := 0
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			_ = good.SetReadDeadline(time.Now().Add(3 * time.Second))
+			if _, _, err := good.ReadMessage(); err != nil {
+				return
+			}
+			got++
+		}
+	}()
+	for i := 601; i < 1100; i++ {
+		writeFile(t, path, gpuLines(i, i+1, 16), true)
+		st.Refresh()
+	}
+	<-done
+	if got < 50 {
+		t.Errorf("the reading page got only %d messages during the flood", got)
+	}
+	// The stalled page overflowed its queue: resynced, then dropped.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		srv.hub.mu.Lock()
+		n := len(srv.hub.clients)
+		srv.hub.mu.Unlock()
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d clients registered; the stalled one was never dropped", n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
