@@ -1,0 +1,311 @@
+package jsonlbench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/exporter/exportertest"
+
+	"github.com/otelcol-miles/otelcol-miles/bench/jsonl/payload"
+	"github.com/otelcol-miles/otelcol-miles/exporters/jsonlexporter"
+)
+
+// newConfig is the default config with two changes, both stated in BENCHMARKS.md: compression of closed hours
+// is off (the benchmark measures the ingest path; fileexporter writes plain JSON too), and the flush interval
+// and memory budget are sized so a flood of b.N batches is written, not dropped (dropped records would make
+// the exporter look faster). Every run checks that all records reached the files.
+func newConfig(dir string) *jsonlexporter.Config {
+	cfg := jsonlexporter.NewFactory().CreateDefaultConfig().(*jsonlexporter.Config)
+	cfg.Directory = dir
+	cfg.Compression = "none"
+	cfg.FlushInterval = 100 * time.Millisecond
+	cfg.MaxBufferBytes = 512 << 20
+	return cfg
+}
+
+// run starts an exporter in a fresh directory, pushes b.N batches, shuts down (which flushes) and returns
+// the bytes and lines written to the stream files. Start and shutdown are inside the timed region.
+func run(b *testing.B, create func(exporter.Factory, exporter.Settings, *jsonlexporter.Config) (component.Component, func(int) error)) (int64, int64) {
+	b.Helper()
+	dir, err := os.MkdirTemp("", "jsonlbench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	ctx := context.Background()
+	f := jsonlexporter.NewFactory()
+	set := exportertest.NewNopSettings(component.MustNewType("jsonl"))
+	b.ReportAllocs()
+	b.ResetTimer()
+	exp, push := create(f, set, newConfig(dir))
+	if err := exp.Start(ctx, componenttest.NewNopHost()); err != nil {
+		b.Fatal(err)
+	}
+	for i := 0; i < b.N; i++ {
+		if err := push(i); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := exp.Shutdown(ctx); err != nil {
+		b.Fatal(err)
+	}
+	b.StopTimer()
+	return streamStats(b, filepath.Join(dir, "dashboard"))
+}
+
+// streamStats sums bytes and lines of every *.jsonl file under root (meta.json and the lane catalog are
+// per-run files, not records). Every file must end with a complete line.
+func streamStats(b *testing.B, root string) (size, lines int64) {
+	b.Helper()
+	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".jsonl") {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if len(data) > 0 && data[len(data)-1] != '\n' {
+			b.Fatalf("%s ends with a partial line", p)
+		}
+		size += int64(len(data))
+		lines += int64(bytes.Count(data, []byte{'\n'}))
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return size, lines
+}
+
+// BenchmarkExport: one op is one batch pushed through the exporter. Sub-benchmark names and custom metrics
+// match bench/fileexporter so bench/run.sh can join them; run with -cpu 1 for per-core figures.
+func BenchmarkExport(b *testing.B) {
+	set := payload.Generate(payload.BaseFromEnv())
+
+	b.Run("traces", func(b *testing.B) {
+		size, lines := run(b, func(f exporter.Factory, s exporter.Settings, c *jsonlexporter.Config) (component.Component, func(int) error) {
+			e, err := f.CreateTraces(context.Background(), s, c)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return e, func(i int) error { return e.ConsumeTraces(context.Background(), set.Traces[i%len(set.Traces)]) }
+		})
+		spans := int64(b.N) * payload.SpansPerBatch
+		if lines != spans {
+			b.Fatalf("%d records on disk, want %d (one per span)", lines, spans)
+		}
+		b.ReportMetric(float64(spans)/b.Elapsed().Seconds(), "spans/s")
+		b.ReportMetric(float64(size)/float64(spans), "B/span")
+	})
+
+	b.Run("gpu", func(b *testing.B) {
+		size, lines := run(b, func(f exporter.Factory, s exporter.Settings, c *jsonlexporter.Config) (component.Component, func(int) error) {
+			e, err := f.CreateMetrics(context.Background(), s, c)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return e, func(i int) error { return e.ConsumeMetrics(context.Background(), set.GPU[i%len(set.GPU)]) }
+		})
+		if want := int64(b.N) * payload.GPUsPerBatch; lines != want {
+			b.Fatalf("%d gpu_util rows on disk, want %d", lines, want)
+		}
+		values := int64(b.N) * payload.GPUValuesBatch
+		b.ReportMetric(float64(values)/b.Elapsed().Seconds(), "points/s")
+		b.ReportMetric(float64(size)/float64(values), "B/GPU-value")
+	})
+
+	b.Run("engine", func(b *testing.B) {
+		size, lines := run(b, func(f exporter.Factory, s exporter.Settings, c *jsonlexporter.Config) (component.Component, func(int) error) {
+			e, err := f.CreateMetrics(context.Background(), s, c)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return e, func(i int) error { return e.ConsumeMetrics(context.Background(), set.Engine[i%len(set.Engine)]) }
+		})
+		points := int64(b.N) * payload.EnginePoints
+		if lines != points {
+			b.Fatalf("%d engine_series records on disk, want %d (one per point)", lines, points)
+		}
+		b.ReportMetric(float64(points)/b.Elapsed().Seconds(), "points/s")
+		b.ReportMetric(float64(size)/float64(points), "B/point")
+	})
+}
+
+// TestPayloadDigest: the payload is the one bench/fileexporter uses (same digest, same source file).
+func TestPayloadDigest(t *testing.T) {
+	set := payload.Generate(payload.DigestBase)
+	counts := func() (spans, gpuValues, enginePoints int) {
+		for _, td := range set.Traces {
+			spans += td.SpanCount()
+		}
+		for _, md := range set.GPU {
+			gpuValues += md.DataPointCount()
+		}
+		for _, md := range set.Engine {
+			enginePoints += md.DataPointCount()
+		}
+		return
+	}
+	s, g, e := counts()
+	if s != payload.PoolSize*payload.SpansPerBatch || g != payload.PoolSize*payload.GPUValuesBatch || e != payload.PoolSize*payload.EnginePoints {
+		t.Fatalf("shape drifted from the constants: %d spans, %d GPU values, %d engine points", s, g, e)
+	}
+	got, err := set.ComputeDigest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got != payload.Digest {
+		t.Fatalf("payload digest %s, want %s (update Digest in both copies of payload.go)", got, payload.Digest)
+	}
+	// Same seed, same base → same bytes; another base only moves timestamps.
+	again, _ := payload.Generate(payload.DigestBase).ComputeDigest()
+	if again != got {
+		t.Fatal("Generate is not deterministic")
+	}
+}
+
+// TestPayloadCopiesIdentical: bench/fileexporter/payload/payload.go must stay a byte-identical copy.
+func TestPayloadCopiesIdentical(t *testing.T) {
+	a, err := os.ReadFile(filepath.Join("payload", "payload.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join("..", "fileexporter", "payload", "payload.go")
+	bb, err := os.ReadFile(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a, bb) {
+		t.Fatalf("%s differs from bench/jsonl/payload/payload.go: copy it over (cp bench/jsonl/payload/payload.go %s)", other, other)
+	}
+}
+
+// TestExportSmoke runs each workload once through the real exporter and checks the records parse as JSON
+// lines of the expected streams, so `go test ./...` exercises the benchmark harness.
+func TestExportSmoke(t *testing.T) {
+	set := payload.Generate(payload.DigestBase)
+	dir := t.TempDir()
+	ctx := context.Background()
+	f := jsonlexporter.NewFactory()
+	cfg := newConfig(dir)
+	s := exportertest.NewNopSettings(component.MustNewType("jsonl"))
+	te, err := f.CreateTraces(ctx, s, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	me, err := f.CreateMetrics(ctx, s, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := componenttest.NewNopHost()
+	if err := te.Start(ctx, host); err != nil {
+		t.Fatal(err)
+	}
+	if err := me.Start(ctx, host); err != nil {
+		t.Fatal(err)
+	}
+	if err := te.ConsumeTraces(ctx, set.Traces[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := me.ConsumeMetrics(ctx, set.GPU[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := me.ConsumeMetrics(ctx, set.Engine[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := te.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := me.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{
+		"phases":        payload.TrainRanks*payload.PhasesPerRank + 1,
+		"trajectories":  payload.Attempts * payload.SpansPerAttempt,
+		"gpu_util":      payload.GPUsPerBatch,
+		"engine_series": payload.EnginePoints,
+	}
+	for stream, n := range want {
+		files, _ := filepath.Glob(filepath.Join(dir, "dashboard", stream, "*.jsonl"))
+		got := 0
+		for _, p := range files {
+			fh, err := os.Open(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc := bufio.NewScanner(fh)
+			sc.Buffer(nil, 1<<20)
+			for sc.Scan() {
+				var rec map[string]any
+				if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+					t.Fatalf("%s: not a JSON object line: %q: %v", p, sc.Text(), err)
+				}
+				got++
+			}
+			fh.Close()
+		}
+		if got != n {
+			t.Errorf("%s: %d records, want %d", stream, got, n)
+		}
+	}
+}
+
+// TestWriteSample writes one pass over the payload pool (PoolSize batches per workload) into
+// $MILES_BENCH_SAMPLE_DIR/jsonl/<workload>/ for bench/run.sh, which compresses it with zstd to show what a
+// closed hour costs after compaction. One pass only: cycling the pool would repeat data and flatter zstd.
+func TestWriteSample(t *testing.T) {
+	root := os.Getenv("MILES_BENCH_SAMPLE_DIR")
+	if root == "" {
+		t.Skip("MILES_BENCH_SAMPLE_DIR not set (bench/run.sh sets it)")
+	}
+	set := payload.Generate(payload.BaseFromEnv())
+	ctx := context.Background()
+	f := jsonlexporter.NewFactory()
+	s := exportertest.NewNopSettings(component.MustNewType("jsonl"))
+	for _, w := range []string{"traces", "gpu", "engine"} {
+		dir := filepath.Join(root, "jsonl", w)
+		cfg := newConfig(dir)
+		var c component.Component
+		var push func(i int) error
+		if w == "traces" {
+			e, err := f.CreateTraces(ctx, s, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, push = e, func(i int) error { return e.ConsumeTraces(ctx, set.Traces[i]) }
+		} else {
+			e, err := f.CreateMetrics(ctx, s, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pool := set.GPU
+			if w == "engine" {
+				pool = set.Engine
+			}
+			c, push = e, func(i int) error { return e.ConsumeMetrics(ctx, pool[i]) }
+		}
+		if err := c.Start(ctx, componenttest.NewNopHost()); err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < payload.PoolSize; i++ {
+			if err := push(i); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := c.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
