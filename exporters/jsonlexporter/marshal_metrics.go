@@ -410,7 +410,8 @@ func appendLabels(o *obj, attrs pcommon.Map) {
 	if n <= 0 {
 		return
 	}
-	keys := make([]string, 0, n)
+	var kb [16]string // no heap allocation for up to 16 labels
+	keys := kb[:0]
 	for k := range attrs.All() {
 		if k != sc.WorkerAddr {
 			keys = append(keys, k)

@@ -136,6 +136,52 @@ var trajectoryOrder = []string{
 	sc.TokensPrompt, sc.TokensCompletion, sc.FinishReason, sc.ToolCalls, sc.ToolNames, sc.Step, sc.BatchSize,
 }
 
+// trajectoryKeys[i] is the record key of trajectoryOrder[i]: no map lookup per attribute on the hot path.
+var trajectoryKeys = func() []string {
+	out := make([]string, len(trajectoryOrder))
+	for i, k := range trajectoryOrder {
+		out[i] = trajectoryFields[k]
+	}
+	return out
+}()
+
+func trajectoryIndex(k string) (int, bool) {
+	if len(k) < 6 || k[:6] != "miles." {
+		return 0, false
+	}
+	switch k {
+	case sc.SampleIndex:
+		return 0, true
+	case sc.GroupIndex:
+		return 1, true
+	case sc.Attempt:
+		return 2, true
+	case sc.SampleStatus:
+		return 3, true
+	case sc.Turn:
+		return 4, true
+	case sc.WeightVersion:
+		return 5, true
+	case sc.EngineAddr:
+		return 6, true
+	case sc.TokensPrompt:
+		return 7, true
+	case sc.TokensCompletion:
+		return 8, true
+	case sc.FinishReason:
+		return 9, true
+	case sc.ToolCalls:
+		return 10, true
+	case sc.ToolNames:
+		return 11, true
+	case sc.Step:
+		return 12, true
+	case sc.BatchSize:
+		return 13, true
+	}
+	return 0, false
+}
+
 func appendTrajectory(b []byte, typ string, span ptrace.Span) []byte {
 	attrs := span.Attributes()
 	o := beginObj(b)
@@ -147,10 +193,20 @@ func appendTrajectory(b []byte, typ string, span ptrace.Span) []byte {
 	if p := span.ParentSpanID(); !p.IsEmpty() {
 		o.spanID("parent", p)
 	}
-	for _, k := range trajectoryOrder {
-		if v, ok := attrs.Get(k); ok {
-			o.key(trajectoryFields[k])
-			o.b = appendValue(o.b, v, 1)
+	// One pass over the attributes instead of one linear Map.Get per known field.
+	var vals [14]pcommon.Value
+	var have [14]bool
+	known := 0
+	for k, v := range attrs.All() {
+		if i, ok := trajectoryIndex(k); ok {
+			vals[i], have[i] = v, true
+			known++
+		}
+	}
+	for i := range trajectoryOrder {
+		if have[i] {
+			o.key(trajectoryKeys[i])
+			o.b = appendValue(o.b, vals[i], 1)
 		}
 	}
 	if links := span.Links(); links.Len() > 0 {
@@ -167,15 +223,12 @@ func appendTrajectory(b []byte, typ string, span ptrace.Span) []byte {
 		}
 		o.b = append(o.b, ']')
 	}
-	extra := false
-	for k := range attrs.All() {
-		if k != sc.SpanType {
-			if _, known := trajectoryFields[k]; !known {
-				extra = true
-				break
-			}
-		}
+	// Attribute keys are unique, so any attribute beyond the known ones and the type is extra.
+	typed := 0
+	if _, ok := attrs.Get(sc.SpanType); ok {
+		typed = 1
 	}
+	extra := attrs.Len() > known+typed
 	if extra {
 		o.key("a")
 		o.b = appendMap(o.b, attrs, 1, func(k string) bool {

@@ -20,6 +20,7 @@ type writer struct {
 	pending      []*chunk
 	pendingBytes int64
 	maxBytes     int64
+	scratch      []byte // flush buffer reused across flushes
 
 	part       *partitioner
 	interval   time.Duration
@@ -146,10 +147,16 @@ func (w *writer) flush() {
 			}
 			groups[c.key] = append(groups[c.key], c)
 		}
-		var data []byte
 		for _, k := range order {
 			cs := groups[k]
-			data = data[:0]
+			total := 0
+			for _, c := range cs {
+				total += len(c.data)
+			}
+			if cap(w.scratch) < total {
+				w.scratch = make([]byte, 0, total+total/4)
+			}
+			data := w.scratch[:0]
 			lines := 0
 			for _, c := range cs {
 				data = append(data, c.data...)
@@ -163,6 +170,10 @@ func (w *writer) flush() {
 				continue
 			}
 			w.tel.written(k.stream, int64(lines), int64(len(data)))
+			for _, c := range cs {
+				putBuf(c.data)
+				c.data = nil
+			}
 		}
 		if w.part.syncMode == "flush" {
 			if err := w.part.syncAll(); err != nil && firstErr == nil {
