@@ -69,6 +69,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.DurationVar(&opts.Linger, "linger", 0, "live: keep engines serving (and GPUs reporting) this long after the last step")
 	fs.BoolVar(&opts.Router, "router", false, "live: also serve a fake sgl-model-gateway /engine_metrics (printed at start)")
 	fs.IntVar(&opts.Workers, "workers", 2, "concurrent OTLP requests")
+	fs.DurationVar(&opts.GiveUp, "give-up", time.Minute, "end the run when an export still fails after retrying this long")
 	fs.BoolVar(&quiet, "quiet", false, "print only the final report")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -37,6 +37,7 @@ type batch struct {
 	logRS                  map[*Process]plog.LogRecordSlice
 	metRS                  map[*Process]pmetric.MetricSlice
 	nSpans, nLogs, nPoints int
+	descriptions           bool // send metric descriptions (the NVML receiver does; files do not keep them)
 }
 
 func newBatch(c Clock, runID string) *batch {
@@ -282,6 +283,9 @@ func newNVML(topo *Topology, start time.Time) *nvml {
 	return n
 }
 
+// gpuPoints is the number of data points of one device reading (without processes).
+const gpuPoints = 21
+
 type metricDef struct {
 	name, desc, unit string
 	sum              bool
@@ -330,7 +334,14 @@ func (b *batch) gpu(n *nvml, node, idx int, t time.Time, s *GPUSample, limit int
 	sm.Scope().SetVersion(collectorVers)
 	ms := sm.Metrics()
 	tt := ts(t)
+	def := func(d metricDef) metricDef {
+		if !b.descriptions {
+			d.desc = ""
+		}
+		return d
+	}
 	dbl := func(d metricDef, v float64) {
+		d = def(d)
 		dp := newMetric(ms, d).AppendEmpty()
 		dp.SetTimestamp(tt)
 		if d.sum {
@@ -339,7 +350,7 @@ func (b *batch) gpu(n *nvml, node, idx int, t time.Time, s *GPUSample, limit int
 		dp.SetDoubleValue(v)
 	}
 	i64 := func(d metricDef, v int64) {
-		dp := newMetric(ms, d).AppendEmpty()
+		dp := newMetric(ms, def(d)).AppendEmpty()
 		dp.SetTimestamp(tt)
 		dp.SetIntValue(v)
 	}
@@ -350,7 +361,7 @@ func (b *batch) gpu(n *nvml, node, idx int, t time.Time, s *GPUSample, limit int
 	dbl(mPower, s.Power)
 	dbl(mEnergy, s.Energy)
 	dbl(mTemp, s.Temp)
-	io := newMetric(ms, mIO)
+	io := newMetric(ms, def(mIO))
 	for _, v := range []struct {
 		dir, link string
 		v         int64
@@ -362,7 +373,7 @@ func (b *batch) gpu(n *nvml, node, idx int, t time.Time, s *GPUSample, limit int
 		dp.Attributes().PutStr(sc.NetIODirection, v.dir)
 		dp.Attributes().PutStr(sc.HWGPULink, v.link)
 	}
-	errs := newMetric(ms, mErrors)
+	errs := newMetric(ms, def(mErrors))
 	for _, v := range []struct {
 		typ string
 		v   int64
@@ -380,9 +391,9 @@ func (b *batch) gpu(n *nvml, node, idx int, t time.Time, s *GPUSample, limit int
 	dbl(mSMOcc, s.SMOcc)
 	dbl(mTensor, s.Tensor)
 	dbl(mDRAM, s.DRAM)
-	b.nPoints += 22
+	b.nPoints += gpuPoints
 	if withProcs && len(procs) > 0 {
-		pm := newMetric(ms, mProc)
+		pm := newMetric(ms, def(mProc))
 		for _, p := range procs {
 			dp := pm.AppendEmpty()
 			dp.SetTimestamp(tt)

@@ -36,6 +36,7 @@ type Options struct {
 	Linger         time.Duration
 	Router         bool // live: also serve a fake router /engine_metrics
 	Workers        int
+	GiveUp         time.Duration // stop retrying a failing export after this long and end the run (default 1m)
 	Log            io.Writer
 }
 
@@ -76,6 +77,11 @@ type runner struct {
 	rep    Report
 	live   bool
 	last   time.Time
+
+	// fast-forward: device readings encoded from per-device templates straight into a request body
+	tmpl   [][]*gpuTemplate
+	gpuBuf []byte
+	gpuN   int
 }
 
 // Run plays g into the collector at opts.Endpoint and returns what was sent.
@@ -95,6 +101,9 @@ func Run(ctx context.Context, g *Generator, opts Options) (Report, error) {
 	if opts.Workers <= 0 {
 		opts.Workers = 2
 	}
+	if opts.GiveUp <= 0 {
+		opts.GiveUp = time.Minute
+	}
 	if opts.Log == nil {
 		opts.Log = io.Discard
 	}
@@ -109,12 +118,15 @@ func Run(ctx context.Context, g *Generator, opts Options) (Report, error) {
 		r.clock = Clock{Base: opts.Start, Speed: 1}
 	}
 	r.b = newBatch(r.clock, cfg.RunID)
+	r.b.descriptions = r.live
 	r.gpu = newGPUModel(r.topo, cfg.Mode == ModeColocate, cfg.Seed, cfg.EngineMaxRunning)
 	r.nv = newNVML(r.topo, r.clock.Base.Add(-3*time.Hour))
-	r.snd = newSender(ctx, opts.Endpoint, opts.Workers)
+	r.snd = newSender(ctx, opts.Endpoint, opts.Workers, opts.GiveUp)
 	startWall := time.Now()
 	err := r.loop(ctx)
-	r.flush(true)
+	if r.snd.err() == nil {
+		r.flush(true)
+	}
 	r.snd.close()
 	r.shutdownEngines()
 	r.rep.Wall = time.Since(startWall)
@@ -123,6 +135,9 @@ func Run(ctx context.Context, g *Generator, opts Options) (Report, error) {
 	r.rep.Retries, r.rep.Failed = r.snd.retries.Load(), r.snd.failed.Load()
 	if e, ok := r.snd.firstErr.Load().(string); ok {
 		r.rep.FirstError = e
+	}
+	if err == nil {
+		err = r.snd.err()
 	}
 	if err == nil && r.rep.Failed > 0 {
 		err = fmt.Errorf("%d OTLP requests failed (first: %s)", r.rep.Failed, r.rep.FirstError)
@@ -155,6 +170,9 @@ func (r *runner) loop(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		if err := r.snd.err(); err != nil {
+			return err
+		}
 		te := r.gen.PeekTime()
 		if math.IsInf(te, 1) && math.IsInf(end, 1) {
 			end = lastEvent
@@ -184,7 +202,9 @@ func (r *runner) loop(ctx context.Context) error {
 				return err
 			}
 		case nextGPU <= nextScrape || r.live:
-			r.gpuTick(nextGPU, gpuStep, gpuTicks%procEvery == 0)
+			if err := r.gpuTick(nextGPU, gpuStep, gpuTicks%procEvery == 0); err != nil {
+				return err
+			}
 			gpuTicks++
 			nextGPU += gpuStep
 		default:
@@ -411,15 +431,47 @@ func (r *runner) updateRouter() {
 	r.router.SetWorkers(ws)
 }
 
-func (r *runner) gpuTick(s, dt float64, procs bool) {
+func (r *runner) gpuTick(s, dt float64, procs bool) error {
 	at := r.clock.At(s)
 	for node, gs := range r.topo.GPUs {
 		for _, g := range gs {
 			smp, pm := r.gpu.sample(node, g.Index, s, dt)
-			r.b.gpu(r.nv, node, g.Index, at, &smp, r.topo.GPUMemory, pm, procs)
 			r.rep.GPUReadings++
+			if r.live {
+				r.b.gpu(r.nv, node, g.Index, at, &smp, r.topo.GPUMemory, pm, procs)
+				continue
+			}
+			t, err := r.template(node, g.Index)
+			if err != nil {
+				return err
+			}
+			r.gpuBuf = t.append(r.gpuBuf, at, &smp, r.topo.GPUMemory)
+			r.gpuN++
+			if procs && len(pm) > 0 {
+				procMetrics(r.nv, node, g.Index, at, pm, false).ResourceMetrics().MoveAndAppendTo(r.b.mets.ResourceMetrics())
+				r.b.nPoints += len(pm)
+			}
 		}
 	}
+	return nil
+}
+
+func (r *runner) template(node, idx int) (*gpuTemplate, error) {
+	if r.tmpl == nil {
+		r.tmpl = make([][]*gpuTemplate, len(r.topo.GPUs))
+		for n := range r.tmpl {
+			r.tmpl[n] = make([]*gpuTemplate, len(r.topo.GPUs[n]))
+		}
+	}
+	if t := r.tmpl[node][idx]; t != nil {
+		return t, nil
+	}
+	t, err := newGPUTemplate(r.nv, node, idx, false)
+	if err != nil {
+		return nil, fmt.Errorf("gpu template: %w", err)
+	}
+	r.tmpl[node][idx] = t
+	return t, nil
 }
 
 // scrapeTick (fast-forward) renders every live engine as the Prometheus receiver would deliver one scrape.
@@ -461,6 +513,11 @@ func (r *runner) flush(force bool) {
 		}
 		r.rep.Points += int64(b.nPoints)
 		b.resetMetrics()
+	}
+	if r.gpuN > 0 && (force || r.gpuN >= 1024) {
+		r.snd.send("/v1/metrics", r.gpuBuf)
+		r.rep.Points += int64(r.gpuN * gpuPoints)
+		r.gpuBuf, r.gpuN = make([]byte, 0, len(r.gpuBuf)+len(r.gpuBuf)/8), 0
 	}
 	if force {
 		r.last = time.Now()

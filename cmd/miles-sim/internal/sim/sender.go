@@ -14,13 +14,16 @@ import (
 
 // sender posts OTLP/HTTP protobuf bodies to a collector with a few workers and a bounded queue, so a slow
 // collector slows the simulation instead of growing memory. Retryable answers (429, 502, 503, 504, connection
-// errors) are retried with backoff until the context ends; nothing is dropped silently.
+// errors) are retried with backoff for up to giveUp; a request that still fails then, or gets a permanent error,
+// is counted and makes the run fail (fatal), so nothing is dropped silently and a missing collector ends the run.
 type sender struct {
 	base   string
 	client *http.Client
 	q      chan job
 	wg     sync.WaitGroup
 	ctx    context.Context
+	giveUp time.Duration
+	fatal  atomic.Value // string
 
 	requests, bytes, retries, failed atomic.Int64
 	firstErr                         atomic.Value
@@ -31,12 +34,12 @@ type job struct {
 	body []byte
 }
 
-func newSender(ctx context.Context, endpoint string, workers int) *sender {
+func newSender(ctx context.Context, endpoint string, workers int, giveUp time.Duration) *sender {
 	base := endpoint
 	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
 		base = "http://" + base
 	}
-	s := &sender{base: strings.TrimRight(base, "/"), ctx: ctx, q: make(chan job, 2*workers),
+	s := &sender{base: strings.TrimRight(base, "/"), ctx: ctx, q: make(chan job, 2*workers), giveUp: giveUp,
 		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: workers, DisableCompression: true}}}
 	for i := 0; i < workers; i++ {
 		s.wg.Add(1)
@@ -45,7 +48,19 @@ func newSender(ctx context.Context, endpoint string, workers int) *sender {
 	return s
 }
 
+// err is the error that ended sending, if any.
+func (s *sender) err() error {
+	if f, ok := s.fatal.Load().(string); ok {
+		return fmt.Errorf("giving up on the collector at %s: %s", s.base, f)
+	}
+	return nil
+}
+
 func (s *sender) send(path string, body []byte) {
+	if s.err() != nil {
+		s.failed.Add(1)
+		return
+	}
 	select {
 	case s.q <- job{path, body}:
 	case <-s.ctx.Done():
@@ -66,18 +81,26 @@ func (s *sender) work() {
 }
 
 func (s *sender) post(j job) {
+	if s.err() != nil {
+		s.failed.Add(1)
+		return
+	}
 	backoff := 50 * time.Millisecond
-	for attempt := 0; ; attempt++ {
+	start := time.Now()
+	for {
 		err := s.once(j)
 		if err == nil {
 			s.requests.Add(1)
 			s.bytes.Add(int64(len(j.body)))
 			return
 		}
-		if perm, ok := err.(permanent); ok || s.ctx.Err() != nil {
+		_, perm := err.(permanent)
+		if perm || s.ctx.Err() != nil || time.Since(start) > s.giveUp {
 			s.failed.Add(1)
 			s.firstErr.CompareAndSwap(nil, fmt.Sprint(err))
-			_ = perm
+			if s.ctx.Err() == nil {
+				s.fatal.CompareAndSwap(nil, fmt.Sprint(err))
+			}
 			return
 		}
 		s.retries.Add(1)

@@ -1,0 +1,122 @@
+package sim
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
+)
+
+// discardCollector answers every OTLP/HTTP export with 200 after reading the body.
+func discardCollector(t testing.TB) (*httptest.Server, *atomic.Int64) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.Copy(io.Discard, r.Body)
+		n.Add(b)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, &n
+}
+
+// BenchmarkFastForward measures the simulator alone (schedule, GPU model, OTLP encoding, HTTP) on 16 nodes
+// (128 GPUs) x 10 simulated minutes, against a collector stand-in that discards bodies.
+func BenchmarkFastForward(b *testing.B) {
+	srv, _ := discardCollector(b)
+	for i := 0; i < b.N; i++ {
+		g, err := NewGenerator(Config{Mode: ModeColocate, Nodes: 16, Duration: 600, Seed: 1, RestartStep: 0})
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		rep, err := Run(context.Background(), g, Options{Endpoint: srv.URL, FastForward: true, Start: time.Unix(1_790_000_000, 0)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		el := time.Since(start).Seconds()
+		b.ReportMetric(float64(rep.GPUReadings)/el, "gpu_readings/s")
+		b.ReportMetric(rep.SimSeconds*128/el, "gpu_sim_s/s")
+		b.ReportMetric(float64(rep.Points+rep.Spans+rep.Logs)/el, "items/s")
+		b.ReportMetric(float64(rep.Bytes)/float64(rep.GPUReadings), "bytes/gpu_reading")
+	}
+}
+
+func TestFastForwardSendsEverything(t *testing.T) {
+	srv, n := discardCollector(t)
+	g, err := NewGenerator(Config{Mode: ModeAsync, Nodes: 2, Duration: 900, Seed: 4, RestartStep: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Run(context.Background(), g, Options{Endpoint: srv.URL, FastForward: true, Start: time.Unix(1_790_000_000, 0)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Bytes != n.Load() || rep.Failed != 0 || rep.Requests == 0 {
+		t.Fatalf("report %+v, collector received %d bytes", rep, n.Load())
+	}
+	// 16 GPUs read every simulated second until the last event.
+	if want := int64(16 * (int(rep.SimSeconds) + 1)); rep.GPUReadings < want-16 || rep.GPUReadings > want+16 {
+		t.Errorf("%d GPU readings over %.0f s, want about %d", rep.GPUReadings, rep.SimSeconds, want)
+	}
+	if rep.Wall > 30*time.Second {
+		t.Errorf("fast-forward of 15 simulated minutes took %s", rep.Wall)
+	}
+}
+
+func TestGPUTemplateMatchesPdata(t *testing.T) {
+	topo := NewTopology(Config{Mode: ModeColocate, Nodes: 2, GPUsPerNode: 8, GPUsPerEngine: 2, Seed: 5})
+	n := newNVML(topo, time.Unix(1_790_000_000, 0))
+	s := GPUSample{Util: 0.97, MemUtil: 0.31, SMAct: 0.64, SMOcc: 0.35, Tensor: 0.46, DRAM: 0.3, MemUsed: 75 << 30, Power: 612.5,
+		Temp: 66, Energy: 4.3e8, PCIeRx: 1 << 40, PCIeTx: 3 << 38, NVRx: 5 << 41, NVTx: 5 << 41, ECCCorr: 2, SMClock: 1980, MemClock: 3201, Reasons: 4}
+	at := time.Unix(1_790_000_123, 456_000_000)
+	for _, desc := range []bool{false, true} {
+		tp, err := newGPUTemplate(n, 1, 5, desc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body := tp.append(nil, at, &s, topo.GPUMemory)
+		body = tp.append(body, at.Add(time.Second), &s, topo.GPUMemory) // requests concatenate readings
+		req := pmetricotlp.NewExportRequest()
+		if err := req.UnmarshalProto(body); err != nil {
+			t.Fatal(err)
+		}
+		b := newBatch(Clock{Base: at, Speed: 1}, "r")
+		b.descriptions = desc
+		b.gpu(n, 1, 5, at, &s, topo.GPUMemory, nil, false)
+		b.gpu(n, 1, 5, at.Add(time.Second), &s, topo.GPUMemory, nil, false)
+		var m pmetric.JSONMarshaler
+		got, _ := m.MarshalMetrics(req.Metrics())
+		want, _ := m.MarshalMetrics(b.mets)
+		if string(got) != string(want) {
+			t.Fatalf("descriptions=%v: template encoding differs from pdata\n got %s\nwant %s", desc, got, want)
+		}
+		if req.Metrics().DataPointCount() != 2*gpuPoints {
+			t.Fatalf("%d data points", req.Metrics().DataPointCount())
+		}
+	}
+}
+
+func TestNoCollectorEndsTheRun(t *testing.T) {
+	l := httptest.NewServer(http.NotFoundHandler())
+	addr := l.Listener.Addr().String()
+	l.Close() // nothing listens there any more
+	g, err := NewGenerator(Config{Mode: ModeColocate, Nodes: 1, Duration: 3600, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	rep, err := Run(context.Background(), g, Options{Endpoint: addr, FastForward: true, GiveUp: 300 * time.Millisecond})
+	if err == nil || rep.Failed == 0 {
+		t.Fatalf("run without a collector succeeded: %+v", rep)
+	}
+	if time.Since(start) > 20*time.Second {
+		t.Fatalf("gave up only after %s", time.Since(start))
+	}
+}
