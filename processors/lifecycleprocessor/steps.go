@@ -1,0 +1,268 @@
+package lifecycleprocessor
+
+import (
+	"container/list"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
+)
+
+// Events of the step aggregator.
+type (
+	// consumesArrived: consume spans of these traces were accepted at `at`; their results will follow.
+	consumesArrived struct {
+		traces []pcommon.TraceID
+		at     time.Time
+	}
+	// sampleResolved: a worker resolved the consume of trace.
+	sampleResolved struct {
+		trace pcommon.TraceID
+		res   stepSample
+	}
+	// stepsArrived: step_consume spans to hold until their linked samples are resolved.
+	stepsArrived struct{ groups []*heldGroup }
+)
+
+// stepSample is what a step needs of one consumed sample.
+type stepSample struct {
+	known     bool
+	staleness int64
+	mixed     bool
+}
+
+func stepSampleOf(r sampleResult) stepSample {
+	return stepSample{known: r.known, staleness: r.staleness, mixed: r.mixed}
+}
+
+type sampleEntry struct {
+	pending bool
+	since   time.Time // pending since / resolved at
+	res     stepSample
+	elem    *list.Element
+}
+
+// stepAggregator owns the sample results and the held step_consume spans. A step is resolved when its deadline
+// passed and none of its linked samples is still pending in a worker; a linked sample whose consume never
+// arrived (by the step's deadline) counts as unknown.
+type stepAggregator struct {
+	p       *lifecycleProcessor
+	ch      chan any
+	results map[pcommon.TraceID]*sampleEntry
+	order   list.List // entries by since, oldest first (expiry)
+	held    []*heldGroup
+}
+
+func newStepAggregator(p *lifecycleProcessor) *stepAggregator {
+	return &stepAggregator{p: p, ch: make(chan any, 1024), results: map[pcommon.TraceID]*sampleEntry{}}
+}
+
+func (a *stepAggregator) run(t *time.Ticker) {
+	var tick <-chan time.Time
+	if t != nil {
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case ev, ok := <-a.ch:
+			if !ok {
+				return
+			}
+			switch e := ev.(type) {
+			case consumesArrived:
+				for _, id := range e.traces {
+					a.set(id, &sampleEntry{pending: true, since: e.at})
+				}
+			case sampleResolved:
+				a.set(e.trace, &sampleEntry{res: e.res, since: a.p.now()})
+			case stepsArrived:
+				a.held = append(a.held, e.groups...)
+			case tickEvent:
+				a.tick(e.now, false)
+				close(e.done)
+			case flushEvent:
+				a.tick(a.p.now(), true)
+				close(e.done)
+			}
+		case <-tick:
+			a.tick(a.p.now(), false)
+		}
+	}
+}
+
+func (a *stepAggregator) set(id pcommon.TraceID, e *sampleEntry) {
+	if old, ok := a.results[id]; ok {
+		a.order.Remove(old.elem)
+	}
+	e.elem = a.order.PushBack(id)
+	a.results[id] = e
+}
+
+// tick resolves the steps that are due (all when flush), then forgets results older than retain.
+func (a *stepAggregator) tick(now time.Time, flush bool) {
+	out := ptrace.NewTraces()
+	held := 0
+	kept := a.held[:0]
+	for _, g := range a.held {
+		if !flush && (g.deadline.After(now) || a.waiting(g, now)) {
+			kept = append(kept, g)
+			continue
+		}
+		spans := g.spans()
+		for i := range g.infos {
+			r := a.aggregate(g.links[i])
+			annotateStep(spans.At(i).Attributes(), r)
+			a.p.tel.step(r)
+		}
+		held += spans.Len()
+		g.rs.MoveTo(out.ResourceSpans().AppendEmpty())
+	}
+	clear(a.held[len(kept):])
+	a.held = kept
+	a.p.release(out, held)
+
+	for e := a.order.Front(); e != nil; e = a.order.Front() {
+		id := e.Value.(pcommon.TraceID)
+		ent := a.results[id]
+		if now.Sub(ent.since) < a.p.retain {
+			break
+		}
+		a.order.Remove(e)
+		delete(a.results, id)
+	}
+	a.p.carry.sweep(now)
+}
+
+// waiting: some linked sample's consume is accepted but not yet resolved by its worker (it will be within its
+// own wait window; past four windows it is given up on and counts as unknown).
+func (a *stepAggregator) waiting(g *heldGroup, now time.Time) bool {
+	for _, links := range g.links {
+		for _, id := range links {
+			if e, ok := a.results[id]; ok && e.pending && now.Sub(e.since) < 4*a.p.cfg.WaitWindow {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (a *stepAggregator) aggregate(links []pcommon.TraceID) stepResult {
+	seen := make(map[pcommon.TraceID]struct{}, len(links))
+	samples := make([]sampleResult, 0, len(links))
+	for _, id := range links {
+		if _, dup := seen[id]; dup {
+			continue
+		}
+		seen[id] = struct{}{}
+		var r sampleResult
+		if e, ok := a.results[id]; ok && !e.pending {
+			r.known, r.staleness, r.mixed = e.res.known, e.res.staleness, e.res.mixed
+		}
+		samples = append(samples, r)
+	}
+	return aggregateStep(samples)
+}
+
+func annotateStep(attrs pcommon.Map, r stepResult) {
+	clearLifecycle(attrs)
+	attrs.PutStr(sc.LifecycleStatus, r.status())
+	attrs.PutInt(sc.LifecycleStepSamples, r.samples)
+	attrs.PutInt(sc.LifecycleStepKnown, r.known)
+	if r.known > 0 {
+		attrs.PutDouble(sc.LifecycleStepStalenessMean, r.stalenessMean)
+		attrs.PutInt(sc.LifecycleStepStalenessMax, r.stalenessMax)
+		attrs.PutDouble(sc.LifecycleStepMixedVersionFrac, r.mixedFrac)
+	}
+}
+
+// carryStore keeps the summaries of ended attempts that a later attempt of the same sample may resume
+// (partial rollout), keyed by sample index. Workers own traces, not samples, so this small store is shared,
+// behind one lock per shard.
+type carryStore struct {
+	shards    [16]carryShard
+	perShard  int
+	ttl       time.Duration
+	lastSweep time.Time // only the aggregator sweeps
+}
+
+type carryShard struct {
+	mu sync.Mutex
+	m  map[int64]*carryEntry
+}
+
+type carryEntry struct {
+	attempts map[int64]attemptInput
+	touched  time.Time
+}
+
+func newCarryStore(maxSamples int, ttl time.Duration) *carryStore {
+	c := &carryStore{perShard: max(maxSamples/16, 1), ttl: ttl}
+	for i := range c.shards {
+		c.shards[i].m = map[int64]*carryEntry{}
+	}
+	return c
+}
+
+func (c *carryStore) shard(sample int64) *carryShard { return &c.shards[uint64(sample)%16] }
+
+// put stores (or replaces) the summary of one attempt; false when the shard is full (the resumed sample will
+// then read prior_attempt_unknown).
+func (c *carryStore) put(sample, attempt int64, a attemptInput, now time.Time) bool {
+	s := c.shard(sample)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.m[sample]
+	if !ok {
+		if len(s.m) >= c.perShard {
+			return false
+		}
+		e = &carryEntry{attempts: map[int64]attemptInput{}}
+		s.m[sample] = e
+	}
+	e.attempts[attempt] = a
+	e.touched = now
+	return true
+}
+
+// prior returns attempts 0..n-1 of sample (unseen ones as zero values, which computeSample reports unknown).
+func (c *carryStore) prior(sample, n int64) []attemptInput {
+	s := c.shard(sample)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]attemptInput, n)
+	if e, ok := s.m[sample]; ok {
+		for i := range out {
+			out[i] = e.attempts[int64(i)]
+		}
+	}
+	return out
+}
+
+func (c *carryStore) drop(sample int64) {
+	s := c.shard(sample)
+	s.mu.Lock()
+	delete(s.m, sample)
+	s.mu.Unlock()
+}
+
+// sweep drops entries not touched for ttl, at most every 10 seconds.
+func (c *carryStore) sweep(now time.Time) {
+	if now.Sub(c.lastSweep) < 10*time.Second {
+		return
+	}
+	c.lastSweep = now
+	for i := range c.shards {
+		s := &c.shards[i]
+		s.mu.Lock()
+		for k, e := range s.m {
+			if now.Sub(e.touched) >= c.ttl {
+				delete(s.m, k)
+			}
+		}
+		s.mu.Unlock()
+	}
+}

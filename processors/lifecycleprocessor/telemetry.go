@@ -1,0 +1,100 @@
+package lifecycleprocessor
+
+import (
+	"context"
+	"sync/atomic"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
+
+	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
+	"github.com/otelcol-miles/otelcol-miles/processors/lifecycleprocessor/internal/metadata"
+)
+
+// telemetry counts what the processor does, as collector self-metrics (otelcol_processor_lifecycle_*, declared
+// in metadata.yaml) and as plain counters tests read. Never one log line per item.
+type telemetry struct {
+	samples, steps, evictions, late, releaseErrors metric.Int64Counter
+
+	inFlight  atomic.Int64 // sample attempts held
+	heldSpans atomic.Int64 // spans held for the wait window
+
+	knownSamples, unknownSamples atomic.Int64
+	evictedCapacity, expiredTTL  atomic.Int64
+	lateSpans, releaseFailures   atomic.Int64
+}
+
+func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
+	if mp == nil {
+		mp = noop.NewMeterProvider()
+	}
+	m := mp.Meter(metadata.ScopeName)
+	t := &telemetry{}
+	var err error
+	counter := func(name, desc, unit string) metric.Int64Counter {
+		if err != nil {
+			return nil
+		}
+		var c metric.Int64Counter
+		c, err = m.Int64Counter(name, metric.WithDescription(desc), metric.WithUnit(unit))
+		return c
+	}
+	t.samples = counter(sc.MetricLifecycleSamples, "Consume spans resolved, by status (known, unknown) and reason (the unknown reason, \"\" when known).", "{sample}")
+	t.steps = counter(sc.MetricLifecycleSteps, "Step consume spans resolved, by status (known, partial, unknown).", "{step}")
+	t.evictions = counter(sc.MetricLifecycleEvictions, "Sample states dropped before their consume, by reason (capacity = max_samples reached, ttl = sample_ttl passed).", "{sample}")
+	t.late = counter(sc.MetricLifecycleLateSpans, "Spans that arrived after their sample's consume had been resolved (more than wait_window late).", "{span}")
+	t.releaseErrors = counter(sc.MetricLifecycleReleaseErrors, "Releases of held spans that the next consumer refused (the spans are lost).", "{error}")
+	if err != nil {
+		return nil, err
+	}
+	if _, err = m.Int64ObservableGauge(sc.MetricLifecycleInFlight, metric.WithDescription("Sample attempts whose state is held."),
+		metric.WithUnit("{sample}"), metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(t.inFlight.Load())
+			return nil
+		})); err != nil {
+		return nil, err
+	}
+	if _, err = m.Int64ObservableGauge(sc.MetricLifecycleHeldSpans, metric.WithDescription("Spans held for the wait window, not yet released downstream."),
+		metric.WithUnit("{span}"), metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+			o.Observe(t.heldSpans.Load())
+			return nil
+		})); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+func (t *telemetry) sample(r sampleResult) {
+	status := sc.LifecycleStatusKnown
+	if r.known {
+		t.knownSamples.Add(1)
+	} else {
+		status = sc.LifecycleStatusUnknown
+		t.unknownSamples.Add(1)
+	}
+	t.samples.Add(context.Background(), 1, metric.WithAttributes(attribute.String("status", status), attribute.String("reason", r.reason)))
+}
+
+func (t *telemetry) step(r stepResult) {
+	t.steps.Add(context.Background(), 1, metric.WithAttributes(attribute.String("status", r.status())))
+}
+
+func (t *telemetry) evicted(reason string) {
+	if reason == "capacity" {
+		t.evictedCapacity.Add(1)
+	} else {
+		t.expiredTTL.Add(1)
+	}
+	t.evictions.Add(context.Background(), 1, metric.WithAttributes(attribute.String("reason", reason)))
+}
+
+func (t *telemetry) lateSpan() {
+	t.lateSpans.Add(1)
+	t.late.Add(context.Background(), 1)
+}
+
+func (t *telemetry) releaseError() {
+	t.releaseFailures.Add(1)
+	t.releaseErrors.Add(context.Background(), 1)
+}
