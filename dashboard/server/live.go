@@ -51,13 +51,16 @@ type hub struct {
 	srv     *Server
 	mu      sync.Mutex
 	clients map[*client]struct{}
-	changes chan store.Change
+	changes chan struct{}
+	sent    float64 // data edge up to which deltas were sent
+	metaV   int     // meta version last sent
 	stop    chan struct{}
 	up      websocket.Upgrader
 }
 
 func newHub(st *store.Store, srv *Server) *hub {
-	h := &hub{st: st, srv: srv, clients: map[*client]struct{}{}, changes: st.Subscribe(), stop: make(chan struct{})}
+	h := &hub{st: st, srv: srv, clients: map[*client]struct{}{}, changes: st.Subscribe(), stop: make(chan struct{}),
+		sent: st.Edge(), metaV: st.MetaVersion()}
 	h.up = websocket.Upgrader{CheckOrigin: sameOrigin, ReadBufferSize: 4096, WriteBufferSize: 64 << 10}
 	go h.run()
 	return h
@@ -92,22 +95,26 @@ func (h *hub) run() {
 		select {
 		case <-h.stop:
 			return
-		case ch := <-h.changes:
+		case <-h.changes:
+			to := h.st.Edge()
+			from := h.sent
+			h.sent = math.Max(h.sent, to)
+			var meta []byte
+			if v := h.st.MetaVersion(); v != h.metaV {
+				h.metaV = v
+				meta, _ = json.Marshal(map[string]any{"type": "meta", "data": h.st.Meta()})
+			}
 			h.mu.Lock()
 			cs := make([]*client, 0, len(h.clients))
 			for c := range h.clients {
 				cs = append(cs, c)
 			}
 			h.mu.Unlock()
-			var meta []byte
-			if ch.MetaChanged {
-				meta, _ = json.Marshal(map[string]any{"type": "meta", "data": h.st.Meta()})
-			}
 			for _, c := range cs {
 				if meta != nil {
 					h.enqueue(c, meta)
 				}
-				if msg := h.delta(c, ch); msg != nil {
+				if msg := h.delta(c, from, to); msg != nil {
 					h.enqueue(c, msg)
 				}
 			}
@@ -146,14 +153,14 @@ func (h *hub) enqueue(c *client, msg []byte) {
 
 // delta computes what changed inside a client's window: the phases and GPU buckets of [from, to] (phases from
 // a little earlier, since a phase that began before and just closed must replace its open marker).
-func (h *hub) delta(c *client, ch store.Change) []byte {
+func (h *hub) delta(c *client, from, to float64) []byte {
 	c.mu.Lock()
 	sub := c.sub
 	c.mu.Unlock()
-	if sub == nil || ch.To <= ch.From {
+	if sub == nil || to <= from {
 		return nil
 	}
-	t0, t1 := ch.From-60, ch.To
+	t0, t1 := from-60, to
 	if sub.FollowS <= 0 && sub.T0 != nil && sub.T1 != nil {
 		t0, t1 = math.Max(t0, *sub.T0), math.Min(t1, *sub.T1)
 	}
@@ -177,7 +184,7 @@ func (h *hub) delta(c *client, ch store.Change) []byte {
 	}
 	n := int(math.Max(2, math.Min(4000, math.Ceil((t1-t0)/width*float64(points)))))
 	msg, _ := json.Marshal(map[string]any{"type": "delta", "data": map[string]any{
-		"t0": t0, "t1": t1, "data_edge": ch.To,
+		"t0": t0, "t1": t1, "data_edge": to,
 		"phases": h.st.Phases(t0, t1, lanes),
 		"gpu":    h.st.GPU(t0, t1, lanes, n, []string{"util", "mem_mb"}),
 	}})

@@ -77,3 +77,11 @@ func (c *column) each(fn func(tMs int64, v float64) bool) {
 }
 
 func (c *column) bytes() int { return cap(c.buf) }
+
+// interval is the typical time between samples in milliseconds (1000 when unknown).
+func (c *column) interval() float64 {
+	if c.n < 2 || c.maxT <= c.minT {
+		return 1000
+	}
+	return float64(c.maxT-c.minT) / float64(c.n-1)
+}

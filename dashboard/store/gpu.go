@@ -189,11 +189,25 @@ func (s *series) minMaxBuckets(hour int64, t0, t1 float64, omin, omax []float64)
 		}
 		return
 	}
+	// A GPU reading covers the period before it (NVML: "percent of time over the past sample period"), so a
+	// sample fills every bucket back to the previous sample when buckets are finer than the sampling interval
+	// — unless the gap is over 3 typical intervals: then it is a real gap (collector down) and stays empty.
 	lo, hi := int64(t0*1000), int64(t1*1000)
+	maxGap := int64(3 * s.col.interval())
+	prev := int64(math.MinInt64)
 	s.col.each(func(tMs int64, v float64) bool {
-		if tMs >= lo && tMs < hi {
+		if tMs >= lo && prev < hi && tMs-prev <= maxGap && prev >= 0 {
+			from := max(prev+1, lo)
+			to := min(tMs, hi-1)
+			b0 := int((float64(from)/1000 - t0) / width)
+			b1 := int((float64(to)/1000 - t0) / width)
+			for b := max(b0, 0); b <= b1 && b < nb; b++ {
+				put(t0+(float64(b)+0.5)*width, v, v)
+			}
+		} else if tMs >= lo && tMs < hi {
 			put(float64(tMs)/1000, v, v)
 		}
-		return true
+		prev = tMs
+		return tMs < hi+maxGap
 	})
 }

@@ -57,13 +57,8 @@ type Store struct {
 	first   float64
 	notices map[string]Notice
 
-	listeners map[chan Change]struct{}
-}
-
-// Change tells listeners that data grew: the data edge moved from From to To.
-type Change struct {
-	From, To    float64
-	MetaChanged bool
+	listeners map[chan struct{}]struct{}
+	metaVer   int // bumped when lanes or notices change
 }
 
 // Open prepares a run directory without parsing any stream.
@@ -77,7 +72,7 @@ func Open(dir string, follow bool) (*Store, error) {
 		gpuF: newStreamFiles(dir, sc.StreamGPUUtil), phaseF: newStreamFiles(dir, sc.StreamPhases),
 		metricF: newStreamFiles(dir, sc.StreamMetrics), topoF: newStreamFiles(dir, sc.StreamTopology),
 		gpu: map[int64]*gpuBlock{}, phases: map[int64]*phaseBlock{}, extra: map[string]*Lane{},
-		notices: map[string]Notice{}, listeners: map[chan Change]struct{}{},
+		notices: map[string]Notice{}, listeners: map[chan struct{}]struct{}{},
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -400,18 +395,24 @@ func (s *Store) Refresh() {
 	if e := s.edgeLocked(); e > s.edge {
 		s.edge = e
 	}
-	ch := Change{From: prevEdge, To: s.edge, MetaChanged: len(s.notices) != prevNotices || len(s.lanes.lanes) != prevLanes}
-	var ls []chan Change
-	if ch.To > ch.From || ch.MetaChanged {
+	grew := s.edge > prevEdge
+	if len(s.notices) != prevNotices || len(s.lanes.lanes) != prevLanes {
+		s.metaVer++
+		grew = true
+	}
+	var ls []chan struct{}
+	if grew {
 		for l := range s.listeners {
 			ls = append(ls, l)
 		}
 	}
 	s.mu.Unlock()
+	// Listeners are woken, not sent data: a wake-up that finds one pending coalesces with it, and the listener
+	// reads the current edge, so no growth is ever lost however slow it is.
 	for _, l := range ls {
 		select {
-		case l <- ch:
-		default: // the listener is behind; it will see the next change, which covers this one's range
+		case l <- struct{}{}:
+		default:
 		}
 	}
 }
@@ -430,19 +431,26 @@ func (s *Store) Follow(interval time.Duration, stop <-chan struct{}) {
 	}
 }
 
-// Subscribe returns a channel of changes; Unsubscribe releases it.
-func (s *Store) Subscribe() chan Change {
-	c := make(chan Change, 4)
+// Subscribe returns a channel that is signalled when data grew or meta changed; Unsubscribe releases it.
+func (s *Store) Subscribe() chan struct{} {
+	c := make(chan struct{}, 1)
 	s.mu.Lock()
 	s.listeners[c] = struct{}{}
 	s.mu.Unlock()
 	return c
 }
 
-func (s *Store) Unsubscribe(c chan Change) {
+func (s *Store) Unsubscribe(c chan struct{}) {
 	s.mu.Lock()
 	delete(s.listeners, c)
 	s.mu.Unlock()
+}
+
+// MetaVersion changes whenever Meta would answer differently in lanes or notices.
+func (s *Store) MetaVersion() int {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.metaVer
 }
 
 // Edge is the newest timestamp seen.
