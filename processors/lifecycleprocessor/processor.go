@@ -245,6 +245,7 @@ type dispatch struct {
 	consumes []pcommon.TraceID
 	updates  []weightUpdate
 	held     int
+	arena    []spanInfo // the facts of this call, allocated at once (pointers into it stay valid: never grown)
 	// per (resource, scope): the open group of each worker and of the aggregator
 	cur     []*heldGroup
 	curStep *heldGroup
@@ -257,8 +258,9 @@ func (p *lifecycleProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces
 		return p.next.ConsumeTraces(ctx, td)
 	}
 	n := len(p.workers)
+	spans := td.SpanCount()
 	d := &dispatch{p: p, deadline: p.now().Add(p.cfg.WaitWindow), facts: make([][]*spanInfo, n),
-		groups: make([][]*heldGroup, n), cur: make([]*heldGroup, n)}
+		groups: make([][]*heldGroup, n), cur: make([]*heldGroup, n), arena: make([]spanInfo, 0, spans)}
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)
@@ -311,12 +313,12 @@ func (d *dispatch) take(rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, span ptra
 			links = append(links, l.TraceID())
 		}
 		g.links = append(g.links, links)
-		g.infos = append(g.infos, &spanInfo{kind: k, trace: span.TraceID(), span: span.SpanID()})
+		g.infos = append(g.infos, d.info(spanInfo{kind: k, trace: span.TraceID(), span: span.SpanID()}))
 		span.MoveTo(g.spans().AppendEmpty())
 		d.held++
 		return true
 	}
-	info := &spanInfo{kind: k, trace: span.TraceID(), span: span.SpanID(), start: span.StartTimestamp(), end: span.EndTimestamp()}
+	info := d.info(spanInfo{kind: k, trace: span.TraceID(), span: span.SpanID(), start: span.StartTimestamp(), end: span.EndTimestamp()})
 	info.sample, info.hasSample = attrInt(attrs, sc.SampleIndex)
 	info.attempt, info.hasAttempt = attrInt(attrs, sc.Attempt)
 	switch k {
@@ -336,6 +338,9 @@ func (d *dispatch) take(rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, span ptra
 		d.consumes = append(d.consumes, info.trace)
 	}
 	w := d.p.shard(info.trace)
+	if d.facts[w] == nil {
+		d.facts[w] = make([]*spanInfo, 0, cap(d.arena)/len(d.facts)+8)
+	}
 	d.facts[w] = append(d.facts[w], info)
 	if k != kindGenerate && k != kindConsume {
 		return false
@@ -350,6 +355,17 @@ func (d *dispatch) take(rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, span ptra
 	span.MoveTo(g.spans().AppendEmpty())
 	d.held++
 	return true
+}
+
+// info stores f in the call's arena (sized to the span count, so it never moves).
+func (d *dispatch) info(f spanInfo) *spanInfo {
+	if len(d.arena) == cap(d.arena) { // cannot happen: one fact per span at most
+		p := new(spanInfo)
+		*p = f
+		return p
+	}
+	d.arena = append(d.arena, f)
+	return &d.arena[len(d.arena)-1]
 }
 
 func newGroup(rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, deadline time.Time) *heldGroup {
@@ -410,8 +426,15 @@ func attrInt(m pcommon.Map, key string) (int64, bool) {
 
 // clearLifecycle removes annotations a previous lifecycle processor may have left, so a span never mixes two.
 func clearLifecycle(m pcommon.Map) {
-	m.RemoveIf(func(k string, _ pcommon.Value) bool { return strings.HasPrefix(k, "miles.lifecycle.") })
+	for k := range m.All() {
+		if strings.HasPrefix(k, lifecyclePrefix) {
+			m.RemoveIf(func(k string, _ pcommon.Value) bool { return strings.HasPrefix(k, lifecyclePrefix) })
+			return
+		}
+	}
 }
+
+const lifecyclePrefix = "miles.lifecycle."
 
 // warnings rate-limits the actionable log lines: per kind, at most one line a minute, carrying the count since
 // the previous line.

@@ -121,8 +121,8 @@ func computeSample(in sampleInput) sampleResult {
 	}
 
 	// The trajectory is complete: counts are known.
-	var segs []segment
-	turns := map[int64]struct{}{}
+	segs := make([]segment, 0, len(all))
+	turns := make([]int64, 0, len(all))
 	var unnumbered int64
 	r.trajectoryKnown, r.toolCallsKnown, r.attempts = true, true, int64(n)
 	for _, a := range in.attempts {
@@ -137,7 +137,9 @@ func computeSample(in sampleInput) sampleResult {
 			}
 			segs = append(segs, s)
 			if s.hasTurn {
-				turns[s.turn] = struct{}{}
+				if !slices.Contains(turns, s.turn) {
+					turns = append(turns, s.turn)
+				}
 			} else {
 				unnumbered++
 			}
@@ -150,13 +152,17 @@ func computeSample(in sampleInput) sampleResult {
 	if len(segs) == 0 {
 		return unknown(sc.LifecycleReasonNoGeneration)
 	}
-	sort.SliceStable(segs, func(i, j int) bool {
-		if segs[i].start != segs[j].start {
-			return segs[i].start < segs[j].start
+	slices.SortStableFunc(segs, func(a, b segment) int {
+		if a.start != b.start {
+			if a.start < b.start {
+				return -1
+			}
+			return 1
 		}
-		return bytes.Compare(segs[i].span[:], segs[j].span[:]) < 0
+		return bytes.Compare(a.span[:], b.span[:])
 	})
 	r.versionMin, r.versionMax = math.MaxInt64, math.MinInt64
+	r.segSpans, r.segVersions = make([]pcommon.SpanID, 0, len(segs)), make([]int64, 0, len(segs))
 	for _, s := range segs {
 		if !s.hasVersion {
 			return unknown(sc.LifecycleReasonMissingVersion)
@@ -178,6 +184,7 @@ func computeSample(in sampleInput) sampleResult {
 	}
 	r.known = true
 	r.staleness = in.consumeVersion - r.versionMin
+	r.segStaleness = make([]int64, 0, len(r.segVersions))
 	for _, v := range r.segVersions {
 		r.segStaleness = append(r.segStaleness, in.consumeVersion-v)
 	}

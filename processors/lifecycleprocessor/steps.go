@@ -18,14 +18,16 @@ type (
 		traces []pcommon.TraceID
 		at     time.Time
 	}
-	// sampleResolved: a worker resolved the consume of trace.
-	sampleResolved struct {
-		trace pcommon.TraceID
-		res   stepSample
-	}
+	// samplesResolved: a worker resolved these consumes (one event per worker tick).
+	samplesResolved []resolvedSample
 	// stepsArrived: step_consume spans to hold until their linked samples are resolved.
 	stepsArrived struct{ groups []*heldGroup }
 )
+
+type resolvedSample struct {
+	trace pcommon.TraceID
+	res   stepSample
+}
 
 // stepSample is what a step needs of one consumed sample.
 type stepSample struct {
@@ -75,10 +77,13 @@ func (a *stepAggregator) run(t *time.Ticker) {
 			switch e := ev.(type) {
 			case consumesArrived:
 				for _, id := range e.traces {
-					a.set(id, &sampleEntry{pending: true, since: e.at})
+					a.set(id, true, stepSample{}, e.at)
 				}
-			case sampleResolved:
-				a.set(e.trace, &sampleEntry{res: e.res, since: a.p.now()})
+			case samplesResolved:
+				now := a.p.now()
+				for _, r := range e {
+					a.set(r.trace, false, r.res, now)
+				}
 			case stepsArrived:
 				a.held = append(a.held, e.groups...)
 			case tickEvent:
@@ -94,12 +99,21 @@ func (a *stepAggregator) run(t *time.Ticker) {
 	}
 }
 
-func (a *stepAggregator) set(id pcommon.TraceID, e *sampleEntry) {
-	if old, ok := a.results[id]; ok {
-		a.order.Remove(old.elem)
+func (a *stepAggregator) set(id pcommon.TraceID, pending bool, res stepSample, since time.Time) {
+	e, ok := a.results[id]
+	if ok {
+		a.order.MoveToBack(e.elem)
+	} else {
+		e = &sampleEntry{}
+		e.elem = a.order.PushBack(id)
+		a.results[id] = e
 	}
-	e.elem = a.order.PushBack(id)
-	a.results[id] = e
+	e.pending, e.res, e.since = pending, res, since
+	for len(a.results) > a.p.cfg.MaxSamples { // bounded like the workers' states: forget the oldest
+		front := a.order.Front()
+		delete(a.results, front.Value.(pcommon.TraceID))
+		a.order.Remove(front)
+	}
 }
 
 // tick resolves the steps that are due (all when flush), then forgets results older than retain.
@@ -108,7 +122,7 @@ func (a *stepAggregator) tick(now time.Time, flush bool) {
 	held := 0
 	kept := a.held[:0]
 	for _, g := range a.held {
-		if !flush && (g.deadline.After(now) || a.waiting(g, now)) {
+		if !flush && (g.deadline.After(now) || a.waiting(g)) {
 			kept = append(kept, g)
 			continue
 		}
@@ -137,12 +151,13 @@ func (a *stepAggregator) tick(now time.Time, flush bool) {
 	a.p.carry.sweep(now)
 }
 
-// waiting: some linked sample's consume is accepted but not yet resolved by its worker (it will be within its
-// own wait window; past four windows it is given up on and counts as unknown).
-func (a *stepAggregator) waiting(g *heldGroup, now time.Time) bool {
+// waiting: some linked sample's consume is accepted but not yet resolved by its worker. Every accepted consume
+// is resolved (at its deadline, or at shutdown), however loaded the workers are; a pending entry is only
+// forgotten after retain, and the step then counts that sample as unknown.
+func (a *stepAggregator) waiting(g *heldGroup) bool {
 	for _, links := range g.links {
 		for _, id := range links {
-			if e, ok := a.results[id]; ok && e.pending && now.Sub(e.since) < 4*a.p.cfg.WaitWindow {
+			if e, ok := a.results[id]; ok && e.pending {
 				return true
 			}
 		}

@@ -20,6 +20,11 @@ type telemetry struct {
 	inFlight  atomic.Int64 // sample attempts held
 	heldSpans atomic.Int64 // spans held for the wait window
 
+	// attribute sets, built once (an attribute set per Add would allocate on every consume)
+	sampleOpts map[string]metric.AddOption // by reason, "" = known
+	stepOpts   map[string]metric.AddOption // by status
+	evictOpts  map[string]metric.AddOption // by reason
+
 	knownSamples, unknownSamples atomic.Int64
 	evictedCapacity, expiredTTL  atomic.Int64
 	lateSpans, releaseFailures   atomic.Int64
@@ -48,6 +53,18 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 	if err != nil {
 		return nil, err
 	}
+	t.sampleOpts = map[string]metric.AddOption{"": metric.WithAttributes(attribute.String("status", sc.LifecycleStatusKnown), attribute.String("reason", ""))}
+	for _, r := range []string{sc.LifecycleReasonNoTrajectory, sc.LifecycleReasonIncomplete, sc.LifecycleReasonEvicted,
+		sc.LifecycleReasonPriorAttemptUnknown, sc.LifecycleReasonNoGeneration, sc.LifecycleReasonMissingVersion,
+		sc.LifecycleReasonNoConsumeVersion, sc.LifecycleReasonInconsistent} {
+		t.sampleOpts[r] = metric.WithAttributes(attribute.String("status", sc.LifecycleStatusUnknown), attribute.String("reason", r))
+	}
+	t.stepOpts = map[string]metric.AddOption{}
+	for _, s := range []string{sc.LifecycleStatusKnown, sc.LifecycleStatusPartial, sc.LifecycleStatusUnknown} {
+		t.stepOpts[s] = metric.WithAttributes(attribute.String("status", s))
+	}
+	t.evictOpts = map[string]metric.AddOption{"capacity": metric.WithAttributes(attribute.String("reason", "capacity")),
+		"ttl": metric.WithAttributes(attribute.String("reason", "ttl"))}
 	if _, err = m.Int64ObservableGauge(sc.MetricLifecycleInFlight, metric.WithDescription("Sample attempts whose state is held."),
 		metric.WithUnit("{sample}"), metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 			o.Observe(t.inFlight.Load())
@@ -66,18 +83,16 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 }
 
 func (t *telemetry) sample(r sampleResult) {
-	status := sc.LifecycleStatusKnown
 	if r.known {
 		t.knownSamples.Add(1)
 	} else {
-		status = sc.LifecycleStatusUnknown
 		t.unknownSamples.Add(1)
 	}
-	t.samples.Add(context.Background(), 1, metric.WithAttributes(attribute.String("status", status), attribute.String("reason", r.reason)))
+	t.samples.Add(context.Background(), 1, t.sampleOpts[r.reason])
 }
 
 func (t *telemetry) step(r stepResult) {
-	t.steps.Add(context.Background(), 1, metric.WithAttributes(attribute.String("status", r.status())))
+	t.steps.Add(context.Background(), 1, t.stepOpts[r.status()])
 }
 
 func (t *telemetry) evicted(reason string) {
@@ -86,7 +101,7 @@ func (t *telemetry) evicted(reason string) {
 	} else {
 		t.expiredTTL.Add(1)
 	}
-	t.evictions.Add(context.Background(), 1, metric.WithAttributes(attribute.String("reason", reason)))
+	t.evictions.Add(context.Background(), 1, t.evictOpts[reason])
 }
 
 func (t *telemetry) lateSpan() {

@@ -117,6 +117,7 @@ type worker struct {
 
 	// counts since the last tick, for the rate-limited log lines
 	evictedCap, lateSpans, lostConsumes int64
+	resolved                            samplesResolved // consumes resolved in this tick, for the aggregator
 }
 
 func newWorker(p *lifecycleProcessor, capacity int) *worker {
@@ -218,6 +219,9 @@ func (st *traceState) add(f *spanInfo) bool {
 				return false
 			}
 		}
+		if st.segments == nil {
+			st.segments = make([]segment, 0, 4)
+		}
 		st.segments = append(st.segments, segment{span: f.span, start: f.start, end: f.end, version: f.version,
 			hasVersion: f.hasVersion, turn: f.turn, hasTurn: f.hasTurn, tokOut: f.tokOut, hasTokOut: f.hasTokOut})
 	case kindTool:
@@ -309,6 +313,10 @@ func (w *worker) tick(now time.Time) {
 			w.held = nil // let the backing array go
 		}
 	}
+	if len(w.resolved) > 0 {
+		w.p.steps.ch <- w.resolved
+		w.resolved = nil
+	}
 	w.p.release(out, held)
 
 	for e := w.retired.Front(); e != nil; e = w.retired.Front() {
@@ -385,7 +393,7 @@ func (w *worker) resolveConsume(span ptrace.Span, f *spanInfo, now time.Time) {
 	switch {
 	case st != nil && st.result != nil: // the same consume again (a retried export): same answer
 		annotateConsume(span.Attributes(), *st.result)
-		w.p.steps.ch <- sampleResolved{trace: f.trace, res: stepSampleOf(*st.result)}
+		w.resolved = append(w.resolved, resolvedSample{trace: f.trace, res: stepSampleOf(*st.result)})
 		return
 	case st != nil:
 		cur := st.input()
@@ -430,7 +438,7 @@ func (w *worker) resolveConsume(span ptrace.Span, f *spanInfo, now time.Time) {
 	}
 	annotateConsume(span.Attributes(), r)
 	w.p.tel.sample(r)
-	w.p.steps.ch <- sampleResolved{trace: f.trace, res: stepSampleOf(r)}
+	w.resolved = append(w.resolved, resolvedSample{trace: f.trace, res: stepSampleOf(r)})
 }
 
 // newestVersion is the newest version among the contributing segments (the trainer holds at least that one).
