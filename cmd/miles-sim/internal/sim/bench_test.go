@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"flag"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,8 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
+
+	"github.com/otelcol-miles/otelcol-miles/internal/fakesglang"
 )
 
 // discardCollector answers every OTLP/HTTP export with 200 after reading the body.
@@ -26,12 +29,20 @@ func discardCollector(t testing.TB) (*httptest.Server, *atomic.Int64) {
 	return srv, &n
 }
 
-// BenchmarkFastForward measures the simulator alone (schedule, GPU model, OTLP encoding, HTTP) on 16 nodes
-// (128 GPUs) x 10 simulated minutes, against a collector stand-in that discards bodies.
+var (
+	benchNodes    = flag.Int("sim.nodes", 16, "BenchmarkFastForward: nodes (x8 GPUs)")
+	benchDuration = flag.Duration("sim.duration", 10*time.Minute, "BenchmarkFastForward: simulated duration")
+	benchMode     = flag.String("sim.mode", ModeColocate, "BenchmarkFastForward: colocate or async")
+)
+
+// BenchmarkFastForward measures the simulator alone (schedule, GPU model, OTLP encoding, HTTP) against a collector
+// stand-in that discards bodies; default 16 nodes (128 GPUs) x 10 simulated minutes. The full benchmark run:
+//
+//	go test ./cmd/miles-sim/internal/sim -run '^$' -bench FastForward -benchtime 1x -args -sim.nodes=128 -sim.duration=24h
 func BenchmarkFastForward(b *testing.B) {
 	srv, _ := discardCollector(b)
 	for i := 0; i < b.N; i++ {
-		g, err := NewGenerator(Config{Mode: ModeColocate, Nodes: 16, Duration: 600, Seed: 1, RestartStep: 0})
+		g, err := NewGenerator(Config{Mode: *benchMode, Nodes: *benchNodes, Duration: benchDuration.Seconds(), Seed: 1, RestartStep: 3})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -42,7 +53,9 @@ func BenchmarkFastForward(b *testing.B) {
 		}
 		el := time.Since(start).Seconds()
 		b.ReportMetric(float64(rep.GPUReadings)/el, "gpu_readings/s")
-		b.ReportMetric(rep.SimSeconds*128/el, "gpu_sim_s/s")
+		b.ReportMetric(rep.SimSeconds*float64(8**benchNodes)/el, "gpu_sim_s/s")
+		b.ReportMetric(el, "wall_s")
+		b.ReportMetric(float64(rep.Spans), "spans")
 		b.ReportMetric(float64(rep.Points+rep.Spans+rep.Logs)/el, "items/s")
 		b.ReportMetric(float64(rep.Bytes)/float64(rep.GPUReadings), "bytes/gpu_reading")
 	}
@@ -118,5 +131,42 @@ func TestNoCollectorEndsTheRun(t *testing.T) {
 	}
 	if time.Since(start) > 20*time.Second {
 		t.Fatalf("gave up only after %s", time.Since(start))
+	}
+}
+
+func TestEngineTemplateMatchesPdata(t *testing.T) {
+	start := time.Unix(1_790_000_000, 0)
+	for _, typ := range []string{fakesglang.EngineUnified, fakesglang.EngineDecode} {
+		e := fakesglang.NewEngine(fakesglang.Config{EngineType: typ, DPSize: 2})
+		fams0 := e.Families(start)
+		tp, n, err := newEngineTemplate("sim-node-1:30010", start, fams0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Load the engine: the template, made from the idle shape, must encode the loaded state exactly.
+		for i := 0; i < 5; i++ {
+			e.Arrive(i % 2)
+			e.Begin(fakesglang.Request{ID: uint64(i), DPRank: i % 2, PromptTokens: 900, CachedTokens: 300, CompletionTokens: 700,
+				Submit: start, Start: start.Add(time.Second), FirstToken: start.Add(2 * time.Second), End: start.Add(time.Duration(20+i) * time.Second)})
+		}
+		e.Finish(1, 1, start.Add(21*time.Second), false)
+		at := start.Add(15 * time.Second)
+		fams := e.Families(at)
+		body := tp.fill(nil, at, flattenSeries(fams))
+		req := pmetricotlp.NewExportRequest()
+		if err := req.UnmarshalProto(body); err != nil {
+			t.Fatal(err)
+		}
+		b := newBatch(Clock{Base: start, Speed: 1}, "r")
+		b.engineSeries("sim-node-1:30010", start, at, fams)
+		var m pmetric.JSONMarshaler
+		got, _ := m.MarshalMetrics(req.Metrics())
+		want, _ := m.MarshalMetrics(b.mets)
+		if string(got) != string(want) {
+			t.Fatalf("%s: template encoding differs from pdata\n got %s\nwant %s", typ, got, want)
+		}
+		if n != b.nPoints || req.Metrics().DataPointCount() != n {
+			t.Fatalf("points: template %d, pdata %d, decoded %d", n, b.nPoints, req.Metrics().DataPointCount())
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math"
 	"net"
 	"strconv"
 	"time"
@@ -405,10 +406,38 @@ func (b *batch) gpu(n *nvml, node, idx int, t time.Time, s *GPUSample, limit int
 	}
 }
 
+// flattenSeries lists every number of one scrape in the order engineSeriesFlat consumes them: `up`, then per family
+// and sample a gauge or counter value (float bits), or a histogram's count, sum (float bits) and per-bucket counts
+// (len(bounds)+1, not cumulative).
+func flattenSeries(fams []fakesglang.Family) []uint64 {
+	out := []uint64{math.Float64bits(1)}
+	for i := range fams {
+		f := &fams[i]
+		for _, smp := range f.Samples {
+			if f.Kind != fakesglang.Histogram {
+				out = append(out, math.Float64bits(smp.Value))
+				continue
+			}
+			out = append(out, uint64(smp.Count), math.Float64bits(smp.Sum))
+			prev := 0.0
+			for _, c := range smp.Buckets {
+				out = append(out, uint64(c-prev))
+				prev = c
+			}
+			out = append(out, uint64(smp.Count-prev))
+		}
+	}
+	return out
+}
+
 // engineSeries adds one scrape of a fake engine as the Prometheus receiver would deliver it: resource of the scrape
 // target (service.name = job, service.instance.id = host:port), the receiver's scope, gauges, cumulative sums for
 // counters (names kept, _total included), cumulative explicit-bucket histograms, and the `up` series.
 func (b *batch) engineSeries(target string, start, t time.Time, fams []fakesglang.Family) {
+	b.engineSeriesFlat(target, ts(start), ts(t), fams, flattenSeries(fams))
+}
+
+func (b *batch) engineSeriesFlat(target string, st, tt pcommon.Timestamp, fams []fakesglang.Family, vals []uint64) {
 	rm := b.mets.ResourceMetrics().AppendEmpty()
 	a := rm.Resource().Attributes()
 	host, port, _ := net.SplitHostPort(target)
@@ -421,13 +450,13 @@ func (b *batch) engineSeries(target string, start, t time.Time, fams []fakesglan
 	sm.Scope().SetName(sc.PrometheusScope)
 	sm.Scope().SetVersion(collectorVers)
 	ms := sm.Metrics()
-	tt, st := ts(t), ts(start)
+	next := func() uint64 { v := vals[0]; vals = vals[1:]; return v }
 	up := ms.AppendEmpty()
 	up.SetName("up")
 	up.SetDescription("The scraping was successful")
 	dp := up.SetEmptyGauge().DataPoints().AppendEmpty()
 	dp.SetTimestamp(tt)
-	dp.SetDoubleValue(1)
+	dp.SetDoubleValue(math.Float64frombits(next()))
 	n := 1
 	for i := range fams {
 		f := &fams[i]
@@ -446,7 +475,7 @@ func (b *batch) engineSeries(target string, start, t time.Time, fams []fakesglan
 				dp := s.DataPoints().AppendEmpty()
 				dp.SetStartTimestamp(st)
 				dp.SetTimestamp(tt)
-				dp.SetDoubleValue(smp.Value)
+				dp.SetDoubleValue(math.Float64frombits(next()))
 				putLabels(dp.Attributes(), smp.Labels)
 				n++
 			}
@@ -457,16 +486,13 @@ func (b *batch) engineSeries(target string, start, t time.Time, fams []fakesglan
 				dp := h.DataPoints().AppendEmpty()
 				dp.SetStartTimestamp(st)
 				dp.SetTimestamp(tt)
-				dp.SetCount(uint64(smp.Count))
-				dp.SetSum(smp.Sum)
+				dp.SetCount(next())
+				dp.SetSum(math.Float64frombits(next()))
 				dp.ExplicitBounds().FromRaw(f.Bounds)
 				counts := make([]uint64, len(f.Bounds)+1)
-				prev := 0.0
-				for bi, c := range smp.Buckets {
-					counts[bi] = uint64(c - prev)
-					prev = c
+				for bi := range counts {
+					counts[bi] = next()
 				}
-				counts[len(f.Bounds)] = uint64(smp.Count - prev)
 				dp.BucketCounts().FromRaw(counts)
 				putLabels(dp.Attributes(), smp.Labels)
 				n++
@@ -476,7 +502,7 @@ func (b *batch) engineSeries(target string, start, t time.Time, fams []fakesglan
 			for _, smp := range f.Samples {
 				dp := g.DataPoints().AppendEmpty()
 				dp.SetTimestamp(tt)
-				dp.SetDoubleValue(smp.Value)
+				dp.SetDoubleValue(math.Float64frombits(next()))
 				putLabels(dp.Attributes(), smp.Labels)
 				n++
 			}

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 
+	"github.com/otelcol-miles/otelcol-miles/internal/fakesglang"
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
 
@@ -63,7 +64,13 @@ func newGPUTemplate(n *nvml, node, idx int, descriptions bool) (*gpuTemplate, er
 	if err != nil {
 		return nil, err
 	}
-	t := &gpuTemplate{buf: body, values: make([]int, usedValues)}
+	return findSlots(body, usedValues, gpuPoints)
+}
+
+// findSlots locates the 8-byte sentinel slots of an encoded template: nTimes time slots and one slot per value
+// index below nValues.
+func findSlots(body []byte, nValues, nTimes int) (*gpuTemplate, error) {
+	t := &gpuTemplate{buf: body, values: make([]int, nValues)}
 	for k := range t.values {
 		t.values[k] = -1
 	}
@@ -73,7 +80,7 @@ func newGPUTemplate(n *nvml, node, idx int, descriptions bool) (*gpuTemplate, er
 		case v == sentinelTime:
 			t.times = append(t.times, off)
 			off += 7
-		case v&^0xffff == sentinelValue && v&0xffff < usedValues:
+		case v&^0xffff == sentinelValue && v&0xffff < uint64(nValues):
 			k := int(v & 0xffff)
 			if t.values[k] >= 0 {
 				return nil, fmt.Errorf("value slot %d found twice", k)
@@ -87,17 +94,23 @@ func newGPUTemplate(n *nvml, node, idx int, descriptions bool) (*gpuTemplate, er
 			return nil, fmt.Errorf("value slot %d not found", k)
 		}
 	}
-	if len(t.times) != gpuPoints {
-		return nil, fmt.Errorf("found %d time slots, want %d", len(t.times), gpuPoints)
+	if len(t.times) != nTimes {
+		return nil, fmt.Errorf("found %d time slots, want %d", len(t.times), nTimes)
 	}
-	if bytes.Count(body, []byte{0x5c, 0x5c, 0x5c, 0x5c}) != usedValues {
-		return nil, fmt.Errorf("sentinel bytes appear outside value slots")
+	if n := bytes.Count(body, []byte{0x5c, 0x5c, 0x5c, 0x5c, 0x5c, 0x5c}); n != nValues {
+		return nil, fmt.Errorf("sentinel bytes appear %d times, want %d", n, nValues)
 	}
 	return t, nil
 }
 
 // append adds one reading to an ExportMetricsServiceRequest body.
 func (t *gpuTemplate) append(dst []byte, at time.Time, s *GPUSample, limit int64) []byte {
+	vals := gpuValues(s, limit)
+	return t.fill(dst, at, vals[:usedValues])
+}
+
+// fill appends the template with its time slots set to at and its value slots set to vals.
+func (t *gpuTemplate) fill(dst []byte, at time.Time, vals []uint64) []byte {
 	start := len(dst)
 	dst = append(dst, t.buf...)
 	out := dst[start:]
@@ -105,11 +118,29 @@ func (t *gpuTemplate) append(dst []byte, at time.Time, s *GPUSample, limit int64
 	for _, off := range t.times {
 		binary.LittleEndian.PutUint64(out[off:], ns)
 	}
-	vals := gpuValues(s, limit)
 	for k, off := range t.values {
 		binary.LittleEndian.PutUint64(out[off:], vals[k])
 	}
 	return dst
+}
+
+// newEngineTemplate encodes one scrape of an engine whose families have the shape of fams (same families,
+// samples and buckets: an engine's shape never changes) with sentinel times and values.
+func newEngineTemplate(target string, start time.Time, fams []fakesglang.Family) (*gpuTemplate, int, error) {
+	n := len(flattenSeries(fams))
+	vals := make([]uint64, n)
+	for k := range vals {
+		vals[k] = sentinelValue | uint64(k)
+	}
+	b := &batch{}
+	b.resetMetrics()
+	b.engineSeriesFlat(target, ts(start), pcommon.Timestamp(sentinelTime), fams, vals)
+	body, err := pmetricotlp.NewExportRequestFromMetrics(b.mets).MarshalProto()
+	if err != nil {
+		return nil, 0, err
+	}
+	t, err := findSlots(body, n, b.nPoints)
+	return t, b.nPoints, err
 }
 
 // procMetrics builds the per-process memory readings of one device (a second ResourceMetrics of the same device

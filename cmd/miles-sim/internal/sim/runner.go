@@ -53,7 +53,9 @@ type Report struct {
 }
 
 type liveEngine struct {
-	eng   *fakesglang.Engine
+	tmpl   *gpuTemplate // fast-forward: encoded scrape template
+	points int
+	eng    *fakesglang.Engine
 	srv   *fakesglang.Server
 	start time.Time
 	addr  string // host:port
@@ -208,7 +210,9 @@ func (r *runner) loop(ctx context.Context) error {
 			gpuTicks++
 			nextGPU += gpuStep
 		default:
-			r.scrapeTick(nextScrape)
+			if err := r.scrapeTick(nextScrape); err != nil {
+				return err
+			}
 			nextScrape += scrapeStep
 		}
 		r.flush(false)
@@ -447,6 +451,7 @@ func (r *runner) gpuTick(s, dt float64, procs bool) error {
 			}
 			r.gpuBuf = t.append(r.gpuBuf, at, &smp, r.topo.GPUMemory)
 			r.gpuN++
+			r.rep.Points += gpuPoints
 			if procs && len(pm) > 0 {
 				procMetrics(r.nv, node, g.Index, at, pm, false).ResourceMetrics().MoveAndAppendTo(r.b.mets.ResourceMetrics())
 				r.b.nPoints += len(pm)
@@ -475,7 +480,7 @@ func (r *runner) template(node, idx int) (*gpuTemplate, error) {
 }
 
 // scrapeTick (fast-forward) renders every live engine as the Prometheus receiver would deliver one scrape.
-func (r *runner) scrapeTick(s float64) {
+func (r *runner) scrapeTick(s float64) error {
 	at := r.clock.At(s)
 	for rank := 0; rank < len(r.topo.Engines); rank++ {
 		ref, ok := r.alive[rank]
@@ -483,8 +488,19 @@ func (r *runner) scrapeTick(s float64) {
 			continue
 		}
 		le := r.engs[ref]
-		r.b.engineSeries(le.addr, le.start, at, le.eng.Families(at))
+		fams := le.eng.Families(at)
+		if le.tmpl == nil {
+			t, n, err := newEngineTemplate(le.addr, le.start, fams)
+			if err != nil {
+				return fmt.Errorf("engine template: %w", err)
+			}
+			le.tmpl, le.points = t, n
+		}
+		r.gpuBuf = le.tmpl.fill(r.gpuBuf, at, flattenSeries(fams))
+		r.gpuN++
+		r.rep.Points += int64(le.points)
 	}
+	return nil
 }
 
 // flush sends what is buffered: everything when force, else only signals past their batch size.
@@ -514,9 +530,8 @@ func (r *runner) flush(force bool) {
 		r.rep.Points += int64(b.nPoints)
 		b.resetMetrics()
 	}
-	if r.gpuN > 0 && (force || r.gpuN >= 1024) {
+	if r.gpuN > 0 && (force || len(r.gpuBuf) >= 2<<20) {
 		r.snd.send("/v1/metrics", r.gpuBuf)
-		r.rep.Points += int64(r.gpuN * gpuPoints)
 		r.gpuBuf, r.gpuN = make([]byte, 0, len(r.gpuBuf)+len(r.gpuBuf)/8), 0
 	}
 	if force {
