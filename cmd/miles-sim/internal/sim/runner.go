@@ -56,10 +56,10 @@ type liveEngine struct {
 	tmpl   *gpuTemplate // fast-forward: encoded scrape template
 	points int
 	eng    *fakesglang.Engine
-	srv   *fakesglang.Server
-	start time.Time
-	addr  string // host:port
-	url   string
+	srv    *fakesglang.Server
+	start  time.Time
+	addr   string // host:port
+	url    string
 }
 
 type runner struct {
