@@ -6,19 +6,17 @@ import (
 	"testing"
 )
 
-func TestColumnRoundTrip(t *testing.T) {
-	var c column
+func TestColumnsRoundTrip(t *testing.T) {
+	var tc timeColumn
+	var vc valueColumn
 	r := rand.New(rand.NewSource(1))
-	type pt struct {
-		t int64
-		v float64
-	}
-	var want []pt
+	var wantT []int64
+	var wantV []float64
 	tm := int64(1_796_219_998_500)
 	for i := 0; i < 5000; i++ {
 		tm += 1000 + int64(r.Intn(3)) - 1
 		var v float64
-		switch i % 5 {
+		switch i % 6 {
 		case 0:
 			v = math.Round(r.Float64()*1000) / 10 // util %, one decimal
 		case 1:
@@ -27,39 +25,54 @@ func TestColumnRoundTrip(t *testing.T) {
 			v = 1e17 + float64(i) // a large counter: stored raw
 		case 3:
 			v = 0.123456789 // more precision than the quantum: stored raw
+		case 4:
+			v = math.NaN() // absent in this sample
 		default:
 			v = -3.25
 		}
-		c.append(tm, v)
-		want = append(want, pt{tm, v})
+		tc.append(tm)
+		vc.append(v)
+		wantT = append(wantT, tm)
+		wantV = append(wantV, v)
 	}
-	i := 0
-	c.each(func(tMs int64, v float64) bool {
-		if tMs != want[i].t || v != want[i].v {
-			t.Fatalf("sample %d: got (%d, %v) want (%d, %v)", i, tMs, v, want[i].t, want[i].v)
+	ts := tc.decode(nil)
+	n := 0
+	vc.each(func(i int, v float64) bool {
+		if ts[i] != wantT[i] || !(v == wantV[i] || math.IsNaN(v) && math.IsNaN(wantV[i])) {
+			t.Fatalf("sample %d: got (%d, %v) want (%d, %v)", i, ts[i], v, wantT[i], wantV[i])
 		}
-		i++
+		n++
 		return true
 	})
-	if i != len(want) {
-		t.Fatalf("decoded %d of %d", i, len(want))
+	if n != len(wantV) {
+		t.Fatalf("decoded %d of %d", n, len(wantV))
 	}
 }
 
-// TestColumnBytesPerValue: a realistic GPU utilisation series costs under 2.5 bytes per sample, timestamp included.
-func TestColumnBytesPerValue(t *testing.T) {
-	var c column
+// TestBytesPerValue: one hour of a realistic GPU lane (20 fields at 1 Hz, values holding for a few seconds)
+// costs under 2 bytes per value held, timestamps and the min/max pyramid included.
+func TestBytesPerValue(t *testing.T) {
+	b := newGPUBlock(499_000)
 	r := rand.New(rand.NewSource(2))
-	tm := int64(1_796_219_998_000)
-	v := 50.0
+	vals := make([]float64, 20)
 	for i := 0; i < 3600; i++ {
-		tm += 1000
-		if r.Intn(10) == 0 {
-			v = math.Round(r.Float64()*1000) / 10
+		line := []byte(`{"ts":` + itoa(499_000*3600+i) + `,"node":"n1","gpu":0`)
+		for f := range vals {
+			if r.Intn(4) == 0 {
+				vals[f] = math.Round(r.Float64()*1000) / 10
+			}
+			line = append(line, `,"f`+itoa(f)+`":`...)
+			line = append(line, []byte(ftoa(vals[f]))...)
 		}
-		c.append(tm, v)
+		line = append(line, '}')
+		if !b.addLine(line, nil) {
+			t.Fatalf("line rejected: %s", line)
+		}
 	}
-	if per := float64(len(c.buf)) / 3600; per > 2.5 {
-		t.Fatalf("%.2f bytes per sample", per)
+	b.seal()
+	per := float64(b.memBytes()) / float64(b.values)
+	t.Logf("%.2f bytes per value (%d values)", per, b.values)
+	if per > 2 {
+		t.Fatalf("%.2f bytes per value held", per)
 	}
 }

@@ -4,47 +4,48 @@ import (
 	"math"
 )
 
-// pyramidStep is the finest pre-aggregated bucket (seconds). A 1-hour block keeps 3600/16 = 225 min/max pairs per
-// lane and field, so zoomed-out views never decode raw samples; coarser power-of-two levels are folded from it
-// at query time.
+// pyramidStep is the finest pre-aggregated bucket (seconds). A 1-hour block keeps up to 3600/16 = 225 min/max
+// pairs per lane and field, so zoomed-out views never decode raw samples.
 const pyramidStep = 16
 
 const bucketsPerHour = 3600 / pyramidStep
 
-// series is one lane's field in one hour: compressed samples plus a min/max pyramid.
-type series struct {
-	col      column
-	min, max []float32 // bucketsPerHour, NaN = empty
+// field is one lane's field in one hour: values aligned with the lane's timestamps from index start on, plus
+// a min/max pyramid grown as buckets fill.
+type field struct {
+	start    int
+	vals     valueColumn
+	min, max []float32 // NaN = empty bucket
 }
 
-func newSeries() *series {
-	s := &series{min: make([]float32, bucketsPerHour), max: make([]float32, bucketsPerHour)}
-	nan := float32(math.NaN())
-	for i := range s.min {
-		s.min[i], s.max[i] = nan, nan
-	}
-	return s
-}
-
-func (s *series) add(hourStartMs, tMs int64, v float64) {
-	s.col.append(tMs, v)
-	b := (tMs - hourStartMs) / (pyramidStep * 1000)
+func (f *field) bucket(b int, v float64) {
 	if b < 0 || b >= bucketsPerHour {
 		return // a sample filed under the wrong hour (legacy flat files): raw only
 	}
-	f := float32(v)
-	if cur := s.min[b]; cur != cur || f < cur {
-		s.min[b] = f
+	nan := float32(math.NaN())
+	for len(f.min) <= b {
+		f.min = append(f.min, nan)
+		f.max = append(f.max, nan)
 	}
-	if cur := s.max[b]; cur != cur || f > cur {
-		s.max[b] = f
+	x := float32(v)
+	if cur := f.min[b]; cur != cur || x < cur {
+		f.min[b] = x
+	}
+	if cur := f.max[b]; cur != cur || x > cur {
+		f.max[b] = x
 	}
 }
 
-// gpuBlock holds one hour of gpu_util: lane key → field → series.
+// laneData is one lane in one hour.
+type laneData struct {
+	ts     timeColumn
+	fields map[string]*field
+}
+
+// gpuBlock holds one hour of gpu_util: lane key → timestamps + fields.
 type gpuBlock struct {
 	hour   int64
-	lanes  map[string]map[string]*series
+	lanes  map[string]*laneData
 	fields map[string]bool
 	minTs  float64
 	maxTs  float64
@@ -52,7 +53,12 @@ type gpuBlock struct {
 }
 
 func newGPUBlock(hour int64) *gpuBlock {
-	return &gpuBlock{hour: hour, lanes: map[string]map[string]*series{}, fields: map[string]bool{}, minTs: math.Inf(1), maxTs: math.Inf(-1)}
+	return &gpuBlock{hour: hour, lanes: map[string]*laneData{}, fields: map[string]bool{}, minTs: math.Inf(1), maxTs: math.Inf(-1)}
+}
+
+type kv struct {
+	k string
+	v float64
 }
 
 // addLine parses one gpu_util record (ours or miles v1: same core fields) into the block.
@@ -60,11 +66,7 @@ func (b *gpuBlock) addLine(line []byte, onLane func(key string)) bool {
 	var ts float64
 	var node []byte
 	gpu := -1.0
-	type kv struct {
-		k string
-		v float64
-	}
-	var vals [24]kv
+	var vals [32]kv
 	n := 0
 	ok := true
 	err := scanFlat(line, func(key, val []byte, str bool) {
@@ -81,7 +83,6 @@ func (b *gpuBlock) addLine(line []byte, onLane func(key string)) bool {
 			if gpu, good = parseNum(val); !good {
 				ok = false
 			}
-		case "uuid":
 		default:
 			if str || n >= len(vals) {
 				return
@@ -98,7 +99,7 @@ func (b *gpuBlock) addLine(line []byte, onLane func(key string)) bool {
 	key := string(node) + ":" + itoa(int(gpu))
 	lane := b.lanes[key]
 	if lane == nil {
-		lane = map[string]*series{}
+		lane = &laneData{fields: map[string]*field{}}
 		b.lanes[key] = lane
 		if onLane != nil {
 			onLane(key)
@@ -109,19 +110,51 @@ func (b *gpuBlock) addLine(line []byte, onLane func(key string)) bool {
 	if b.hour < 0 {
 		h0 = (tMs / 3600000) * 3600000
 	}
+	idx := lane.ts.n
+	lane.ts.append(tMs)
+	bucket := int((tMs - h0) / (pyramidStep * 1000))
 	for _, x := range vals[:n] {
-		s := lane[x.k]
-		if s == nil {
-			s = newSeries()
-			lane[x.k] = s
+		f := lane.fields[x.k]
+		if f == nil {
+			f = &field{start: idx}
+			lane.fields[x.k] = f
 			b.fields[x.k] = true
 		}
-		s.add(h0, tMs, x.v)
+		for f.start+f.vals.n < idx { // absent from the samples in between
+			f.vals.append(math.NaN())
+		}
+		f.vals.append(x.v)
+		f.bucket(bucket, x.v)
 		b.values++
 	}
 	b.minTs = math.Min(b.minTs, ts)
 	b.maxTs = math.Max(b.maxTs, ts)
 	return true
+}
+
+// seal drops append slack: called when an hour is closed and will not grow any more.
+func (b *gpuBlock) seal() {
+	for _, l := range b.lanes {
+		l.ts.buf = shrink(l.ts.buf)
+		for _, f := range l.fields {
+			f.vals.buf = shrink(f.vals.buf)
+			if cap(f.min) > len(f.min) {
+				f.min = append([]float32(nil), f.min...)
+				f.max = append([]float32(nil), f.max...)
+			}
+		}
+	}
+}
+
+func (b *gpuBlock) memBytes() int {
+	n := 0
+	for _, l := range b.lanes {
+		n += cap(l.ts.buf)
+		for _, f := range l.fields {
+			n += cap(f.vals.buf) + 4*cap(f.min) + 4*cap(f.max)
+		}
+	}
+	return n
 }
 
 func itoa(i int) string {
@@ -146,19 +179,13 @@ func itoa(i int) string {
 	return string(b[p:])
 }
 
-func (b *gpuBlock) memBytes() int {
-	n := 0
-	for _, fields := range b.lanes {
-		for _, s := range fields {
-			n += s.col.bytes() + 8*len(s.min)
-		}
+// minMaxBuckets folds one field of a lane into omin/omax (len = buckets over [t0, t1)): from the pyramid for
+// wide buckets and from the raw samples otherwise. ts is the lane's decoded timestamps (decoded lazily, once).
+func (l *laneData) minMaxBuckets(name string, hour int64, t0, t1 float64, omin, omax []float64, ts *[]int64) {
+	f := l.fields[name]
+	if f == nil {
+		return
 	}
-	return n
-}
-
-// minMaxBuckets folds one series into out (len = buckets over [t0, t1)), from the pyramid for wide buckets and
-// from the raw samples otherwise.
-func (s *series) minMaxBuckets(hour int64, t0, t1 float64, omin, omax []float64) {
 	nb := len(omin)
 	width := (t1 - t0) / float64(nb)
 	put := func(t float64, lo, hi float64) {
@@ -177,28 +204,36 @@ func (s *series) minMaxBuckets(hour int64, t0, t1 float64, omin, omax []float64)
 	// 4× wider (misplacement under 1/8 of a bucket); finer views decode the raw samples.
 	if width >= 4*pyramidStep && hour >= 0 {
 		h0 := float64(hour * 3600)
-		for j := 0; j < bucketsPerHour; j++ {
-			if s.min[j] != s.min[j] {
+		for j := range f.min {
+			if f.min[j] != f.min[j] {
 				continue
 			}
 			bt := h0 + float64(j*pyramidStep)
 			if bt+pyramidStep <= t0 || bt >= t1 {
 				continue
 			}
-			put(math.Min(math.Max(bt+pyramidStep/2, t0), math.Nextafter(t1, t0)), float64(s.min[j]), float64(s.max[j]))
+			put(math.Min(math.Max(bt+pyramidStep/2, t0), math.Nextafter(t1, t0)), float64(f.min[j]), float64(f.max[j]))
 		}
 		return
 	}
+	if *ts == nil {
+		*ts = l.ts.decode(make([]int64, 0, l.ts.n))
+	}
+	times := *ts
 	// A GPU reading covers the period before it (NVML: "percent of time over the past sample period"), so a
 	// sample fills every bucket back to the previous sample when buckets are finer than the sampling interval
 	// — unless the gap is over 3 typical intervals: then it is a real gap (collector down) and stays empty.
 	lo, hi := int64(t0*1000), int64(t1*1000)
-	maxGap := int64(3 * s.col.interval())
-	prev := int64(math.MinInt64)
-	s.col.each(func(tMs int64, v float64) bool {
-		if tMs >= lo && prev < hi && tMs-prev <= maxGap && prev >= 0 {
-			from := max(prev+1, lo)
-			to := min(tMs, hi-1)
+	maxGap := int64(3 * l.ts.interval())
+	prev := int64(-1)
+	f.vals.each(func(i int, v float64) bool {
+		tMs := times[f.start+i]
+		if math.IsNaN(v) {
+			prev = -1
+			return true
+		}
+		if tMs >= lo && prev >= 0 && prev < hi && tMs-prev <= maxGap {
+			from, to := max(prev+1, lo), min(tMs, hi-1)
 			b0 := int((float64(from)/1000 - t0) / width)
 			b1 := int((float64(to)/1000 - t0) / width)
 			for b := max(b0, 0); b <= b1 && b < nb; b++ {

@@ -141,6 +141,11 @@ func (s *Store) Meta() map[string]any {
 		notices = append(notices, n)
 	}
 	sort.Slice(notices, func(i, j int) bool { return notices[i].Message < notices[j].Message })
+	memBytes, values := 0, 0
+	for _, b := range s.gpu {
+		memBytes += b.memBytes()
+		values += b.values
+	}
 	runName, _ := s.meta["run_name"].(string)
 	return map[string]any{
 		"run_name": runName, "layout": s.layout, "schema_version": s.meta["schema_version"], "live": s.follow,
@@ -151,6 +156,7 @@ func (s *Store) Meta() map[string]any {
 			"metrics": len(s.metricF.parts) > 0, "topology": len(s.topoF.parts) > 0,
 		},
 		"notices": notices,
+		"memory":  map[string]any{"gpu_bytes": memBytes, "gpu_values": values, "loaded_hours": len(s.gpu)},
 	}
 }
 
@@ -316,19 +322,25 @@ func (s *Store) GPU(t0, t1 float64, sel []*Lane, points int, fields []string) *G
 	for _, l := range sel {
 		lane := map[string]any{"id": l.ID}
 		typed := map[string]*MinMax{}
-		for _, f := range fields {
-			mm := &MinMax{Min: nanSlice(points), Max: nanSlice(points)}
-			for _, h := range hours {
-				b := s.gpu[h]
-				if b == nil {
-					continue
-				}
-				if ser := b.lanes[l.Key][f]; ser != nil {
-					ser.minMaxBuckets(h, t0, t1, mm.Min, mm.Max)
-				}
+		mms := make([]*MinMax, len(fields))
+		for i, f := range fields {
+			mms[i] = &MinMax{Min: nanSlice(points), Max: nanSlice(points)}
+			lane[f] = mms[i]
+			typed[f] = mms[i]
+		}
+		for _, h := range hours {
+			b := s.gpu[h]
+			if b == nil {
+				continue
 			}
-			lane[f] = mm
-			typed[f] = mm
+			ld := b.lanes[l.Key]
+			if ld == nil {
+				continue
+			}
+			var ts []int64 // decoded at most once per lane and hour, shared by the fields
+			for i, f := range fields {
+				ld.minMaxBuckets(f, h, t0, t1, mms[i].Min, mms[i].Max, &ts)
+			}
 		}
 		res.Lanes = append(res.Lanes, lane)
 		res.raw = append(res.raw, typed)

@@ -185,6 +185,9 @@ func (s *Store) loadGPUHourLocked(h int64) {
 	if b.maxTs > s.edge {
 		s.edge = b.maxTs
 	}
+	if h >= 0 && float64(h+1)*3600 < s.edge {
+		b.seal() // a past hour: drop append slack (late records may still arrive and grow it again)
+	}
 }
 
 func (s *Store) loadPhaseHourLocked(h int64) {

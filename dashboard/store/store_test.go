@@ -125,8 +125,8 @@ func TestTailCorruptPartialTruncated(t *testing.T) {
 		st.mu.RLock()
 		defer st.mu.RUnlock()
 		for _, b := range st.gpu {
-			if s := b.lanes["n1:0"]["util"]; s != nil {
-				n += s.col.n
+			if l := b.lanes["n1:0"]; l != nil && l.fields["util"] != nil {
+				n += l.fields["util"].vals.n
 			}
 		}
 		return n
