@@ -184,6 +184,7 @@ func (a *stepAggregator) aggregate(links []pcommon.TraceID) stepResult {
 
 func annotateStep(attrs pcommon.Map, r stepResult) {
 	clearLifecycle(attrs)
+	attrs.EnsureCapacity(attrs.Len() + 6)
 	attrs.PutStr(sc.LifecycleStatus, r.status())
 	attrs.PutInt(sc.LifecycleStepSamples, r.samples)
 	attrs.PutInt(sc.LifecycleStepKnown, r.known)

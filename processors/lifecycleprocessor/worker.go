@@ -381,6 +381,7 @@ func (w *worker) annotateGenerate(span ptrace.Span, f *spanInfo) {
 	if !ok {
 		return
 	}
+	attrs.EnsureCapacity(attrs.Len() + 2)
 	attrs.PutInt(sc.LifecycleTrainerVersion, tv)
 	if f.hasVersion {
 		attrs.PutInt(sc.LifecycleLag, tv-f.version)
@@ -457,6 +458,7 @@ func newestVersion(attempts []attemptInput) (int64, bool) {
 
 func annotateConsume(attrs pcommon.Map, r sampleResult) {
 	clearLifecycle(attrs)
+	attrs.EnsureCapacity(attrs.Len() + 13)
 	if r.known {
 		attrs.PutStr(sc.LifecycleStatus, sc.LifecycleStatusKnown)
 	} else {
