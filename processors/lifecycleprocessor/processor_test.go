@@ -608,3 +608,72 @@ func TestTickerReleases(t *testing.T) {
 		t.Fatalf("released after %s, before the %s window", el, cfg.WaitWindow)
 	}
 }
+
+// Several receivers call ConsumeTraces at once while real tickers release: every span comes out exactly once,
+// every consume and step span is annotated (run with -race).
+func TestConcurrentSenders(t *testing.T) {
+	r := asyncRun(5, 6, 6)
+	sink := new(consumertest.TracesSink)
+	cfg := testConfig()
+	cfg.WaitWindow = 20 * time.Millisecond
+	p, err := newProcessor(processortest.NewNopSettings(metadata.Type), cfg, sink, options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Start(context.Background(), componenttest.NewNopHost()); err != nil {
+		t.Fatal(err)
+	}
+	ds := r.deliveries()
+	want := 0
+	for _, d := range ds {
+		want += d.td.SpanCount()
+	}
+	errs := make(chan error, 4)
+	for g := 0; g < 4; g++ {
+		go func() {
+			for i := g; i < len(ds); i += 4 {
+				if err := p.ConsumeTraces(context.Background(), ds[i].td); err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for g := 0; g < 4; g++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(5 * cfg.WaitWindow)
+	if err := p.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[pcommon.SpanID]int{}
+	for _, td := range sink.AllTraces() {
+		for _, rs := range td.ResourceSpans().All() {
+			for _, ss := range rs.ScopeSpans().All() {
+				for _, s := range ss.Spans().All() {
+					seen[s.SpanID()]++
+					if typ := strAttr(s, sc.SpanType); (typ == sc.SpanTypeConsume || typ == sc.SpanTypeStepConsume) &&
+						strAttr(s, sc.LifecycleStatus) == "" {
+						t.Fatalf("%s span not annotated", typ)
+					}
+				}
+			}
+		}
+	}
+	total := 0
+	for id, n := range seen {
+		if n != 1 {
+			t.Fatalf("span %s passed on %d times", id, n)
+		}
+		total += n
+	}
+	if total != want {
+		t.Fatalf("%d spans out, %d in", total, want)
+	}
+	if p.tel.heldSpans.Load() != 0 || p.tel.inFlight.Load() < 0 {
+		t.Fatalf("held %d, in flight %d after shutdown", p.tel.heldSpans.Load(), p.tel.inFlight.Load())
+	}
+}
