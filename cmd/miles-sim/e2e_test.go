@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -175,7 +176,7 @@ func (v runView) complete(mode string, nodes, steps int) []string {
 	addrs := map[string]bool{}
 	metrics := map[string]bool{}
 	for _, r := range v.recs[sc.StreamEngineSeries] {
-		addrs[str(r, "addr")] = true
+		addrs[strings.TrimPrefix(str(r, "addr"), "http://")] = true
 		metrics[str(r, "metric")] = true
 	}
 	for _, m := range []string{"sglang:num_running_reqs", "sglang:generation_tokens_total", "sglang:time_to_first_token_seconds"} {
@@ -223,5 +224,88 @@ func TestE2ERunsLandInRunDir(t *testing.T) {
 				t.Fatalf("miles-sim: %v", err)
 			}
 		})
+	}
+}
+
+// shape summarises records of a stream: for each metric (engine_series) or the whole stream, the sorted field and
+// label keys seen, so two run directories can be compared without their values.
+func shape(recs []map[string]any, byMetric bool) map[string]string {
+	out := map[string]string{}
+	for _, r := range recs {
+		k := ""
+		if byMetric {
+			k = str(r, "metric")
+		}
+		var keys []string
+		for f := range r {
+			if f == "labels" {
+				for l := range r["labels"].(map[string]any) {
+					keys = append(keys, "labels."+l)
+				}
+				continue
+			}
+			keys = append(keys, f)
+		}
+		if a := str(r, "addr"); a != "" && !strings.HasPrefix(a, "http://") {
+			keys = append(keys, "addr-without-scheme")
+		}
+		sort.Strings(keys)
+		out[k] = strings.Join(keys, ",")
+	}
+	return out
+}
+
+// TestE2EFastForwardLooksScraped checks that fast-forward (engine series and GPU metrics sent over OTLP by the
+// simulator) lands records of the same shape as a live run (engines scraped by the collector's Prometheus
+// receiver with configs/run.yaml, GPU metrics sent per reading through pdata).
+func TestE2EFastForwardLooksScraped(t *testing.T) {
+	e2etest.Binary(t)
+	liveDir := filepath.Join(t.TempDir(), "live")
+	col := e2etest.StartCollector(t, liveDir, e2etest.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"--nodes", "1", "--steps", "1", "--speed", "200", "--run-dir", liveDir, "--endpoint", col.HTTPAddr,
+			"--linger", "60s", "--quiet"}, io.Discard, io.Discard)
+	}()
+	e2etest.Eventually(t, 60*time.Second, "live engine series with histograms and processes", func() bool {
+		have := map[string]bool{}
+		for _, r := range e2etest.Records(t, liveDir, sc.StreamEngineSeries) {
+			have[str(r, "metric")] = true
+		}
+		return have["sglang:time_to_first_token_seconds"] && have["sglang:num_running_reqs"] && have["sglang:prompt_tokens_total"] &&
+			len(e2etest.Records(t, liveDir, sc.StreamGPUProcesses)) > 0
+	})
+	cancel()
+	<-done
+	col.Stop(t)
+
+	ffDir := filepath.Join(t.TempDir(), "ff")
+	col2 := e2etest.StartCollector(t, ffDir, e2etest.Options{})
+	if err := run(context.Background(), []string{"--fast-forward", "--nodes", "1", "--duration", "10m", "--start", "2026-01-01T00:00:00Z",
+		"--run-dir", ffDir, "--endpoint", col2.HTTPAddr, "--quiet"}, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	e2etest.Eventually(t, 30*time.Second, "fast-forward engine series", func() bool {
+		return len(e2etest.Records(t, ffDir, sc.StreamEngineSeries)) > 0 && len(e2etest.Records(t, ffDir, sc.StreamGPUProcesses)) > 0
+	})
+	col2.Stop(t)
+
+	for _, s := range []struct {
+		stream   string
+		byMetric bool
+	}{{sc.StreamEngineSeries, true}, {sc.StreamGPUUtil, false}, {sc.StreamGPUProcesses, false}} {
+		live, ff := shape(e2etest.Records(t, liveDir, s.stream), s.byMetric), shape(e2etest.Records(t, ffDir, s.stream), s.byMetric)
+		for k, v := range live {
+			if ff[k] != v {
+				t.Errorf("%s %q: live %q, fast-forward %q", s.stream, k, v, ff[k])
+			}
+		}
+		for k := range ff {
+			if _, ok := live[k]; !ok {
+				t.Errorf("%s: fast-forward has %q, the live run does not", s.stream, k)
+			}
+		}
 	}
 }

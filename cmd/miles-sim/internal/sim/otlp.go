@@ -3,6 +3,7 @@ package sim
 import (
 	"math"
 	"net"
+	"regexp"
 	"strconv"
 	"time"
 
@@ -437,7 +438,7 @@ func (b *batch) engineSeries(target string, start, t time.Time, fams []fakesglan
 	b.engineSeriesFlat(target, ts(start), ts(t), fams, flattenSeries(fams))
 }
 
-func (b *batch) engineSeriesFlat(target string, st, tt pcommon.Timestamp, fams []fakesglang.Family, vals []uint64) {
+func (b *batch) engineSeriesFlat(target string, st, tt pcommon.Timestamp, fams []fakesglang.Family, vals []uint64, upLabels ...fakesglang.Label) {
 	rm := b.mets.ResourceMetrics().AppendEmpty()
 	a := rm.Resource().Attributes()
 	host, port, _ := net.SplitHostPort(target)
@@ -457,6 +458,7 @@ func (b *batch) engineSeriesFlat(target string, st, tt pcommon.Timestamp, fams [
 	dp := up.SetEmptyGauge().DataPoints().AppendEmpty()
 	dp.SetTimestamp(tt)
 	dp.SetDoubleValue(math.Float64frombits(next()))
+	putLabels(dp.Attributes(), upLabels)
 	n := 1
 	for i := range fams {
 		f := &fams[i]
@@ -515,4 +517,46 @@ func putLabels(m pcommon.Map, ls []fakesglang.Label) {
 	for _, l := range ls {
 		m.PutStr(l.Name, l.Value)
 	}
+}
+
+// defaultEngineMetrics and keptEngineLabels mirror the default metric and label whitelists that configs/run.yaml
+// applies to scraped engines (MILES_SGLANG_METRICS, MILES_SGLANG_LABELS), so that fast-forwarded engine series,
+// which reach the collector over OTLP and skip the Prometheus receiver's relabeling, land as scraped ones do.
+// TestFastForwardEngineSeriesLikeScraped (e2e) compares the two.
+var (
+	defaultEngineMetrics = regexp.MustCompile(`^sglang:(num_running_reqs|num_queue_reqs|gen_throughput|token_usage|cache_hit_rate|num_prefill_prealloc_queue_reqs|num_prefill_inflight_queue_reqs|num_decode_prealloc_queue_reqs|num_decode_transfer_queue_reqs|kv_transfer_speed_gb_s|kv_transfer_latency_ms|prompt_tokens_total|generation_tokens_total|num_requests_total|num_aborted_requests_total|(time_to_first_token_seconds|inter_token_latency_seconds|time_per_output_token_seconds|e2e_request_latency_seconds)(_bucket|_sum|_count)?)$`)
+	keptEngineLabels     = map[string]bool{"engine_type": true, "dp_rank": true, "stage": true, "mode": true, "category": true}
+)
+
+// whitelisted keeps the families the default collector config keeps (values untouched).
+func whitelisted(fams []fakesglang.Family) []fakesglang.Family {
+	out := fams[:0:0]
+	for _, f := range fams {
+		if defaultEngineMetrics.MatchString(f.Name) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// relabeled is what the collector's relabeling makes of a scrape: whitelisted families, whitelisted labels, and
+// worker_addr = the engine URL.
+func relabeled(fams []fakesglang.Family, url string) []fakesglang.Family {
+	out := whitelisted(fams)
+	for i := range out {
+		f := &out[i]
+		samples := make([]fakesglang.Sample, len(f.Samples))
+		for j, smp := range f.Samples {
+			var ls []fakesglang.Label
+			for _, l := range smp.Labels {
+				if keptEngineLabels[l.Name] {
+					ls = append(ls, l)
+				}
+			}
+			smp.Labels = append(ls, fakesglang.Label{Name: "worker_addr", Value: url})
+			samples[j] = smp
+		}
+		f.Samples = samples
+	}
+	return out
 }

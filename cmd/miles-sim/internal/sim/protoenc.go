@@ -126,7 +126,7 @@ func (t *gpuTemplate) fill(dst []byte, at time.Time, vals []uint64) []byte {
 
 // newEngineTemplate encodes one scrape of an engine whose families have the shape of fams (same families,
 // samples and buckets: an engine's shape never changes) with sentinel times and values.
-func newEngineTemplate(target string, start time.Time, fams []fakesglang.Family) (*gpuTemplate, int, error) {
+func newEngineTemplate(target string, start time.Time, fams []fakesglang.Family, upLabels ...fakesglang.Label) (*gpuTemplate, int, error) {
 	n := len(flattenSeries(fams))
 	vals := make([]uint64, n)
 	for k := range vals {
@@ -134,7 +134,7 @@ func newEngineTemplate(target string, start time.Time, fams []fakesglang.Family)
 	}
 	b := &batch{}
 	b.resetMetrics()
-	b.engineSeriesFlat(target, ts(start), pcommon.Timestamp(sentinelTime), fams, vals)
+	b.engineSeriesFlat(target, ts(start), pcommon.Timestamp(sentinelTime), fams, vals, upLabels...)
 	body, err := pmetricotlp.NewExportRequestFromMetrics(b.mets).MarshalProto()
 	if err != nil {
 		return nil, 0, err

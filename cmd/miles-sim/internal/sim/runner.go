@@ -488,9 +488,9 @@ func (r *runner) scrapeTick(s float64) error {
 			continue
 		}
 		le := r.engs[ref]
-		fams := le.eng.Families(at)
+		fams := whitelisted(le.eng.Families(at))
 		if le.tmpl == nil {
-			t, n, err := newEngineTemplate(le.addr, le.start, fams)
+			t, n, err := newEngineTemplate(le.addr, le.start, relabeled(fams, le.url), fakesglang.Label{Name: "worker_addr", Value: le.url})
 			if err != nil {
 				return fmt.Errorf("engine template: %w", err)
 			}
