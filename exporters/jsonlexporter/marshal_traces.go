@@ -14,7 +14,6 @@ import (
 // Spans without miles.span.type (for example sglang's own request spans) are counted as unmapped: they still
 // reach trace backends through the OTLP exporters.
 func mapTraces(td ptrace.Traces, r *records) {
-	buf := make([]byte, 0, 512)
 	for _, rs := range td.ResourceSpans().All() {
 		node, _ := attrStr(rs.Resource().Attributes(), sc.HostName)
 		for _, ss := range rs.ScopeSpans().All() {
@@ -23,13 +22,16 @@ func mapTraces(td ptrace.Traces, r *records) {
 				typ, _ := attrStr(attrs, sc.SpanType)
 				switch typ {
 				case sc.SpanTypePhase:
-					buf = appendPhase(buf[:0], r, node, span.Name(), attrs, span.StartTimestamp(), span.EndTimestamp(), false,
+					c := r.chunkFor(sc.StreamPhases, span.EndTimestamp())
+					c.data = appendPhase(c.data, r, node, span.Name(), attrs, span.StartTimestamp(), span.EndTimestamp(), false,
 						span.SpanID(), span.ParentSpanID())
-					r.add(sc.StreamPhases, span.EndTimestamp(), buf)
+					c.lines++
 				case sc.SpanTypeAttempt, sc.SpanTypeQueue, sc.SpanTypeGenerate, sc.SpanTypeTool, sc.SpanTypeConsume,
 					sc.SpanTypeStepConsume, sc.SpanTypeWeightUpdate:
-					buf = appendTrajectory(buf[:0], typ, span)
-					r.add(sc.StreamTrajectories, span.EndTimestamp(), buf)
+					// Encoded straight into the partition's chunk: no scratch copy on the hottest path.
+					c := r.chunkFor(sc.StreamTrajectories, span.EndTimestamp())
+					c.data = appendTrajectory(c.data, typ, span)
+					c.lines++
 				default:
 					r.unmapped++
 				}

@@ -156,17 +156,27 @@ func (p *partitioner) repairTail(f file, size int64) (int64, error) {
 	return 0, nil
 }
 
-// write appends whole lines to k's partition. A short write is rolled back to the last line boundary so
-// readers never see a torn record; if even that fails the file is dropped and repaired at its next open.
-func (p *partitioner) write(k partKey, data []byte) error {
+// write appends buffers of whole lines to k's partition, one write each. A failed or short write rolls the
+// file back to where this call started, so readers never see a torn record and a retry does not duplicate; if
+// even the rollback fails the file is dropped and cut back at its next open.
+func (p *partitioner) write(k partKey, bufs [][]byte) error {
 	of, err := p.get(k)
 	if err != nil {
 		return err
 	}
-	n, err := of.f.Write(data)
-	if err == nil && n < len(data) {
-		err = io.ErrShortWrite
+	var total int
+	for _, data := range bufs {
+		var n int
+		n, err = of.f.Write(data)
+		total += n
+		if err == nil && n < len(data) {
+			err = io.ErrShortWrite
+		}
+		if err != nil {
+			break
+		}
 	}
+	n := total
 	if err != nil {
 		if n > 0 {
 			if terr := of.f.Truncate(of.size); terr != nil {

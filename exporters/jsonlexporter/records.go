@@ -39,24 +39,36 @@ type chunk struct {
 // It is built without locks and handed to the writer in one step.
 type records struct {
 	chunks   []*chunk
+	last     *chunk // the chunk used last: consecutive records usually share a partition
 	lanes    []laneFact
 	unmapped int64 // items that match no stream (counted, dropped)
 	invalid  int64 // items of a known kind missing a required field (counted, dropped)
 }
 
-// add appends one encoded line to the chunk of its partition.
-func (r *records) add(stream string, t pcommon.Timestamp, line []byte) {
+// chunkFor returns the chunk of t's partition in stream, so an encoder can append a record to it directly.
+// The caller appends exactly one complete line and increments lines.
+func (r *records) chunkFor(stream string, t pcommon.Timestamp) *chunk {
 	k := partKey{stream: stream, hour: hourOf(t)}
+	if r.last != nil && r.last.key == k {
+		return r.last
+	}
 	for _, c := range r.chunks {
 		if c.key == k {
-			c.data = append(c.data, line...)
-			c.lines++
-			return
+			r.last = c
+			return c
 		}
 	}
-	// line is the caller's scratch buffer, reused for the next record: copy it into a pooled buffer.
-	data := append(getBuf(), line...)
-	r.chunks = append(r.chunks, &chunk{key: k, data: data, lines: 1})
+	c := &chunk{key: k, data: getBuf()}
+	r.chunks = append(r.chunks, c)
+	r.last = c
+	return c
+}
+
+// add appends one encoded line (the caller's scratch buffer) to the chunk of its partition.
+func (r *records) add(stream string, t pcommon.Timestamp, line []byte) {
+	c := r.chunkFor(stream, t)
+	c.data = append(c.data, line...)
+	c.lines++
 }
 
 // lineCount is the number of lines across all chunks.
