@@ -20,10 +20,10 @@ type segment struct {
 	span       pcommon.SpanID
 	start, end pcommon.Timestamp
 	version    int64
-	hasVersion bool
 	turn       int64
-	hasTurn    bool
 	tokOut     int64 // completion tokens; only meaningful with hasTokOut
+	hasVersion bool
+	hasTurn    bool
 	hasTokOut  bool
 }
 
