@@ -355,6 +355,7 @@ func TestPriorAttempts(t *testing.T) {
 		{"carry", true, true, 2, ""},
 		{"no carry", false, true, 1, ""},
 		{"carry, first attempt unseen", true, false, 0, sc.LifecycleReasonPriorAttemptUnknown},
+		{"carry, absurd attempt number", true, true, 0, sc.LifecycleReasonPriorAttemptUnknown},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := testConfig()
@@ -362,6 +363,9 @@ func TestPriorAttempts(t *testing.T) {
 			h := newHarness(t, cfg)
 			a0 := &sampleSpec{trace: traceN(1), root: rootN(1), index: 9, attempt: 0, t0: 0, versions: []int64{3}, status: "aborted"}
 			a1 := &sampleSpec{trace: traceN(2), root: rootN(2), index: 9, attempt: 1, t0: 20, versions: []int64{4, 4}}
+			if strings.Contains(tc.name, "absurd") {
+				a1.attempt = 1 << 40 // must not allocate a slice per claimed attempt
+			}
 			b := newBatch("miles-rollout")
 			if tc.sendFirst {
 				a0.emit(b)

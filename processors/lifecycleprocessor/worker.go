@@ -407,10 +407,10 @@ func (w *worker) resolveConsume(span ptrace.Span, f *spanInfo, now time.Time) {
 			sample, hasSample = f.sample, f.hasSample
 		}
 		if w.p.cfg.CarryPriorAttempts && hasAttempt && attempt > 0 {
-			if hasSample {
+			if hasSample && attempt <= maxAttempts {
 				in.attempts = w.p.carry.prior(sample, attempt)
 			} else {
-				in.attempts = make([]attemptInput, attempt) // earlier attempts cannot be found: unknown
+				in.attempts = []attemptInput{{}} // earlier attempts cannot be found (or absurdly many): unknown
 			}
 		}
 		in.attempts = append(in.attempts, cur)
@@ -441,6 +441,9 @@ func (w *worker) resolveConsume(span ptrace.Span, f *spanInfo, now time.Time) {
 	w.p.tel.sample(r)
 	w.resolved = append(w.resolved, resolvedSample{trace: f.trace, res: stepSampleOf(r)})
 }
+
+// maxAttempts bounds the earlier attempts looked up for one sample (miles.attempt comes from the sender).
+const maxAttempts = 1024
 
 // newestVersion is the newest version among the contributing segments (the trainer holds at least that one).
 func newestVersion(attempts []attemptInput) (int64, bool) {
