@@ -105,7 +105,10 @@ func (s *Store) Window(t0, t1 *float64) (float64, float64, error) {
 	case t0 != nil:
 		a, b = *t0, math.Min(*t0+WindowCap, math.Max(edge, *t0+1))
 	default:
-		b = math.Max(edge, first+1)
+		b = edge
+		if b <= first {
+			b = first + 1
+		}
 		a = math.Max(first, b-WindowCap)
 	}
 	if math.IsNaN(a) || math.IsNaN(b) || b <= a {

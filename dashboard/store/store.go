@@ -6,7 +6,9 @@
 package store
 
 import (
+	"bufio"
 	"encoding/json"
+	"io"
 	"errors"
 	"fmt"
 	"math"
@@ -15,6 +17,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
@@ -294,21 +298,75 @@ func (s *Store) edgeLocked() float64 {
 	return edge
 }
 
+// firstLocked is the run's first timestamp: the first record of the oldest gpu_util or phases partition (one
+// line read, from the plain or the compressed form), else meta.json's start_ts. meta's start_ts alone would be
+// wrong for data that predates the collector start (a back-filled or replayed run).
 func (s *Store) firstLocked() float64 {
-	if v, ok := s.meta["start_ts"].(float64); ok && v > 0 {
-		return v
-	}
 	first := math.Inf(1)
 	for _, f := range []*streamFiles{s.gpuF, s.phaseF} {
 		hs := f.hours()
-		if len(hs) > 0 && hs[0] != legacyHour {
-			first = math.Min(first, float64(hs[0]*3600))
+		if len(hs) == 0 {
+			continue
 		}
+		if t := firstStamp(f.parts[hs[0]]); t > 0 {
+			first = math.Min(first, t)
+		}
+	}
+	if v, ok := s.meta["start_ts"].(float64); ok && v > 0 && (math.IsInf(first, 1) || v < first) {
+		first = v
 	}
 	if math.IsInf(first, 1) {
 		return s.edge
 	}
 	return first
+}
+
+// firstStamp reads the first complete line of a partition and returns its time.
+func firstStamp(p *partition) float64 {
+	var r io.Reader
+	var closers []io.Closer
+	defer func() {
+		for _, c := range closers {
+			c.Close()
+		}
+	}()
+	switch {
+	case p.zst != "":
+		f, err := os.Open(p.zst)
+		if err != nil {
+			return 0
+		}
+		closers = append(closers, f)
+		dec, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(1))
+		if err != nil {
+			return 0
+		}
+		defer dec.Close()
+		r = dec
+	case p.plain != "":
+		f, err := os.Open(p.plain)
+		if err != nil {
+			return 0
+		}
+		closers = append(closers, f)
+		r = f
+	default:
+		return 0
+	}
+	line, err := bufio.NewReaderSize(r, 64<<10).ReadSlice('\n')
+	if err != nil {
+		return 0
+	}
+	t := 0.0
+	_ = scanFlat(line, func(key, val []byte, str bool) {
+		switch string(key) {
+		case "ts", "t0":
+			if v, ok := parseNum(val); ok && (t == 0 || v < t) {
+				t = v
+			}
+		}
+	})
+	return t
 }
 
 func lastStamp(path string) float64 {

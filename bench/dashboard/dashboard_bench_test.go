@@ -1,0 +1,97 @@
+// Package dashboard benchmarks the dashboard's read path on a large run directory made by the real collector
+// from a simulated run (bench/dashboard/run.sh makes one and runs these). Without MILES_BENCH_RUN they skip.
+package dashboard
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/otelcol-miles/otelcol-miles/dashboard/server"
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
+)
+
+func runDir(tb testing.TB) string {
+	d := os.Getenv("MILES_BENCH_RUN")
+	if d == "" {
+		tb.Skip("MILES_BENCH_RUN not set (bench/dashboard/run.sh makes a run and sets it)")
+	}
+	return d
+}
+
+func get(tb testing.TB, url string) []byte {
+	resp, err := http.Get(url)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var b json.RawMessage
+	if resp.Header.Get("Content-Type") == "application/json" {
+		if err := json.NewDecoder(resp.Body).Decode(&b); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	if resp.StatusCode != 200 {
+		tb.Fatalf("%s: %d %s", url, resp.StatusCode, b)
+	}
+	return b
+}
+
+// TestColdOpenAndWarmQueries reports (as test log lines, the figures BENCHMARKS.md quotes): time from opening
+// the run to the first timeline answer the page needs (meta + lanes + fleet overview for > 64 lanes, or the
+// carpet otherwise), a warm 4 h window query, and bytes held per GPU value.
+func TestColdOpenAndWarmQueries(t *testing.T) {
+	dir := runDir(t)
+	start := time.Now()
+	st, err := store.Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewServer(server.New(st, server.Options{}))
+	defer ts.Close()
+	opened := time.Since(start)
+	get(t, ts.URL+"/api/v1/meta")
+	get(t, ts.URL+"/api/v1/lanes")
+	get(t, ts.URL+"/api/v1/fleet?buckets=600")
+	first := time.Since(start)
+	var meta struct {
+		Data struct {
+			LanesTotal int `json:"lanes_total"`
+			Memory     struct {
+				GPUBytes  int `json:"gpu_bytes"`
+				GPUValues int `json:"gpu_values"`
+				Hours     int `json:"loaded_hours"`
+			} `json:"memory"`
+			TimeRange []float64 `json:"time_range"`
+		} `json:"data"`
+	}
+	_ = json.Unmarshal(get(t, ts.URL+"/api/v1/meta"), &meta)
+	m := meta.Data
+	t.Logf("run: %d lanes, %.1f h of data, %d hours loaded, %d GPU values", m.LanesTotal,
+		(m.TimeRange[1]-m.TimeRange[0])/3600, m.Memory.Hours, m.Memory.GPUValues)
+	t.Logf("open (parses nothing): %s", opened)
+	t.Logf("cold open -> first timeline answer (meta, lanes, fleet over the default window): %s", first)
+	for _, q := range []string{
+		"/api/v1/fleet?buckets=600",
+		"/api/v1/gpu?lanes=g0-7&points=1000&fields=util,mem_mb",
+		"/api/v1/phases?lanes=g0-7",
+		"/api/v1/heatmap?metric=util&lanes=g0-63&buckets=1200",
+	} {
+		const n = 5
+		s := time.Now()
+		for i := 0; i < n; i++ {
+			get(t, ts.URL+q)
+		}
+		t.Logf("warm %-55s %8.1f ms", q, float64(time.Since(s).Microseconds())/1000/n)
+	}
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	t.Logf("held: %.2f B per GPU value in columns (%d B / %d values); Go heap in use after GC %.0f MiB",
+		float64(m.Memory.GPUBytes)/float64(max(1, m.Memory.GPUValues)), m.Memory.GPUBytes, m.Memory.GPUValues,
+		float64(ms.HeapInuse)/(1<<20))
+}

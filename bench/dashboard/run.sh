@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# bench/dashboard/run.sh — make a large simulated run through the real collector, then measure the dashboard's
+# read path on it (cold open → first timeline answer, warm queries, bytes held per GPU value).
+#   BENCH_NODES=128 BENCH_DURATION=1h bench/dashboard/run.sh     # 1024 GPUs x 1 h (default)
+#   MILES_BENCH_RUN=/path/to/run bench/dashboard/run.sh          # reuse an existing run directory
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+nodes=${BENCH_NODES:-128}
+duration=${BENCH_DURATION:-1h}
+if [ -z "${MILES_BENCH_RUN:-}" ]; then
+  make build >/dev/null
+  go build -o bin/miles-sim ./cmd/miles-sim
+  run=$(mktemp -d /tmp/miles-bench-run.XXXXXX)
+  port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+  export MILES_RUN_DIR=$run MILES_OTLP_GRPC_ADDR=127.0.0.1:$(port) MILES_OTLP_HTTP_ADDR=127.0.0.1:$(port)
+  export MILES_HEALTH_ADDR=127.0.0.1:$(port) MILES_TELEMETRY_PORT=$(port)
+  bin/otelcol-miles --config configs/run.yaml >"$run/otelcol-miles.log" 2>&1 &
+  col=$!
+  trap 'kill $col 2>/dev/null || true' EXIT
+  for _ in $(seq 1 100); do curl -fsS "http://$MILES_HEALTH_ADDR/" >/dev/null 2>&1 && break; sleep 0.1; done
+  start=$(date +%s)
+  bin/miles-sim --fast-forward --nodes "$nodes" --duration "$duration" --endpoint "$MILES_OTLP_HTTP_ADDR" \
+    --run-dir "$run" --start 2026-12-01T10:00:00Z --quiet
+  echo "simulated $nodes nodes x 8 GPUs x $duration through otelcol-miles in $(( $(date +%s) - start )) s" >&2
+  sleep 2
+  kill $col; wait $col || true
+  export MILES_BENCH_RUN=$run
+fi
+du -sh "$MILES_BENCH_RUN/dashboard" >&2
+go test -count=1 -run TestColdOpenAndWarmQueries -v ./bench/dashboard/ | grep -E 'run:|open|warm|held|ok|FAIL'
