@@ -9,7 +9,6 @@ import { addTerms, idsToGrammar, isAll, laneIndex, removeTerm, splitTerms, evenl
 import { Live } from "./live";
 import {
   axisTicks,
-  bubbleAt,
   CarpetImage,
   carpetRowH,
   drawAxis,
@@ -19,6 +18,7 @@ import {
   FleetUtilChart,
 } from "./panels";
 import { drawGrid, drawLane, fitCanvas, GUTTER, LANE_H, RIGHT_PAD, UTIL_H, UTIL_Y } from "./render";
+import { bubbleAt } from "./steps";
 import { EngineStore, GpuStore, PhaseStore, phasesAt } from "./store";
 import {
   atEdge,
@@ -97,6 +97,7 @@ export class ComputeView {
   private fleetChart: FleetUtilChart | null = null;
   private live: Live | null = null;
   private lastSecondary = 0;
+  private carpetBuckets = 0;
   private secondaryTimer: ReturnType<typeof setTimeout> | null = null;
   private dataTimer: ReturnType<typeof setTimeout> | null = null;
   private urlTimer: ReturnType<typeof setTimeout> | null = null;
@@ -198,7 +199,8 @@ export class ComputeView {
       this.view = { t0: this.st.t0, t1: this.st.t0 + span };
       this.pinned = false;
     } else {
-      const span = this.st.follow ?? Math.min(Math.max(b.hi - b.lo, 60), this.cap());
+      // Default: the whole run up to the cap; a live run shows at least 15 min so it has room to grow.
+      const span = this.st.follow ?? Math.min(Math.max(b.hi - b.lo, this.meta.live ? 900 : 60), this.cap());
       this.view = latestWindow(span, b, this.cap());
       this.pinned = true;
     }
@@ -654,7 +656,14 @@ export class ComputeView {
         this.api.get<PhasesResp>("/api/v1/phases", { ...win, lanes }, ac.signal),
         this.api.get<GpuResp>("/api/v1/gpu", { ...win, lanes, points: plan.points, fields: "util,mem_mb" }, ac.signal),
         this.st.overlay && this.meta.capabilities?.engine_series
-          ? this.api.get<EnginesResp>("/api/v1/engines", { ...win, lanes, metric: this.st.overlay, points: plan.points }, ac.signal)
+          ? this.api
+              .get<EnginesResp>("/api/v1/engines", { ...win, lanes, metric: this.st.overlay, points: plan.points }, ac.signal)
+              .catch((e) => {
+                // The overlay is optional: say why it is missing, keep the lanes.
+                if (isAbort(e)) throw e;
+                this.onError(`engine overlay: ${(e as Error).message}`);
+                return null;
+              })
           : Promise.resolve(null),
       ]);
       if (fresh) {
@@ -673,6 +682,10 @@ export class ComputeView {
       if (eng) this.engines.replace(eng, plan.t0, plan.t1);
       this.invalidate("lanes", "legend");
       this.subscribe();
+      // The carpet asked for one bucket per pixel before the sampling interval was known: ask again.
+      const sp = this.gpu.spacing();
+      const span = Math.min(this.view.t1 - this.view.t0, this.cap());
+      if (fresh && sp === sp && sp > 0 && this.carpetBuckets > Math.floor(span / sp) + 1) this.refreshSecondary(true);
     } catch (e) {
       if (isAbort(e)) return;
       this.onError(`loading lanes: ${(e as Error).message}`);
@@ -695,7 +708,11 @@ export class ComputeView {
     const w = this.plotWidth();
     const span = Math.min(this.view.t1 - this.view.t0, this.cap());
     const win = { t0: this.view.t0, t1: this.view.t0 + span };
-    const buckets = Math.max(2, Math.min(4000, Math.round(w)));
+    // One carpet bucket per pixel, but not finer than the GPU sampling interval (else most buckets are empty).
+    const spacing = this.gpu.spacing();
+    const byData = spacing === spacing && spacing > 0 ? Math.floor(span / spacing) : Infinity;
+    const buckets = Math.max(2, Math.min(4000, Math.round(w), byData));
+    this.carpetBuckets = buckets;
     const jobs: Promise<unknown>[] = [];
     if (this.meta.capabilities?.metrics !== false || this.meta.capabilities?.phases) {
       jobs.push(

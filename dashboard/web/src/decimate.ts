@@ -98,3 +98,44 @@ export function finiteMax(...arrays: Float32Array[]): number {
   for (const a of arrays) for (let i = 0; i < a.length; i++) if (a[i] > m) m = a[i];
   return m;
 }
+
+/**
+ * Typical spacing (seconds) between buckets that hold a sample: the median gap between consecutive non-NaN
+ * entries. When buckets are finer than the sampling interval most buckets are empty, and a gap no longer than
+ * a few spacings is not missing data. NaN when fewer than two samples.
+ */
+export function sampleSpacing(t: Float64Array, v: Float32Array, limit = 2048): number {
+  const gaps: number[] = [];
+  let prev = -1;
+  for (let i = 0; i < t.length && gaps.length < limit; i++) {
+    if (v[i] !== v[i]) continue;
+    if (prev >= 0) gaps.push(t[i] - t[prev]);
+    prev = i;
+  }
+  if (gaps.length === 0) return NaN;
+  gaps.sort((a, b) => a - b);
+  return gaps[gaps.length >> 1];
+}
+
+/** The longest gap (seconds) drawn as continuous: 2.5 sampling intervals, at least 1.5 buckets. */
+export function maxGap(step: number, spacing: number): number {
+  return Math.max(step * 1.5, spacing === spacing ? spacing * 2.5 : 0);
+}
+
+/**
+ * Close runs of empty columns no longer than maxCols between two filled columns by holding the previous
+ * column's values (the samples are sparser than the pixels, not missing). Longer runs stay gaps.
+ */
+export function fillShortGaps(lo: Float32Array, hi: Float32Array, width: number, maxCols: number): void {
+  let last = -1;
+  for (let c = 0; c < width; c++) {
+    if (lo[c] !== lo[c]) continue;
+    if (last >= 0 && c - last > 1 && c - last - 1 <= maxCols) {
+      for (let k = last + 1; k < c; k++) {
+        lo[k] = lo[last];
+        hi[k] = hi[last];
+      }
+    }
+    last = c;
+  }
+}

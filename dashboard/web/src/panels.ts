@@ -6,6 +6,7 @@ import { phaseColor, phaseRGB, UTIL_COLOR } from "./colors";
 import { magnitudeLUT, paint, phaseLUT, type HeatmapFrame } from "./heatmap";
 import { GUTTER, RIGHT_PAD } from "./render";
 import { formatAbs, formatRel, tickStep, ticks, timeToX, type Win } from "./timeaxis";
+import { bubbleTiles } from "./steps";
 import type { Bubble, FleetResp, Lane } from "./types";
 
 export interface AxisOpts {
@@ -51,7 +52,7 @@ export function drawAxis(ctx: CanvasRenderingContext2D, h: number, o: AxisOpts):
   ctx.textAlign = "left";
 }
 
-/** Bubble strip: one tile per step at its time, red alpha proportional to wait_ratio / worst in view. */
+/** Bubble strip: one tile per step (see bubbleTiles), red alpha proportional to wait_ratio / worst. */
 export function drawBubbles(ctx: CanvasRenderingContext2D, h: number, steps: Bubble[], view: Win, width: number): void {
   ctx.clearRect(0, 0, GUTTER + width + RIGHT_PAD, h);
   ctx.fillStyle = "#5b6475";
@@ -62,14 +63,15 @@ export function drawBubbles(ctx: CanvasRenderingContext2D, h: number, steps: Bub
   ctx.fillRect(GUTTER, 0, width, h);
   let worst = 0;
   for (const s of steps) if (s.wait_ratio !== null && s.wait_ratio > worst) worst = s.wait_ratio;
+  const { a: ta, b: tb } = bubbleTiles(steps);
   ctx.save();
   ctx.beginPath();
   ctx.rect(GUTTER, 0, width, h);
   ctx.clip();
-  for (const s of steps) {
-    if (s.t1 < view.t0 || s.t0 > view.t1) continue;
-    const a = GUTTER + timeToX(s.t0, view, width);
-    const b = GUTTER + timeToX(s.t1, view, width);
+  steps.forEach((s, i) => {
+    if (tb[i] < view.t0 || ta[i] > view.t1) return;
+    const a = GUTTER + timeToX(ta[i], view, width);
+    const b = GUTTER + timeToX(tb[i], view, width);
     const r = s.wait_ratio;
     ctx.fillStyle = r === null ? "#dcdfe4" : `rgba(214,39,40,${(0.08 + 0.92 * (worst > 0 ? r / worst : 0)).toFixed(3)})`;
     ctx.fillRect(a, 1, Math.max(1, b - a - 1), h - 2);
@@ -78,15 +80,8 @@ export function drawBubbles(ctx: CanvasRenderingContext2D, h: number, steps: Bub
       ctx.font = "10px system-ui, sans-serif";
       ctx.fillText(String(s.step), Math.max(a, GUTTER) + 3, h / 2, b - a - 6);
     }
-  }
+  });
   ctx.restore();
-}
-
-/** The step under time t (the last step starting at or before t that has not ended), or null. */
-export function bubbleAt(steps: Bubble[], t: number): Bubble | null {
-  let best: Bubble | null = null;
-  for (const s of steps) if (s.t0 <= t && t <= s.t1 && (!best || s.t0 > best.t0)) best = s;
-  return best;
 }
 
 /** Carpet row height by row count (reference: 14/8/4/2 px). */

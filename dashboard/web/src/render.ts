@@ -2,7 +2,7 @@
 // fetches or waits. One canvas per chart; the cursor and tooltips are DOM overlays (see compute.ts).
 
 import { IDLE_PHASES, ENGINE_COLORS, MEM_COLOR, UTIL_COLOR, phaseColor } from "./colors";
-import { foldColumns, lowerBound, shouldDecimate } from "./decimate";
+import { fillShortGaps, foldColumns, lowerBound, maxGap, sampleSpacing, shouldDecimate } from "./decimate";
 import type { GpuChunk, LaneEngines, LanePhases, PhaseStore } from "./store";
 import { timeToX, type Win } from "./timeaxis";
 import type { Lane } from "./types";
@@ -253,14 +253,17 @@ export function drawSeries(
       const f = c.fields.get(field);
       if (f) foldColumns(c.t, c.step, f.min, f.max, view.t0, view.t1, W, lo, hi, false);
     }
+    const gap = chunks.length ? maxGap(chunks[0].step, spacingOf(chunks[0], field)) : 0;
+    fillShortGaps(lo, hi, W, Math.floor((gap * W) / (view.t1 - view.t0)));
     if (mode === "area") {
       ctx.fillStyle = color;
       for (let i = 0; i < W; i++) {
         if (lo[i] !== lo[i]) continue;
+        // same layering as the path below: 0..max light, then 0..min solid on top
         const ym = yOf(lo[i]);
         const yM = yOf(hi[i]);
         ctx.globalAlpha = 0.3;
-        ctx.fillRect(x0 + i, yM, 1, ym - yM + 0.5);
+        ctx.fillRect(x0 + i, yM, 1, y0 + h - yM);
         ctx.globalAlpha = 0.75;
         ctx.fillRect(x0 + i, ym, 1, y0 + h - ym);
       }
@@ -291,6 +294,7 @@ export function drawSeries(
     const i0 = Math.max(0, lowerBound(c.t, view.t0 - c.step) - 1);
     const i1 = Math.min(c.t.length, lowerBound(c.t, view.t1) + 1);
     const xOf = (i: number) => x0 + (c.t[i] + c.step / 2 - view.t0) * scale;
+    const gap = maxGap(c.step, spacingOf(c, field));
     if (mode === "area") {
       for (const [arr, alpha] of [
         [f.max, 0.3],
@@ -298,40 +302,41 @@ export function drawSeries(
       ] as [Float32Array, number][]) {
         ctx.globalAlpha = alpha;
         ctx.fillStyle = color;
-        let runStart = -1;
-        const flush = (end: number) => {
-          if (runStart < 0) return;
+        // A run is a sequence of samples no further apart than `gap`; each run is one filled polygon.
+        let first = -1;
+        let last = -1;
+        const hw = Math.min((c.step * scale) / 2, 2);
+        const flush = () => {
+          if (first < 0) return;
           ctx.beginPath();
-          const hw = Math.min((c.step * scale) / 2, 2);
-          ctx.moveTo(xOf(runStart) - hw, y0 + h);
-          for (let k = runStart; k < end; k++) ctx.lineTo(xOf(k), yOf(arr[k]));
-          ctx.lineTo(xOf(end - 1) + hw, yOf(arr[end - 1]));
-          ctx.lineTo(xOf(end - 1) + hw, y0 + h);
+          ctx.moveTo(xOf(first) - hw, y0 + h);
+          for (let k = first; k <= last; k++) if (arr[k] === arr[k]) ctx.lineTo(xOf(k), yOf(arr[k]));
+          ctx.lineTo(xOf(last) + hw, yOf(arr[last]));
+          ctx.lineTo(xOf(last) + hw, y0 + h);
           ctx.closePath();
           ctx.fill();
-          runStart = -1;
+          first = last = -1;
         };
         for (let k = i0; k < i1; k++) {
-          if (arr[k] !== arr[k]) flush(k);
-          else if (runStart < 0) runStart = k;
+          if (arr[k] !== arr[k]) continue;
+          if (last >= 0 && c.t[k] - c.t[last] > gap) flush();
+          if (first < 0) first = k;
+          last = k;
         }
-        flush(i1);
+        flush();
       }
       ctx.globalAlpha = 1;
     } else {
       ctx.strokeStyle = color;
       ctx.lineWidth = 1.25;
       ctx.beginPath();
-      let pen = false;
+      let last = -1;
       for (let k = i0; k < i1; k++) {
         const v = f.max[k];
-        if (v !== v) {
-          pen = false;
-          continue;
-        }
-        if (pen) ctx.lineTo(xOf(k), yOf(v));
+        if (v !== v) continue;
+        if (last >= 0 && c.t[k] - c.t[last] <= gap) ctx.lineTo(xOf(k), yOf(v));
         else ctx.moveTo(xOf(k), yOf(v));
-        pen = true;
+        last = k;
       }
       ctx.stroke();
     }
@@ -370,4 +375,17 @@ function drawOverlay(
     }
     ctx.stroke();
   }
+}
+
+const spacingCache = new WeakMap<Float32Array, number>();
+/** Sampling spacing of a chunk's field (cached per array). */
+function spacingOf(c: GpuChunk, field: string): number {
+  const f = c.fields.get(field);
+  if (!f) return NaN;
+  let s = spacingCache.get(f.max);
+  if (s === undefined) {
+    s = sampleSpacing(c.t, f.max);
+    spacingCache.set(f.max, s);
+  }
+  return s;
 }

@@ -1,7 +1,7 @@
 // What the page has loaded, per lane, as typed arrays. Tracks draw from here every frame and never wait on a
 // fetch; fetches and live deltas only replace or extend these arrays.
 
-import { toF32 } from "./decimate";
+import { sampleSpacing, toF32 } from "./decimate";
 import type { EnginesResp, GpuResp, MinMax, PhaseLane, PhasesResp } from "./types";
 
 /** Phases of one lane, columnar, sorted by (t0, depth). Hierarchy: depth plus time containment. */
@@ -221,11 +221,30 @@ export class GpuStore {
     const touched: string[] = [];
     for (const [id, c] of this.chunks(resp)) {
       const list = (this.lanes.get(id) ?? []).map((x) => trimFrom(x, from)).filter((x) => x.t.length > 0);
-      list.push(c);
+      const last = list[list.length - 1];
+      if (last && Math.abs(last.step - c.step) < 1e-9 && isAligned(last, c)) list[list.length - 1] = concat(last, c);
+      else list.push(c);
       this.lanes.set(id, list);
       touched.push(id);
     }
     return touched;
+  }
+
+  /** Median sampling spacing (s) of util over loaded lanes (NaN when unknown). */
+  spacing(): number {
+    const xs: number[] = [];
+    for (const l of this.lanes.values())
+      for (const c of l) {
+        const f = c.fields.get("util");
+        if (f && c.t.length > 1) {
+          const s = sampleSpacing(c.t, f.max, 256);
+          if (s === s) xs.push(s);
+        }
+        if (xs.length >= 16) break;
+      }
+    if (!xs.length) return NaN;
+    xs.sort((a, b) => a - b);
+    return xs[xs.length >> 1];
   }
 
   retain(keep: Set<string>): void {
@@ -254,6 +273,39 @@ export class GpuStore {
       }
     return m;
   }
+}
+
+/** Whether b continues a on the same bucket grid. */
+function isAligned(a: GpuChunk, b: GpuChunk): boolean {
+  if (b.t.length === 0 || a.t.length === 0) return true;
+  const k = (b.t[0] - a.t[0]) / a.step;
+  return b.t[0] > a.t[a.t.length - 1] && Math.abs(k - Math.round(k)) < 1e-6;
+}
+
+/** a followed by b (same step), as new arrays. Fields missing on one side become NaN there. */
+export function concat(a: GpuChunk, b: GpuChunk): GpuChunk {
+  const n = a.t.length + b.t.length;
+  const t = new Float64Array(n);
+  t.set(a.t);
+  t.set(b.t, a.t.length);
+  const fields = new Map<string, { min: Float32Array; max: Float32Array }>();
+  const names = new Set([...a.fields.keys(), ...b.fields.keys()]);
+  for (const k of names) {
+    const mn = new Float32Array(n).fill(NaN);
+    const mx = new Float32Array(n).fill(NaN);
+    const fa = a.fields.get(k);
+    const fb = b.fields.get(k);
+    if (fa) {
+      mn.set(fa.min);
+      mx.set(fa.max);
+    }
+    if (fb) {
+      mn.set(fb.min, a.t.length);
+      mx.set(fb.max, a.t.length);
+    }
+    fields.set(k, { min: mn, max: mx });
+  }
+  return { t, step: a.step, fields };
 }
 
 /** The chunk without its buckets starting at or after `from`. */
