@@ -8,9 +8,9 @@ package store
 import (
 	"bufio"
 	"encoding/json"
-	"io"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
