@@ -40,6 +40,12 @@ func (f *field) bucket(b int, v float64) {
 type laneData struct {
 	ts     timeColumn
 	fields map[string]*field
+	order  []orderedField // field order of the lane's last record: the next one almost always repeats it
+}
+
+type orderedField struct {
+	name []byte
+	f    *field
 }
 
 // gpuBlock holds one hour of gpu_util: lane key → timestamps + fields.
@@ -50,45 +56,54 @@ type gpuBlock struct {
 	minTs  float64
 	maxTs  float64
 	values int
+
+	last     *laneData
+	lastNode []byte
+	lastGPU  int
 }
 
 func newGPUBlock(hour int64) *gpuBlock {
 	return &gpuBlock{hour: hour, lanes: map[string]*laneData{}, fields: map[string]bool{}, minTs: math.Inf(1), maxTs: math.Inf(-1)}
 }
 
-type kv struct {
-	k string
+// rawKV is one numeric member of a record, still as bytes (no allocation per field).
+type rawKV struct {
+	k []byte
 	v float64
 }
 
-// addLine parses one gpu_util record (ours or miles v1: same core fields) into the block.
+// addLine parses one gpu_util record (ours or miles v1: same core fields) into the block. It is the cold-open
+// hot path: keys are matched against the lane's previous record order before any map lookup, and nothing is
+// allocated per field.
 func (b *gpuBlock) addLine(line []byte, onLane func(key string)) bool {
 	var ts float64
 	var node []byte
 	gpu := -1.0
-	var vals [32]kv
+	var vals [32]rawKV
 	n := 0
 	ok := true
 	err := scanFlat(line, func(key, val []byte, str bool) {
-		switch string(key) {
-		case "ts":
+		switch {
+		case len(key) == 2 && key[0] == 't' && key[1] == 's':
 			var good bool
 			if ts, good = parseNum(val); !good {
 				ok = false
 			}
-		case "node":
-			node = val
-		case "gpu":
+		case str:
+			if string(key) == "node" {
+				node = val
+			}
+		case len(key) == 3 && string(key) == "gpu":
 			var good bool
 			if gpu, good = parseNum(val); !good {
 				ok = false
 			}
 		default:
-			if str || n >= len(vals) {
+			if n >= len(vals) {
 				return
 			}
 			if v, good := parseNum(val); good {
-				vals[n] = kv{string(key), v}
+				vals[n] = rawKV{key, v}
 				n++
 			}
 		}
@@ -96,15 +111,7 @@ func (b *gpuBlock) addLine(line []byte, onLane func(key string)) bool {
 	if err != nil || !ok || node == nil || gpu < 0 || ts <= 0 {
 		return false
 	}
-	key := string(node) + ":" + itoa(int(gpu))
-	lane := b.lanes[key]
-	if lane == nil {
-		lane = &laneData{fields: map[string]*field{}}
-		b.lanes[key] = lane
-		if onLane != nil {
-			onLane(key)
-		}
-	}
+	lane := b.laneFor(node, int(gpu), onLane)
 	tMs := int64(math.Round(ts * 1000))
 	h0 := b.hour * 3600 * 1000
 	if b.hour < 0 {
@@ -113,12 +120,23 @@ func (b *gpuBlock) addLine(line []byte, onLane func(key string)) bool {
 	idx := lane.ts.n
 	lane.ts.append(tMs)
 	bucket := int((tMs - h0) / (pyramidStep * 1000))
-	for _, x := range vals[:n] {
-		f := lane.fields[x.k]
-		if f == nil {
-			f = &field{start: idx}
-			lane.fields[x.k] = f
-			b.fields[x.k] = true
+	for i, x := range vals[:n] {
+		var f *field
+		if i < len(lane.order) && string(lane.order[i].name) == string(x.k) {
+			f = lane.order[i].f
+		} else {
+			f = lane.fields[string(x.k)]
+			if f == nil {
+				name := string(x.k)
+				f = &field{start: idx}
+				lane.fields[name] = f
+				b.fields[name] = true
+			}
+			if i < len(lane.order) {
+				lane.order[i] = orderedField{[]byte(string(x.k)), f}
+			} else {
+				lane.order = append(lane.order, orderedField{[]byte(string(x.k)), f})
+			}
 		}
 		for f.start+f.vals.n < idx { // absent from the samples in between
 			f.vals.append(math.NaN())
@@ -130,6 +148,24 @@ func (b *gpuBlock) addLine(line []byte, onLane func(key string)) bool {
 	b.minTs = math.Min(b.minTs, ts)
 	b.maxTs = math.Max(b.maxTs, ts)
 	return true
+}
+
+// laneFor finds the lane of (node, gpu), remembering the last one: records of one device often come together.
+func (b *gpuBlock) laneFor(node []byte, gpu int, onLane func(string)) *laneData {
+	if b.last != nil && b.lastGPU == gpu && string(b.lastNode) == string(node) {
+		return b.last
+	}
+	key := string(node) + ":" + itoa(gpu)
+	lane := b.lanes[key]
+	if lane == nil {
+		lane = &laneData{fields: map[string]*field{}}
+		b.lanes[key] = lane
+		if onLane != nil {
+			onLane(key)
+		}
+	}
+	b.last, b.lastNode, b.lastGPU = lane, append(b.lastNode[:0], node...), gpu
+	return lane
 }
 
 // seal drops append slack: called when an hour is closed and will not grow any more.
