@@ -27,4 +27,5 @@ if [ -z "${MILES_BENCH_RUN:-}" ]; then
   export MILES_BENCH_RUN=$run
 fi
 du -sh "$MILES_BENCH_RUN/dashboard" >&2
-go test -count=1 -run TestColdOpenAndWarmQueries -v ./bench/dashboard/ | grep -E 'run:|open|warm|held|ok|FAIL'
+MILES_BENCH_LATENCY=1 go test -count=1 -run "TestColdOpenAndWarmQueries|TestLiveLatency" -v ./bench/dashboard/ | grep -E "run:|open|warm|held|append|ok|FAIL"
+go test -run "^$" -bench ColdLoad -benchtime 1x ./bench/dashboard/ | grep Bench
