@@ -5,7 +5,7 @@
 import { Api, ApiError, isAbort } from "./api";
 import { phaseColor, ENGINE_COLORS, MEM_COLOR, UTIL_COLOR } from "./colors";
 import { bucketAt } from "./decimate";
-import { addTerms, idsToGrammar, isAll, laneIndex, removeTerm, splitTerms, evenlySpaced } from "./grammar";
+import { addTerms, idsToGrammar, isAll, laneIndex, removeTerm, splitTerms } from "./grammar";
 import { Live } from "./live";
 import {
   axisTicks,
@@ -156,8 +156,9 @@ export class ComputeView {
   async start(): Promise<void> {
     await this.loadLanes();
     if (!this.st.lanes) {
-      this.st.lanes =
-        this.allLanes.length <= 32 ? "all" : idsToGrammar(evenlySpaced(this.allLanes.length, DEFAULT_LANES));
+      // Small runs: every lane. Larger: about DEFAULT_LANES evenly spaced lanes as one `every:` chip.
+      const n = this.allLanes.length;
+      this.st.lanes = n <= 32 ? "all" : `every:${Math.ceil(n / DEFAULT_LANES)}`;
     }
     await this.resolveSelection(this.st.lanes, false);
     this.initView();

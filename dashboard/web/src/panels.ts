@@ -232,7 +232,7 @@ export class FleetUtilChart {
         height: this.height,
         legend: { show: false },
         cursor: { show: true, x: true, y: false, points: { show: false }, drag: { x: false, y: false, setScale: false } },
-        padding: [6, RIGHT_PAD, 0, 0],
+        padding: [6, RIGHT_PAD, 6, 0],
         scales: {
           x: { time: false, range: () => [this.view.t0, this.view.t1] },
           y: { range: [0, 100] },

@@ -36,10 +36,14 @@ export function buildBinaries() {
     ["miles-sim", "./cmd/miles-sim"],
     ["miles-dashboard", "./cmd/miles-dashboard"],
   ]) {
+    // MILES_BROWSER_DASHBOARD_BIN: a miles-dashboard binary built elsewhere (e.g. from another checkout) to
+    // test this SPA against; by default the server is built from this tree.
+    if (out === "miles-dashboard" && process.env.MILES_BROWSER_DASHBOARD_BIN) continue;
     log("go build", pkg);
     execFileSync("go", ["build", "-o", join(BIN, out), pkg], { cwd: ROOT, stdio: "inherit", env });
   }
-  return { collector: join(ROOT, "bin", "otelcol-miles"), sim: join(BIN, "miles-sim"), dashboard: join(BIN, "miles-dashboard") };
+  const dashboard = process.env.MILES_BROWSER_DASHBOARD_BIN || join(BIN, "miles-dashboard");
+  return { collector: join(ROOT, "bin", "otelcol-miles"), sim: join(BIN, "miles-sim"), dashboard };
 }
 
 export async function freePort() {
