@@ -29,6 +29,7 @@ type Options struct {
 	// series are sent over OTLP as the Prometheus receiver would deliver them.
 	FastForward    bool
 	Speed          float64   // live: simulated seconds per wall second
+	MaxSpeed       float64   // fast-forward: cap on simulated seconds per wall second (0: as fast as the collector takes it)
 	Start          time.Time // fast-forward: time of simulated second 0
 	GPUInterval    float64   // seconds between NVML readings (wall in live mode, simulated in fast-forward)
 	ProcInterval   float64   // seconds between process-memory readings
@@ -168,6 +169,7 @@ func (r *runner) loop(ctx context.Context) error {
 	gpuTicks := 0
 	end := math.Inf(1)
 	lastEvent := 0.0
+	paceStart, paceNext := time.Now(), 0.0
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -195,6 +197,12 @@ func (r *runner) loop(ctx context.Context) error {
 			if err := r.waitUntil(ctx, r.clock.At(next)); err != nil {
 				return err
 			}
+		} else if r.opts.MaxSpeed > 0 && next > paceNext {
+			w := paceStart.Add(time.Duration(next / r.opts.MaxSpeed * float64(time.Second)))
+			if err := r.waitUntil(ctx, w); err != nil {
+				return err
+			}
+			paceNext = next + 1 // re-check at most once per simulated second
 		}
 		switch {
 		case te <= tick:
