@@ -286,6 +286,45 @@ test("lane grammar: chips select lanes, update the canvas and the URL; bad terms
   await until(async () => (await state(page)).selInfo === "16 of 16 lanes", { what: "all lanes again" });
 });
 
+test("toggles (mem line, absolute time) and the lowest-util quick pick", async () => {
+  const W = await plotWidth();
+  const memProbe = { mem: [hex("#6a3d9a"), 40] };
+  const m0 = await pixels(page, ".lanecanvas", { x: G.GUTTER, y: G.UTIL_Y, w: W, h: G.UTIL_H }, memProbe);
+  assert.equal(m0.counts.mem, 0, "no memory line before the toggle");
+  await page.click('button[data-toggle="mem"]');
+  const m1 = await until(async () => {
+    const p = await pixels(page, ".lanecanvas", { x: G.GUTTER, y: G.UTIL_Y, w: W, h: G.UTIL_H }, memProbe);
+    return p.counts.mem > 50 ? p : null;
+  }, { what: "the memory line" });
+  assert.ok(m1.counts.mem > 50);
+  assert.match((await state(page)).hash, /mem=1/);
+  const a0 = await pixels(page, "canvas.axis", { x: 0, y: 0, w: 120, h: 24 });
+  await page.click('button[data-toggle="abs"]');
+  await until(async () => /abs=1/.test((await state(page)).hash), { what: "abs=1 in the URL" });
+  const a1 = await until(async () => {
+    const p = await pixels(page, "canvas.axis", { x: 0, y: 0, w: 120, h: 24 });
+    return p.hash !== a0.hash ? p : null;
+  }, { what: "the axis caption to change" });
+  assert.ok(a1);
+  await page.click('button[data-toggle="abs"]');
+  await page.click('button[data-toggle="mem"]');
+  // quick pick: the server's 8 lowest-util lanes in the view replace the selection
+  const s = await state(page);
+  await page.click('button[data-pick="lowest_util"]');
+  const picked = await until(async () => {
+    const v = await state(page);
+    return v.chips.length === 8 ? v : null;
+  }, { what: "8 lanes picked" });
+  const o = await api(dash, `/api/v1/outliers?t0=${s.t0}&t1=${s.t1}&k=8`, TOKEN);
+  assert.equal(o.lowest_util.length, 8);
+  // the window may have slid a little while following; most of the picks agree
+  const server = new Set(o.lowest_util.map((x) => x.id));
+  assert.ok(picked.chips.filter((c) => server.has(c)).length >= 6, `${picked.chips} vs ${[...server]}`);
+  assert.equal(picked.selInfo, "8 of 16 lanes");
+  await page.click("text=clear");
+  await until(async () => (await state(page)).selInfo === "16 of 16 lanes", { what: "all lanes again" });
+});
+
 test("a live event appears without reload", async () => {
   await page.evaluate(() => {
     window.__noReload = 1;
