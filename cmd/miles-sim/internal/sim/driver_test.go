@@ -283,3 +283,26 @@ func TestDurationBoundsFastForward(t *testing.T) {
 		}
 	}
 }
+
+func TestPDSchedule(t *testing.T) {
+	evs, g := collect(t, Config{Mode: ModeAsync, Nodes: 2, Steps: 2, Seed: 5, PD: true, RestartStep: -1})
+	types := map[string]int{}
+	for _, e := range g.Topology().Engines {
+		types[e.WorkerType]++
+	}
+	if types["prefill"] == 0 || types["decode"] == 0 {
+		t.Fatalf("PD engines %v", types)
+	}
+	begins := map[string]int{}
+	for _, e := range evs {
+		if e.Kind == EvEngine && e.Engine.Op == OpBegin {
+			begins[g.Topology().Engines[e.Engine.Ref.Rank].WorkerType]++
+		}
+		if e.Kind == EvSpan && e.Span.Type == "generate" && g.Topology().Engines[e.Span.Engine.Rank].WorkerType != "decode" {
+			t.Fatalf("a turn was generated on a %s worker", g.Topology().Engines[e.Span.Engine.Rank].WorkerType)
+		}
+	}
+	if begins["prefill"] == 0 || begins["prefill"] != begins["decode"] {
+		t.Errorf("requests begun: %v; every decode request needs its prefill", begins)
+	}
+}

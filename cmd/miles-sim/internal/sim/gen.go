@@ -255,9 +255,34 @@ func (g *gen) begin(s *sampleRun, t float64) {
 	}
 	e.running[rq.ID] = s
 	g.o.push(Event{T: t, Kind: EvEngine, Engine: EngineEvent{Ref: EngineRef{e.spec.Rank, e.epoch}, Op: OpBegin, Req: rq}})
+	if p := g.prefillFor(rq.ID); p != nil {
+		// PD disaggregation: a prefill worker computes the prompt and hands the KV cache to the decode worker.
+		// The KV transfer ends the prefill worker's part; meanwhile it counts in its inflight (transfer) queue.
+		pr := *rq
+		pr.Completion, pr.End = 1, rq.FirstToken
+		pr.FirstToken = math.Max(rq.Start, rq.FirstToken-(0.01+float64(rq.Prompt)/60000))
+		ref := EngineRef{p.spec.Rank, p.epoch}
+		g.o.push(Event{T: t, Kind: EvEngine, Engine: EngineEvent{Ref: ref, Op: OpArrive, Req: &pr}})
+		g.o.push(Event{T: t, Kind: EvEngine, Engine: EngineEvent{Ref: ref, Op: OpBegin, Req: &pr}})
+		g.o.push(Event{T: pr.End, Kind: EvEngine, Engine: EngineEvent{Ref: ref, Op: OpFinish, Req: &pr}})
+	}
 	g.tok++
 	s.endTok = g.tok
 	g.push(gEvent{t: rq.End, kind: gTurnEnd, s: s, reqID: s.endTok})
+}
+
+// prefillFor picks the prefill worker of a request in PD mode (nil otherwise).
+func (g *gen) prefillFor(id uint64) *engRun {
+	var ps []*engRun
+	for _, e := range g.engines {
+		if e.alive && e.spec.WorkerType == "prefill" {
+			ps = append(ps, e)
+		}
+	}
+	if len(ps) == 0 {
+		return nil
+	}
+	return ps[id%uint64(len(ps))]
 }
 
 // addPause records a weight push [u0, u1]: engines stop decoding in it, so in-flight requests finish later.
