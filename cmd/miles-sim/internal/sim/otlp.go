@@ -165,9 +165,7 @@ func (b *batch) trajSpan(sp *Span, addr func(EngineRef) string) {
 	if sp.Has&hasSample != 0 {
 		a.PutInt(sc.SampleIndex, int64(sp.Sample))
 		a.PutInt(sc.GroupIndex, int64(sp.Group))
-		if sp.Type != sc.SpanTypeConsume {
-			a.PutInt(sc.Attempt, int64(sp.Attempt))
-		}
+		a.PutInt(sc.Attempt, int64(sp.Attempt))
 	}
 	if sp.Has&hasStatus != 0 {
 		a.PutStr(sc.SampleStatus, sp.Status)
