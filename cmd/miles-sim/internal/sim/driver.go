@@ -44,7 +44,8 @@ type Generator struct {
 	rolloutOpen    *Phase
 	lastC          float64
 	trainFree      float64
-	stale          int // groups dropped for staleness (cumulative)
+	stale          int  // groups dropped for staleness (cumulative)
+	last           bool // the step just simulated was the run's last
 	pending        map[int]*groupRec
 
 	Stats Stats
@@ -213,7 +214,7 @@ func (d *Generator) newGroup(t float64) *groupRec {
 }
 
 func (d *Generator) advance() {
-	if (d.cfg.Steps > 0 && d.step >= d.cfg.Steps) ||
+	if d.last || (d.cfg.Steps > 0 && d.step >= d.cfg.Steps) ||
 		(d.cfg.Duration > 0 && math.Max(d.nextR0, d.trainFree) >= d.cfg.Duration) {
 		d.done = true
 		d.Stats.Aborted = d.g.aborted
@@ -334,9 +335,11 @@ func (d *Generator) asyncStep() {
 	if d.cfg.EvalInterval > 0 && k > 0 && k%d.cfg.EvalInterval == 0 {
 		d.evalMetrics(c, k)
 	}
-	d.rolloutOpen = d.phase(d.topo.Manager, "rollout", c, k+1, nil)
 	d.asyncFill(c)
 	d.train(k, c, batch, d.prevRoll)
+	if !d.last { // generate(k+1) is requested as soon as batch k is taken
+		d.rolloutOpen = d.phase(d.topo.Manager, "rollout", c, k+1, nil)
+	}
 }
 
 // train runs the trainer side of step k from the consume time c: train_wait closes, the batch is consumed, then
@@ -405,16 +408,23 @@ func (d *Generator) train(k int, c float64, groups []*groupRec, rollTime float64
 	}
 	u1 := u0 + push
 	var nextFree float64
+	free := make([]float64, n)
 	for r, p := range d.topo.Train {
 		uw := d.closed(p, "update_weights", actorEnd[r], u1, k, nil)
 		d.closed(p, "update_weights_implementation", u0+0.1, u1-0.2, k, uw)
-		free := u1
+		free[r] = u1
 		if colocate {
-			free = u1 + d.jitter(2.5, 0.2)*d.rankF[r]
-			d.closed(p, "sleep", u1, free, k, nil)
+			free[r] = u1 + d.jitter(2.5, 0.2)*d.rankF[r]
+			d.closed(p, "sleep", u1, free[r], k, nil)
 		}
-		d.waitPhase[r] = d.phase(p, "train_wait", free, k+1, nil)
-		nextFree = math.Max(nextFree, free)
+		nextFree = math.Max(nextFree, free[r])
+	}
+	// The trainer waits for the next batch unless this was the last step (then the run ends: nothing stays open).
+	d.last = (d.cfg.Steps > 0 && k+1 >= d.cfg.Steps) || (d.cfg.Duration > 0 && nextFree+0.5 >= d.cfg.Duration)
+	if !d.last {
+		for r, p := range d.topo.Train {
+			d.waitPhase[r] = d.phase(p, "train_wait", free[r], k+1, nil)
+		}
 	}
 	if !colocate {
 		d.g.addPause(u0+0.15*push, u1)
