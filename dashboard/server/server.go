@@ -63,10 +63,10 @@ func New(st *store.Store, opts Options) *Server {
 	return s
 }
 
-// ServeHTTP checks the token, then routes. Static files and API share the same check so a token-protected
-// server leaks nothing.
+// ServeHTTP checks the token on every API and WebSocket request, then routes. The page's static assets
+// (embedded in the binary, no run data) are served without it so the page can load and forward ?token=.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.opts.Token != "" && !s.authorized(r) {
+	if s.opts.Token != "" && strings.HasPrefix(r.URL.Path, "/api/") && !s.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="miles-dashboard"`)
 		writeJSON(w, http.StatusUnauthorized, map[string]any{"status": "error", "errorType": "unauthorized",
 			"error": "this dashboard requires a token: open the URL printed at start (?token=…)"})

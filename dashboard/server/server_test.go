@@ -153,12 +153,16 @@ func TestBubblesAndHeatmapFraming(t *testing.T) {
 func TestTokenAndPaths(t *testing.T) {
 	assets := fstest.MapFS{"index.html": {Data: []byte("<html>miles</html>")}}
 	ts, _, _ := serve(t, fixture(t, 8), Options{Token: "s3cret", Assets: assets})
-	for _, p := range []string{"/api/v1/meta", "/", "/index.html"} {
+	for _, p := range []string{"/api/v1/meta", "/api/v1/gpu", "/api/v1/nope"} {
 		resp, _ := http.Get(ts.URL + p)
 		resp.Body.Close()
 		if resp.StatusCode != 401 {
 			t.Errorf("%s without token: %d", p, resp.StatusCode)
 		}
+	}
+	// The page itself holds no run data: it loads without the token and forwards ?token= to the API.
+	if resp, _ := http.Get(ts.URL + "/"); resp.StatusCode != 200 {
+		t.Errorf("page without token: %d", resp.StatusCode)
 	}
 	if code, _ := get(t, ts.URL+"/api/v1/meta?token=s3cret"); code != 200 {
 		t.Errorf("meta with token: %d", code)

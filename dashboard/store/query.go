@@ -145,9 +145,20 @@ func (s *Store) Meta() map[string]any {
 	}
 	sort.Slice(notices, func(i, j int) bool { return notices[i].Message < notices[j].Message })
 	memBytes, values := 0, 0
+	var intervals []float64
 	for _, b := range s.gpu {
 		memBytes += b.memBytes()
 		values += b.values
+		for _, l := range b.lanes {
+			if l.ts.n > 1 {
+				intervals = append(intervals, l.ts.interval()/1000)
+			}
+		}
+	}
+	gpuInterval := 0.0 // unknown until an hour is loaded
+	if len(intervals) > 0 {
+		sort.Float64s(intervals)
+		gpuInterval = math.Round(intervals[len(intervals)/2]*1000) / 1000
 	}
 	runName, _ := s.meta["run_name"].(string)
 	return map[string]any{
@@ -160,6 +171,9 @@ func (s *Store) Meta() map[string]any {
 		},
 		"notices": notices,
 		"memory":  map[string]any{"gpu_bytes": memBytes, "gpu_values": values, "loaded_hours": len(s.gpu)},
+		// Typical seconds between GPU readings of a lane (median over loaded lanes), so a client never asks
+		// for buckets finer than the data.
+		"gpu_interval_s": gpuInterval,
 	}
 }
 
