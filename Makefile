@@ -11,7 +11,7 @@ export CGO_CFLAGS := -O2 -g -Wno-deprecated-declarations
 BIN := bin/otelcol-miles
 OCB := $(GO) tool -modfile=tools/ocb/go.mod builder
 
-.PHONY: all build generate check-generate test unit-test e2e-test python-test lint bench demo clean
+.PHONY: all build generate check-generate test unit-test e2e-test python-test web-test lint bench demo clean
 
 all: build
 
@@ -48,10 +48,15 @@ e2e-test: build jaeger
 python-test: build
 	@if [ -f python/Makefile ]; then MILES_E2E_REQUIRE=1 $(MAKE) -C python test; fi
 
+## web-test: the SPA's bundle is current, its unit tests, and browser tests in Debian chromium (installed if missing)
+web-test:
+	$(MAKE) -C dashboard/web check-dist test test-browser
+
 ## test: everything CI checks
 test: check-generate build jaeger lint
 	MILES_E2E_REQUIRE=1 $(GO) test -count=1 ./...
 	@if [ -f python/Makefile ]; then MILES_E2E_REQUIRE=1 $(MAKE) -C python test; fi
+	$(MAKE) web-test
 
 ## lint: vet and gofmt our own packages (never the generated distribution: it is generated code)
 lint:
