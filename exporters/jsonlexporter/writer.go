@@ -33,9 +33,12 @@ type writer struct {
 	lastErrLog   time.Time // rate limit for the loud error
 	errsSinceLog int
 
-	stop   chan struct{}
-	done   chan struct{}
-	kick   chan chan struct{} // flushNow requests (tests, shutdown)
+	stop chan struct{}
+	done chan struct{}
+	kick chan chan struct{} // flushNow requests (tests, shutdown)
+	// wake asks for an early flush when a quarter of the byte budget is queued: under a burst the flush rate
+	// follows the disk instead of the ticker, and drop-oldest happens only when the disk really cannot keep up.
+	wake   chan struct{}
 	closed atomic.Bool
 }
 
@@ -48,9 +51,16 @@ func (w *writer) enqueue(chunks []*chunk) {
 		w.pendingBytes += int64(len(c.data))
 	}
 	dropped := w.trimLocked()
+	early := w.pendingBytes > w.maxBytes/4
 	w.mu.Unlock()
 	if dropped > 0 {
 		w.tel.dropped(dropReasonBufferFull, dropped)
+	}
+	if early && w.wake != nil {
+		select {
+		case w.wake <- struct{}{}:
+		default:
+		}
 	}
 }
 
@@ -73,6 +83,7 @@ func (w *writer) start() {
 	w.stop = make(chan struct{})
 	w.done = make(chan struct{})
 	w.kick = make(chan chan struct{})
+	w.wake = make(chan struct{}, 1)
 	go w.run()
 }
 
@@ -83,6 +94,8 @@ func (w *writer) run() {
 	for {
 		select {
 		case <-t.C:
+			w.flush()
+		case <-w.wake:
 			w.flush()
 		case ack := <-w.kick:
 			w.flush()
