@@ -168,6 +168,7 @@ func (s *Store) Meta() map[string]any {
 		"capabilities": map[string]any{
 			"phases": len(s.phaseF.parts) > 0, "gpu_util": len(s.gpuF.parts) > 0, "gpu_fields": fl,
 			"metrics": len(s.metricF.parts) > 0, "topology": len(s.topoF.parts) > 0,
+			"engine_series": s.hasStreamLocked(s.ex.engF), "trajectories": s.hasStreamLocked(s.ex.trajF),
 		},
 		"notices": notices,
 		"memory":  map[string]any{"gpu_bytes": memBytes, "gpu_values": values, "loaded_hours": len(s.gpu)},

@@ -63,6 +63,8 @@ type Store struct {
 
 	listeners map[chan struct{}]struct{}
 	metaVer   int // bumped when lanes or notices change
+
+	ex exState // explorer: step metrics, engine series, trajectories (explorer.go)
 }
 
 // Open prepares a run directory without parsing any stream.
@@ -87,6 +89,7 @@ func Open(dir string, follow bool) (*Store, error) {
 			s.notice("error", f.name+": "+err.Error())
 		}
 	}
+	s.initExplorerLocked()
 	s.loadTopologyLocked()
 	s.edge = s.edgeLocked()
 	s.first = s.firstLocked()
@@ -453,10 +456,11 @@ func (s *Store) Refresh() {
 		s.loadStepsLocked()
 	}
 	s.loadTopologyLocked()
+	exGrew := s.refreshExplorerLocked()
 	if e := s.edgeLocked(); e > s.edge {
 		s.edge = e
 	}
-	grew := s.edge > prevEdge
+	grew := s.edge > prevEdge || exGrew
 	if len(s.notices) != prevNotices || len(s.lanes.lanes) != prevLanes {
 		s.metaVer++
 		grew = true

@@ -1,0 +1,311 @@
+// Package advisory turns a run's data into run-health advice: the reference dashboard's rules (stall watchdog,
+// abort storm, KV-bound concurrency, high KV usage, zero-std groups, truncation; low MFU, low concurrency, low
+// prefix-cache hit, dp-rank imbalance — ../shared/reference/miles-dashboard.md §7) plus a straggler alarm (one
+// train rank or engine persistently slowest) and rollout-vs-train log-prob drift.
+//
+// Compute is a pure function of Input: full-resolution, time-weighted data (every scrape, every phase, every
+// step value; nothing downsampled). Alarms suppress tuning tips: when any alarm fires, tips are moved to
+// Result.Suppressed, because a stuck or poisoned run must not be "tuned".
+package advisory
+
+import (
+	"math"
+	"sort"
+
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
+)
+
+// Levels.
+const (
+	Critical = "critical"
+	Warning  = "warning"
+	Info     = "info"
+)
+
+// Advisory is one piece of advice.
+type Advisory struct {
+	ID       string         `json:"id"`   // A1…A6, T1…T4 (reference numbering), S1/S2 straggler, D1 drift
+	Rule     string         `json:"rule"` // stall, abort_storm, kv_bound, kv_high, zero_std, truncation, low_mfu, …
+	Level    string         `json:"level"`
+	Tier     string         `json:"tier"` // alarm | tip
+	Message  string         `json:"message"`
+	Evidence map[string]any `json:"evidence"`
+}
+
+// Skip says why a rule could not be evaluated.
+type Skip struct {
+	ID     string `json:"id"`
+	Rule   string `json:"rule"`
+	Reason string `json:"reason"`
+}
+
+// MFU is the MFU tile's summary (reference V3c).
+type MFU struct {
+	Latest float64  `json:"latest"`
+	Mean   float64  `json:"mean"`
+	Steps  int      `json:"steps"`
+	Peak   *float64 `json:"peak_tflops"`
+}
+
+// Result is the advisory.
+type Result struct {
+	Advisories []Advisory `json:"advisories"` // alarms, or tips when no alarm fired; most severe first
+	Suppressed []Advisory `json:"suppressed"` // tips withheld because an alarm fired
+	Skipped    []Skip     `json:"skipped"`
+	MFU        *MFU       `json:"mfu"`
+}
+
+// Config is what the rules need to know about the run's settings. Zero values mean unknown; a rule that needs
+// an unknown setting is skipped (Result.Skipped says so), never guessed.
+type Config struct {
+	MaxRunningRequests int      // --sglang-max-running-requests (per engine)
+	MemFractionStatic  float64  // --sglang-mem-fraction-static (for messages)
+	Colocate           *bool    // train and rollout share GPUs
+	NSamplesPerPrompt  int      // --n-samples-per-prompt (abort amplification note)
+	MaxResponseLen     int      // --rollout-max-response-len (truncation message)
+	UseMilesRouter     *bool    // dp-imbalance hint
+	RouterDPAware      *bool    // dp-imbalance hint
+	RouterPolicy       string   // dp-imbalance hint ("manual" → --router-assignment-mode)
+	LowMFUThreshold    *float64 // default 0.15; 0 disables T1
+	Thresholds         Thresholds
+}
+
+// Thresholds are the rules' constants (defaults: the reference's, and ours for S1, S2, D1).
+type Thresholds struct {
+	StallFactor, StallMinAgeS float64
+	StallMinClosed            int
+
+	AbortWindowS, AbortMinRequests, AbortRatio float64
+
+	KVBoundTokenUsage, KVBoundRunningRatio, HighTokenUsage float64
+
+	ZeroStdFrac, TruncatedFrac float64
+
+	LowMFU      float64
+	MFUMinSteps int
+
+	LowConcurrencyRatio, LowCacheHit          float64
+	DPImbalanceMinRunning, DPImbalanceRatio   float64
+	StragglerMinSteps, StragglerWindow        int
+	StragglerSlowestFrac, StragglerRankRatio  float64
+	StragglerEngineRatio, StragglerEngineBinS float64
+	DriftMinSteps                             int
+	DriftRatio, DriftMinDelta                 float64
+}
+
+// DefaultThresholds: A1–A6 and T1–T4 exactly as the reference (miles-dashboard.md §7); S1/S2/D1 ours.
+func DefaultThresholds() Thresholds {
+	return Thresholds{
+		StallFactor: 6, StallMinAgeS: 1800, StallMinClosed: 3,
+		AbortWindowS: 1800, AbortMinRequests: 100, AbortRatio: 0.05,
+		KVBoundTokenUsage: 0.90, KVBoundRunningRatio: 0.5, HighTokenUsage: 0.95,
+		ZeroStdFrac: 0.5, TruncatedFrac: 0.25,
+		LowMFU: 0.15, MFUMinSteps: 3,
+		LowConcurrencyRatio: 0.3, LowCacheHit: 0.10,
+		DPImbalanceMinRunning: 1.0, DPImbalanceRatio: 0.25,
+		StragglerMinSteps: 5, StragglerWindow: 20, StragglerSlowestFrac: 0.75, StragglerRankRatio: 1.10,
+		StragglerEngineRatio: 1.5, StragglerEngineBinS: 300,
+		DriftMinSteps: 6, DriftRatio: 2.0, DriftMinDelta: 0.01,
+	}
+}
+
+// StepOutcome is the newest consumed step as the trajectories show it (statuses of the final attempts).
+type StepOutcome struct {
+	Step       int
+	Samples    int
+	WithStatus int // samples whose final attempt span was received
+	Truncated  int
+}
+
+// Input is everything the rules read. Engines holds raw, unfolded series (one per engine × label set × dp rank)
+// by canonical metric name; Steps holds step-metric series by key.
+type Input struct {
+	Edge    float64 // data edge (open phases and abort windows are measured against it)
+	StartTS float64 // run start: phases before it belong to an earlier attempt
+	Phases  []store.PhaseRecord
+	Engines map[string][]store.EngineRaw
+	Window  *[2]float64 // narrows A3, A4, T2, T3, T4 (nil: whole run)
+	Steps   map[string]store.StepSeries
+	Newest  *StepOutcome
+	Config  Config
+}
+
+// Engine metric and step-metric names the rules read.
+const (
+	MRunning     = "sglang:num_running_reqs"
+	MTokenUsage  = "sglang:token_usage"
+	MCacheHit    = "sglang:cache_hit_rate"
+	MRequests    = "sglang:num_requests_total"
+	MAborted     = "sglang:num_aborted_requests_total"
+	MITL         = "sglang:inter_token_latency_seconds"
+	MTPOT        = "sglang:time_per_output_token_seconds"
+	ME2E         = "sglang:e2e_request_latency_seconds"
+	KeyMFU       = "perf/actor_train_mfu"
+	KeyMFUPeak   = "perf/mfu_peak_tflops"
+	KeyRawReward = "rollout/raw_reward"
+)
+
+// EngineMetrics are the engine metrics Compute reads (what a caller must load).
+var EngineMetrics = []string{MRunning, MTokenUsage, MCacheHit, MRequests, MAborted, MITL, MTPOT, ME2E}
+
+// Zero-std, truncation and drift keys, in preference order (first present wins).
+var (
+	ZeroStdKeys   = []string{"rollout/zero_std_ratio", "rollout/zero_std_frac", "rollout/zero_std_group_frac"}
+	TruncatedKeys = []string{"rollout/truncated_ratio", "rollout/truncated"}
+	// DriftKeys: the mean |train log-prob − rollout log-prob| the trainer logs per train step. miles (slime
+	// lineage) logs train/train_rollout_logprob_abs_diff when its mismatch metrics are on; miles-sim logs
+	// train/logprob_abs_diff. Any other train/ key naming a log-prob diff is taken next (DriftKeyLike); the last
+	// resort is |rollout/log_probs − rollout/rollout_log_probs| per rollout step.
+	DriftKeys     = []string{"train/train_rollout_logprob_abs_diff", "train/logprob_abs_diff"}
+	DriftFallback = [2]string{"rollout/log_probs", "rollout/rollout_log_probs"}
+)
+
+// StepKeys are the step-metric keys Compute may read (plus any DriftKeyLike key the caller finds).
+func StepKeys() []string {
+	out := []string{KeyMFU, KeyMFUPeak, KeyRawReward, "rollout/reward", DriftFallback[0], DriftFallback[1]}
+	out = append(out, ZeroStdKeys...)
+	out = append(out, TruncatedKeys...)
+	return append(out, DriftKeys...)
+}
+
+var levelRank = map[string]int{Critical: 0, Warning: 1, Info: 2}
+
+// Compute evaluates every rule.
+func Compute(in Input) Result {
+	th := in.Config.Thresholds
+	if th == (Thresholds{}) {
+		th = DefaultThresholds()
+	}
+	c := &ctx{in: in, th: th}
+	c.stall()
+	c.abortStorm()
+	c.kv()
+	c.zeroStd()
+	c.truncation()
+	c.skip("A7", "cp_alignment", "needs train dumps (alignment_failed); an otelcol-miles run directory has none")
+	c.stragglerRanks()
+	c.stragglerEngines()
+	c.drift()
+	c.mfu()
+	c.lowConcurrency()
+	c.lowCacheHit()
+	c.dpImbalance()
+	res := Result{Advisories: []Advisory{}, Suppressed: []Advisory{}, Skipped: c.skipped, MFU: c.mfuSum}
+	if res.Skipped == nil {
+		res.Skipped = []Skip{}
+	}
+	if len(c.alarms) > 0 {
+		res.Advisories = c.alarms
+		res.Suppressed = append(res.Suppressed, c.tips...)
+	} else {
+		res.Advisories = append(res.Advisories, c.tips...)
+	}
+	for _, l := range [][]Advisory{res.Advisories, res.Suppressed} {
+		sort.SliceStable(l, func(i, j int) bool { return levelRank[l[i].Level] < levelRank[l[j].Level] })
+	}
+	return res
+}
+
+type ctx struct {
+	in      Input
+	th      Thresholds
+	alarms  []Advisory
+	tips    []Advisory
+	skipped []Skip
+	mfuSum  *MFU
+}
+
+func (c *ctx) alarm(id, rule, level, msg string, ev map[string]any) {
+	c.alarms = append(c.alarms, Advisory{ID: id, Rule: rule, Level: level, Tier: "alarm", Message: msg, Evidence: ev})
+}
+
+func (c *ctx) tip(id, rule, level, msg string, ev map[string]any) {
+	c.tips = append(c.tips, Advisory{ID: id, Rule: rule, Level: level, Tier: "tip", Message: msg, Evidence: ev})
+}
+
+func (c *ctx) skip(id, rule, reason string) {
+	c.skipped = append(c.skipped, Skip{ID: id, Rule: rule, Reason: reason})
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[n/2-1] + s[n/2]) / 2
+}
+
+// window bounds for the narrowed aggregations.
+func (c *ctx) bounds() (float64, float64) {
+	if c.in.Window != nil {
+		return c.in.Window[0], c.in.Window[1]
+	}
+	return math.Inf(-1), math.Inf(1)
+}
+
+// timeWeighted is Σ v·dt / Σ dt over every sample of every series in [lo, hi]: a sample holds until the next
+// one, at most 3 × the series' median scrape interval (a scrape gap is not extrapolated), and the last sample
+// holds for one median interval. It returns the mean and the time covered.
+func timeWeighted(series []store.EngineRaw, lo, hi float64) (mean, covered float64) {
+	var num, den float64
+	for i := range series {
+		ts, v := series[i].TS, series[i].V
+		i0 := sort.SearchFloat64s(ts, lo)
+		i1 := sort.Search(len(ts), func(k int) bool { return ts[k] > hi })
+		if i1-i0 < 1 {
+			continue
+		}
+		med := medianInterval(ts)
+		for k := i0; k < i1; k++ {
+			dt := med
+			if k+1 < len(ts) {
+				dt = math.Min(ts[k+1]-ts[k], 3*med)
+			}
+			if dt <= 0 || v[k] != v[k] {
+				continue
+			}
+			num += v[k] * dt
+			den += dt
+		}
+	}
+	if den == 0 {
+		return math.NaN(), 0
+	}
+	return num / den, den
+}
+
+func medianInterval(ts []float64) float64 {
+	if len(ts) < 2 {
+		return 1
+	}
+	d := make([]float64, 0, min(len(ts)-1, 512))
+	step := max(1, (len(ts)-1)/512)
+	for k := 1; k < len(ts); k += step {
+		if g := ts[k] - ts[k-1]; g > 0 {
+			d = append(d, g)
+		}
+	}
+	m := median(d)
+	if m != m || m <= 0 {
+		return 1
+	}
+	return m
+}
+
+// peakFolded is the highest per-engine value (all labels and dp ranks summed at one scrape) in [lo, hi].
+func peakFolded(series []store.EngineRaw, lo, hi float64) (float64, bool) {
+	peak, found := math.Inf(-1), false
+	for _, f := range store.FoldEngines(series, store.ByEngine, false) {
+		for k, t := range f.TS {
+			if t >= lo && t <= hi && f.V[k] == f.V[k] {
+				peak, found = math.Max(peak, f.V[k]), true
+			}
+		}
+	}
+	return peak, found
+}

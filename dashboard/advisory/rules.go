@@ -1,0 +1,663 @@
+package advisory
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
+)
+
+func dur(s float64) string {
+	switch {
+	case s >= 3600:
+		return fmt.Sprintf("%.1fh", s/3600)
+	case s >= 60:
+		return fmt.Sprintf("%.0fmin", s/60)
+	}
+	return fmt.Sprintf("%.0fs", s)
+}
+
+func pct(f float64) string { return fmt.Sprintf("%.0f%%", f*100) }
+
+// A1: a phase open far longer than it usually takes. Only phases of this run (t0 ≥ start) count; an open marker
+// whose process already closed a later phase of the same name (same node and rank) is an orphan of a crash, not
+// a stall.
+func (c *ctx) stall() {
+	type key struct {
+		node string
+		rank int
+		name string
+	}
+	lastClosed := map[key]float64{}
+	closed := map[string][]float64{}
+	for _, p := range c.in.Phases {
+		if p.T0 < c.in.StartTS || p.Open {
+			continue
+		}
+		closed[p.Name] = append(closed[p.Name], p.T1-p.T0)
+		k := key{p.Node, p.Rank, p.Name}
+		lastClosed[k] = math.Max(lastClosed[k], p.T0)
+	}
+	type hit struct {
+		age    float64
+		ranks  []int
+		nodes  map[string]bool
+		median float64
+	}
+	hits := map[string]*hit{}
+	for _, p := range c.in.Phases {
+		if !p.Open || p.T0 < c.in.StartTS {
+			continue
+		}
+		if t, ok := lastClosed[key{p.Node, p.Rank, p.Name}]; ok && t > p.T0 {
+			continue
+		}
+		ds := closed[p.Name]
+		if len(ds) < c.th.StallMinClosed {
+			continue
+		}
+		med := median(ds)
+		age := c.in.Edge - p.T0
+		if age <= math.Max(c.th.StallFactor*med, c.th.StallMinAgeS) {
+			continue
+		}
+		h := hits[p.Name]
+		if h == nil {
+			h = &hit{nodes: map[string]bool{}, median: med}
+			hits[p.Name] = h
+		}
+		h.age = math.Max(h.age, age)
+		h.ranks = append(h.ranks, p.Rank)
+		h.nodes[p.Node] = true
+	}
+	names := make([]string, 0, len(hits))
+	for n := range hits {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		h := hits[n]
+		sort.Ints(h.ranks)
+		msg := fmt.Sprintf("Phase '%s' has been open for %s on %d rank(s) — %.0fx its median duration (%s); the pipeline is stalled, not slow.",
+			n, dur(h.age), len(h.ranks), h.age/math.Max(h.median, 1e-9), dur(h.median))
+		if n == "train_wait" {
+			msg += " The trainer is starved of data: check the rollout side (engines, data buffer, aborted requests)."
+		}
+		c.alarm("A1", "stall", Critical, msg, map[string]any{"phase": n, "age_s": h.age, "median_s": h.median,
+			"ranks": h.ranks, "nodes": sortedKeys(h.nodes)})
+	}
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// positiveDeltas sums the non-negative scrape-to-scrape increases of counters whose interval ends in [lo, hi]
+// (a decrease is a reset: skipped, never counted negative).
+func positiveDeltas(series []store.EngineRaw, lo, hi float64) float64 {
+	total := 0.0
+	for i := range series {
+		ts, v := series[i].TS, series[i].V
+		for k := 1; k < len(ts); k++ {
+			if ts[k] < lo || ts[k] > hi {
+				continue
+			}
+			if d := v[k] - v[k-1]; d > 0 {
+				total += d
+			}
+		}
+	}
+	return total
+}
+
+func newestTS(series []store.EngineRaw) float64 {
+	t := math.Inf(-1)
+	for i := range series {
+		if n := len(series[i].TS); n > 0 {
+			t = math.Max(t, series[i].TS[n-1])
+		}
+	}
+	return t
+}
+
+// A2: many requests aborted client-side in the last 30 minutes.
+func (c *ctx) abortStorm() {
+	req, ab := c.in.Engines[MRequests], c.in.Engines[MAborted]
+	if len(req) == 0 || len(ab) == 0 {
+		c.skip("A2", "abort_storm", "no "+MRequests+" / "+MAborted+" engine series")
+		return
+	}
+	end := math.Max(newestTS(req), newestTS(ab))
+	lo := end - c.th.AbortWindowS
+	total, aborted := positiveDeltas(req, lo, end), positiveDeltas(ab, lo, end)
+	if total < c.th.AbortMinRequests || aborted/total <= c.th.AbortRatio {
+		return
+	}
+	runT, runA := positiveDeltas(req, math.Inf(-1), end), positiveDeltas(ab, math.Inf(-1), end)
+	msg := fmt.Sprintf("%s of engine requests were aborted client-side in the last %s (%.0f/%.0f; %s over the run) — request timeouts are poisoning samples.",
+		pct(aborted/total), dur(c.th.AbortWindowS), aborted, total, pct(runA/math.Max(runT, 1)))
+	if n := c.in.Config.NSamplesPerPrompt; n > 1 {
+		msg += fmt.Sprintf(" With %d samples per prompt one aborted sample can discard or re-generate its whole group, amplifying the loss.", n)
+	}
+	c.alarm("A2", "abort_storm", Warning, msg, map[string]any{"window_s": c.th.AbortWindowS, "aborted": aborted,
+		"requests": total, "ratio": aborted / total, "run_ratio": runA / math.Max(runT, 1)})
+}
+
+// A3 / A4: KV cache usage (time-weighted mean over every engine and scrape).
+func (c *ctx) kv() {
+	tu := c.in.Engines[MTokenUsage]
+	if len(tu) == 0 {
+		c.skip("A3", "kv_bound", "no "+MTokenUsage+" engine series")
+		c.skip("A4", "kv_high", "no "+MTokenUsage+" engine series")
+		return
+	}
+	lo, hi := c.bounds()
+	mean, covered := timeWeighted(tu, lo, hi)
+	if covered == 0 {
+		return
+	}
+	cap := c.in.Config.MaxRunningRequests
+	peak, havePeak := peakFolded(c.in.Engines[MRunning], lo, hi)
+	if mean > c.th.KVBoundTokenUsage && cap > 0 && havePeak && peak < c.th.KVBoundRunningRatio*float64(cap) {
+		msg := fmt.Sprintf("KV cache usage is pegged at %s while peak concurrency (%.0f) stays far below --sglang-max-running-requests (%d): the KV pool, not the request cap, limits concurrency — raise --sglang-mem-fraction-static%s; do NOT lower the request cap.",
+			pct(mean), peak, cap, memFrac(c.in.Config.MemFractionStatic))
+		c.alarm("A3", "kv_bound", Warning, msg, map[string]any{"token_usage_mean": mean, "peak_running": peak, "max_running_requests": cap})
+		return
+	}
+	if cap <= 0 && mean > c.th.KVBoundTokenUsage {
+		c.skip("A3", "kv_bound", "--sglang-max-running-requests unknown (meta.json args or advisory config)")
+	}
+	if mean > c.th.HighTokenUsage {
+		c.alarm("A4", "kv_high", Warning, fmt.Sprintf("KV cache usage is consistently high (time-weighted mean %s) — likely a throughput bottleneck; consider more GPUs or a smaller rollout batch.", pct(mean)),
+			map[string]any{"token_usage_mean": mean})
+	}
+}
+
+func memFrac(f float64) string {
+	if f > 0 {
+		return fmt.Sprintf(" (currently %g)", f)
+	}
+	return ""
+}
+
+// lastValue is the value at the highest step of the first key present.
+func (c *ctx) lastValue(keys []string) (key string, step, v float64, ok bool) {
+	for _, k := range keys {
+		s, found := c.in.Steps[k]
+		if !found || len(s.X) == 0 {
+			continue
+		}
+		n := len(s.X) - 1
+		return k, s.X[n], s.Y[n], true
+	}
+	return "", 0, 0, false
+}
+
+// A5: the newest step's groups have zero reward std (no policy gradient from them).
+func (c *ctx) zeroStd() {
+	key, step, frac, ok := c.lastValue(ZeroStdKeys)
+	if !ok {
+		c.skip("A5", "zero_std", "no zero-std metric ("+strings.Join(ZeroStdKeys, ", ")+") logged")
+		return
+	}
+	if frac < c.th.ZeroStdFrac {
+		return
+	}
+	msg := fmt.Sprintf("%s of the groups in rollout %.0f have zero reward std — those groups contribute zero policy gradient.", pct(frac), step)
+	ev := map[string]any{"key": key, "step": step, "frac": frac}
+	for _, rk := range []string{KeyRawReward, "rollout/reward"} {
+		if s, found := c.in.Steps[rk]; found {
+			if i := sort.SearchFloat64s(s.X, step); i < len(s.X) && s.X[i] == step {
+				ev["reward_mean"] = s.Y[i]
+				if math.Abs(s.Y[i]) < 1e-12 {
+					msg += " Every reward is 0: a systematic failure (reward function, answer parsing, or a broken environment), not hard prompts."
+				}
+			}
+			break
+		}
+	}
+	c.alarm("A5", "zero_std", Warning, msg, ev)
+}
+
+// A6: too many samples of the newest step are truncated. The trajectories (final attempt statuses of the
+// consumed samples) are used when they have the newest step; the trainer's metric otherwise.
+func (c *ctx) truncation() {
+	var frac, step float64
+	ev := map[string]any{}
+	key, mstep, mv, mok := c.lastValue(TruncatedKeys)
+	switch {
+	case c.in.Newest != nil && c.in.Newest.WithStatus > 0 && (!mok || float64(c.in.Newest.Step) >= mstep):
+		n := c.in.Newest
+		frac, step = float64(n.Truncated)/float64(n.WithStatus), float64(n.Step)
+		ev["source"] = "trajectories"
+		ev["truncated"], ev["samples"] = n.Truncated, n.WithStatus
+	case mok:
+		frac, step = mv, mstep
+		ev["source"], ev["key"] = "metrics", key
+	default:
+		c.skip("A6", "truncation", "no consumed step in the trajectories and no truncation metric logged")
+		return
+	}
+	ev["step"], ev["frac"] = step, frac
+	if frac < c.th.TruncatedFrac {
+		return
+	}
+	cap := "--rollout-max-response-len"
+	if c.in.Config.MaxResponseLen > 0 {
+		cap += fmt.Sprintf(" (%d)", c.in.Config.MaxResponseLen)
+	}
+	c.alarm("A6", "truncation", Warning, fmt.Sprintf("%s of the samples of rollout %.0f are truncated — check %s: in multi-turn agentic runs the per-turn cap is usually the binding limit.",
+		pct(frac), step, cap), ev)
+}
+
+// stragglerExcluded are phases whose length is set by others (waiting, or ending on a collective).
+var stragglerExcluded = map[string]bool{"train_wait": true, "update_weights": true, "update_weights_implementation": true}
+
+// S1: one train rank is the slowest at a phase in most recent steps, by a clear margin.
+func (c *ctx) stragglerRanks() {
+	type rk struct {
+		node string
+		rank int
+	}
+	per := map[string]map[int]map[rk]float64{} // phase → step → rank → duration
+	gpus := map[rk][]int{}
+	for _, p := range c.in.Phases {
+		if p.Open || p.Role != "train" || p.Step < 0 || p.Rank < 0 || stragglerExcluded[p.Name] {
+			continue
+		}
+		if per[p.Name] == nil {
+			per[p.Name] = map[int]map[rk]float64{}
+		}
+		if per[p.Name][p.Step] == nil {
+			per[p.Name][p.Step] = map[rk]float64{}
+		}
+		k := rk{p.Node, p.Rank}
+		per[p.Name][p.Step][k] += p.T1 - p.T0
+		gpus[k] = p.GPUs
+	}
+	type finding struct {
+		phase         string
+		ratio, frac   float64
+		steps         int
+		median, other float64
+	}
+	best := map[rk]finding{}
+	anyEligible := false
+	for name, bySteps := range per {
+		var steps []int
+		for st, ranks := range bySteps {
+			if len(ranks) >= 2 {
+				steps = append(steps, st)
+			}
+		}
+		sort.Ints(steps)
+		if len(steps) > c.th.StragglerWindow {
+			steps = steps[len(steps)-c.th.StragglerWindow:]
+		}
+		if len(steps) < c.th.StragglerMinSteps {
+			continue
+		}
+		anyEligible = true
+		slowest := map[rk]int{}
+		durs := map[rk][]float64{}
+		for _, st := range steps {
+			var top rk
+			topD := math.Inf(-1)
+			for k, d := range bySteps[st] {
+				durs[k] = append(durs[k], d)
+				if d > topD || (d == topD && (k.node < top.node || k.node == top.node && k.rank < top.rank)) {
+					top, topD = k, d
+				}
+			}
+			slowest[top]++
+		}
+		for k, n := range slowest {
+			frac := float64(n) / float64(len(steps))
+			if frac < c.th.StragglerSlowestFrac {
+				continue
+			}
+			var others []float64
+			for o, ds := range durs {
+				if o != k {
+					others = append(others, median(ds))
+				}
+			}
+			me, om := median(durs[k]), median(others)
+			if om <= 0 || me/om < c.th.StragglerRankRatio {
+				continue
+			}
+			f := finding{name, me / om, frac, len(steps), me, om}
+			if cur, ok := best[k]; !ok || f.ratio > cur.ratio {
+				best[k] = f
+			}
+		}
+	}
+	if !anyEligible {
+		c.skip("S1", "straggler_rank", fmt.Sprintf("fewer than %d steps with per-rank train phases", c.th.StragglerMinSteps))
+	}
+	keys := make([]rk, 0, len(best))
+	for k := range best {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].rank < keys[j].rank })
+	for _, k := range keys {
+		f := best[k]
+		c.alarm("S1", "straggler_rank", Warning, fmt.Sprintf("Rank %d (%s, GPU %v) is the slowest at '%s' in %s of the last %d steps, %.0f%% slower than the median rank (%s vs %s): every synchronous step waits for it — check that GPU (clocks, thermals, XID errors) and its node's network.",
+			k.rank, k.node, gpus[k], f.phase, pct(f.frac), f.steps, (f.ratio-1)*100, dur2(f.median), dur2(f.other)),
+			map[string]any{"rank": k.rank, "node": k.node, "gpus": gpus[k], "phase": f.phase, "ratio": f.ratio,
+				"slowest_frac": f.frac, "steps": f.steps, "median_s": f.median, "others_median_s": f.other})
+	}
+}
+
+func dur2(s float64) string {
+	if s < 60 {
+		return fmt.Sprintf("%.1fs", s)
+	}
+	return dur(s)
+}
+
+// S2: one engine's per-token latency is the highest in most recent time bins, by a wide margin.
+func (c *ctx) stragglerEngines() {
+	var metric string
+	var raws []store.EngineRaw
+	for _, m := range []string{MITL, MTPOT, ME2E} {
+		if len(c.in.Engines[m]) > 0 {
+			metric, raws = m, c.in.Engines[m]
+			break
+		}
+	}
+	if metric == "" {
+		c.skip("S2", "straggler_engine", "no latency histogram ("+MITL+", "+MTPOT+", "+ME2E+")")
+		return
+	}
+	folded := store.FoldEngines(raws, store.ByEngine, false)
+	if len(folded) < 2 {
+		c.skip("S2", "straggler_engine", "fewer than two engines")
+		return
+	}
+	binS := c.th.StragglerEngineBinS
+	type acc struct{ sum, cnt float64 }
+	bins := map[int64]map[string]*acc{}
+	for _, f := range folded {
+		for k := 1; k < len(f.TS); k++ {
+			dc, ds := f.V[k]-f.V[k-1], f.Sum[k]-f.Sum[k-1]
+			if dc <= 0 || ds < 0 {
+				continue
+			}
+			b := int64(math.Floor(f.TS[k] / binS))
+			if bins[b] == nil {
+				bins[b] = map[string]*acc{}
+			}
+			a := bins[b][f.Addr]
+			if a == nil {
+				a = &acc{}
+				bins[b][f.Addr] = a
+			}
+			a.sum += ds
+			a.cnt += dc
+		}
+	}
+	var keys []int64
+	for b, m := range bins {
+		if len(m) >= 2 {
+			keys = append(keys, b)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	if len(keys) > c.th.StragglerWindow {
+		keys = keys[len(keys)-c.th.StragglerWindow:]
+	}
+	if len(keys) < c.th.StragglerMinSteps {
+		c.skip("S2", "straggler_engine", fmt.Sprintf("fewer than %d %s bins with two engines serving", c.th.StragglerMinSteps, dur(binS)))
+		return
+	}
+	slowest := map[string]int{}
+	tot := map[string]*acc{}
+	for _, b := range keys {
+		top, topV := "", math.Inf(-1)
+		for a, v := range bins[b] {
+			m := v.sum / v.cnt
+			if m > topV || (m == topV && a < top) {
+				top, topV = a, m
+			}
+			t := tot[a]
+			if t == nil {
+				t = &acc{}
+				tot[a] = t
+			}
+			t.sum += v.sum
+			t.cnt += v.cnt
+		}
+		slowest[top]++
+	}
+	addrs := sortedKeys(func() map[string]bool {
+		m := map[string]bool{}
+		for a := range slowest {
+			m[a] = true
+		}
+		return m
+	}())
+	for _, a := range addrs {
+		frac := float64(slowest[a]) / float64(len(keys))
+		if frac < c.th.StragglerSlowestFrac {
+			continue
+		}
+		var others []float64
+		for o, t := range tot {
+			if o != a {
+				others = append(others, t.sum/t.cnt)
+			}
+		}
+		me, om := tot[a].sum/tot[a].cnt, median(others)
+		if om <= 0 || me/om < c.th.StragglerEngineRatio {
+			continue
+		}
+		c.alarm("S2", "straggler_engine", Warning, fmt.Sprintf("Engine %s has the highest %s in %s of the last %d %s bins, %.1fx the median engine (%.3gs vs %.3gs): its samples finish last and hold the batch back — check its GPUs and whether it runs a different config.",
+			a, strings.TrimPrefix(metric, "sglang:"), pct(frac), len(keys), dur(binS), me/om, me, om),
+			map[string]any{"engine": a, "metric": metric, "ratio": me / om, "slowest_frac": frac, "bins": len(keys), "mean_s": me, "others_median_s": om})
+	}
+}
+
+// DriftKeyLike reports whether a train/ key names a rollout-vs-train log-prob difference.
+func DriftKeyLike(k string) bool {
+	l := strings.ToLower(k)
+	return strings.HasPrefix(l, "train/") && (strings.Contains(l, "logprob") || strings.Contains(l, "log_prob")) &&
+		strings.Contains(l, "diff")
+}
+
+// D1: the rollout-vs-train log-prob difference grew (engine and trainer disagree more and more: a kernel,
+// precision or weight-sync problem; importance weights blow up).
+func (c *ctx) drift() {
+	var key string
+	var xs, ys []float64
+	for _, k := range DriftKeys {
+		if s, ok := c.in.Steps[k]; ok && len(s.X) > 0 {
+			key, xs, ys = k, s.X, s.Y
+			break
+		}
+	}
+	if key == "" {
+		var like []string
+		for k := range c.in.Steps {
+			if DriftKeyLike(k) {
+				like = append(like, k)
+			}
+		}
+		sort.Strings(like)
+		if len(like) > 0 {
+			key, xs, ys = like[0], c.in.Steps[like[0]].X, c.in.Steps[like[0]].Y
+		}
+	}
+	if key == "" {
+		a, okA := c.in.Steps[DriftFallback[0]]
+		b, okB := c.in.Steps[DriftFallback[1]]
+		if okA && okB {
+			key = "|" + DriftFallback[0] + " − " + DriftFallback[1] + "|"
+			for i, x := range a.X {
+				if j := sort.SearchFloat64s(b.X, x); j < len(b.X) && b.X[j] == x {
+					xs, ys = append(xs, x), append(ys, math.Abs(a.Y[i]-b.Y[j]))
+				}
+			}
+		}
+	}
+	if key == "" {
+		c.skip("D1", "logprob_drift", "no rollout-vs-train log-prob diff logged ("+strings.Join(DriftKeys, ", ")+", or rollout/log_probs with rollout/rollout_log_probs)")
+		return
+	}
+	var vals []float64
+	var steps []float64
+	for i, v := range ys {
+		if v == v && !math.IsInf(v, 0) {
+			vals, steps = append(vals, math.Abs(v)), append(steps, xs[i])
+		}
+	}
+	if len(vals) < c.th.DriftMinSteps {
+		c.skip("D1", "logprob_drift", fmt.Sprintf("%s: %d steps, need %d", key, len(vals), c.th.DriftMinSteps))
+		return
+	}
+	k := max(3, len(vals)/5)
+	base, recent := median(vals[:k]), median(vals[len(vals)-k:])
+	if recent < c.th.DriftRatio*base || recent-base < c.th.DriftMinDelta {
+		return
+	}
+	c.alarm("D1", "logprob_drift", Warning, fmt.Sprintf("Rollout-vs-train log-prob difference grew from %.4g (median of steps %.0f–%.0f) to %.4g (steps %.0f–%.0f), %.1fx: the engine and the trainer disagree more and more about the same tokens — check weight sync, engine/trainer precision and kernels; importance ratios (TIS) will blow up.",
+		base, steps[0], steps[k-1], recent, steps[len(steps)-k], steps[len(steps)-1], recent/math.Max(base, 1e-12)),
+		map[string]any{"key": key, "baseline": base, "recent": recent, "ratio": recent / math.Max(base, 1e-12), "steps": len(vals)})
+}
+
+// T1: low MFU over the steady steps (step 0 dropped).
+func (c *ctx) mfu() {
+	s, ok := c.in.Steps[KeyMFU]
+	if !ok || len(s.X) < 2 {
+		c.skip("T1", "low_mfu", KeyMFU+" not logged on at least two steps")
+		return
+	}
+	ys := s.Y[1:]
+	sum := 0.0
+	for _, v := range ys {
+		sum += v
+	}
+	m := &MFU{Latest: s.Y[len(s.Y)-1], Mean: sum / float64(len(ys)), Steps: len(ys)}
+	if p, ok := c.in.Steps[KeyMFUPeak]; ok && len(p.Y) > 0 {
+		v := p.Y[len(p.Y)-1]
+		m.Peak = &v
+	}
+	c.mfuSum = m
+	th := c.th.LowMFU
+	if c.in.Config.LowMFUThreshold != nil {
+		th = *c.in.Config.LowMFUThreshold
+	}
+	if th <= 0 || m.Steps < c.th.MFUMinSteps || m.Mean >= th {
+		return
+	}
+	peak := "the device's peak"
+	if m.Peak != nil {
+		peak = fmt.Sprintf("the device's %.0f TFLOP/s", *m.Peak)
+	}
+	c.tip("T1", "low_mfu", Warning, fmt.Sprintf("Model FLOPs utilization averaged %.1f%% of %s over %d train steps — the training step is computing slowly, not waiting: check parallelism (TP/PP/CP), micro-batch size, recomputation and sequence packing.",
+		m.Mean*100, peak, m.Steps), map[string]any{"mean": m.Mean, "threshold": th, "steps": m.Steps})
+}
+
+// T2: peak concurrency far below the request cap.
+func (c *ctx) lowConcurrency() {
+	cap := c.in.Config.MaxRunningRequests
+	if cap <= 0 {
+		c.skip("T2", "low_concurrency", "--sglang-max-running-requests unknown (meta.json args or advisory config)")
+		return
+	}
+	lo, hi := c.bounds()
+	peak, ok := peakFolded(c.in.Engines[MRunning], lo, hi)
+	if !ok {
+		c.skip("T2", "low_concurrency", "no "+MRunning+" engine series")
+		return
+	}
+	if peak >= c.th.LowConcurrencyRatio*float64(cap) {
+		return
+	}
+	msg := fmt.Sprintf("Peak concurrency (%.0f) stayed under %s of --sglang-max-running-requests (%d); consider lowering it", peak, pct(c.th.LowConcurrencyRatio), cap)
+	if c.in.Config.Colocate != nil && *c.in.Config.Colocate {
+		msg += " to free memory for training (colocate)"
+	}
+	c.tip("T2", "low_concurrency", Info, msg+".", map[string]any{"peak_running": peak, "max_running_requests": cap})
+}
+
+// T3: low prefix-cache hit rate (not in colocate runs, where the cache is flushed at every offload).
+func (c *ctx) lowCacheHit() {
+	if c.in.Config.Colocate == nil {
+		c.skip("T3", "low_cache_hit", "unknown whether the run is colocated (no train and rollout lane roles)")
+		return
+	}
+	if *c.in.Config.Colocate {
+		return
+	}
+	lo, hi := c.bounds()
+	mean, covered := timeWeighted(c.in.Engines[MCacheHit], lo, hi)
+	if covered == 0 {
+		c.skip("T3", "low_cache_hit", "no "+MCacheHit+" engine series")
+		return
+	}
+	if mean >= c.th.LowCacheHit {
+		return
+	}
+	c.tip("T3", "low_cache_hit", Info, fmt.Sprintf("Prefix cache hit rate is low (time-weighted mean %.1f%%); consider raising --sglang-mem-fraction-static%s.",
+		mean*100, memFrac(c.in.Config.MemFractionStatic)), map[string]any{"cache_hit_mean": mean})
+}
+
+// T4: within an engine, some dp ranks carry the requests while others idle.
+func (c *ctx) dpImbalance() {
+	lo, hi := c.bounds()
+	byEngine := map[string][]store.EngineRaw{}
+	for _, r := range c.in.Engines[MRunning] {
+		if r.DP != "" {
+			byEngine[r.Addr+"\x00"+r.Group] = append(byEngine[r.Addr+"\x00"+r.Group], r)
+		}
+	}
+	keys := make([]string, 0, len(byEngine))
+	for k, rs := range byEngine {
+		if len(rs) >= 2 {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		rs := byEngine[k]
+		sort.Slice(rs, func(i, j int) bool { return rs[i].DP < rs[j].DP })
+		means := map[string]float64{}
+		busy, idle := math.Inf(-1), math.Inf(1)
+		var parts []string
+		for _, r := range rs {
+			m, cov := timeWeighted([]store.EngineRaw{r}, lo, hi)
+			if cov == 0 {
+				continue
+			}
+			means[r.DP] = m
+			busy, idle = math.Max(busy, m), math.Min(idle, m)
+			parts = append(parts, fmt.Sprintf("dp%s=%.1f", r.DP, m))
+		}
+		if len(means) < 2 || busy < c.th.DPImbalanceMinRunning || idle >= c.th.DPImbalanceRatio*busy {
+			continue
+		}
+		c.tip("T4", "dp_imbalance", Warning, fmt.Sprintf("%s: dp ranks imbalanced (mean running reqs %s) — requests pile onto few ranks; %s.",
+			rs[0].Addr, strings.Join(parts, ", "), c.dpHint()), map[string]any{"engine": rs[0].Addr, "means": means})
+	}
+}
+
+func (c *ctx) dpHint() string {
+	cf := c.in.Config
+	switch {
+	case cf.RouterPolicy == "manual":
+		return "the router assigns manually: check --router-assignment-mode"
+	case cf.UseMilesRouter != nil && *cf.UseMilesRouter && (cf.RouterDPAware == nil || !*cf.RouterDPAware):
+		return "enable dp-aware routing (--router-dp-aware)"
+	case cf.UseMilesRouter != nil && !*cf.UseMilesRouter:
+		return "route through a dp-aware router (--use-miles-router --router-dp-aware)"
+	}
+	return "make the router dp-aware (miles: --router-dp-aware) or check its policy"
+}

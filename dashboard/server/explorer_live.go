@@ -1,0 +1,220 @@
+package server
+
+// Live pushes of the explorer (issue 8) over the page's WebSocket (live.go): {"type":"metrics"} when step
+// metrics, keys or consumed steps grew, {"type":"advisory"} when the advisory changed. They go to every page,
+// whatever it subscribed to, and use the hub's non-blocking enqueue (a page that does not read is resynced,
+// then dropped, as for deltas).
+
+import (
+	"encoding/json"
+	"math"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
+)
+
+// Push cadence: metrics at most every metricsEvery, the advisory (heavier: whole-run data) at most every
+// advisoryEvery.
+var (
+	metricsEvery  = time.Second
+	advisoryEvery = 3 * time.Second
+)
+
+// maxPushPoints: above this many changed points since the last push, pages are told to re-fetch instead.
+const maxPushPoints = 20000
+
+type liveState struct {
+	mu       sync.Mutex
+	init     bool
+	cursor   uint64
+	keys     map[string]bool
+	lastStep int
+	advJSON  []byte // last advisory message sent
+	advWake  chan struct{}
+}
+
+func (h *hub) clientList() []*client {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	cs := make([]*client, 0, len(h.clients))
+	for c := range h.clients {
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+func (h *hub) broadcast(msg []byte) {
+	for _, c := range h.clientList() {
+		h.enqueue(c, msg)
+	}
+}
+
+// explorerHello is called by serveWS after the meta message: a new page gets the current advisory.
+func (s *Server) explorerHello(c *client) {
+	e := s.ex()
+	e.live.mu.Lock()
+	adv := e.live.advJSON
+	wake := e.live.advWake
+	e.live.mu.Unlock()
+	if adv != nil {
+		s.hub.enqueue(c, adv)
+	}
+	if wake != nil {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (e *explorer) runLive() {
+	h := e.s.hub
+	ch := e.s.st.Subscribe()
+	defer e.s.st.Unsubscribe(ch)
+	defer explorers.Delete(e.s)
+	wake := make(chan struct{}, 1)
+	e.live.mu.Lock()
+	e.live.advWake = wake
+	e.live.mu.Unlock()
+	mt := time.NewTicker(metricsEvery)
+	defer mt.Stop()
+	at := time.NewTicker(advisoryEvery)
+	defer at.Stop()
+	dirtyM, dirtyA := true, true
+	for {
+		select {
+		case <-h.stop:
+			return
+		case <-ch:
+			dirtyM, dirtyA = true, true
+		case <-wake:
+			dirtyA = true
+			e.live.mu.Lock()
+			e.live.advJSON = nil // the new page has nothing: send even if unchanged
+			e.live.mu.Unlock()
+			e.pushAdvisory()
+			dirtyA = false
+		case <-mt.C:
+			if dirtyM && len(h.clientList()) > 0 {
+				dirtyM = false
+				e.pushMetrics()
+			}
+		case <-at.C:
+			if dirtyA && len(h.clientList()) > 0 {
+				dirtyA = false
+				e.pushAdvisory()
+			}
+		}
+	}
+}
+
+// pushMetrics sends what grew since the last push. It runs only while pages are connected; a page that
+// connects later may receive points it already fetched (points are replace-by-(key, step): receiving one twice
+// is harmless), never miss one.
+func (e *explorer) pushMetrics() {
+	st := e.s.st
+	ls := &e.live
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if !ls.init { // the first push after start carries everything (or asks pages to re-fetch when large)
+		ls.init = true
+		ls.keys = map[string]bool{}
+		ls.lastStep = math.MinInt
+	}
+	changes, cursor, ok := st.MetricChangesSince(ls.cursor, maxPushPoints)
+	ls.cursor = cursor
+	keys, _, _ := st.MetricKeys()
+	var newKeys []store.MetricKey
+	for _, k := range keys {
+		if !ls.keys[k.Key] {
+			ls.keys[k.Key] = true
+			newKeys = append(newKeys, k)
+		}
+	}
+	var steps []store.StepSummary
+	for _, s := range st.LifecycleSteps() {
+		if s.Step > ls.lastStep {
+			steps = append(steps, s)
+		}
+	}
+	if len(steps) > 0 {
+		ls.lastStep = steps[len(steps)-1].Step
+	}
+	if len(changes) == 0 && len(newKeys) == 0 && len(steps) == 0 && ok {
+		return
+	}
+	type xy struct {
+		X store.Floats `json:"x"`
+		Y store.Floats `json:"y"`
+	}
+	points := map[string]*xy{}
+	add := func(k string, x, y float64) {
+		p := points[k]
+		if p == nil {
+			p = &xy{}
+			points[k] = p
+		}
+		p.X, p.Y = append(p.X, x), append(p.Y, y)
+	}
+	for _, c := range changes {
+		add(c.Key, c.X, c.Y)
+	}
+	for _, s := range steps {
+		x := float64(s.Step)
+		if s.StalenessMean != nil {
+			add("lifecycle/staleness_mean", x, *s.StalenessMean)
+		}
+		if s.StalenessMax != nil {
+			add("lifecycle/staleness_max", x, *s.StalenessMax)
+		}
+		if s.MixedFrac != nil {
+			add("lifecycle/mixed_version_frac", x, *s.MixedFrac)
+		}
+		if s.Samples > 0 && s.Status != "" {
+			add("lifecycle/known_frac", x, float64(s.Known)/float64(s.Samples))
+		}
+	}
+	for _, p := range points { // a key's points in step order (the log is in arrival order)
+		idx := make([]int, len(p.X))
+		for i := range idx {
+			idx[i] = i
+		}
+		sort.SliceStable(idx, func(a, b int) bool { return p.X[idx[a]] < p.X[idx[b]] })
+		x, y := make(store.Floats, len(idx)), make(store.Floats, len(idx))
+		for i, j := range idx {
+			x[i], y[i] = p.X[j], p.Y[j]
+		}
+		p.X, p.Y = x, y
+	}
+	if newKeys == nil {
+		newKeys = []store.MetricKey{}
+	}
+	if steps == nil {
+		steps = []store.StepSummary{}
+	}
+	msg, _ := json.Marshal(map[string]any{"type": "metrics", "data": map[string]any{
+		"new_keys": newKeys, "points": points, "steps": steps, "refetch": !ok}})
+	e.s.hub.broadcast(msg)
+}
+
+// pushAdvisory recomputes the advisory (cached until the data changes) and sends it when it differs from the
+// last one sent. The live advisory uses the run's settings without query overrides and the whole run.
+func (e *explorer) pushAdvisory() {
+	cfg, err := e.configFor(nil)
+	if err != nil {
+		return
+	}
+	res := e.compute(cfg, nil)
+	msg, _ := json.Marshal(map[string]any{"type": "advisory", "data": res})
+	e.live.mu.Lock()
+	same := e.live.advJSON != nil && string(e.live.advJSON) == string(msg)
+	if !same {
+		e.live.advJSON = msg
+	}
+	e.live.mu.Unlock()
+	if !same {
+		e.s.hub.broadcast(msg)
+	}
+}
