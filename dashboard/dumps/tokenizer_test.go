@@ -1,0 +1,87 @@
+package dumps
+
+import (
+	"encoding/json"
+	"os"
+	"testing"
+)
+
+type expectedFile struct {
+	Torch string `json:"torch"`
+	Steps map[string]struct {
+		Samples map[string]struct {
+			GroupIndex      int64     `json:"group_index"`
+			Status          string    `json:"status"`
+			Reward          float64   `json:"reward"`
+			RawReward       float64   `json:"raw_reward"`
+			ResponseLength  int       `json:"response_length"`
+			Tokens          []int64   `json:"tokens"`
+			LossMask        []int64   `json:"loss_mask"`
+			RolloutLogProbs []float64 `json:"rollout_log_probs"`
+			WeightVersions  []string  `json:"weight_versions"`
+			RemoveSample    bool      `json:"remove_sample"`
+			Response        string    `json:"response"`
+		} `json:"samples"`
+		Train   map[string]map[string][]float64 `json:"train"`
+		Sidecar map[string]json.RawMessage      `json:"sidecar"`
+	} `json:"steps"`
+	EvalSteps map[string]struct {
+		Samples map[string]struct {
+			Tokens []int64 `json:"tokens"`
+			Reward float64 `json:"reward"`
+			Status string  `json:"status"`
+		} `json:"samples"`
+	} `json:"eval_steps"`
+	Tokenizer struct {
+		VocabSize int      `json:"vocab_size"`
+		PerID     []string `json:"per_id"`
+		Sequences []struct {
+			IDs  []int64 `json:"ids"`
+			Text string  `json:"text"`
+		} `json:"sequences"`
+	} `json:"tokenizer"`
+}
+
+func loadExpected(t testing.TB) *expectedFile {
+	t.Helper()
+	b, err := os.ReadFile("testdata/expected.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var e expectedFile
+	if err := json.Unmarshal(b, &e); err != nil {
+		t.Fatal(err)
+	}
+	return &e
+}
+
+const fixtureRun = "testdata/run"
+
+func TestTokenizerMatchesTokenizersDecode(t *testing.T) {
+	exp := loadExpected(t)
+	tok, err := LoadTokenizer(fixtureRun + "/tokenizer/tokenizer.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tok.VocabSize() != exp.Tokenizer.VocabSize {
+		t.Fatalf("vocab %d, tokenizers says %d", tok.VocabSize(), exp.Tokenizer.VocabSize)
+	}
+	for id, want := range exp.Tokenizer.PerID {
+		if got := tok.Decode([]int64{int64(id)}); got != want {
+			t.Errorf("decode([%d]) = %q, tokenizers gives %q", id, got, want)
+		}
+	}
+	for i, s := range exp.Tokenizer.Sequences {
+		if got := tok.Decode(s.IDs); got != s.Text {
+			t.Errorf("sequence %d: %q, tokenizers gives %q", i, got, s.Text)
+		}
+		// per-token texts joined give the whole text back
+		joined := ""
+		for _, p := range tok.TokenTexts(s.IDs, true) {
+			joined += p
+		}
+		if joined != s.Text {
+			t.Errorf("sequence %d: token texts join to %q, want %q", i, joined, s.Text)
+		}
+	}
+}
