@@ -249,8 +249,8 @@ func (c *ctx) bounds() (float64, float64) {
 }
 
 // timeWeighted is Σ v·dt / Σ dt over every sample of every series in [lo, hi]: a sample holds until the next
-// one, at most 3 × the series' median scrape interval (a scrape gap is not extrapolated), and the last sample
-// holds for one median interval. It returns the mean and the time covered.
+// one, at most gapHold(series) (a scrape gap — engine down, collector restart — is not extrapolated), and the
+// last sample holds for one median interval. It returns the mean and the time covered.
 func timeWeighted(series []store.EngineRaw, lo, hi float64) (mean, covered float64) {
 	var num, den float64
 	for i := range series {
@@ -264,7 +264,7 @@ func timeWeighted(series []store.EngineRaw, lo, hi float64) (mean, covered float
 		for k := i0; k < i1; k++ {
 			dt := med
 			if k+1 < len(ts) {
-				dt = math.Min(ts[k+1]-ts[k], 3*med)
+				dt = math.Min(ts[k+1]-ts[k], gapHold(med))
 			}
 			if dt <= 0 || v[k] != v[k] {
 				continue
@@ -278,6 +278,10 @@ func timeWeighted(series []store.EngineRaw, lo, hi float64) (mean, covered float
 	}
 	return num / den, den
 }
+
+// gapHold is the longest a sample is taken to hold: 3 × the median scrape interval, at least 15 s (a slow
+// scrape of a busy engine still counts for its whole interval).
+func gapHold(med float64) float64 { return math.Max(3*med, 15) }
 
 func medianInterval(ts []float64) float64 {
 	if len(ts) < 2 {
