@@ -686,9 +686,12 @@ func (s *Store) EngineSeriesOf(metric, stat string, perDP bool, t0, t1 float64, 
 	if !perDP {
 		raws = FoldEngines(raws, ByEngineGroup, IntensiveEngineMetric(metric))
 	}
-	groups := map[string]int{}
+	groups := map[string]map[string]bool{} // label sets (without dp_rank) per engine
 	for i := range raws {
-		groups[raws[i].Addr]++
+		if groups[raws[i].Addr] == nil {
+			groups[raws[i].Addr] = map[string]bool{}
+		}
+		groups[raws[i].Addr][raws[i].Group] = true
 	}
 	for i := range raws {
 		r := &raws[i]
@@ -702,7 +705,7 @@ func (s *Store) EngineSeriesOf(metric, stat string, perDP bool, t0, t1 float64, 
 			line.DP = &dp
 			line.Label += " dp" + dp
 		}
-		if r.Group != "" && (groups[r.Addr] > 1 || perDP && groups[r.Addr] > countDP(raws, r.Addr)) {
+		if r.Group != "" && len(groups[r.Addr]) > 1 {
 			line.Label += " {" + r.Group + "}" // several label sets on one engine (PD engine types, stages)
 		}
 		for j, t := range ts {
@@ -872,16 +875,6 @@ func (s *Store) EngineOverlay(metric, stat string, t0, t1 float64, sel []*Lane, 
 		res.Lanes = append(res.Lanes, ol)
 	}
 	return res, nil
-}
-
-func countDP(raws []EngineRaw, addr string) int {
-	dps := map[string]bool{}
-	for i := range raws {
-		if raws[i].Addr == addr {
-			dps[raws[i].DP] = true
-		}
-	}
-	return len(dps)
 }
 
 // DataVersion changes whenever anything a view or the advisory reads may have changed.

@@ -598,14 +598,20 @@ func (s *Store) AnatomyOf(step int, sortKey string, offset, limit int) (*Anatomy
 	return &a, nil
 }
 
+// sortRows orders rows. staleness is the processor's sample staleness; in a step nobody annotated (no lifecycle
+// processor) it is the version span within each sample (newest − oldest version), as the reference sorts.
 func sortRows(rows []AnatomyRow, key string) {
+	span := true
+	for i := range rows {
+		span = span && rows[i].Staleness == nil
+	}
 	val := func(r *AnatomyRow) (float64, bool) {
 		switch key {
 		case "staleness":
 			if r.Staleness != nil {
 				return float64(*r.Staleness), true
 			}
-			if r.VersionMin != nil && r.VersionMax != nil {
+			if span && r.VersionMin != nil && r.VersionMax != nil {
 				return float64(*r.VersionMax - *r.VersionMin), true
 			}
 			return 0, false
