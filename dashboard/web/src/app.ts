@@ -1,9 +1,15 @@
-// Entry point: top bar (run name, live/static badge, data freshness, notices) and the Compute Utilization view.
+// Entry point: top bar (run name, live/static badge, data freshness, notices, view tabs) and the views:
+// Compute Utilization (#/compute, the default), Metrics explorer (#/metrics), Trajectory lifecycle (#/lifecycle).
+// Each view is built on its first visit and kept (hidden) afterwards; all share the page's one WebSocket.
 
 import "uplot/dist/uPlot.min.css";
 import "./app.css";
 import { Api } from "./api";
-import { ComputeView } from "./compute";
+import { AdvisoryPanel } from "./advisory";
+import { ComputeView, isComputeHash } from "./compute";
+import { LifecycleView } from "./lifecycle";
+import { Live } from "./live";
+import { MetricsView } from "./metrics";
 import { formatAbs, formatDuration } from "./timeaxis";
 import type { Meta } from "./types";
 
@@ -53,6 +59,23 @@ function showError(msg: string): void {
   e.style.display = msg ? "" : "none";
 }
 
+type ViewName = "compute" | "metrics" | "lifecycle";
+
+interface ViewSlot {
+  name: ViewName;
+  label: string;
+  host: HTMLElement;
+  view: { shown(): void; hidden_?(): void; active: boolean } | null;
+  starting: Promise<void> | null;
+}
+
+export function viewOfHash(h: string): ViewName {
+  if (isComputeHash(h)) return "compute";
+  if (h.startsWith("#/metrics")) return "metrics";
+  if (h.startsWith("#/lifecycle")) return "lifecycle";
+  return "compute";
+}
+
 async function main(): Promise<void> {
   $("notices").onclick = () => $("noticelist").classList.toggle("open");
   let meta: Meta;
@@ -64,9 +87,86 @@ async function main(): Promise<void> {
   }
   renderTop(meta);
   document.title = `${meta.run_name} · miles dashboard`;
-  const view = new ComputeView(api, meta, $("main"), renderTop, showError);
-  (window as unknown as { __miles: unknown }).__miles = view;
-  await view.start();
+  const live = meta.live ? new Live(api.liveURL()) : null;
+  live?.add({ state: (c) => document.body.classList.toggle("ws-down", !c) });
+  const advisory = new AdvisoryPanel(api, live);
+  void advisory.load();
+  const w = window as unknown as { __miles: unknown; __milesViews: Record<string, unknown>; __milesLive: unknown };
+  w.__milesViews = {};
+  w.__milesLive = live;
+  const slots: Record<ViewName, ViewSlot> = {
+    compute: { name: "compute", label: "Compute", host: document.createElement("div"), view: null, starting: null },
+    metrics: { name: "metrics", label: "Metrics", host: document.createElement("div"), view: null, starting: null },
+    lifecycle: { name: "lifecycle", label: "Lifecycle", host: document.createElement("div"), view: null, starting: null },
+  };
+  const tabs = $("tabs");
+  for (const s of Object.values(slots)) {
+    s.host.className = "viewhost";
+    s.host.dataset.view = s.name;
+    $("main").appendChild(s.host);
+    const a = document.createElement("a");
+    a.className = "tab";
+    a.dataset.view = s.name;
+    a.textContent = s.label;
+    a.href = "#/" + s.name;
+    tabs.appendChild(a);
+  }
+  // Each view's last hash (views write theirs with replaceState, which fires no event: sampled while shown).
+  const lastHash: Partial<Record<ViewName, string>> = {};
+  let current: ViewName | null = null;
+  const build = (s: ViewSlot): Promise<void> => {
+    if (s.starting) return s.starting;
+    if (s.name === "compute") {
+      const v = new ComputeView(api, meta, s.host, renderTop, showError);
+      w.__miles = v;
+      s.view = v;
+      s.starting = v.start(live);
+    } else if (s.name === "metrics") {
+      const v = new MetricsView(api, meta, s.host, live, advisory, showError);
+      v.active = true;
+      s.view = v;
+      s.starting = v.start();
+    } else {
+      const v = new LifecycleView(api, meta, s.host, live, advisory, showError);
+      v.active = true;
+      s.view = v;
+      s.starting = v.start();
+    }
+    w.__milesViews[s.name] = s.view;
+    s.starting = s.starting.catch((e) => showError(`${s.label}: ${(e as Error).message}`));
+    return s.starting;
+  };
+  const route = async (): Promise<void> => {
+    const name = viewOfHash(location.hash);
+    if (name === current) return;
+    // A bare "#/metrics" from a tab link brings back that view's last state.
+    const bare = location.hash === "#/" + name;
+    if (bare && lastHash[name] && lastHash[name] !== location.hash) {
+      history.replaceState(null, "", location.pathname + location.search + lastHash[name]);
+    }
+    if (current) {
+      const c = slots[current];
+      c.host.style.display = "none";
+      if (c.view) {
+        c.view.active = false;
+        c.view.hidden_?.();
+      }
+    }
+    current = name;
+    for (const a of Array.from(tabs.children)) a.classList.toggle("on", (a as HTMLElement).dataset.view === name);
+    $("crumb").textContent = slots[name].label;
+    const s = slots[name];
+    s.host.style.display = "";
+    if (!s.view) await build(s);
+    else s.view.shown();
+    document.body.dataset.view = name;
+  };
+  window.addEventListener("hashchange", () => void route());
+  setInterval(() => {
+    if (current && viewOfHash(location.hash) === current) lastHash[current] = location.hash;
+  }, 250);
+  for (const s of Object.values(slots)) s.host.style.display = "none";
+  await route();
   document.body.dataset.ready = "1";
 }
 

@@ -54,6 +54,11 @@ const FLEET_UTIL_H = 84;
 /** Secondary panels (bubbles, overlay, carpet, fleet) refresh at most this often while following. */
 const SECONDARY_MIN_S = 3;
 
+/** The hash belongs to this view: "#/compute…" or none (the default view). */
+export function isComputeHash(h: string): boolean {
+  return h === "" || h === "#" || h === "#/" || h.startsWith("#/compute");
+}
+
 function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, text?: string): HTMLElementTagNameMap[K] {
   const e = document.createElement(tag);
   if (cls) e.className = cls;
@@ -153,7 +158,17 @@ export class ComputeView {
 
   // ---------------------------------------------------------------------------------------------- set-up
 
-  async start(): Promise<void> {
+  /** False while another view's tab is shown: the hash is not ours then. */
+  active = true;
+
+  /** The tab was shown again: lay out for the now-visible size. */
+  shown(): void {
+    this.active = true;
+    this.layout();
+    this.invalidate("lanes", "axis", "overview", "legend");
+  }
+
+  async start(shared?: Live | null): Promise<void> {
     await this.loadLanes();
     if (!this.st.lanes) {
       // Small runs: every lane. Larger: about DEFAULT_LANES evenly spaced lanes as one `every:` chip.
@@ -169,12 +184,16 @@ export class ComputeView {
     this.ensureData(true);
     this.refreshSecondary(true);
     if (this.meta.live) {
-      this.live = new Live(this.api.liveURL(), {
-        meta: (m) => this.applyMeta(m),
-        delta: (d) => this.applyDelta(d),
+      const h = {
+        meta: (m: Meta) => this.applyMeta(m),
+        delta: (d: DeltaMsg) => this.applyDelta(d),
         resync: () => this.resync(),
-        state: (c) => this.root.classList.toggle("ws-down", !c),
-      });
+        state: (c: boolean) => this.root.classList.toggle("ws-down", !c),
+      };
+      if (shared) {
+        shared.add(h);
+        this.live = shared;
+      } else this.live = new Live(this.api.liveURL(), h);
       this.subscribe();
     }
     setInterval(() => this.onMeta(this.metaWithEdge()), 1000);
@@ -898,6 +917,7 @@ export class ComputeView {
   }
 
   private onHash(): void {
+    if (!this.active || !isComputeHash(location.hash)) return;
     const s = parseHash(location.hash);
     const lanesChanged = (s.lanes || "all") !== (this.st.lanes || "all");
     const winChanged =
@@ -922,6 +942,7 @@ export class ComputeView {
   private writeUrl(now: boolean): void {
     const run = () => {
       this.urlTimer = null;
+      if (!this.active || !isComputeHash(location.hash)) return;
       const s: UrlState = { ...this.st };
       if (this.pinned) {
         s.t0 = s.t1 = undefined;

@@ -8,11 +8,13 @@ export type Subscription =
   | { type: "subscribe"; view: "compute"; lanes: string; t0: number; t1: number };
 
 export interface LiveHandlers {
-  meta(m: Meta): void;
-  delta(d: DeltaMsg): void;
+  meta?(m: Meta): void;
+  delta?(d: DeltaMsg): void;
   /** Re-fetch the window over HTTP: the server said so, or the socket reconnected. */
-  resync(): void;
-  state(connected: boolean): void;
+  resync?(): void;
+  state?(connected: boolean): void;
+  /** Any other message type (explorer pushes: "metrics", "advisory"). */
+  message?(type: string, data: unknown): void;
 }
 
 export class Live {
@@ -26,11 +28,31 @@ export class Live {
   /** Messages received (for the page's debug counters and tests). */
   received = 0;
 
+  /** Every view of the page listens on the one socket; each gets every message. */
+  private readonly hs: LiveHandlers[] = [];
+  private readonly h: Required<LiveHandlers>;
+
   constructor(
     private readonly url: string,
-    private readonly h: LiveHandlers,
+    first?: LiveHandlers,
   ) {
+    if (first) this.hs.push(first);
+    const all = <K extends keyof LiveHandlers>(k: K) =>
+      ((...a: unknown[]) => {
+        for (const h of this.hs) (h[k] as ((...x: unknown[]) => void) | undefined)?.(...a);
+      }) as Required<LiveHandlers>[K];
+    this.h = { meta: all("meta"), delta: all("delta"), resync: all("resync"), state: all("state"), message: all("message") };
     this.connect();
+  }
+
+  /** Add a view's handlers (it receives messages from now on). */
+  add(h: LiveHandlers): void {
+    this.hs.push(h);
+  }
+
+  /** Whether the socket is open now. */
+  get connected(): boolean {
+    return this.ws !== null && this.ws.readyState === WebSocket.OPEN;
   }
 
   private connect(): void {
@@ -56,6 +78,7 @@ export class Live {
       if (msg.type === "meta") this.h.meta((msg as { data: Meta }).data);
       else if (msg.type === "delta") this.h.delta((msg as { data: DeltaMsg }).data);
       else if (msg.type === "resync") this.h.resync();
+      else this.h.message(msg.type, (msg as { data?: unknown }).data);
     };
     ws.onclose = () => {
       if (this.ws !== ws) return;

@@ -1,0 +1,104 @@
+// Run advisory panel (issue 8, reference §7): GET /api/v1/advisory once, then the "advisory" pushes of the page's
+// WebSocket. Alarms (critical bold red, warning red) or, when none fired, tuning tips (muted); tips withheld by an
+// alarm are counted; the MFU summary as a tile.
+
+import type { Api } from "./api";
+import type { Live } from "./live";
+
+export interface Advisory {
+  id: string;
+  rule: string;
+  level: string;
+  tier: string;
+  message: string;
+  evidence?: Record<string, unknown>;
+}
+
+export interface AdvisoryResult {
+  advisories: Advisory[];
+  suppressed: Advisory[];
+  skipped: { id: string; rule: string; reason: string }[];
+  mfu: { latest: number; mean: number; steps: number; peak_tflops: number | null } | null;
+}
+
+function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, text?: string): HTMLElementTagNameMap[K] {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+export class AdvisoryPanel {
+  readonly root = el("section", "advisory");
+  private res: AdvisoryResult | null = null;
+  /** Updates received (HTTP + pushes), for the tests. */
+  updates = 0;
+
+  constructor(
+    private readonly api: Api,
+    live: Live | null,
+  ) {
+    this.root.dataset.state = "loading";
+    live?.add({
+      message: (type, data) => {
+        if (type === "advisory" && data) this.show(data as AdvisoryResult);
+      },
+      resync: () => void this.load(),
+    });
+  }
+
+  async load(): Promise<void> {
+    try {
+      this.show(await this.api.get<AdvisoryResult>("/api/v1/advisory"));
+    } catch (e) {
+      this.root.dataset.state = "error";
+      this.root.textContent = `advisory unavailable: ${(e as Error).message}`;
+    }
+  }
+
+  show(r: AdvisoryResult): void {
+    this.res = r;
+    this.updates++;
+    this.render();
+  }
+
+  private render(): void {
+    const r = this.res;
+    if (!r) return;
+    this.root.textContent = "";
+    const head = el("div", "advhead");
+    head.append(el("b", "", "Run advisory"));
+    const alarms = r.advisories.filter((a) => a.tier === "alarm").length;
+    const tips = r.advisories.length - alarms;
+    head.append(el("span", "muted", r.advisories.length ? ` ${alarms} alarm${alarms === 1 ? "" : "s"} · ${tips} tip${tips === 1 ? "" : "s"}` : " all clear"));
+    if (r.suppressed?.length) {
+      const s = el("span", "muted advsupp", ` · ${r.suppressed.length} tip${r.suppressed.length === 1 ? "" : "s"} withheld while an alarm fires`);
+      s.title = r.suppressed.map((a) => `${a.id} ${a.rule}: ${a.message}`).join("\n");
+      head.append(s);
+    }
+    if (r.skipped?.length) {
+      const s = el("span", "muted advskip", ` · ${r.skipped.length} rule${r.skipped.length === 1 ? "" : "s"} not evaluated`);
+      s.title = r.skipped.map((k) => `${k.id} ${k.rule}: ${k.reason}`).join("\n");
+      head.append(s);
+    }
+    if (r.mfu) {
+      const m = r.mfu;
+      const t = el("span", "mfutile");
+      t.textContent = `MFU latest ${(m.latest * 100).toFixed(1)}% · mean ${(m.mean * 100).toFixed(1)}% over ${m.steps} steps` + (m.peak_tflops ? ` · peak ${m.peak_tflops} TFLOP/s` : "");
+      head.append(t);
+    }
+    this.root.append(head);
+    const ul = el("ul", "advlist");
+    for (const a of r.advisories) {
+      const li = el("li", `adv ${a.level} ${a.tier}`);
+      li.dataset.id = a.id;
+      li.dataset.rule = a.rule;
+      li.append(el("span", "advid", a.id), el("span", "advmsg", a.message));
+      if (a.evidence) li.title = JSON.stringify(a.evidence, null, 1);
+      ul.append(li);
+    }
+    this.root.append(ul);
+    this.root.dataset.state = r.advisories.length ? "messages" : "clear";
+    this.root.dataset.count = String(r.advisories.length);
+  }
+}

@@ -1,0 +1,515 @@
+// Trajectory lifecycle (issue 8, reference V6 / V3f): per-step batch anatomy — one row per consumed sample on
+// wall-clock time: queue (grey underlay), generation segments coloured by the weight version that produced them,
+// tool waits (green), the consume line (blue), weight pushes (dashed); sort chips; wheel zoom, drag pan,
+// double-click reset; detailed 13 px rows with a turns/tool-calls label up to 48 samples, compact rows beyond —
+// plus step stat tiles (GET /api/v1/steps/{id}/anatomy) and the run-wide lifecycle carpet
+// (GET /api/v1/lifecycle/carpet, binary). New consumed steps arrive with the "metrics" pushes.
+//
+// URL: #/lifecycle?step=12&sort=wall
+
+import { AdvisoryPanel } from "./advisory";
+import { Api, ApiError } from "./api";
+import { decodeHeatmap, type HeatmapFrame } from "./heatmap";
+import type { Live } from "./live";
+import { ANATOMY_SORTS, anatomyRowHeight, sortAnatomy, versionColor, type AnatomySort } from "./series";
+import { formatDuration } from "./timeaxis";
+import type { Meta } from "./types";
+
+interface StepSummary {
+  step: number;
+  t: number;
+  wv: number | null;
+  batch: number;
+  lifecycle_status: string;
+  samples: number;
+  known: number;
+  staleness_mean: number | null;
+  staleness_max: number | null;
+  mixed_version_frac: number | null;
+}
+
+interface Row {
+  sample: number;
+  group: number;
+  status: string;
+  submit: number;
+  end: number;
+  consume: number;
+  wall: number;
+  queue: number[];
+  gen: (number | null)[];
+  tool: number[];
+  attempts: number[];
+  staleness: number | null;
+  version_min: number | null;
+  version_max: number | null;
+  turns: number;
+  tool_calls: number;
+  reward: number | null;
+}
+
+interface Anatomy {
+  step: number;
+  consume: number;
+  consume_wv: number | null;
+  t0: number;
+  t1: number;
+  rows_total: number;
+  versions: number[];
+  weight_pushes: { t: number; wv: number }[];
+  tiles: Record<string, number | null>;
+  reward_available: boolean;
+  rows: Row[];
+}
+
+export const QUEUE_COLOR = "#d5d9e0";
+export const TOOL_COLOR = "#2ca02c";
+export const CONSUME_COLOR = "#1f5fd6";
+const GUTTER = 70;
+const RIGHT = 90;
+
+function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, text?: string): HTMLElementTagNameMap[K] {
+  const e = document.createElement(tag);
+  if (cls) e.className = cls;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+const pct = (v: number | null | undefined) => (v === null || v === undefined ? "—" : (v * 100).toFixed(1) + "%");
+const num = (v: number | null | undefined, d = 2) => (v === null || v === undefined ? "—" : String(+v.toFixed(d)));
+const dur = (v: number | null | undefined) => (v === null || v === undefined ? "—" : formatDuration(v));
+
+export class LifecycleView {
+  readonly root = el("div", "lifecycle");
+  private readonly advSlot = el("div", "advslot");
+  private readonly nav = el("div", "lnav");
+  private readonly stepIn = el("input", "lstep");
+  private readonly stepInfo = el("span", "lstepinfo");
+  private readonly tiles = el("div", "ltiles");
+  private readonly sorts = el("span", "lsorts");
+  private readonly pane = el("div", "lpane");
+  private readonly canvas = el("canvas", "anatomy");
+  private readonly tooltip = el("div", "tooltip");
+  private readonly carpetHead = el("div", "lcarphead");
+  private readonly carpet = el("canvas", "lcarpet");
+  private steps: StepSummary[] = [];
+  private step: number | null = null;
+  private follow = true;
+  private sort: AnatomySort = "submit";
+  anat: Anatomy | null = null;
+  order: number[] = [];
+  /** View window (zoom/pan), null = the whole step. */
+  win: { t0: number; t1: number } | null = null;
+  private carpetFrame: HeatmapFrame | null = null;
+  /** Run start (for the carpet's time labels). */
+  readonly startTs: number;
+  active = false;
+  readonly probe = { anatomyDraws: 0, carpetDraws: 0, loads: 0, pushedSteps: 0 };
+
+  constructor(
+    private readonly api: Api,
+    meta: Meta,
+    host: HTMLElement,
+    live: Live | null,
+    private readonly advisory: AdvisoryPanel,
+    private readonly onError: (msg: string) => void,
+  ) {
+    this.startTs = meta.start_ts ?? meta.time_range?.[0] ?? 0;
+    host.appendChild(this.root);
+    const p = new URLSearchParams(location.hash.split("?")[1] ?? "");
+    if (p.has("step") && isFinite(Number(p.get("step")))) {
+      this.step = Number(p.get("step"));
+      this.follow = false;
+    }
+    const s = p.get("sort") as AnatomySort | null;
+    if (s && ANATOMY_SORTS.includes(s)) this.sort = s;
+    this.buildDom();
+    live?.add({
+      message: (type, data) => {
+        if (type !== "metrics") return;
+        const st = (data as { steps?: StepSummary[] }).steps ?? [];
+        if (!st.length) return;
+        this.probe.pushedSteps += st.length;
+        const have = new Set(this.steps.map((x) => x.step));
+        for (const x of st) if (!have.has(x.step)) this.steps.push(x);
+        this.steps.sort((a, b) => a.step - b.step);
+        if (this.active && this.follow) void this.load(this.steps[this.steps.length - 1].step);
+        else this.renderNav();
+        if (this.active) void this.loadCarpet();
+      },
+    });
+  }
+
+  private buildDom(): void {
+    const prev = el("button", "btn lprev", "◀ prev");
+    const next = el("button", "btn lnext", "next ▶");
+    const latest = el("button", "btn llatest", "latest");
+    prev.onclick = () => this.walk(-1);
+    next.onclick = () => this.walk(1);
+    latest.onclick = () => {
+      this.follow = true;
+      if (this.steps.length) void this.load(this.steps[this.steps.length - 1].step);
+    };
+    this.stepIn.type = "number";
+    this.stepIn.onkeydown = (e) => {
+      if (e.key === "Enter") {
+        this.follow = false;
+        void this.load(Number(this.stepIn.value));
+      }
+    };
+    for (const s of ANATOMY_SORTS) {
+      const b = el("button", "chip", s === "wall" ? "wall span" : s);
+      b.dataset.sort = s;
+      b.onclick = () => {
+        this.sort = s;
+        this.applySort();
+        this.writeUrl();
+      };
+      this.sorts.append(b);
+    }
+    this.nav.append(el("b", "", "Step"), prev, this.stepIn, next, latest, this.stepInfo, el("span", "lbl", "sort:"), this.sorts, el("span", "hint", "wheel = zoom · drag = pan · double-click = reset"));
+    this.pane.append(this.canvas, this.tooltip);
+    this.carpetHead.textContent = "run-wide lifecycle carpet";
+    this.root.append(this.advSlot, this.nav, this.tiles, this.pane, this.carpetHead, this.carpet);
+    this.installInput();
+  }
+
+  async start(): Promise<void> {
+    this.advSlot.append(this.advisory.root);
+    const r = await this.api.get<{ steps: StepSummary[] }>("/api/v1/steps");
+    this.steps = r.steps;
+    if (!this.steps.length) {
+      this.stepInfo.textContent = "no consumed steps yet (no lifecycle data in this run)";
+      return;
+    }
+    const target = this.step !== null && this.steps.some((s) => s.step === this.step) ? this.step : this.steps[this.steps.length - 1].step;
+    await this.load(target);
+    void this.loadCarpet();
+  }
+
+  shown(): void {
+    this.active = true;
+    if (this.advisory.root.parentElement !== this.advSlot) this.advSlot.append(this.advisory.root);
+    this.draw();
+    this.drawCarpet();
+  }
+
+  private walk(d: number): void {
+    if (this.step === null) return;
+    const i = this.steps.findIndex((s) => s.step === this.step);
+    const j = Math.max(0, Math.min(this.steps.length - 1, i + d));
+    this.follow = j === this.steps.length - 1 && d > 0 ? this.follow : false;
+    void this.load(this.steps[j].step);
+  }
+
+  async load(step: number): Promise<void> {
+    try {
+      const a = await this.api.get<Anatomy>(`/api/v1/steps/${step}/anatomy`);
+      this.probe.loads++;
+      this.anat = a;
+      this.step = step;
+      this.win = null;
+      this.applySort();
+      this.renderNav();
+      this.renderTiles();
+      this.writeUrl();
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 404) this.stepInfo.textContent = `step ${step}: no such consumed step`;
+      else this.onError(`lifecycle step ${step}: ${(e as Error).message}`);
+    }
+  }
+
+  private renderNav(): void {
+    if (this.step === null) return;
+    const i = this.steps.findIndex((s) => s.step === this.step);
+    this.stepIn.value = String(this.step);
+    this.stepInfo.textContent = `(${i + 1}/${this.steps.length})` + (this.follow ? " · following the newest step" : "");
+  }
+
+  private renderTiles(): void {
+    const a = this.anat;
+    this.tiles.textContent = "";
+    if (!a) return;
+    const t = a.tiles;
+    const items: [string, string, string][] = [
+      ["samples", String(t.samples ?? a.rows_total), "consumed samples of the step"],
+      ["mean staleness", num(t.staleness_mean), "consume version − oldest generating version, mean over the batch"],
+      ["max staleness", num(t.staleness_max, 0), ""],
+      ["mixed-version", pct(t.mixed_version_frac), "samples generated by more than one weight version"],
+      ["truncated", pct(t.truncated_frac), ""],
+      ["failed", pct(t.failed_frac), ""],
+      ["aborted attempts", String(t.aborted_attempts ?? "—"), ""],
+      ["turns", num(t.turns_mean), "mean turns per sample"],
+      ["tool calls", num(t.tool_calls_mean), "mean tool calls per sample"],
+      ["mean wall", dur(t.wall_mean), "first event → last event per sample"],
+      ["max wall", dur(t.wall_max), ""],
+      ["queue", dur(t.queue_time_mean), "mean time queued before generating"],
+    ];
+    for (const [k, v, tip] of items) {
+      const d = el("div", "tile");
+      d.dataset.tile = k;
+      d.append(el("div", "tv", v), el("div", "tk", k));
+      if (tip) d.title = tip;
+      this.tiles.append(d);
+    }
+  }
+
+  private applySort(): void {
+    for (const b of Array.from(this.sorts.children)) b.classList.toggle("on", (b as HTMLElement).dataset.sort === this.sort);
+    if (!this.anat) return;
+    this.order = sortAnatomy(this.anat.rows, this.sort);
+    this.draw();
+  }
+
+  private writeUrl(): void {
+    if (!this.active) return;
+    const parts: string[] = [];
+    if (!this.follow && this.step !== null) parts.push("step=" + this.step);
+    if (this.sort !== "submit") parts.push("sort=" + this.sort);
+    const h = "#/lifecycle" + (parts.length ? "?" + parts.join("&") : "");
+    if (h !== location.hash) history.replaceState(null, "", location.pathname + location.search + h);
+  }
+
+  // -------------------------------------------------------------------------------------------- drawing
+
+  rowHeight(): number {
+    return anatomyRowHeight(this.anat?.rows.length ?? 0);
+  }
+
+  window(): { t0: number; t1: number } {
+    const a = this.anat!;
+    return this.win ?? { t0: a.t0, t1: a.t1 };
+  }
+
+  private plotW(): number {
+    return Math.max(100, (this.pane.clientWidth || 1000) - GUTTER - RIGHT);
+  }
+
+  draw(): void {
+    const a = this.anat;
+    if (!a || !this.active) return;
+    const rh = this.rowHeight();
+    const n = a.rows.length;
+    const w = this.plotW();
+    const h = Math.max(30, n * rh + 20);
+    const dpr = window.devicePixelRatio || 1;
+    const cssW = w + GUTTER + RIGHT;
+    this.canvas.style.width = cssW + "px";
+    this.canvas.style.height = h + "px";
+    this.canvas.width = Math.round(cssW * dpr);
+    this.canvas.height = Math.round(h * dpr);
+    const ctx = this.canvas.getContext("2d")!;
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    ctx.fillStyle = "#fff";
+    ctx.fillRect(0, 0, cssW, h);
+    const { t0, t1 } = this.window();
+    const X = (t: number) => GUTTER + ((t - t0) / (t1 - t0)) * w;
+    const clipX = (t: number) => Math.max(GUTTER, Math.min(GUTTER + w, X(t)));
+    const detailed = rh >= 13;
+    const barH = detailed ? 9 : Math.max(1, rh - (rh > 2 ? 1 : 0));
+    ctx.font = "10px system-ui, sans-serif";
+    ctx.textBaseline = "middle";
+    for (let r = 0; r < this.order.length; r++) {
+      const row = a.rows[this.order[r]];
+      const y = r * rh + (detailed ? 2 : 0);
+      if (detailed) {
+        ctx.fillStyle = "#5b6475";
+        ctx.textAlign = "right";
+        ctx.fillText(`#${row.sample}`, GUTTER - 6, y + barH / 2);
+      }
+      // attempts / queue underlay
+      ctx.fillStyle = QUEUE_COLOR;
+      for (let i = 0; i + 1 < row.queue.length; i += 2) {
+        const x0 = clipX(row.queue[i]);
+        const x1 = clipX(row.queue[i + 1]);
+        if (x1 > x0) ctx.fillRect(x0, y, Math.max(1, x1 - x0), barH);
+      }
+      for (let i = 0; i + 4 < row.gen.length + 1 && i + 1 < row.gen.length; i += 5) {
+        const g0 = row.gen[i] as number;
+        const g1 = (row.gen[i + 1] ?? a.consume) as number;
+        const v = row.gen[i + 2] ?? row.version_min;
+        const x0 = clipX(g0);
+        const x1 = clipX(g1);
+        if (x1 <= GUTTER || x0 >= GUTTER + w) continue;
+        ctx.fillStyle = v === null ? "#888" : versionColor(v);
+        ctx.fillRect(x0, y, Math.max(1, x1 - x0), barH);
+      }
+      ctx.fillStyle = TOOL_COLOR;
+      for (let i = 0; i + 2 < row.tool.length + 1 && i + 1 < row.tool.length; i += 3) {
+        const x0 = clipX(row.tool[i]);
+        const x1 = clipX(row.tool[i + 1]);
+        if (x1 > x0) ctx.fillRect(x0, y + (detailed ? 2 : 0), Math.max(1, x1 - x0), detailed ? barH - 4 : barH);
+      }
+      if (detailed) {
+        ctx.fillStyle = "#5b6475";
+        ctx.textAlign = "left";
+        const rw = row.reward === null ? "" : `·r=${row.reward.toFixed(2)}`;
+        ctx.fillText(`${row.turns}t·${row.tool_calls}x${rw}`, GUTTER + w + 6, y + barH / 2);
+      }
+    }
+    // weight pushes (dashed) and the consume line
+    ctx.setLineDash([3, 3]);
+    ctx.strokeStyle = "rgba(90, 90, 90, 0.7)";
+    for (const p of a.weight_pushes) {
+      if (p.t < t0 || p.t > t1) continue;
+      ctx.beginPath();
+      ctx.moveTo(X(p.t) + 0.5, 0);
+      ctx.lineTo(X(p.t) + 0.5, h - 14);
+      ctx.stroke();
+      ctx.fillStyle = "#5b6475";
+      ctx.textAlign = "left";
+      ctx.fillText(`v${p.wv}`, X(p.t) + 3, h - 7);
+    }
+    ctx.setLineDash([]);
+    if (a.consume >= t0 && a.consume <= t1) {
+      ctx.strokeStyle = CONSUME_COLOR;
+      ctx.lineWidth = 2;
+      ctx.beginPath();
+      ctx.moveTo(X(a.consume), 0);
+      ctx.lineTo(X(a.consume), h - 14);
+      ctx.stroke();
+      ctx.lineWidth = 1;
+    }
+    ctx.fillStyle = "#5b6475";
+    ctx.textAlign = "left";
+    ctx.fillText(`+0 = ${formatDuration(a.consume - t0)} before consume`, GUTTER, h - 7);
+    ctx.textAlign = "right";
+    ctx.fillText(`span ${formatDuration(t1 - t0)}`, GUTTER + w, h - 7);
+    this.probe.anatomyDraws++;
+    this.canvas.dataset.rows = String(n);
+    this.canvas.dataset.rowh = String(rh);
+  }
+
+  private installInput(): void {
+    let drag: { x: number; t0: number; t1: number; moved: boolean } | null = null;
+    this.canvas.addEventListener(
+      "wheel",
+      (e) => {
+        if (!this.anat) return;
+        e.preventDefault();
+        const { t0, t1 } = this.window();
+        const r = this.canvas.getBoundingClientRect();
+        const w = this.plotW();
+        const f = Math.min(1, Math.max(0, (e.clientX - r.left - GUTTER) / w));
+        const at = t0 + f * (t1 - t0);
+        const k = Math.exp(e.deltaY * 0.002);
+        const full = this.anat.t1 - this.anat.t0;
+        const span = Math.max(0.05, Math.min(full, (t1 - t0) * k));
+        let n0 = at - f * span;
+        n0 = Math.max(this.anat.t0, Math.min(this.anat.t1 - span, n0));
+        this.win = span >= full ? null : { t0: n0, t1: n0 + span };
+        this.draw();
+      },
+      { passive: false },
+    );
+    this.canvas.addEventListener("mousedown", (e) => {
+      if (!this.anat) return;
+      const { t0, t1 } = this.window();
+      drag = { x: e.clientX, t0, t1, moved: false };
+    });
+    window.addEventListener("mousemove", (e) => {
+      if (drag && this.anat) {
+        const dx = e.clientX - drag.x;
+        if (Math.abs(dx) > 3) drag.moved = true;
+        const span = drag.t1 - drag.t0;
+        const full = this.anat.t1 - this.anat.t0;
+        if (span >= full) return;
+        let n0 = drag.t0 - (dx / this.plotW()) * span;
+        n0 = Math.max(this.anat.t0, Math.min(this.anat.t1 - span, n0));
+        this.win = { t0: n0, t1: n0 + span };
+        this.draw();
+        return;
+      }
+      this.hover(e);
+    });
+    window.addEventListener("mouseup", () => (drag = null));
+    this.canvas.addEventListener("dblclick", () => {
+      this.win = null;
+      this.draw();
+    });
+    this.canvas.addEventListener("mouseleave", () => (this.tooltip.style.display = "none"));
+  }
+
+  private hover(e: MouseEvent): void {
+    const a = this.anat;
+    if (!a || e.target !== this.canvas) return;
+    const r = this.canvas.getBoundingClientRect();
+    const y = e.clientY - r.top;
+    const i = Math.floor(y / this.rowHeight());
+    if (i < 0 || i >= this.order.length) {
+      this.tooltip.style.display = "none";
+      return;
+    }
+    const row = a.rows[this.order[i]];
+    const vs = row.version_min === null ? "—" : row.version_min === row.version_max ? `v${row.version_min}` : `v${row.version_min}–v${row.version_max}`;
+    this.tooltip.innerHTML = "";
+    this.tooltip.append(
+      el("div", "", `sample ${row.sample} · group ${row.group} · ${row.status || "status unknown"}`),
+      el("div", "", `versions ${vs} · staleness ${row.staleness ?? "—"} · ${row.turns} turns · ${row.tool_calls} tool calls`),
+      el("div", "", `wall ${formatDuration(row.wall)} · ends ${formatDuration(a.consume - row.end)} before consume`),
+    );
+    this.tooltip.style.display = "block";
+    this.tooltip.style.left = Math.min(e.clientX - r.left + 14, r.width - 300) + "px";
+    this.tooltip.style.top = y + 14 + "px";
+  }
+
+  // -------------------------------------------------------------------------------------------- carpet
+
+  private async loadCarpet(): Promise<void> {
+    const w = Math.max(200, Math.min(2000, (this.root.clientWidth || 1200) - 20));
+    const url = this.api.url("/api/v1/lifecycle/carpet", { buckets: w, rows: 512 });
+    try {
+      const resp = await fetch(url, { headers: this.api.token ? { Authorization: "Bearer " + this.api.token } : {} });
+      if (!resp.ok) throw new Error(`HTTP ${resp.status}`);
+      this.carpetFrame = decodeHeatmap(await resp.arrayBuffer());
+      this.drawCarpet();
+    } catch (e) {
+      this.carpetHead.textContent = `lifecycle carpet unavailable: ${(e as Error).message}`;
+    }
+  }
+
+  private drawCarpet(): void {
+    const f = this.carpetFrame;
+    if (!f || !this.active) return;
+    const { rows, buckets } = f.header;
+    const h = f.header as unknown as { rows_total?: number; palette?: string[] };
+    const pal = h.palette ?? [];
+    const colors: Record<string, [number, number, number]> = {
+      attempt: [236, 238, 242],
+      queue: [190, 196, 206],
+      generating: [214, 120, 20],
+      tool_wait: [44, 160, 44],
+      consume: [31, 95, 214],
+    };
+    const rgb = pal.map((n) => colors[n] ?? [255, 255, 255]);
+    const rowPx = rows > 256 ? 1 : rows > 64 ? 2 : 4;
+    this.carpet.width = buckets;
+    this.carpet.height = Math.max(1, rows * rowPx);
+    this.carpet.style.width = "100%";
+    this.carpet.style.height = rows * rowPx + "px";
+    const ctx = this.carpet.getContext("2d")!;
+    const img = ctx.createImageData(buckets, rows * rowPx);
+    for (let r = 0; r < rows; r++)
+      for (let b = 0; b < buckets; b++) {
+        const c = f.cells[r * buckets + b];
+        const [R, G, B] = c === 0 ? [255, 255, 255] : rgb[c] ?? [0, 0, 0];
+        for (let k = 0; k < rowPx; k++) {
+          const o = ((r * rowPx + k) * buckets + b) * 4;
+          img.data[o] = R;
+          img.data[o + 1] = G;
+          img.data[o + 2] = B;
+          img.data[o + 3] = 255;
+        }
+      }
+    ctx.putImageData(img, 0, 0);
+    this.carpetHead.textContent = "";
+    this.carpetHead.append(el("b", "", "Run-wide lifecycle carpet"), el("span", "muted", ` · showing ${rows}/${h.rows_total ?? rows} trajectories (submit order) · `));
+    for (const n of pal.slice(1)) {
+      const sw = el("span", "tsw");
+      const c = colors[n] ?? [0, 0, 0];
+      sw.style.background = `rgb(${c.join(",")})`;
+      this.carpetHead.append(sw, el("span", "muted", n + "  "));
+    }
+    this.probe.carpetDraws++;
+  }
+}
