@@ -395,7 +395,14 @@ func (e *explorer) configFor(r *http.Request) (advisory.Config, error) {
 func AdvisoryInput(st *store.Store, cfg advisory.Config, win *[2]float64) advisory.Input {
 	in := advisory.Input{Config: cfg, Window: win, Engines: map[string][]store.EngineRaw{}}
 	in.Phases, in.Edge = st.AllPhases()
-	in.StartTS = st.Info().StartTS
+	// The attempt boundary: miles v1 rewrites meta.json at every (re)start, so start_ts is the current
+	// attempt's; otelcol-miles keeps the first start (docs/semconv.md §8.1), before which no phase of this run
+	// can lie unless it was replayed (fast-forward), so it draws no boundary. Crashed attempts' open markers
+	// are told apart by the stall rule itself (a later closed phase of the same rank).
+	in.StartTS = math.Inf(-1)
+	if info := st.Info(); info.Layout == "miles-v1" {
+		in.StartTS = info.StartTS
+	}
 	for _, m := range advisory.EngineMetrics {
 		if rs := st.EngineRawSeries(m, math.Inf(-1), math.Inf(1)); len(rs) > 0 {
 			in.Engines[m] = rs

@@ -51,10 +51,25 @@ func (h *hub) broadcast(msg []byte) {
 	}
 }
 
-// explorerHello is called by serveWS after the meta message: a new page gets the current advisory.
+// explorerHello is called by serveWS after the meta message: a new page gets the current advisory. The first
+// page starts the metrics cursor: pushes carry what changed after a page connected (pages fetch their data over
+// HTTP once their socket is open).
 func (s *Server) explorerHello(c *client) {
 	e := s.ex()
 	e.live.mu.Lock()
+	if !e.live.init {
+		e.live.init = true
+		e.live.cursor = s.st.MetricsCursor()
+		e.live.keys = map[string]bool{}
+		keys, _, _ := s.st.MetricKeys()
+		for _, k := range keys {
+			e.live.keys[k.Key] = true
+		}
+		e.live.lastStep = math.MinInt
+		for _, st := range s.st.LifecycleSteps() {
+			e.live.lastStep = max(e.live.lastStep, st.Step)
+		}
+	}
 	adv := e.live.advJSON
 	wake := e.live.advWake
 	e.live.mu.Unlock()
@@ -110,18 +125,16 @@ func (e *explorer) runLive() {
 	}
 }
 
-// pushMetrics sends what grew since the last push. It runs only while pages are connected; a page that
-// connects later may receive points it already fetched (points are replace-by-(key, step): receiving one twice
-// is harmless), never miss one.
+// pushMetrics sends what grew since the last push. It runs only while pages are connected; a page may receive
+// points it already fetched (points replace by (key, step): receiving one twice is harmless); when the log has
+// moved on by more than maxPushPoints the message says refetch instead.
 func (e *explorer) pushMetrics() {
 	st := e.s.st
 	ls := &e.live
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	if !ls.init { // the first push after start carries everything (or asks pages to re-fetch when large)
-		ls.init = true
-		ls.keys = map[string]bool{}
-		ls.lastStep = math.MinInt
+	if !ls.init {
+		return // no page ever connected
 	}
 	changes, cursor, ok := st.MetricChangesSince(ls.cursor, maxPushPoints)
 	ls.cursor = cursor

@@ -343,10 +343,11 @@ func DecimateMinMax(x, y []float64, points int) (Floats, Floats, bool) {
 	return xs, ys, true
 }
 
-// MetricsCursor is the live position in the metrics change log.
+// MetricsCursor is the live position in the metrics change log (everything read so far is before it).
 func (s *Store) MetricsCursor() uint64 {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.syncMetricsLocked()
 	return s.ex.met.base + uint64(len(s.ex.met.log))
 }
 

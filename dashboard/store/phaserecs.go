@@ -65,6 +65,7 @@ func (s *Store) AllPhases() (recs []PhaseRecord, edge float64) {
 
 // RunInfo is what the advisory needs from meta.json and the lane catalogue.
 type RunInfo struct {
+	Layout   string // otelcol-miles | miles-v1
 	StartTS  float64
 	Args     map[string]any // meta.json "args" (the miles v1 snapshot), empty when absent
 	Colocate *bool          // some lane is both a train and a rollout lane (nil: no roles known)
@@ -75,7 +76,7 @@ type RunInfo struct {
 func (s *Store) Info() RunInfo {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	ri := RunInfo{StartTS: s.first, Args: map[string]any{}, Edge: s.edge}
+	ri := RunInfo{Layout: s.layout, StartTS: s.first, Args: map[string]any{}, Edge: s.edge}
 	if a, ok := s.meta["args"].(map[string]any); ok {
 		ri.Args = a
 	}

@@ -1026,7 +1026,7 @@ func (s *Store) LifecycleCarpet(t0, t1 float64, buckets, maxRows, offset int) *C
 		if b < t0 || a > t1 {
 			return
 		}
-		b0 := int(math.Max(0, math.Floor((a-t0)/width)))
+		b0 := int(math.Min(float64(buckets-1), math.Max(0, math.Floor((a-t0)/width))))
 		b1 := int(math.Min(float64(buckets-1), math.Floor((b-t0)/width)))
 		for x := b0; x <= b1; x++ {
 			c.Cells[row*buckets+x] = v
