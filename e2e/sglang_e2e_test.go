@@ -139,7 +139,7 @@ func sglangConfig() string {
 
 func engineRecords(t *testing.T, runDir string) []map[string]any {
 	t.Helper()
-	return e2etest.Records(t, runDir, "engine_series")
+	return e2etest.EngineSeries(t, runDir)
 }
 
 func recLabels(r map[string]any) map[string]string {

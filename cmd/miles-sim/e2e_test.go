@@ -42,6 +42,9 @@ func readRun(t *testing.T, dir string) runView {
 	v := runView{recs: map[string][]map[string]any{}}
 	for _, s := range sc.Streams {
 		v.recs[s] = e2etest.Records(t, dir, s)
+		if s == sc.StreamEngineSeries {
+			v.recs[s] = e2etest.EngineSeries(t, dir) // one map per metric of each scrape record
+		}
 	}
 	return v
 }
@@ -271,7 +274,7 @@ func TestE2EFastForwardLooksScraped(t *testing.T) {
 	}()
 	e2etest.Eventually(t, 60*time.Second, "live engine series with histograms and processes", func() bool {
 		have := map[string]bool{}
-		for _, r := range e2etest.Records(t, liveDir, sc.StreamEngineSeries) {
+		for _, r := range e2etest.EngineSeries(t, liveDir) {
 			have[str(r, "metric")] = true
 		}
 		return have["sglang:time_to_first_token_seconds"] && have["sglang:num_running_reqs"] && have["sglang:prompt_tokens_total"] &&
@@ -296,7 +299,11 @@ func TestE2EFastForwardLooksScraped(t *testing.T) {
 		stream   string
 		byMetric bool
 	}{{sc.StreamEngineSeries, true}, {sc.StreamGPUUtil, false}, {sc.StreamGPUProcesses, false}} {
-		live, ff := shape(e2etest.Records(t, liveDir, s.stream), s.byMetric), shape(e2etest.Records(t, ffDir, s.stream), s.byMetric)
+		read := e2etest.Records
+		if s.stream == sc.StreamEngineSeries {
+			read = func(t testing.TB, dir, _ string) []map[string]any { return e2etest.EngineSeries(t, dir) }
+		}
+		live, ff := shape(read(t, liveDir, s.stream), s.byMetric), shape(read(t, ffDir, s.stream), s.byMetric)
 		for k, v := range live {
 			if ff[k] != v {
 				t.Errorf("%s %q: live %q, fast-forward %q", s.stream, k, v, ff[k])

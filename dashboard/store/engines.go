@@ -30,12 +30,18 @@ type engineSample struct {
 	counts     []byte
 }
 
-// decodeEngineRecord reads one engine_series line (otelcol-miles schema 2: `v`, or `count`/`sum`/`bounds`/
-// `counts` for a histogram; miles v1: `value` and underscore names) and emits its samples. false = corrupt.
+// decodeEngineRecord reads one engine_series line and emits its samples. false = corrupt. Shapes:
+//   - otelcol-miles schema 2 (docs/semconv.md §8.3): one record per engine scrape and label set, values under
+//     `m` {metric: v}, histograms under `h` {metric: {count, sum, bounds, counts}} (summaries under `s` are
+//     skipped: sglang exports none);
+//   - the earlier per-point form (`metric` with `v`, or `count`/`sum`/`bounds`/`counts`);
+//   - miles v1: `metric` with `value`, underscore names.
+//
 // buf is scratch space for a renamed metric (valid until the next call).
 func decodeEngineRecord(line []byte, buf *[]byte, emit func(*engineSample)) bool {
 	var es engineSample
 	haveTS := false
+	var m, h []byte
 	err := scanFlat(line, func(key, val []byte, str bool) {
 		switch string(key) {
 		case "ts":
@@ -58,18 +64,67 @@ func decodeEngineRecord(line []byte, buf *[]byte, emit func(*engineSample)) bool
 			es.bounds = val
 		case "counts":
 			es.counts = val
+		case "m":
+			m = val
+		case "h":
+			h = val
 		}
 	})
-	if err != nil || !haveTS || es.ts <= 0 || len(es.addr) == 0 || len(es.metric) == 0 || (!es.hasV && !es.hist) {
+	if err != nil || !haveTS || es.ts <= 0 || len(es.addr) == 0 {
 		return false
 	}
-	// Canonical names (docs/semconv.md §7): sglang_x (v1 files, old routers) is sglang:x.
+	if m == nil && h == nil { // one point per record
+		if len(es.metric) == 0 || (!es.hasV && !es.hist) {
+			return false
+		}
+		emitCanonical(&es, buf, emit)
+		return true
+	}
+	ok := true
+	if m != nil {
+		if scanFlat(m, func(key, val []byte, str bool) {
+			one := es
+			one.metric = key
+			if one.v, one.hasV = parseNum(val); one.hasV {
+				emitCanonical(&one, buf, emit)
+			}
+		}) != nil {
+			ok = false
+		}
+	}
+	if h != nil {
+		if scanFlat(h, func(key, val []byte, str bool) {
+			one := es
+			one.metric = key
+			if scanFlat(val, func(k, v []byte, _ bool) {
+				switch string(k) {
+				case "count":
+					one.count, one.hist = parseNum(v)
+				case "sum":
+					one.sum, _ = parseNum(v)
+				case "bounds":
+					one.bounds = v
+				case "counts":
+					one.counts = v
+				}
+			}) == nil && one.hist {
+				emitCanonical(&one, buf, emit)
+			}
+		}) != nil {
+			ok = false
+		}
+	}
+	return ok
+}
+
+// emitCanonical applies the canonical name (docs/semconv.md §7: sglang_x, from v1 files and old routers, is
+// sglang:x) and emits.
+func emitCanonical(es *engineSample, buf *[]byte, emit func(*engineSample)) {
 	if bytes.HasPrefix(es.metric, []byte("sglang_")) {
 		*buf = append(append((*buf)[:0], "sglang:"...), es.metric[len("sglang_"):]...)
 		es.metric = *buf
 	}
-	emit(&es)
-	return true
+	emit(es)
 }
 
 // engSeries is one (engine, metric, labels) in one hour.

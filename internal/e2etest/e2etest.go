@@ -217,3 +217,39 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// EngineSeries reads the engine_series stream and expands each record (one engine scrape: "m" values, "h"
+// histograms, "s" summaries, docs/semconv.md §8.3) into one map per metric: ts, addr, labels (when present),
+// metric, and v — or count, sum, bounds, counts / quantiles. Tests then look at one metric at a time.
+func EngineSeries(t testing.TB, runDir string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, r := range Records(t, runDir, "engine_series") {
+		base := func(metric string) map[string]any {
+			m := map[string]any{"ts": r["ts"], "addr": r["addr"], "metric": metric}
+			if l, ok := r["labels"]; ok {
+				m["labels"] = l
+			}
+			return m
+		}
+		if vals, ok := r["m"].(map[string]any); ok {
+			for name, v := range vals {
+				m := base(name)
+				m["v"] = v
+				out = append(out, m)
+			}
+		}
+		for _, key := range []string{"h", "s"} {
+			if hs, ok := r[key].(map[string]any); ok {
+				for name, h := range hs {
+					m := base(name)
+					for k, v := range h.(map[string]any) {
+						m[k] = v
+					}
+					out = append(out, m)
+				}
+			}
+		}
+	}
+	return out
+}
