@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -42,12 +43,16 @@ const maxPickle = 2 << 30
 // Archive is one open torch zip (`torch.save` with the zip serialization): data.pkl plus data/<key> records.
 type Archive struct {
 	Path    string // as shown to users (relative to the run directory)
-	f       *os.File
+	ra      io.ReaderAt
+	closer  io.Closer
 	zr      *zip.Reader
 	Size    int64
 	ModTime time.Time
 	pkl     *zip.File
 	recs    map[string]*zip.File
+
+	mu   sync.Mutex
+	offs map[*zip.File]int64 // data offsets of stored records, found on first read
 }
 
 // OpenArchive opens a torch zip. A file that does not parse is reported as UnavailableError while younger
@@ -62,10 +67,20 @@ func OpenArchive(path, shown string, settle time.Duration) (*Archive, error) {
 		f.Close()
 		return nil, err
 	}
-	a := &Archive{Path: shown, f: f, Size: fi.Size(), ModTime: fi.ModTime()}
-	if err := a.index(); err != nil {
+	a, err := newArchive(f, fi.Size(), shown)
+	if err != nil {
 		f.Close()
 		return nil, classify(shown, fi.ModTime(), settle, err)
+	}
+	a.closer, a.ModTime = f, fi.ModTime()
+	return a, nil
+}
+
+// newArchive indexes a torch zip held by ra.
+func newArchive(ra io.ReaderAt, size int64, shown string) (*Archive, error) {
+	a := &Archive{Path: shown, ra: ra, Size: size, offs: map[*zip.File]int64{}}
+	if err := a.index(); err != nil {
+		return nil, err
 	}
 	return a, nil
 }
@@ -75,14 +90,22 @@ func classify(shown string, mod time.Time, settle time.Duration, err error) erro
 	if errors.As(err, &fe) {
 		return err
 	}
+	var ce *FileCorruptError
+	isCorrupt := errors.As(err, &ce)
 	if time.Since(mod) < settle {
+		if isCorrupt {
+			err = ce.Err
+		}
 		return &UnavailableError{Path: shown, Reason: err.Error()}
+	}
+	if isCorrupt {
+		return err
 	}
 	return &FileCorruptError{Path: shown, Err: err}
 }
 
 func (a *Archive) index() error {
-	zr, err := zip.NewReader(a.f, a.Size)
+	zr, err := zip.NewReader(a.ra, a.Size)
 	if err != nil {
 		return fmt.Errorf("not a complete torch zip archive (%v)", err)
 	}
@@ -116,7 +139,12 @@ func (a *Archive) index() error {
 }
 
 // Close releases the file.
-func (a *Archive) Close() error { return a.f.Close() }
+func (a *Archive) Close() error {
+	if a.closer == nil {
+		return nil
+	}
+	return a.closer.Close()
+}
 
 func (a *Archive) readAll(zf *zip.File, limit uint64) ([]byte, error) {
 	if zf.UncompressedSize64 > limit {
@@ -127,7 +155,11 @@ func (a *Archive) readAll(zf *zip.File, limit uint64) ([]byte, error) {
 		return nil, err
 	}
 	defer rc.Close()
-	b := make([]byte, 0, zf.UncompressedSize64)
+	hint := zf.UncompressedSize64
+	if hint > uint64(a.Size) { // never trust a header for the allocation: grow as data arrives
+		hint = uint64(a.Size)
+	}
+	b := make([]byte, 0, hint)
 	buf := make([]byte, 64<<10)
 	for {
 		n, err := rc.Read(buf)
@@ -202,17 +234,32 @@ func (a *Archive) readAt(zf *zip.File, off, n int64) ([]byte, error) {
 		return nil, &FileCorruptError{Path: a.Path, Err: fmt.Errorf("%s: range [%d,%d) outside %d bytes", zf.Name,
 			off, off+n, zf.UncompressedSize64)}
 	}
-	buf := make([]byte, n)
 	if zf.Method == zip.Store {
-		base, err := zf.DataOffset()
-		if err != nil {
-			return nil, &FileCorruptError{Path: a.Path, Err: err}
+		a.mu.Lock()
+		base, ok := a.offs[zf]
+		a.mu.Unlock()
+		if !ok {
+			var err error
+			if base, err = zf.DataOffset(); err != nil {
+				return nil, &FileCorruptError{Path: a.Path, Err: err}
+			}
+			a.mu.Lock()
+			a.offs[zf] = base
+			a.mu.Unlock()
 		}
-		if _, err := a.f.ReadAt(buf, base+off); err != nil {
+		if base+off+n > a.Size {
+			return nil, &FileCorruptError{Path: a.Path, Err: fmt.Errorf("%s: record extends past the end of the file", zf.Name)}
+		}
+		buf := make([]byte, n)
+		if _, err := a.ra.ReadAt(buf, base+off); err != nil {
 			return nil, &FileCorruptError{Path: a.Path, Err: fmt.Errorf("%s: %v", zf.Name, err)}
 		}
 		return buf, nil
 	}
+	if n > 1<<30 {
+		return nil, &FileCorruptError{Path: a.Path, Err: fmt.Errorf("%s: compressed record range too large", zf.Name)}
+	}
+	buf := make([]byte, n)
 	rc, err := zf.Open()
 	if err != nil {
 		return nil, &FileCorruptError{Path: a.Path, Err: err}
