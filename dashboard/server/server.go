@@ -160,6 +160,16 @@ func (s *Server) selection(r *http.Request) ([]*store.Lane, int, error) {
 	return l, total, nil
 }
 
+// scope reads the window and the lane selection every lane query takes.
+func (s *Server) scope(r *http.Request) (float64, float64, []*store.Lane, error) {
+	t0, t1, err := s.window(r)
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	l, _, err := s.selection(r)
+	return t0, t1, l, err
+}
+
 // ---- handlers ----
 
 func (s *Server) lanes(r *http.Request) (any, error) {
@@ -174,11 +184,7 @@ func (s *Server) lanes(r *http.Request) (any, error) {
 }
 
 func (s *Server) phases(r *http.Request) (any, error) {
-	t0, t1, err := s.window(r)
-	if err != nil {
-		return nil, err
-	}
-	l, _, err := s.selection(r)
+	t0, t1, l, err := s.scope(r)
 	if err != nil {
 		return nil, err
 	}
@@ -198,11 +204,7 @@ var gpuFieldOK = func(f string) bool {
 }
 
 func (s *Server) gpu(r *http.Request) (any, error) {
-	t0, t1, err := s.window(r)
-	if err != nil {
-		return nil, err
-	}
-	l, _, err := s.selection(r)
+	t0, t1, l, err := s.scope(r)
 	if err != nil {
 		return nil, err
 	}
@@ -226,11 +228,7 @@ func (s *Server) gpu(r *http.Request) (any, error) {
 }
 
 func (s *Server) fleet(r *http.Request) (any, error) {
-	t0, t1, err := s.window(r)
-	if err != nil {
-		return nil, err
-	}
-	l, _, err := s.selection(r)
+	t0, t1, l, err := s.scope(r)
 	if err != nil {
 		return nil, err
 	}
@@ -250,11 +248,7 @@ func (s *Server) bubbles(r *http.Request) (any, error) {
 }
 
 func (s *Server) outliers(r *http.Request) (any, error) {
-	t0, t1, err := s.window(r)
-	if err != nil {
-		return nil, err
-	}
-	l, _, err := s.selection(r)
+	t0, t1, l, err := s.scope(r)
 	if err != nil {
 		return nil, err
 	}
@@ -270,12 +264,7 @@ func (s *Server) heatmap(w http.ResponseWriter, r *http.Request) {
 	fail := func(err error) {
 		s.wrap(func(*http.Request) (any, error) { return nil, err })(w, r)
 	}
-	t0, t1, err := s.window(r)
-	if err != nil {
-		fail(err)
-		return
-	}
-	l, _, err := s.selection(r)
+	t0, t1, l, err := s.scope(r)
 	if err != nil {
 		fail(err)
 		return
