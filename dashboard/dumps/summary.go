@@ -211,55 +211,110 @@ func (a *acc) std() *float64 {
 func (st *Step) computeSummary() (*Summary, error) {
 	sum := &Summary{Rows: make([]Row, 0, len(st.Samples))}
 	for _, s := range st.Samples {
-		row := Row{SampleIndex: s.Index, GroupIndex: s.Group, Status: s.Status, RemoveSample: s.RemoveSample,
-			ResponseLength: s.ResponseLength, TotalLength: s.TotalLength,
-			PromptLength: s.TotalLength - s.ResponseLength, Reward: s.Reward, RawReward: s.RawReward,
-			NonGenerationTime: s.NonGenTime, SpecAcceptRate: s.SpecAccept, PrefixCacheHit: s.PrefixHit,
-			Truncated: s.Status == "truncated"}
-		if n := len(s.WeightVersions); n > 0 {
-			v := s.WeightVersions[n-1]
-			row.WeightVersion = &v
-			seen := map[string]bool{}
-			for _, w := range s.WeightVersions {
-				seen[w] = true
-			}
-			mixed := len(seen) > 1
-			row.MixedVersion = &mixed
-			if lo, _, ok := versionRange(s.WeightVersions); ok {
-				row.WeightVersionMin = &lo
-				if !st.Key.Eval {
-					stale := float64(st.Key.ID) - lo
-					row.Staleness = &stale
-				}
-			}
-			t := n
-			row.Turns = &t
-		}
-		row.ToolCalls = s.PromptTools
-		if conv, err := st.Conversation(s.Index); err == nil && conv != nil {
-			row.HasConversation = true
-			t, c := conv.Turns, conv.ToolCalls
-			row.Turns, row.ToolCalls = &t, &c
-		}
-		if st.train != nil && st.train.rawReward != nil && s.Pos < len(st.train.rawReward) && !st.Key.Eval {
-			row.RawReward = ptrF(st.train.rawReward[s.Pos], true)
-		}
-		if tr := st.trainRow(s); tr != nil {
-			row.NormalizedReward = tr.reward
-			if tr.truncated != nil {
-				row.Truncated = *tr.truncated
-			}
-			rk := tr.dumpedRank
-			row.DumpedRank = &rk
-			row.AlignmentFailed = len(tr.failed) > 0
-			if err := st.tokenStats(s, tr, &row); err != nil {
-				return nil, err
-			}
+		row, err := st.rowOf(s)
+		if err != nil {
+			return nil, err
 		}
 		sum.Rows = append(sum.Rows, row)
 	}
 	sum.Groups, sum.Tiles = groupsAndTiles(st.Key, sum.Rows)
 	return sum, nil
+}
+
+// RowOf is one sample's table row: from the step summary when it was computed, else for this sample alone
+// (a point read, so opening a sample never scans the step).
+func (st *Step) RowOf(s *Sample) (Row, error) {
+	if v, ok := st.r.sums.Load(st.Key); ok {
+		if c := v.(*summaryCache); sameSources(c.Sources, st.sources) {
+			for _, row := range c.Summary.Rows {
+				if row.SampleIndex == s.Index {
+					return row, nil
+				}
+			}
+		}
+	}
+	return st.rowOf(s)
+}
+
+// rewardScalar is the reward group statistics use, from the scalars alone: raw_reward, else reward.
+func (st *Step) rewardScalar(s *Sample) *float64 {
+	if !st.Key.Eval && st.train != nil && st.train.rawReward != nil && s.Pos < len(st.train.rawReward) {
+		return ptrF(st.train.rawReward[s.Pos], true)
+	}
+	if s.RawReward != nil {
+		return s.RawReward
+	}
+	return s.Reward
+}
+
+// ZeroStdGroup tells whether every sample of a group (two or more) got the same reward.
+func (st *Step) ZeroStdGroup(g int64) bool {
+	members := st.groups[g]
+	if len(members) < 2 {
+		return false
+	}
+	var first *float64
+	for _, idx := range members {
+		v := st.rewardScalar(st.byIndex[idx])
+		if v == nil {
+			return false
+		}
+		if first == nil {
+			first = v
+		} else if math.Abs(*v-*first) > 1e-12 {
+			return false
+		}
+	}
+	return true
+}
+
+func (st *Step) rowOf(s *Sample) (Row, error) {
+	row := Row{SampleIndex: s.Index, GroupIndex: s.Group, Status: s.Status, RemoveSample: s.RemoveSample,
+		ResponseLength: s.ResponseLength, TotalLength: s.TotalLength,
+		PromptLength: s.TotalLength - s.ResponseLength, Reward: s.Reward, RawReward: s.RawReward,
+		NonGenerationTime: s.NonGenTime, SpecAcceptRate: s.SpecAccept, PrefixCacheHit: s.PrefixHit,
+		Truncated: s.Status == "truncated"}
+	if n := len(s.WeightVersions); n > 0 {
+		v := s.WeightVersions[n-1]
+		row.WeightVersion = &v
+		seen := map[string]bool{}
+		for _, w := range s.WeightVersions {
+			seen[w] = true
+		}
+		mixed := len(seen) > 1
+		row.MixedVersion = &mixed
+		if lo, _, ok := versionRange(s.WeightVersions); ok {
+			row.WeightVersionMin = &lo
+			if !st.Key.Eval {
+				stale := float64(st.Key.ID) - lo
+				row.Staleness = &stale
+			}
+		}
+		t := n
+		row.Turns = &t
+	}
+	row.ToolCalls = s.PromptTools
+	if conv, err := st.Conversation(s.Index); err == nil && conv != nil {
+		row.HasConversation = true
+		t, c := conv.Turns, conv.ToolCalls
+		row.Turns, row.ToolCalls = &t, &c
+	}
+	if !st.Key.Eval && st.train != nil && st.train.rawReward != nil && s.Pos < len(st.train.rawReward) {
+		row.RawReward = ptrF(st.train.rawReward[s.Pos], true)
+	}
+	if tr := st.trainRow(s); tr != nil {
+		row.NormalizedReward = tr.reward
+		if tr.truncated != nil {
+			row.Truncated = *tr.truncated
+		}
+		rk := tr.dumpedRank
+		row.DumpedRank = &rk
+		row.AlignmentFailed = len(tr.failed) > 0
+		if err := st.tokenStats(s, tr, &row); err != nil {
+			return row, err
+		}
+	}
+	return row, nil
 }
 
 // tokenStats fills the per-token statistics of a row, over loss_mask > 0 positions only.

@@ -55,6 +55,7 @@ func New(st *store.Store, opts Options) *Server {
 	s.mux.HandleFunc("GET /api/v1/heatmap", s.heatmap)
 	s.mux.HandleFunc("GET /api/v1/live", s.hub.serveWS)
 	s.registerExplorer()
+	s.registerDumps()
 	s.mux.HandleFunc("GET /api/", s.wrap(func(r *http.Request) (any, error) {
 		return nil, &apiError{http.StatusNotFound, "not_found", "no such endpoint: " + r.URL.Path}
 	}))
