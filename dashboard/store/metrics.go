@@ -75,6 +75,7 @@ func (s *Store) syncMetricsLocked() bool {
 		s.ex.met.init()
 		m = &s.ex.met
 	}
+	logging := m.built // the first build logs nothing: live readers start their cursor after it
 	m.built = true
 	changed := false
 	for _, r := range s.steps[m.done:] {
@@ -102,7 +103,9 @@ func (s *Store) syncMetricsLocked() bool {
 			}
 			if ser.put(x, v, r.TS) {
 				changed = true
-				m.log = append(m.log, MetricChange{Key: k, X: x, Y: v})
+				if logging {
+					m.log = append(m.log, MetricChange{Key: k, X: x, Y: v})
+				}
 			}
 		}
 	}

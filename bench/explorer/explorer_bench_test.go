@@ -1,0 +1,353 @@
+// Package explorer benchmarks the dashboard's explorer, lifecycle and advisory endpoints (issue 8) on generated
+// run directories (written in the schema of docs/semconv.md §8, generated here so the sizes are exact):
+//
+//	go test -run '^$' -bench . -benchtime 5x ./bench/explorer/
+//
+// Figures are in BENCHMARKS.md, "Metrics explorer and advisory".
+package explorer
+
+import (
+	"bufio"
+	"fmt"
+
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/otelcol-miles/otelcol-miles/dashboard/advisory"
+	"github.com/otelcol-miles/otelcol-miles/dashboard/server"
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
+	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
+)
+
+const base = 499_200 * 3600.0 // 2026-12-12 00:00 UTC
+
+var (
+	tmpRoot string
+	runs    sync.Map // name → dir
+)
+
+func TestMain(m *testing.M) {
+	tmpRoot, _ = os.MkdirTemp("", "explorer-bench")
+	code := m.Run()
+	os.RemoveAll(tmpRoot)
+	os.Exit(code)
+}
+
+// writer appends lines to hourly partitions.
+type writer struct {
+	dir   string
+	files map[string]*bufio.Writer
+	fds   []*os.File
+}
+
+func newWriter(name string) *writer {
+	dir := filepath.Join(tmpRoot, name)
+	os.MkdirAll(filepath.Join(dir, "dashboard"), 0o755)
+	os.WriteFile(filepath.Join(dir, "dashboard/meta.json"), []byte(fmt.Sprintf(`{"schema_version":2,"writer":"otelcol-miles","run_name":%q,"start_ts":%.0f}`, name, base)), 0o644)
+	cat := `{"version":2,"lanes":{`
+	for g := 0; g < 16; g++ {
+		if g > 0 {
+			cat += ","
+		}
+		if g < 8 {
+			cat += fmt.Sprintf(`"n0:%d":{"ranks":[%d],"engine_addrs":[],"roles":["train"]}`, g, g)
+		} else {
+			cat += fmt.Sprintf(`"n0:%d":{"ranks":[],"engine_addrs":["http://n0:%d"],"roles":["rollout"]}`, g, 30000+g-8)
+		}
+	}
+	os.WriteFile(filepath.Join(dir, "dashboard/lane_catalog.json"), []byte(cat+"}}"), 0o644)
+	return &writer{dir: dir, files: map[string]*bufio.Writer{}}
+}
+
+func (w *writer) line(stream string, ts float64, s string) {
+	name := filepath.Join(w.dir, "dashboard", stream, runfiles.HourName(time.Unix(int64(ts), 0))+".jsonl")
+	f := w.files[name]
+	if f == nil {
+		os.MkdirAll(filepath.Dir(name), 0o755)
+		fd, err := os.Create(name)
+		if err != nil {
+			panic(err)
+		}
+		w.fds = append(w.fds, fd)
+		f = bufio.NewWriterSize(fd, 1<<20)
+		w.files[name] = f
+	}
+	f.WriteString(s)
+	f.WriteByte('\n')
+}
+
+func (w *writer) close() string {
+	for _, f := range w.files {
+		f.Flush()
+	}
+	for _, fd := range w.fds {
+		fd.Close()
+	}
+	return w.dir
+}
+
+func dirSize(dir string) int64 {
+	var n int64
+	filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			n += fi.Size()
+		}
+		return nil
+	})
+	return n
+}
+
+func cached(name string, make func() string) string {
+	if d, ok := runs.Load(name); ok {
+		return d.(string)
+	}
+	d := make()
+	runs.Store(name, d)
+	return d
+}
+
+// metricsRun: 10 000 steps of 60 s (~7 days) × 200 keys: per step one rollout/step record (100 rollout/ and perf/
+// keys) and one train/step record (100 train/ keys).
+func metricsRun(steps, keysPerAxis int) string {
+	return cached(fmt.Sprintf("metrics-%d-%d", steps, keysPerAxis), func() string {
+		w := newWriter(fmt.Sprintf("metrics-%d-%d", steps, keysPerAxis))
+		var b strings.Builder
+		for s := 0; s < steps; s++ {
+			ts := base + float64(s)*60
+			for axis, pre := range []string{"rollout", "train"} {
+				b.Reset()
+				fmt.Fprintf(&b, `{"ts":%.3f,"step_key":"%s/step","step":%d,"metrics":{"%s/step":%d`, ts+float64(axis), pre, s, pre, s)
+				for k := 0; k < keysPerAxis; k++ {
+					p := pre
+					if pre == "rollout" && k >= keysPerAxis/2 {
+						p = "perf"
+					}
+					v := math.Sin(float64(s)/300+float64(k)) + 0.01*float64(k)
+					if s == 7777 && k == 3 {
+						v = 100 // a spike
+					}
+					fmt.Fprintf(&b, `,"%s/key_%03d":%.6g`, p, k, v)
+				}
+				b.WriteString("}}")
+				w.line("metrics", ts, b.String())
+			}
+		}
+		return w.close()
+	})
+}
+
+func fetch(b *testing.B, h http.Handler, url string) int {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", url, nil))
+	if rec.Code != 200 {
+		b.Fatalf("%s: %d %s", url, rec.Code, rec.Body.String()[:min(300, rec.Body.Len())])
+	}
+	return rec.Body.Len()
+}
+
+func allKeys(n int) string {
+	var ks []string
+	for k := 0; k < n; k++ {
+		p := "rollout"
+		if k >= n/2 {
+			p = "perf"
+		}
+		ks = append(ks, fmt.Sprintf("%s/key_%03d", p, k), fmt.Sprintf("train/key_%03d", k))
+	}
+	return strings.Join(ks, ",")
+}
+
+// BenchmarkMetricsPageLoad: what the metrics page asks when it opens — the key catalogue, then every chart of
+// 200 keys at 1000 points — on a run of 10 000 steps. cold = open the run directory first (parse the metrics
+// stream); warm = the store already indexed it (a second page load).
+func BenchmarkMetricsPageLoad(b *testing.B) {
+	dir := metricsRun(10000, 100)
+	series := "/api/v1/metrics/series?points=1000&keys=" + allKeys(100)
+	b.Run("cold", func(b *testing.B) {
+		b.ReportMetric(float64(dirSize(dir))/1e6, "MB-on-disk")
+		var bytes int
+		for i := 0; i < b.N; i++ {
+			st, err := store.Open(dir, false)
+			if err != nil {
+				b.Fatal(err)
+			}
+			srv := server.New(st, server.Options{})
+			bytes = fetch(b, srv, "/api/v1/metrics/keys")
+			bytes += fetch(b, srv, series)
+			srv.Close()
+		}
+		b.ReportMetric(float64(bytes)/1e6, "MB-response")
+	})
+	b.Run("warm", func(b *testing.B) {
+		st, _ := store.Open(dir, false)
+		srv := server.New(st, server.Options{})
+		defer srv.Close()
+		fetch(b, srv, series)
+		b.ResetTimer()
+		var bytes int
+		for i := 0; i < b.N; i++ {
+			bytes = fetch(b, srv, "/api/v1/metrics/keys")
+			bytes += fetch(b, srv, series)
+		}
+		b.ReportMetric(float64(bytes)/1e6, "MB-response")
+	})
+	b.Run("warm_one_chart_zoomed", func(b *testing.B) {
+		st, _ := store.Open(dir, false)
+		srv := server.New(st, server.Options{})
+		defer srv.Close()
+		fetch(b, srv, series)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			fetch(b, srv, "/api/v1/metrics/series?points=800&x0=7000&x1=8000&keys=rollout/key_003")
+		}
+	})
+}
+
+// anatomyRun: `steps` consumed steps of `batch` samples each, agentic (queue, two turns with a tool call between,
+// attempt, annotated consume), steps 300 s apart, samples submitted over the 600 s before their consume.
+func anatomyRun(steps, batch int) string {
+	return cached(fmt.Sprintf("anatomy-%d-%d", steps, batch), func() string {
+		w := newWriter(fmt.Sprintf("anatomy-%d-%d", steps, batch))
+		n := 0
+		for st := 0; st < steps; st++ {
+			c := base + 3600 + float64(st)*300
+			links := make([]string, 0, batch)
+			for i := 0; i < batch; i++ {
+				n++
+				tr := fmt.Sprintf("%032x", n)
+				links = append(links, `"`+tr+`"`)
+				s0 := c - 600 + float64(i%600)
+				id := fmt.Sprintf(`"trace":%q,"sample":%d,"group":%d,"attempt":0`, tr, n, n/8)
+				sp := func(k int) string { return fmt.Sprintf(`"span":"%016x"`, n*8+k) }
+				v := st + 1
+				mixed := i%5 == 0
+				v0 := v
+				if mixed {
+					v0 = v - 1
+				}
+				q := float64(i%7) * 0.5
+				w.line("trajectories", s0+q, fmt.Sprintf(`{"type":"queue","t0":%.3f,"t1":%.3f,%s,%s}`, s0, s0+q, sp(1), id))
+				g1 := s0 + q + 60 + float64(i%90)
+				w.line("trajectories", g1, fmt.Sprintf(`{"type":"generate","t0":%.3f,"t1":%.3f,%s,%s,"turn":1,"wv":%d,"engine":"http://n0:30000","tok_in":900,"tok_out":700,"finish":"stop","a":{"miles.lifecycle.trainer_version":%d,"miles.lifecycle.lag":0}}`, s0+q, g1, sp(2), id, v0, v0))
+				w.line("trajectories", g1+5, fmt.Sprintf(`{"type":"tool","t0":%.3f,"t1":%.3f,%s,%s,"turn":1,"tool_calls":2,"tools":["python","bash"]}`, g1, g1+5, sp(3), id))
+				g2 := g1 + 5 + 40
+				w.line("trajectories", g2, fmt.Sprintf(`{"type":"generate","t0":%.3f,"t1":%.3f,%s,%s,"turn":2,"wv":%d,"engine":"http://n0:30001","tok_in":1700,"tok_out":300,"finish":"stop"}`, g1+5, g2, sp(4), id, v))
+				w.line("trajectories", g2, fmt.Sprintf(`{"type":"attempt","t0":%.3f,"t1":%.3f,%s,%s,"status":"completed"}`, s0, g2, sp(5), id))
+				w.line("trajectories", c, fmt.Sprintf(`{"type":"consume","t0":%.3f,"t1":%.3f,%s,%s,"wv":%d,"step":%d,"a":{"miles.lifecycle.status":"known","miles.lifecycle.staleness":%d,"miles.lifecycle.version.min":%d,"miles.lifecycle.version.max":%d,"miles.lifecycle.mixed_version":%v,"miles.lifecycle.turns":2,"miles.lifecycle.tool_calls":2,"miles.lifecycle.queue_time":%g,"miles.lifecycle.attempts":1}}`,
+					c, c+0.01, sp(6), id, v, st, v-v0, v0, v, mixed, q))
+			}
+			w.line("trajectories", c+0.05, fmt.Sprintf(`{"type":"step_consume","t0":%.3f,"t1":%.3f,"trace":"%032x","span":"%016x","wv":%d,"step":%d,"batch":%d,"links":[%s],"a":{"miles.lifecycle.status":"known","miles.lifecycle.step.samples":%d,"miles.lifecycle.step.known":%d,"miles.lifecycle.step.staleness.mean":0.2,"miles.lifecycle.step.staleness.max":1,"miles.lifecycle.step.mixed_version_frac":0.2}}`,
+				c, c+0.05, 1<<40+st, st, st+1, st, batch, strings.Join(links, ","), batch, batch))
+		}
+		return w.close()
+	})
+}
+
+// BenchmarkAnatomy4096: the batch anatomy of a 4096-sample step (the last of 4 such steps, ~100 k span records
+// in the 5 hours read). cold = open + index + parse the hours + assemble; warm = sorted and paged from the
+// assembled step (all rows, or the 48 detailed rows); carpet = the run-wide lifecycle carpet of the window.
+func BenchmarkAnatomy4096(b *testing.B) {
+	dir := anatomyRun(4, 4096)
+	b.Run("cold", func(b *testing.B) {
+		b.ReportMetric(float64(dirSize(dir))/1e6, "MB-on-disk")
+		var bytes int
+		for i := 0; i < b.N; i++ {
+			st, _ := store.Open(dir, false)
+			srv := server.New(st, server.Options{})
+			bytes = fetch(b, srv, "/api/v1/steps/3/anatomy?sort=submit")
+			srv.Close()
+		}
+		b.ReportMetric(float64(bytes)/1e6, "MB-response")
+	})
+	st, _ := store.Open(dir, false)
+	srv := server.New(st, server.Options{})
+	defer srv.Close()
+	fetch(b, srv, "/api/v1/steps/3/anatomy")
+	for _, q := range []struct{ name, url string }{
+		{"warm_all_rows_by_staleness", "/api/v1/steps/3/anatomy?sort=staleness"},
+		{"warm_48_rows_by_wall", "/api/v1/steps/3/anatomy?sort=wall&limit=48"},
+		{"carpet_1024x1200", fmt.Sprintf("/api/v1/lifecycle/carpet?t0=%.0f&t1=%.0f&buckets=1200&rows=1024", base+3600+600, base+3600+900)},
+	} {
+		b.Run(q.name, func(b *testing.B) {
+			var bytes int
+			for i := 0; i < b.N; i++ {
+				bytes = fetch(b, srv, q.url)
+			}
+			b.ReportMetric(float64(bytes)/1e3, "kB-response")
+		})
+	}
+}
+
+// advisoryRun: 16 engines scraped every 2 s for 4 h (gauges, counters, one latency histogram), 8 train ranks ×
+// 48 steps of phases, step metrics.
+func advisoryRun() string {
+	return cached("advisory", func() string {
+		w := newWriter("advisory")
+		end := base + 4*3600
+		cnt := map[int]float64{}
+		for ts := base; ts < end; ts += 2 {
+			for e := 0; e < 16; e++ {
+				a := fmt.Sprintf("http://n0:%d", 30000+e)
+				for _, m := range []struct {
+					n string
+					v float64
+				}{{"sglang:num_running_reqs", 40}, {"sglang:num_queue_reqs", 3}, {"sglang:token_usage", 0.6}, {"sglang:cache_hit_rate", 0.5}, {"sglang:gen_throughput", 2000}} {
+					w.line("engine_series", ts, fmt.Sprintf(`{"ts":%.0f,"addr":%q,"metric":%q,"labels":{"dp_rank":"0","engine_type":"unified"},"v":%g}`, ts, a, m.n, m.v))
+				}
+				cnt[e] += 6
+				w.line("engine_series", ts, fmt.Sprintf(`{"ts":%.0f,"addr":%q,"metric":"sglang:num_requests_total","v":%g}`, ts, a, cnt[e]))
+				w.line("engine_series", ts, fmt.Sprintf(`{"ts":%.0f,"addr":%q,"metric":"sglang:num_aborted_requests_total","v":%g}`, ts, a, math.Floor(cnt[e]/100)))
+				w.line("engine_series", ts, fmt.Sprintf(`{"ts":%.0f,"addr":%q,"metric":"sglang:inter_token_latency_seconds","count":%g,"sum":%g,"bounds":[0.005,0.01,0.02,0.05,0.1],"counts":[0,0,%g,0,0,0]}`, ts, a, cnt[e]*100, cnt[e]*1.5, cnt[e]*100))
+			}
+		}
+		for s := 0; s < 48; s++ {
+			t0 := base + float64(s)*300
+			for r := 0; r < 8; r++ {
+				for _, p := range []struct {
+					n    string
+					a, d float64
+				}{{"train_wait", 0, 100}, {"log_probs", 100, 20 + float64(r%3)}, {"actor_train", 121, 150}, {"update_weights", 272, 20}} {
+					w.line("phases", t0+p.a+p.d, fmt.Sprintf(`{"name":%q,"t0":%.3f,"t1":%.3f,"node":"n0","rank":%d,"role":"train","gpus":[%d],"step":%d,"span":"%016x"}`, p.n, t0+p.a, t0+p.a+p.d, r, r, s, s*100+r*10+int(p.a)%10))
+				}
+			}
+			w.line("metrics", t0+299, fmt.Sprintf(`{"ts":%.3f,"step_key":"rollout/step","step":%d,"metrics":{"perf/actor_train_mfu":0.4,"rollout/zero_std_ratio":0.1,"rollout/truncated_ratio":0.02}}`, t0+299, s))
+			w.line("metrics", t0+298, fmt.Sprintf(`{"ts":%.3f,"step_key":"train/step","step":%d,"metrics":{"train/train_rollout_logprob_abs_diff":0.012}}`, t0+298, s))
+		}
+		return w.close()
+	})
+}
+
+// BenchmarkAdvisory: the whole-run advisory over full-resolution data (16 engines × 4 h of 2 s scrapes = 115 k
+// scrapes, 8 series each). cold = open + load every engine hour + compute; recompute = the rules alone on data
+// already loaded (what a live push pays when the data changed).
+func BenchmarkAdvisory(b *testing.B) {
+	dir := advisoryRun()
+	b.Run("cold", func(b *testing.B) {
+		b.ReportMetric(float64(dirSize(dir))/1e6, "MB-on-disk")
+		for i := 0; i < b.N; i++ {
+			st, _ := store.Open(dir, false)
+			srv := server.New(st, server.Options{})
+			fetch(b, srv, "/api/v1/advisory?max_running_requests=64")
+			srv.Close()
+		}
+	})
+	b.Run("recompute", func(b *testing.B) {
+		st, _ := store.Open(dir, false)
+		in := server.AdvisoryInput(st, advisory.Config{MaxRunningRequests: 64}, nil)
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			in = server.AdvisoryInput(st, advisory.Config{MaxRunningRequests: 64}, nil)
+			res := advisory.Compute(in)
+			if len(res.Advisories) != 0 {
+				b.Fatalf("%+v", res.Advisories)
+			}
+		}
+	})
+}
