@@ -419,6 +419,10 @@ func (d *decoder) run() (any, error) {
 			}
 			return v, nil
 		case '(':
+			if d.lazy && d.fastAppends(off) {
+				numeric = true
+				break
+			}
 			if len(d.marks) >= maxMarks {
 				return nil, corruptf("pickle nests deeper than %d", maxMarks)
 			}
@@ -822,6 +826,59 @@ func (d *decoder) run() (any, error) {
 			d.pure = off
 		}
 	}
+}
+
+// fastAppends handles the common `MARK number… APPENDS` batch of a numeric list without pushing the numbers:
+// when the list below the mark can stay lazy and the batch holds only number opcodes, the span is extended and
+// the decoder jumps past APPENDS. off is the MARK's offset; d.pos is just after it.
+func (d *decoder) fastAppends(off int) bool {
+	n := len(d.stack)
+	if n == 0 || (len(d.marks) > 0 && d.marks[len(d.marks)-1].stack == n) {
+		return false
+	}
+	l, ok := d.stack[n-1].(*List)
+	if !ok || len(l.Items) != 0 || d.pure >= off || (l.Span.N > 0 && l.Span.End != off) {
+		return false
+	}
+	b := d.b
+	p := d.pos
+	count, floats := 0, false
+	for p < len(b) {
+		switch b[p] {
+		case 'K':
+			p += 2
+		case 'M':
+			p += 3
+		case 'J':
+			p += 5
+		case 'G':
+			p += 9
+			floats = true
+		case 0x88, 0x89:
+			p++
+		case 0x8a:
+			if p+1 >= len(b) || b[p+1] > 8 {
+				return false
+			}
+			p += 2 + int(b[p+1])
+		case 'e':
+			if count == 0 || p >= len(b) {
+				return false
+			}
+			if l.Span.N == 0 {
+				l.Span.Start = off
+			}
+			l.Span.End = p + 1
+			l.Span.N += count
+			l.Span.Floats = l.Span.Floats || floats
+			d.pos = p + 1
+			return true
+		default:
+			return false
+		}
+		count++
+	}
+	return false
 }
 
 func (d *decoder) length(op byte) (int, error) {
