@@ -294,6 +294,11 @@ func (st *Step) responseFields(s *Sample, b *base, lo, hi int, want map[string]b
 			delete(sources, f)
 		}
 	}
+	for f := range missing {
+		if !want[f] {
+			delete(missing, f)
+		}
+	}
 	return out, missing, sources, nil
 }
 
