@@ -15,6 +15,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -104,6 +105,14 @@ func dirSize(dir string) int64 {
 	return n
 }
 
+// heap is the live heap after a full collection.
+func heap() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
 func cached(name string, make func() string) string {
 	if d, ok := runs.Load(name); ok {
 		return d.(string)
@@ -186,10 +195,12 @@ func BenchmarkMetricsPageLoad(b *testing.B) {
 		b.ReportMetric(float64(bytes)/1e6, "MB-response")
 	})
 	b.Run("warm", func(b *testing.B) {
+		before := heap()
 		st, _ := store.Open(dir, false)
 		srv := server.New(st, server.Options{})
 		defer srv.Close()
 		fetch(b, srv, series)
+		held := float64(heap()-before) / 2e6 // 10 000 steps × 200 keys
 		b.ResetTimer()
 		var bytes int
 		for i := 0; i < b.N; i++ {
@@ -197,6 +208,7 @@ func BenchmarkMetricsPageLoad(b *testing.B) {
 			bytes += fetch(b, srv, series)
 		}
 		b.ReportMetric(float64(bytes)/1e6, "MB-response")
+		b.ReportMetric(held, "B-held/value")
 	})
 	b.Run("warm_one_chart_zoomed", func(b *testing.B) {
 		st, _ := store.Open(dir, false)
@@ -266,16 +278,19 @@ func BenchmarkAnatomy4096(b *testing.B) {
 		}
 		b.ReportMetric(float64(bytes)/1e6, "MB-response")
 	})
+	before := heap()
 	st, _ := store.Open(dir, false)
 	srv := server.New(st, server.Options{})
 	defer srv.Close()
 	fetch(b, srv, "/api/v1/steps/3/anatomy")
+	held := float64(heap()-before) / (4 * 4096 * 6) // span records of the 4 steps read
 	for _, q := range []struct{ name, url string }{
 		{"warm_all_rows_by_staleness", "/api/v1/steps/3/anatomy?sort=staleness"},
 		{"warm_48_rows_by_wall", "/api/v1/steps/3/anatomy?sort=wall&limit=48"},
 		{"carpet_1024x1200", fmt.Sprintf("/api/v1/lifecycle/carpet?t0=%.0f&t1=%.0f&buckets=1200&rows=1024", base+3600+600, base+3600+900)},
 	} {
 		b.Run(q.name, func(b *testing.B) {
+			b.ReportMetric(held, "B-held/record")
 			var bytes int
 			for i := 0; i < b.N; i++ {
 				bytes = fetch(b, srv, q.url)
@@ -285,7 +300,7 @@ func BenchmarkAnatomy4096(b *testing.B) {
 	}
 }
 
-// advisoryRun: 16 engines scraped every 2 s for 4 h (gauges, counters, one latency histogram), 8 train ranks ×
+// advisoryRun: 16 engines scraped every 2 s for 4 h (5 gauges, 2 counters, one latency histogram), 8 train ranks ×
 // 48 steps of phases, step metrics.
 func advisoryRun() string {
 	return cached("advisory", func() string {
@@ -294,17 +309,12 @@ func advisoryRun() string {
 		cnt := map[int]float64{}
 		for ts := base; ts < end; ts += 2 {
 			for e := 0; e < 16; e++ {
+				// The grouped record of docs/semconv.md §8.3: one per engine scrape and label set.
 				a := fmt.Sprintf("http://n0:%d", 30000+e)
-				for _, m := range []struct {
-					n string
-					v float64
-				}{{"sglang:num_running_reqs", 40}, {"sglang:num_queue_reqs", 3}, {"sglang:token_usage", 0.6}, {"sglang:cache_hit_rate", 0.5}, {"sglang:gen_throughput", 2000}} {
-					w.line("engine_series", ts, fmt.Sprintf(`{"ts":%.0f,"addr":%q,"metric":%q,"labels":{"dp_rank":"0","engine_type":"unified"},"v":%g}`, ts, a, m.n, m.v))
-				}
+				w.line("engine_series", ts, fmt.Sprintf(`{"ts":%.0f,"addr":%q,"labels":{"dp_rank":"0","engine_type":"unified"},"m":{"sglang:num_running_reqs":40,"sglang:num_queue_reqs":3,"sglang:token_usage":0.6,"sglang:cache_hit_rate":0.5,"sglang:gen_throughput":2000}}`, ts, a))
 				cnt[e] += 6
-				w.line("engine_series", ts, fmt.Sprintf(`{"ts":%.0f,"addr":%q,"metric":"sglang:num_requests_total","v":%g}`, ts, a, cnt[e]))
-				w.line("engine_series", ts, fmt.Sprintf(`{"ts":%.0f,"addr":%q,"metric":"sglang:num_aborted_requests_total","v":%g}`, ts, a, math.Floor(cnt[e]/100)))
-				w.line("engine_series", ts, fmt.Sprintf(`{"ts":%.0f,"addr":%q,"metric":"sglang:inter_token_latency_seconds","count":%g,"sum":%g,"bounds":[0.005,0.01,0.02,0.05,0.1],"counts":[0,0,%g,0,0,0]}`, ts, a, cnt[e]*100, cnt[e]*1.5, cnt[e]*100))
+				w.line("engine_series", ts, fmt.Sprintf(`{"ts":%.0f,"addr":%q,"m":{"sglang:num_requests_total":%g,"sglang:num_aborted_requests_total":%g},"h":{"sglang:inter_token_latency_seconds":{"count":%g,"sum":%g,"bounds":[0.005,0.01,0.02,0.05,0.1],"counts":[0,0,%g,0,0,0]}}}`,
+					ts, a, cnt[e], math.Floor(cnt[e]/100), cnt[e]*100, cnt[e]*1.5, cnt[e]*100))
 			}
 		}
 		for s := 0; s < 48; s++ {
@@ -325,7 +335,7 @@ func advisoryRun() string {
 }
 
 // BenchmarkAdvisory: the whole-run advisory over full-resolution data (16 engines × 4 h of 2 s scrapes = 115 k
-// scrapes, 8 series each). cold = open + load every engine hour + compute; recompute = the rules alone on data
+// scrapes, 8 series each, 922 k points). cold = open + load every engine hour + compute; recompute = the rules alone on data
 // already loaded (what a live push pays when the data changed).
 func BenchmarkAdvisory(b *testing.B) {
 	dir := advisoryRun()
@@ -339,8 +349,10 @@ func BenchmarkAdvisory(b *testing.B) {
 		}
 	})
 	b.Run("recompute", func(b *testing.B) {
+		before := heap()
 		st, _ := store.Open(dir, false)
 		in := server.AdvisoryInput(st, advisory.Config{MaxRunningRequests: 64}, nil)
+		held := float64(heap()-before) / (16 * 7200 * 8) // engine points (a histogram reading counts one)
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
 			in = server.AdvisoryInput(st, advisory.Config{MaxRunningRequests: 64}, nil)
@@ -349,5 +361,6 @@ func BenchmarkAdvisory(b *testing.B) {
 				b.Fatalf("%+v", res.Advisories)
 			}
 		}
+		b.ReportMetric(held, "B-held/point")
 	})
 }

@@ -16,13 +16,13 @@ const metricLogCap = 1 << 16
 // MetricSeries is one key's points on its step axis, sorted by step.
 type metricSeries struct {
 	key, axis string
-	x, y, ts  []float64
+	x, y      []float64
 }
 
-func (m *metricSeries) put(x, y, ts float64) (changed bool) {
+func (m *metricSeries) put(x, y float64) (changed bool) {
 	n := len(m.x)
 	if n == 0 || x > m.x[n-1] {
-		m.x, m.y, m.ts = append(m.x, x), append(m.y, y), append(m.ts, ts)
+		m.x, m.y = append(m.x, x), append(m.y, y)
 		return true
 	}
 	i := sort.SearchFloat64s(m.x, x)
@@ -30,16 +30,14 @@ func (m *metricSeries) put(x, y, ts float64) (changed bool) {
 		if m.y[i] == y || (math.IsNaN(m.y[i]) && math.IsNaN(y)) {
 			return false
 		}
-		m.y[i], m.ts[i] = y, math.Max(m.ts[i], ts)
+		m.y[i] = y
 		return true
 	}
 	m.x = append(m.x, 0)
 	m.y = append(m.y, 0)
-	m.ts = append(m.ts, 0)
 	copy(m.x[i+1:], m.x[i:])
 	copy(m.y[i+1:], m.y[i:])
-	copy(m.ts[i+1:], m.ts[i:])
-	m.x[i], m.y[i], m.ts[i] = x, y, ts
+	m.x[i], m.y[i] = x, y
 	return true
 }
 
@@ -98,10 +96,10 @@ func (s *Store) syncMetricsLocked() bool {
 					o = &metricSeries{key: k, axis: axis}
 					m.other[k+"@"+axis] = o
 				}
-				o.put(x, v, r.TS)
+				o.put(x, v)
 				continue
 			}
-			if ser.put(x, v, r.TS) {
+			if ser.put(x, v) {
 				changed = true
 				if logging {
 					m.log = append(m.log, MetricChange{Key: k, X: x, Y: v})

@@ -326,7 +326,7 @@ func (s *Store) lifecycleSeriesLocked() map[string]*metricSeries {
 		add := func(k string, v float64) {
 			if v == v {
 				ser := out[k]
-				ser.x, ser.y, ser.ts = append(ser.x, x), append(ser.y, v), append(ser.ts, sc.t0)
+				ser.x, ser.y = append(ser.x, x), append(ser.y, v)
 			}
 		}
 		add("lifecycle/staleness_mean", sc.staleMean)
