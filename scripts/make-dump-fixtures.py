@@ -62,7 +62,7 @@ ensure_venv()
 import numpy as np  # noqa: E402
 import polars as pl  # noqa: E402
 import torch  # noqa: E402
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # noqa: E402
+from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers  # noqa: E402
 
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
 # added as normal (non-special) added tokens: they are text the conversation view parses
@@ -92,6 +92,19 @@ def build_tokenizer(path):
     tok.train_from_iterator(CORPUS * 4, trainer=trainer)
     tok.add_tokens(MARKUP)
     os.makedirs(os.path.dirname(path), exist_ok=True)
+    tok.save(path)
+    return tok
+
+
+def build_sp_tokenizer(path):
+    """A Llama-style tokenizer: BPE with byte fallback, "▁" for spaces, Sequence decoder with Strip."""
+    tok = Tokenizer(models.BPE(byte_fallback=True, unk_token="<unk>"))
+    tok.normalizer = normalizers.Sequence([normalizers.Prepend("▁"), normalizers.Replace(" ", "▁")])
+    tok.decoder = decoders.Sequence([decoders.Replace("▁", " "), decoders.ByteFallback(), decoders.Fuse(),
+                                     decoders.Strip(" ", 1, 0)])
+    specials = ["<unk>", "<s>", "</s>"] + [f"<0x{i:02X}>" for i in range(256)]
+    trainer = trainers.BpeTrainer(vocab_size=420, special_tokens=specials, show_progress=False)
+    tok.train_from_iterator([c for c in CORPUS if not any(ord(ch) > 127 for ch in c)] * 4, trainer=trainer)
     tok.save(path)
     return tok
 
@@ -393,6 +406,15 @@ def small(out):
         "per_id": [tok.decode([i], skip_special_tokens=False) for i in range(vocab)],
         "sequences": [{"ids": s["tokens"], "text": tok.decode(s["tokens"], skip_special_tokens=False)}
                       for s in expected_samples(expected)],
+    }
+    sp = build_sp_tokenizer(os.path.join(out, "tokenizer-sp.json"))
+    texts = ["Héllo wörld — naïve café, 東京 and emoji 🙂 test.", " leading space and  double", "x = 4"]
+    sp_ids = [sp.encode(t).ids for t in texts]
+    n = sp.get_vocab_size(with_added_tokens=True)
+    expected["tokenizer_sp"] = {
+        "vocab_size": n,
+        "per_id": [sp.decode([i], skip_special_tokens=False) for i in range(n)],
+        "sequences": [{"ids": ids, "text": sp.decode(ids, skip_special_tokens=False)} for ids in sp_ids],
     }
     torch.save({"samples": [Evil()]}, os.path.join(out, "evil.pt"))
     with open(os.path.join(out, "expected.json"), "w") as f:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/parquet-go/parquet-go"
@@ -22,6 +23,7 @@ type columnsFile struct {
 	cols    map[string]int // top-level name → leaf column index
 	size    int64
 	modTime time.Time
+	mu      sync.Mutex // one reader of the parquet file at a time
 }
 
 var columnsWanted = []string{"sample_index", "tokens", "loss_mask", "rollout_log_probs"}
@@ -68,6 +70,8 @@ type columnsRow struct {
 
 // read returns the row of sample index si, or nil when the mirror does not hold it.
 func (c *columnsFile) read(si int64) (*columnsRow, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	sic := c.cols["sample_index"]
 	md := c.pf.Metadata()
 	for gi, rg := range c.pf.RowGroups() {

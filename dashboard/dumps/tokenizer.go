@@ -150,14 +150,15 @@ var byteLevelInv = func() map[rune]byte {
 
 // decodeChain runs the decoder chain over tokens and returns the byte pieces per token (before the final
 // UTF-8 join), mirroring tokenizers' decode_chain.
-func (t *Tokenizer) decodeChain(tokens []string) []string {
+// With raw, byte-producing decoders keep raw bytes (possibly partial UTF-8) for the caller to join.
+func (t *Tokenizer) decodeChain(tokens []string, raw bool) []string {
 	for _, d := range t.decs {
-		tokens = applyDecoder(d, tokens)
+		tokens = applyDecoder(d, tokens, raw)
 	}
 	return tokens
 }
 
-func applyDecoder(d decoderSpec, toks []string) []string {
+func applyDecoder(d decoderSpec, toks []string, raw bool) []string {
 	switch d.Type {
 	case "ByteLevel":
 		out := make([]string, len(toks))
@@ -212,13 +213,23 @@ func applyDecoder(d decoderSpec, toks []string) []string {
 		out := make([]string, 0, len(toks))
 		var pend []byte
 		flush := func() {
-			if pend != nil {
-				out = append(out, lossyUTF8(pend))
+			if pend == nil {
+				return
+			}
+			switch {
+			case raw:
+				out = append(out, string(pend))
 				for k := 1; k < len(pend); k++ { // keep one output per input token
 					out = append(out, "")
 				}
-				pend = nil
+			case utf8.Valid(pend):
+				out = append(out, string(pend))
+			default: // as tokenizers does: one U+FFFD per byte token
+				for range pend {
+					out = append(out, "\uFFFD")
+				}
 			}
+			pend = nil
 		}
 		for _, tok := range toks {
 			if len(tok) == 6 && strings.HasPrefix(tok, "<0x") && tok[5] == '>' {
@@ -234,18 +245,20 @@ func applyDecoder(d decoderSpec, toks []string) []string {
 		return out
 	case "Fuse":
 		return []string{strings.Join(toks, "")}
-	case "Strip":
+	case "Strip": // byte-wise, so raw partial UTF-8 survives
+		c := d.Content
+		if c == "" {
+			c = " "
+		}
 		out := make([]string, len(toks))
 		for i, tok := range toks {
-			r := []rune(tok)
-			a, b := 0, len(r)
-			for k := 0; k < d.Start && a < b && r[a] == rune(d.Content[0]); k++ {
-				a++
+			for k := 0; k < d.Start && strings.HasPrefix(tok, c); k++ {
+				tok = tok[len(c):]
 			}
-			for k := 0; k < d.Stop && b > a && r[b-1] == rune(d.Content[0]); k++ {
-				b--
+			for k := 0; k < d.Stop && strings.HasSuffix(tok, c); k++ {
+				tok = tok[:len(tok)-len(c)]
 			}
-			out[i] = string(r[a:b])
+			out[i] = tok
 		}
 		return out
 	case "WordPiece":
@@ -276,7 +289,7 @@ func (t *Tokenizer) Decode(ids []int64) string {
 	for i, id := range ids {
 		toks[i] = t.Piece(id)
 	}
-	return lossyUTF8([]byte(strings.Join(t.decodeChain(toks), "")))
+	return lossyUTF8([]byte(strings.Join(t.decodeChain(toks, false), "")))
 }
 
 // TokenTexts returns one display string per id: each token's own decoded bytes, with a character split across
@@ -293,9 +306,9 @@ func (t *Tokenizer) TokenTexts(ids []int64, atStart bool) []string {
 		one := []string{toks[i]}
 		var pieces []string
 		if atStart && i == 0 {
-			pieces = t.decodeChain(one)
+			pieces = t.decodeChain(one, true)
 		} else {
-			pieces = t.decodeChain(append([]string{"\x00"}, one...))
+			pieces = t.decodeChain(append([]string{"\x00"}, one...), true)
 			if len(pieces) == 2 {
 				pieces = pieces[1:]
 			} else { // a joining decoder (Fuse): drop the marker

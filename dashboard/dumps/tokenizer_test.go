@@ -32,14 +32,17 @@ type expectedFile struct {
 			Status string  `json:"status"`
 		} `json:"samples"`
 	} `json:"eval_steps"`
-	Tokenizer struct {
-		VocabSize int      `json:"vocab_size"`
-		PerID     []string `json:"per_id"`
-		Sequences []struct {
-			IDs  []int64 `json:"ids"`
-			Text string  `json:"text"`
-		} `json:"sequences"`
-	} `json:"tokenizer"`
+	Tokenizer   tokenizerGolden `json:"tokenizer"`
+	TokenizerSP tokenizerGolden `json:"tokenizer_sp"`
+}
+
+type tokenizerGolden struct {
+	VocabSize int      `json:"vocab_size"`
+	PerID     []string `json:"per_id"`
+	Sequences []struct {
+		IDs  []int64 `json:"ids"`
+		Text string  `json:"text"`
+	} `json:"sequences"`
 }
 
 func loadExpected(t testing.TB) *expectedFile {
@@ -59,19 +62,31 @@ const fixtureRun = "testdata/run"
 
 func TestTokenizerMatchesTokenizersDecode(t *testing.T) {
 	exp := loadExpected(t)
-	tok, err := LoadTokenizer(fixtureRun + "/tokenizer/tokenizer.json")
+	t.Run("byte-level BPE", func(t *testing.T) {
+		checkTokenizer(t, fixtureRun+"/tokenizer/tokenizer.json", &exp.Tokenizer)
+	})
+	t.Run("metaspace byte-fallback", func(t *testing.T) {
+		checkTokenizer(t, "testdata/tokenizer-sp.json", &exp.TokenizerSP)
+	})
+}
+
+func checkTokenizer(t *testing.T, path string, exp *tokenizerGolden) {
+	tok, err := LoadTokenizer(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tok.VocabSize() != exp.Tokenizer.VocabSize {
-		t.Fatalf("vocab %d, tokenizers says %d", tok.VocabSize(), exp.Tokenizer.VocabSize)
+	if len(exp.PerID) == 0 || len(exp.Sequences) == 0 {
+		t.Fatal("empty golden")
 	}
-	for id, want := range exp.Tokenizer.PerID {
+	if tok.VocabSize() != exp.VocabSize {
+		t.Fatalf("vocab %d, tokenizers says %d", tok.VocabSize(), exp.VocabSize)
+	}
+	for id, want := range exp.PerID {
 		if got := tok.Decode([]int64{int64(id)}); got != want {
 			t.Errorf("decode([%d]) = %q, tokenizers gives %q", id, got, want)
 		}
 	}
-	for i, s := range exp.Tokenizer.Sequences {
+	for i, s := range exp.Sequences {
 		if got := tok.Decode(s.IDs); got != s.Text {
 			t.Errorf("sequence %d: %q, tokenizers gives %q", i, got, s.Text)
 		}
