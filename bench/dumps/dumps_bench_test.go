@@ -84,6 +84,7 @@ func BenchmarkFirstOpenSample(b *testing.B) {
 		getJSON(b, c, fmt.Sprintf("%s/api/v1/dumps/steps/1/samples/%d/tokens?from=%d&buckets=1024", ts.URL, idx, p))
 		b.StopTimer()
 		ts.Close()
+		srv.CloseDumps()
 		srv.Close()
 		b.StartTimer()
 	}

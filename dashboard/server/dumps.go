@@ -57,6 +57,18 @@ func (s *Server) SetDumps(runDir, cacheDir string) {
 	d.rd = dumps.Open(runDir, dumps.Options{CacheDir: cacheDir})
 }
 
+// CloseDumps closes the dump reader's open files and forgets this server's dump state (call it with Close).
+func (s *Server) CloseDumps() {
+	if d, ok := dumpStates.LoadAndDelete(s); ok {
+		st := d.(*dumpState)
+		st.mu.Lock()
+		if st.rd != nil {
+			st.rd.Close()
+		}
+		st.mu.Unlock()
+	}
+}
+
 func (s *Server) dumpReader() (*dumps.Reader, error) {
 	d := s.dumpState()
 	d.mu.Lock()

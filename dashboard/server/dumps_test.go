@@ -51,7 +51,7 @@ func serveDumps(t *testing.T, dir string) *httptest.Server {
 	srv := New(st, Options{})
 	srv.SetDumps(dir, t.TempDir())
 	ts := httptest.NewServer(srv)
-	t.Cleanup(func() { ts.Close(); srv.Close() })
+	t.Cleanup(func() { ts.Close(); srv.CloseDumps(); srv.Close() })
 	return ts
 }
 
