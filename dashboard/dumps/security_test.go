@@ -152,3 +152,16 @@ func TestRewrittenStepReopens(t *testing.T) {
 		t.Fatalf("rewritten step not re-read: first index %d", st2.Samples[0].Index)
 	}
 }
+
+func TestHalfAndBFloat16(t *testing.T) {
+	for h, want := range map[uint16]float32{0x3C00: 1, 0xC000: -2, 0x7BFF: 65504, 0x0001: 5.9604645e-08, 0x0000: 0,
+		0x3555: 0.33325195} {
+		if got := halfToFloat(h); got != want {
+			t.Errorf("half %#04x = %v, want %v", h, got, want)
+		}
+	}
+	raw := []byte{0x80, 0x3F, 0x40, 0xC0} // bf16 1.0, -3.0
+	if got := Float32s(raw, BF16); got[0] != 1 || got[1] != -3 {
+		t.Errorf("bf16 %v", got)
+	}
+}
