@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // Row is one sample of the step table (the /summary columns of miles, §2.10, with the agentic columns taken
@@ -129,6 +130,45 @@ func (r *Reader) CachedSummary(k StepKey) *Summary {
 		return nil
 	}
 	r.sums.Store(k, &c)
+	return c.Summary
+}
+
+// ListedSummary is CachedSummary for a step list: it checks the summary against the listed rollout file and
+// shard count only (one stat per step, no directory walk per step), so a list of many steps stays cheap. The
+// step page itself always checks every file.
+func (r *Reader) ListedSummary(f StepFile) *Summary {
+	check := func(c *summaryCache) bool {
+		if c == nil || len(c.Sources) == 0 {
+			return false
+		}
+		ro := c.Sources[0]
+		if ro.Name != "rollout_data/"+f.Key.base()+".pt" || ro.Size != f.Size || ro.ModTime != f.ModTime.UnixNano() {
+			return false
+		}
+		n := 0
+		for _, s := range c.Sources {
+			if strings.HasPrefix(s.Name, "train_data/") {
+				n++
+			}
+		}
+		return n == f.TrainRanks
+	}
+	if v, ok := r.sums.Load(f.Key); ok && check(v.(*summaryCache)) {
+		return v.(*summaryCache).Summary
+	}
+	p := r.cachePath(f.Key)
+	if p == "" {
+		return nil
+	}
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return nil
+	}
+	var c summaryCache
+	if json.Unmarshal(b, &c) != nil || c.Version != summaryVersion || c.Summary == nil || !check(&c) {
+		return nil
+	}
+	r.sums.LoadOrStore(f.Key, &c)
 	return c.Summary
 }
 

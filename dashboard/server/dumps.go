@@ -193,7 +193,7 @@ func (s *Server) dumpSteps(r *http.Request) (any, error) {
 		e := stepEntry{ID: f.Key.ID, Eval: f.Key.Eval, Size: f.Size, ModTime: float64(f.ModTime.UnixNano()) / 1e9,
 			TrainRanks: f.TrainRanks, Sidecar: f.Sidecar, Columns: f.Columns,
 			OtherKind: have[dumps.StepKey{ID: f.Key.ID, Eval: !f.Key.Eval}]}
-		if sum := rd.CachedSummary(f.Key); sum != nil {
+		if sum := rd.ListedSummary(f); sum != nil {
 			t := sum.Tiles
 			e.Tiles = &t
 		}
