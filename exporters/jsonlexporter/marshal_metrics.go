@@ -338,24 +338,40 @@ type engineGroups struct {
 }
 
 func (e *engineGroups) group(res pcommon.Map, ts pcommon.Timestamp, attrs pcommon.Map) *engineGroup {
-	addr, ok := attrStr(attrs, sc.WorkerAddr)
-	if !ok {
-		addr, _ = attrStr(res, sc.ServiceInstanceID)
+	// The lookup key is the raw attributes in arrival order plus the time: cheap (no sorting, no escaping). The
+	// Prometheus receiver keeps one series' labels in one order, so equal label sets meet; if two orders ever
+	// came, they would only make two records of one scrape, never a wrong one.
+	// engineGroups lives for one resource, so the resource is not part of the key.
+	k := e.scratch[:0]
+	for name, v := range attrs.All() {
+		k = append(k, 0)
+		k = append(k, name...)
+		k = append(k, 1)
+		if v.Type() == pcommon.ValueTypeStr {
+			k = append(k, v.Str()...)
+		} else {
+			k = append(k, v.AsString()...)
+		}
 	}
-	o := obj{b: e.scratch[:0], first: true}
-	o.str("addr", addr)
-	appendLabels(&o, attrs)
-	headLen := len(o.b)
-	key := strconv.AppendUint(append(o.b, '|'), uint64(ts), 10)
-	e.scratch = key
-	if g, ok := e.index[string(key)]; ok { // no allocation on a hit
+	k = strconv.AppendUint(append(k, 2), uint64(ts), 10)
+	e.scratch = k
+	if g, ok := e.index[string(k)]; ok { // no allocation on a hit
 		return g
 	}
 	if e.index == nil {
 		e.index = map[string]*engineGroup{}
 	}
-	g := &engineGroup{ts: ts, head: append([]byte(nil), key[:headLen]...)}
-	e.index[string(key)] = g
+	addr, ok := attrStr(attrs, sc.WorkerAddr)
+	if !ok {
+		addr, _ = attrStr(res, sc.ServiceInstanceID)
+	}
+	// One allocation for the head and a first guess at the members; a scrape has ~20 values per label set.
+	o := obj{b: make([]byte, 0, 640), first: true}
+	o.str("addr", addr)
+	appendLabels(&o, attrs) // sorted, escaped: once per group
+	headLen := len(o.b)
+	g := &engineGroup{ts: ts, head: o.b[:headLen:headLen], m: o.b[headLen:headLen]}
+	e.index[string(k)] = g
 	e.groups = append(e.groups, g)
 	return g
 }
