@@ -52,6 +52,7 @@ func (s *Server) registerExplorer() {
 	s.mux.HandleFunc("GET /api/v1/steps/{id}/anatomy", s.wrap(e.anatomy))
 	s.mux.HandleFunc("GET /api/v1/lifecycle/carpet", e.carpet)
 	s.mux.HandleFunc("GET /api/v1/advisory", s.wrap(e.advisory))
+	e.live.metricsEvery, e.live.advisoryEvery = metricsEvery, advisoryEvery
 	go e.runLive()
 }
 

@@ -33,6 +33,8 @@ type liveState struct {
 	lastStep int
 	advJSON  []byte // last advisory message sent
 	advWake  chan struct{}
+
+	metricsEvery, advisoryEvery time.Duration // the package cadences when the server was built
 }
 
 func (h *hub) clientList() []*client {
@@ -93,9 +95,9 @@ func (e *explorer) runLive() {
 	e.live.mu.Lock()
 	e.live.advWake = wake
 	e.live.mu.Unlock()
-	mt := time.NewTicker(metricsEvery)
+	mt := time.NewTicker(e.live.metricsEvery)
 	defer mt.Stop()
-	at := time.NewTicker(advisoryEvery)
+	at := time.NewTicker(e.live.advisoryEvery)
 	defer at.Stop()
 	dirtyM, dirtyA := true, true
 	for {
