@@ -1,6 +1,6 @@
 // Command miles-dashboard serves an otelcol-miles run directory (or a Python miles dashboard one) to a browser.
 //
-//	miles-dashboard serve --dir RUN [--follow] [--addr 127.0.0.1:7788] [--token T]
+//	miles-dashboard serve --dir RUN [--follow] [--addr 127.0.0.1:7788] [--token T] [--cache-dir D]
 //
 // It only reads the run directory. It binds loopback by default; any other address requires --token.
 package main
@@ -47,6 +47,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	addr := fl.String("addr", "127.0.0.1:7788", "listen address; anything but loopback requires --token")
 	token := fl.String("token", os.Getenv("MILES_DASHBOARD_TOKEN"), "access token (also MILES_DASHBOARD_TOKEN)")
 	poll := fl.Duration("poll", 250*time.Millisecond, "follow: how often the files are checked for growth")
+	cacheDir := fl.String("cache-dir", "", "where derived dump data (step summaries) is cached; default: the user cache directory, never the run directory")
 	if err := fl.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -70,6 +71,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	srv := server.New(st, server.Options{Token: *token, Assets: assets})
 	defer srv.Close()
+	if *cacheDir != "" {
+		srv.SetDumps(*dir, *cacheDir) // New already pointed the dump reader at the run, with the default cache
+	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err

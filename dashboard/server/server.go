@@ -86,8 +86,11 @@ func (s *Server) authorized(r *http.Request) bool {
 	return subtle.ConstantTimeCompare([]byte(got), []byte(s.opts.Token)) == 1
 }
 
-// Close stops live pushes.
-func (s *Server) Close() { s.hub.close() }
+// Close stops live pushes and closes the dump reader's files.
+func (s *Server) Close() {
+	s.hub.close()
+	s.CloseDumps()
+}
 
 func (s *Server) wrap(h func(*http.Request) (any, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {

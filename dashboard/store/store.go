@@ -69,9 +69,14 @@ type Store struct {
 
 // Open prepares a run directory without parsing any stream.
 func Open(dir string, follow bool) (*Store, error) {
-	dash := filepath.Join(dir, runfiles.DashboardDir)
-	if fi, err := os.Stat(dash); err != nil || !fi.IsDir() {
-		return nil, fmt.Errorf("%s is not a run directory: no %s/ folder", dir, runfiles.DashboardDir)
+	// A run directory has dashboard/ (otelcol-miles or the Python miles dashboard) and/or miles dump folders
+	// (rollout_data/, train_data/): a dump-only directory opens with empty streams.
+	isDir := func(name string) bool {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		return err == nil && fi.IsDir()
+	}
+	if !isDir(runfiles.DashboardDir) && !isDir("rollout_data") && !isDir("train_data") {
+		return nil, fmt.Errorf("%s is not a run directory: no %s/, rollout_data/ or train_data/ folder", dir, runfiles.DashboardDir)
 	}
 	s := &Store{
 		dir: dir, follow: follow,
@@ -510,6 +515,9 @@ func (s *Store) Unsubscribe(c chan struct{}) {
 	delete(s.listeners, c)
 	s.mu.Unlock()
 }
+
+// Dir is the run directory (the dump reader shares it).
+func (s *Store) Dir() string { return s.dir }
 
 // MetaVersion changes whenever Meta would answer differently in lanes or notices.
 func (s *Store) MetaVersion() int {
