@@ -53,23 +53,26 @@ func (h *hub) broadcast(msg []byte) {
 	}
 }
 
-// explorerHello is called by serveWS after the meta message: a new page gets the current advisory. The first
-// page starts the metrics cursor: pushes carry what changed after a page connected (pages fetch their data over
-// HTTP once their socket is open).
+// explorerHello is called by serveWS once the page's writer runs: a new page gets the current advisory. The
+// first page starts the metrics cursor: pushes carry what changed after a page connected (pages fetch their data
+// over HTTP once their socket is open).
 func (s *Server) explorerHello(c *client) {
 	e := s.ex()
 	e.live.mu.Lock()
 	if !e.live.init {
+		// Only what is cheap: the metrics stream (the compute view must not pay for engine hours or the
+		// trajectory index it never shows).
 		e.live.init = true
 		e.live.cursor = s.st.MetricsCursor()
 		e.live.keys = map[string]bool{}
-		keys, _, _ := s.st.MetricKeys()
-		for _, k := range keys {
+		for _, k := range s.st.StepMetricKeys() {
 			e.live.keys[k.Key] = true
 		}
 		e.live.lastStep = math.MinInt
-		for _, st := range s.st.LifecycleSteps() {
-			e.live.lastStep = max(e.live.lastStep, st.Step)
+		if steps, ok := s.st.LifecycleStepsIfIndexed(); ok {
+			for _, st := range steps {
+				e.live.lastStep = max(e.live.lastStep, st.Step)
+			}
 		}
 	}
 	adv := e.live.advJSON
@@ -140,16 +143,16 @@ func (e *explorer) pushMetrics() {
 	}
 	changes, cursor, ok := st.MetricChangesSince(ls.cursor, maxPushPoints)
 	ls.cursor = cursor
-	keys, _, _ := st.MetricKeys()
 	var newKeys []store.MetricKey
-	for _, k := range keys {
+	for _, k := range st.StepMetricKeys() {
 		if !ls.keys[k.Key] {
 			ls.keys[k.Key] = true
 			newKeys = append(newKeys, k)
 		}
 	}
 	var steps []store.StepSummary
-	for _, s := range st.LifecycleSteps() {
+	all, _ := st.LifecycleStepsIfIndexed() // consumed steps once a lifecycle view or the advisory indexed them
+	for _, s := range all {
 		if s.Step > ls.lastStep {
 			steps = append(steps, s)
 		}

@@ -208,8 +208,8 @@ func (h *hub) serveWS(w http.ResponseWriter, r *http.Request) {
 	}()
 	meta, _ := json.Marshal(map[string]any{"type": "meta", "data": h.st.Meta()})
 	c.out <- meta
-	h.srv.explorerHello(c) // issue 8: the current advisory (explorer_live.go)
 	go h.writer(c)
+	h.srv.explorerHello(c) // issue 8: the current advisory (explorer_live.go)
 	conn.SetReadLimit(64 << 10)
 	for {
 		_, data, err := conn.ReadMessage()

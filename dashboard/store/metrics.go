@@ -434,3 +434,19 @@ func (s *Store) MetricKeyNames() []string {
 	sort.Strings(out)
 	return out
 }
+
+// StepMetricKeys is the catalogue of the step-metric keys alone (no lifecycle or engine keys): cheap, for live
+// new-key detection.
+func (s *Store) StepMetricKeys() []MetricKey {
+	s.mu.Lock()
+	s.syncMetricsLocked()
+	s.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]MetricKey, 0, len(s.ex.met.series))
+	for _, ser := range s.ex.met.series {
+		out = append(out, metricKeyOf(ser))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}

@@ -385,6 +385,18 @@ func (s *Store) LifecycleSteps() []StepSummary {
 	return out
 }
 
+// LifecycleStepsIfIndexed is LifecycleSteps when some view already built the step index, else nil, false (it
+// never reads the trajectories stream itself).
+func (s *Store) LifecycleStepsIfIndexed() ([]StepSummary, bool) {
+	s.mu.RLock()
+	built := s.ex.tidx.built
+	s.mu.RUnlock()
+	if !built {
+		return nil, false
+	}
+	return s.LifecycleSteps(), true
+}
+
 // TrajVersion changes whenever the step index grew.
 func (s *Store) TrajVersion() uint64 {
 	s.mu.RLock()
