@@ -117,6 +117,18 @@ type StepOutcome struct {
 	Truncated  int
 }
 
+// DumpStep is the newest train step's dump summary (dashboard/dumps), when the run has dumps (the reference's
+// source for A5, A6 and A7).
+type DumpStep struct {
+	Step                  int
+	Samples               int
+	Groups                int      // groups with a reward
+	ZeroStdGroups         int      // of which every sample got the same reward
+	MaxAbsGroupRewardMean *float64 // max |reward mean| over groups: < 1e-12 means every reward is 0
+	TruncatedFrac         *float64
+	AlignmentFailed       int // samples whose per-token columns could not be aligned (CP layout)
+}
+
 // Input is everything the rules read. Engines holds raw, unfolded series (one per engine × label set × dp rank)
 // by canonical metric name; Steps holds step-metric series by key.
 type Input struct {
@@ -127,6 +139,8 @@ type Input struct {
 	Window  *[2]float64 // narrows A3, A4, T2, T3, T4 (nil: whole run)
 	Steps   map[string]store.StepSeries
 	Newest  *StepOutcome
+	Dump    *DumpStep
+	DumpWhy string // why Dump is nil (no dumps, still being written, …), for Result.Skipped
 	Config  Config
 }
 
@@ -182,7 +196,7 @@ func Compute(in Input) Result {
 	c.kv()
 	c.zeroStd()
 	c.truncation()
-	c.skip("A7", "cp_alignment", "needs train dumps (alignment_failed); an otelcol-miles run directory has none")
+	c.cpAlignment()
 	c.stragglerRanks()
 	c.stragglerEngines()
 	c.drift()

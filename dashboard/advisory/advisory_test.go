@@ -116,8 +116,13 @@ func TestHealthyRunIsSilent(t *testing.T) {
 	if len(res.Advisories) != 0 || len(res.Suppressed) != 0 {
 		t.Fatalf("healthy run flagged: %+v / %+v", res.Advisories, res.Suppressed)
 	}
-	if len(res.Skipped) != 1 || res.Skipped[0].ID != "A7" {
+	if len(res.Skipped) != 1 || res.Skipped[0].ID != "A7" || res.Skipped[0].Reason != "no train dumps in this run" {
 		t.Fatalf("skipped: %+v (only A7 should be: no dumps)", res.Skipped)
+	}
+	in := healthy()
+	in.Dump = &DumpStep{Step: 7, Samples: 64, Groups: 8, ZeroStdGroups: 3, TruncatedFrac: fptr(0.1), MaxAbsGroupRewardMean: fptr(0.5)}
+	if res := Compute(in); len(res.Advisories) != 0 || len(res.Skipped) != 0 {
+		t.Fatalf("healthy dump flagged or skipped: %+v %+v", res.Advisories, res.Skipped)
 	}
 	if res.MFU == nil || res.MFU.Steps != 4 || math.Abs(res.MFU.Mean-0.4) > 1e-9 {
 		t.Fatalf("mfu %+v", res.MFU)
@@ -251,6 +256,34 @@ func TestRules(t *testing.T) {
 				in.Newest = &StepOutcome{Step: 9, Samples: 100, WithStatus: 100, Truncated: 24}
 			}},
 		{name: "A6 from the metric", want: "A6", mod: func(in *Input) { in.Steps["rollout/truncated_ratio"] = steps(0.1, 0.3) }},
+		{name: "A5 from dumps: 4/8 groups", want: "A5", msgHas: "4/8 groups in rollout 9",
+			mod: func(in *Input) {
+				in.Dump = &DumpStep{Step: 9, Samples: 64, Groups: 8, ZeroStdGroups: 4, MaxAbsGroupRewardMean: fptr(0.4)}
+			}},
+		{name: "A5 from dumps: 3/8 silent even if the metric says 90%", want: "",
+			mod: func(in *Input) {
+				in.Steps["rollout/zero_std_ratio"] = steps(0.9)
+				in.Dump = &DumpStep{Step: 9, Samples: 64, Groups: 8, ZeroStdGroups: 3}
+			}},
+		{name: "A5 from dumps: every group mean 0", want: "A5", msgHas: "Every reward is 0",
+			mod: func(in *Input) {
+				in.Dump = &DumpStep{Step: 9, Samples: 64, Groups: 8, ZeroStdGroups: 8, MaxAbsGroupRewardMean: fptr(0)}
+			}},
+		{name: "A6 from a newer dump", want: "A6",
+			mod: func(in *Input) {
+				in.Newest = &StepOutcome{Step: 8, Samples: 100, WithStatus: 100, Truncated: 1}
+				in.Dump = &DumpStep{Step: 9, Samples: 64, TruncatedFrac: fptr(0.3)}
+			}},
+		{name: "A6 trajectories of the same step win over the dump", want: "",
+			mod: func(in *Input) {
+				in.Newest = &StepOutcome{Step: 9, Samples: 100, WithStatus: 100, Truncated: 1}
+				in.Dump = &DumpStep{Step: 9, Samples: 64, TruncatedFrac: fptr(0.3)}
+			}},
+		{name: "A7 CP alignment failed: info, yet an alarm (tips suppressed)", want: "A7", suppr: "T1",
+			mod: func(in *Input) {
+				in.Steps[KeyMFU] = steps(0.9, 0.1, 0.1, 0.1)
+				in.Dump = &DumpStep{Step: 9, Samples: 64, AlignmentFailed: 5}
+			}},
 		{name: "T1 low MFU (step 0 excluded)", want: "T1", mod: func(in *Input) { in.Steps[KeyMFU] = steps(0.9, 0.14, 0.14, 0.14) }},
 		{name: "T1 threshold 0 disables", want: "",
 			mod: func(in *Input) { in.Steps[KeyMFU] = steps(0.9, 0.14, 0.14, 0.14); in.Config.LowMFUThreshold = fptr(0) }},

@@ -200,8 +200,22 @@ func (c *ctx) lastValue(keys []string) (key string, step, v float64, ok bool) {
 	return "", 0, 0, false
 }
 
-// A5: the newest step's groups have zero reward std (no policy gradient from them).
+// A5: the newest step's groups have zero reward std (no policy gradient from them). The dumps (exact group
+// counts) when the run has them, else the trainer's metric.
 func (c *ctx) zeroStd() {
+	if d := c.in.Dump; d != nil && d.Groups > 0 {
+		frac := float64(d.ZeroStdGroups) / float64(d.Groups)
+		if frac < c.th.ZeroStdFrac {
+			return
+		}
+		msg := fmt.Sprintf("%d/%d groups in rollout %d have zero reward std — those groups contribute zero policy gradient.", d.ZeroStdGroups, d.Groups, d.Step)
+		if d.MaxAbsGroupRewardMean != nil && *d.MaxAbsGroupRewardMean < 1e-12 {
+			msg += " Every reward is 0: a systematic failure (reward function, answer parsing, or a broken environment), not hard prompts."
+		}
+		c.alarm("A5", "zero_std", Warning, msg, map[string]any{"source": "dumps", "step": d.Step, "frac": frac,
+			"zero_std_groups": d.ZeroStdGroups, "groups": d.Groups})
+		return
+	}
 	key, step, frac, ok := c.lastValue(ZeroStdKeys)
 	if !ok {
 		c.skip("A5", "zero_std", "no zero-std metric ("+strings.Join(ZeroStdKeys, ", ")+") logged")
@@ -232,17 +246,22 @@ func (c *ctx) truncation() {
 	var frac, step float64
 	ev := map[string]any{}
 	key, mstep, mv, mok := c.lastValue(TruncatedKeys)
+	d := c.in.Dump
+	dok := d != nil && d.TruncatedFrac != nil
 	switch {
-	case c.in.Newest != nil && c.in.Newest.WithStatus > 0 && (!mok || float64(c.in.Newest.Step) >= mstep):
+	case c.in.Newest != nil && c.in.Newest.WithStatus > 0 && (!mok || float64(c.in.Newest.Step) >= mstep) && (!dok || c.in.Newest.Step >= d.Step):
 		n := c.in.Newest
 		frac, step = float64(n.Truncated)/float64(n.WithStatus), float64(n.Step)
 		ev["source"] = "trajectories"
 		ev["truncated"], ev["samples"] = n.Truncated, n.WithStatus
+	case dok && (!mok || float64(d.Step) >= mstep):
+		frac, step = *d.TruncatedFrac, float64(d.Step)
+		ev["source"], ev["samples"] = "dumps", d.Samples
 	case mok:
 		frac, step = mv, mstep
 		ev["source"], ev["key"] = "metrics", key
 	default:
-		c.skip("A6", "truncation", "no consumed step in the trajectories and no truncation metric logged")
+		c.skip("A6", "truncation", "no consumed step in the trajectories, no train dump and no truncation metric logged")
 		return
 	}
 	ev["step"], ev["frac"] = step, frac
@@ -255,6 +274,25 @@ func (c *ctx) truncation() {
 	}
 	c.alarm("A6", "truncation", Warning, fmt.Sprintf("%s of the samples of rollout %.0f are truncated — check %s: in multi-turn agentic runs the per-turn cap is usually the binding limit.",
 		pct(frac), step, cap), ev)
+}
+
+// A7: per-token columns of the newest train dump could not be aligned (context-parallel layout): blank there
+// means unreadable, not undumped. Info level, but it counts as an alarm (the reference's tiering).
+func (c *ctx) cpAlignment() {
+	d := c.in.Dump
+	if d == nil {
+		why := c.in.DumpWhy
+		if why == "" {
+			why = "no train dumps in this run"
+		}
+		c.skip("A7", "cp_alignment", why)
+		return
+	}
+	if d.AlignmentFailed == 0 {
+		return
+	}
+	c.alarm("A7", "cp_alignment", Info, fmt.Sprintf("Per-token columns are blank for %d sample(s) of rollout %d: their context-parallel shards could not be put back together (the dump predates the cp_rank/cp_size fields and the layout could not be inferred). Blank here means unreadable, not undumped.",
+		d.AlignmentFailed, d.Step), map[string]any{"step": d.Step, "samples": d.AlignmentFailed})
 }
 
 // stragglerExcluded are phases whose length is set by others (waiting, or ending on a collective).

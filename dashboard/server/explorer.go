@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/advisory"
+	"github.com/otelcol-miles/otelcol-miles/dashboard/dumps"
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
 )
 
@@ -434,14 +435,70 @@ func AdvisoryInput(st *store.Store, cfg advisory.Config, win *[2]float64) adviso
 	return in
 }
 
-// compute returns the advisory for cfg and window, cached until the data or the settings change.
+// dumpInput summarises the newest train step's dumps (dashboard/dumps, through this server's dump reader) for
+// the advisory; nil and the reason when there is none. The reader caches step summaries, so this is a directory
+// listing per call once the newest step was summarised.
+func (e *explorer) dumpInput() (*advisory.DumpStep, string) {
+	rd, err := e.s.dumpReader()
+	if err != nil {
+		return nil, "no dump reader on this server"
+	}
+	files, err := rd.List()
+	if err != nil {
+		return nil, "dumps unreadable: " + err.Error()
+	}
+	var newest *dumps.StepFile
+	for i := range files {
+		f := &files[i]
+		if f.Key.Eval {
+			continue
+		}
+		if newest == nil || (f.TrainRanks > 0) != (newest.TrainRanks > 0) && f.TrainRanks > 0 ||
+			(f.TrainRanks > 0) == (newest.TrainRanks > 0) && f.Key.ID > newest.Key.ID {
+			newest = f
+		}
+	}
+	if newest == nil {
+		return nil, "no train dumps in this run"
+	}
+	st, release, err := rd.Acquire(newest.Key)
+	if err != nil {
+		return nil, fmt.Sprintf("dump of step %d: %v", newest.Key.ID, err)
+	}
+	defer release()
+	sum, err := st.Summary()
+	if err != nil {
+		return nil, fmt.Sprintf("dump of step %d: %v", newest.Key.ID, err)
+	}
+	d := &advisory.DumpStep{Step: int(newest.Key.ID), Samples: sum.Tiles.Samples, TruncatedFrac: sum.Tiles.TruncatedFrac,
+		AlignmentFailed: sum.Tiles.AlignmentFailed}
+	for _, g := range sum.Groups {
+		if g.RewardMean == nil {
+			continue // the reference counts groups with a reward only
+		}
+		d.Groups++
+		if g.ZeroStd {
+			d.ZeroStdGroups++
+		}
+		a := math.Abs(*g.RewardMean)
+		if d.MaxAbsGroupRewardMean == nil || a > *d.MaxAbsGroupRewardMean {
+			d.MaxAbsGroupRewardMean = &a
+		}
+	}
+	return d, ""
+}
+
+// compute returns the advisory for cfg and window, cached until the data, the newest dump or the settings
+// change.
 func (e *explorer) compute(cfg advisory.Config, win *[2]float64) *advisory.Result {
+	dump, dumpWhy := e.dumpInput()
 	cb, _ := json.Marshal(cfg)
+	db, _ := json.Marshal(dump)
 	wb := "run"
 	if win != nil {
 		wb = fmt.Sprint(*win)
 	}
-	key := string(cb) + "|" + wb + "|" + versionKey(e.s.st.DataVersion())
+	key := string(cb) + "|" + string(db) + dumpWhy + "|" + wb + "|" + versionKey(e.s.st.DataVersion())
 	e.mu.Lock()
 	if e.advKey == key && e.advRes != nil {
 		res := e.advRes
@@ -451,7 +508,7 @@ func (e *explorer) compute(cfg advisory.Config, win *[2]float64) *advisory.Resul
 	e.mu.Unlock()
 	e.advOnce.Lock()
 	defer e.advOnce.Unlock()
-	key = string(cb) + "|" + wb + "|" + versionKey(e.s.st.DataVersion())
+	key = string(cb) + "|" + string(db) + dumpWhy + "|" + wb + "|" + versionKey(e.s.st.DataVersion())
 	e.mu.Lock()
 	if e.advKey == key && e.advRes != nil {
 		res := e.advRes
@@ -459,7 +516,9 @@ func (e *explorer) compute(cfg advisory.Config, win *[2]float64) *advisory.Resul
 		return res
 	}
 	e.mu.Unlock()
-	res := advisory.Compute(AdvisoryInput(e.s.st, cfg, win))
+	in := AdvisoryInput(e.s.st, cfg, win)
+	in.Dump, in.DumpWhy = dump, dumpWhy
+	res := advisory.Compute(in)
 	e.mu.Lock()
 	e.advKey, e.advRes = key, &res
 	e.mu.Unlock()

@@ -439,3 +439,27 @@ func TestExplorerLive(t *testing.T) {
 func advisoryConfig(maxRunning int) advisory.Config {
 	return advisory.Config{MaxRunningRequests: maxRunning}
 }
+
+// TestAdvisoryFromDumps: on the torch-written dump fixture the dump-based rules read the newest train step's
+// summary through the server's dump reader: truncation (A6) from the dump tiles, CP alignment (A7) evaluated
+// (not skipped) and silent, zero-std groups from the dump's groups.
+func TestAdvisoryFromDumps(t *testing.T) {
+	ts := serveDumps(t, copyDumpRun(t))
+	tiles := dumpData(t, ts.URL+"/api/v1/dumps/steps/4")["tiles"].(map[string]any)
+	d := dumpData(t, ts.URL+"/api/v1/advisory")
+	if got := advIDs(d, "advisories"); got != "A6" {
+		t.Fatalf("advisories %q: %v", got, d["advisories"])
+	}
+	ev := d["advisories"].([]any)[0].(map[string]any)["evidence"].(map[string]any)
+	if ev["source"] != "dumps" || ev["step"] != 4.0 || ev["frac"] != tiles["truncated_frac"] || tiles["truncated_frac"].(float64) < 0.25 {
+		t.Fatalf("A6 evidence %v, dump tiles %v", ev, tiles)
+	}
+	for _, s := range d["skipped"].([]any) {
+		if id := s.(map[string]any)["id"]; id == "A5" || id == "A6" || id == "A7" {
+			t.Fatalf("%v skipped with dumps present: %v", id, s)
+		}
+	}
+	if tiles["alignment_failed"] != 0.0 || tiles["zero_std_groups"].(float64)/tiles["groups"].(float64) >= 0.5 {
+		t.Fatalf("fixture changed: %v", tiles)
+	}
+}
