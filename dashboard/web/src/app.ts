@@ -1,5 +1,6 @@
 // Entry point: top bar (run name, live/static badge, data freshness, notices, view tabs) and the views:
-// Compute Utilization (#/compute, the default), Metrics explorer (#/metrics), Trajectory lifecycle (#/lifecycle).
+// Compute Utilization (#/compute, the default), Metrics explorer (#/metrics), Trajectory lifecycle (#/lifecycle),
+// Steps (#/steps: step and sample pages read from the miles dumps).
 // Each view is built on its first visit and kept (hidden) afterwards; all share the page's one WebSocket.
 
 import "uplot/dist/uPlot.min.css";
@@ -10,6 +11,7 @@ import { ComputeView, isComputeHash } from "./compute";
 import { LifecycleView } from "./lifecycle";
 import { Live } from "./live";
 import { MetricsView } from "./metrics";
+import { StepsView } from "./stepsview";
 import { formatAbs, formatDuration } from "./timeaxis";
 import type { Meta } from "./types";
 
@@ -59,7 +61,7 @@ function showError(msg: string): void {
   e.style.display = msg ? "" : "none";
 }
 
-type ViewName = "compute" | "metrics" | "lifecycle";
+type ViewName = "compute" | "metrics" | "lifecycle" | "steps";
 
 interface ViewSlot {
   name: ViewName;
@@ -73,6 +75,7 @@ export function viewOfHash(h: string): ViewName {
   if (isComputeHash(h)) return "compute";
   if (h.startsWith("#/metrics")) return "metrics";
   if (h.startsWith("#/lifecycle")) return "lifecycle";
+  if (h.startsWith("#/steps")) return "steps";
   return "compute";
 }
 
@@ -98,6 +101,7 @@ async function main(): Promise<void> {
     compute: { name: "compute", label: "Compute", host: document.createElement("div"), view: null, starting: null },
     metrics: { name: "metrics", label: "Metrics", host: document.createElement("div"), view: null, starting: null },
     lifecycle: { name: "lifecycle", label: "Lifecycle", host: document.createElement("div"), view: null, starting: null },
+    steps: { name: "steps", label: "Steps", host: document.createElement("div"), view: null, starting: null },
   };
   const tabs = $("tabs");
   for (const s of Object.values(slots)) {
@@ -124,6 +128,10 @@ async function main(): Promise<void> {
     } else if (s.name === "metrics") {
       const v = new MetricsView(api, meta, s.host, live, advisory, showError);
       v.active = true;
+      s.view = v;
+      s.starting = v.start();
+    } else if (s.name === "steps") {
+      const v = new StepsView(api, s.host, live, showError);
       s.view = v;
       s.starting = v.start();
     } else {
