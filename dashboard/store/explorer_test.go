@@ -309,7 +309,7 @@ func trajRun(t *testing.T) string {
 	cons(3, 11, `,"a":{"miles.lifecycle.status":"known","miles.lifecycle.staleness":0,"miles.lifecycle.version.min":5,"miles.lifecycle.version.max":5,"miles.lifecycle.mixed_version":false,"miles.lifecycle.turns":1,"miles.lifecycle.queue_time":0}`)
 	cons(4, 12, ``)
 	w.span("step_consume", h0+1000, h0+1000.05, 50, fmt.Sprintf(`,"wv":5,"step":2,"batch":3,"links":[%q,%q,%q],"a":{"miles.lifecycle.status":"partial","miles.lifecycle.step.samples":3,"miles.lifecycle.step.known":2,"miles.lifecycle.step.staleness.mean":0.5,"miles.lifecycle.step.staleness.max":1,"miles.lifecycle.step.mixed_version_frac":0.5}`, tid(1), tid(3), tid(4)))
-	w.b.WriteString(`{"type":"generate","t0":` + "\n") // corrupt
+	w.b.WriteString(`{"type":"generate","t0":` + "\n")                                                                                        // corrupt
 	w.b.WriteString(`{"ts":1796400000,"kind":"gen_start","sample_index":1,"group_index":0,"turn":1,"weight_version":"3","detail":""}` + "\n") // miles v1: skipped, not corrupt
 	write(t, dir, "dashboard/trajectories/"+hourA+".jsonl", w.b.String())
 	return dir
