@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/otelcol-miles/otelcol-miles/dashboard/advisory"
 	"github.com/otelcol-miles/otelcol-miles/dashboard/server"
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
 	"github.com/otelcol-miles/otelcol-miles/dashboard/web"
@@ -48,6 +49,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	token := fl.String("token", os.Getenv("MILES_DASHBOARD_TOKEN"), "access token (also MILES_DASHBOARD_TOKEN)")
 	poll := fl.Duration("poll", 250*time.Millisecond, "follow: how often the files are checked for growth")
 	cacheDir := fl.String("cache-dir", "", "where derived dump data (step summaries) is cached; default: the user cache directory, never the run directory")
+	// Run settings the advisory rules need when the run directory does not record them (meta.json "args" of
+	// miles v1 runs does; otelcol-miles runs do not yet).
+	maxRunning := fl.Int("sglang-max-running-requests", 0, "advisory: the run's --sglang-max-running-requests per engine (enables the KV-bound and low-concurrency rules)")
+	memFraction := fl.Float64("sglang-mem-fraction-static", 0, "advisory: the run's --sglang-mem-fraction-static (quoted in advice)")
+	samplesPerPrompt := fl.Int("n-samples-per-prompt", 0, "advisory: the run's --n-samples-per-prompt (abort amplification note)")
+	maxResponseLen := fl.Int("rollout-max-response-len", 0, "advisory: the run's --rollout-max-response-len (truncation advice)")
 	if err := fl.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -73,6 +80,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	defer srv.Close()
 	if *cacheDir != "" {
 		srv.SetDumps(*dir, *cacheDir) // New already pointed the dump reader at the run, with the default cache
+	}
+	if *maxRunning > 0 || *memFraction > 0 || *samplesPerPrompt > 0 || *maxResponseLen > 0 {
+		srv.SetAdvisoryConfig(advisory.Config{MaxRunningRequests: *maxRunning, MemFractionStatic: *memFraction,
+			NSamplesPerPrompt: *samplesPerPrompt, MaxResponseLen: *maxResponseLen})
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
