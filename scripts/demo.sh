@@ -48,7 +48,8 @@ pids+=($!)
 echo "miles-sim: $mode run, $nodes nodes x 8 GPUs, $steps steps at ${speed}x (log: $run_dir/miles-sim.log)"
 
 if [ "$have_dashboard" = 1 ]; then
-  bin/miles-dashboard serve --dir "$run_dir" --follow --addr "127.0.0.1:$port" &
+  # The simulator runs sglang with --max-running-requests 64 (its default): tell the advisory.
+  bin/miles-dashboard serve --dir "$run_dir" --follow --addr "127.0.0.1:$port" --sglang-max-running-requests 64 &
   pids+=($!)
   echo
   echo "  dashboard: http://127.0.0.1:$port/"
