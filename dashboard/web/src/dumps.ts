@@ -179,12 +179,15 @@ export function nearestPoint(xs: Float64Array, ys: Float64Array, x: number, y: n
 
 /** Token strip page size and the page holding a position. */
 export const PAGE = 256;
-export function pageOf(pos: number): number {
-  return Math.max(0, Math.floor(pos / PAGE) * PAGE);
+export function pageOf(pos: number, size = PAGE): number {
+  return Math.max(0, Math.floor(pos / size) * size);
 }
 
-/** Bucket count for a chart range: null (raw tokens) when the range fits `maxRaw`, else ≤ the plot's pixels. */
+/**
+ * Bucket count for a chart range: null (raw tokens) when the range fits `maxRaw`, else at most the plot's pixel
+ * columns `px`, `maxRaw / 2` and the server's 1024 (and at least 8).
+ */
 export function bucketsFor(from: number, to: number, maxRaw: number, px: number): number | null {
   if (to - from <= maxRaw) return null;
-  return Math.max(8, Math.min(1024, Math.floor(px)));
+  return Math.max(8, Math.min(1024, Math.floor(px), Math.floor(maxRaw / 2)));
 }

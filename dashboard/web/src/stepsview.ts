@@ -193,6 +193,8 @@ export class StepsView {
   /** Raw tokens up to this many positions in the chart, buckets beyond (a page knob; tests lower it). */
   maxRaw = 4096;
   pollMs = 4000;
+  /** Tokens per strip page (a page knob; tests lower it). */
+  pageSize = PAGE;
   active = false;
   private follow: boolean;
   private lastHash = "";
@@ -392,12 +394,12 @@ export class StepsView {
     const r = this.sample.sample;
     const total = Number(r.total_length ?? 0);
     const plen = Number(r.prompt_length ?? 0);
-    const from = this.st.page ?? pageOf(Math.max(0, plen - 16));
+    const from = this.st.page ?? pageOf(Math.max(0, plen - 16), this.pageSize);
     const seq = ++this.sampleSeq;
     const t = await this.api.get<Tokens>(`/api/v1/dumps/steps/${this.st.step}/samples/${this.st.sample}/tokens`, {
       ...this.stepParams(),
       from,
-      to: Math.min(total, from + PAGE),
+      to: Math.min(total, from + this.pageSize),
       fields: TOKEN_METRICS.join(","),
     });
     if (seq !== this.sampleSeq) return;
@@ -900,8 +902,8 @@ export class StepsView {
     const nextB = el("button", "btn spgnext", "tokens ▶");
     prevB.disabled = t.from <= 0;
     nextB.disabled = t.to >= total;
-    prevB.onclick = () => this.go((s) => (s.page = Math.max(0, t.from - PAGE)));
-    nextB.onclick = () => this.go((s) => (s.page = t.from + PAGE));
+    prevB.onclick = () => this.go((s) => (s.page = Math.max(0, t.from - this.pageSize)));
+    nextB.onclick = () => this.go((s) => (s.page = t.from + this.pageSize));
     this.pager.append(prevB, el("span", "spginfo", `tokens ${t.from}–${t.to} of ${total} (prompt ${t.prompt_length}, response ${t.response_length})`), nextB);
     if (t.tokenizer_note) this.pager.append(el("span", "snote", t.tokenizer_note));
     const miss = t.missing?.[this.st.metric];
@@ -933,7 +935,7 @@ export class StepsView {
     this.go((s) => {
       s.z0 = a;
       s.z1 = b;
-      if (a !== null) s.page = pageOf(a);
+      if (a !== null) s.page = pageOf(a, this.pageSize);
     });
   }
 

@@ -131,13 +131,22 @@ export async function runSim(bins, col, runDir, args) {
   return p;
 }
 
-/** Start the real dashboard server on a free loopback port. */
-export async function startDashboard(bins, runDir, { follow = true, token = "" } = {}) {
+/** Build only the dashboard server (tests that serve committed fixtures need neither collector nor simulator). */
+export function buildDashboard() {
+  mkdirSync(BIN, { recursive: true });
+  if (process.env.MILES_BROWSER_DASHBOARD_BIN) return { dashboard: process.env.MILES_BROWSER_DASHBOARD_BIN };
+  log("go build ./cmd/miles-dashboard");
+  execFileSync("go", ["build", "-o", join(BIN, "miles-dashboard"), "./cmd/miles-dashboard"], { cwd: ROOT, stdio: "inherit" });
+  return { dashboard: join(BIN, "miles-dashboard") };
+}
+
+/** Start the real dashboard server on a free loopback port (env: extra environment, e.g. XDG_CACHE_HOME). */
+export async function startDashboard(bins, runDir, { follow = true, token = "", env = {} } = {}) {
   const port = await freePort();
   const args = ["serve", "--dir", runDir, "--addr", `127.0.0.1:${port}`];
   if (follow) args.push("--follow");
   if (token) args.push("--token", token);
-  const p = start(bins.dashboard, args, { name: "miles-dashboard" });
+  const p = start(bins.dashboard, args, { name: "miles-dashboard", env });
   const base = `http://127.0.0.1:${port}`;
   await waitHttp(`${base}/api/v1/meta`, p, 60000, token ? { Authorization: `Bearer ${token}` } : {});
   return { proc: p, base, url: `${base}/` + (token ? `?token=${encodeURIComponent(token)}` : "") };

@@ -104,8 +104,10 @@ test("pages and buckets", () => {
   assert.equal(pageOf(0), 0);
   assert.equal(pageOf(255), 0);
   assert.equal(pageOf(256), 256);
+  assert.equal(pageOf(100, 64), 64);
   assert.equal(bucketsFor(0, 100, 4096, 800), null);
   assert.equal(bucketsFor(0, 8000, 4096, 800), 800);
   assert.equal(bucketsFor(0, 8000, 4096, 4000), 1024);
   assert.equal(bucketsFor(0, 100, 32, 2), 8);
+  assert.equal(bucketsFor(0, 100, 32, 600), 16);
 });
