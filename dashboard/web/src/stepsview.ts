@@ -192,7 +192,7 @@ export class StepsView {
   scatterPts = { x: new Float64Array(0), y: new Float64Array(0), idx: [] as number[] };
   /** Raw tokens up to this many positions in the chart, buckets beyond (a page knob; tests lower it). */
   maxRaw = 4096;
-  pollMs = 4000;
+  readonly pollMs = 4000;
   /** Tokens per strip page (a page knob; tests lower it). */
   pageSize = PAGE;
   active = false;
@@ -263,6 +263,7 @@ export class StepsView {
   /** Go to a state: loads what changed. */
   async apply(next: StepsState, first = false): Promise<void> {
     const prev = this.st;
+    if (!this.steps.length) return;
     if (next.step === null || !this.steps.some((s) => s.id === next.step && s.eval === next.eval)) {
       const kind = this.steps.filter((s) => s.eval === next.eval);
       const pool = kind.length ? kind : this.steps;
@@ -331,7 +332,14 @@ export class StepsView {
     if (!this.active) return;
     this.probe.polls++;
     try {
+      const wasEmpty = this.steps.length === 0;
       const grew = await this.loadSteps();
+      if (wasEmpty && this.steps.length) {
+        // The first dump of the run: build the page now.
+        this.l2.style.display = "";
+        await this.apply(this.st, true);
+        return;
+      }
       if (grew && this.follow && this.st.sample === null) {
         const kind = this.steps.filter((s) => s.eval === this.st.eval);
         const last = kind[kind.length - 1];
@@ -921,6 +929,7 @@ export class StepsView {
       const prompt = pos < t.prompt_length;
       if (prompt) sp.classList.add("prompt");
       if (t.special?.[i]) sp.classList.add("special");
+      if (this.st.z0 !== null && this.st.z1 !== null && pos >= this.st.z0 && pos < this.st.z1) sp.classList.add("inzoom");
       const m = t.loss_mask?.[i];
       if (!prompt && m === 0) sp.classList.add("masked");
       const v = vals[i];
@@ -997,9 +1006,10 @@ export class StepsView {
             g.strokeStyle = "rgba(44,160,44,0.8)";
             g.setLineDash([4, 3]);
             g.lineWidth = 1;
-            for (const [a] of turns) {
-              if (a < t.from || a > t.to) continue;
-              const x = Math.round(u.valToPos(a, "x", true)) + 0.5;
+            // turn boundaries: where each assistant turn (a loss_mask = 1 run) starts and ends
+            for (const p of turns.flat()) {
+              if (p < t.from || p > t.to) continue;
+              const x = Math.round(u.valToPos(p, "x", true)) + 0.5;
               g.beginPath();
               g.moveTo(x, u.bbox.top);
               g.lineTo(x, u.bbox.top + u.bbox.height);

@@ -186,7 +186,7 @@ test("samples table: status, reward range, text and zero-std filters; CSV export
 });
 
 test("samples table scrolls virtually: only the rows in view are in the DOM", async () => {
-  await page.addStyleTag({ content: ".stbody { height: 66px !important; }" });
+  const tag = await page.addStyleTag({ content: ".stbody { height: 66px !important; }" });
   await page.$eval(".stbody", (b) => b.dispatchEvent(new Event("scroll")));
   await until(async () => (await domRows()).length < 12, { what: "fewer DOM rows than samples" });
   const first = await domRows();
@@ -198,6 +198,9 @@ test("samples table scrolls virtually: only the rows in view are in the DOM", as
   const spacer = await page.$eval(".sspacer", (s) => s.getBoundingClientRect().height);
   assert.equal(spacer, 12 * 22);
   await page.$eval(".stbody", (b) => (b.scrollTop = 0));
+  await tag.evaluate((e) => e.remove());
+  await page.$eval(".stbody", (b) => b.dispatchEvent(new Event("scroll")));
+  await until(async () => (await domRows()).length === 12, { what: "every row in view again" });
 });
 
 test("eval toggle switches to the eval dump of the same id", async () => {
@@ -205,12 +208,11 @@ test("eval toggle switches to the eval dump of the same id", async () => {
   await page.check(".sevalbox");
   await until(async () => (await hashParams()).get("eval") === "1", { what: "eval in the hash" });
   const want = (await api(dash, "/api/v1/dumps/steps/1/samples?eval=1")).data.sample_index;
-  await until(async () => JSON.stringify(await domRows()) === JSON.stringify(want.slice(0, (await domRows()).length)) && (await domRows()).length > 0, { what: "eval rows" });
+  await until(async () => JSON.stringify(await domRows()) === JSON.stringify(want), { what: "eval rows" });
   await until(() => page.$eval(".sstepinfo", (e) => e.textContent.startsWith("eval step 1")), { what: "eval step info" });
   assert.equal(await page.$eval('.stiles .tile[data-key="samples"] .tv', (e) => e.textContent), String(ev.tiles.samples));
   await page.uncheck(".sevalbox");
   await until(async () => !(await hashParams()).has("eval"), { what: "eval off" });
-  await page.addStyleTag({ content: ".stbody { height: auto !important; max-height: 420px; }" });
   await tableMatches("", "train rows again");
   await page.screenshot({ path: join(SHOTS, "steps-page.png"), fullPage: true });
 });
@@ -377,6 +379,16 @@ test("per-token chart: the whole response, bucketed when wide, drag-zoom to a to
   assert.equal(c.n, full.response_length);
   const px = await pixels(page, ".schart canvas", { x: 0, y: 0, w: c.width + 60, h: c.height + 10 }, { line: [CHART_LINE, 40] });
   assert.ok(px.counts.line > 150, `chart line pixels: ${px.counts.line}`);
+  // turn boundaries: dashed green lines where each loss_mask run starts and ends
+  const turnX = await page.evaluate((p) => window.__milesViews.steps.u.valToPos(p, "x"), full.turns[1][0]);
+  const plotLeft = await page.evaluate(() => {
+    const u = window.__milesViews.steps.u;
+    return u.over.getBoundingClientRect().left - u.root.querySelector("canvas").getBoundingClientRect().left;
+  });
+  const turnPx = await pixels(page, ".schart canvas", { x: plotLeft + turnX - 1, y: 0, w: 3, h: c.height }, { turn: [hex("#2ca02c"), 50] });
+  assert.ok(turnPx.counts.turn > 20, `turn boundary pixels: ${turnPx.counts.turn}`);
+  const noTurn = await pixels(page, ".schart canvas", { x: plotLeft + turnX - 40, y: 0, w: 3, h: c.height }, { turn: [hex("#2ca02c"), 50] });
+  assert.equal(noTurn.counts.turn, 0);
   // wide range → buckets (the knob lowered below the response length)
   await page.evaluate(() => (window.__milesViews.steps.maxRaw = 32));
   requests.length = 0;
@@ -413,7 +425,8 @@ test("per-token chart: the whole response, bucketed when wide, drag-zoom to a to
   assert.ok(pxZ.counts.line > 100 && pxZ.hash !== pxB.hash);
   // the strip pages to the zoomed range
   await until(async () => (await stripTokens()).some((t) => t.pos === z0), { what: "strip shows the zoomed range" });
-  await page.screenshot({ path: join(SHOTS, "sample-tokens.png"), fullPage: true });
+  const inzoom = (await stripTokens()).filter((t) => t.cls.includes("inzoom")).map((t) => t.pos);
+  assert.deepEqual(inzoom, [...Array(z1 - z0).keys()].map((i) => z0 + i).filter((p) => p < 128));
   // double-click: the whole response again (bucketed)
   await page.mouse.dblclick(c.left + c.width / 2, y);
   await until(async () => {
@@ -421,7 +434,15 @@ test("per-token chart: the whole response, bucketed when wide, drag-zoom to a to
     return s.from === full.prompt_length && s.to === full.total_length && s.bucketed === "1";
   }, { what: "zoom reset" });
   assert.ok(!(await hashParams()).has("z0"));
-  await page.evaluate(() => (window.__milesViews.steps.maxRaw = 4096));
+  // screenshot: the multi-turn sample, whole response, one page, coloured by imp_ratio
+  await page.evaluate(() => {
+    const v = window.__milesViews.steps;
+    v.maxRaw = 4096;
+    v.pageSize = 256;
+    location.hash = "#/steps?step=1&sample=7&tab=tokens";
+  });
+  await until(async () => (await stripTokens()).length === 158 && (await chartState()).n === 87, { what: "sample 7 tokens" });
+  await page.screenshot({ path: join(SHOTS, "sample-tokens.png"), fullPage: true });
 });
 
 test("a new dump appears live in the navigator and, following the newest, opens", async () => {
@@ -444,4 +465,26 @@ test("a new dump appears live in the navigator and, following the newest, opens"
 
 test("no page errors or failed requests", () => {
   assert.deepEqual(problems, []);
+});
+
+test("a run without dumps says so; its first dump appears without a reload", async () => {
+  const empty = newRunDir("steps-empty");
+  try {
+    cpSync(join(FIXTURE, "dashboard"), join(empty, "dashboard"), { recursive: true });
+    const d2 = await startDashboard(buildDashboard(), empty, { follow: true, env: { XDG_CACHE_HOME: cacheDir } });
+    const p2 = await openPage(browser, d2.url + "#/steps");
+    await until(() => p2.page.$eval(".sstepinfo", (e) => /no dumps/.test(e.textContent)).catch(() => false), { what: "no-dumps message" });
+    for (const sub of ["rollout_data", "trajectory", "tokenizer"]) mkdirSync(join(empty, sub), { recursive: true });
+    cpSync(join(FIXTURE, "tokenizer", "tokenizer.json"), join(empty, "tokenizer", "tokenizer.json"));
+    cpSync(join(FIXTURE, "trajectory", "3.jsonl"), join(empty, "trajectory", "3.jsonl"));
+    cpSync(join(FIXTURE, "rollout_data", "3.pt"), join(empty, "rollout_data", "3.pt"));
+    await until(() => p2.page.evaluate(() => location.hash.includes("step=3")), { what: "first dump opened", timeout: 20000 });
+    const n = (await api(d2, "/api/v1/dumps/steps/3/samples")).data.sample_index.length;
+    await until(async () => (await p2.page.$$(".stbody .srow")).length === n, { what: "rows of the first dump" });
+    await until(() => p2.page.evaluate(() => window.__milesViews.steps.scatterPts.idx.length > 0), { what: "scatter of the first dump" });
+    assert.deepEqual(p2.problems, []);
+    await p2.page.close();
+  } finally {
+    if (!process.env.MILES_BROWSER_KEEP) rmSync(empty, { recursive: true, force: true });
+  }
 });
