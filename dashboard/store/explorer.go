@@ -61,7 +61,9 @@ func (s *Store) refreshExplorerLocked() bool {
 			grew = true
 		}
 	}
-	if len(s.ex.eng) > 0 {
+	// Once the catalogue has looked at engines (even finding none), keep following them: engine series that
+	// first appear after the page opened (engines registered late) must still show up.
+	if len(s.ex.eng) > 0 || s.ex.engLoaded {
 		before := s.ex.engVer
 		newest := newestHour(s.ex.engF)
 		for _, h := range s.ex.engF.hours() {
