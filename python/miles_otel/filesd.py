@@ -43,7 +43,12 @@ def host_port(addr: str) -> str | None:
 
 
 def groups(engines: Sequence[Mapping]) -> list[dict]:
-    """file_sd target groups, one per engine: ``{"targets":["h:p"],"labels":{"engine_rank":"0","worker_type":…}}``."""
+    """file_sd target groups, one per engine:
+    ``{"targets":["h:p"],"labels":{"engine_rank":"0","worker_type":…,"worker_addr":"http://h:p"}}``.
+
+    ``worker_addr`` is the engine's address exactly as the topology event spells it, so the collector's engine
+    series carry the same ``addr`` as the topology (docs/semconv.md §7, §9) whatever the URL's form.
+    """
     out = []
     for e in engines:
         hp = host_port(str(e.get("addr", "")))
@@ -52,7 +57,11 @@ def groups(engines: Sequence[Mapping]) -> list[dict]:
         out.append(
             {
                 "targets": [hp],
-                "labels": {"engine_rank": str(e.get("engine_rank", -1)), "worker_type": str(e.get("worker_type", ""))},
+                "labels": {
+                    "engine_rank": str(e.get("engine_rank", -1)),
+                    "worker_type": str(e.get("worker_type", "")),
+                    "worker_addr": str(e.get("addr", "")),
+                },
             }
         )
     return out

@@ -216,8 +216,10 @@ class CollectorE2ETest(unittest.TestCase):
         path = os.path.join(self.coll.run_dir, "sglang_targets.json")
         with open(path) as f:
             self.assertEqual(json.load(f), [
-                {"targets": ["127.0.0.1:39001"], "labels": {"engine_rank": "0", "worker_type": "regular"}},
-                {"targets": ["127.0.0.1:39002"], "labels": {"engine_rank": "1", "worker_type": "decode"}},
+                {"targets": ["127.0.0.1:39001"], "labels": {"engine_rank": "0", "worker_type": "regular",
+                                                            "worker_addr": "http://127.0.0.1:39001"}},
+                {"targets": ["127.0.0.1:39002"], "labels": {"engine_rank": "1", "worker_type": "decode",
+                                                            "worker_addr": "http://127.0.0.1:39002"}},
             ])
         self.flush()
 

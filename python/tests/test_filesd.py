@@ -40,8 +40,10 @@ class FileSDTest(unittest.TestCase):
         self.assertEqual(
             got,
             [
-                {"targets": ["10.0.0.2:30000"], "labels": {"engine_rank": "0", "worker_type": "regular"}},
-                {"targets": ["10.0.0.3:30001"], "labels": {"engine_rank": "1", "worker_type": "decode"}},
+                {"targets": ["10.0.0.2:30000"], "labels": {"engine_rank": "0", "worker_type": "regular",
+                                                           "worker_addr": ENGINES[0]["addr"]}},
+                {"targets": ["10.0.0.3:30001"], "labels": {"engine_rank": "1", "worker_type": "decode",
+                                                           "worker_addr": ENGINES[1]["addr"]}},
             ],
         )
         self.assertEqual(os.listdir(self.dir), ["sglang_targets.json"], "no temporary file is left behind")
