@@ -62,7 +62,9 @@ type Store struct {
 	notices map[string]Notice
 
 	listeners map[chan struct{}]struct{}
-	metaVer   int // bumped when lanes or notices change
+	metaVer   int    // bumped when lanes or notices change
+	cacheDir  string // parsed columns of compacted hours (colcache.go); "" = off
+	cacheHits int
 
 	ex exState // explorer: step metrics, engine series, trajectories (explorer.go)
 }
@@ -180,11 +182,25 @@ func (s *Store) loadGPUHourLocked(h int64) {
 	if p == nil {
 		return
 	}
+	if !p.loaded {
+		if cb, fi, ok := s.cachedGPUHourLocked(h, p); ok {
+			s.gpu[h] = cb
+			for key := range cb.lanes {
+				s.laneSeen(key)
+			}
+			p.zstSize = fi.Size() // read() will not parse it again unless it grows
+			p.loaded = true
+			s.cacheHits++
+			s.edge = math.Max(s.edge, cb.maxTs)
+			return
+		}
+	}
 	b := s.gpu[h]
 	if b == nil {
 		b = newGPUBlock(h)
 		s.gpu[h] = b
 	}
+	cacheable := s.cacheDir != "" && !p.loaded && p.zst != "" && p.plain == "" && p.zstSize == 0 && h >= 0
 	reports, err := s.gpuF.read(p, func(line []byte) bool { return b.addLine(line, s.laneSeen) })
 	if errors.Is(err, errReload) {
 		*p = partition{hour: h, plain: p.plain, zst: p.zst}
@@ -199,6 +215,13 @@ func (s *Store) loadGPUHourLocked(h int64) {
 	}
 	if h >= 0 && float64(h+1)*3600 < s.edge {
 		b.seal() // a past hour: drop append slack (late records may still arrive and grow it again)
+	}
+	if cacheable && err == nil && len(reports) == 0 {
+		if fi, serr := os.Stat(p.zst); serr == nil && fi.Size() == p.zstSize {
+			// The block is never changed after this (a grown .zst is reloaded into a new block), so it can be
+			// written out while queries read it.
+			go saveGPUHour(s.colCachePath(p, fi), b)
+		}
 	}
 }
 
