@@ -163,6 +163,7 @@ export class StepsView {
   private readonly csv = el("a", "btn scsv", "⤓ CSV");
   private readonly matchInfo = el("span", "smatch");
   private readonly scatterTitle = el("div", "lbl");
+  private readonly errBox = el("div", "serr");
   private readonly thead = el("div", "sthead");
   readonly tbody = el("div", "stbody");
   private readonly spacer = el("div", "sspacer");
@@ -198,9 +199,10 @@ export class StepsView {
   active = false;
   private follow: boolean;
   private lastHash = "";
-  private tableSeq = 0;
-  private sampleSeq = 0;
-  private chartSeq = 0;
+  /** Generation of the latest apply(): a superseded one stops and assigns nothing. */
+  private gen = 0;
+  /** The state whose loads all completed (what apply() diffs against). */
+  private loaded: StepsState | null = null;
   readonly probe = { tableLoads: 0, rowsRendered: 0, scatterDraws: 0, tokenLoads: 0, chartLoads: 0, polls: 0, newSteps: 0 };
 
   constructor(
@@ -214,7 +216,7 @@ export class StepsView {
     host.appendChild(this.root);
     this.buildL1();
     this.buildL2();
-    this.root.append(this.l1, this.l2);
+    this.root.append(this.errBox, this.l1, this.l2);
     window.addEventListener("hashchange", () => {
       if (!this.active || !location.hash.startsWith("#/steps") || location.hash === this.lastHash) return;
       void this.apply(parseStepsHash(location.hash));
@@ -260,9 +262,8 @@ export class StepsView {
     else history.replaceState(null, "", location.pathname + location.search + h);
   }
 
-  /** Go to a state: loads what changed. */
+  /** Go to a state: loads what changed since the last state that loaded completely. */
   async apply(next: StepsState, first = false): Promise<void> {
-    const prev = this.st;
     if (!this.steps.length) return;
     if (next.step === null || !this.steps.some((s) => s.id === next.step && s.eval === next.eval)) {
       const kind = this.steps.filter((s) => s.eval === next.eval);
@@ -270,31 +271,54 @@ export class StepsView {
       next.step = pool[pool.length - 1].id;
       next.eval = pool[pool.length - 1].eval;
     }
+    const gen = ++this.gen;
+    const prev = first ? null : this.loaded;
+    this.trace(`apply ${gen} step=${next.step}${next.eval ? " eval" : ""} sample=${next.sample} prev=${prev ? prev.step : "-"}`);
+    this.loaded = null;
     this.st = next;
     this.lastHash = stepsHash(next);
     if (location.hash !== this.lastHash) history.replaceState(null, "", location.pathname + location.search + this.lastHash);
-    const stepChanged = first || prev.step !== next.step || prev.eval !== next.eval || !this.info;
+    const stepChanged = !prev || prev.step !== next.step || prev.eval !== next.eval || !this.info;
     const tableChanged = stepChanged || JSON.stringify(sampleParams(prev)) !== JSON.stringify(sampleParams(next));
     this.l1.style.display = next.sample === null ? "" : "none";
     this.l2.style.display = next.sample === null ? "none" : "";
     this.syncControls();
     try {
-      if (stepChanged) await this.loadStep();
-      if (tableChanged || !this.table) await this.loadTable();
+      if (stepChanged && !(await this.loadStep(gen))) return;
+      if ((tableChanged || !this.table) && !(await this.loadTable(gen))) return;
       if (next.sample !== null) {
         const sampleChanged = stepChanged || prev.sample !== next.sample || !this.sample;
-        if (sampleChanged) await this.loadSample();
+        if (sampleChanged && !(await this.loadSample(gen))) return;
         this.showTab();
         if (next.tab === "tokens") {
-          if (sampleChanged || prev.page !== next.page || !this.tokens) await this.loadTokens();
-          else this.renderStrip();
-          if (sampleChanged || prev.metric !== next.metric || prev.z0 !== next.z0 || prev.z1 !== next.z1 || !this.chartData) await this.loadChart();
+          if (sampleChanged || prev.page !== next.page || !this.tokens) {
+            if (!(await this.loadTokens(gen))) return;
+          } else this.renderStrip();
+          if (sampleChanged || prev.metric !== next.metric || prev.z0 !== next.z0 || prev.z1 !== next.z1 || !this.chartData) {
+            if (!(await this.loadChart(gen))) return;
+          }
         }
       } else this.redraw();
+      this.loaded = next;
+      this.trace(`apply ${gen} done`);
+      this.errBox.textContent = "";
       this.onError("");
     } catch (e) {
-      this.onError(`Steps: ${(e as Error).message}`);
+      this.trace(`apply ${gen} failed${gen !== this.gen ? " (superseded)" : ""}: ${(e as Error).message}`);
+      if (gen !== this.gen) return;
+      // A corrupt or refused dump names its file; a file still being written was retried by the client (503).
+      const msg = (e as Error).message;
+      this.errBox.textContent = msg;
+      if (!this.info) this.stepInfo.textContent = `${next.eval ? "eval " : ""}step ${next.step}: cannot be read`;
+      this.onError(`Steps: ${msg}`);
     }
+  }
+
+  /** The last 100 navigation events (for debugging a page: `__milesViews.steps.events`). */
+  readonly events: string[] = [];
+  private trace(s: string): void {
+    this.events.push(`${(performance.now() / 1000).toFixed(2)} ${s}`);
+    if (this.events.length > 100) this.events.shift();
   }
 
   private go(mut: (s: StepsState) => void, push = false): void {
@@ -354,26 +378,35 @@ export class StepsView {
     return this.st.eval ? { eval: 1 } : {};
   }
 
-  private async loadStep(): Promise<void> {
+  private async loadStep(gen: number): Promise<boolean> {
     const id = this.st.step!;
     this.stepInfo.textContent = `loading step ${id}…`;
+    // Nothing of the previous step stays on screen if this one cannot be read.
+    this.info = null;
+    this.groups = null;
+    this.table = null;
+    this.renderTiles();
+    this.renderGroups();
+    this.renderRows();
+    this.drawScatter();
     const [info, groups] = await Promise.all([
       this.api.get<StepInfo>(`/api/v1/dumps/steps/${id}`, this.stepParams()),
       this.api.get<Table>(`/api/v1/dumps/steps/${id}/groups`, this.stepParams()),
     ]);
+    if (gen !== this.gen) return false;
     this.info = info;
     this.groups = groups;
     this.sample = null;
     this.renderStepInfo();
     this.renderTiles();
     this.renderGroups();
+    return true;
   }
 
-  private async loadTable(): Promise<void> {
-    const seq = ++this.tableSeq;
+  private async loadTable(gen: number): Promise<boolean> {
     const params = { ...sampleParams(this.st), limit: 100000, columns: TABLE_COLS.map((c) => c[0]).join(",") };
     const t = await this.api.get<Table>(`/api/v1/dumps/steps/${this.st.step}/samples`, params);
-    if (seq !== this.tableSeq) return;
+    if (gen !== this.gen) return false;
     this.table = t;
     this.probe.tableLoads++;
     const csvParams: Record<string, string | number | undefined | null> = { ...sampleParams(this.st), format: "csv" };
@@ -384,50 +417,50 @@ export class StepsView {
     this.tbody.scrollTop = 0;
     this.renderRows();
     this.drawScatter();
+    return true;
   }
 
-  private async loadSample(): Promise<void> {
-    const seq = ++this.sampleSeq;
+  private async loadSample(gen: number): Promise<boolean> {
     const s = await this.api.get<SampleResp>(`/api/v1/dumps/steps/${this.st.step}/samples/${this.st.sample}`, this.stepParams());
-    if (seq !== this.sampleSeq) return;
+    if (gen !== this.gen) return false;
     this.sample = s;
     this.tokens = null;
     this.chartData = null;
     this.renderSampleHead();
     this.renderConversation();
+    return true;
   }
 
-  private async loadTokens(): Promise<void> {
-    if (!this.sample) return;
+  private async loadTokens(gen: number): Promise<boolean> {
+    if (!this.sample) return true;
     const r = this.sample.sample;
     const total = Number(r.total_length ?? 0);
     const plen = Number(r.prompt_length ?? 0);
     const from = this.st.page ?? pageOf(Math.max(0, plen - 16), this.pageSize);
-    const seq = ++this.sampleSeq;
     const t = await this.api.get<Tokens>(`/api/v1/dumps/steps/${this.st.step}/samples/${this.st.sample}/tokens`, {
       ...this.stepParams(),
       from,
       to: Math.min(total, from + this.pageSize),
       fields: TOKEN_METRICS.join(","),
     });
-    if (seq !== this.sampleSeq) return;
+    if (gen !== this.gen) return false;
     this.tokens = t;
     this.probe.tokenLoads++;
     this.renderStrip();
+    return true;
   }
 
   private chartWidth(): number {
     return Math.max(300, this.tokPane.clientWidth - 10);
   }
 
-  private async loadChart(): Promise<void> {
-    if (!this.sample) return;
+  private async loadChart(gen: number): Promise<boolean> {
+    if (!this.sample) return true;
     const r = this.sample.sample;
     const total = Number(r.total_length ?? 0);
     const plen = Number(r.prompt_length ?? 0);
     const from = this.st.z0 ?? plen;
     const to = this.st.z1 ?? total;
-    const seq = ++this.chartSeq;
     const buckets = bucketsFor(from, to, this.maxRaw, this.chartWidth() / 2);
     const t = await this.api.get<Tokens>(`/api/v1/dumps/steps/${this.st.step}/samples/${this.st.sample}/tokens`, {
       ...this.stepParams(),
@@ -436,10 +469,11 @@ export class StepsView {
       fields: this.st.metric,
       buckets: buckets ?? undefined,
     });
-    if (seq !== this.chartSeq) return;
+    if (gen !== this.gen) return false;
     this.chartData = t;
     this.probe.chartLoads++;
     this.drawChart();
+    return true;
   }
 
   // ---------------------------------------------------------------- L1 DOM
@@ -707,6 +741,7 @@ export class StepsView {
     const L = 46, R = 10, T = 8, B = 26;
     g.strokeStyle = "#d7dbe2";
     g.strokeRect(L + 0.5, T + 0.5, w - L - R, h - T - B);
+    this.scatterPts = { x: new Float64Array(0), y: new Float64Array(0), idx: [] };
     if (!t) return;
     const xs = t.data.response_length as (number | null)[];
     const ys = t.data[this.rewardKey()] as (number | null)[];

@@ -113,16 +113,31 @@ async function waitHttp(url, proc, timeoutMs = 60000, headers = {}) {
 /** Start the real collector writing into runDir (configs/run.yaml, loopback ports, env as internal/e2etest). */
 export async function startCollector(bins, runDir) {
   mkdirSync(runDir, { recursive: true });
-  const env = {
-    MILES_RUN_DIR: runDir,
-    MILES_OTLP_GRPC_ADDR: `127.0.0.1:${await freePort()}`,
-    MILES_OTLP_HTTP_ADDR: `127.0.0.1:${await freePort()}`,
-    MILES_HEALTH_ADDR: `127.0.0.1:${await freePort()}`,
-    MILES_TELEMETRY_PORT: String(await freePort()),
-  };
-  const p = start(bins.collector, ["--config", join(ROOT, "configs", "run.yaml")], { env, name: "otelcol-miles" });
-  await waitHttp(`http://${env.MILES_HEALTH_ADDR}/`, p, 60000);
-  return { proc: p, http: env.MILES_OTLP_HTTP_ADDR };
+  // Four distinct free ports (freePort closes its socket, so two calls can return the same port), and a retry
+  // when another process took one between the probe and the collector's bind.
+  for (let attempt = 0; ; attempt++) {
+    const ports = new Set();
+    while (ports.size < 4) ports.add(await freePort());
+    const [grpc, http, health, tel] = [...ports];
+    const env = {
+      MILES_RUN_DIR: runDir,
+      MILES_OTLP_GRPC_ADDR: `127.0.0.1:${grpc}`,
+      MILES_OTLP_HTTP_ADDR: `127.0.0.1:${http}`,
+      MILES_HEALTH_ADDR: `127.0.0.1:${health}`,
+      MILES_TELEMETRY_PORT: String(tel),
+    };
+    const p = start(bins.collector, ["--config", join(ROOT, "configs", "run.yaml")], { env, name: "otelcol-miles" });
+    try {
+      await waitHttp(`http://${env.MILES_HEALTH_ADDR}/`, p, 60000);
+    } catch (e) {
+      if (attempt < 2 && /address already in use/.test(p.out)) {
+        await stop(p);
+        continue;
+      }
+      throw e;
+    }
+    return { proc: p, http: env.MILES_OTLP_HTTP_ADDR };
+  }
 }
 
 /** Run the simulator through the collector. fastForward: synthetic timestamps, returns when done. */

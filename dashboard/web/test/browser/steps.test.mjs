@@ -6,7 +6,8 @@
 // colours / loss-mask dimming / prompt split, windowed pages, per-token chart pixels, buckets and drag-zoom).
 import test, { after, before } from "node:test";
 import assert from "node:assert/strict";
-import { cpSync, mkdirSync, rmSync } from "node:fs";
+import { randomBytes } from "node:crypto";
+import { cpSync, mkdirSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { api, buildDashboard, hex, launch, newRunDir, openPage, pixels, ROOT, SHOTS, startDashboard, stopAll, until } from "./harness.mjs";
 
@@ -31,6 +32,8 @@ before(async () => {
 });
 
 after(async () => {
+  if (dash && (dash.proc.exitCode !== null || dash.proc.signalCode !== null))
+    console.error(`miles-dashboard exited (${dash.proc.exitCode ?? dash.proc.signalCode}):\n${dash.proc.out.slice(-6000)}`);
   await browser?.close();
   await stopAll();
   if (!process.env.MILES_BROWSER_KEEP) {
@@ -464,6 +467,30 @@ test("a new dump appears live in the navigator and, following the newest, opens"
 });
 
 test("no page errors or failed requests", () => {
+  assert.deepEqual(problems, []);
+});
+
+test("a corrupt dump: the page names the file and shows nothing of the previous step", async () => {
+  const before = problems.length;
+  const f = join(runDir, "rollout_data", "7.pt");
+  writeFileSync(f, randomBytes(3000));
+  const old = new Date(Date.now() - 3600_000);
+  utimesSync(f, old, old); // older than 30 s: corrupt, not "still being written"
+  await until(async () => (await page.$$eval(".sstepsel option", (o) => o.map((x) => x.value))).includes("7"), { what: "step 7 listed", timeout: 20000 });
+  await page.evaluate(() => (location.hash = "#/steps?step=7"));
+  await until(() => page.$eval(".serr", (e) => e.textContent), { what: "inline error" });
+  assert.match(await page.$eval(".serr", (e) => e.textContent), /rollout_data\/7\.pt is corrupt/);
+  assert.match(await page.$eval("#error", (e) => e.textContent), /7\.pt is corrupt/);
+  assert.equal((await domRows()).length, 0);
+  assert.equal(await page.$eval(".sstepinfo", (e) => e.textContent), "step 7: cannot be read");
+  assert.equal(await page.$$eval(".stiles .tile", (t) => t.length), 0);
+  assert.equal(await page.evaluate(() => window.__milesViews.steps.scatterPts.idx.length), 0);
+  const extra = problems.splice(before);
+  assert.ok(extra.length >= 1 && extra.every((p) => /^HTTP 500 .*\/api\/v1\/dumps\/steps\/7/.test(p) || /^console: Failed to load resource: .* 500/.test(p)), extra.join("\n"));
+  rmSync(f);
+  await page.evaluate(() => (location.hash = "#/steps?step=1"));
+  await until(async () => (await domRows()).length === 12, { what: "step 1 after the error" });
+  assert.equal(await page.$eval(".serr", (e) => e.textContent), "");
   assert.deepEqual(problems, []);
 });
 
