@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
@@ -257,7 +258,11 @@ func (r *runner) handle(e Event) error {
 	case EvSpan:
 		r.b.trajSpan(e.Span, r.addr)
 	case EvMetrics:
-		r.b.stepMetrics(e.T, e.Metrics)
+		m := e.Metrics
+		if r.live && r.opts.Speed != 1 {
+			m = compressDurations(m, r.opts.Speed)
+		}
+		r.b.stepMetrics(e.T, m)
 	case EvTopology:
 		if r.live {
 			if err := r.writeTargets(e.Topo); err != nil {
@@ -545,4 +550,19 @@ func (r *runner) flush(force bool) {
 	if force {
 		r.last = time.Now()
 	}
+}
+
+// compressDurations rescales the trainer's perf/*_time metrics (seconds) by the live time compression: a run
+// replayed at speed× is a run whose phases last 1/speed as long, and its timeline (timestamps) already is. Without
+// this, perf/step_time would be in simulated seconds against wall-clock timestamps, and views that place a step at
+// [ts - step_time, ts] (the bubble strip) would start it long before the run did.
+func compressDurations(m *MetricsLog, speed float64) *MetricsLog {
+	out := *m
+	out.Vals = append([]float64(nil), m.Vals...)
+	for i, k := range m.Keys {
+		if strings.HasPrefix(k, "perf/") && strings.HasSuffix(k, "_time") {
+			out.Vals[i] /= speed
+		}
+	}
+	return &out
 }
