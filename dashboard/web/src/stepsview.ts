@@ -11,7 +11,7 @@
 //      [&sample=3[&tab=tokens][&metric=entropy][&page=256][&z0&z1]]
 
 import uPlot from "uplot";
-import type { Api } from "./api";
+import { ApiError, type Api } from "./api";
 import {
   bucketsFor,
   nearestPoint,
@@ -112,6 +112,7 @@ const TABLE_COLS: [string, string][] = [
 const STATUSES = ["completed", "truncated", "aborted", "failed", "pending"];
 export const STATUS_COLOR: Record<string, string> = { completed: "#1f77b4", truncated: "#ff7f0e", aborted: "#d62728", failed: "#d62728" };
 export const ROW_H = 22;
+const RETRY_MS = 3000;
 export const CHART_LINE = "#6a3d9a";
 const TILE_KEYS: [string, string, "pct" | "num" | "int"][] = [
   ["samples", "samples", "int"],
@@ -309,6 +310,13 @@ export class StepsView {
       // A corrupt or refused dump names its file; a file still being written was retried by the client (503).
       const msg = (e as Error).message;
       this.errBox.textContent = msg;
+      if (e instanceof ApiError && e.status === 503) {
+        // Still being written (the client already retried a few times): keep retrying while nothing else was asked.
+        this.errBox.textContent = `${msg} — retrying every ${RETRY_MS / 1000} s`;
+        setTimeout(() => {
+          if (gen === this.gen && this.active) void this.apply({ ...this.st, status: [...this.st.status] });
+        }, RETRY_MS);
+      }
       if (!this.info) this.stepInfo.textContent = `${next.eval ? "eval " : ""}step ${next.step}: cannot be read`;
       this.onError(`Steps: ${msg}`);
     }

@@ -494,6 +494,24 @@ test("a corrupt dump: the page names the file and shows nothing of the previous 
   assert.deepEqual(problems, []);
 });
 
+test("a dump still being written: the page says so, retries, and shows the step once it is complete", async () => {
+  const before = problems.length;
+  const f = join(runDir, "rollout_data", "8.pt");
+  writeFileSync(f, randomBytes(3000)); // unreadable and fresh: the server answers 503 unavailable
+  await until(async () => (await page.$$eval(".sstepsel option", (o) => o.map((x) => x.value))).includes("8"), { what: "step 8 listed", timeout: 20000 });
+  await page.evaluate(() => (location.hash = "#/steps?step=8"));
+  await until(() => page.$eval(".serr", (e) => /8\.pt is still being written.*retrying/.test(e.textContent)), { what: "retrying message", timeout: 20000 });
+  assert.equal((await domRows()).length, 0);
+  const n = (await api(dash, "/api/v1/dumps/steps/4/samples")).data.sample_index.length;
+  cpSync(join(runDir, "rollout_data", "4.pt"), f); // the writer finished
+  await until(async () => (await domRows()).length === n, { what: "rows once the file is complete", timeout: 20000 });
+  assert.equal(await page.$eval(".serr", (e) => e.textContent), "");
+  assert.match(await page.$eval(".sstepinfo", (e) => e.textContent), /^step 8 · /);
+  const extra = problems.splice(before);
+  assert.ok(extra.length >= 1 && extra.every((p) => /^HTTP 503 .*\/api\/v1\/dumps\/steps\/8/.test(p) || /^console: Failed to load resource: .* 503/.test(p)), extra.join("\n"));
+  assert.deepEqual(problems, []);
+});
+
 test("a run without dumps says so; its first dump appears without a reload", async () => {
   const empty = newRunDir("steps-empty");
   try {
