@@ -197,6 +197,8 @@ export class StepsView {
   readonly pollMs = 4000;
   /** Tokens per strip page (a page knob; tests lower it). */
   pageSize = PAGE;
+  /** The token a chart click pointed at (outlined in the strip). */
+  mark: number | null = null;
   active = false;
   private follow: boolean;
   private lastHash = "";
@@ -432,6 +434,7 @@ export class StepsView {
     const s = await this.api.get<SampleResp>(`/api/v1/dumps/steps/${this.st.step}/samples/${this.st.sample}`, this.stepParams());
     if (gen !== this.gen) return false;
     this.sample = s;
+    this.mark = null;
     this.tokens = null;
     this.chartData = null;
     this.renderSampleHead();
@@ -978,6 +981,10 @@ export class StepsView {
       const v = vals[i];
       const c = tokenColor(this.st.metric, v, adv);
       if (c) sp.style.backgroundColor = rgbCss(c);
+      if (pos === this.mark) {
+        sp.classList.add("mark");
+        requestAnimationFrame(() => sp.scrollIntoView({ block: "nearest" }));
+      }
       sp.title = `pos ${pos} · id ${t.token_ids![i]}${v !== null && v !== undefined ? ` · ${this.st.metric} ${+v.toFixed(4)}` : ""}${!prompt ? ` · loss_mask ${m ?? "—"}` : ""}`;
       this.strip.append(sp);
     }
@@ -1064,6 +1071,19 @@ export class StepsView {
       },
     };
     this.u = new uPlot(opts, data, this.chartBox);
-    this.u.over.ondblclick = () => this.zoom(null, null);
+    const u = this.u;
+    u.over.ondblclick = () => this.zoom(null, null);
+    // A click (no drag) shows that token in the strip: its page, marked and scrolled into view.
+    let downX = 0;
+    u.over.addEventListener("mousedown", (e) => (downX = e.clientX));
+    u.over.addEventListener("click", (e) => {
+      if (Math.abs(e.clientX - downX) > 3) return;
+      const pos = Math.round(u.posToVal(e.offsetX, "x"));
+      if (!(pos >= t.from && pos < t.to)) return;
+      this.mark = pos;
+      const page = pageOf(pos, this.pageSize);
+      if (this.tokens && pos >= this.tokens.from && pos < this.tokens.to) this.renderStrip();
+      else this.go((s) => (s.page = page));
+    });
   }
 }

@@ -437,6 +437,15 @@ test("per-token chart: the whole response, bucketed when wide, drag-zoom to a to
     return s.from === full.prompt_length && s.to === full.total_length && s.bucketed === "1";
   }, { what: "zoom reset" });
   assert.ok(!(await hashParams()).has("z0"));
+  // a click (no drag) on the chart shows that token in the strip: its page, outlined
+  c = await chartState();
+  const cx = c.width * 0.9;
+  const want = await page.evaluate((x) => Math.round(window.__milesViews.steps.u.posToVal(x, "x")), cx);
+  assert.ok(want >= 128, `clicked position ${want}`);
+  await page.mouse.click(c.left + cx, y);
+  await until(async () => (await stripTokens()).some((t) => t.pos === want && t.cls.includes("mark")), { what: "clicked token outlined" });
+  assert.equal((await stripTokens())[0].pos, 128, "the strip paged to the clicked token");
+  assert.equal((await stripTokens()).filter((t) => t.cls.includes("mark")).length, 1);
   // screenshot: the multi-turn sample, whole response, one page, coloured by imp_ratio
   await page.evaluate(() => {
     const v = window.__milesViews.steps;
