@@ -67,7 +67,7 @@ test("the Steps tab opens on the newest train step; jump, prev/next, tiles from 
   await page.press(".sstepin", "Enter");
   await until(async () => (await hashParams()).get("step") === "1", { what: "jump to step 1" });
   const info = await api(dash, "/api/v1/dumps/steps/1");
-  await until(async () => (await page.$eval('.stiles .tile[data-key="samples"] .tv', (e) => e.textContent)) === String(info.tiles.samples), { what: "tiles of step 1" });
+  await until(async () => (await page.$eval('.stiles .tile[data-key="samples"] .tv', (e) => e.textContent).catch(() => null)) === String(info.tiles.samples), { what: "tiles of step 1" });
   const tile = async (k) => page.$eval(`.stiles .tile[data-key="${k}"] .tv`, (e) => e.textContent);
   assert.equal(await tile("zero_std_groups"), String(info.tiles.zero_std_groups));
   assert.equal(await tile("truncated_frac"), (info.tiles.truncated_frac * 100).toFixed(1) + "%");
@@ -114,10 +114,10 @@ test("scatter: one dot per sample at its reward and length, coloured by status; 
   });
   await page.mouse.click(box.x + pts.x[k], box.y + pts.y[k]);
   await until(async () => (await hashParams()).get("sample") === "2", { what: "sample 2 opened from the scatter" });
-  await until(() => page.$eval(".stitle", (e) => e.textContent === "sample 2"), { what: "sample page title" });
+  await until(() => page.$eval(".stitle", (e) => e.textContent === "sample 2").catch(() => false), { what: "sample page title" });
   await page.goBack();
   await until(async () => !(await hashParams()).has("sample"), { what: "back to the step page" });
-  await until(() => page.$eval(".sl1", (e) => e.style.display !== "none"), { what: "step page shown" });
+  await until(() => page.$eval(".sl1", (e) => e.style.display !== "none").catch(() => false), { what: "step page shown" });
 });
 
 test("samples table: header sorts are the server's order, both directions", async () => {
@@ -212,7 +212,7 @@ test("eval toggle switches to the eval dump of the same id", async () => {
   await until(async () => (await hashParams()).get("eval") === "1", { what: "eval in the hash" });
   const want = (await api(dash, "/api/v1/dumps/steps/1/samples?eval=1")).data.sample_index;
   await until(async () => JSON.stringify(await domRows()) === JSON.stringify(want), { what: "eval rows" });
-  await until(() => page.$eval(".sstepinfo", (e) => e.textContent.startsWith("eval step 1")), { what: "eval step info" });
+  await until(() => page.$eval(".sstepinfo", (e) => e.textContent.startsWith("eval step 1")).catch(() => false), { what: "eval step info" });
   assert.equal(await page.$eval('.stiles .tile[data-key="samples"] .tv', (e) => e.textContent), String(ev.tiles.samples));
   await page.uncheck(".sevalbox");
   await until(async () => !(await hashParams()).has("eval"), { what: "eval off" });
@@ -260,11 +260,11 @@ test("sample page: group navigator and the conversation (roles, collapsed system
   assert.equal(s.group.prev, 0);
   await page.click(".sgprev");
   await until(async () => (await hashParams()).get("sample") === "0", { what: "group prev" });
-  await until(() => page.$eval(".stitle", (e) => e.textContent === "sample 0"), { what: "sample 0 title" });
+  await until(() => page.$eval(".stitle", (e) => e.textContent === "sample 0").catch(() => false), { what: "sample 0 title" });
   assert.equal(await page.$eval(".sgnext", (b) => b.disabled), false);
   assert.equal(await page.$eval(".sgprev", (b) => b.disabled), true);
   await page.click('.sgnav .chip[data-sample="1"]');
-  await until(() => page.$eval(".stitle", (e) => e.textContent === "sample 1"), { what: "sample 1 via chip" });
+  await until(() => page.$eval(".stitle", (e) => e.textContent === "sample 1").catch(() => false), { what: "sample 1 via chip" });
   // a sample without sidecar messages: the server's note and the raw prompt / response
   const s4 = await api(dash, "/api/v1/dumps/steps/1/samples/4");
   assert.equal(s4.conversation, null);
@@ -273,7 +273,7 @@ test("sample page: group navigator and the conversation (roles, collapsed system
   assert.equal(await page.$eval(".sconvo .snote", (e) => e.textContent), s4.conversation_note);
   assert.deepEqual(await page.$$eval(".sconvo .smsg .stext", (p) => p.map((x) => x.textContent)), [s4.prompt_text, s4.response_text]);
   await page.evaluate(() => (location.hash = "#/steps?step=1&sample=1"));
-  await until(() => page.$eval(".stitle", (e) => e.textContent === "sample 1"), { what: "sample 1 again" });
+  await until(() => page.$eval(".stitle", (e) => e.textContent === "sample 1").catch(() => false), { what: "sample 1 again" });
 });
 
 /** Token spans of the strip: position, classes, background. */
@@ -471,7 +471,7 @@ test("a new dump appears live in the navigator and, following the newest, opens"
     cpSync(join(runDir, a), join(runDir, b));
   await until(async () => (await page.$$eval(".sstepsel option", (o) => o.map((x) => x.value))).includes("5"), { what: "step 5 in the navigator", timeout: 20000 });
   await until(async () => (await hashParams()).get("step") === "5", { what: "follow opens step 5", timeout: 20000 });
-  await until(() => page.$eval(".sstepinfo", (e) => e.textContent.startsWith("step 5")), { what: "step 5 info" });
+  await until(() => page.$eval(".sstepinfo", (e) => e.textContent.startsWith("step 5")).catch(() => false), { what: "step 5 info" });
   assert.ok(await page.evaluate(() => window.__milesViews.steps.probe.newSteps >= 1));
 });
 
@@ -487,7 +487,7 @@ test("a corrupt dump: the page names the file and shows nothing of the previous 
   utimesSync(f, old, old); // older than 30 s: corrupt, not "still being written"
   await until(async () => (await page.$$eval(".sstepsel option", (o) => o.map((x) => x.value))).includes("7"), { what: "step 7 listed", timeout: 20000 });
   await page.evaluate(() => (location.hash = "#/steps?step=7"));
-  await until(() => page.$eval(".serr", (e) => e.textContent), { what: "inline error" });
+  await until(() => page.$eval(".serr", (e) => e.textContent).catch(() => false), { what: "inline error" });
   assert.match(await page.$eval(".serr", (e) => e.textContent), /rollout_data\/7\.pt is corrupt/);
   assert.match(await page.$eval("#error", (e) => e.textContent), /7\.pt is corrupt/);
   assert.equal((await domRows()).length, 0);
@@ -509,7 +509,7 @@ test("a dump still being written: the page says so, retries, and shows the step 
   writeFileSync(f, randomBytes(3000)); // unreadable and fresh: the server answers 503 unavailable
   await until(async () => (await page.$$eval(".sstepsel option", (o) => o.map((x) => x.value))).includes("8"), { what: "step 8 listed", timeout: 20000 });
   await page.evaluate(() => (location.hash = "#/steps?step=8"));
-  await until(() => page.$eval(".serr", (e) => /8\.pt is still being written.*retrying/.test(e.textContent)), { what: "retrying message", timeout: 20000 });
+  await until(() => page.$eval(".serr", (e) => /8\.pt is still being written.*retrying/.test(e.textContent)).catch(() => false), { what: "retrying message", timeout: 20000 });
   assert.equal((await domRows()).length, 0);
   const n = (await api(dash, "/api/v1/dumps/steps/4/samples")).data.sample_index.length;
   cpSync(join(runDir, "rollout_data", "4.pt"), f); // the writer finished
