@@ -1018,6 +1018,8 @@ export class StepsView {
       data = [xs, t.fields?.[m] ?? []] as unknown as uPlot.AlignedData;
       this.chartInfo.textContent = `${t.from}–${t.to}: every token · drag to zoom`;
     }
+    const miss = t.missing?.[m];
+    if (miss) this.chartInfo.textContent = `${m}: ${miss} (nothing to plot)`;
     this.chartBox.dataset.bucketed = bucketed ? "1" : "0";
     this.u?.destroy();
     this.u = null;

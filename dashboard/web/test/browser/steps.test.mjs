@@ -446,6 +446,14 @@ test("per-token chart: the whole response, bucketed when wide, drag-zoom to a to
   await until(async () => (await stripTokens()).some((t) => t.pos === want && t.cls.includes("mark")), { what: "clicked token outlined" });
   assert.equal((await stripTokens())[0].pos, 128, "the strip paged to the clicked token");
   assert.equal((await stripTokens()).filter((t) => t.cls.includes("mark")).length, 1);
+  // an eval sample has no train dump: the chart and the strip say why imp_ratio is empty (the server's "missing")
+  const ev = await api(dash, "/api/v1/dumps/steps/1/samples/1001/tokens?eval=1&fields=imp_ratio");
+  assert.ok(ev.missing.imp_ratio);
+  await page.evaluate(() => (location.hash = "#/steps?step=1&eval=1&sample=1001&tab=tokens"));
+  await until(() => page.$eval(".schartinfo", (e) => e.textContent).catch(() => ""), { what: "chart info" });
+  await until(async () => (await page.$eval(".schartinfo", (e) => e.textContent)) === `imp_ratio: ${ev.missing.imp_ratio} (nothing to plot)`, { what: "missing note on the chart" });
+  assert.ok((await page.$eval(".spager", (e) => e.textContent)).includes(ev.missing.imp_ratio));
+  assert.ok((await stripTokens()).every((t) => t.pos < ev.prompt_length || !/rgb\((?!255, 255, 255)/.test(t.bg) || t.bg === "rgba(0, 0, 0, 0)"));
   // screenshot: the multi-turn sample, whole response, one page, coloured by imp_ratio
   await page.evaluate(() => {
     const v = window.__milesViews.steps;
