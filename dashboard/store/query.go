@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -27,21 +28,67 @@ type topoRec struct {
 	} `json:"engines"`
 }
 
+// parseStepRec reads one metrics record with the flat scanner (the metrics page's cold load was dominated by
+// encoding/json building a map of interfaces per record); a line with escaped strings takes the slow path.
+func parseStepRec(line []byte) (stepRec, bool) {
+	var r stepRec
+	if bytes.IndexByte(line, '\\') >= 0 {
+		if json.Unmarshal(line, &r) != nil || r.TS <= 0 {
+			return r, false
+		}
+		r.nums = map[string]float64{}
+		for k, v := range r.Metrics {
+			if f, ok := v.(float64); ok {
+				r.nums[k] = f
+			}
+		}
+		r.Metrics = nil
+		return r, true
+	}
+	var metrics []byte
+	ok := true
+	err := scanFlat(line, func(key, val []byte, str bool) {
+		switch string(key) {
+		case "ts":
+			r.TS, ok = parseNum(val)
+		case "step_key":
+			if str {
+				k := string(val)
+				r.StepKey = &k
+			}
+		case "step":
+			if v, good := parseNum(val); good {
+				r.Step = &v
+			}
+		case "metrics":
+			metrics = val
+		}
+	})
+	if err != nil || !ok || r.TS <= 0 || len(metrics) < 2 || metrics[0] != '{' {
+		return r, false
+	}
+	r.nums = map[string]float64{}
+	if scanFlat(metrics, func(key, val []byte, str bool) {
+		if str {
+			return
+		}
+		if v, good := parseNum(val); good {
+			r.nums[string(key)] = v
+		}
+	}) != nil {
+		return r, false
+	}
+	return r, true
+}
+
 func (s *Store) loadStepsLocked() {
 	for _, h := range s.metricF.hours() {
 		p := s.metricF.parts[h]
 		reports, err := s.metricF.read(p, func(line []byte) bool {
-			var r stepRec
-			if json.Unmarshal(line, &r) != nil || r.TS <= 0 {
+			r, ok := parseStepRec(line)
+			if !ok {
 				return false
 			}
-			r.nums = map[string]float64{}
-			for k, v := range r.Metrics {
-				if f, ok := v.(float64); ok {
-					r.nums[k] = f
-				}
-			}
-			r.Metrics = nil
 			s.steps = append(s.steps, r)
 			return true
 		})
