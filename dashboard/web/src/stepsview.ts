@@ -199,6 +199,8 @@ export class StepsView {
   pageSize = PAGE;
   /** The token a chart click pointed at (outlined in the strip). */
   mark: number | null = null;
+  /** The sample opened last (marked in the table on the way back). */
+  lastSample: number | null = null;
   active = false;
   private follow: boolean;
   private lastHash = "";
@@ -229,6 +231,23 @@ export class StepsView {
       if (this.active) void this.poll();
     }, this.pollMs);
     window.addEventListener("resize", () => this.active && this.redraw());
+    // Keys (not while typing): ←/→ = previous/next step (step page) or sample of the group (sample page),
+    // Escape = back to the step page.
+    document.addEventListener("keydown", (e) => {
+      const tag = (e.target as HTMLElement | null)?.tagName;
+      if (!this.active || e.altKey || e.ctrlKey || e.metaKey || tag === "INPUT" || tag === "SELECT" || tag === "TEXTAREA") return;
+      const d = e.key === "ArrowLeft" ? -1 : e.key === "ArrowRight" ? 1 : 0;
+      if (this.st.sample === null) {
+        if (d) this.walkStep(d);
+        return;
+      }
+      const g = this.sample?.group;
+      if (e.key === "Escape") this.go((s) => (s.sample = null), true);
+      else if (g && d) {
+        const to = d < 0 ? g.prev : g.next;
+        if (to !== null) this.openSample(to);
+      }
+    });
   }
 
   async start(): Promise<void> {
@@ -342,6 +361,7 @@ export class StepsView {
   }
 
   openSample(idx: number): void {
+    this.lastSample = idx;
     this.go((s) => {
       s.sample = idx;
       s.page = null;
@@ -493,8 +513,8 @@ export class StepsView {
     const prev = el("button", "btn sprev", "◀ prev");
     const next = el("button", "btn snext", "next ▶");
     const latest = el("button", "btn slatest", "latest");
-    prev.onclick = () => this.info?.prev != null && this.pickStep(this.info.prev);
-    next.onclick = () => this.info?.next != null && this.pickStep(this.info.next);
+    prev.onclick = () => this.walkStep(-1);
+    next.onclick = () => this.walkStep(1);
     latest.onclick = () => {
       this.follow = true;
       const kind = this.steps.filter((s) => s.eval === this.st.eval);
@@ -581,6 +601,14 @@ export class StepsView {
       this.scatter.title = i >= 0 ? `sample ${this.scatterPts.idx[i]}` : "";
     };
     this.l1.append(nav, this.tiles, top, this.filterBar, tableBox);
+  }
+
+  /** The previous / next dump of the same kind (from the step list: works while a step is still loading). */
+  private walkStep(d: number): void {
+    const kind = this.steps.filter((s) => s.eval === this.st.eval);
+    const i = kind.findIndex((s) => s.id === this.st.step);
+    const j = i + d;
+    if (i >= 0 && j >= 0 && j < kind.length) this.pickStep(kind[j].id);
   }
 
   private pickStep(id: number, follow = false): void {
@@ -723,6 +751,7 @@ export class StepsView {
     for (let i = a; i < b; i++) {
       const row = el("div", "srow");
       row.dataset.sample = String(t.data.sample_index[i]);
+      if (t.data.sample_index[i] === this.lastSample) row.classList.add("last");
       for (const [k] of TABLE_COLS) {
         const v = t.data[k]?.[i];
         const c = el("span", "std", fmtCell(v));

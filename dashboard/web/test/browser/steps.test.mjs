@@ -274,6 +274,21 @@ test("sample page: group navigator and the conversation (roles, collapsed system
   assert.deepEqual(await page.$$eval(".sconvo .smsg .stext", (p) => p.map((x) => x.textContent)), [s4.prompt_text, s4.response_text]);
   await page.evaluate(() => (location.hash = "#/steps?step=1&sample=1"));
   await until(() => page.$eval(".stitle", (e) => e.textContent === "sample 1").catch(() => false), { what: "sample 1 again" });
+  // keys: ←/→ walk the group, Escape goes back to the step page (the sample's row marked), ←/→ walk the steps
+  await page.keyboard.press("ArrowLeft");
+  await until(async () => (await hashParams()).get("sample") === "0", { what: "← in the group" });
+  await page.keyboard.press("ArrowRight");
+  await until(async () => (await hashParams()).get("sample") === "1", { what: "→ in the group" });
+  await page.keyboard.press("Escape");
+  await until(async () => !(await hashParams()).has("sample"), { what: "Escape to the step page" });
+  await until(async () => JSON.stringify(await page.$$eval(".stbody .srow.last", (r) => r.map((x) => Number(x.dataset.sample)))) === "[1]", { what: "last sample marked" });
+  await page.keyboard.press("ArrowRight");
+  await until(async () => (await hashParams()).get("step") === "2", { what: "→ next step" });
+  await page.keyboard.press("ArrowLeft");
+  await until(async () => (await hashParams()).get("step") === "1", { what: "← previous step" });
+  await until(async () => (await domRows()).length === 12, { what: "rows of step 1" });
+  await page.click('.stbody .srow[data-sample="1"]');
+  await until(() => page.$eval(".stitle", (e) => e.textContent === "sample 1").catch(() => false), { what: "sample 1 from the row" });
 });
 
 /** Token spans of the strip: position, classes, background. */
