@@ -585,7 +585,18 @@ export class StepsView {
 
     const top = el("div", "stop");
     const sc = el("div", "sscatterbox");
-    sc.append(this.scatterTitle, this.scatter);
+    const legend = el("div", "slegend sscatterlegend");
+    for (const [k, c] of [
+      ["completed", STATUS_COLOR.completed],
+      ["truncated", STATUS_COLOR.truncated],
+      ["aborted / failed", STATUS_COLOR.aborted],
+      ["other", "#7f7f7f"],
+    ]) {
+      const sw = el("span", "tsw");
+      sw.style.background = c;
+      legend.append(sw, k + "  ");
+    }
+    sc.append(this.scatterTitle, legend, this.scatter);
     const gb = el("div", "sgroupbox");
     gb.append(el("div", "lbl", "GRPO groups"), this.groupsBox);
     top.append(sc, gb);

@@ -253,9 +253,9 @@ test("sample page: group navigator and the conversation (roles, collapsed system
   // open the chip: the JSON becomes visible
   await page.click(".sconvo .stool summary");
   assert.ok(await page.$eval(".sconvo .stool .sargs", (e) => e.getBoundingClientRect().height > 20));
-  await page.click(".sconvo .stool summary");
   await page.click(".sconvo .sthink summary");
   await page.screenshot({ path: join(SHOTS, "sample-conversation.png"), fullPage: true });
+  await page.click(".sconvo .stool summary");
   // group navigator: prev goes to sample 0 of group 0, the chip of sample 1 brings it back
   assert.equal(s.group.prev, 0);
   await page.click(".sgprev");
