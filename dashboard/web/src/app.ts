@@ -32,8 +32,9 @@ function renderTop(m: Meta): void {
     : "a snapshot: the server was started without --follow";
   const edge = m.data_edge ?? m.time_range?.[1] ?? null;
   const fr = $("fresh");
-  if (edge === null) {
-    fr.textContent = "no data yet";
+  if (edge === null || !(edge > 0)) {
+    // No stream data (yet): a dump-only miles directory, or a run whose collector has written nothing.
+    fr.textContent = "no stream data yet";
     fr.className = "fresh stale";
   } else {
     const age = Math.max(0, Date.now() / 1000 - edge);
