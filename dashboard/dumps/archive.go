@@ -8,7 +8,6 @@ import (
 	"io"
 	"math"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -380,11 +379,4 @@ func Int64s(raw []byte, dt DType) []int64 {
 		}
 	}
 	return out
-}
-
-func relPath(root, p string) string {
-	if r, err := filepath.Rel(root, p); err == nil {
-		return filepath.ToSlash(r)
-	}
-	return filepath.Base(p)
 }

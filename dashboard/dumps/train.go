@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"math"
-	"sort"
 	"time"
 )
 
@@ -452,14 +451,4 @@ func (row *trainRow) readField(f string, lo, hi int) ([]float32, bool, error) {
 		}
 	}
 	return out, true, nil
-}
-
-// fieldNames lists the fields the row can serve, sorted.
-func (row *trainRow) fieldNames() []string {
-	out := make([]string, 0, len(row.fields))
-	for f := range row.fields {
-		out = append(out, f)
-	}
-	sort.Strings(out)
-	return out
 }

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -218,5 +217,3 @@ func (r corruptReport) String() string {
 	}
 	return fmt.Sprintf("%s: %d corrupt line(s) skipped, first near byte %d", rel, r.count, r.first)
 }
-
-func hourStart(h int64) time.Time { return time.Unix(h*3600, 0) }

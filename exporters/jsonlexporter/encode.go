@@ -35,7 +35,6 @@ func (o *obj) int(k string, v int64)              { o.key(k); o.b = strconv.Appe
 func (o *obj) float(k string, v float64)          { o.key(k); o.b = appendFloat(o.b, v) }
 func (o *obj) time(k string, t pcommon.Timestamp) { o.key(k); o.b = appendTime(o.b, t) }
 func (o *obj) null(k string)                      { o.key(k); o.b = append(o.b, "null"...) }
-func (o *obj) raw(k string, v []byte)             { o.key(k); o.b = append(o.b, v...) }
 
 func (o *obj) traceID(k string, id pcommon.TraceID) {
 	o.key(k)
@@ -159,20 +158,24 @@ func appendValue(b []byte, v pcommon.Value, depth int) []byte {
 		b = base64.StdEncoding.AppendEncode(b, v.Bytes().AsRaw())
 		return append(b, '"')
 	case pcommon.ValueTypeSlice:
-		s := v.Slice()
-		b = append(b, '[')
-		for i := 0; i < s.Len(); i++ {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendValue(b, s.At(i), depth+1)
-		}
-		return append(b, ']')
+		return appendSlice(b, v.Slice(), depth+1)
 	case pcommon.ValueTypeMap:
 		return appendMap(b, v.Map(), depth+1, nil)
 	default:
 		return append(b, "null"...)
 	}
+}
+
+// appendSlice writes a slice as a JSON array.
+func appendSlice(b []byte, s pcommon.Slice, depth int) []byte {
+	b = append(b, '[')
+	for i := 0; i < s.Len(); i++ {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendValue(b, s.At(i), depth)
+	}
+	return append(b, ']')
 }
 
 // appendMap writes a map as a JSON object, skipping keys for which skip returns true.

@@ -91,7 +91,7 @@ func appendPhase(b []byte, r *records, node, spanName string, attrs pcommon.Map,
 	o.b = append(o.b, ']')
 	if uuids.Len() > 0 {
 		o.key("uuids")
-		o.b = appendSliceValue(o.b, uuids)
+		o.b = appendSlice(o.b, uuids, 1)
 	}
 	if step, ok := attrInt(attrs, sc.Step); ok {
 		o.int("step", step)
@@ -101,17 +101,6 @@ func appendPhase(b []byte, r *records, node, spanName string, attrs pcommon.Map,
 		o.spanID("parent", parent)
 	}
 	return o.line()
-}
-
-func appendSliceValue(b []byte, s pcommon.Slice) []byte {
-	b = append(b, '[')
-	for i := 0; i < s.Len(); i++ {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = appendValue(b, s.At(i), 1)
-	}
-	return append(b, ']')
 }
 
 // trajectoryFields maps span attributes to short record keys; every other attribute goes under "a".

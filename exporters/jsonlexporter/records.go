@@ -71,14 +71,6 @@ func (r *records) add(stream string, t pcommon.Timestamp, line []byte) {
 	c.lines++
 }
 
-// lineCount is the number of lines across all chunks.
-func (r *records) lineCount() (n int) {
-	for _, c := range r.chunks {
-		n += c.lines
-	}
-	return n
-}
-
 // laneFact is one thing learned about a GPU lane ("node:gpu") while mapping records; the catalog folds them.
 type laneFact struct {
 	node   string
@@ -150,20 +142,6 @@ func parseInt(s string) (int64, bool) {
 		n = -n
 	}
 	return n, true
-}
-
-func attrFloat(m pcommon.Map, k string) (float64, bool) {
-	v, ok := m.Get(k)
-	if !ok {
-		return 0, false
-	}
-	switch v.Type() {
-	case pcommon.ValueTypeDouble:
-		return v.Double(), true
-	case pcommon.ValueTypeInt:
-		return float64(v.Int()), true
-	}
-	return 0, false
 }
 
 // attrSlice returns the slice attribute k, or an empty (valid) slice when it is absent or not a slice.

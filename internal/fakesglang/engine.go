@@ -208,17 +208,6 @@ func (e *Engine) SetPaused(p bool) {
 	e.mu.Unlock()
 }
 
-// Load returns running and queued requests over all dp ranks.
-func (e *Engine) Load() (running, queued int) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, rs := range e.ranks {
-		running += len(rs.running)
-		queued += rs.queued
-	}
-	return running, queued
-}
-
 func generatedAt(r *Request, at time.Time) int {
 	if !at.After(r.FirstToken) {
 		return 0

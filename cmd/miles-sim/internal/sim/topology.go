@@ -221,9 +221,6 @@ func NewTopology(cfg Config) *Topology {
 	return t
 }
 
-// GPUFor returns the GPU of (node, index).
-func (t *Topology) GPUFor(node, idx int) GPU { return t.GPUs[node][idx] }
-
 // gpuUUID derives a stable GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx UUID from the seed, host and index.
 func gpuUUID(seed int64, host string, idx int) string {
 	h := fnv.New128a()
