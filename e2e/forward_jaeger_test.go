@@ -380,7 +380,7 @@ func TestForwardToJaegerE2E(t *testing.T) {
 	var phases, trajs []map[string]any
 	e2etest.Eventually(t, 10*time.Second, "2 phase and 5 trajectory records on disk", func() bool {
 		phases = e2etest.Records(t, runDir, sc.StreamPhases)
-		trajs = e2etest.Records(t, runDir, sc.StreamTrajectories)
+		trajs = e2etest.TrajectorySpans(t, runDir)
 		return len(phases) >= 2 && len(trajs) >= 5
 	})
 	bySpan := map[string]map[string]any{}

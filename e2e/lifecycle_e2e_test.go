@@ -106,7 +106,7 @@ func TestLifecycleE2E(t *testing.T) {
 
 	byType := func() map[string][]map[string]any {
 		out := map[string][]map[string]any{}
-		for _, r := range e2etest.Records(t, runDir, sc.StreamTrajectories) {
+		for _, r := range e2etest.TrajectorySpans(t, runDir) {
 			out[r["type"].(string)] = append(out[r["type"].(string)], r)
 		}
 		return out

@@ -194,7 +194,7 @@ func TestOTLPIngestE2E(t *testing.T) {
 
 	// --- What landed.
 	e2etest.Eventually(t, 15*time.Second, "all records on disk", func() bool {
-		return len(e2etest.Records(t, runDir, sc.StreamPhases)) >= 3 && len(e2etest.Records(t, runDir, sc.StreamTrajectories)) >= 2 &&
+		return len(e2etest.Records(t, runDir, sc.StreamPhases)) >= 3 && len(e2etest.TrajectorySpans(t, runDir)) >= 2 &&
 			len(e2etest.Records(t, runDir, sc.StreamMetrics)) >= 2 && len(e2etest.Records(t, runDir, sc.StreamTopology)) >= 1
 	})
 	phases := e2etest.Records(t, runDir, sc.StreamPhases)
@@ -217,7 +217,7 @@ func TestOTLPIngestE2E(t *testing.T) {
 	if openRec == nil || openRec["t1"] != nil || openRec["span"] != "0405060000000000" || openRec["rank"] != -1.0 {
 		t.Errorf("open marker = %v", openRec)
 	}
-	trajs := e2etest.Records(t, runDir, sc.StreamTrajectories)
+	trajs := e2etest.TrajectorySpans(t, runDir)
 	genRec := find(trajs, func(r map[string]any) bool { return r["type"] == "generate" })
 	attRec := find(trajs, func(r map[string]any) bool { return r["type"] == "attempt" })
 	if genRec == nil || attRec == nil || genRec["trace"] != traceID || genRec["wv"] != 9.0 || genRec["sample"] != 42.0 ||

@@ -45,6 +45,9 @@ func readRun(t *testing.T, dir string) runView {
 		if s == sc.StreamEngineSeries {
 			v.recs[s] = e2etest.EngineSeries(t, dir) // one map per metric of each scrape record
 		}
+		if s == sc.StreamTrajectories {
+			v.recs[s] = e2etest.TrajectorySpans(t, dir) // one map per span of each trace bundle
+		}
 	}
 	return v
 }

@@ -62,7 +62,7 @@ func simRun(t *testing.T, steps int, args ...string) string {
 	}
 	e2etest.Eventually(t, 60*time.Second, "every step consumed, annotated and logged", func() bool {
 		annotated := 0
-		for _, r := range e2etest.Records(t, runDir, sc.StreamTrajectories) {
+		for _, r := range e2etest.TrajectorySpans(t, runDir) {
 			if r["type"] == "step_consume" {
 				if a, ok := r["a"].(map[string]any); ok && a[sc.LifecycleStatus] != nil {
 					annotated++

@@ -79,18 +79,100 @@ func numI(val []byte) int32 {
 	return int32(f)
 }
 
-// decodeTraj parses one trajectories line. links receives step_consume links when non-nil.
-func decodeTraj(line []byte, in *interner, r *trajRec, links *[]traceID) bool {
-	*r = newTrajRec()
-	ok, has0, has1 := true, false, false
-	err := scanFlat(line, func(key, val []byte, str bool) {
+// trajLine walks one trajectories line: a bundle (schema 3: the spans of one trace, docs/semconv.md §8.3) or a
+// single span record (schema 2, still read). fn gets each span with its links (only when wantLinks) and its raw
+// JSON object, for the fields trajRec does not keep. It returns false when the line, or any span in it, is not a
+// valid trajectories record (the valid spans of a bundle are still passed on).
+func trajLine(line []byte, in *interner, wantLinks bool, fn func(r *trajRec, links []traceID, raw []byte)) bool {
+	top := newTrajRec()
+	var links []traceID
+	var lp *[]traceID
+	if wantLinks {
+		lp = &links
+	}
+	f, ok := decodeTrajObj(line, in, &top, lp, 0)
+	if !ok {
+		return false
+	}
+	if f.spans == nil { // schema 2: the line is one span
+		if !f.valid(&top) {
+			return false
+		}
+		fn(&top, links, line)
+		return true
+	}
+	if !f.hasBase {
+		return false
+	}
+	all := true
+	spans := f.spans
+	for i := skipWS(spans, 1); i < len(spans) && spans[i] != ']'; {
+		if spans[i] != '{' {
+			return false
+		}
+		j, err := skipNested(spans, i)
+		if err != nil {
+			return false
+		}
+		raw := spans[i:j]
+		r := top // sample, group, attempt and trace are the bundle's unless the span says otherwise
+		links = links[:0]
+		mf, ok := decodeTrajObj(raw, in, &r, lp, f.base)
+		if ok && mf.valid(&r) {
+			fn(&r, links, raw)
+		} else {
+			all = false
+		}
+		i = skipWS(spans, j)
+		if i < len(spans) && spans[i] == ',' {
+			i = skipWS(spans, i+1)
+		}
+	}
+	return all
+}
+
+// trajFields is what decodeTrajObj saw besides the record's own fields.
+type trajFields struct {
+	has0, has1 bool
+	base       float64 // bundle: "t"
+	hasBase    bool
+	spans      []byte // bundle: the raw "spans" array
+}
+
+func (f trajFields) valid(r *trajRec) bool { return r.typ != 0 && f.has0 && f.has1 && r.t0 > 0 }
+
+// relTime is base + rel computed in whole µs (both are written to the µs, docs/semconv.md §8.3): the result is
+// the float an absolute time string would have parsed to, so bundles and one-span records read identically.
+func relTime(base, rel float64) float64 {
+	if base == 0 {
+		return rel
+	}
+	return (math.Round(base*1e6) + math.Round(rel*1e6)) / 1e6
+}
+
+// decodeTrajObj reads the members of one JSON object into r (which holds the defaults); t0 and t1 are offset by
+// base (a bundle member's times are relative to the bundle's "t"; a schema 2 record's are absolute, base 0).
+func decodeTrajObj(obj []byte, in *interner, r *trajRec, links *[]traceID, base float64) (trajFields, bool) {
+	var f trajFields
+	ok := true
+	err := scanFlat(obj, func(key, val []byte, str bool) {
 		switch string(key) {
 		case "type":
 			r.typ = trajTypes[string(val)]
 		case "t0":
-			r.t0, has0 = parseNum(val)
+			r.t0, f.has0 = parseNum(val)
+			r.t0 = relTime(base, r.t0)
 		case "t1":
-			r.t1, has1 = parseNum(val)
+			r.t1, f.has1 = parseNum(val)
+			r.t1 = relTime(base, r.t1)
+		case "t":
+			f.base, f.hasBase = parseNum(val)
+		case "spans":
+			if len(val) > 0 && val[0] == '[' {
+				f.spans = val
+			} else {
+				ok = false
+			}
 		case "trace":
 			r.trace = parseTrace(val)
 		case "sample":
@@ -134,7 +216,7 @@ func decodeTraj(line []byte, in *interner, r *trajRec, links *[]traceID) bool {
 			}
 		}
 	})
-	return err == nil && ok && r.typ != 0 && has0 && has1 && r.t0 > 0
+	return f, err == nil && ok
 }
 
 func (r *trajRec) annotate(k, v []byte, in *interner) {
@@ -219,34 +301,31 @@ func (s *Store) indexTrajectoriesLocked() {
 	x := &s.ex.tidx
 	for _, h := range s.ex.trajIdxF.hours() {
 		p := s.ex.trajIdxF.parts[h]
-		var rec trajRec
 		reports, err := s.ex.trajIdxF.read(p, func(line []byte) bool {
 			isStep := bytes.Contains(line, stepConsumeTag)
 			if !isStep && !bytes.Contains(line, weightUpdateTag) {
 				return true // parsed (and validated) by the block loader when a view needs it
 			}
-			var links []traceID
-			if !decodeTraj(line, &s.ex.strs, &rec, &links) {
-				return false
-			}
-			switch rec.typ {
-			case ttStepConsume:
-				if rec.step < 0 {
-					return true
+			return trajLine(line, &s.ex.strs, true, func(rec *trajRec, links []traceID, raw []byte) {
+				switch rec.typ {
+				case ttStepConsume:
+					if rec.step < 0 {
+						return
+					}
+					sc := &stepConsume{step: int(rec.step), t0: rec.t0, t1: rec.t1, wv: rec.wv,
+						links: append([]traceID(nil), links...), hour: h,
+						staleMean: math.NaN(), staleMax: math.NaN(), mixedFrac: math.NaN()}
+					sc.annotate(raw)
+					x.byHour[h] = append(x.byHour[h], sc)
+					if cur := x.steps[sc.step]; cur == nil || sc.t0 >= cur.t0 {
+						x.steps[sc.step] = sc
+					}
+					x.ver++
+				case ttWeightUpdate:
+					x.updates[h] = append(x.updates[h], weightUpdate{rec.t1, rec.wv})
+					x.ver++
 				}
-				sc := &stepConsume{step: int(rec.step), t0: rec.t0, t1: rec.t1, wv: rec.wv, links: links, hour: h,
-					staleMean: math.NaN(), staleMax: math.NaN(), mixedFrac: math.NaN()}
-				sc.annotate(line)
-				x.byHour[h] = append(x.byHour[h], sc)
-				if cur := x.steps[sc.step]; cur == nil || sc.t0 >= cur.t0 {
-					x.steps[sc.step] = sc
-				}
-				x.ver++
-			case ttWeightUpdate:
-				x.updates[h] = append(x.updates[h], weightUpdate{rec.t1, rec.wv})
-				x.ver++
-			}
-			return true
+			})
 		})
 		if errors.Is(err, errReload) {
 			for _, sc := range x.byHour[h] {
@@ -266,7 +345,7 @@ func (s *Store) indexTrajectoriesLocked() {
 	}
 }
 
-// annotate reads the step_consume fields decodeTraj does not keep (batch, step-level lifecycle annotations).
+// annotate reads the step_consume fields trajRec does not keep (batch, step-level lifecycle annotations).
 func (sc *stepConsume) annotate(line []byte) {
 	_ = scanFlat(line, func(k, v []byte, str bool) {
 		switch string(k) {
@@ -413,21 +492,19 @@ type trajBlock struct {
 }
 
 func (b *trajBlock) sink(in *interner) lineSink {
-	var r trajRec
 	return func(line []byte) bool {
-		if !decodeTraj(line, in, &r, nil) {
-			// A miles v1 trajectory event ({"kind":"gen_start",…}) is not an otelcol-miles span record: the
-			// lifecycle views do not read v1 runs, which is not corruption.
-			return bytes.Contains(line, []byte(`"kind":"`)) && !bytes.Contains(line, []byte(`"type":"`))
-		}
-		if r.typ == ttStepConsume || r.typ == ttWeightUpdate {
-			return true // in the index
-		}
-		b.recs = append(b.recs, r)
-		if r.t1 > b.maxT {
-			b.maxT = r.t1
-		}
-		return true
+		ok := trajLine(line, in, false, func(r *trajRec, _ []traceID, _ []byte) {
+			if r.typ == ttStepConsume || r.typ == ttWeightUpdate {
+				return // in the index
+			}
+			b.recs = append(b.recs, *r)
+			if r.t1 > b.maxT {
+				b.maxT = r.t1
+			}
+		})
+		// A miles v1 trajectory event ({"kind":"gen_start",…}) is not an otelcol-miles span record: the
+		// lifecycle views do not read v1 runs, which is not corruption.
+		return ok || bytes.Contains(line, []byte(`"kind":"`)) && !bytes.Contains(line, []byte(`"type":"`))
 	}
 }
 

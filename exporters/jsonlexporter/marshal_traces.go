@@ -3,6 +3,7 @@ package jsonlexporter
 import (
 	"encoding/hex"
 	"strconv"
+	"sync"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -13,7 +14,14 @@ import (
 // mapTraces turns phase and trajectory spans into phases and trajectories records (docs/semconv.md §2, §3, §8.3).
 // Spans without miles.span.type (for example sglang's own request spans) are counted as unmapped: they still
 // reach trace backends through the OTLP exporters.
+//
+// Trajectory spans are written as bundles: all spans of one trace that end in the same hour and arrive in the
+// same batch form one record (trace id, base time, sample, group and attempt written once, member times relative
+// to the base). The lifecycle processor releases a sample's spans together when the trainer consumes it, so in
+// the shipped pipelines a bundle is usually a whole sample attempt.
 func mapTraces(td ptrace.Traces, r *records) {
+	g := bundlerPool.Get().(*bundler)
+	defer g.release()
 	for _, rs := range td.ResourceSpans().All() {
 		node, _ := attrStr(rs.Resource().Attributes(), sc.HostName)
 		for _, ss := range rs.ScopeSpans().All() {
@@ -28,15 +36,20 @@ func mapTraces(td ptrace.Traces, r *records) {
 					c.lines++
 				case sc.SpanTypeAttempt, sc.SpanTypeQueue, sc.SpanTypeGenerate, sc.SpanTypeTool, sc.SpanTypeConsume,
 					sc.SpanTypeStepConsume, sc.SpanTypeWeightUpdate:
-					// Encoded straight into the partition's chunk: no scratch copy on the hottest path.
-					c := r.chunkFor(sc.StreamTrajectories, span.EndTimestamp())
-					c.data = appendTrajectory(c.data, typ, span)
-					c.lines++
+					g.add(typ, span)
 				default:
 					r.unmapped++
 				}
 			}
 		}
+	}
+	g.group()
+	for i := range g.bundles {
+		bd := &g.bundles[i]
+		// Encoded straight into the partition's chunk: no scratch copy on the hottest path.
+		c := r.chunkFor(sc.StreamTrajectories, bd.end)
+		c.data = appendBundle(c.data, g.members[bd.first:bd.first+bd.n])
+		c.lines++
 	}
 }
 
@@ -173,32 +186,174 @@ func trajectoryIndex(k string) (int, bool) {
 	return 0, false
 }
 
-func appendTrajectory(b []byte, typ string, span ptrace.Span) []byte {
-	attrs := span.Attributes()
-	o := beginObj(b)
-	o.str("type", typ)
-	o.time("t0", span.StartTimestamp())
-	o.time("t1", span.EndTimestamp())
-	o.traceID("trace", span.TraceID())
-	o.spanID("span", span.SpanID())
-	if p := span.ParentSpanID(); !p.IsEmpty() {
-		o.spanID("parent", p)
+// member is one trajectory span waiting to be written in its bundle, with its known attributes already found.
+type member struct {
+	typ    string
+	span   ptrace.Span
+	bundle int32
+	known  int // how many of the attributes are known fields
+	vals   [14]pcommon.Value
+	have   [14]bool
+}
+
+type bundleKey struct {
+	trace pcommon.TraceID
+	hour  int64
+}
+
+type bundle struct {
+	end      pcommon.Timestamp // an end time of a member: picks the partition
+	first, n int32
+}
+
+// bundler groups the trajectory spans of one export by (trace, end hour), keeping arrival order within a bundle.
+// It is pooled: a batch of a few hundred spans then costs no allocation.
+type bundler struct {
+	index   map[bundleKey]int32
+	bundles []bundle
+	arrived []member
+	members []member // arrived, grouped by bundle (bundle.first indexes it)
+}
+
+var bundlerPool = sync.Pool{New: func() any { return &bundler{index: map[bundleKey]int32{}} }}
+
+func (g *bundler) release() {
+	if len(g.arrived) > 4096 {
+		return // an unusually large export: let the GC have it
 	}
+	clear(g.index)
+	g.bundles, g.arrived, g.members = g.bundles[:0], g.arrived[:0], g.members[:0]
+	bundlerPool.Put(g)
+}
+
+func (g *bundler) add(typ string, span ptrace.Span) {
+	k := bundleKey{trace: span.TraceID(), hour: hourOf(span.EndTimestamp())}
+	i, ok := g.index[k]
+	if !ok || g.bundles[i].n >= maxBundle {
+		i = int32(len(g.bundles))
+		g.index[k] = i
+		g.bundles = append(g.bundles, bundle{end: span.EndTimestamp()})
+	}
+	g.bundles[i].n++
+	g.arrived = append(g.arrived, member{typ: typ, span: span, bundle: i})
+	m := &g.arrived[len(g.arrived)-1]
 	// One pass over the attributes instead of one linear Map.Get per known field.
-	var vals [14]pcommon.Value
-	var have [14]bool
-	known := 0
-	for k, v := range attrs.All() {
-		if i, ok := trajectoryIndex(k); ok {
-			vals[i], have[i] = v, true
-			known++
+	for k, v := range span.Attributes().All() {
+		if j, ok := trajectoryIndex(k); ok {
+			m.vals[j], m.have[j] = v, true
+			m.known++
 		}
 	}
-	for i := range trajectoryOrder {
-		if have[i] {
-			o.key(trajectoryKeys[i])
-			o.b = appendValue(o.b, vals[i], 1)
+}
+
+// group lays the members out bundle by bundle (a counting sort: stable, linear).
+func (g *bundler) group() {
+	var off int32
+	for i := range g.bundles {
+		g.bundles[i].first = off
+		off += g.bundles[i].n
+		g.bundles[i].n = 0
+	}
+	g.members = append(g.members[:0], g.arrived...)
+	for _, m := range g.arrived {
+		bd := &g.bundles[m.bundle]
+		g.members[bd.first+bd.n] = m
+		bd.n++
+	}
+}
+
+// maxBundle caps the spans of one record, so a pathological trace (thousands of spans) still makes lines of
+// bounded size; its spans then continue in a further record.
+const maxBundle = 256
+
+// The attributes written once per bundle (indexes into trajectoryOrder): one trace is one sample attempt.
+const nShared = 3 // sample, group, attempt
+
+// appendBundle encodes the spans of one trace as one trajectories record (docs/semconv.md §8.3):
+//
+//	{"trace":…,"t":base,"sample":…,"group":…,"attempt":…,"root":…,"spans":[{"type":…,"t0":rel,"t1":rel,"span":…,…},…]}
+//
+// Member times are seconds relative to t (the earliest start), exact to the µs like absolute times. A member's
+// parent is the bundle's root unless it says otherwise ("parent"; "" = none); the member whose span id is the
+// root has none. A member repeats sample/group/attempt only when its value differs from the bundle's.
+func appendBundle(b []byte, ms []member) []byte {
+	base := ms[0].span.StartTimestamp()
+	for i := range ms {
+		if t := ms[i].span.StartTimestamp(); t < base {
+			base = t
 		}
+	}
+	var root pcommon.SpanID
+	for i := range ms {
+		if ms[i].span.ParentSpanID().IsEmpty() {
+			root = ms[i].span.SpanID()
+			break
+		}
+	}
+	if root.IsEmpty() {
+		root = ms[0].span.ParentSpanID()
+	}
+	var shared [nShared]int // index+1 of the member whose value is the bundle's, 0 = none
+	for j := range shared {
+		for i := range ms {
+			if ms[i].have[j] {
+				shared[j] = i + 1
+				break
+			}
+		}
+	}
+	o := beginObj(b)
+	o.traceID("trace", ms[0].span.TraceID())
+	o.time("t", base)
+	for j, src := range shared {
+		if src > 0 {
+			o.key(trajectoryKeys[j])
+			o.b = appendValue(o.b, ms[src-1].vals[j], 1)
+		}
+	}
+	if !root.IsEmpty() {
+		o.spanID("root", root)
+	}
+	o.key("spans")
+	o.b = append(o.b, '[')
+	for i := range ms {
+		if i > 0 {
+			o.b = append(o.b, ',')
+		}
+		o.b = appendMember(o.b, &ms[i], ms, shared, base, root)
+	}
+	o.b = append(o.b, ']')
+	return o.line()
+}
+
+func appendMember(b []byte, m *member, ms []member, shared [nShared]int, base pcommon.Timestamp, root pcommon.SpanID) []byte {
+	span := m.span
+	o := beginObj(b)
+	o.str("type", m.typ)
+	o.key("t0")
+	o.b = appendRelTime(o.b, span.StartTimestamp(), base)
+	o.key("t1")
+	o.b = appendRelTime(o.b, span.EndTimestamp(), base)
+	id := span.SpanID()
+	o.spanID("span", id)
+	if p := span.ParentSpanID(); p != root || id == root {
+		if p.IsEmpty() {
+			if id != root {
+				o.str("parent", "")
+			}
+		} else {
+			o.spanID("parent", p)
+		}
+	}
+	for j := range trajectoryOrder {
+		if !m.have[j] {
+			continue
+		}
+		if j < nShared && shared[j] > 0 && ms[shared[j]-1].vals[j].Equal(m.vals[j]) {
+			continue
+		}
+		o.key(trajectoryKeys[j])
+		o.b = appendValue(o.b, m.vals[j], 1)
 	}
 	if links := span.Links(); links.Len() > 0 {
 		o.key("links")
@@ -215,12 +370,12 @@ func appendTrajectory(b []byte, typ string, span ptrace.Span) []byte {
 		o.b = append(o.b, ']')
 	}
 	// Attribute keys are unique, so any attribute beyond the known ones and the type is extra.
+	attrs := span.Attributes()
 	typed := 0
 	if _, ok := attrs.Get(sc.SpanType); ok {
 		typed = 1
 	}
-	extra := attrs.Len() > known+typed
-	if extra {
+	if attrs.Len() > m.known+typed {
 		o.key("a")
 		o.b = appendMap(o.b, attrs, 1, func(k string) bool {
 			if k == sc.SpanType {
@@ -230,5 +385,31 @@ func appendTrajectory(b []byte, typ string, span ptrace.Span) []byte {
 			return known
 		})
 	}
-	return o.line()
+	return append(o.b, '}')
+}
+
+// appendRelTime writes t - base in seconds with up to 6 decimals (both truncated to µs first, as appendTime
+// does, so base + relative reproduces the absolute time exactly).
+func appendRelTime(b []byte, t, base pcommon.Timestamp) []byte {
+	d := int64(uint64(t)/1e3) - int64(uint64(base)/1e3)
+	if d < 0 {
+		b = append(b, '-')
+		d = -d
+	}
+	b = strconv.AppendInt(b, d/1e6, 10)
+	us := d % 1e6
+	if us == 0 {
+		return b
+	}
+	var dig [7]byte
+	dig[0] = '.'
+	for i := 6; i >= 1; i-- {
+		dig[i] = byte('0' + us%10)
+		us /= 10
+	}
+	n := 7
+	for dig[n-1] == '0' {
+		n--
+	}
+	return append(b, dig[:n]...)
 }

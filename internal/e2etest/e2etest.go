@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -249,6 +250,55 @@ func EngineSeries(t testing.TB, runDir string) []map[string]any {
 					out = append(out, m)
 				}
 			}
+		}
+	}
+	return out
+}
+
+// TrajectorySpans reads the trajectories stream and expands each record (one bundle: the spans of one trace,
+// docs/semconv.md §8.3) into one map per span as a reader sees it: trace; t0 and t1 as absolute Unix seconds;
+// sample, group and attempt from the bundle unless the span overrides them; parent resolved against the bundle's
+// root ("" and a root span: none); every other member field as written. It fails the test on a record that is not
+// a bundle, so a writer that regressed to one span per line is caught.
+func TrajectorySpans(t testing.TB, runDir string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, r := range Records(t, runDir, "trajectories") {
+		base, ok := r["t"].(float64)
+		spans, ok2 := r["spans"].([]any)
+		if !ok || !ok2 || len(spans) == 0 || r["trace"] == nil {
+			t.Fatalf("trajectories record is not a bundle: %v", r)
+		}
+		root, _ := r["root"].(string)
+		for _, s := range spans {
+			m, ok := s.(map[string]any)
+			if !ok {
+				t.Fatalf("bundle member is not an object: %v", s)
+			}
+			sp := map[string]any{"trace": r["trace"]}
+			for _, k := range []string{"sample", "group", "attempt"} {
+				if v, ok := r[k]; ok {
+					sp[k] = v
+				}
+			}
+			for k, v := range m {
+				sp[k] = v
+			}
+			for _, k := range []string{"t0", "t1"} {
+				rel, ok := m[k].(float64)
+				if !ok {
+					t.Fatalf("bundle member without %s: %v", k, m)
+				}
+				sp[k] = (math.Round(base*1e6) + math.Round(rel*1e6)) / 1e6 // exact µs, as an absolute time parses
+			}
+			if p, ok := m["parent"].(string); ok {
+				if p == "" {
+					delete(sp, "parent")
+				}
+			} else if root != "" && m["span"] != root {
+				sp["parent"] = root
+			}
+			out = append(out, sp)
 		}
 	}
 	return out

@@ -4,8 +4,9 @@
 package semconv
 
 // SchemaVersion is the version of the run-directory layout written by otelcol-miles (meta.json).
-// Version 1 is the Python miles dashboard's layout.
-const SchemaVersion = 2
+// Version 1 is the Python miles dashboard's layout; 2 wrote one trajectories record per span, 3 bundles the spans of a
+// trace (docs/semconv.md §8.3). Readers accept all three.
+const SchemaVersion = 3
 
 // Resource attributes.
 const (

@@ -95,6 +95,37 @@ class Collector:
                     out.append(json.loads(line))
         return out
 
+    def spans(self) -> list[dict]:
+        """The trajectories stream as one dict per span (docs/semconv.md §8.3: a record bundles the spans of one
+        trace): trace, absolute t0/t1 (exact µs), sample/group/attempt from the bundle unless the span overrides
+        them, parent resolved against the bundle's root. A record that is not a bundle fails loudly."""
+        out = []
+        for r in self.records("trajectories"):
+            base, root = r["t"], r.get("root", "")
+            for m in r["spans"]:
+                sp = {"trace": r["trace"]}
+                sp.update({k: r[k] for k in ("sample", "group", "attempt") if k in r})
+                sp.update(m)
+                for k in ("t0", "t1"):
+                    sp[k] = (round(base * 1e6) + round(m[k] * 1e6)) / 1e6
+                if m.get("parent") == "":
+                    del sp["parent"]
+                elif "parent" not in m and root and m.get("span") != root:
+                    sp["parent"] = root
+                out.append(sp)
+        return out
+
+    def wait_spans(self, pred, timeout: float = 20.0) -> list[dict]:
+        """Poll until ``pred(spans)`` holds; return the spans (or the last read ones on timeout)."""
+        deadline = time.monotonic() + timeout
+        spans: list[dict] = []
+        while time.monotonic() < deadline:
+            spans = self.spans()
+            if pred(spans):
+                return spans
+            time.sleep(0.1)
+        return spans
+
     def wait_records(self, stream: str, pred, timeout: float = 20.0) -> list[dict]:
         """Poll until ``pred(records)`` holds; return the records (or the last read ones on timeout)."""
         deadline = time.monotonic() + timeout

@@ -146,7 +146,7 @@ class CollectorE2ETest(unittest.TestCase):
         def mine(rs):
             return [r for r in rs if r.get("sample") == 9001 or r.get("step") == 4]
 
-        recs = mine(self.coll.wait_records("trajectories", lambda rs: len(mine(rs)) == 8))
+        recs = mine(self.coll.wait_spans(lambda rs: len(mine(rs)) == 8))
         by_type: dict[str, list[dict]] = {}
         for r in recs:
             by_type.setdefault(r["type"], []).append(r)
@@ -293,7 +293,7 @@ class CollectorE2ETest(unittest.TestCase):
         def traj_recs(rs):
             return [r for r in rs if r.get("sample") == 9100]
 
-        recs = traj_recs(self.coll.wait_records("trajectories", lambda rs: len(traj_recs(rs)) == 6))
+        recs = traj_recs(self.coll.wait_spans(lambda rs: len(traj_recs(rs)) == 6))
         self.assertEqual(len(recs), 6, recs)
         for typ in ("attempt", "queue", "generate"):
             a, b = (strip_ids(r) for r in recs if r["type"] == typ)
