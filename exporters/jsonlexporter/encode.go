@@ -58,7 +58,11 @@ func (o *obj) line() []byte { return append(o.b, '}', '\n') }
 func appendTime(b []byte, t pcommon.Timestamp) []byte {
 	ns := uint64(t)
 	b = strconv.AppendUint(b, ns/1e9, 10)
-	us := (ns % 1e9) / 1e3
+	return appendMicros(b, (ns%1e9)/1e3)
+}
+
+// appendMicros writes the fraction of a second ".dddddd" for us < 1e6, trailing zeros trimmed, nothing for 0.
+func appendMicros(b []byte, us uint64) []byte {
 	if us == 0 {
 		return b
 	}

@@ -397,19 +397,5 @@ func appendRelTime(b []byte, t, base pcommon.Timestamp) []byte {
 		d = -d
 	}
 	b = strconv.AppendInt(b, d/1e6, 10)
-	us := d % 1e6
-	if us == 0 {
-		return b
-	}
-	var dig [7]byte
-	dig[0] = '.'
-	for i := 6; i >= 1; i-- {
-		dig[i] = byte('0' + us%10)
-		us /= 10
-	}
-	n := 7
-	for dig[n-1] == '0' {
-		n--
-	}
-	return append(b, dig[:n]...)
+	return appendMicros(b, uint64(d%1e6))
 }
