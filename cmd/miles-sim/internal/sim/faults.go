@@ -54,12 +54,12 @@ func (f Faults) Any() bool { return f != (Faults{}) }
 
 // faultSpec documents one fault of the --fault grammar.
 type faultSpec struct {
-	name      string
-	step      string // what @STEP means ("" = not accepted)
-	value     string // what =VALUE means
-	def       string // default value
-	help      string
-	apply     func(f *Faults, step int, hasStep bool, v string) error
+	name  string
+	step  string // what @STEP means ("" = not accepted)
+	value string // what =VALUE means
+	def   string // default value
+	help  string
+	apply func(f *Faults, step int, hasStep bool, v string) error
 }
 
 func fnum(name, v string, lo, hi float64) (float64, error) {
