@@ -181,6 +181,11 @@ func (r *runner) loop(ctx context.Context) error {
 		te := r.gen.PeekTime()
 		if math.IsInf(te, 1) && math.IsInf(end, 1) {
 			end = lastEvent + r.gen.Tail() // a stalled run keeps reporting idle engines and GPUs
+			if r.gen.Tail() > 0 && !r.live {
+				// End the hold on an engine scrape (with the default intervals also a GPU reading): the run's
+				// last timestamp is then the same in every stream, whichever a reader loads first.
+				end = math.Ceil(end/scrapeStep) * scrapeStep
+			}
 			if r.live {
 				end += r.opts.Linger.Seconds() * r.opts.Speed
 			}
