@@ -40,6 +40,9 @@ type Faults struct {
 	// is multiplied by DriftGrowth once more every step (weights or precision of the engines diverging).
 	DriftStep   int
 	DriftGrowth float64
+	// Truncation > 0: this fraction of the requests generate until the response-length cap (8192 tokens) and
+	// end their sample truncated.
+	Truncation float64
 	// StragglerFactor > 1: train rank StragglerRank runs every phase StragglerFactor times as long as its peers
 	// (in place of the built-in mild straggler).
 	StragglerRank   int
@@ -130,6 +133,13 @@ var faultSpecs = []faultSpec{
 			}
 			x, err := fnum("lp-drift", v, 1, 100)
 			f.DriftStep, f.DriftGrowth = step, x
+			return err
+		}},
+	{name: "truncation", value: "fraction of requests that hit the response-length cap", def: "0.4",
+		help: "responses run into the length cap and end their samples truncated (A6 truncation)",
+		apply: func(f *Faults, _ int, _ bool, v string) error {
+			x, err := fnum("truncation", v, 0, 1)
+			f.Truncation = x
 			return err
 		}},
 	{name: "straggler-rank", value: "train rank", def: "",
@@ -247,6 +257,9 @@ func (f Faults) String() string {
 	}
 	if f.DriftGrowth > 1 {
 		out = append(out, fmt.Sprintf("lp-drift@%d=%g", f.DriftStep, f.DriftGrowth))
+	}
+	if f.Truncation > 0 {
+		out = append(out, fmt.Sprintf("truncation=%g", f.Truncation))
 	}
 	if f.StragglerFactor > 1 {
 		out = append(out, fmt.Sprintf("straggler-rank=%d", f.StragglerRank))

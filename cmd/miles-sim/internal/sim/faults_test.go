@@ -16,7 +16,7 @@ func TestParseFaults(t *testing.T) {
 		{[]string{"stall"}, "stall@3=1h0m0s", false},
 		{[]string{"abort-storm@2,low-mfu", "kv-pressure=20000"}, "abort-storm@2=0.3,kv-pressure=20000,low-mfu=0.08", false},
 		{[]string{"low-cache-hit=0.05, dp-imbalance"}, "low-cache-hit=0.05,dp-imbalance=0.9", false},
-		{[]string{"lp-drift@3=2,straggler-rank=1,straggler-engine=0"}, "lp-drift@3=2,straggler-rank=1,straggler-engine=0", false},
+		{[]string{"lp-drift@3=2,straggler-rank=1,straggler-engine=0,truncation"}, "lp-drift@3=2,truncation=0.4,straggler-rank=1,straggler-engine=0", false},
 		{[]string{"oom"}, "unknown fault \"oom\"", true},
 		{[]string{"low-mfu@2"}, "takes no @STEP", true},
 		{[]string{"abort-storm=1.5"}, "must be a number", true},
@@ -191,6 +191,28 @@ func TestFaultEngineShapes(t *testing.T) {
 	}
 	if g.g.engines[1].speed >= 0.5 || g.g.engines[0].speed < 0.85 {
 		t.Fatalf("engine speeds %v %v", g.g.engines[0].speed, g.g.engines[1].speed)
+	}
+}
+
+func TestFaultTruncation(t *testing.T) {
+	cfg := Config{Mode: ModeColocate, Nodes: 1, Steps: 3, Seed: 7, RestartStep: -1}
+	frac := func(evs []Event) float64 {
+		n, tr := 0, 0
+		for _, e := range evs {
+			if e.Kind == EvSpan && e.Span.Type == "attempt" {
+				n++
+				if e.Span.Status == "truncated" {
+					tr++
+				}
+			}
+		}
+		return float64(tr) / float64(n)
+	}
+	base, _ := collect(t, cfg)
+	cfg.Faults.Truncation = 0.4
+	evs, _ := collect(t, cfg)
+	if b, f := frac(base), frac(evs); b > 0.1 || f < 0.3 {
+		t.Fatalf("truncated samples: healthy %.2f, with the fault %.2f", b, f)
 	}
 }
 
