@@ -3,7 +3,8 @@
 #   1. start bin/otelcol-miles (configs/run.yaml) on loopback ports into a temp run dir
 #   2. run cmd/miles-sim live (fully-async, 2 nodes x 8 GPUs, fake sglang engines scraped through file_sd)
 #   3. serve the run with the dashboard (--follow) on 127.0.0.1 when it is built, and print the URL
-# Environment: DEMO_MODE (async|colocate), DEMO_NODES, DEMO_STEPS, DEMO_SPEED, DEMO_DIR, DEMO_PORT.
+# Environment: DEMO_MODE (async|colocate), DEMO_NODES, DEMO_STEPS, DEMO_SPEED, DEMO_DIR, DEMO_PORT,
+# DEMO_FAULT (miles-sim --fault, e.g. stall@5 or abort-storm@3,low-mfu: a run the advisory flags; see README).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +14,9 @@ steps=${DEMO_STEPS:-40}
 speed=${DEMO_SPEED:-20}
 run_dir=${DEMO_DIR:-$(mktemp -d /tmp/miles-demo.XXXXXX)}
 port=${DEMO_PORT:-7788}
+fault=${DEMO_FAULT:-}
+fault_args=()
+if [ -n "$fault" ]; then fault_args=(--fault "$fault"); fi
 mkdir -p "$run_dir" bin
 
 go build -o bin/miles-sim ./cmd/miles-sim
@@ -43,13 +47,17 @@ curl -fsS "http://$MILES_HEALTH_ADDR/" >/dev/null || { cat "$run_dir/otelcol-mil
 echo "otelcol-miles: OTLP/HTTP $MILES_OTLP_HTTP_ADDR, writing $run_dir/dashboard (log: $run_dir/otelcol-miles.log)"
 
 bin/miles-sim --mode "$mode" --nodes "$nodes" --steps "$steps" --speed "$speed" \
-  --endpoint "$MILES_OTLP_HTTP_ADDR" --run-dir "$run_dir" --linger 1h --quiet >"$run_dir/miles-sim.log" 2>&1 &
+  --endpoint "$MILES_OTLP_HTTP_ADDR" --run-dir "$run_dir" --linger 1h --quiet "${fault_args[@]}" >"$run_dir/miles-sim.log" 2>&1 &
 pids+=($!)
-echo "miles-sim: $mode run, $nodes nodes x 8 GPUs, $steps steps at ${speed}x (log: $run_dir/miles-sim.log)"
+echo "miles-sim: $mode run, $nodes nodes x 8 GPUs, $steps steps at ${speed}x${fault:+, faults $fault} (log: $run_dir/miles-sim.log)"
 
 if [ "$have_dashboard" = 1 ]; then
-  # The simulator runs sglang with --max-running-requests 64 (its default): tell the advisory.
-  bin/miles-dashboard serve --dir "$run_dir" --follow --addr "127.0.0.1:$port" --sglang-max-running-requests 64 &
+  # The simulator runs sglang with --max-running-requests 64 (its default): tell the advisory. The run is
+  # replayed $speed times faster than real time, so the advisory's time thresholds (seconds of run time: stall
+  # watchdog minimum age, abort window, straggler-engine bins) are divided by the speed too.
+  th=$(awk -v s="$speed" 'BEGIN { printf "stall_min_age_s=%g,abort_window_s=%g,straggler_engine_bin_s=%g", 1800/s, 1800/s, 300/s }')
+  bin/miles-dashboard serve --dir "$run_dir" --follow --addr "127.0.0.1:$port" --sglang-max-running-requests 64 \
+    --advisory-threshold "$th" &
   pids+=($!)
   echo
   echo "  dashboard: http://127.0.0.1:$port/"

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -57,6 +58,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	memFraction := fl.Float64("sglang-mem-fraction-static", 0, "advisory: the run's --sglang-mem-fraction-static (quoted in advice)")
 	samplesPerPrompt := fl.Int("n-samples-per-prompt", 0, "advisory: the run's --n-samples-per-prompt (abort amplification note)")
 	maxResponseLen := fl.Int("rollout-max-response-len", 0, "advisory: the run's --rollout-max-response-len (truncation advice)")
+	thresholds, thresholdsSet := advisory.DefaultThresholds(), false
+	fl.Func("advisory-threshold", "advisory: override rule thresholds, key=value[,key=value] (repeatable; *_s keys in seconds of run time), e.g. stall_min_age_s=60; keys: "+
+		strings.Join(advisory.ThresholdNames(), ", "), func(v string) error {
+		thresholdsSet = true
+		return thresholds.Set(v)
+	})
 	if err := fl.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -94,9 +101,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *cacheDir != "" {
 		srv.SetDumps(*dir, *cacheDir) // New already pointed the dump reader at the run, with the default cache
 	}
-	if *maxRunning > 0 || *memFraction > 0 || *samplesPerPrompt > 0 || *maxResponseLen > 0 {
-		srv.SetAdvisoryConfig(advisory.Config{MaxRunningRequests: *maxRunning, MemFractionStatic: *memFraction,
-			NSamplesPerPrompt: *samplesPerPrompt, MaxResponseLen: *maxResponseLen})
+	if *maxRunning > 0 || *memFraction > 0 || *samplesPerPrompt > 0 || *maxResponseLen > 0 || thresholdsSet {
+		c := advisory.Config{MaxRunningRequests: *maxRunning, MemFractionStatic: *memFraction,
+			NSamplesPerPrompt: *samplesPerPrompt, MaxResponseLen: *maxResponseLen}
+		if thresholdsSet {
+			c.Thresholds = thresholds
+		}
+		srv.SetAdvisoryConfig(c)
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {

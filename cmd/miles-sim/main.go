@@ -5,6 +5,7 @@
 //
 //	miles-sim --mode colocate --nodes 2 --steps 5 --speed 60 --run-dir /tmp/run
 //	miles-sim --fast-forward --nodes 128 --duration 24h      # 1024 GPUs x 24 h, synthetic timestamps
+//	miles-sim --mode async --fault abort-storm@2,low-mfu --run-dir /tmp/run   # a run the advisory flags
 package main
 
 import (
@@ -58,6 +59,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.Model, "model", "Qwen/Qwen3-30B-A3B", "model_name label of the engines")
 	fs.StringVar(&cfg.RunID, "run-id", "", "miles.run.id (default: base name of --run-dir)")
 	fs.BoolVar(&cfg.PD, "pd", false, "async: engines alternate prefill/decode workers (PD disaggregation queue metrics)")
+	fs.Func("fault", "inject problems the run-health advisory detects; "+sim.FaultHelp(), func(v string) error { return sim.ParseFaults(&cfg.Faults, v) })
 	fs.StringVar(&opts.Endpoint, "endpoint", "127.0.0.1:4318", "collector OTLP/HTTP endpoint")
 	fs.StringVar(&opts.RunDir, "run-dir", "", "run directory: the fake engines are registered in {run-dir}/sglang_targets.json")
 	fs.BoolVar(&opts.FastForward, "fast-forward", false, "synthetic timestamps, no sleeping: engines are not served, their series go over OTLP")
@@ -113,6 +115,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		topo := g.Topology()
 		fmt.Fprintf(stdout, "miles-sim: %s, %d nodes x %d GPUs, %d train ranks, %d engines, %d prompts x %d samples per step, endpoint %s\n",
 			eff.Mode, eff.Nodes, eff.GPUsPerNode, len(topo.Train), len(topo.Engines), eff.RolloutBatchSize, eff.SamplesPerPrompt, opts.Endpoint)
+		if eff.Faults.Any() {
+			fmt.Fprintf(stdout, "miles-sim: faults %s\n", eff.Faults)
+		}
 		opts.Log = stdout
 	}
 	rep, err := sim.Run(ctx, g, opts)

@@ -17,6 +17,8 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--fast-forward", "--gpus-per-engine", "3"}, "must divide"},
 		{[]string{"--fast-forward", "--start", "yesterday"}, "--start"},
 		{[]string{"--fast-forward", "extra"}, "unexpected arguments"},
+		{[]string{"--fast-forward", "--fault", "oom"}, `unknown fault "oom"`},
+		{[]string{"--fast-forward", "--fault", "straggler-rank=8", "--gpus-per-node", "4"}, "the run has 4 train ranks"},
 	} {
 		err := run(context.Background(), tc.args, io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

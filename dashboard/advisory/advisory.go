@@ -9,8 +9,11 @@
 package advisory
 
 import (
+	"fmt"
 	"math"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
 )
@@ -326,4 +329,67 @@ func peakFolded(series []store.EngineRaw, lo, hi float64) (float64, bool) {
 		}
 	}
 	return peak, found
+}
+
+// thresholdFields names every threshold by its snake_case key (the --advisory-threshold flag of miles-dashboard).
+func (t *Thresholds) fields() map[string]any {
+	return map[string]any{
+		"stall_factor": &t.StallFactor, "stall_min_age_s": &t.StallMinAgeS, "stall_min_closed": &t.StallMinClosed,
+		"abort_window_s": &t.AbortWindowS, "abort_min_requests": &t.AbortMinRequests, "abort_ratio": &t.AbortRatio,
+		"kv_bound_token_usage": &t.KVBoundTokenUsage, "kv_bound_running_ratio": &t.KVBoundRunningRatio, "high_token_usage": &t.HighTokenUsage,
+		"zero_std_frac": &t.ZeroStdFrac, "truncated_frac": &t.TruncatedFrac,
+		"low_mfu": &t.LowMFU, "mfu_min_steps": &t.MFUMinSteps,
+		"low_concurrency_ratio": &t.LowConcurrencyRatio, "low_cache_hit": &t.LowCacheHit,
+		"dp_imbalance_min_running": &t.DPImbalanceMinRunning, "dp_imbalance_ratio": &t.DPImbalanceRatio,
+		"straggler_min_steps": &t.StragglerMinSteps, "straggler_window": &t.StragglerWindow,
+		"straggler_slowest_frac": &t.StragglerSlowestFrac, "straggler_rank_ratio": &t.StragglerRankRatio,
+		"straggler_engine_ratio": &t.StragglerEngineRatio, "straggler_engine_bin_s": &t.StragglerEngineBinS,
+		"drift_min_steps": &t.DriftMinSteps, "drift_ratio": &t.DriftRatio, "drift_min_delta": &t.DriftMinDelta,
+	}
+}
+
+// ThresholdNames are the keys Thresholds.Set accepts, sorted.
+func ThresholdNames() []string {
+	var t Thresholds
+	var out []string
+	for k := range t.fields() {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Set parses "key=value[,key=value…]" into t (keys: ThresholdNames; seconds for *_s keys). Values must be
+// positive; integer thresholds take integers.
+func (t *Thresholds) Set(spec string) error {
+	f := t.fields()
+	for _, kv := range strings.Split(spec, ",") {
+		kv = strings.TrimSpace(kv)
+		if kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return fmt.Errorf("threshold %q: want key=value", kv)
+		}
+		p, known := f[k]
+		if !known {
+			return fmt.Errorf("unknown threshold %q (known: %s)", k, strings.Join(ThresholdNames(), ", "))
+		}
+		switch p := p.(type) {
+		case *float64:
+			x, err := strconv.ParseFloat(v, 64)
+			if err != nil || !(x > 0) || math.IsInf(x, 0) {
+				return fmt.Errorf("threshold %s=%s: want a positive number", k, v)
+			}
+			*p = x
+		case *int:
+			n, err := strconv.Atoi(v)
+			if err != nil || n <= 0 {
+				return fmt.Errorf("threshold %s=%s: want a positive integer", k, v)
+			}
+			*p = n
+		}
+	}
+	return nil
 }

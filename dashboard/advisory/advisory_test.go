@@ -2,6 +2,7 @@ package advisory
 
 import (
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -451,5 +452,32 @@ func TestTimeWeighted(t *testing.T) {
 	m, _ = timeWeighted([]store.EngineRaw{r}, math.Inf(-1), math.Inf(1))
 	if math.Abs(m-(2+2+15)/(2+2+15+2.0)) > 1e-9 {
 		t.Fatalf("gap extrapolated: %v", m)
+	}
+}
+
+func TestThresholdsSet(t *testing.T) {
+	th := DefaultThresholds()
+	if err := th.Set("stall_min_age_s=5, stall_min_closed=2,abort_ratio=0.2"); err != nil {
+		t.Fatal(err)
+	}
+	want := DefaultThresholds()
+	want.StallMinAgeS, want.StallMinClosed, want.AbortRatio = 5, 2, 0.2
+	if th != want {
+		t.Fatalf("got %+v", th)
+	}
+	for spec, msg := range map[string]string{
+		"stall_min_age=5":      "unknown threshold",
+		"stall_min_age_s":      "want key=value",
+		"stall_min_closed=1.5": "positive integer",
+		"abort_ratio=-1":       "positive number",
+		"abort_ratio=NaN":      "positive number",
+	} {
+		if err := th.Set(spec); err == nil || !strings.Contains(err.Error(), msg) {
+			t.Errorf("%s: %v, want %q", spec, err, msg)
+		}
+	}
+	// Every field of Thresholds has a key (a field added without one would not be settable).
+	if n, f := len(ThresholdNames()), reflect.TypeOf(Thresholds{}).NumField(); n != f {
+		t.Fatalf("%d threshold keys for %d fields", n, f)
 	}
 }

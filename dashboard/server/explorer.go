@@ -396,6 +396,14 @@ func (e *explorer) configFor(r *http.Request) (advisory.Config, error) {
 // the rules read (whole run), the step metrics, and the newest consumed step's outcome from the trajectories.
 func AdvisoryInput(st *store.Store, cfg advisory.Config, win *[2]float64) advisory.Input {
 	in := advisory.Input{Config: cfg, Window: win, Engines: map[string][]store.EngineRaw{}}
+	// Engine series first: loading them moves the store's data edge to the newest scrape, which in a finished
+	// (compacted) run is not known before (only the phase hours are loaded by AllPhases). A run whose trainer
+	// hung while its engines kept being scraped must measure its open phases against that edge.
+	for _, m := range advisory.EngineMetrics {
+		if rs := st.EngineRawSeries(m, math.Inf(-1), math.Inf(1)); len(rs) > 0 {
+			in.Engines[m] = rs
+		}
+	}
 	in.Phases, in.Edge = st.AllPhases()
 	// The attempt boundary: miles v1 rewrites meta.json at every (re)start, so start_ts is the current
 	// attempt's; otelcol-miles keeps the first start (docs/semconv.md §8.1), before which no phase of this run
@@ -404,11 +412,6 @@ func AdvisoryInput(st *store.Store, cfg advisory.Config, win *[2]float64) adviso
 	in.StartTS = math.Inf(-1)
 	if info := st.Info(); info.Layout == "miles-v1" {
 		in.StartTS = info.StartTS
-	}
-	for _, m := range advisory.EngineMetrics {
-		if rs := st.EngineRawSeries(m, math.Inf(-1), math.Inf(1)); len(rs) > 0 {
-			in.Engines[m] = rs
-		}
 	}
 	keys := advisory.StepKeys()
 	for _, k := range st.MetricKeyNames() {

@@ -48,6 +48,12 @@ func simBinary(t *testing.T) string {
 // annotated and its metrics landed, with the collector stopped (flushed).
 func simRun(t *testing.T, steps int, args ...string) string {
 	t.Helper()
+	return simRunConsumed(t, steps, steps, args...)
+}
+
+// simRunConsumed is simRun for a run of which only `consumed` steps are consumed (a stalled run).
+func simRunConsumed(t *testing.T, steps, consumed int, args ...string) string {
+	t.Helper()
 	e2etest.Binary(t)
 	sim := simBinary(t)
 	runDir := filepath.Join(t.TempDir(), "run")
@@ -75,7 +81,7 @@ func simRun(t *testing.T, steps int, args ...string) string {
 				logged++
 			}
 		}
-		return annotated == steps && logged >= steps
+		return annotated == consumed && logged >= consumed
 	})
 	col.Stop(t)
 	return runDir
@@ -83,7 +89,7 @@ func simRun(t *testing.T, steps int, args ...string) string {
 
 // TestAdvisorySimulatedRuns: runs of the real simulator through the real collector, each built to trigger one
 // rule (or none), checked through the HTTP API against golden files.
-func TestAdvisorySimulatedRuns(t *testing.T) {
+func TestAdvisorySimulatedRunsE2E(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: builds and runs the simulator through the collector")
 	}
@@ -156,4 +162,163 @@ func TestAdvisorySimulatedRuns(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestAdvisoryFaultsE2E: simulator runs with injected faults (miles-sim --fault) through the real collector, each
+// built to trigger the rules that fault stands for — and only those — checked through the HTTP API: rule ids,
+// levels, tiers, the key evidence, tips withheld while an alarm fires, and the whole answer against a golden file.
+// The rule edges are in dashboard/advisory's table tests; handwritten run dirs in TestAdvisoryHandwrittenRuns.
+func TestAdvisoryFaultsE2E(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: builds and runs the simulator through the collector")
+	}
+	// One train rank and one engine (no stragglers possible), fully async, fixed seed.
+	small := func(extra ...string) []string {
+		return append([]string{"--seed", "7", "--mode", "async", "--nodes", "1", "--gpus-per-node", "2", "--gpus-per-engine", "1", "--restart-step", "-1"}, extra...)
+	}
+	type view struct {
+		query       string
+		want, suppr string // advisory / suppressed ids, in the order served
+		check       func(t *testing.T, adv map[string]map[string]any, d map[string]any)
+	}
+	for _, tc := range []struct {
+		name            string
+		steps, consumed int
+		args            []string
+		views           []view
+	}{
+		// The rollout manager hangs in step 4's rollout; the run keeps reporting idle engines and GPUs for two
+		// hours. 40 % of its responses run into the length cap: a second alarm (warning, after the critical
+		// ones). The low MFU it also has is a tuning tip: withheld while the alarms fire.
+		{name: "stall", steps: 8, consumed: 4, args: small("--fault", "stall@4=2h,low-mfu,truncation=0.4"), views: []view{{
+			query: "?max_running_requests=64", want: "A1,A1,A6", suppr: "T1",
+			check: func(t *testing.T, adv map[string]map[string]any, d map[string]any) {
+				if ev := adv["A6"]["evidence"].(map[string]any); ev["source"] != "trajectories" || ev["step"].(float64) != 3 || ev["frac"].(float64) < 0.25 {
+					t.Fatalf("truncation evidence %v: want the newest consumed step (3) from the trajectories", ev)
+				}
+				var phases []string
+				for _, a := range d["advisories"].([]any) {
+					a := a.(map[string]any)
+					if a["id"] != "A1" {
+						continue
+					}
+					ev := a["evidence"].(map[string]any)
+					if a["level"] != "critical" || a["tier"] != "alarm" || ev["age_s"].(float64) < 7200 || ev["age_s"].(float64) < 6*ev["median_s"].(float64) {
+						t.Fatalf("stall advisory %v", a)
+					}
+					phases = append(phases, ev["phase"].(string))
+				}
+				if strings.Join(phases, ",") != "rollout,train_wait" {
+					t.Fatalf("stalled phases %v, want the open rollout and the trainer waiting for it", phases)
+				}
+				if d["mfu"].(map[string]any)["mean"].(float64) > 0.1 {
+					t.Fatalf("mfu %v", d["mfu"])
+				}
+			}}}},
+		// Requests time out and are aborted from step 2 on, and the engines' log-probs drift away from the
+		// trainer's from step 2 on: two alarms. The low prefix-cache hit rate it also has is withheld.
+		{name: "abort_storm_drift", steps: 8, consumed: 8, args: small("--fault", "abort-storm@2=0.3,lp-drift@2,low-cache-hit"), views: []view{{
+			query: "?max_running_requests=64&n_samples_per_prompt=8", want: "A2,D1", suppr: "T3",
+			check: func(t *testing.T, adv map[string]map[string]any, _ map[string]any) {
+				ev := adv["A2"]["evidence"].(map[string]any)
+				if r := ev["ratio"].(float64); r < 0.15 || r > 0.35 || ev["requests"].(float64) < 100 {
+					t.Fatalf("abort evidence %v: want about 30%% of the requests aborted", ev)
+				}
+				if adv["A2"]["level"] != "warning" || !strings.Contains(adv["A2"]["message"].(string), "8 samples per prompt") {
+					t.Fatalf("abort storm %v", adv["A2"])
+				}
+				if ev := adv["D1"]["evidence"].(map[string]any); ev["key"] != "train/logprob_abs_diff" || ev["ratio"].(float64) < 4 {
+					t.Fatalf("drift evidence %v", ev)
+				}
+			}}}},
+		// The engines' KV pool (40k tokens) is far too small for 64 running requests. With the cap known the
+		// KV pool is named as what bounds concurrency (A3); without it, only the high KV usage is (A4).
+		{name: "kv_pressure", steps: 6, consumed: 6, args: small("--fault", "kv-pressure=40000"), views: []view{
+			{query: "?max_running_requests=64", want: "A3", suppr: "T2",
+				check: func(t *testing.T, adv map[string]map[string]any, _ map[string]any) {
+					ev := adv["A3"]["evidence"].(map[string]any)
+					if ev["token_usage_mean"].(float64) <= 0.9 || ev["peak_running"].(float64) >= 32 || ev["max_running_requests"].(float64) != 64 {
+						t.Fatalf("kv-bound evidence %v", ev)
+					}
+				}},
+			{query: "", want: "A4", suppr: "",
+				check: func(t *testing.T, adv map[string]map[string]any, d map[string]any) {
+					if adv["A4"]["evidence"].(map[string]any)["token_usage_mean"].(float64) <= 0.95 {
+						t.Fatalf("kv-high evidence %v", adv["A4"])
+					}
+					if !skipped(d, "A3") || !skipped(d, "T2") {
+						t.Fatalf("A3/T2 should be skipped without the request cap: %v", d["skipped"])
+					}
+				}},
+		}},
+		// Tuning problems only, no alarm: the tips are shown.
+		{name: "tips", steps: 6, consumed: 6, args: small("--fault", "low-mfu=0.08,low-cache-hit=0.03,dp-imbalance=0.9"), views: []view{{
+			query: "?max_running_requests=64", want: "T1,T4,T3",
+			check: func(t *testing.T, adv map[string]map[string]any, _ map[string]any) {
+				if m := adv["T1"]["evidence"].(map[string]any)["mean"].(float64); m > 0.1 {
+					t.Fatalf("low mfu %v", m)
+				}
+				if c := adv["T3"]["evidence"].(map[string]any)["cache_hit_mean"].(float64); c > 0.06 {
+					t.Fatalf("cache hit %v", c)
+				}
+				means := adv["T4"]["evidence"].(map[string]any)["means"].(map[string]any)
+				if means["0"].(float64) < 4*means["1"].(float64) {
+					t.Fatalf("dp means %v", means)
+				}
+				for id, lvl := range map[string]string{"T1": "warning", "T3": "info", "T4": "warning"} {
+					if adv[id]["level"] != lvl || adv[id]["tier"] != "tip" {
+						t.Fatalf("%s: %v", id, adv[id])
+					}
+				}
+			}}}},
+		// Two train ranks and two engines: rank 0 and engine 1 are slow (in place of the built-in straggler).
+		{name: "stragglers", steps: 10, consumed: 10, args: []string{"--seed", "7", "--mode", "async", "--nodes", "1", "--gpus-per-node", "4", "--gpus-per-engine", "1",
+			"--restart-step", "-1", "--fault", "straggler-rank=0,straggler-engine=1"}, views: []view{{
+			query: "?max_running_requests=64", want: "S1,S2",
+			check: func(t *testing.T, adv map[string]map[string]any, _ map[string]any) {
+				if r := adv["S1"]["evidence"].(map[string]any)["rank"].(float64); r != 0 {
+					t.Fatalf("straggler rank %v, want 0", r)
+				}
+				if e := adv["S2"]["evidence"].(map[string]any)["engine"].(string); !strings.HasSuffix(e, ":30030") {
+					t.Fatalf("straggler engine %v, want engine 1 (GPU 3: port 30030)", e)
+				}
+			}}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := simRunConsumed(t, tc.steps, tc.consumed, tc.args...)
+			ts, _, _ := serve(t, dir, Options{})
+			for i, v := range tc.views {
+				code, d := getData(t, ts.URL+"/api/v1/advisory"+v.query)
+				if code != 200 {
+					t.Fatal(code, d)
+				}
+				if got := advIDs(d, "advisories"); got != v.want {
+					t.Fatalf("%s: advisories %q, want %q: %v", v.query, got, v.want, d["advisories"])
+				}
+				if got := advIDs(d, "suppressed"); got != v.suppr {
+					t.Fatalf("%s: suppressed %q, want %q: %v", v.query, got, v.suppr, d["suppressed"])
+				}
+				byID := map[string]map[string]any{}
+				for _, f := range []string{"advisories", "suppressed"} {
+					for _, a := range d[f].([]any) {
+						a := a.(map[string]any)
+						if byID[a["id"].(string)] == nil {
+							byID[a["id"].(string)] = a
+						}
+					}
+				}
+				v.check(t, byID, d)
+				golden(t, fmt.Sprintf("sim_fault_%s_%d_advisory", tc.name, i), d)
+			}
+		})
+	}
+}
+
+func skipped(d map[string]any, id string) bool {
+	for _, s := range d["skipped"].([]any) {
+		if s.(map[string]any)["id"] == id {
+			return true
+		}
+	}
+	return false
 }

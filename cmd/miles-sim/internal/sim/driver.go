@@ -2,6 +2,7 @@ package sim
 
 import (
 	"container/heap"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"sort"
@@ -47,6 +48,7 @@ type Generator struct {
 	stale          int  // groups dropped for staleness (cumulative)
 	last           bool // the step just simulated was the run's last
 	pending        map[int]*groupRec
+	stalled        bool // a stall fault hung the run (Tail)
 
 	Stats Stats
 }
@@ -64,6 +66,12 @@ func NewGenerator(cfg Config) (*Generator, error) {
 		return nil, err
 	}
 	d := &Generator{cfg: cfg, topo: NewTopology(cfg), r: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6d696c6573))}
+	if f := cfg.Faults; f.StragglerFactor > 1 && f.StragglerRank >= len(d.topo.Train) {
+		return nil, fmt.Errorf("fault straggler-rank=%d: the run has %d train ranks", f.StragglerRank, len(d.topo.Train))
+	}
+	if f := cfg.Faults; f.SlowEngine && f.StragglerEngine >= len(d.topo.Engines) {
+		return nil, fmt.Errorf("fault straggler-engine=%d: the run has %d engines", f.StragglerEngine, len(d.topo.Engines))
+	}
 	if d.cfg.RolloutBatchSize <= 0 {
 		// Colocate: a rollout of ~32 samples per engine. Fully async: a batch about as large as the engines
 		// produce while the trainer trains one step, so generation neither starves the trainer nor idles.
@@ -81,13 +89,42 @@ func NewGenerator(cfg Config) (*Generator, error) {
 	d.g = newGen(&d.cfg, d.topo, d.r, d.o)
 	for r := range d.topo.Train {
 		f := 1 + 0.035*math.Max(-2, math.Min(2, d.r.NormFloat64()))
-		if r == len(d.topo.Train)/2+1 || (len(d.topo.Train) <= 2 && r == len(d.topo.Train)-1) {
+		builtin := r == len(d.topo.Train)/2+1 || (len(d.topo.Train) <= 2 && r == len(d.topo.Train)-1)
+		if fl := d.cfg.Faults; fl.StragglerFactor > 1 { // the fault's straggler replaces the built-in one
+			builtin = false
+			if r == fl.StragglerRank {
+				f = fl.StragglerFactor
+			}
+		}
+		if builtin {
 			f = 1.12 // the straggler
 		}
 		d.rankF = append(d.rankF, f)
 	}
 	d.start()
 	return d, nil
+}
+
+// Tail is how long (simulated seconds) the run keeps reporting after its last event: the hold of a stall fault.
+func (d *Generator) Tail() float64 {
+	if d.stalled {
+		return d.cfg.Faults.StallHold
+	}
+	return 0
+}
+
+// stall (fault): the rollout manager hangs at t. Generation runs until then; afterwards nothing new is sent,
+// the requests already on the engines finish, and the run ends with its open phases left open.
+func (d *Generator) stall(t float64) {
+	d.g.runUntil(func() bool { return d.g.peek() > t })
+	d.g.halted = true
+	d.g.runUntil(func() bool { return false })
+	d.stalled, d.done = true, true
+	d.Stats.Aborted = d.g.aborted
+}
+
+func (d *Generator) stallNow(k int) bool {
+	return d.cfg.Faults.Stall && k == d.cfg.Faults.StallStep
 }
 
 // Config is the effective configuration (defaults applied).
@@ -266,6 +303,10 @@ func (d *Generator) colocateStep() {
 		groups = append(groups, d.newGroup(r0+0.01*float64(i)))
 	}
 	d.maybeRestart(r0)
+	if d.stallNow(k) {
+		d.stall(r0 + 0.3*math.Max(d.prevRoll, 60))
+		return
+	}
 	d.g.runUntil(func() bool { return pending == 0 })
 	r1 := d.g.clock + d.jitter(0.5, 0.3) // reward model / post-processing
 	d.close(roll, r1)
@@ -320,6 +361,10 @@ func (d *Generator) asyncStep() {
 	b := d.cfg.RolloutBatchSize
 	if k == d.cfg.RestartStep {
 		d.maybeRestart(d.g.clock)
+	}
+	if d.stallNow(k) {
+		d.stall(d.g.clock + 0.3*math.Max(d.prevRoll, 60))
+		return
 	}
 	d.g.runUntil(func() bool { return len(d.buffer) >= b })
 	c := math.Max(d.g.clock, d.trainFree)
@@ -499,9 +544,13 @@ func (d *Generator) stepMetrics(k, consumeVersion int, groups []*groupRec, c, a1
 	fn := float64(max(nS, 1))
 	trainTime := u1 - c
 	stepTime := wait + trainTime
-	tflops := 410 / d.rankF[0] * (1 + 0.03*d.r.NormFloat64())
+	noise := d.r.NormFloat64()
+	tflops := 410 / d.rankF[0] * (1 + 0.03*noise)
+	if f := d.cfg.Faults; f.MFU > 0 {
+		tflops = f.MFU * 989 * (1 + 0.03*noise)
+	}
 	ent := 0.25 + 0.7*math.Exp(-float64(k)/40) + 0.02*d.r.NormFloat64()
-	d.logMetrics(a1, d.topo.Train[0], "train/step", k, map[string]float64{
+	train := map[string]float64{
 		"train/loss":             -0.004 + 0.01*d.r.NormFloat64(),
 		"train/entropy":          ent,
 		"train/kl_loss":          0.0008 * math.Pow(float64(k+1), 0.7) * (1 + 0.1*d.r.NormFloat64()),
@@ -509,7 +558,11 @@ func (d *Generator) stepMetrics(k, consumeVersion int, groups []*groupRec, c, a1
 		"train/lr":               1e-6,
 		"train/pg_clipfrac":      0.0015 + 0.0005*math.Abs(d.r.NormFloat64()),
 		"train/logprob_abs_diff": 0.011 + 0.004*staleSum/math.Max(1, float64(len(groups))) + 0.001*math.Abs(d.r.NormFloat64()),
-	})
+	}
+	if f := d.cfg.Faults; f.DriftGrowth > 1 && k >= f.DriftStep {
+		train["train/logprob_abs_diff"] *= math.Pow(f.DriftGrowth, float64(k-f.DriftStep+1))
+	}
+	d.logMetrics(a1, d.topo.Train[0], "train/step", k, train)
 	rollout := map[string]float64{
 		"rollout/raw_reward":           reward / fn,
 		"rollout/response_length/mean": lenSum / fn,

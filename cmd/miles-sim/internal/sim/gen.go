@@ -38,6 +38,7 @@ type engRun struct {
 	speed   float64
 	running map[uint64]*sampleRun
 	queue   []*sampleRun
+	kv      int // tokens the running requests may grow to (prompt + completion), for a KV pool fault
 }
 
 type gKind uint8
@@ -48,6 +49,7 @@ const (
 	gToolEnd
 	gDown
 	gUp
+	gAbort // a client-side abort (fault)
 )
 
 type gEvent struct {
@@ -103,13 +105,18 @@ type gen struct {
 	lenMul  float64 // response-length multiplier (grows over training)
 
 	aborted int
+	halted  bool // stall fault: the rollout manager hung; engines only finish what they run
 }
 
 func newGen(cfg *Config, topo *Topology, r *rand.Rand, o *out) *gen {
 	g := &gen{cfg: cfg, topo: topo, r: r, ids: ids{r}, o: o, lenMul: 1}
 	for _, e := range topo.Engines {
 		// Per-engine speed skew: a slow engine drains later (long tail per engine).
-		g.engines = append(g.engines, &engRun{spec: e, alive: true, speed: 0.85 + 0.3*r.Float64(), running: map[uint64]*sampleRun{}})
+		er := &engRun{spec: e, alive: true, speed: 0.85 + 0.3*r.Float64(), running: map[uint64]*sampleRun{}}
+		if cfg.Faults.SlowEngine && e.Rank == cfg.Faults.StragglerEngine {
+			er.speed *= 0.4
+		}
+		g.engines = append(g.engines, er)
 	}
 	g.slots = len(g.engines) * cfg.EngineMaxRunning
 	return g
@@ -136,18 +143,28 @@ func (g *gen) runUntil(cond func() bool) {
 		g.clock = e.t
 		switch e.kind {
 		case gSubmit:
+			if g.halted {
+				continue
+			}
 			g.onSubmit(e.s, e.t)
 		case gTurnEnd:
 			if e.s.req != nil && e.s.endTok == e.reqID {
 				g.onTurnEnd(e.s, e.t)
 			}
 		case gToolEnd:
+			if g.halted {
+				continue
+			}
 			e.s.turn++
 			g.sendTurn(e.s, e.t)
 		case gDown:
 			g.onDown(g.engines[e.eng], e.t)
 		case gUp:
 			g.onUp(g.engines[e.eng], e.t)
+		case gAbort:
+			if e.s.req != nil && e.s.req.ID == e.reqID && !g.halted {
+				g.onAbort(e.s, e.t)
+			}
 		}
 	}
 }
@@ -205,6 +222,9 @@ func (g *gen) pickEngine() *engRun {
 }
 
 func (g *gen) sendTurn(s *sampleRun, t float64) {
+	if g.halted {
+		return
+	}
 	if s.eng == nil || !s.eng.alive || s.eng.epoch != s.epoch {
 		s.eng = g.pickEngine()
 		if s.eng == nil { // every engine down: retry shortly
@@ -222,22 +242,41 @@ func (g *gen) sendTurn(s *sampleRun, t float64) {
 		cached = s.context
 	}
 	s.context += newTok
+	if f := g.cfg.Faults.CacheHit; f > 0 { // the prefix cache keeps (almost) nothing
+		cached = int(f * float64(s.context))
+	}
 	// Response length: log-normal with a long tail, truncated at the max response length.
 	comp := int(math.Exp(math.Log(1100*g.lenMul/float64(s.turns)+200) + 0.95*g.r.NormFloat64()))
 	comp = max(comp, 8)
 	const maxResp = 8192
+	if f := g.cfg.Faults.Truncation; f > 0 && g.r.Float64() < f { // the model rambles until the cap
+		comp = maxResp
+	}
 	if comp >= maxResp {
 		comp = maxResp
 	}
 	e := s.eng
 	s.req = &Req{ID: g.reqID, Prompt: s.context, Cached: min(cached, s.context), Completion: comp, Submit: t}
+	if f := g.cfg.Faults.DPImbalance; f > 0 && g.r.Float64() >= f { // a router that is not dp-aware
+		s.req.DP = 1
+	}
 	s.sent = t
 	g.o.push(Event{T: t, Kind: EvEngine, Engine: EngineEvent{Ref: EngineRef{e.spec.Rank, e.epoch}, Op: OpArrive, Req: s.req}})
-	if len(e.running) < g.cfg.EngineMaxRunning {
+	if g.admit(e, s.req) {
 		g.begin(s, t)
 	} else {
 		e.queue = append(e.queue, s)
 	}
+}
+
+// admit reports whether the engine can start rq now: a free slot under --max-running-requests, and (KV pool
+// fault) room in the KV pool for its prompt and completion; an idle engine always takes one request.
+func (g *gen) admit(e *engRun, rq *Req) bool {
+	if len(e.running) >= g.cfg.EngineMaxRunning {
+		return false
+	}
+	pool := g.cfg.Faults.KVPool
+	return pool <= 0 || len(e.running) == 0 || e.kv+rq.Prompt+rq.Completion <= pool
 }
 
 func (g *gen) begin(s *sampleRun, t float64) {
@@ -254,6 +293,11 @@ func (g *gen) begin(s *sampleRun, t float64) {
 		}
 	}
 	e.running[rq.ID] = s
+	e.kv += rq.Prompt + rq.Completion
+	if f := g.cfg.Faults; f.AbortRate > 0 && s.step >= f.AbortStep && !g.halted && g.r.Float64() < f.AbortRate {
+		// The client's request timeout fires before the engine is done: the manager aborts the request.
+		g.push(gEvent{t: t + (rq.End-t)*(0.2+0.6*g.r.Float64()), kind: gAbort, s: s, reqID: rq.ID})
+	}
 	g.o.push(Event{T: t, Kind: EvEngine, Engine: EngineEvent{Ref: EngineRef{e.spec.Rank, e.epoch}, Op: OpBegin, Req: rq}})
 	if p := g.prefillFor(rq.ID); p != nil {
 		// PD disaggregation: a prefill worker computes the prompt and hands the KV cache to the decode worker.
@@ -309,6 +353,9 @@ func (g *gen) addPause(u0, u1 float64) {
 
 func (g *gen) finishReq(s *sampleRun, t float64, aborted bool) {
 	e := s.eng
+	if _, ok := e.running[s.req.ID]; ok {
+		e.kv -= s.req.Prompt + s.req.Completion
+	}
 	delete(e.running, s.req.ID)
 	g.o.push(Event{T: t, Kind: EvEngine, Engine: EngineEvent{Ref: EngineRef{e.spec.Rank, e.epoch}, Op: OpFinish, Req: s.req, Aborted: aborted}})
 }
@@ -323,16 +370,30 @@ func (g *gen) genSpan(s *sampleRun, t float64, finish string, out int) {
 }
 
 func (g *gen) pullQueue(e *engRun, t float64) {
-	for len(e.queue) > 0 && len(e.running) < g.cfg.EngineMaxRunning {
+	for len(e.queue) > 0 && g.admit(e, e.queue[0].req) {
 		n := e.queue[0]
 		e.queue = e.queue[1:]
 		g.begin(n, t)
 	}
 }
 
+// onAbort (fault): the rollout manager aborts a request it waited too long for; the sample is retried.
+func (g *gen) onAbort(s *sampleRun, t float64) {
+	out := generated(s.req, t)
+	g.finishReq(s, t, true)
+	g.genSpan(s, t, "abort", out)
+	g.pullQueue(s.eng, t)
+	g.attemptEnd(s, t, "aborted")
+}
+
 func (g *gen) onTurnEnd(s *sampleRun, t float64) {
 	rq := s.req
 	g.finishReq(s, t, false)
+	if g.halted { // the manager hung: the engine finishes the request and serves its queue, nobody listens
+		s.req = nil
+		g.pullQueue(s.eng, t)
+		return
+	}
 	finish := "stop"
 	if rq.Completion >= 8192 {
 		finish, s.truncated = "length", true

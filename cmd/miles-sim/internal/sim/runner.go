@@ -180,7 +180,12 @@ func (r *runner) loop(ctx context.Context) error {
 		}
 		te := r.gen.PeekTime()
 		if math.IsInf(te, 1) && math.IsInf(end, 1) {
-			end = lastEvent
+			end = lastEvent + r.gen.Tail() // a stalled run keeps reporting idle engines and GPUs
+			if r.gen.Tail() > 0 && !r.live {
+				// End the hold on an engine scrape (with the default intervals also a GPU reading): the run's
+				// last timestamp is then the same in every stream, whichever a reader loads first.
+				end = math.Ceil(end/scrapeStep) * scrapeStep
+			}
 			if r.live {
 				end += r.opts.Linger.Seconds() * r.opts.Speed
 			}
@@ -322,7 +327,11 @@ func (r *runner) engineUp(ref EngineRef, t float64) error {
 	if spec.WorkerType == "prefill" || spec.WorkerType == "decode" {
 		wt = spec.WorkerType
 	}
-	eng := fakesglang.NewEngine(fakesglang.Config{ModelName: cfg.Model, EngineType: wt, TPSize: len(spec.GPUs)})
+	ecfg := fakesglang.Config{ModelName: cfg.Model, EngineType: wt, TPSize: len(spec.GPUs), MaxTotalNumTokens: cfg.Faults.KVPool}
+	if cfg.Faults.DPImbalance > 0 {
+		ecfg.DPSize = 2
+	}
+	eng := fakesglang.NewEngine(ecfg)
 	le := &liveEngine{eng: eng, start: r.clock.At(t)}
 	if r.live {
 		var old string

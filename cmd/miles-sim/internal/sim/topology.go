@@ -36,6 +36,7 @@ type Config struct {
 	Model            string
 	RunID            string
 	PD               bool // async only: engines alternate prefill/decode workers
+	Faults           Faults
 }
 
 // Defaults fills zero fields.

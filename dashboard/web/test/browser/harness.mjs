@@ -155,10 +155,10 @@ export function buildDashboard() {
   return { dashboard: join(BIN, "miles-dashboard") };
 }
 
-/** Start the real dashboard server on a free loopback port (env: extra environment, e.g. XDG_CACHE_HOME). */
-export async function startDashboard(bins, runDir, { follow = true, token = "", env = {} } = {}) {
+/** Start the real dashboard server on a free loopback port (env: extra environment, e.g. XDG_CACHE_HOME; args: extra flags). */
+export async function startDashboard(bins, runDir, { follow = true, token = "", env = {}, args: extra = [] } = {}) {
   const port = await freePort();
-  const args = ["serve", "--dir", runDir, "--addr", `127.0.0.1:${port}`];
+  const args = ["serve", "--dir", runDir, "--addr", `127.0.0.1:${port}`, ...extra];
   if (follow) args.push("--follow");
   if (token) args.push("--token", token);
   const p = start(bins.dashboard, args, { name: "miles-dashboard", env });
