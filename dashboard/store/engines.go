@@ -440,12 +440,13 @@ func (s *Store) engineRawLocked(metric string, t0, t1 float64) []EngineRaw {
 				r.Sum, r.Buckets = p.ser.sum[p.i0:p.i1:p.i1], p.ser.buckets[p.i0*stride:p.i1*stride:p.i1*stride]
 			}
 		} else {
-			if len(ps) == 1 { // one packed series: size the output once
-				n := ps[0].ser.pk.n
-				r.TS, r.V = make([]float64, 0, n), make([]float64, 0, n)
-				if f.hist {
-					r.Sum, r.Buckets = make([]float64, 0, n), make([]float64, 0, n*stride)
-				}
+			n := 0 // size the output once
+			for _, p := range ps {
+				n += p.i1 - p.i0
+			}
+			r.TS, r.V = make([]float64, 0, n), make([]float64, 0, n)
+			if f.hist {
+				r.Sum, r.Buckets = make([]float64, 0, n), make([]float64, 0, n*stride)
 			}
 			for _, p := range ps {
 				if p.ser.hist && len(p.ser.bounds) != len(f.bounds) {

@@ -19,6 +19,7 @@ package store
 import (
 	"encoding/binary"
 	"math"
+	"slices"
 	"unsafe"
 )
 
@@ -193,7 +194,7 @@ func unpackStrided(dst []float64, col string, n, stride int, tmp []float64) ([]f
 	}
 	tmp = unpackColumn(tmp[:0], col, n*stride)
 	base := len(dst)
-	dst = append(dst, make([]float64, n*stride)...)
+	dst = slices.Grow(dst, n*stride)[:base+n*stride]
 	for j, v := range tmp {
 		dst[base+(j%n)*stride+j/n] = v
 	}
