@@ -267,6 +267,30 @@ func TestEnginePackedReadsAlike(t *testing.T) {
 	if got := engineDump(t, openEngines(t, dir, true)); got != want2 {
 		t.Fatalf("a fresh packed read differs:\n%s", firstDiff(got, want2))
 	}
+
+	// The collector compacts hour 3 (now the newest but one, tailed as plain text): it is read again from the
+	// .zst and packed.
+	isPacked := func(h int64) bool {
+		packed.mu.RLock()
+		defer packed.mu.RUnlock()
+		for _, ser := range packed.ex.eng[int64(h0/3600)+h].series {
+			if ser.pk == nil {
+				return false
+			}
+		}
+		return true
+	}
+	if isPacked(3) {
+		t.Fatal("hour 3 packed while its plain file may still grow")
+	}
+	compact(t, dir, engHourRel(3))
+	packed.Refresh()
+	if !isPacked(3) {
+		t.Fatal("hour 3 not packed once compacted")
+	}
+	if got := engineDump(t, packed); got != want2 {
+		t.Fatalf("after compaction of hour 3:\n%s", firstDiff(got, want2))
+	}
 }
 
 func firstDiff(a, b string) string {
