@@ -1,7 +1,7 @@
 package store
 
 // sglang engine series (docs/semconv.md §7, §8.3 engine_series): hour blocks of raw per-(engine, metric, labels)
-// columns, and the read-side derivations of §7: dp ranks folded before differencing (sum, or mean for intensive
+// columns (packed once the hour is closed: engpack.go), and the read-side derivations of §7: dp ranks folded before differencing (sum, or mean for intensive
 // gauges), counters → rates, histograms → mean (Δsum/Δcount) and quantiles from per-bucket Δcounts. A negative Δ
 // (restart, reset) or Δcount ≤ 0 is a gap.
 
@@ -353,7 +353,7 @@ func (s *Store) ensureAllEnginesLocked() {
 }
 
 // EngineRaw is one engine series (one engine, one label set including dp_rank) over a time range: cumulative
-// as scraped. Slices may be shared with the store: read-only.
+// as scraped. Slices may be shared with the store (an unpacked hour's columns): read-only.
 type EngineRaw struct {
 	Addr    string
 	Metric  string
