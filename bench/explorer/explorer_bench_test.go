@@ -11,15 +11,19 @@ import (
 	"fmt"
 
 	"math"
+	"math/rand"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/klauspost/compress/zstd"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/advisory"
 	"github.com/otelcol-miles/otelcol-miles/dashboard/server"
@@ -362,5 +366,114 @@ func BenchmarkAdvisory(b *testing.B) {
 			}
 		}
 		b.ReportMetric(held, "B-held/point")
+	})
+}
+
+// engineDayRun: 16 engines scraped every 2 s for 4 h, 17 series per engine as sglang exports them: 8 gauges
+// (integers, 2-decimal ratios, full-precision floats), 6 counters, 3 latency histograms of 11 buckets;
+// timestamps with µs fractions (the exporter's encoder); histogram counts per bucket, cumulative over time.
+// Hours 0–2 compacted (.jsonl.zst), hour 3 plain (the one being written). 16 × 7200 × 17 = 1.96 M engine points.
+func engineDayRun() string {
+	return cached("engine-day", func() string {
+		w := newWriter("engine-day")
+		r := rand.New(rand.NewSource(17))
+		end := base + 4*3600
+		type eng struct {
+			c [6]float64
+			h [3][13]float64
+		} // counters; histogram count, sum, 10 finite buckets + Inf
+		engs := make([]eng, 16)
+		var b strings.Builder
+		bounds := `[0.001,0.005,0.01,0.025,0.05,0.1,0.25,0.5,1,2.5]`
+		for ts := base; ts < end; ts += 2 {
+			for e := range engs {
+				en := &engs[e]
+				b.Reset()
+				fmt.Fprintf(&b, `{"ts":%.6f,"addr":"http://n0:%d","labels":{"dp_rank":"0","engine_type":"unified"},"m":{`, ts+r.Float64()*0.05, 30000+e)
+				fmt.Fprintf(&b, `"sglang:num_running_reqs":%d,"sglang:num_queue_reqs":%d,"sglang:num_used_tokens":%d,"sglang:token_usage":%.2f,"sglang:cache_hit_rate":%v,"sglang:gen_throughput":%v,"sglang:spec_accept_length":%.4f,"sglang:num_grammar_queue_reqs":0`,
+					40+r.Intn(24), r.Intn(5), 100000+r.Intn(50000), r.Float64(), r.Float64(), 1500+r.Float64()*1000, 1+r.Float64())
+				for i, name := range []string{"prompt_tokens", "generation_tokens", "num_requests", "num_aborted_requests", "cached_tokens", "num_so_requests"} {
+					en.c[i] += float64(r.Intn([]int{20000, 4000, 30, 2, 10000, 1}[i]))
+					fmt.Fprintf(&b, `,"sglang:%s_total":%.0f`, name, en.c[i])
+				}
+				b.WriteString(`},"h":{`)
+				for i, name := range []string{"time_to_first_token_seconds", "inter_token_latency_seconds", "e2e_request_latency_seconds"} {
+					hh := &en.h[i]
+					obs := r.Intn(50)
+					for o := 0; o < obs; o++ {
+						lat := math.Exp(r.NormFloat64() - 3 + float64(i))
+						hh[1] += lat
+						bk := sort.SearchFloat64s([]float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5}, lat)
+						hh[2+bk]++
+					}
+					hh[0] += float64(obs)
+					if i > 0 {
+						b.WriteByte(',')
+					}
+					fmt.Fprintf(&b, `"sglang:%s":{"count":%.0f,"sum":%v,"bounds":%s,"counts":[`, name, hh[0], hh[1], bounds)
+					for q := 0; q < 11; q++ {
+						if q > 0 {
+							b.WriteByte(',')
+						}
+						fmt.Fprintf(&b, "%.0f", hh[2+q])
+					}
+					b.WriteString("]}")
+				}
+				b.WriteString("}}")
+				w.line("engine_series", ts, b.String())
+			}
+		}
+		dir := w.close()
+		// Closed hours compacted as the collector does (.jsonl.zst); the newest one is still being written.
+		hours, _ := filepath.Glob(filepath.Join(dir, "dashboard", "engine_series", "*.jsonl"))
+		sort.Strings(hours)
+		enc, _ := zstd.NewWriter(nil)
+		for _, h := range hours[:len(hours)-1] {
+			raw, err := os.ReadFile(h)
+			if err != nil {
+				panic(err)
+			}
+			os.WriteFile(h+".zst", enc.EncodeAll(raw, nil), 0o644)
+			os.Remove(h)
+		}
+		enc.Close()
+		return dir
+	})
+}
+
+// BenchmarkEngineHeld: the heap the store holds for every engine hour of engineDayRun (loaded by the metric
+// catalogue, as the explorer's key list does), and one advisory pass over it (engine series only: every hour
+// of the 8 metrics the advisory reads, decoded where the store holds them packed).
+func BenchmarkEngineHeld(b *testing.B) {
+	dir := engineDayRun()
+	const points = 16 * 7200 * 17
+	b.Run("catalogue", func(b *testing.B) {
+		b.ReportMetric(float64(dirSize(dir))/1e6, "MB-on-disk")
+		for i := 0; i < b.N; i++ {
+			before := heap()
+			st, _ := store.Open(dir, false)
+			n := 0
+			for _, m := range st.EngineMetrics() {
+				n += m.Points
+			}
+			if n != points {
+				b.Fatalf("%d points, want %d", n, points)
+			}
+			held := float64(heap()-before) / points
+			runtime.KeepAlive(st)
+			b.ReportMetric(held, "B-held/point")
+		}
+	})
+	b.Run("advisory-engines", func(b *testing.B) {
+		st, _ := store.Open(dir, false)
+		st.EngineMetrics()
+		b.ResetTimer()
+		for i := 0; i < b.N; i++ {
+			in := server.AdvisoryInput(st, advisory.Config{MaxRunningRequests: 64}, nil)
+			if len(in.Engines[advisory.MITL]) != 16 {
+				b.Fatalf("%d ITL series", len(in.Engines[advisory.MITL]))
+			}
+			advisory.Compute(in)
+		}
 	})
 }

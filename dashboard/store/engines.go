@@ -1,7 +1,7 @@
 package store
 
 // sglang engine series (docs/semconv.md §7, §8.3 engine_series): hour blocks of raw per-(engine, metric, labels)
-// columns, and the read-side derivations of §7: dp ranks folded before differencing (sum, or mean for intensive
+// columns (packed once the hour is closed: engpack.go), and the read-side derivations of §7: dp ranks folded before differencing (sum, or mean for intensive
 // gauges), counters → rates, histograms → mean (Δsum/Δcount) and quantiles from per-bucket Δcounts. A negative Δ
 // (restart, reset) or Δcount ≤ 0 is a gap.
 
@@ -139,12 +139,14 @@ type engSeries struct {
 	bounds       []float64
 	buckets      []float64 // per-bucket cumulative counts, stride len(bounds)+1
 	unsorted     bool
+	pk           *engPacked // a closed hour: the columns above are nil, packed here (engpack.go)
 }
 
 type engBlock struct {
 	series  map[string]*engSeries
 	maxTs   float64
 	points  int
+	hasRaw  bool // some series holds float64 columns (seal packs them)
 	keyBuf  []byte
 	nameBuf []byte
 }
@@ -229,6 +231,10 @@ func (b *engBlock) addLine(line []byte) bool {
 		if ser.hist != es.hist {
 			return // a series that changed type mid-hour: keep the first
 		}
+		if ser.pk != nil {
+			ser.unpack() // a late record in a closed hour: packed again when the load ends
+		}
+		b.hasRaw = true
 		if es.hist {
 			n0 := len(ser.buckets)
 			var ok bool
@@ -310,6 +316,21 @@ func (s *Store) loadEngineHourLocked(h int64) {
 	if b.maxTs > s.edge {
 		s.edge = b.maxTs
 	}
+	if s.engineHourClosedLocked(h, p) {
+		b.seal()
+	}
+}
+
+// engineHourClosedLocked: an hour that will (almost certainly) not grow any more, held packed. The newest hour
+// is being written; the one before it may still get late records until the collector compacts it or the next
+// hour starts. A flat miles v1 file (legacyHour) may grow forever. Packing is only a representation: a late
+// record into a packed hour unpacks the series it touches (addLine) and the load packs it again.
+func (s *Store) engineHourClosedLocked(h int64, p *partition) bool {
+	if h == legacyHour || engPackOff {
+		return false
+	}
+	newest := newestHour(s.ex.engF)
+	return h < newest-1 || (h < newest && p.plain == "")
 }
 
 // ensureEngineHoursLocked loads the engine hours overlapping [t0, t1] (every hour when t0 is -Inf).
@@ -332,7 +353,7 @@ func (s *Store) ensureAllEnginesLocked() {
 }
 
 // EngineRaw is one engine series (one engine, one label set including dp_rank) over a time range: cumulative
-// as scraped. Slices may be shared with the store: read-only.
+// as scraped. Slices may be shared with the store (an unpacked hour's columns): read-only.
 type EngineRaw struct {
 	Addr    string
 	Metric  string
@@ -365,6 +386,7 @@ func (s *Store) engineRawLocked(metric string, t0, t1 float64) []EngineRaw {
 	type part struct {
 		ser    *engSeries
 		i0, i1 int
+		ts     []float64 // a packed series the range covers in part: its decoded timestamps
 	}
 	parts := map[string][]part{}
 	var order []string
@@ -377,33 +399,61 @@ func (s *Store) engineRawLocked(metric string, t0, t1 float64) []EngineRaw {
 			if ser.metric != metric {
 				continue
 			}
-			i0 := sort.SearchFloat64s(ser.ts, t0)
-			i1 := sort.Search(len(ser.ts), func(i int) bool { return ser.ts[i] > t1 })
-			if i1 <= i0 {
-				continue
+			p := part{ser: ser}
+			ts := ser.ts
+			if pk := ser.pk; pk != nil {
+				if pk.t1 < t0 || pk.t0 > t1 {
+					continue
+				}
+				if t0 <= pk.t0 && pk.t1 <= t1 {
+					p.i1 = pk.n
+				} else {
+					p.ts = unpackColumn(make([]float64, 0, pk.n), pk.ts, pk.n)
+					ts = p.ts
+				}
+			}
+			if p.i1 == 0 {
+				p.i0 = sort.SearchFloat64s(ts, t0)
+				p.i1 = sort.Search(len(ts), func(i int) bool { return ts[i] > t1 })
+				if p.i1 <= p.i0 {
+					continue
+				}
 			}
 			if _, ok := parts[k]; !ok {
 				order = append(order, k)
 			}
-			parts[k] = append(parts[k], part{ser, i0, i1})
+			parts[k] = append(parts[k], p)
 		}
 	}
 	sort.Strings(order)
 	out := make([]EngineRaw, 0, len(order))
+	var tmp engRawTmp
 	for _, k := range order {
 		ps := parts[k]
 		f := ps[0].ser
 		r := EngineRaw{Addr: f.addr, Metric: f.metric, Labels: f.labels, DP: f.dp, Group: f.group, Hist: f.hist, Bounds: f.bounds}
 		stride := len(f.bounds) + 1
-		if len(ps) == 1 {
+		if len(ps) == 1 && ps[0].ser.pk == nil {
 			p := ps[0]
 			r.TS, r.V = p.ser.ts[p.i0:p.i1:p.i1], p.ser.v[p.i0:p.i1:p.i1]
 			if f.hist {
 				r.Sum, r.Buckets = p.ser.sum[p.i0:p.i1:p.i1], p.ser.buckets[p.i0*stride:p.i1*stride:p.i1*stride]
 			}
 		} else {
+			n := 0 // size the output once
+			for _, p := range ps {
+				n += p.i1 - p.i0
+			}
+			r.TS, r.V = make([]float64, 0, n), make([]float64, 0, n)
+			if f.hist {
+				r.Sum, r.Buckets = make([]float64, 0, n), make([]float64, 0, n*stride)
+			}
 			for _, p := range ps {
 				if p.ser.hist && len(p.ser.bounds) != len(f.bounds) {
+					continue
+				}
+				if p.ser.pk != nil {
+					tmp.appendPacked(&r, p.ser, p.i0, p.i1, p.ts)
 					continue
 				}
 				r.TS = append(r.TS, p.ser.ts[p.i0:p.i1]...)
@@ -654,7 +704,7 @@ func (s *Store) engineCatalogLocked() []EngineMetricInfo {
 				}
 				m[ser.metric] = e
 			}
-			e.Points += len(ser.ts)
+			e.Points += ser.packedLen()
 		}
 	}
 	out := make([]EngineMetricInfo, 0, len(m))
