@@ -128,7 +128,8 @@ const (
 	StreamGPUUtil      = "gpu_util"
 	StreamGPUProcesses = "gpu_processes"
 	StreamEngineSeries = "engine_series"
+	StreamGPURollup    = "gpu_rollup"
 )
 
 // Streams lists every stream in a fixed order.
-var Streams = []string{StreamPhases, StreamTrajectories, StreamMetrics, StreamTopology, StreamGPUUtil, StreamGPUProcesses, StreamEngineSeries}
+var Streams = []string{StreamPhases, StreamTrajectories, StreamMetrics, StreamTopology, StreamGPUUtil, StreamGPUProcesses, StreamEngineSeries, StreamGPURollup}
