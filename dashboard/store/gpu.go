@@ -216,8 +216,9 @@ func itoa(i int) string {
 }
 
 // minMaxBuckets folds one field of a lane into omin/omax (len = buckets over [t0, t1)): from the pyramid for
-// wide buckets and from the raw samples otherwise. ts is the lane's decoded timestamps (decoded lazily, once).
-func (l *laneData) minMaxBuckets(name string, hour int64, t0, t1 float64, omin, omax []float64, ts *[]int64) {
+// wide buckets and from the raw samples otherwise, leaving out what lies before `from` (the part a roll-up
+// answered; -Inf = nothing). ts is the lane's decoded timestamps (decoded lazily, once).
+func (l *laneData) minMaxBuckets(name string, hour int64, t0, t1, from float64, omin, omax []float64, ts *[]int64) {
 	f := l.fields[name]
 	if f == nil {
 		return
@@ -245,7 +246,7 @@ func (l *laneData) minMaxBuckets(name string, hour int64, t0, t1 float64, omin, 
 				continue
 			}
 			bt := h0 + float64(j*pyramidStep)
-			if bt+pyramidStep <= t0 || bt >= t1 {
+			if bt+pyramidStep <= t0 || bt >= t1 || bt+pyramidStep <= from {
 				continue
 			}
 			put(math.Min(math.Max(bt+pyramidStep/2, t0), math.Nextafter(t1, t0)), float64(f.min[j]), float64(f.max[j]))
@@ -259,7 +260,7 @@ func (l *laneData) minMaxBuckets(name string, hour int64, t0, t1 float64, omin, 
 	// A GPU reading covers the period before it (NVML: "percent of time over the past sample period"), so a
 	// sample fills every bucket back to the previous sample when buckets are finer than the sampling interval
 	// — unless the gap is over 3 typical intervals: then it is a real gap (collector down) and stays empty.
-	lo, hi := int64(t0*1000), int64(t1*1000)
+	lo, hi := int64(math.Max(t0, from)*1000), int64(t1*1000)
 	maxGap := int64(3 * l.ts.interval())
 	prev := int64(-1)
 	f.vals.each(func(i int, v float64) bool {

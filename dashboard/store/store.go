@@ -52,7 +52,10 @@ type Store struct {
 	phaseF  *streamFiles
 	metricF *streamFiles
 	topoF   *streamFiles
+	rollF   *streamFiles // gpu_rollup (rollup.go)
 	gpu     map[int64]*gpuBlock
+	roll    map[int64]*rollBlock
+	noRoll  bool // SetRollup(false): always read gpu_util (benchmarks compare)
 	phases  map[int64]*phaseBlock
 	steps   []stepRec
 	stepsOK bool
@@ -84,6 +87,7 @@ func Open(dir string, follow bool) (*Store, error) {
 		dir: dir, follow: follow,
 		gpuF: newStreamFiles(dir, sc.StreamGPUUtil), phaseF: newStreamFiles(dir, sc.StreamPhases),
 		metricF: newStreamFiles(dir, sc.StreamMetrics), topoF: newStreamFiles(dir, sc.StreamTopology),
+		rollF: newStreamFiles(dir, sc.StreamGPURollup), roll: map[int64]*rollBlock{},
 		gpu: map[int64]*gpuBlock{}, phases: map[int64]*phaseBlock{}, extra: map[string]*Lane{},
 		notices: map[string]Notice{}, listeners: map[chan struct{}]struct{}{},
 	}
@@ -91,7 +95,7 @@ func Open(dir string, follow bool) (*Store, error) {
 	defer s.mu.Unlock()
 	s.loadMetaLocked()
 	s.loadLanesLocked()
-	for _, f := range []*streamFiles{s.gpuF, s.phaseF, s.metricF, s.topoF} {
+	for _, f := range []*streamFiles{s.gpuF, s.phaseF, s.metricF, s.topoF, s.rollF} {
 		if err := f.list(); err != nil {
 			s.notice("error", f.name+": "+err.Error())
 		}
@@ -101,6 +105,13 @@ func Open(dir string, follow bool) (*Store, error) {
 	s.edge = s.edgeLocked()
 	s.first = s.firstLocked()
 	return s, nil
+}
+
+// SetRollup turns reading the gpu_rollup stream on (default) or off (every GPU view from gpu_util).
+func (s *Store) SetRollup(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noRoll = !on
 }
 
 func (s *Store) notice(level, msg string) { s.notices[msg] = Notice{Level: level, Message: msg} }
@@ -225,6 +236,27 @@ func (s *Store) loadGPUHourLocked(h int64) {
 	}
 }
 
+func (s *Store) loadRollHourLocked(h int64) {
+	p := s.rollF.parts[h]
+	if p == nil || h < 0 {
+		return
+	}
+	b := s.roll[h]
+	if b == nil {
+		b = newRollBlock(h)
+		s.roll[h] = b
+	}
+	reports, err := s.rollF.read(p, func(line []byte) bool { return b.addLine(line, s.laneSeen) })
+	if errors.Is(err, errReload) {
+		*p = partition{hour: h, plain: p.plain, zst: p.zst}
+		delete(s.roll, h)
+		s.loadRollHourLocked(h)
+		return
+	}
+	s.report(reports, err)
+	p.loaded = true
+}
+
 func (s *Store) loadPhaseHourLocked(h int64) {
 	p := s.phaseF.parts[h]
 	if p == nil {
@@ -269,6 +301,124 @@ func hoursFor(f *streamFiles, t0, t1 float64, before, after int64) []int64 {
 		}
 	}
 	return out
+}
+
+// gpuHours lists the hours of gpu_util or gpu_rollup overlapping [t0, t1] (legacy flat files always).
+func (s *Store) gpuHours(t0, t1 float64) []int64 {
+	hs := hoursFor(s.gpuF, t0, t1, 0, 0)
+	if s.noRoll {
+		return hs
+	}
+	seen := map[int64]bool{}
+	for _, h := range hs {
+		seen[h] = true
+	}
+	for _, h := range hoursFor(s.rollF, t0, t1, 0, 0) {
+		if !seen[h] && h != legacyHour {
+			hs = append(hs, h)
+		}
+	}
+	sort.Slice(hs, func(i, j int) bool { return hs[i] < hs[j] })
+	return hs
+}
+
+// rollUse returns hour h's roll-up when it answers a query of output buckets `width` seconds wide (coarse:
+// the fleet overview, any width), or nil: the hour is then read from gpu_util. An hour whose gpu_util starts
+// before its roll-up (a collector without the roll-up wrote the start of the hour) is read raw.
+func (s *Store) rollUse(h int64, width float64, coarse bool) *rollBlock {
+	if s.noRoll || h < 0 {
+		return nil
+	}
+	b := s.roll[h]
+	if !b.usable() || !(coarse || width >= 4*float64(b.step)) {
+		return nil
+	}
+	if b.rawFirst > 0 && b.rawFirst < b.first {
+		return nil
+	}
+	return b
+}
+
+// rawNeededLocked says whether hour h of gpu_util must be parsed for the query: the roll-up does not answer
+// it, lacks a field, or the window reaches past the roll-up's newest bucket while gpu_util has data there
+// (the live tail).
+func (s *Store) rawNeededLocked(h int64, t0, t1, width float64, coarse bool, fields []string) bool {
+	p := s.gpuF.parts[h]
+	if p == nil {
+		return false
+	}
+	b := s.rollUse(h, width, coarse)
+	if b == nil {
+		return true
+	}
+	for _, f := range fields {
+		if !b.fields[f] {
+			return true
+		}
+	}
+	h1 := float64(h+1) * 3600
+	if math.Min(t1, h1) <= b.end {
+		return false
+	}
+	rawLast := 0.0
+	if p.zst != "" {
+		rawLast = math.Min(h1, s.edge)
+	}
+	if p.plain != "" {
+		rawLast = math.Max(rawLast, lastStamp(p.plain))
+	}
+	return rawLast >= b.end
+}
+
+// ensureGPU loads what a GPU query needs: the roll-up of the window's hours, and the gpu_util hours it does
+// not answer.
+func (s *Store) ensureGPU(t0, t1, width float64, coarse bool, fields []string) {
+	missing := func() bool {
+		if !s.noRoll {
+			for _, h := range hoursFor(s.rollF, t0, t1, 0, 0) {
+				if h < 0 {
+					continue
+				}
+				if !s.rollF.parts[h].loaded {
+					return true
+				}
+				if b := s.roll[h]; b != nil && b.rawFirst == 0 && s.gpuF.parts[h] != nil {
+					return true
+				}
+			}
+		}
+		for _, h := range hoursFor(s.gpuF, t0, t1, 0, 0) {
+			if !s.gpuF.parts[h].loaded && s.rawNeededLocked(h, t0, t1, width, coarse, fields) {
+				return true
+			}
+		}
+		return false
+	}
+	s.mu.RLock()
+	m := missing()
+	s.mu.RUnlock()
+	if !m {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.noRoll {
+		for _, h := range hoursFor(s.rollF, t0, t1, 0, 0) {
+			if !s.rollF.parts[h].loaded {
+				s.loadRollHourLocked(h)
+			}
+			if b, p := s.roll[h], s.gpuF.parts[h]; b != nil && b.rawFirst == 0 && p != nil {
+				if b.rawFirst = firstStamp(p); b.rawFirst == 0 {
+					b.rawFirst = math.Inf(1) // unreadable: judged by the roll-up alone
+				}
+			}
+		}
+	}
+	for _, h := range hoursFor(s.gpuF, t0, t1, 0, 0) {
+		if !s.gpuF.parts[h].loaded && s.rawNeededLocked(h, t0, t1, width, coarse, fields) {
+			s.loadGPUHourLocked(h)
+		}
+	}
 }
 
 // ensure loads every partition a window needs, under the write lock; queries then read under the read lock.
@@ -461,7 +611,7 @@ func (s *Store) Refresh() {
 	prevEdge := s.edge
 	prevNotices := len(s.notices)
 	prevLanes := len(s.lanes.lanes)
-	for _, f := range []*streamFiles{s.gpuF, s.phaseF, s.metricF, s.topoF} {
+	for _, f := range []*streamFiles{s.gpuF, s.phaseF, s.metricF, s.topoF, s.rollF} {
 		if err := f.list(); err != nil {
 			s.notice("error", f.name+": "+err.Error())
 		}
@@ -473,6 +623,11 @@ func (s *Store) Refresh() {
 	for _, h := range s.gpuF.hours() {
 		if p := s.gpuF.parts[h]; p.loaded || (h >= newest-1 && len(s.gpu) > 0) {
 			s.loadGPUHourLocked(h)
+		}
+	}
+	for _, h := range s.rollF.hours() {
+		if p := s.rollF.parts[h]; p.loaded || (h >= newest-1 && len(s.roll) > 0) {
+			s.loadRollHourLocked(h)
 		}
 	}
 	for _, h := range s.phaseF.hours() {

@@ -1,0 +1,212 @@
+package store
+
+import (
+	"bytes"
+	"math"
+)
+
+// The gpu_rollup stream (docs/semconv.md §8.3), written by the exporter beside gpu_util: per lane and bucket
+// (16 s by default, epoch-aligned like the pyramid in gpu.go) min/max/sum/count of util, mem_mb and power_w.
+// Views that do not need raw samples read it instead of the raw hour, so the first open of a 1024-GPU run
+// parses a few MB instead of ~1.4 GB:
+//
+//   - wide views (output buckets at least 4 roll-up buckets wide, the rule the pyramid already follows): the
+//     answer is the one the raw hour's pyramid would give when the roll-up bucket is 16 s;
+//   - the fleet overview at any width ("coarse"): a roll-up bucket fills every output bucket it overlaps.
+//
+// The roll-up of an hour covers [first, end): its oldest bucket start and newest bucket end. The rest of a
+// window (the live tail not rolled up yet, an hour written by a collector without the roll-up, fields it does
+// not hold) comes from gpu_util. Min and max are idempotent, so the seam may overlap, never leave a gap.
+
+// rollBlock is one hour of gpu_rollup, duplicates merged (min of mins, max of maxes).
+type rollBlock struct {
+	hour   int64
+	step   int64 // seconds; 0 until the first record
+	mixed  bool  // records with another bucket width: the hour is read raw
+	lanes  map[string]map[string]*rollField
+	fields map[string]bool
+	first  float64 // oldest bucket start
+	end    float64 // newest bucket end
+	// rawFirst is the first gpu_util time of the hour (0 = not looked up yet, +Inf = no gpu_util).
+	rawFirst float64
+	last     map[string]*rollField
+	lastK    []byte
+}
+
+// rollField is one lane's field over one hour: min/max per bucket (NaN = no record), float32 like the pyramid.
+type rollField struct{ min, max []float32 }
+
+func newRollBlock(hour int64) *rollBlock {
+	return &rollBlock{hour: hour, lanes: map[string]map[string]*rollField{}, fields: map[string]bool{},
+		first: math.Inf(1), end: math.Inf(-1)}
+}
+
+// addLine merges one record; false marks it corrupt.
+func (b *rollBlock) addLine(line []byte, onLane func(string)) bool {
+	var ts, dt float64
+	var node []byte
+	gpu := -1.0
+	type kv struct {
+		k   []byte
+		arr []byte
+	}
+	var vals [8]kv
+	n := 0
+	ok := true
+	err := scanFlat(line, func(key, val []byte, str bool) {
+		switch string(key) {
+		case "ts":
+			var good bool
+			if ts, good = parseNum(val); !good {
+				ok = false
+			}
+		case "dt":
+			var good bool
+			if dt, good = parseNum(val); !good {
+				ok = false
+			}
+		case "gpu":
+			var good bool
+			if gpu, good = parseNum(val); !good {
+				ok = false
+			}
+		case "node":
+			if str {
+				node = val
+			}
+		case "n":
+		default:
+			if len(val) > 0 && val[0] == '[' && n < len(vals) {
+				vals[n] = kv{key, val}
+				n++
+			}
+		}
+	})
+	if err != nil || !ok || node == nil || gpu < 0 || ts <= 0 || dt < 1 || dt != math.Trunc(dt) || 3600/dt != math.Trunc(3600/dt) {
+		return false
+	}
+	h0 := float64(b.hour * 3600)
+	if ts < h0 || ts >= h0+3600 || math.Mod(ts, dt) != 0 {
+		return false // not a bucket of this hour
+	}
+	if b.step == 0 {
+		b.step = int64(dt)
+	} else if int64(dt) != b.step {
+		b.mixed = true // rollup_interval changed within the hour: rare, and raw data answers correctly
+		return true
+	}
+	lane := b.last
+	if lane == nil || string(b.lastK) != string(node)+":"+itoa(int(gpu)) {
+		key := string(node) + ":" + itoa(int(gpu))
+		lane = b.lanes[key]
+		if lane == nil {
+			lane = map[string]*rollField{}
+			b.lanes[key] = lane
+			if onLane != nil {
+				onLane(key)
+			}
+		}
+		b.last, b.lastK = lane, append(b.lastK[:0], key...)
+	}
+	j := int((ts - h0) / dt)
+	nb := int(3600 / dt)
+	for _, x := range vals[:n] {
+		lo, hi, good := minMaxOf(x.arr)
+		if !good {
+			continue
+		}
+		f := lane[string(x.k)]
+		if f == nil {
+			name := string(x.k)
+			f = &rollField{}
+			lane[name] = f
+			b.fields[name] = true
+		}
+		if f.min == nil {
+			f.min, f.max = make([]float32, nb), make([]float32, nb)
+			nan := float32(math.NaN())
+			for i := range f.min {
+				f.min[i], f.max[i] = nan, nan
+			}
+		}
+		if x := float32(lo); f.min[j] != f.min[j] || x < f.min[j] {
+			f.min[j] = x
+		}
+		if x := float32(hi); f.max[j] != f.max[j] || x > f.max[j] {
+			f.max[j] = x
+		}
+	}
+	b.first = math.Min(b.first, ts)
+	b.end = math.Max(b.end, ts+dt)
+	return true
+}
+
+// minMaxOf reads the first two numbers of "[min,max,sum,count]".
+func minMaxOf(arr []byte) (float64, float64, bool) {
+	arr = bytes.TrimSpace(arr)
+	if len(arr) < 2 || arr[0] != '[' || arr[len(arr)-1] != ']' {
+		return 0, 0, false
+	}
+	parts := bytes.SplitN(arr[1:len(arr)-1], []byte{','}, 3)
+	if len(parts) < 2 {
+		return 0, 0, false
+	}
+	lo, ok1 := parseNum(bytes.TrimSpace(parts[0]))
+	hi, ok2 := parseNum(bytes.TrimSpace(parts[1]))
+	if !ok1 || !ok2 || math.IsNaN(lo) || math.IsNaN(hi) || lo > hi {
+		return 0, 0, false
+	}
+	return lo, hi, true
+}
+
+func (b *rollBlock) usable() bool { return b != nil && b.step > 0 && !b.mixed }
+
+func (b *rollBlock) memBytes() int {
+	n := 0
+	for _, l := range b.lanes {
+		for _, f := range l {
+			n += 4*cap(f.min) + 4*cap(f.max)
+		}
+	}
+	return n
+}
+
+// fold puts one lane's field into omin/omax over [t0, t1), for the part of it before `to` (the seam).
+// spread: each bucket fills every output bucket it overlaps (the fleet overview at any width); otherwise a
+// bucket lands at its midpoint, as the pyramid does for wide views.
+func (f *rollField) fold(h0, step, t0, t1, to float64, omin, omax []float64, spread bool) {
+	nb := len(omin)
+	width := (t1 - t0) / float64(nb)
+	put := func(i int, lo, hi float64) {
+		if i < 0 || i >= nb {
+			return
+		}
+		if math.IsNaN(omin[i]) || lo < omin[i] {
+			omin[i] = lo
+		}
+		if math.IsNaN(omax[i]) || hi > omax[i] {
+			omax[i] = hi
+		}
+	}
+	end := math.Min(t1, to)
+	for j := range f.min {
+		if f.min[j] != f.min[j] {
+			continue
+		}
+		bt := h0 + float64(j)*step
+		if bt+step <= t0 || bt >= end {
+			continue
+		}
+		lo, hi := float64(f.min[j]), float64(f.max[j])
+		if !spread {
+			t := math.Min(math.Max(bt+step/2, t0), math.Nextafter(t1, t0))
+			put(int((t-t0)/width), lo, hi)
+			continue
+		}
+		a := int(math.Floor((math.Max(bt, t0) - t0) / width))
+		z := int(math.Ceil((math.Min(bt+step, t1)-t0)/width)) - 1
+		for i := max(a, 0); i <= z && i < nb; i++ {
+			put(i, lo, hi)
+		}
+	}
+}
