@@ -413,10 +413,12 @@ func (s *Store) gpuQuery(t0, t1 float64, sel []*Lane, points int, fields []strin
 		}
 		for hi, h := range hours {
 			var ld *laneData
+			rb := rolls[hi]
 			if b := s.gpu[h]; b != nil {
 				ld = b.lanes[l.Key]
+			} else if tb := s.tails[h]; tb != nil && rb != nil && tb.from <= rb.end {
+				ld = tb.b.lanes[l.Key] // the live tail after the roll-up
 			}
-			rb := rolls[hi]
 			var ts []int64 // decoded at most once per lane and hour, shared by the fields
 			for i, f := range fields {
 				from := math.Inf(-1) // raw data from here on: after the roll-up's newest bucket

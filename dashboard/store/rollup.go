@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"math"
+	"os"
 )
 
 // The gpu_rollup stream (docs/semconv.md §8.3), written by the exporter beside gpu_util: per lane and bucket
@@ -209,4 +210,76 @@ func (f *rollField) fold(h0, step, t0, t1, to float64, omin, omax []float64, spr
 			put(i, lo, hi)
 		}
 	}
+}
+
+// tailBlock is the end of a live gpu_util hour read without the rest: when the roll-up answers a query up to
+// its newest bucket, only the raw readings after it are needed, and the plain file is entered near there
+// (tailSeek) instead of parsed from its start. It is complete from `from` on, tailed by Refresh like a loaded
+// hour, and dropped when the whole hour is loaded or the file is compacted.
+type tailBlock struct {
+	b    *gpuBlock
+	part partition // own read offset into the same file
+	from float64
+}
+
+// tailMargin is how far before the seam a tail read starts: gpu_util lines are appended in arrival order, and
+// readings of different lanes reach the collector up to a batch interval apart.
+const tailMargin = 120.0
+
+// tailSeek returns the offset of a line start in the plain file from which every line has ts ≥ at-margin/2,
+// searching by the timestamps of lines at bisected offsets (the file is in time order up to the margin).
+func tailSeek(path string, at float64) (int64, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, false
+	}
+	target := at - tailMargin
+	buf := make([]byte, 64<<10)
+	// lineAt returns the start and time of the first complete line after off.
+	lineAt := func(off int64) (int64, float64, bool) {
+		n, _ := f.ReadAt(buf, off)
+		b := buf[:n]
+		start := 0
+		if off > 0 {
+			i := bytes.IndexByte(b, '\n')
+			if i < 0 {
+				return 0, 0, false
+			}
+			start = i + 1
+		}
+		end := bytes.IndexByte(b[start:], '\n')
+		if end < 0 {
+			return 0, 0, false
+		}
+		t := 0.0
+		_ = scanFlat(b[start:start+end], func(key, val []byte, str bool) {
+			if string(key) == "ts" {
+				t, _ = parseNum(val)
+			}
+		})
+		return off + int64(start), t, t > 0
+	}
+	lo, hi := int64(0), fi.Size()
+	for hi-lo > int64(len(buf)) {
+		mid := lo + (hi-lo)/2
+		_, t, ok := lineAt(mid)
+		if !ok {
+			return 0, false
+		}
+		if t < target {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	off, _, ok := lineAt(lo)
+	if lo == 0 {
+		off, ok = 0, true
+	}
+	return off, ok
 }

@@ -12,7 +12,11 @@ import (
 // hour h0, and a gpu_rollup computed from them (as docs/semconv.md §8.3 defines it) for the buckets ending by
 // h0+cut — the live tail after it is not rolled up yet. Every 10th bucket is split into two records (a late
 // reading's second record) and one corrupt line is added.
-func rollupRun(t *testing.T, cut float64) string {
+func rollupRun(t *testing.T, cut float64) string { return rollupRunOrdered(t, cut, false) }
+
+// rollupRunOrdered: blocked writes gpu_util lane after lane instead of in time order (not what the exporter
+// does; a tail read must notice and read the whole hour).
+func rollupRunOrdered(t *testing.T, cut float64, blocked bool) string {
 	t.Helper()
 	dir := t.TempDir()
 	write(t, dir, "dashboard/meta.json", `{"schema_version":2,"writer":"otelcol-miles","run_name":"r","start_ts":`+fmt.Sprint(h0)+`}`)
@@ -24,9 +28,10 @@ func rollupRun(t *testing.T, cut float64) string {
 		sum      [3]float64
 		lateFrom int
 	}
-	var raw, roll strings.Builder
+	var roll strings.Builder
+	rawLines := make([][]string, 3)
 	keys := []string{"util", "mem_mb", "power_w"}
-	for _, lane := range [][2]any{{"n1", 0}, {"n1", 1}, {"n2", 0}} {
+	for li, lane := range [][2]any{{"n1", 0}, {"n1", 1}, {"n2", 0}} {
 		buckets := map[int]*[2]agg{}
 		for i := 0; i < 1800; i++ {
 			ts := h0 + float64(i) + 0.25
@@ -34,7 +39,7 @@ func rollupRun(t *testing.T, cut float64) string {
 			if i%300 < 40 {
 				v[0] = 0 // idle stretches
 			}
-			fmt.Fprintf(&raw, `{"ts":%g,"node":%q,"gpu":%d,"util":%g,"mem_mb":%g,"power_w":%g,"temp_c":50}`+"\n", ts, lane[0], lane[1], v[0], v[1], v[2])
+			rawLines[li] = append(rawLines[li], fmt.Sprintf(`{"ts":%g,"node":%q,"gpu":%d,"util":%g,"mem_mb":%g,"power_w":%g,"temp_c":50}`+"\n", ts, lane[0], lane[1], v[0], v[1], v[2]))
 			j := i / 16
 			b := buckets[j]
 			if b == nil {
@@ -76,6 +81,18 @@ func rollupRun(t *testing.T, cut float64) string {
 		}
 	}
 	roll.WriteString(`{"ts":"bad","dt":16}` + "\n")
+	var raw strings.Builder
+	if blocked {
+		for _, ls := range rawLines {
+			raw.WriteString(strings.Join(ls, ""))
+		}
+	} else {
+		for i := range rawLines[0] {
+			for _, ls := range rawLines {
+				raw.WriteString(ls[i])
+			}
+		}
+	}
 	write(t, dir, "dashboard/gpu_util/"+hourA+".jsonl", raw.String())
 	write(t, dir, "dashboard/gpu_rollup/"+hourA+".jsonl", roll.String())
 	return dir
@@ -162,9 +179,16 @@ func TestRollupAnswersWideViewsWithoutRaw(t *testing.T) {
 }
 
 // TestRollupSeamWithRawTail: the roll-up stops at 1200 s (the live tail is not rolled up yet); the window to
-// 1800 s takes the rest from gpu_util: no gap and, at wide buckets, the same answer as gpu_util alone.
+// 1800 s takes the rest from gpu_util: no gap and, at wide buckets, the same answer as gpu_util alone. The
+// live plain file is entered near the seam (a tail read), unless it is not in time order.
 func TestRollupSeamWithRawTail(t *testing.T) {
-	a, b, lanes := openPair(t, rollupRun(t, 1200))
+	for _, blocked := range []bool{false, true} {
+		t.Run(fmt.Sprint("blocked=", blocked), func(t *testing.T) { testSeam(t, blocked) })
+	}
+}
+
+func testSeam(t *testing.T, blocked bool) {
+	a, b, lanes := openPair(t, rollupRunOrdered(t, 1200, blocked))
 	for _, points := range []int{28, 300, 1800} {
 		fa := a.FleetOf(h0, h0+1800, lanes, points)
 		fb := b.FleetOf(h0, h0+1800, lanes, points)
@@ -180,11 +204,37 @@ func TestRollupSeamWithRawTail(t *testing.T) {
 			}
 		}
 	}
+	if n, want := loadedHours(a), map[bool]int{false: 0, true: 1}[blocked]; n != want {
+		t.Errorf("whole gpu_util hours parsed: %d, want %d", n, want)
+	}
+	if tb := a.tails[499_000]; !blocked && (tb == nil || tb.part.plainOff == 0) {
+		t.Errorf("no tail read of the live hour: %+v", tb)
+	}
 	g := a.GPU(h0, h0+1800, lanes, 28, []string{"util"})
 	gb := b.GPU(h0, h0+1800, lanes, 28, []string{"util"})
 	for i := range lanes {
 		if !sameFloats(g.raw[i]["util"].Max, gb.raw[i]["util"].Max) || !sameFloats(g.raw[i]["util"].Min, gb.raw[i]["util"].Min) {
 			t.Errorf("lane %s: roll-up+tail %v raw %v", lanes[i].ID, g.raw[i]["util"].Max, gb.raw[i]["util"].Max)
+		}
+	}
+	// The live file grows: Refresh tails it, and the tail answers the new minutes.
+	var more strings.Builder
+	for i := 1800; i < 1920; i++ {
+		for _, lane := range []string{`"node":"n1","gpu":0`, `"node":"n1","gpu":1`, `"node":"n2","gpu":0`} {
+			fmt.Fprintf(&more, `{"ts":%g,%s,"util":%d,"mem_mb":60000,"power_w":300}`+"\n", h0+float64(i)+0.25, lane, i%97)
+		}
+	}
+	appendTo(t, a.Dir(), "dashboard/gpu_util/"+hourA+".jsonl", more.String())
+	a.Refresh()
+	fresh, err := Open(a.Dir(), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh.SetRollup(false)
+	ga, gf := a.GPU(h0, h0+1920, lanes, 30, []string{"util"}), fresh.GPU(h0, h0+1920, lanes, 30, []string{"util"})
+	for i := range lanes {
+		if !sameFloats(ga.raw[i]["util"].Max, gf.raw[i]["util"].Max) {
+			t.Errorf("after growth, lane %s: roll-up+tail %v raw %v", lanes[i].ID, ga.raw[i]["util"].Max, gf.raw[i]["util"].Max)
 		}
 	}
 }

@@ -55,7 +55,8 @@ type Store struct {
 	rollF   *streamFiles // gpu_rollup (rollup.go)
 	gpu     map[int64]*gpuBlock
 	roll    map[int64]*rollBlock
-	noRoll  bool // SetRollup(false): always read gpu_util (benchmarks compare)
+	tails   map[int64]*tailBlock // live gpu_util hours read from near the roll-up's end only
+	noRoll  bool                 // SetRollup(false): always read gpu_util (benchmarks compare)
 	phases  map[int64]*phaseBlock
 	steps   []stepRec
 	stepsOK bool
@@ -87,7 +88,7 @@ func Open(dir string, follow bool) (*Store, error) {
 		dir: dir, follow: follow,
 		gpuF: newStreamFiles(dir, sc.StreamGPUUtil), phaseF: newStreamFiles(dir, sc.StreamPhases),
 		metricF: newStreamFiles(dir, sc.StreamMetrics), topoF: newStreamFiles(dir, sc.StreamTopology),
-		rollF: newStreamFiles(dir, sc.StreamGPURollup), roll: map[int64]*rollBlock{},
+		rollF: newStreamFiles(dir, sc.StreamGPURollup), roll: map[int64]*rollBlock{}, tails: map[int64]*tailBlock{},
 		gpu: map[int64]*gpuBlock{}, phases: map[int64]*phaseBlock{}, extra: map[string]*Lane{},
 		notices: map[string]Notice{}, listeners: map[chan struct{}]struct{}{},
 	}
@@ -193,6 +194,7 @@ func (s *Store) loadGPUHourLocked(h int64) {
 	if p == nil {
 		return
 	}
+	delete(s.tails, h) // the whole hour supersedes a tail read
 	if !p.loaded {
 		if cb, fi, ok := s.cachedGPUHourLocked(h, p); ok {
 			s.gpu[h] = cb
@@ -342,23 +344,26 @@ func (s *Store) rollUse(h int64, width float64, coarse bool) *rollBlock {
 // rawNeededLocked says whether hour h of gpu_util must be parsed for the query: the roll-up does not answer
 // it, lacks a field, or the window reaches past the roll-up's newest bucket while gpu_util has data there
 // (the live tail).
-func (s *Store) rawNeededLocked(h int64, t0, t1, width float64, coarse bool, fields []string) bool {
+//
+// tailOnly: only readings after the roll-up's end are needed, from a plain file (the live hour): a tail block
+// serves them (rollup.go); tailOK: the tail block already held does.
+func (s *Store) rawNeededLocked(h int64, t0, t1, width float64, coarse bool, fields []string) (need, tailOnly, tailOK bool) {
 	p := s.gpuF.parts[h]
 	if p == nil {
-		return false
+		return false, false, false
 	}
 	b := s.rollUse(h, width, coarse)
 	if b == nil {
-		return true
+		return true, false, false
 	}
 	for _, f := range fields {
 		if !b.fields[f] {
-			return true
+			return true, false, false
 		}
 	}
 	h1 := float64(h+1) * 3600
 	if math.Min(t1, h1) <= b.end {
-		return false
+		return false, false, false
 	}
 	rawLast := 0.0
 	if p.zst != "" {
@@ -367,7 +372,12 @@ func (s *Store) rawNeededLocked(h int64, t0, t1, width float64, coarse bool, fie
 	if p.plain != "" {
 		rawLast = math.Max(rawLast, lastStamp(p.plain))
 	}
-	return rawLast >= b.end
+	if rawLast < b.end {
+		return false, false, false
+	}
+	tailOnly = p.zst == "" && p.plain != ""
+	tb := s.tails[h]
+	return true, tailOnly, tailOnly && tb != nil && tb.from <= b.end
 }
 
 // ensureGPU loads what a GPU query needs: the roll-up of the window's hours, and the gpu_util hours it does
@@ -388,7 +398,10 @@ func (s *Store) ensureGPU(t0, t1, width float64, coarse bool, fields []string) {
 			}
 		}
 		for _, h := range hoursFor(s.gpuF, t0, t1, 0, 0) {
-			if !s.gpuF.parts[h].loaded && s.rawNeededLocked(h, t0, t1, width, coarse, fields) {
+			if s.gpuF.parts[h].loaded {
+				continue
+			}
+			if need, _, tailOK := s.rawNeededLocked(h, t0, t1, width, coarse, fields); need && !tailOK {
 				return true
 			}
 		}
@@ -415,8 +428,73 @@ func (s *Store) ensureGPU(t0, t1, width float64, coarse bool, fields []string) {
 		}
 	}
 	for _, h := range hoursFor(s.gpuF, t0, t1, 0, 0) {
-		if !s.gpuF.parts[h].loaded && s.rawNeededLocked(h, t0, t1, width, coarse, fields) {
+		if s.gpuF.parts[h].loaded {
+			continue
+		}
+		need, tailOnly, tailOK := s.rawNeededLocked(h, t0, t1, width, coarse, fields)
+		switch {
+		case !need || tailOK:
+		case tailOnly && s.loadTailLocked(h, s.roll[h].end):
+		default:
 			s.loadGPUHourLocked(h)
+		}
+	}
+}
+
+// loadTailLocked reads hour h of gpu_util from near `seam` to its end into a tail block; false when the file
+// cannot be entered there (the caller loads the whole hour).
+func (s *Store) loadTailLocked(h int64, seam float64) bool {
+	p := s.gpuF.parts[h]
+	off, ok := tailSeek(p.plain, seam)
+	if !ok {
+		return false
+	}
+	tb := &tailBlock{b: newGPUBlock(h), part: partition{hour: h, plain: p.plain, plainOff: off}, from: seam - tailMargin/2}
+	if off == 0 {
+		tb.from = math.Inf(-1)
+	}
+	reports, err := s.gpuF.read(&tb.part, func(line []byte) bool { return tb.b.addLine(line, s.laneSeen) })
+	if err != nil {
+		return false
+	}
+	// The file must be in time order near the seam: every lane of the roll-up's newest bucket has readings in
+	// the tail. Otherwise (a file written some other way) the whole hour is read.
+	if rb := s.roll[h]; rb != nil && off > 0 {
+		j := int((rb.end-float64(h*3600))/float64(rb.step)) - 1
+		for key, fs := range rb.lanes {
+			for _, f := range fs {
+				if j >= 0 && j < len(f.max) && f.max[j] == f.max[j] && tb.b.lanes[key] == nil {
+					return false
+				}
+				break
+			}
+		}
+	}
+	s.report(reports, nil)
+	s.tails[h] = tb
+	if tb.b.maxTs > s.edge {
+		s.edge = tb.b.maxTs
+	}
+	return true
+}
+
+// refreshTailsLocked grows the tail blocks; one whose file was compacted or replaced is dropped (the next query
+// decides again what to read).
+func (s *Store) refreshTailsLocked() {
+	for h, tb := range s.tails {
+		p := s.gpuF.parts[h]
+		if p == nil || p.loaded || p.zst != "" || p.plain != tb.part.plain {
+			delete(s.tails, h)
+			continue
+		}
+		reports, err := s.gpuF.read(&tb.part, func(line []byte) bool { return tb.b.addLine(line, s.laneSeen) })
+		if err != nil {
+			delete(s.tails, h)
+			continue
+		}
+		s.report(reports, nil)
+		if tb.b.maxTs > s.edge {
+			s.edge = tb.b.maxTs
 		}
 	}
 }
@@ -630,6 +708,7 @@ func (s *Store) Refresh() {
 			s.loadRollHourLocked(h)
 		}
 	}
+	s.refreshTailsLocked()
 	for _, h := range s.phaseF.hours() {
 		if p := s.phaseF.parts[h]; p.loaded || (h >= newest-1 && len(s.phases) > 0) {
 			s.loadPhaseHourLocked(h)
