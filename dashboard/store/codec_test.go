@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"math"
 	"math/rand"
 	"testing"
@@ -133,7 +134,16 @@ func TestCountersRoundTrip(t *testing.T) {
 // fields at 1 Hz, phases of tens of seconds, cumulative energy and PCIe/NVLink byte counters growing by
 // large, jittery amounts every second) stays under 2 bytes per value held, timestamps and pyramid included.
 func TestBytesPerValueWithCounters(t *testing.T) {
+	for _, shuffled := range []bool{false, true} {
+		t.Run(fmt.Sprint("out_of_order=", shuffled), func(t *testing.T) { testBytesPerValueWithCounters(t, shuffled) })
+	}
+}
+
+// shuffled: readings arrive the way the collector's concurrent exports deliver them (batches of a few seconds
+// overtaking each other); a closed hour is put back in time order, so it costs the same and answers the same.
+func testBytesPerValueWithCounters(t *testing.T, shuffled bool) {
 	b := newGPUBlock(499_001)
+	var lines [][]byte
 	r := rand.New(rand.NewSource(4))
 	noise := func(s float64) float64 { return s * r.NormFloat64() }
 	energy, pcieRx, pcieTx, nvRx, nvTx, temp := 4.3e8, 1.1e13, 9e12, 3e13, 3e13, 45.0
@@ -166,11 +176,37 @@ func TestBytesPerValueWithCounters(t *testing.T) {
 			line = append(line, `,"`+k+`":`+ftoa(rec[k])...)
 		}
 		line = append(line, '}')
+		lines = append(lines, line)
+	}
+	if shuffled {
+		for i := 0; i+10 <= len(lines); i += 10 { // [0..4][5..9] → [5..9][0..4]
+			blk := append([][]byte(nil), lines[i:i+10]...)
+			copy(lines[i:], blk[5:])
+			copy(lines[i+5:], blk[:5])
+		}
+	}
+	for _, line := range lines {
 		if !b.addLine(line, nil) {
 			t.Fatalf("line rejected: %s", line)
 		}
 	}
 	b.seal()
+	for _, l := range b.lanes {
+		ts := l.ts.decode(nil)
+		for i := range ts {
+			if ts[i] != int64(499_001*3600+i)*1000 {
+				t.Fatalf("sample %d at %d after seal", i, ts[i])
+			}
+		}
+		prev := 0.0
+		l.fields["pcie_rx"].vals.each(func(i int, v float64) bool { // a counter: monotone once in time order
+			if v < prev {
+				t.Fatalf("pcie_rx %d = %v after %v", i, v, prev)
+			}
+			prev = v
+			return true
+		})
+	}
 	per := float64(b.memBytes()) / float64(b.values)
 	cols := 0
 	for _, l := range b.lanes {

@@ -1,7 +1,9 @@
 package store
 
 import (
+	"cmp"
 	"math"
+	"slices"
 )
 
 // pyramidStep is the finest pre-aggregated bucket (seconds). A 1-hour block keeps up to 3600/16 = 225 min/max
@@ -56,6 +58,7 @@ type gpuBlock struct {
 	minTs  float64
 	maxTs  float64
 	values int
+	sealed int // values at the last seal
 
 	last     *laneData
 	lastNode []byte
@@ -168,9 +171,15 @@ func (b *gpuBlock) laneFor(node []byte, gpu int, onLane func(string)) *laneData 
 	return lane
 }
 
-// seal drops append slack: called when an hour is closed and will not grow any more.
+// seal drops append slack and puts each lane's samples in time order: called when an hour is closed and will not
+// grow any more.
 func (b *gpuBlock) seal() {
+	if b.sealed == b.values {
+		return // nothing arrived since the last seal
+	}
+	b.sealed = b.values
 	for _, l := range b.lanes {
+		l.sortByTime()
 		l.ts.buf = shrink(l.ts.buf)
 		for _, f := range l.fields {
 			f.vals.buf = shrink(f.vals.buf)
@@ -180,6 +189,51 @@ func (b *gpuBlock) seal() {
 			}
 		}
 	}
+}
+
+// sortByTime re-encodes the lane in time order when its samples arrived out of order. The collector exports
+// batches concurrently, so a lane's readings can land a few seconds out of order; a cumulative counter then
+// steps backwards and forwards by seconds' worth of bytes, which no predictor compresses (2.4–2.8 B per value
+// on the simulator run instead of 1–2). The min/max pyramid does not depend on the order.
+func (l *laneData) sortByTime() {
+	ts := l.ts.decode(make([]int64, 0, l.ts.n))
+	if slices.IsSorted(ts) {
+		return
+	}
+	perm := make([]int32, len(ts))
+	for i := range perm {
+		perm[i] = int32(i)
+	}
+	slices.SortStableFunc(perm, func(a, b int32) int { return cmp.Compare(ts[a], ts[b]) })
+	var nt timeColumn
+	for _, i := range perm {
+		nt.append(ts[i])
+	}
+	l.ts = nt
+	vals := make([]float64, len(ts))
+	for _, f := range l.fields {
+		for i := range vals {
+			vals[i] = math.NaN()
+		}
+		f.vals.each(func(i int, v float64) bool {
+			vals[f.start+i] = v
+			return true
+		})
+		start := 0
+		for start < len(perm) && math.IsNaN(vals[perm[start]]) {
+			start++
+		}
+		end := len(perm) // trailing samples without the field stay implicit, as before
+		for end > start && math.IsNaN(vals[perm[end-1]]) {
+			end--
+		}
+		var nv valueColumn
+		for _, i := range perm[start:end] {
+			nv.append(vals[i])
+		}
+		f.start, f.vals = start, nv
+	}
+	l.order = nil
 }
 
 func (b *gpuBlock) memBytes() int {

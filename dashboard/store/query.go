@@ -199,6 +199,10 @@ func (s *Store) Meta() map[string]any {
 	}
 	sort.Slice(notices, func(i, j int) bool { return notices[i].Message < notices[j].Message })
 	memBytes, values := 0, 0
+	for _, tb := range s.tails {
+		memBytes += tb.b.memBytes()
+		values += tb.b.values
+	}
 	var intervals []float64
 	for _, b := range s.gpu {
 		memBytes += b.memBytes()
