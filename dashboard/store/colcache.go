@@ -150,8 +150,12 @@ func writeGPUBlock(w *bufio.Writer, b *gpuBlock) error {
 			c.u(uint64(f.vals.costD))
 			c.u(uint64(f.vals.costDD))
 			c.bytes(f.vals.buf)
-			c.floats32(f.min)
-			c.floats32(f.max)
+			var pmin, pmax []float32 // empty: not built
+			if p := f.pyr.Load(); p != nil {
+				pmin, pmax = p.min, p.max
+			}
+			c.floats32(pmin)
+			c.floats32(pmax)
 		}
 	}
 	return c.err
@@ -239,8 +243,9 @@ func readGPUBlock(r *bufio.Reader, hour int64) (*gpuBlock, error) {
 			f.vals.costD = uint32(c.u())
 			f.vals.costDD = uint32(c.u())
 			f.vals.buf = c.bytes()
-			f.min = c.floats32()
-			f.max = c.floats32()
+			if pmin, pmax := c.floats32(), c.floats32(); len(pmin) > 0 && len(pmin) == len(pmax) {
+				f.pyr.Store(&pyramid{min: pmin, max: pmax})
+			}
 			l.fields[name] = f
 			b.fields[name] = true
 		}

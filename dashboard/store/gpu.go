@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"math"
 	"slices"
+	"sync"
+	"sync/atomic"
 )
 
 // pyramidStep is the finest pre-aggregated bucket (seconds). A 1-hour block keeps up to 3600/16 = 225 min/max
@@ -13,29 +15,62 @@ const pyramidStep = 16
 const bucketsPerHour = 3600 / pyramidStep
 
 // field is one lane's field in one hour: values aligned with the lane's timestamps from index start on, plus
-// a min/max pyramid grown as buckets fill.
+// a min/max pyramid, built on the first view wide enough to use it (most fields are never drawn wide, and
+// where the collector wrote gpu_rollup the wide views of the drawn ones come from it) and grown as samples
+// arrive after that.
 type field struct {
-	start    int
-	vals     valueColumn
-	min, max []float32 // NaN = empty bucket
+	start int
+	vals  valueColumn
+	pyr   atomic.Pointer[pyramid]
 }
 
-func (f *field) bucket(b int, v float64) {
+// pyramid holds per 16 s bucket of the hour the min and max (NaN = empty bucket).
+type pyramid struct{ min, max []float32 }
+
+func (p *pyramid) bucket(b int, v float64) {
 	if b < 0 || b >= bucketsPerHour {
 		return // a sample filed under the wrong hour (legacy flat files): raw only
 	}
 	nan := float32(math.NaN())
-	for len(f.min) <= b {
-		f.min = append(f.min, nan)
-		f.max = append(f.max, nan)
+	for len(p.min) <= b {
+		p.min = append(p.min, nan)
+		p.max = append(p.max, nan)
 	}
 	x := float32(v)
-	if cur := f.min[b]; cur != cur || x < cur {
-		f.min[b] = x
+	if cur := p.min[b]; cur != cur || x < cur {
+		p.min[b] = x
 	}
-	if cur := f.max[b]; cur != cur || x > cur {
-		f.max[b] = x
+	if cur := p.max[b]; cur != cur || x > cur {
+		p.max[b] = x
 	}
+}
+
+// pyramidOf returns f's pyramid, building it from the samples the first time. Queries run concurrently under
+// the store's read lock: mu (the block's) makes one of them build it; appends run under the write lock.
+func (l *laneData) pyramidOf(f *field, hour int64, mu *sync.Mutex, ts *[]int64) *pyramid {
+	if p := f.pyr.Load(); p != nil {
+		return p
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if p := f.pyr.Load(); p != nil {
+		return p
+	}
+	if *ts == nil {
+		*ts = l.ts.decode(make([]int64, 0, l.ts.n))
+	}
+	times := *ts
+	p := &pyramid{}
+	h0 := hour * 3600 * 1000
+	f.vals.each(func(i int, v float64) bool {
+		if !math.IsNaN(v) {
+			p.bucket(int((times[f.start+i]-h0)/(pyramidStep*1000)), v)
+		}
+		return true
+	})
+	p.min, p.max = slices.Clip(p.min), slices.Clip(p.max)
+	f.pyr.Store(p)
+	return p
 }
 
 // laneData is one lane in one hour.
@@ -58,7 +93,8 @@ type gpuBlock struct {
 	minTs  float64
 	maxTs  float64
 	values int
-	sealed int // values at the last seal
+	sealed int        // values at the last seal
+	pyrMu  sync.Mutex // builds pyramids (pyramidOf)
 
 	last     *laneData
 	lastNode []byte
@@ -145,7 +181,9 @@ func (b *gpuBlock) addLine(line []byte, onLane func(key string)) bool {
 			f.vals.append(math.NaN())
 		}
 		f.vals.append(x.v)
-		f.bucket(bucket, x.v)
+		if p := f.pyr.Load(); p != nil {
+			p.bucket(bucket, x.v)
+		}
 		b.values++
 	}
 	b.minTs = math.Min(b.minTs, ts)
@@ -183,9 +221,8 @@ func (b *gpuBlock) seal() {
 		l.ts.buf = shrink(l.ts.buf)
 		for _, f := range l.fields {
 			f.vals.buf = shrink(f.vals.buf)
-			if cap(f.min) > len(f.min) {
-				f.min = append([]float32(nil), f.min...)
-				f.max = append([]float32(nil), f.max...)
+			if p := f.pyr.Load(); p != nil {
+				p.min, p.max = slices.Clip(p.min), slices.Clip(p.max)
 			}
 		}
 	}
@@ -241,7 +278,10 @@ func (b *gpuBlock) memBytes() int {
 	for _, l := range b.lanes {
 		n += cap(l.ts.buf)
 		for _, f := range l.fields {
-			n += cap(f.vals.buf) + 4*cap(f.min) + 4*cap(f.max)
+			n += cap(f.vals.buf)
+			if p := f.pyr.Load(); p != nil {
+				n += 4*cap(p.min) + 4*cap(p.max)
+			}
 		}
 	}
 	return n
@@ -272,7 +312,7 @@ func itoa(i int) string {
 // minMaxBuckets folds one field of a lane into omin/omax (len = buckets over [t0, t1)): from the pyramid for
 // wide buckets and from the raw samples otherwise, leaving out what lies before `from` (the part a roll-up
 // answered; -Inf = nothing). ts is the lane's decoded timestamps (decoded lazily, once).
-func (l *laneData) minMaxBuckets(name string, hour int64, t0, t1, from float64, omin, omax []float64, ts *[]int64) {
+func (l *laneData) minMaxBuckets(name string, hour int64, t0, t1, from float64, omin, omax []float64, ts *[]int64, mu *sync.Mutex) {
 	f := l.fields[name]
 	if f == nil {
 		return
@@ -295,15 +335,16 @@ func (l *laneData) minMaxBuckets(name string, hour int64, t0, t1, from float64, 
 	// 4× wider (misplacement under 1/8 of a bucket); finer views decode the raw samples.
 	if width >= 4*pyramidStep && hour >= 0 {
 		h0 := float64(hour * 3600)
-		for j := range f.min {
-			if f.min[j] != f.min[j] {
+		p := l.pyramidOf(f, hour, mu, ts)
+		for j := range p.min {
+			if p.min[j] != p.min[j] {
 				continue
 			}
 			bt := h0 + float64(j*pyramidStep)
 			if bt+pyramidStep <= t0 || bt >= t1 || bt+pyramidStep <= from {
 				continue
 			}
-			put(math.Min(math.Max(bt+pyramidStep/2, t0), math.Nextafter(t1, t0)), float64(f.min[j]), float64(f.max[j]))
+			put(math.Min(math.Max(bt+pyramidStep/2, t0), math.Nextafter(t1, t0)), float64(p.min[j]), float64(p.max[j]))
 		}
 		return
 	}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"sync"
 )
 
 // stepRec is one metrics record; topoRec one topology snapshot.
@@ -417,11 +418,12 @@ func (s *Store) gpuQuery(t0, t1 float64, sel []*Lane, points int, fields []strin
 		}
 		for hi, h := range hours {
 			var ld *laneData
+			var mu *sync.Mutex
 			rb := rolls[hi]
 			if b := s.gpu[h]; b != nil {
-				ld = b.lanes[l.Key]
+				ld, mu = b.lanes[l.Key], &b.pyrMu
 			} else if tb := s.tails[h]; tb != nil && rb != nil && tb.from <= rb.end {
-				ld = tb.b.lanes[l.Key] // the live tail after the roll-up
+				ld, mu = tb.b.lanes[l.Key], &tb.b.pyrMu // the live tail after the roll-up
 			}
 			var ts []int64 // decoded at most once per lane and hour, shared by the fields
 			for i, f := range fields {
@@ -433,7 +435,7 @@ func (s *Store) gpuQuery(t0, t1 float64, sel []*Lane, points int, fields []strin
 					from = rb.end
 				}
 				if ld != nil {
-					ld.minMaxBuckets(f, h, t0, t1, from, mms[i].Min, mms[i].Max, &ts)
+					ld.minMaxBuckets(f, h, t0, t1, from, mms[i].Min, mms[i].Max, &ts, mu)
 				}
 			}
 		}

@@ -292,3 +292,29 @@ func FuzzRollupLine(f *testing.F) {
 		}
 	})
 }
+
+// TestPyramidsBuiltConcurrently: wide views on gpu_util build the pyramids lazily under the read lock; queries
+// racing to build them get the same answer (run with -race).
+func TestPyramidsBuiltConcurrently(t *testing.T) {
+	_, b, lanes := openPair(t, rollupRun(t, 1808))
+	b.GPU(h0, h0+1800, lanes, 1800, []string{"temp_c"}) // loads the hour, builds no pyramid of util
+	want := b.GPU(h0, h0+1800, lanes, 28, []string{"util"})
+	fresh, _, _ := openPair(t, b.Dir())
+	fresh.SetRollup(false)
+	fresh.GPU(h0, h0+1800, lanes, 1800, []string{"temp_c"})
+	got := make([]*GPUResult, 8)
+	done := make(chan int)
+	for i := range got {
+		go func() { got[i] = fresh.GPU(h0, h0+1800, lanes, 28, []string{"util"}); done <- i }()
+	}
+	for range got {
+		<-done
+	}
+	for _, g := range got {
+		for i := range lanes {
+			if !sameFloats(g.raw[i]["util"].Max, want.raw[i]["util"].Max) || !sameFloats(g.raw[i]["util"].Min, want.raw[i]["util"].Min) {
+				t.Fatalf("lane %d: %v want %v", i, g.raw[i]["util"].Max, want.raw[i]["util"].Max)
+			}
+		}
+	}
+}
