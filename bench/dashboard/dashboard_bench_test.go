@@ -84,6 +84,9 @@ func TestColdOpenAndWarmQueries(t *testing.T) {
 	t.Logf("cold open -> first timeline answer (meta, lanes, fleet over the default window): %s "+
 		"(read: %d gpu_util hours, %d GPU values; %d gpu_rollup hours, %d B held)", first, m.Memory.Hours,
 		m.Memory.GPUValues, m.Memory.RollupHours, m.Memory.RollupBytes)
+	s := time.Now()
+	get(t, ts.URL+"/api/v1/gpu?lanes=g0-7&points=1000&fields=util,mem_mb")
+	t.Logf("first lane view at 1000 points (3.6 s buckets: raw samples, parses gpu_util unless loaded): %s", time.Since(s))
 	for _, q := range []string{
 		"/api/v1/fleet?buckets=600",
 		"/api/v1/gpu?lanes=g0-7&points=1000&fields=util,mem_mb",

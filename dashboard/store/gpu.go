@@ -3,6 +3,7 @@ package store
 import (
 	"cmp"
 	"math"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -216,8 +217,22 @@ func (b *gpuBlock) seal() {
 		return // nothing arrived since the last seal
 	}
 	b.sealed = b.values
+	// Lanes are independent: sort them on every core (the caller holds the store's write lock meanwhile).
+	lanes := make(chan *laneData, len(b.lanes))
 	for _, l := range b.lanes {
-		l.sortByTime()
+		lanes <- l
+	}
+	close(lanes)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for l := range lanes {
+				l.sortByTime()
+			}
+		})
+	}
+	wg.Wait()
+	for _, l := range b.lanes {
 		l.ts.buf = shrink(l.ts.buf)
 		for _, f := range l.fields {
 			f.vals.buf = shrink(f.vals.buf)
