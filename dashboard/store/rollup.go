@@ -30,8 +30,10 @@ type rollBlock struct {
 	end    float64 // newest bucket end
 	// rawFirst is the first gpu_util time of the hour (0 = not looked up yet, +Inf = no gpu_util).
 	rawFirst float64
+	// the lane of the previous record: records of one lane come together
 	last     map[string]*rollField
-	lastK    []byte
+	lastNode []byte
+	lastGPU  int
 }
 
 // rollField is one lane's field over one hour: min/max per bucket (NaN = no record), float32 like the pyramid.
@@ -97,7 +99,7 @@ func (b *rollBlock) addLine(line []byte, onLane func(string)) bool {
 		return true
 	}
 	lane := b.last
-	if lane == nil || string(b.lastK) != string(node)+":"+itoa(int(gpu)) {
+	if lane == nil || b.lastGPU != int(gpu) || string(b.lastNode) != string(node) {
 		key := string(node) + ":" + itoa(int(gpu))
 		lane = b.lanes[key]
 		if lane == nil {
@@ -107,7 +109,7 @@ func (b *rollBlock) addLine(line []byte, onLane func(string)) bool {
 				onLane(key)
 			}
 		}
-		b.last, b.lastK = lane, append(b.lastK[:0], key...)
+		b.last, b.lastNode, b.lastGPU = lane, append(b.lastNode[:0], node...), int(gpu)
 	}
 	j := int((ts - h0) / dt)
 	nb := int(3600 / dt)
@@ -142,19 +144,36 @@ func (b *rollBlock) addLine(line []byte, onLane func(string)) bool {
 	return true
 }
 
-// minMaxOf reads the first two numbers of "[min,max,sum,count]".
+// minMaxOf reads the first two numbers of "[min,max,sum,count]" (no allocation: it runs per field and record).
 func minMaxOf(arr []byte) (float64, float64, bool) {
-	arr = bytes.TrimSpace(arr)
-	if len(arr) < 2 || arr[0] != '[' || arr[len(arr)-1] != ']' {
+	if len(arr) < 2 || arr[0] != '[' {
 		return 0, 0, false
 	}
-	parts := bytes.SplitN(arr[1:len(arr)-1], []byte{','}, 3)
-	if len(parts) < 2 {
-		return 0, 0, false
+	var out [2]float64
+	i := 1
+	for k := range out {
+		for i < len(arr) && arr[i] == ' ' {
+			i++
+		}
+		j := i
+		for j < len(arr) && arr[j] != ',' && arr[j] != ']' && arr[j] != ' ' {
+			j++
+		}
+		v, ok := parseNum(arr[i:j])
+		if !ok || j >= len(arr) {
+			return 0, 0, false
+		}
+		out[k] = v
+		for j < len(arr) && arr[j] == ' ' {
+			j++
+		}
+		if k == 0 && (j >= len(arr) || arr[j] != ',') {
+			return 0, 0, false
+		}
+		i = j + 1
 	}
-	lo, ok1 := parseNum(bytes.TrimSpace(parts[0]))
-	hi, ok2 := parseNum(bytes.TrimSpace(parts[1]))
-	if !ok1 || !ok2 || math.IsNaN(lo) || math.IsNaN(hi) || lo > hi {
+	lo, hi := out[0], out[1]
+	if math.IsNaN(lo) || math.IsNaN(hi) || lo > hi {
 		return 0, 0, false
 	}
 	return lo, hi, true
