@@ -1,9 +1,11 @@
 package store
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -317,4 +319,35 @@ func TestPyramidsBuiltConcurrently(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzPhaseFastParity: whenever the fast phases decoder accepts a line, encoding/json decodes the same record.
+func FuzzPhaseFastParity(f *testing.F) {
+	for _, l := range []string{
+		`{"name":"actor_train","t0":1796122800.5,"t1":1796122861.25,"node":"sim-node-0","rank":0,"role":"train","gpus":[0,1],"uuids":["GPU-a"],"step":3,"span":"00f1","parent":"00e0"}`,
+		`{"name":"update_weights","t0":1796122800,"t1":null,"node":"n1","rank":1,"role":"train","gpus":[1],"span":"u1"}`,
+		`{"name":"rollout","t0":5,"t1":90,"node":"n0","rank":-1,"role":"rollout_manager","gpus":[],"span":"r1","step":null}`,
+		`{"name":"x","t0":1e3,"t1":-1,"rank":2,"NAME":"y","gpus":null}`,
+		`{"name":"a\\u0062","t0":1,"t1":2}`,
+		`{"name":"a","t0":NaN,"t1":2}`,
+		`{"name":"a","t0":1,"rank":1.5}`,
+	} {
+		f.Add([]byte(l))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		fast, ok := parsePhaseFast(line)
+		if !ok {
+			return
+		}
+		slow := phaseRec{Rank: -1}
+		if err := json.Unmarshal(line, &slow); err != nil {
+			if json.Valid(line) {
+				t.Fatalf("fast accepted %q, encoding/json: %v", line, err)
+			}
+			return // malformed JSON in a member the fast path skips
+		}
+		if !reflect.DeepEqual(fast, slow) {
+			t.Fatalf("%q:\n fast %+v\n json %+v", line, fast, slow)
+		}
+	})
 }
