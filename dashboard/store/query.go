@@ -191,7 +191,7 @@ func (s *Store) Meta() map[string]any {
 	}
 	sort.Strings(fl)
 	streams := map[string]any{}
-	for _, f := range []*streamFiles{s.gpuF, s.phaseF, s.metricF, s.topoF} {
+	for _, f := range []*streamFiles{s.gpuF, s.phaseF, s.metricF, s.topoF, s.rollF} {
 		streams[f.name] = map[string]any{"partitions": len(f.parts)}
 	}
 	notices := make([]Notice, 0, len(s.notices))
