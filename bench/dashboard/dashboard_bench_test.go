@@ -54,6 +54,9 @@ func TestColdOpenAndWarmQueries(t *testing.T) {
 	if c := os.Getenv("MILES_BENCH_CACHE"); c != "" {
 		st.SetCacheDir(c) // run twice with the same directory: the second open reads compacted hours from it
 	}
+	if os.Getenv("MILES_BENCH_NO_ROLLUP") != "" {
+		st.SetRollup(false) // the read path before the gpu_rollup stream: everything from gpu_util
+	}
 	ts := httptest.NewServer(server.New(st, server.Options{}))
 	defer ts.Close()
 	opened := time.Since(start)
@@ -65,19 +68,25 @@ func TestColdOpenAndWarmQueries(t *testing.T) {
 		Data struct {
 			LanesTotal int `json:"lanes_total"`
 			Memory     struct {
-				GPUBytes  int `json:"gpu_bytes"`
-				GPUValues int `json:"gpu_values"`
-				Hours     int `json:"loaded_hours"`
+				GPUBytes    int `json:"gpu_bytes"`
+				GPUValues   int `json:"gpu_values"`
+				Hours       int `json:"loaded_hours"`
+				RollupBytes int `json:"rollup_bytes"`
+				RollupHours int `json:"rollup_hours"`
 			} `json:"memory"`
 			TimeRange []float64 `json:"time_range"`
 		} `json:"data"`
 	}
 	_ = json.Unmarshal(get(t, ts.URL+"/api/v1/meta"), &meta)
 	m := meta.Data
-	t.Logf("run: %d lanes, %.1f h of data, %d hours loaded, %d GPU values", m.LanesTotal,
-		(m.TimeRange[1]-m.TimeRange[0])/3600, m.Memory.Hours, m.Memory.GPUValues)
+	t.Logf("run: %d lanes, %.1f h of data", m.LanesTotal, (m.TimeRange[1]-m.TimeRange[0])/3600)
 	t.Logf("open (parses nothing): %s", opened)
-	t.Logf("cold open -> first timeline answer (meta, lanes, fleet over the default window): %s", first)
+	t.Logf("cold open -> first timeline answer (meta, lanes, fleet over the default window): %s "+
+		"(read: %d gpu_util hours, %d GPU values; %d gpu_rollup hours, %d B held)", first, m.Memory.Hours,
+		m.Memory.GPUValues, m.Memory.RollupHours, m.Memory.RollupBytes)
+	s := time.Now()
+	get(t, ts.URL+"/api/v1/gpu?lanes=g0-7&points=1000&fields=util,mem_mb")
+	t.Logf("first lane view at 1000 points (3.6 s buckets: raw samples, parses gpu_util unless loaded): %s", time.Since(s))
 	for _, q := range []string{
 		"/api/v1/fleet?buckets=600",
 		"/api/v1/gpu?lanes=g0-7&points=1000&fields=util,mem_mb",
@@ -94,6 +103,8 @@ func TestColdOpenAndWarmQueries(t *testing.T) {
 	if os.Getenv("MILES_BENCH_CACHE") != "" {
 		time.Sleep(5 * time.Second) // the column cache is written in the background; let it finish
 	}
+	_ = json.Unmarshal(get(t, ts.URL+"/api/v1/meta"), &meta) // the lane query above parsed gpu_util
+	m = meta.Data
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)

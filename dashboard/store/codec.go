@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/binary"
 	"math"
+	"math/bits"
 )
 
 // GPU series are held compressed: per lane and hour one timestamp column shared by every field, and per field a
@@ -10,10 +11,11 @@ import (
 //
 //   - timeColumn: milliseconds as zigzag varint delta-of-deltas (a steady 1 s cadence costs one byte per sample,
 //     shared by all ~20 fields of the sample).
-//   - valueColumn: values quantised to 1/100 as zigzag varint deltas (a reading that holds still costs one byte).
-//     Every value the exporter writes has at most two decimals (util %, watts to 0.1, MiB), so quantisation loses
-//     nothing; values that do not fit (huge counters, more decimals, NaN = "absent in this sample") are stored raw
-//     behind an escape.
+//   - valueColumn: values quantised to 1/100, each predicted by delta or delta-of-delta (chosen per value from
+//     recent costs) and the residual written as a tagged zigzag varint (a reading that holds still, or a counter
+//     growing at a steady rate, costs one byte). Every value the exporter writes has at most two decimals
+//     (util %, watts to 0.1, MiB), so quantisation loses nothing; values that do not fit (more decimals, NaN =
+//     "absent in this sample") are stored raw behind an escape.
 //
 // Not Prometheus' XOR chunks: prometheus/prometheus requires a gorilla/websocket newer than the release this
 // project pins, and these columns are smaller for quantised GPU data since the timestamps are shared.
@@ -63,43 +65,129 @@ func (c *timeColumn) interval() float64 {
 
 const (
 	valueScale = 100
-	escape     = math.MinInt64 / 4 // marks a raw float64 following
+	// maxQuantum bounds quantised values so that a residual (value minus prediction, both under 3×2^59 in
+	// magnitude) still fits a zigzag varint shifted by the two tag bits.
+	maxQuantum = 1 << 59
 )
 
+// Residual tags (the low two bits of each token): the residual divided by 100, by 10, by 1, or an escape.
+const (
+	tagHundreds = 0
+	tagTens     = 1
+	tagUnits    = 2
+	tagEscape   = 3
+)
+
+// valueColumn holds one field's values. Each value is quantised to 1/100 and predicted from the previous ones,
+// either as "same as the last value" (delta: right for gauges that hold still or jump) or as "the last value
+// plus the last step" (delta-of-delta: right for cumulative counters such as energy or PCIe/NVLink bytes,
+// which grow by a large, nearly constant amount every second). The predictor is chosen per value from a
+// running estimate of what each would have cost on the recent values; the decoder keeps the same estimate,
+// so no side information is stored. The residual is written as one uvarint token: zigzag(residual / k) << 2 |
+// tag, where k (100, 10 or 1) is the largest that divides it: whole numbers (MiB, bytes, clocks) and one
+// decimal (%, W, J) lose the quantum's unused digits. A value that does not survive quantisation exactly
+// (more decimals, beyond 2^59/100, NaN = "absent in this sample") is stored raw behind the escape token and
+// leaves the predictor as it was.
 type valueColumn struct {
-	buf   []byte
-	n     int
-	lastV int64
+	buf []byte
+	n   int
+	pred
+}
+
+// pred is the predictor state shared by the encoder and the decoder.
+type pred struct {
+	lastV, lastD  int64  // last quantised value and last step
+	costD, costDD uint32 // decayed bit cost of the delta and delta-of-delta residuals (fixed point, ×16)
+}
+
+func (p *pred) guess() int64 {
+	if p.costDD < p.costD {
+		return p.lastV + p.lastD
+	}
+	return p.lastV
+}
+
+func (p *pred) update(q int64) {
+	d := q - p.lastV
+	dd := d - p.lastD
+	p.costD += uint32(bits.Len64(zigzag(d)))<<4 - p.costD>>3
+	p.costDD += uint32(bits.Len64(zigzag(dd)))<<4 - p.costDD>>3
+	p.lastV, p.lastD = q, d
+}
+
+func zigzag(v int64) uint64   { return uint64(v<<1) ^ uint64(v>>63) }
+func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
+
+// quantise returns v×100 as an integer when decoding it gives v back bit for bit.
+func quantise(v float64) (int64, bool) {
+	q := v * valueScale
+	if !(math.Abs(q) < maxQuantum) { // NaN too
+		return 0, false
+	}
+	iv := int64(math.Round(q))
+	if dequantise(iv) != v || (v == 0 && math.Signbit(v)) {
+		return 0, false
+	}
+	return iv, true
+}
+
+func dequantise(iv int64) float64 {
+	if iv%valueScale == 0 {
+		return float64(iv / valueScale) // exact for whole numbers whatever their size
+	}
+	return float64(iv) / valueScale
 }
 
 func (c *valueColumn) append(v float64) {
-	q := v * valueScale
-	if math.IsNaN(v) || math.Abs(q) > 1e15 || math.Abs(q-math.Round(q)) > 1e-6 {
-		c.buf = binary.AppendVarint(c.buf, escape)
+	c.n++
+	q, ok := quantise(v)
+	if !ok {
+		c.buf = append(c.buf, tagEscape)
 		c.buf = binary.LittleEndian.AppendUint64(c.buf, math.Float64bits(v))
-		c.n++
 		return
 	}
-	iv := int64(math.Round(q))
-	c.buf = binary.AppendVarint(c.buf, iv-c.lastV)
-	c.lastV = iv
-	c.n++
+	r := q - c.guess()
+	var tok uint64
+	switch {
+	case r%100 == 0:
+		tok = zigzag(r/100)<<2 | tagHundreds
+	case r%10 == 0:
+		tok = zigzag(r/10)<<2 | tagTens
+	default:
+		tok = zigzag(r)<<2 | tagUnits
+	}
+	c.buf = binary.AppendUvarint(c.buf, tok)
+	c.update(q)
 }
 
 // each decodes the values in order; fn returns false to stop.
 func (c *valueColumn) each(fn func(i int, v float64) bool) {
-	var iv int64
+	var p pred
 	b := c.buf
 	for i := 0; i < c.n; i++ {
-		x, k := binary.Varint(b)
+		tok, k := binary.Uvarint(b)
+		if k <= 0 {
+			return // cannot happen for a column we wrote; a damaged cache file must not panic
+		}
 		b = b[k:]
 		var v float64
-		if x == escape {
+		if tag := tok & 3; tag == tagEscape {
+			if len(b) < 8 {
+				return
+			}
 			v = math.Float64frombits(binary.LittleEndian.Uint64(b))
 			b = b[8:]
 		} else {
-			iv += x
-			v = float64(iv) / valueScale
+			r := unzigzag(tok >> 2)
+			switch tag {
+			case tagHundreds:
+				r *= 100
+			case tagTens:
+				r *= 10
+			}
+			q := p.guess() + r
+			p.update(q)
+			v = dequantise(q)
 		}
 		if !fn(i, v) {
 			return

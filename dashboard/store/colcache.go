@@ -20,7 +20,7 @@ import (
 // fraction of a second reading ~200 MB of columns). Stateless reader rules hold: the cache is derived data, keyed
 // by the run's absolute path and the source file's size and mtime, and never written into the run directory.
 
-const colCacheMagic = "MILESGC2"
+const colCacheMagic = "MILESGC3" // 3: value columns with the delta / delta-of-delta predictor (codec.go)
 
 // SetCacheDir enables the column cache in dir ("" disables it).
 func (s *Store) SetCacheDir(dir string) {
@@ -58,6 +58,9 @@ func (s *Store) cachedGPUHourLocked(h int64, p *partition) (*gpuBlock, os.FileIn
 	}
 	defer f.Close()
 	b, err := readGPUBlock(bufio.NewReaderSize(f, 1<<20), h)
+	if errors.Is(err, errStaleCache) {
+		return nil, fi, false // written by an older version: parsed again and overwritten, nothing to report
+	}
 	if err != nil {
 		s.notice("warning", "column cache "+path+" unreadable, parsing the hour instead: "+err.Error())
 		return nil, fi, false
@@ -143,13 +146,22 @@ func writeGPUBlock(w *bufio.Writer, b *gpuBlock) error {
 			c.u(uint64(f.start))
 			c.u(uint64(f.vals.n))
 			c.i(f.vals.lastV)
+			c.i(f.vals.lastD)
+			c.u(uint64(f.vals.costD))
+			c.u(uint64(f.vals.costDD))
 			c.bytes(f.vals.buf)
-			c.floats32(f.min)
-			c.floats32(f.max)
+			var pmin, pmax []float32 // empty: not built
+			if p := f.pyr.Load(); p != nil {
+				pmin, pmax = p.min, p.max
+			}
+			c.floats32(pmin)
+			c.floats32(pmax)
 		}
 	}
 	return c.err
 }
+
+var errStaleCache = errors.New("column cache file of another version")
 
 type colReader struct {
 	r   *bufio.Reader
@@ -202,7 +214,11 @@ func (c *colReader) floats32() []float32 {
 
 func readGPUBlock(r *bufio.Reader, hour int64) (*gpuBlock, error) {
 	c := &colReader{r: r}
-	if string(c.bytes()) != colCacheMagic || c.err != nil {
+	magic := string(c.bytes())
+	if c.err == nil && len(magic) == len(colCacheMagic) && magic[:7] == colCacheMagic[:7] && magic != colCacheMagic {
+		return nil, errStaleCache
+	}
+	if magic != colCacheMagic || c.err != nil {
 		return nil, errors.Join(errors.New("not a column cache file"), c.err)
 	}
 	b := newGPUBlock(c.i())
@@ -223,9 +239,13 @@ func readGPUBlock(r *bufio.Reader, hour int64) (*gpuBlock, error) {
 			f := &field{start: c.n()}
 			f.vals.n = c.n()
 			f.vals.lastV = c.i()
+			f.vals.lastD = c.i()
+			f.vals.costD = uint32(c.u())
+			f.vals.costDD = uint32(c.u())
 			f.vals.buf = c.bytes()
-			f.min = c.floats32()
-			f.max = c.floats32()
+			if pmin, pmax := c.floats32(), c.floats32(); len(pmin) > 0 && len(pmin) == len(pmax) {
+				f.pyr.Store(&pyramid{min: pmin, max: pmax})
+			}
 			l.fields[name] = f
 			b.fields[name] = true
 		}

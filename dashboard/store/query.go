@@ -7,6 +7,7 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"sync"
 )
 
 // stepRec is one metrics record; topoRec one topology snapshot.
@@ -177,13 +178,20 @@ func (s *Store) Meta() map[string]any {
 			fields[f] = true
 		}
 	}
+	rollBytes := 0
+	for _, b := range s.roll {
+		for f := range b.fields {
+			fields[f] = true
+		}
+		rollBytes += b.memBytes()
+	}
 	fl := make([]string, 0, len(fields))
 	for f := range fields {
 		fl = append(fl, f)
 	}
 	sort.Strings(fl)
 	streams := map[string]any{}
-	for _, f := range []*streamFiles{s.gpuF, s.phaseF, s.metricF, s.topoF} {
+	for _, f := range []*streamFiles{s.gpuF, s.phaseF, s.metricF, s.topoF, s.rollF} {
 		streams[f.name] = map[string]any{"partitions": len(f.parts)}
 	}
 	notices := make([]Notice, 0, len(s.notices))
@@ -192,6 +200,10 @@ func (s *Store) Meta() map[string]any {
 	}
 	sort.Slice(notices, func(i, j int) bool { return notices[i].Message < notices[j].Message })
 	memBytes, values := 0, 0
+	for _, tb := range s.tails {
+		memBytes += tb.b.memBytes()
+		values += tb.b.values
+	}
 	var intervals []float64
 	for _, b := range s.gpu {
 		memBytes += b.memBytes()
@@ -218,7 +230,8 @@ func (s *Store) Meta() map[string]any {
 			"engine_series": s.hasStreamLocked(s.ex.engF), "trajectories": s.hasStreamLocked(s.ex.trajF),
 		},
 		"notices": notices,
-		"memory":  map[string]any{"gpu_bytes": memBytes, "gpu_values": values, "loaded_hours": len(s.gpu)},
+		"memory": map[string]any{"gpu_bytes": memBytes, "gpu_values": values, "loaded_hours": len(s.gpu),
+			"rollup_bytes": rollBytes, "rollup_hours": len(s.roll)},
 		// Typical seconds between GPU readings of a lane (median over loaded lanes), so a client never asks
 		// for buckets finer than the data.
 		"gpu_interval_s": gpuInterval,
@@ -376,14 +389,24 @@ type GPUResult struct {
 
 // GPU returns min/max decimated series of the requested fields on the selected lanes.
 func (s *Store) GPU(t0, t1 float64, sel []*Lane, points int, fields []string) *GPUResult {
-	s.ensure(t0, t1, true, false)
+	return s.gpuQuery(t0, t1, sel, points, fields, false)
+}
+
+// gpuQuery answers GPU; coarse (the fleet overview) lets the roll-up answer at any bucket width (rollup.go).
+func (s *Store) gpuQuery(t0, t1 float64, sel []*Lane, points int, fields []string, coarse bool) *GPUResult {
+	width := (t1 - t0) / float64(points)
+	s.ensureGPU(t0, t1, width, coarse, fields)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	res := &GPUResult{T0: t0, T1: t1, Step: (t1 - t0) / float64(points), T: make([]float64, points)}
+	res := &GPUResult{T0: t0, T1: t1, Step: width, T: make([]float64, points)}
 	for i := range res.T {
 		res.T[i] = t0 + float64(i)*res.Step
 	}
-	hours := hoursFor(s.gpuF, t0, t1, 0, 0)
+	hours := s.gpuHours(t0, t1)
+	rolls := make([]*rollBlock, len(hours))
+	for i, h := range hours {
+		rolls[i] = s.rollUse(h, width, coarse)
+	}
 	for _, l := range sel {
 		lane := map[string]any{"id": l.ID}
 		typed := map[string]*MinMax{}
@@ -393,18 +416,27 @@ func (s *Store) GPU(t0, t1 float64, sel []*Lane, points int, fields []string) *G
 			lane[f] = mms[i]
 			typed[f] = mms[i]
 		}
-		for _, h := range hours {
-			b := s.gpu[h]
-			if b == nil {
-				continue
-			}
-			ld := b.lanes[l.Key]
-			if ld == nil {
-				continue
+		for hi, h := range hours {
+			var ld *laneData
+			var mu *sync.Mutex
+			rb := rolls[hi]
+			if b := s.gpu[h]; b != nil {
+				ld, mu = b.lanes[l.Key], &b.pyrMu
+			} else if tb := s.tails[h]; tb != nil && rb != nil && tb.from <= rb.end {
+				ld, mu = tb.b.lanes[l.Key], &tb.b.pyrMu // the live tail after the roll-up
 			}
 			var ts []int64 // decoded at most once per lane and hour, shared by the fields
 			for i, f := range fields {
-				ld.minMaxBuckets(f, h, t0, t1, mms[i].Min, mms[i].Max, &ts)
+				from := math.Inf(-1) // raw data from here on: after the roll-up's newest bucket
+				if rb != nil && rb.fields[f] {
+					if rf := rb.lanes[l.Key][f]; rf != nil {
+						rf.fold(float64(h*3600), float64(rb.step), t0, t1, rb.end, mms[i].Min, mms[i].Max, width < 4*float64(rb.step))
+					}
+					from = rb.end
+				}
+				if ld != nil {
+					ld.minMaxBuckets(f, h, t0, t1, from, mms[i].Min, mms[i].Max, &ts, mu)
+				}
 			}
 		}
 		res.Lanes = append(res.Lanes, lane)

@@ -52,7 +52,11 @@ type Store struct {
 	phaseF  *streamFiles
 	metricF *streamFiles
 	topoF   *streamFiles
+	rollF   *streamFiles // gpu_rollup (rollup.go)
 	gpu     map[int64]*gpuBlock
+	roll    map[int64]*rollBlock
+	tails   map[int64]*tailBlock // live gpu_util hours read from near the roll-up's end only
+	noRoll  bool                 // SetRollup(false): always read gpu_util (benchmarks compare)
 	phases  map[int64]*phaseBlock
 	steps   []stepRec
 	stepsOK bool
@@ -84,6 +88,7 @@ func Open(dir string, follow bool) (*Store, error) {
 		dir: dir, follow: follow,
 		gpuF: newStreamFiles(dir, sc.StreamGPUUtil), phaseF: newStreamFiles(dir, sc.StreamPhases),
 		metricF: newStreamFiles(dir, sc.StreamMetrics), topoF: newStreamFiles(dir, sc.StreamTopology),
+		rollF: newStreamFiles(dir, sc.StreamGPURollup), roll: map[int64]*rollBlock{}, tails: map[int64]*tailBlock{},
 		gpu: map[int64]*gpuBlock{}, phases: map[int64]*phaseBlock{}, extra: map[string]*Lane{},
 		notices: map[string]Notice{}, listeners: map[chan struct{}]struct{}{},
 	}
@@ -91,7 +96,7 @@ func Open(dir string, follow bool) (*Store, error) {
 	defer s.mu.Unlock()
 	s.loadMetaLocked()
 	s.loadLanesLocked()
-	for _, f := range []*streamFiles{s.gpuF, s.phaseF, s.metricF, s.topoF} {
+	for _, f := range []*streamFiles{s.gpuF, s.phaseF, s.metricF, s.topoF, s.rollF} {
 		if err := f.list(); err != nil {
 			s.notice("error", f.name+": "+err.Error())
 		}
@@ -101,6 +106,13 @@ func Open(dir string, follow bool) (*Store, error) {
 	s.edge = s.edgeLocked()
 	s.first = s.firstLocked()
 	return s, nil
+}
+
+// SetRollup turns reading the gpu_rollup stream on (default) or off (every GPU view from gpu_util).
+func (s *Store) SetRollup(on bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.noRoll = !on
 }
 
 func (s *Store) notice(level, msg string) { s.notices[msg] = Notice{Level: level, Message: msg} }
@@ -182,6 +194,7 @@ func (s *Store) loadGPUHourLocked(h int64) {
 	if p == nil {
 		return
 	}
+	delete(s.tails, h) // the whole hour supersedes a tail read
 	if !p.loaded {
 		if cb, fi, ok := s.cachedGPUHourLocked(h, p); ok {
 			s.gpu[h] = cb
@@ -223,6 +236,27 @@ func (s *Store) loadGPUHourLocked(h int64) {
 			go saveGPUHour(s.colCachePath(p, fi), b)
 		}
 	}
+}
+
+func (s *Store) loadRollHourLocked(h int64) {
+	p := s.rollF.parts[h]
+	if p == nil || h < 0 {
+		return
+	}
+	b := s.roll[h]
+	if b == nil {
+		b = newRollBlock(h)
+		s.roll[h] = b
+	}
+	reports, err := s.rollF.read(p, func(line []byte) bool { return b.addLine(line, s.laneSeen) })
+	if errors.Is(err, errReload) {
+		*p = partition{hour: h, plain: p.plain, zst: p.zst}
+		delete(s.roll, h)
+		s.loadRollHourLocked(h)
+		return
+	}
+	s.report(reports, err)
+	p.loaded = true
 }
 
 func (s *Store) loadPhaseHourLocked(h int64) {
@@ -269,6 +303,200 @@ func hoursFor(f *streamFiles, t0, t1 float64, before, after int64) []int64 {
 		}
 	}
 	return out
+}
+
+// gpuHours lists the hours of gpu_util or gpu_rollup overlapping [t0, t1] (legacy flat files always).
+func (s *Store) gpuHours(t0, t1 float64) []int64 {
+	hs := hoursFor(s.gpuF, t0, t1, 0, 0)
+	if s.noRoll {
+		return hs
+	}
+	seen := map[int64]bool{}
+	for _, h := range hs {
+		seen[h] = true
+	}
+	for _, h := range hoursFor(s.rollF, t0, t1, 0, 0) {
+		if !seen[h] && h != legacyHour {
+			hs = append(hs, h)
+		}
+	}
+	sort.Slice(hs, func(i, j int) bool { return hs[i] < hs[j] })
+	return hs
+}
+
+// rollUse returns hour h's roll-up when it answers a query of output buckets `width` seconds wide (coarse:
+// the fleet overview, any width), or nil: the hour is then read from gpu_util. An hour whose gpu_util starts
+// before its roll-up (a collector without the roll-up wrote the start of the hour) is read raw.
+func (s *Store) rollUse(h int64, width float64, coarse bool) *rollBlock {
+	if s.noRoll || h < 0 {
+		return nil
+	}
+	b := s.roll[h]
+	if !b.usable() || !(coarse || width >= 4*float64(b.step)) {
+		return nil
+	}
+	if b.rawFirst > 0 && b.rawFirst < b.first {
+		return nil
+	}
+	return b
+}
+
+// rawNeededLocked says whether hour h of gpu_util must be parsed for the query: the roll-up does not answer
+// it, lacks a field, or the window reaches past the roll-up's newest bucket while gpu_util has data there
+// (the live tail).
+//
+// tailOnly: only readings after the roll-up's end are needed, from a plain file (the live hour): a tail block
+// serves them (rollup.go); tailOK: the tail block already held does.
+func (s *Store) rawNeededLocked(h int64, t0, t1, width float64, coarse bool, fields []string) (need, tailOnly, tailOK bool) {
+	p := s.gpuF.parts[h]
+	if p == nil {
+		return false, false, false
+	}
+	b := s.rollUse(h, width, coarse)
+	if b == nil {
+		return true, false, false
+	}
+	for _, f := range fields {
+		if !b.fields[f] {
+			return true, false, false
+		}
+	}
+	h1 := float64(h+1) * 3600
+	if math.Min(t1, h1) <= b.end {
+		return false, false, false
+	}
+	rawLast := 0.0
+	if p.zst != "" {
+		rawLast = math.Min(h1, s.edge)
+	}
+	if p.plain != "" {
+		rawLast = math.Max(rawLast, lastStamp(p.plain))
+	}
+	if rawLast < b.end {
+		return false, false, false
+	}
+	tailOnly = p.zst == "" && p.plain != ""
+	tb := s.tails[h]
+	return true, tailOnly, tailOnly && tb != nil && tb.from <= b.end
+}
+
+// ensureGPU loads what a GPU query needs: the roll-up of the window's hours, and the gpu_util hours it does
+// not answer.
+func (s *Store) ensureGPU(t0, t1, width float64, coarse bool, fields []string) {
+	missing := func() bool {
+		if !s.noRoll {
+			for _, h := range hoursFor(s.rollF, t0, t1, 0, 0) {
+				if h < 0 {
+					continue
+				}
+				if !s.rollF.parts[h].loaded {
+					return true
+				}
+				if b := s.roll[h]; b != nil && b.rawFirst == 0 && s.gpuF.parts[h] != nil {
+					return true
+				}
+			}
+		}
+		for _, h := range hoursFor(s.gpuF, t0, t1, 0, 0) {
+			if s.gpuF.parts[h].loaded {
+				continue
+			}
+			if need, _, tailOK := s.rawNeededLocked(h, t0, t1, width, coarse, fields); need && !tailOK {
+				return true
+			}
+		}
+		return false
+	}
+	s.mu.RLock()
+	m := missing()
+	s.mu.RUnlock()
+	if !m {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.noRoll {
+		for _, h := range hoursFor(s.rollF, t0, t1, 0, 0) {
+			if !s.rollF.parts[h].loaded {
+				s.loadRollHourLocked(h)
+			}
+			if b, p := s.roll[h], s.gpuF.parts[h]; b != nil && b.rawFirst == 0 && p != nil {
+				if b.rawFirst = firstStamp(p); b.rawFirst == 0 {
+					b.rawFirst = math.Inf(1) // unreadable: judged by the roll-up alone
+				}
+			}
+		}
+	}
+	for _, h := range hoursFor(s.gpuF, t0, t1, 0, 0) {
+		if s.gpuF.parts[h].loaded {
+			continue
+		}
+		need, tailOnly, tailOK := s.rawNeededLocked(h, t0, t1, width, coarse, fields)
+		switch {
+		case !need || tailOK:
+		case tailOnly && s.loadTailLocked(h, s.roll[h].end):
+		default:
+			s.loadGPUHourLocked(h)
+		}
+	}
+}
+
+// loadTailLocked reads hour h of gpu_util from near `seam` to its end into a tail block; false when the file
+// cannot be entered there (the caller loads the whole hour).
+func (s *Store) loadTailLocked(h int64, seam float64) bool {
+	p := s.gpuF.parts[h]
+	off, ok := tailSeek(p.plain, seam)
+	if !ok {
+		return false
+	}
+	tb := &tailBlock{b: newGPUBlock(h), part: partition{hour: h, plain: p.plain, plainOff: off}, from: seam - tailMargin/2}
+	if off == 0 {
+		tb.from = math.Inf(-1)
+	}
+	reports, err := s.gpuF.read(&tb.part, func(line []byte) bool { return tb.b.addLine(line, s.laneSeen) })
+	if err != nil {
+		return false
+	}
+	// The file must be in time order near the seam: every lane of the roll-up's newest bucket has readings in
+	// the tail. Otherwise (a file written some other way) the whole hour is read.
+	if rb := s.roll[h]; rb != nil && off > 0 {
+		j := int((rb.end-float64(h*3600))/float64(rb.step)) - 1
+		for key, fs := range rb.lanes {
+			for _, f := range fs {
+				if j >= 0 && j < len(f.max) && f.max[j] == f.max[j] && tb.b.lanes[key] == nil {
+					return false
+				}
+				break
+			}
+		}
+	}
+	s.report(reports, nil)
+	s.tails[h] = tb
+	if tb.b.maxTs > s.edge {
+		s.edge = tb.b.maxTs
+	}
+	return true
+}
+
+// refreshTailsLocked grows the tail blocks; one whose file was compacted or replaced is dropped (the next query
+// decides again what to read).
+func (s *Store) refreshTailsLocked() {
+	for h, tb := range s.tails {
+		p := s.gpuF.parts[h]
+		if p == nil || p.loaded || p.zst != "" || p.plain != tb.part.plain {
+			delete(s.tails, h)
+			continue
+		}
+		reports, err := s.gpuF.read(&tb.part, func(line []byte) bool { return tb.b.addLine(line, s.laneSeen) })
+		if err != nil {
+			delete(s.tails, h)
+			continue
+		}
+		s.report(reports, nil)
+		if tb.b.maxTs > s.edge {
+			s.edge = tb.b.maxTs
+		}
+	}
 }
 
 // ensure loads every partition a window needs, under the write lock; queries then read under the read lock.
@@ -461,7 +689,7 @@ func (s *Store) Refresh() {
 	prevEdge := s.edge
 	prevNotices := len(s.notices)
 	prevLanes := len(s.lanes.lanes)
-	for _, f := range []*streamFiles{s.gpuF, s.phaseF, s.metricF, s.topoF} {
+	for _, f := range []*streamFiles{s.gpuF, s.phaseF, s.metricF, s.topoF, s.rollF} {
 		if err := f.list(); err != nil {
 			s.notice("error", f.name+": "+err.Error())
 		}
@@ -475,6 +703,12 @@ func (s *Store) Refresh() {
 			s.loadGPUHourLocked(h)
 		}
 	}
+	for _, h := range s.rollF.hours() {
+		if p := s.rollF.parts[h]; p.loaded || (h >= newest-1 && len(s.roll) > 0) {
+			s.loadRollHourLocked(h)
+		}
+	}
+	s.refreshTailsLocked()
 	for _, h := range s.phaseF.hours() {
 		if p := s.phaseF.parts[h]; p.loaded || (h >= newest-1 && len(s.phases) > 0) {
 			s.loadPhaseHourLocked(h)

@@ -110,7 +110,7 @@ func (s *Store) FleetOf(t0, t1 float64, sel []*Lane, buckets int) *Fleet {
 			f.Composition[name] = fr
 		}
 	}
-	g := s.GPU(t0, t1, sel, buckets, []string{"util"})
+	g := s.gpuQuery(t0, t1, sel, buckets, []string{"util"}, true)
 	for _, k := range []string{"p10", "p50", "p90", "min"} {
 		f.Util[k] = nanSlice(buckets)
 	}

@@ -28,6 +28,10 @@ type Config struct {
 	// CompressAfter is the grace period after an hour ends before its file is compressed (default 10m), so late
 	// records usually still land in the plain file.
 	CompressAfter time.Duration `mapstructure:"compress_after"`
+	// RollupInterval is the bucket of the gpu_rollup stream (default 16s: the dashboard's finest
+	// pre-aggregated bucket, so its wide views read the roll-up instead of the raw hour); whole seconds
+	// dividing an hour; 0 turns the roll-up off.
+	RollupInterval time.Duration `mapstructure:"rollup_interval"`
 }
 
 func createDefaultConfig() *Config {
@@ -38,6 +42,7 @@ func createDefaultConfig() *Config {
 		MaxBufferBytes: 64 << 20,
 		Compression:    "zstd",
 		CompressAfter:  10 * time.Minute,
+		RollupInterval: 16 * time.Second,
 	}
 }
 
@@ -68,6 +73,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Compression == "zstd" && c.CompressAfter <= 0 {
 		errs = append(errs, fmt.Errorf("compress_after must be > 0 when compression is zstd, got %s", c.CompressAfter))
+	}
+	if r := c.RollupInterval; r < 0 || r%time.Second != 0 || (r > 0 && time.Hour%r != 0) {
+		errs = append(errs, fmt.Errorf("rollup_interval must be 0 (off) or whole seconds dividing 1h (e.g. 16s, 60s), got %s", r))
 	}
 	return errors.Join(errs...)
 }

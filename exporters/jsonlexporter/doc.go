@@ -8,6 +8,7 @@
 //	marshal_*.go  pdata → records (encode.go: reflection-free JSON)
 //	writer.go     bounded queue, flush ticker, drop-oldest, loud rate-limited errors
 //	partitioner.go hour key → O_APPEND file, small LRU, torn-tail repair, path guard
+//	rollup.go     gpu_util readings → gpu_rollup (per lane and 16 s bucket: min/max/sum/count)
 //	compactor.go  closed hours → .jsonl.zst
 //	catalog.go    lane_catalog.json and meta.json
 package jsonlexporter // import "github.com/otelcol-miles/otelcol-miles/exporters/jsonlexporter"

@@ -35,9 +35,10 @@ type jsonlExporter struct {
 	started bool
 	stopped bool
 
-	w   *writer
-	cat *laneCatalog
-	cmp *compactor
+	w    *writer
+	cat  *laneCatalog
+	cmp  *compactor
+	roll *rollup // nil when rollup_interval is 0
 }
 
 func newExporter(cfg *Config, set component.TelemetrySettings, version string) (*jsonlExporter, error) {
@@ -65,6 +66,9 @@ func (e *jsonlExporter) start(_ context.Context, _ component.Host) error {
 	}
 	if err := writeMeta(dash, runName, e.version, e.now()); err != nil {
 		return fmt.Errorf("jsonl: cannot write meta.json in %s: %w", dash, err)
+	}
+	if e.cfg.RollupInterval > 0 {
+		e.roll = newRollup(int64(e.cfg.RollupInterval / time.Second))
 	}
 	e.cat = newLaneCatalog(dash)
 	if err := e.cat.load(); err != nil {
@@ -108,6 +112,11 @@ func (e *jsonlExporter) shutdown(ctx context.Context) error {
 		return nil
 	}
 	e.stopped = true
+	if e.roll != nil {
+		var r records
+		e.roll.flushAll(&r)
+		e.w.enqueue(r.chunks)
+	}
 	err := e.w.shutdown(ctx)
 	if e.cmp != nil {
 		e.cmp.close()
@@ -136,6 +145,9 @@ func (e *jsonlExporter) accept(r *records) error {
 		return errStopped
 	}
 	e.cat.fold(r.lanes)
+	if e.roll != nil {
+		e.roll.fold(r.gpus, r)
+	}
 	e.w.enqueue(r.chunks)
 	return nil
 }

@@ -228,6 +228,8 @@ func gpuFieldKey(name string, attrs pcommon.Map) (gpuField, bool) {
 type gpuRow struct {
 	ts     pcommon.Timestamp
 	fields []byte
+	has    uint8 // rolled-up fields present (rollup.go)
+	roll   [nRollupFields]float64
 }
 
 // gpuRows collects the metrics of one device resource into one row per timestamp.
@@ -260,6 +262,13 @@ func (g *gpuRows) add(m pmetric.Metric, r *records) {
 		row.fields = appendString(row.fields, f.key) // derived keys come from metric names: escape
 		row.fields = append(row.fields, ':')
 		v := f.scale(pointValue(dp))
+		if i := rollupIndex(f.key); i >= 0 && !math.IsNaN(v) && !math.IsInf(v, 0) {
+			row.has |= 1 << i
+			row.roll[i] = v
+			if f.isInt {
+				row.roll[i] = float64(int64(v)) // as written
+			}
+		}
 		if f.isInt && !math.IsNaN(v) && !math.IsInf(v, 0) {
 			row.fields = strconv.AppendInt(row.fields, int64(v), 10)
 		} else {
@@ -290,6 +299,7 @@ func (g *gpuRows) flush(b []byte, res pcommon.Map, r *records) []byte {
 		o.b = append(o.b, row.fields...)
 		b = o.line()
 		r.add(sc.StreamGPUUtil, row.ts, b)
+		r.gpus = append(r.gpus, gpuReading{node: node, gpu: gpu, ts: row.ts, has: row.has, vals: row.roll})
 	}
 	return b
 }

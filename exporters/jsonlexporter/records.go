@@ -41,8 +41,9 @@ type records struct {
 	chunks   []*chunk
 	last     *chunk // the chunk used last: consecutive records usually share a partition
 	lanes    []laneFact
-	unmapped int64 // items that match no stream (counted, dropped)
-	invalid  int64 // items of a known kind missing a required field (counted, dropped)
+	gpus     []gpuReading // the rolled-up fields of each gpu_util record (rollup.go)
+	unmapped int64        // items that match no stream (counted, dropped)
+	invalid  int64        // items of a known kind missing a required field (counted, dropped)
 }
 
 // chunkFor returns the chunk of t's partition in stream, so an encoder can append a record to it directly.

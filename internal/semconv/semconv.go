@@ -4,8 +4,8 @@
 package semconv
 
 // SchemaVersion is the version of the run-directory layout written by otelcol-miles (meta.json).
-// Version 1 is the Python miles dashboard's layout; 2 wrote one trajectories record per span, 3 bundles the spans of a
-// trace (docs/semconv.md §8.3). Readers accept all three.
+// Version 1 is the Python miles dashboard's layout; 2 wrote one trajectories record per span; 3 bundles the spans of a
+// trace and adds the gpu_rollup stream (docs/semconv.md §8.3). Readers accept all three.
 const SchemaVersion = 3
 
 // Resource attributes.
@@ -129,7 +129,8 @@ const (
 	StreamGPUUtil      = "gpu_util"
 	StreamGPUProcesses = "gpu_processes"
 	StreamEngineSeries = "engine_series"
+	StreamGPURollup    = "gpu_rollup"
 )
 
 // Streams lists every stream in a fixed order.
-var Streams = []string{StreamPhases, StreamTrajectories, StreamMetrics, StreamTopology, StreamGPUUtil, StreamGPUProcesses, StreamEngineSeries}
+var Streams = []string{StreamPhases, StreamTrajectories, StreamMetrics, StreamTopology, StreamGPUUtil, StreamGPUProcesses, StreamEngineSeries, StreamGPURollup}

@@ -1,0 +1,304 @@
+package store
+
+import (
+	"bytes"
+	"math"
+	"os"
+)
+
+// The gpu_rollup stream (docs/semconv.md §8.3), written by the exporter beside gpu_util: per lane and bucket
+// (16 s by default, epoch-aligned like the pyramid in gpu.go) min/max/sum/count of util, mem_mb and power_w.
+// Views that do not need raw samples read it instead of the raw hour, so the first open of a 1024-GPU run
+// parses a few MB instead of ~1.4 GB:
+//
+//   - wide views (output buckets at least 4 roll-up buckets wide, the rule the pyramid already follows): the
+//     answer is the one the raw hour's pyramid would give when the roll-up bucket is 16 s;
+//   - the fleet overview at any width ("coarse"): a roll-up bucket fills every output bucket it overlaps.
+//
+// The roll-up of an hour covers [first, end): its oldest bucket start and newest bucket end. The rest of a
+// window (the live tail not rolled up yet, an hour written by a collector without the roll-up, fields it does
+// not hold) comes from gpu_util. Min and max are idempotent, so the seam may overlap, never leave a gap.
+
+// rollBlock is one hour of gpu_rollup, duplicates merged (min of mins, max of maxes).
+type rollBlock struct {
+	hour   int64
+	step   int64 // seconds; 0 until the first record
+	mixed  bool  // records with another bucket width: the hour is read raw
+	lanes  map[string]map[string]*rollField
+	fields map[string]bool
+	first  float64 // oldest bucket start
+	end    float64 // newest bucket end
+	// rawFirst is the first gpu_util time of the hour (0 = not looked up yet, +Inf = no gpu_util).
+	rawFirst float64
+	// the lane of the previous record: records of one lane come together
+	last     map[string]*rollField
+	lastNode []byte
+	lastGPU  int
+}
+
+// rollField is one lane's field over one hour: min/max per bucket (NaN = no record), float32 like the pyramid.
+type rollField struct{ min, max []float32 }
+
+func newRollBlock(hour int64) *rollBlock {
+	return &rollBlock{hour: hour, lanes: map[string]map[string]*rollField{}, fields: map[string]bool{},
+		first: math.Inf(1), end: math.Inf(-1)}
+}
+
+// addLine merges one record; false marks it corrupt.
+func (b *rollBlock) addLine(line []byte, onLane func(string)) bool {
+	var ts, dt float64
+	var node []byte
+	gpu := -1.0
+	type kv struct {
+		k   []byte
+		arr []byte
+	}
+	var vals [8]kv
+	n := 0
+	ok := true
+	err := scanFlat(line, func(key, val []byte, str bool) {
+		switch string(key) {
+		case "ts":
+			var good bool
+			if ts, good = parseNum(val); !good {
+				ok = false
+			}
+		case "dt":
+			var good bool
+			if dt, good = parseNum(val); !good {
+				ok = false
+			}
+		case "gpu":
+			var good bool
+			if gpu, good = parseNum(val); !good {
+				ok = false
+			}
+		case "node":
+			if str {
+				node = val
+			}
+		case "n":
+		default:
+			if len(val) > 0 && val[0] == '[' && n < len(vals) {
+				vals[n] = kv{key, val}
+				n++
+			}
+		}
+	})
+	if err != nil || !ok || node == nil || gpu < 0 || ts <= 0 || dt < 1 || dt != math.Trunc(dt) || 3600/dt != math.Trunc(3600/dt) {
+		return false
+	}
+	h0 := float64(b.hour * 3600)
+	if ts < h0 || ts >= h0+3600 || math.Mod(ts, dt) != 0 {
+		return false // not a bucket of this hour
+	}
+	if b.step == 0 {
+		b.step = int64(dt)
+	} else if int64(dt) != b.step {
+		b.mixed = true // rollup_interval changed within the hour: rare, and raw data answers correctly
+		return true
+	}
+	lane := b.last
+	if lane == nil || b.lastGPU != int(gpu) || string(b.lastNode) != string(node) {
+		key := string(node) + ":" + itoa(int(gpu))
+		lane = b.lanes[key]
+		if lane == nil {
+			lane = map[string]*rollField{}
+			b.lanes[key] = lane
+			if onLane != nil {
+				onLane(key)
+			}
+		}
+		b.last, b.lastNode, b.lastGPU = lane, append(b.lastNode[:0], node...), int(gpu)
+	}
+	j := int((ts - h0) / dt)
+	nb := int(3600 / dt)
+	for _, x := range vals[:n] {
+		lo, hi, good := minMaxOf(x.arr)
+		if !good {
+			continue
+		}
+		f := lane[string(x.k)]
+		if f == nil {
+			name := string(x.k)
+			f = &rollField{}
+			lane[name] = f
+			b.fields[name] = true
+		}
+		if f.min == nil {
+			f.min, f.max = make([]float32, nb), make([]float32, nb)
+			nan := float32(math.NaN())
+			for i := range f.min {
+				f.min[i], f.max[i] = nan, nan
+			}
+		}
+		if x := float32(lo); f.min[j] != f.min[j] || x < f.min[j] {
+			f.min[j] = x
+		}
+		if x := float32(hi); f.max[j] != f.max[j] || x > f.max[j] {
+			f.max[j] = x
+		}
+	}
+	b.first = math.Min(b.first, ts)
+	b.end = math.Max(b.end, ts+dt)
+	return true
+}
+
+// minMaxOf reads the first two numbers of "[min,max,sum,count]" (no allocation: it runs per field and record).
+func minMaxOf(arr []byte) (float64, float64, bool) {
+	if len(arr) < 2 || arr[0] != '[' {
+		return 0, 0, false
+	}
+	var out [2]float64
+	i := 1
+	for k := range out {
+		for i < len(arr) && arr[i] == ' ' {
+			i++
+		}
+		j := i
+		for j < len(arr) && arr[j] != ',' && arr[j] != ']' && arr[j] != ' ' {
+			j++
+		}
+		v, ok := parseNum(arr[i:j])
+		if !ok || j >= len(arr) {
+			return 0, 0, false
+		}
+		out[k] = v
+		for j < len(arr) && arr[j] == ' ' {
+			j++
+		}
+		if k == 0 && (j >= len(arr) || arr[j] != ',') {
+			return 0, 0, false
+		}
+		i = j + 1
+	}
+	lo, hi := out[0], out[1]
+	if math.IsNaN(lo) || math.IsNaN(hi) || lo > hi {
+		return 0, 0, false
+	}
+	return lo, hi, true
+}
+
+func (b *rollBlock) usable() bool { return b != nil && b.step > 0 && !b.mixed }
+
+func (b *rollBlock) memBytes() int {
+	n := 0
+	for _, l := range b.lanes {
+		for _, f := range l {
+			n += 4*cap(f.min) + 4*cap(f.max)
+		}
+	}
+	return n
+}
+
+// fold puts one lane's field into omin/omax over [t0, t1), for the part of it before `to` (the seam).
+// spread: each bucket fills every output bucket it overlaps (the fleet overview at any width); otherwise a
+// bucket lands at its midpoint, as the pyramid does for wide views.
+func (f *rollField) fold(h0, step, t0, t1, to float64, omin, omax []float64, spread bool) {
+	nb := len(omin)
+	width := (t1 - t0) / float64(nb)
+	put := func(i int, lo, hi float64) {
+		if i < 0 || i >= nb {
+			return
+		}
+		if math.IsNaN(omin[i]) || lo < omin[i] {
+			omin[i] = lo
+		}
+		if math.IsNaN(omax[i]) || hi > omax[i] {
+			omax[i] = hi
+		}
+	}
+	end := math.Min(t1, to)
+	for j := range f.min {
+		if f.min[j] != f.min[j] {
+			continue
+		}
+		bt := h0 + float64(j)*step
+		if bt+step <= t0 || bt >= end {
+			continue
+		}
+		lo, hi := float64(f.min[j]), float64(f.max[j])
+		if !spread {
+			t := math.Min(math.Max(bt+step/2, t0), math.Nextafter(t1, t0))
+			put(int((t-t0)/width), lo, hi)
+			continue
+		}
+		a := int(math.Floor((math.Max(bt, t0) - t0) / width))
+		z := int(math.Ceil((math.Min(bt+step, t1)-t0)/width)) - 1
+		for i := max(a, 0); i <= z && i < nb; i++ {
+			put(i, lo, hi)
+		}
+	}
+}
+
+// tailBlock is the end of a live gpu_util hour read without the rest: when the roll-up answers a query up to
+// its newest bucket, only the raw readings after it are needed, and the plain file is entered near there
+// (tailSeek) instead of parsed from its start. It is complete from `from` on, tailed by Refresh like a loaded
+// hour, and dropped when the whole hour is loaded or the file is compacted.
+type tailBlock struct {
+	b    *gpuBlock
+	part partition // own read offset into the same file
+	from float64
+}
+
+// tailMargin is how far before the seam a tail read starts: gpu_util lines are appended in arrival order, and
+// readings of different lanes reach the collector up to a batch interval apart.
+const tailMargin = 120.0
+
+// tailSeek returns the offset of a line start in the plain file from which every line has ts ≥ at-margin/2,
+// searching by the timestamps of lines at bisected offsets (the file is in time order up to the margin).
+func tailSeek(path string, at float64) (int64, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, false
+	}
+	target := at - tailMargin
+	buf := make([]byte, 64<<10)
+	// lineAt returns the start and time of the first complete line after off.
+	lineAt := func(off int64) (int64, float64, bool) {
+		n, _ := f.ReadAt(buf, off)
+		b := buf[:n]
+		start := 0
+		if off > 0 {
+			i := bytes.IndexByte(b, '\n')
+			if i < 0 {
+				return 0, 0, false
+			}
+			start = i + 1
+		}
+		end := bytes.IndexByte(b[start:], '\n')
+		if end < 0 {
+			return 0, 0, false
+		}
+		t := 0.0
+		_ = scanFlat(b[start:start+end], func(key, val []byte, str bool) {
+			if string(key) == "ts" {
+				t, _ = parseNum(val)
+			}
+		})
+		return off + int64(start), t, t > 0
+	}
+	lo, hi := int64(0), fi.Size()
+	for hi-lo > int64(len(buf)) {
+		mid := lo + (hi-lo)/2
+		_, t, ok := lineAt(mid)
+		if !ok {
+			return 0, false
+		}
+		if t < target {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	off, _, ok := lineAt(lo)
+	if lo == 0 {
+		off, ok = 0, true
+	}
+	return off, ok
+}

@@ -1,0 +1,299 @@
+package jsonlexporter
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
+)
+
+// gpuReadings is one export of util, memory and power readings of lanes n1:0 and n1:1 at the given offsets
+// from base; values vary with the offset so every bucket differs. n1:1 has no power reading.
+func gpuReadings(offsets ...time.Duration) pmetric.Metrics {
+	md := pmetric.NewMetrics()
+	for gpu := int64(0); gpu < 2; gpu++ {
+		rm := md.ResourceMetrics().AppendEmpty()
+		rm.Resource().Attributes().PutStr(sc.HostName, "n1")
+		rm.Resource().Attributes().PutInt(sc.GPUIndex, gpu)
+		sm := rm.ScopeMetrics().AppendEmpty()
+		for _, d := range offsets {
+			s := float64(d / time.Second)
+			gauge := func(name string, v float64) {
+				m := sm.Metrics().AppendEmpty()
+				m.SetName(name)
+				dp := m.SetEmptyGauge().DataPoints().AppendEmpty()
+				dp.SetTimestamp(ts(d))
+				dp.SetDoubleValue(v)
+			}
+			gauge(sc.MetricGPUUtilization, math.Mod(10.5+0.037*s+0.1*float64(gpu), 1))
+			gauge(sc.MetricGPUMemoryUsage, (70000+3*s)*(1<<20))
+			if gpu == 0 {
+				gauge(sc.MetricPower, 400+7.25*s)
+			}
+		}
+	}
+	return md
+}
+
+func secs(from, to int) []time.Duration {
+	var out []time.Duration
+	for s := from; s <= to; s++ {
+		out = append(out, time.Duration(s)*time.Second)
+	}
+	return out
+}
+
+type rollRec struct {
+	TS, DT, GPU, N int64
+	Node           string
+	F              map[string][4]float64
+}
+
+func parseRollups(t *testing.T, files map[string]string) []rollRec {
+	t.Helper()
+	var out []rollRec
+	for name, body := range files {
+		if !strings.HasPrefix(name, sc.StreamGPURollup+"/") {
+			continue
+		}
+		for _, line := range strings.Split(strings.TrimSuffix(body, "\n"), "\n") {
+			var m map[string]json.RawMessage
+			if err := json.Unmarshal([]byte(line), &m); err != nil {
+				t.Fatalf("%s: %q: %v", name, line, err)
+			}
+			r := rollRec{F: map[string][4]float64{}}
+			for k, v := range m {
+				var err error
+				switch k {
+				case "ts":
+					err = json.Unmarshal(v, &r.TS)
+				case "dt":
+					err = json.Unmarshal(v, &r.DT)
+				case "gpu":
+					err = json.Unmarshal(v, &r.GPU)
+				case "n":
+					err = json.Unmarshal(v, &r.N)
+				case "node":
+					err = json.Unmarshal(v, &r.Node)
+				default:
+					var a [4]float64
+					err = json.Unmarshal(v, &a)
+					r.F[k] = a
+				}
+				if err != nil {
+					t.Fatalf("%s: %q: %v", name, line, err)
+				}
+			}
+			if want := time.Unix(r.TS, 0).UTC().Format("20060102_15"); !strings.Contains(name, want) {
+				t.Errorf("record of bucket %d in %s, want partition %s", r.TS, name, want)
+			}
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// mergeRollups applies the documented merge rule (docs/semconv.md §8.3): lane and bucket → one aggregate.
+func mergeRollups(recs []rollRec) map[string]rollRec {
+	out := map[string]rollRec{}
+	for _, r := range recs {
+		k := fmt.Sprintf("%s:%d@%d", r.Node, r.GPU, r.TS)
+		m, ok := out[k]
+		if !ok {
+			out[k] = r
+			continue
+		}
+		m.N += r.N
+		for f, a := range r.F {
+			b, ok := m.F[f]
+			if !ok {
+				m.F[f] = a
+				continue
+			}
+			m.F[f] = [4]float64{math.Min(a[0], b[0]), math.Max(a[1], b[1]), a[2] + b[2], a[3] + b[3]}
+		}
+		out[k] = m
+	}
+	return out
+}
+
+// rollupOfRaw computes what the roll-up must hold from the gpu_util lines actually written.
+func rollupOfRaw(t *testing.T, files map[string]string, step int64) map[string]rollRec {
+	t.Helper()
+	var recs []rollRec
+	for name, body := range files {
+		if !strings.HasPrefix(name, sc.StreamGPUUtil+"/") {
+			continue
+		}
+		for _, line := range strings.Split(strings.TrimSuffix(body, "\n"), "\n") {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(line), &m); err != nil {
+				t.Fatal(err)
+			}
+			s := int64(math.Floor(m["ts"].(float64)))
+			r := rollRec{TS: s - s%step, DT: step, Node: m["node"].(string), GPU: int64(m["gpu"].(float64)), N: 1, F: map[string][4]float64{}}
+			for _, f := range rollupFields {
+				if v, ok := m[f].(float64); ok {
+					r.F[f] = [4]float64{v, v, v, 1}
+				}
+			}
+			recs = append(recs, r)
+		}
+	}
+	return mergeRollups(recs)
+}
+
+func sameRollups(t *testing.T, got, want map[string]rollRec) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Errorf("%d lane buckets rolled up, want %d", len(got), len(want))
+	}
+	for k, w := range want {
+		g, ok := got[k]
+		if !ok {
+			t.Errorf("%s: no roll-up record", k)
+			continue
+		}
+		if g.N != w.N || len(g.F) != len(w.F) {
+			t.Errorf("%s: n=%d fields=%v, want n=%d fields=%v", k, g.N, g.F, w.N, w.F)
+		}
+		for f, a := range w.F {
+			b := g.F[f]
+			if b[0] != a[0] || b[1] != a[1] || b[3] != a[3] || math.Abs(b[2]-a[2]) > 1e-6*math.Max(1, math.Abs(a[2])) {
+				t.Errorf("%s %s: got %v want %v", k, f, b, a)
+			}
+		}
+	}
+}
+
+// TestRollupGolden: readings every second across an hour boundary, in several exports, one of them late for a
+// bucket already written, then shutdown. The records are compared with golden files, and (the property that
+// matters) merged by the documented rule they equal the roll-up computed from the gpu_util lines written.
+func TestRollupGolden(t *testing.T) {
+	e, dir := testExporter(t, nil)
+	ctx := context.Background()
+	// base is 13:59:58.5: buckets 13:59:44, 14:00:00 (the next partition), 14:00:16, 14:00:32.
+	for _, batch := range [][]time.Duration{secs(-14, -1), secs(0, 20), secs(21, 40)} {
+		if err := e.pushMetrics(ctx, gpuReadings(batch...)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Late: a reading of the bucket 13:59:44, written already (the lanes moved on to 14:00:00 and beyond), and
+	// one of 13:59:28, before any the lanes had.
+	if err := e.pushMetrics(ctx, gpuReadings(-15*time.Second+300*time.Millisecond, -3*time.Second-200*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	files := streamFiles(t, dir)
+	for _, name := range []string{"20261202_13.jsonl", "20261202_14.jsonl"} {
+		body, ok := files[sc.StreamGPURollup+"/"+name]
+		if !ok {
+			t.Fatalf("no %s partition %s", sc.StreamGPURollup, name)
+		}
+		golden(t, "gpu_rollup_"+name, sortLines(body))
+	}
+	recs := parseRollups(t, files)
+	sameRollups(t, mergeRollups(recs), rollupOfRaw(t, files, 16))
+	dup := map[string]int{}
+	for _, r := range recs {
+		if r.DT != 16 {
+			t.Errorf("dt = %d", r.DT)
+		}
+		dup[fmt.Sprintf("%s:%d@%d", r.Node, r.GPU, r.TS)]++
+	}
+	// The late reading made a second record for 13:59:44; every other bucket has one.
+	for k, n := range dup {
+		if want := map[bool]int{true: 2, false: 1}[strings.HasSuffix(k, fmt.Sprint(base.Unix()-base.Unix()%16))]; n != want {
+			t.Errorf("%s: %d records, want %d", k, n, want)
+		}
+	}
+}
+
+func sortLines(s string) string {
+	l := strings.Split(strings.TrimSuffix(s, "\n"), "\n")
+	sort.Strings(l)
+	return strings.Join(l, "\n") + "\n"
+}
+
+// TestRollupClosesByWatermark: a lane that stops reporting has its bucket written once another lane's data is
+// a bucket past its end; buckets a lane has not finished stay open (one per lane) until shutdown.
+func TestRollupClosesByWatermark(t *testing.T) {
+	u := newRollup(16)
+	t0 := int64(1_764_583_200) // an hour start
+	rd := func(gpu int64, s int64) gpuReading {
+		return gpuReading{node: "n", gpu: gpu, ts: pcomTS(s), has: 1, vals: [nRollupFields]float64{float64(s % 100)}}
+	}
+	var r records
+	u.fold([]gpuReading{rd(0, t0), rd(1, t0+1), rd(1, t0+5)}, &r)
+	if n := countLines(&r); n != 0 {
+		t.Fatalf("%d records before any bucket closed", n)
+	}
+	u.fold([]gpuReading{rd(1, t0+20)}, &r) // lane 1 moved on: its first bucket is complete
+	if n := countLines(&r); n != 1 {
+		t.Fatalf("%d records after lane 1 moved to the next bucket, want 1", n)
+	}
+	u.fold([]gpuReading{rd(1, t0+31)}, &r) // watermark t0+31 < t0+32: lane 0's bucket may still get readings
+	if n := countLines(&r); n != 1 {
+		t.Fatalf("%d records, want still 1", n)
+	}
+	u.fold([]gpuReading{rd(1, t0+32)}, &r) // a bucket past lane 0's end: written
+	if n := countLines(&r); n != 3 {       // + lane 1's bucket t0+16
+		t.Fatalf("%d records after the watermark passed, want 3", n)
+	}
+	if l := u.lanes[laneKey{"n", 0}]; l.open || l.emitted != t0 {
+		t.Fatalf("lane 0: open=%v emitted=%d", l.open, l.emitted)
+	}
+	u.fold([]gpuReading{rd(0, t0+3)}, &r) // late for lane 0's written bucket: a second record at once
+	if n := countLines(&r); n != 4 {
+		t.Fatalf("%d records after a late reading, want 4", n)
+	}
+	var fin records
+	u.flushAll(&fin)
+	if n := countLines(&fin); n != 1 { // lane 1's open bucket t0+32
+		t.Fatalf("shutdown wrote %d records, want 1", n)
+	}
+}
+
+// TestRollupBadInput: readings without rolled-up fields, NaN values and ancient or zero times never panic and
+// never make a field out of nothing.
+func TestRollupBadInput(t *testing.T) {
+	u := newRollup(16)
+	var r records
+	u.fold([]gpuReading{{node: "n", ts: 0}, {node: "", gpu: -1, ts: pcomTS(5)}, {node: "n", ts: pcomTS(100)}}, &r)
+	u.flushAll(&r)
+	for _, c := range r.chunks {
+		for _, line := range strings.Split(strings.TrimSuffix(string(c.data), "\n"), "\n") {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(line), &m); err != nil {
+				t.Fatalf("%q: %v", line, err)
+			}
+			if _, ok := m["util"]; ok {
+				t.Errorf("util rolled up from readings without it: %s", line)
+			}
+		}
+	}
+}
+
+func pcomTS(s int64) pcommon.Timestamp { return pcommon.Timestamp(uint64(s) * 1e9) }
+
+func countLines(r *records) int {
+	n := 0
+	for _, c := range r.chunks {
+		if c.key.stream != sc.StreamGPURollup {
+			continue
+		}
+		n += c.lines
+	}
+	return n
+}
