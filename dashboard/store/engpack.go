@@ -34,8 +34,8 @@ const (
 
 var pow10 = [packMaxK + 1]float64{1, 10, 100, 1e3, 1e4, 1e5, 1e6}
 
-// quantise returns round(v·10^k) when it decodes back to v bit for bit.
-func quantise(v float64, k int) (int64, bool) {
+// quantiseScaled returns round(v·10^k) when it decodes back to v bit for bit.
+func quantiseScaled(v float64, k int) (int64, bool) {
 	q := v * pow10[k]
 	if !(math.Abs(q) <= 1<<53) { // NaN and ±Inf fail here too
 		return 0, false
@@ -67,11 +67,11 @@ func packColumn(vals []float64, stride int, sc *packScratch) string {
 	k := 0
 	for j := 0; j < total; j++ {
 		v := at(j)
-		if _, ok := quantise(v, k); ok {
+		if _, ok := quantiseScaled(v, k); ok {
 			continue
 		}
 		for k2 := k + 1; k2 <= packMaxK; k2++ {
-			if _, ok := quantise(v, k2); ok {
+			if _, ok := quantiseScaled(v, k2); ok {
 				k = k2
 				break
 			}
@@ -81,7 +81,7 @@ func packColumn(vals []float64, stride int, sc *packScratch) string {
 	var size1, size2 int
 	var last, lastD int64
 	for j := 0; j < total; j++ {
-		iv, ok := quantise(at(j), k)
+		iv, ok := quantiseScaled(at(j), k)
 		sc.q, sc.ok = append(sc.q, iv), append(sc.ok, ok)
 		if !ok {
 			size1 += varintLen(packEscape) + 8

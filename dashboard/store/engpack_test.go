@@ -183,7 +183,7 @@ func engineDump(t *testing.T, st *Store) string {
 		for _, w := range windows {
 			for _, r := range st.EngineRawSeries(m.Name, w[0], w[1]) {
 				fmt.Fprintf(&b, "%s %v %s %v %s %s %v %v ts=%s v=%s sum=%s bk=%s\n", m.Name, w, r.Addr, r.Labels, r.DP, r.Group, r.Hist, r.Bounds,
-					bits(r.TS), bits(r.V), bits(r.Sum), bits(r.Buckets))
+					floatBits(r.TS), floatBits(r.V), floatBits(r.Sum), floatBits(r.Buckets))
 			}
 		}
 		for _, stat := range append(StatsOf(m.Kind), "") {
@@ -201,7 +201,7 @@ func engineDump(t *testing.T, st *Store) string {
 	return b.String()
 }
 
-func bits(fs []float64) string {
+func floatBits(fs []float64) string {
 	var b strings.Builder
 	for _, f := range fs {
 		fmt.Fprintf(&b, "%x,", math.Float64bits(f))
@@ -378,7 +378,7 @@ func TestEngineBytesPerPoint(t *testing.T) {
 		}
 		ser.unpack()
 		for i, got := range [4][]float64{ser.ts, ser.v, ser.sum, ser.buckets} {
-			if bits(got) != bits(want[i]) {
+			if floatBits(got) != floatBits(want[i]) {
 				t.Fatalf("%s %s column %d differs after unpacking", ser.addr, ser.metric, i)
 			}
 		}
