@@ -327,6 +327,19 @@ func itoa(i int) string {
 // minMaxBuckets folds one field of a lane into omin/omax (len = buckets over [t0, t1)): from the pyramid for
 // wide buckets and from the raw samples otherwise, leaving out what lies before `from` (the part a roll-up
 // answered; -Inf = nothing). ts is the lane's decoded timestamps (decoded lazily, once).
+// widenBucket folds [lo, hi] into output bucket i (NaN = empty so far); an i outside the buckets is ignored.
+func widenBucket(omin, omax []float64, i int, lo, hi float64) {
+	if i < 0 || i >= len(omin) {
+		return
+	}
+	if math.IsNaN(omin[i]) || lo < omin[i] {
+		omin[i] = lo
+	}
+	if math.IsNaN(omax[i]) || hi > omax[i] {
+		omax[i] = hi
+	}
+}
+
 func (l *laneData) minMaxBuckets(name string, hour int64, t0, t1, from float64, omin, omax []float64, ts *[]int64, mu *sync.Mutex) {
 	f := l.fields[name]
 	if f == nil {
@@ -334,18 +347,7 @@ func (l *laneData) minMaxBuckets(name string, hour int64, t0, t1, from float64, 
 	}
 	nb := len(omin)
 	width := (t1 - t0) / float64(nb)
-	put := func(t float64, lo, hi float64) {
-		i := int((t - t0) / width)
-		if i < 0 || i >= nb {
-			return
-		}
-		if math.IsNaN(omin[i]) || lo < omin[i] {
-			omin[i] = lo
-		}
-		if math.IsNaN(omax[i]) || hi > omax[i] {
-			omax[i] = hi
-		}
-	}
+	put := func(t float64, lo, hi float64) { widenBucket(omin, omax, int((t-t0)/width), lo, hi) }
 	// The pyramid places a 16 s bucket by its midpoint, so it is used only when output buckets are at least
 	// 4× wider (misplacement under 1/8 of a bucket); finer views decode the raw samples.
 	if width >= 4*pyramidStep && hour >= 0 {

@@ -197,17 +197,7 @@ func (b *rollBlock) memBytes() int {
 func (f *rollField) fold(h0, step, t0, t1, to float64, omin, omax []float64, spread bool) {
 	nb := len(omin)
 	width := (t1 - t0) / float64(nb)
-	put := func(i int, lo, hi float64) {
-		if i < 0 || i >= nb {
-			return
-		}
-		if math.IsNaN(omin[i]) || lo < omin[i] {
-			omin[i] = lo
-		}
-		if math.IsNaN(omax[i]) || hi > omax[i] {
-			omax[i] = hi
-		}
-	}
+	put := func(i int, lo, hi float64) { widenBucket(omin, omax, i, lo, hi) }
 	end := math.Min(t1, to)
 	for j := range f.min {
 		if f.min[j] != f.min[j] {
