@@ -34,32 +34,203 @@ func (p *phaseRec) identity() string {
 
 func ftoa(f float64) string { b, _ := json.Marshal(f); return string(b) }
 
-// phaseBlock holds one hour of phases records.
+// phaseBlock holds one hour of phases records: all of them, or (sparse) only those that can matter outside
+// the hour.
+//
+// A window reads the phases partitions of its own hours and, up to phaseReach hours on either side, the
+// records that reach into it from there: closed phases that started before their partition's hour (they are
+// filed by end hour) and open markers nobody closed (filed by start hour). Those are a few per hour, so a
+// reach hour is loaded sparse: each line is looked at for its span id, t0 and t1 without being decoded, and
+// only those records are kept (addSparse). A window that later covers the hour loads it whole.
 type phaseBlock struct {
 	closed []phaseRec
 	open   []phaseRec
 	maxT   float64
+	sparse bool
+	// Identities of every closed record read (sparse too): an open marker with one of them is closed.
+	// Span ids of 16 hex digits as numbers (the common case, and the cheap one), others as strings (v1).
+	spans map[uint64]struct{}
+	ids   map[string]struct{}
+	// Sparse reading: markers wait here, as line copies, until the end of the read, and are kept only when no
+	// closed record of the hour matched them (most phases start and end in the same hour).
+	pend  []pendingMarker
+	arena []byte
+	// Open markers still unmatched (indices into open) as of stillOpen's last look, and how many of open that
+	// look examined (phaseIndex.go).
+	openLeft []int32
+	checked  int
 }
 
-func (b *phaseBlock) addLine(line []byte) bool {
+type pendingMarker struct {
+	span   uint64
+	off, n int
+}
+
+func newPhaseBlock(sparse bool) *phaseBlock {
+	return &phaseBlock{sparse: sparse, spans: map[uint64]struct{}{}, ids: map[string]struct{}{}}
+}
+
+// hexID returns a 16-hex-digit span id as a number.
+func hexID(s []byte) (uint64, bool) {
+	if len(s) != 16 {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range s {
+		switch {
+		case c >= '0' && c <= '9':
+			v = v<<4 | uint64(c-'0')
+		case c >= 'a' && c <= 'f':
+			v = v<<4 | uint64(c-'a'+10)
+		default:
+			return 0, false // upper case too: ids are compared as written
+		}
+	}
+	return v, true
+}
+
+// closes records r's identity as a closed one.
+func (b *phaseBlock) closes(r *phaseRec) {
+	if id, ok := hexID([]byte(r.Span)); ok {
+		b.spans[id] = struct{}{}
+		return
+	}
+	b.ids[r.identity()] = struct{}{}
+}
+
+// isClosed says whether the block holds the closed twin of marker r.
+func (b *phaseBlock) isClosed(r *phaseRec) bool {
+	if id, ok := hexID([]byte(r.Span)); ok {
+		_, hit := b.spans[id]
+		return hit
+	}
+	_, hit := b.ids[r.identity()]
+	return hit
+}
+
+func (b *phaseBlock) decode(line []byte) (phaseRec, bool) {
 	r, ok := parsePhaseFast(line)
 	if !ok {
 		r = phaseRec{Rank: -1}
 		if err := json.Unmarshal(line, &r); err != nil {
-			return false
+			return r, false
 		}
 	}
-	if r.Name == "" || r.T0 <= 0 {
-		return false
-	}
+	return r, r.Name != "" && r.T0 > 0
+}
+
+func (b *phaseBlock) keep(r phaseRec) {
 	if r.open() {
 		b.open = append(b.open, r)
 		b.maxT = math.Max(b.maxT, r.T0)
 	} else {
+		b.closes(&r)
 		b.closed = append(b.closed, r)
 		b.maxT = math.Max(b.maxT, *r.T1)
 	}
+}
+
+func (b *phaseBlock) addLine(line []byte) bool {
+	r, ok := b.decode(line)
+	if ok {
+		b.keep(r)
+	}
+	return ok
+}
+
+// addSparse reads one line of a reach hour starting at hourStart (see phaseBlock). A line it cannot read
+// cheaply (no hex span id, unusual spacing or numbers, a v1 record) is decoded and judged like any other.
+func (b *phaseBlock) addSparse(line []byte, hourStart float64) bool {
+	span, okS := stringAfter(line, `"span":"`)
+	t0, ok0 := numberAfter(line, `"t0":`)
+	t1raw, ok1 := rawAfter(line, `"t1":`)
+	id, okID := hexID(span)
+	if !okS || !ok0 || !ok1 || !okID {
+		r, ok := b.decode(line)
+		if !ok {
+			return false
+		}
+		if r.open() || r.T0 < hourStart {
+			b.keep(r)
+		} else {
+			b.closes(&r)
+			b.maxT = math.Max(b.maxT, *r.T1)
+		}
+		return true
+	}
+	if len(t1raw) > 0 && t1raw[0] == 'n' { // null: an open marker
+		b.pend = append(b.pend, pendingMarker{span: id, off: len(b.arena), n: len(line)})
+		b.arena = append(b.arena, line...)
+		b.maxT = math.Max(b.maxT, t0)
+		return true
+	}
+	t1, good := parseNum(t1raw)
+	if !good {
+		return b.addLine(line)
+	}
+	if t0 < hourStart {
+		return b.addLine(line) // started in an earlier hour: it may cover a window there
+	}
+	b.spans[id] = struct{}{}
+	b.maxT = math.Max(b.maxT, t1)
 	return true
+}
+
+// settle ends a sparse read: the markers no closed record of the hour matched are decoded and kept.
+func (b *phaseBlock) settle() (bad int) {
+	for _, m := range b.pend {
+		if _, hit := b.spans[m.span]; hit {
+			continue
+		}
+		r, ok := b.decode(b.arena[m.off : m.off+m.n])
+		if !ok {
+			bad++
+			continue
+		}
+		b.keep(r)
+	}
+	b.pend, b.arena = nil, nil
+	return bad
+}
+
+// rawAfter returns the raw value after the first occurrence of key (e.g. `"t0":`) up to the next ',' or '}';
+// key must include the colon. A JSON string cannot hold an unescaped quote, so the key's quotes match a key.
+func rawAfter(line []byte, key string) ([]byte, bool) {
+	i := bytes.Index(line, []byte(key))
+	if i < 0 {
+		return nil, false
+	}
+	i += len(key)
+	j := i
+	for j < len(line) && line[j] != ',' && line[j] != '}' {
+		j++
+	}
+	if j == i || j == len(line) {
+		return nil, false
+	}
+	return line[i:j], true
+}
+
+func numberAfter(line []byte, key string) (float64, bool) {
+	v, ok := rawAfter(line, key)
+	if !ok || !jsonNumber(v) {
+		return 0, false
+	}
+	return parseNum(v)
+}
+
+// stringAfter returns the string value after key (which ends with the opening quote), when it has no escapes.
+func stringAfter(line []byte, key string) ([]byte, bool) {
+	i := bytes.Index(line, []byte(key))
+	if i < 0 {
+		return nil, false
+	}
+	i += len(key)
+	j := bytes.IndexByte(line[i:], '"')
+	if j < 0 || bytes.IndexByte(line[i:i+j], '\\') >= 0 {
+		return nil, false
+	}
+	return line[i : i+j], true
 }
 
 // parsePhaseFast decodes the records the exporter writes without encoding/json (which was most of a cold

@@ -2,6 +2,8 @@ package store
 
 import (
 	"bytes"
+	"cmp"
+	"slices"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -271,41 +273,48 @@ func (s *Store) Phases(t0, t1 float64, sel []*Lane) *PhasesResult {
 	s.ensure(t0, t1, false, true)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	closedIDs := map[string]bool{}
-	var recs []*phaseRec
-	for _, h := range hoursFor(s.phaseF, t0, t1, phaseReach, phaseReach) {
-		b := s.phases[h]
-		if b == nil {
-			continue
-		}
-		for i := range b.closed {
-			r := &b.closed[i]
-			closedIDs[r.identity()] = true
-			if r.T0 < t1 && *r.T1 > t0 {
-				recs = append(recs, r)
+	s.refreshOpenLocked()
+	// Candidates in the order the records were read (closed ones hour by hour, then the still-open markers),
+	// then sorted by start: ties keep that order.
+	var recs []phaseCand
+	hours := hoursFor(s.phaseF, t0, t1, phaseReach, phaseReach)
+	for _, h := range hours {
+		if b := s.phases[h]; b != nil {
+			for i := range b.closed {
+				if r := &b.closed[i]; r.T0 < t1 && *r.T1 > t0 {
+					recs = append(recs, phaseCand{r.T0, int32(len(recs)), r})
+				}
 			}
 		}
 	}
-	for _, h := range hoursFor(s.phaseF, t0, t1, phaseReach, phaseReach) {
-		b := s.phases[h]
-		if b == nil {
-			continue
-		}
-		for i := range b.open {
-			r := &b.open[i]
-			if !closedIDs[r.identity()] && r.T0 < t1 && s.edge > t0 {
-				recs = append(recs, r)
+	if s.edge > t0 {
+		for _, h := range hours {
+			if b := s.phases[h]; b != nil {
+				for _, k := range b.openLeft {
+					if r := &b.open[k]; r.T0 < t1 {
+						recs = append(recs, phaseCand{r.T0, int32(len(recs)), r})
+					}
+				}
 			}
 		}
 	}
-	sort.SliceStable(recs, func(i, j int) bool { return recs[i].T0 < recs[j].T0 })
+	slices.SortFunc(recs, func(a, b phaseCand) int {
+		if c := cmp.Compare(a.t0, b.t0); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.seq, b.seq)
+	})
 
-	want := map[string]*PhaseLane{}
+	type laneKey struct {
+		node string
+		gpu  int
+	}
+	want := make(map[laneKey]*PhaseLane, len(sel))
 	out := &PhasesResult{Names: []string{}, Lanes: make([]*PhaseLane, 0, len(sel))}
 	var rolloutLanes []*PhaseLane
 	for _, l := range sel {
 		pl := &PhaseLane{ID: l.ID, Name: []int{}, T0: []float64{}, T1: []float64{}, Open: []bool{}, Depth: []int{}, Parent: []int{}, Step: []int{}, Rank: []int{}}
-		want[l.Key] = pl
+		want[laneKey{l.Node, l.GPU}] = pl
 		out.Lanes = append(out.Lanes, pl)
 		for _, r := range l.Roles {
 			if r == "rollout" {
@@ -313,15 +322,24 @@ func (s *Store) Phases(t0, t1 float64, sel []*Lane) *PhasesResult {
 			}
 		}
 	}
+	// Positions are remembered only for spans some candidate names as its parent (few: most phases are flat).
+	parents := map[string]struct{}{}
+	for i := range recs {
+		if p := recs[i].r.Parent; p != "" {
+			parents[p] = struct{}{}
+		}
+	}
 	nameIdx := map[string]int{}
 	spanPos := map[*PhaseLane]map[string]int{}
-	for _, r := range recs {
-		var targets []*PhaseLane
+	var targets []*PhaseLane
+	for _, c := range recs {
+		r := c.r
+		targets = targets[:0]
 		if len(r.GPUs) == 0 {
-			targets = rolloutLanes
+			targets = append(targets, rolloutLanes...)
 		} else {
 			for _, g := range r.GPUs {
-				if pl := want[r.Node+":"+itoa(g)]; pl != nil {
+				if pl := want[laneKey{r.Node, g}]; pl != nil {
 					targets = append(targets, pl)
 				}
 			}
@@ -335,33 +353,35 @@ func (s *Store) Phases(t0, t1 float64, sel []*Lane) *PhasesResult {
 			nameIdx[r.Name] = ni
 			out.Names = append(out.Names, r.Name)
 		}
+		open := r.open()
 		end := s.edge
-		if !r.open() {
+		if !open {
 			end = *r.T1
 		}
 		step := -1
 		if r.Step != nil {
 			step = *r.Step
 		}
+		_, isParent := parents[r.Span]
 		for _, pl := range targets {
-			pos := spanPos[pl]
-			if pos == nil {
-				pos = map[string]int{}
-				spanPos[pl] = pos
-			}
 			parent, depth := -1, 0
 			if r.Parent != "" {
-				if pi, ok := pos[r.Parent]; ok {
+				if pi, ok := spanPos[pl][r.Parent]; ok {
 					parent, depth = pi, pl.Depth[pi]+1
 				}
 			}
-			if r.Span != "" {
+			if isParent && r.Span != "" {
+				pos := spanPos[pl]
+				if pos == nil {
+					pos = map[string]int{}
+					spanPos[pl] = pos
+				}
 				pos[r.Span] = len(pl.T0)
 			}
 			pl.Name = append(pl.Name, ni)
 			pl.T0 = append(pl.T0, r.T0)
 			pl.T1 = append(pl.T1, math.Max(end, r.T0))
-			pl.Open = append(pl.Open, r.open())
+			pl.Open = append(pl.Open, open)
 			pl.Depth = append(pl.Depth, depth)
 			pl.Parent = append(pl.Parent, parent)
 			pl.Step = append(pl.Step, step)
@@ -369,6 +389,13 @@ func (s *Store) Phases(t0, t1 float64, sel []*Lane) *PhasesResult {
 		}
 	}
 	return out
+}
+
+// phaseCand is one phase record a Phases query draws: its start, its place in reading order, the record.
+type phaseCand struct {
+	t0  float64
+	seq int32
+	r   *phaseRec
 }
 
 // MinMax is a decimated field: per bucket min and max, NaN where there was no sample (null in JSON).

@@ -7,6 +7,7 @@ package store
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,7 +43,10 @@ type Store struct {
 	dir    string
 	follow bool
 
-	mu      sync.RWMutex
+	mu sync.RWMutex
+	// lmu guards what concurrent partition loads (loadAll, load.go) share: the block maps, lanes seen in the
+	// data, notices, the data edge, the cache-hit count. Never held while taking mu.
+	lmu     sync.Mutex
 	meta    map[string]any
 	layout  string
 	lanes   *laneSet
@@ -58,6 +62,11 @@ type Store struct {
 	tails   map[int64]*tailBlock // live gpu_util hours read from near the roll-up's end only
 	noRoll  bool                 // SetRollup(false): always read gpu_util (benchmarks compare)
 	phases  map[int64]*phaseBlock
+	// phaseGen counts changes to the phase blocks (a block added, grown or replaced): the still-open marker
+	// lists (phaseindex.go) are brought up to date when it moved.
+	phaseGen  int64
+	openGen   int64
+	openMu    sync.Mutex
 	steps   []stepRec
 	stepsOK bool
 	topo    []topoRec
@@ -115,7 +124,11 @@ func (s *Store) SetRollup(on bool) {
 	s.noRoll = !on
 }
 
-func (s *Store) notice(level, msg string) { s.notices[msg] = Notice{Level: level, Message: msg} }
+func (s *Store) notice(level, msg string) {
+	s.lmu.Lock()
+	s.notices[msg] = Notice{Level: level, Message: msg}
+	s.lmu.Unlock()
+}
 
 func (s *Store) loadMetaLocked() {
 	s.meta = map[string]any{}
@@ -168,6 +181,8 @@ func copyLanes(cat, extra map[string]*Lane) map[string]*Lane {
 
 // laneSeen registers a lane found in the data that the catalog lacks (v1 runs without a catalog).
 func (s *Store) laneSeen(key string) {
+	s.lmu.Lock()
+	defer s.lmu.Unlock()
 	if _, ok := s.lanes.byKey[key]; ok {
 		return
 	}
@@ -194,39 +209,44 @@ func (s *Store) loadGPUHourLocked(h int64) {
 	if p == nil {
 		return
 	}
+	s.lmu.Lock()
 	delete(s.tails, h) // the whole hour supersedes a tail read
+	s.lmu.Unlock()
 	if !p.loaded {
 		if cb, fi, ok := s.cachedGPUHourLocked(h, p); ok {
+			s.lmu.Lock()
 			s.gpu[h] = cb
+			s.cacheHits++
+			s.lmu.Unlock()
 			for key := range cb.lanes {
 				s.laneSeen(key)
 			}
 			p.zstSize = fi.Size() // read() will not parse it again unless it grows
 			p.loaded = true
-			s.cacheHits++
-			s.edge = math.Max(s.edge, cb.maxTs)
+			s.raiseEdge(cb.maxTs)
 			return
 		}
 	}
+	s.lmu.Lock()
 	b := s.gpu[h]
 	if b == nil {
 		b = newGPUBlock(h)
 		s.gpu[h] = b
 	}
+	s.lmu.Unlock()
 	cacheable := s.cacheDir != "" && !p.loaded && p.zst != "" && p.plain == "" && p.zstSize == 0 && h >= 0
 	reports, err := s.gpuF.read(p, func(line []byte) bool { return b.addLine(line, s.laneSeen) })
 	if errors.Is(err, errReload) {
 		*p = partition{hour: h, plain: p.plain, zst: p.zst}
+		s.lmu.Lock()
 		s.gpu[h] = newGPUBlock(h)
+		s.lmu.Unlock()
 		s.loadGPUHourLocked(h)
 		return
 	}
 	s.report(reports, err)
 	p.loaded = true
-	if b.maxTs > s.edge {
-		s.edge = b.maxTs
-	}
-	if h >= 0 && float64(h+1)*3600 < s.edge {
+	if h >= 0 && float64(h+1)*3600 < s.raiseEdge(b.maxTs) {
 		b.seal() // a past hour: drop append slack (late records may still arrive and grow it again)
 	}
 	if cacheable && err == nil && len(reports) == 0 {
@@ -243,15 +263,19 @@ func (s *Store) loadRollHourLocked(h int64) {
 	if p == nil || h < 0 {
 		return
 	}
+	s.lmu.Lock()
 	b := s.roll[h]
 	if b == nil {
 		b = newRollBlock(h)
 		s.roll[h] = b
 	}
+	s.lmu.Unlock()
 	reports, err := s.rollF.read(p, func(line []byte) bool { return b.addLine(line, s.laneSeen) })
 	if errors.Is(err, errReload) {
 		*p = partition{hour: h, plain: p.plain, zst: p.zst}
+		s.lmu.Lock()
 		delete(s.roll, h)
+		s.lmu.Unlock()
 		s.loadRollHourLocked(h)
 		return
 	}
@@ -259,28 +283,49 @@ func (s *Store) loadRollHourLocked(h int64) {
 	p.loaded = true
 }
 
-func (s *Store) loadPhaseHourLocked(h int64) {
+// loadPhaseHourLocked reads hour h of phases whole (a sparse block of the hour is replaced).
+func (s *Store) loadPhaseHourLocked(h int64) { s.loadPhaseHour(h, false) }
+
+// loadPhaseHour reads hour h of phases, whole or (sparse, a reach hour: phases.go) only what reaches outside
+// the hour; a sparse read of a whole hour reads on as whole.
+func (s *Store) loadPhaseHour(h int64, sparse bool) {
 	p := s.phaseF.parts[h]
 	if p == nil {
 		return
 	}
+	sparse = sparse && h >= 0 && !p.loaded
+	s.lmu.Lock()
 	b := s.phases[h]
+	if b != nil && b.sparse && !sparse {
+		b = nil // becomes whole: read again from the start
+		*p = partition{hour: h, plain: p.plain, zst: p.zst}
+	}
 	if b == nil {
-		b = &phaseBlock{}
+		b = newPhaseBlock(sparse)
 		s.phases[h] = b
 	}
-	reports, err := s.phaseF.read(p, b.addLine)
+	s.phaseGen++
+	s.lmu.Unlock()
+	sink := b.addLine
+	if b.sparse {
+		start := float64(h * 3600)
+		sink = func(line []byte) bool { return b.addSparse(line, start) }
+	}
+	reports, err := s.phaseF.read(p, sink)
 	if errors.Is(err, errReload) {
 		*p = partition{hour: h, plain: p.plain, zst: p.zst}
-		s.phases[h] = &phaseBlock{}
-		s.loadPhaseHourLocked(h)
+		s.lmu.Lock()
+		delete(s.phases, h)
+		s.lmu.Unlock()
+		s.loadPhaseHour(h, sparse)
 		return
 	}
-	s.report(reports, err)
-	p.loaded = true
-	if b.maxT > s.edge {
-		s.edge = b.maxT
+	if bad := b.settle(); bad > 0 {
+		s.notice("warning", fmt.Sprintf("%s: %d corrupt open-marker line(s) skipped", corruptReport{path: cmp.Or(p.plain, p.zst)}.file(), bad))
 	}
+	s.report(reports, err)
+	p.loaded = !b.sparse
+	s.raiseEdge(b.maxT)
 }
 
 func (s *Store) report(reports []corruptReport, err error) {
@@ -416,10 +461,14 @@ func (s *Store) ensureGPU(t0, t1, width float64, coarse bool, fields []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.noRoll {
+		var jobs []loadJob
 		for _, h := range hoursFor(s.rollF, t0, t1, 0, 0) {
 			if !s.rollF.parts[h].loaded {
-				s.loadRollHourLocked(h)
+				jobs = append(jobs, func() { s.loadRollHourLocked(h) })
 			}
+		}
+		s.loadAll(jobs)
+		for _, h := range hoursFor(s.rollF, t0, t1, 0, 0) {
 			if b, p := s.roll[h], s.gpuF.parts[h]; b != nil && b.rawFirst == 0 && p != nil {
 				if b.rawFirst = firstStamp(p); b.rawFirst == 0 {
 					b.rawFirst = math.Inf(1) // unreadable: judged by the roll-up alone
@@ -427,6 +476,7 @@ func (s *Store) ensureGPU(t0, t1, width float64, coarse bool, fields []string) {
 			}
 		}
 	}
+	var jobs []loadJob
 	for _, h := range hoursFor(s.gpuF, t0, t1, 0, 0) {
 		if s.gpuF.parts[h].loaded {
 			continue
@@ -436,9 +486,10 @@ func (s *Store) ensureGPU(t0, t1, width float64, coarse bool, fields []string) {
 		case !need || tailOK:
 		case tailOnly && s.loadTailLocked(h, s.roll[h].end):
 		default:
-			s.loadGPUHourLocked(h)
+			jobs = append(jobs, func() { s.loadGPUHourLocked(h) })
 		}
 	}
+	s.loadAll(jobs)
 }
 
 // loadTailLocked reads hour h of gpu_util from near `seam` to its end into a tail block; false when the file
@@ -500,43 +551,55 @@ func (s *Store) refreshTailsLocked() {
 }
 
 // ensure loads every partition a window needs, under the write lock; queries then read under the read lock.
+// Phases: the window's hours whole, the reach hours around them sparse (phases.go).
 func (s *Store) ensure(t0, t1 float64, gpu, phases bool) {
 	s.mu.RLock()
-	missing := false
-	if gpu {
-		for _, h := range hoursFor(s.gpuF, t0, t1, 0, 0) {
-			if !s.gpuF.parts[h].loaded {
-				missing = true
-			}
-		}
-	}
-	if phases {
-		for _, h := range hoursFor(s.phaseF, t0, t1, phaseReach, phaseReach) {
-			if !s.phaseF.parts[h].loaded {
-				missing = true
-			}
-		}
-	}
+	gpuJobs, phaseWhole, phaseSparse := s.missingLocked(t0, t1, gpu, phases)
 	s.mu.RUnlock()
-	if !missing {
+	if len(gpuJobs)+len(phaseWhole)+len(phaseSparse) == 0 {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	gpuJobs, phaseWhole, phaseSparse = s.missingLocked(t0, t1, gpu, phases)
+	var jobs []loadJob
+	for _, h := range gpuJobs {
+		jobs = append(jobs, func() { s.loadGPUHourLocked(h) })
+	}
+	for _, h := range phaseWhole {
+		jobs = append(jobs, func() { s.loadPhaseHour(h, false) })
+	}
+	for _, h := range phaseSparse {
+		jobs = append(jobs, func() { s.loadPhaseHour(h, true) })
+	}
+	s.loadAll(jobs)
+}
+
+// missingLocked lists what ensure must load: gpu_util hours, phases hours to read whole and reach hours to
+// read sparse.
+func (s *Store) missingLocked(t0, t1 float64, gpu, phases bool) (gpuHs, whole, sparse []int64) {
 	if gpu {
 		for _, h := range hoursFor(s.gpuF, t0, t1, 0, 0) {
 			if !s.gpuF.parts[h].loaded {
-				s.loadGPUHourLocked(h)
+				gpuHs = append(gpuHs, h)
 			}
 		}
 	}
 	if phases {
-		for _, h := range hoursFor(s.phaseF, t0, t1, phaseReach, phaseReach) {
+		inWindow := map[int64]bool{}
+		for _, h := range hoursFor(s.phaseF, t0, t1, 0, 0) {
+			inWindow[h] = true
 			if !s.phaseF.parts[h].loaded {
-				s.loadPhaseHourLocked(h)
+				whole = append(whole, h)
+			}
+		}
+		for _, h := range hoursFor(s.phaseF, t0, t1, phaseReach, phaseReach) {
+			if !inWindow[h] && !s.phaseF.parts[h].loaded && s.phases[h] == nil {
+				sparse = append(sparse, h)
 			}
 		}
 	}
+	return gpuHs, whole, sparse
 }
 
 // ---- data edge ----
@@ -712,6 +775,8 @@ func (s *Store) Refresh() {
 	for _, h := range s.phaseF.hours() {
 		if p := s.phaseF.parts[h]; p.loaded || (h >= newest-1 && len(s.phases) > 0) {
 			s.loadPhaseHourLocked(h)
+		} else if b := s.phases[h]; b != nil && b.sparse {
+			s.loadPhaseHour(h, true)
 		}
 	}
 	if s.stepsOK {

@@ -211,9 +211,14 @@ func consume(r io.Reader, base int64, sink lineSink, path string) (corruptReport
 }
 
 func (r corruptReport) String() string {
+	return fmt.Sprintf("%s: %d corrupt line(s) skipped, first near byte %d", r.file(), r.count, r.first)
+}
+
+// file is the report's path relative to the run's dashboard folder.
+func (r corruptReport) file() string {
 	rel := r.path
 	if i := strings.Index(rel, runfiles.DashboardDir+string(filepath.Separator)); i >= 0 {
 		rel = rel[i+len(runfiles.DashboardDir)+1:]
 	}
-	return fmt.Sprintf("%s: %d corrupt line(s) skipped, first near byte %d", rel, r.count, r.first)
+	return rel
 }
