@@ -3,10 +3,10 @@ package store
 import (
 	"bytes"
 	"cmp"
-	"slices"
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"

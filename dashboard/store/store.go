@@ -64,15 +64,15 @@ type Store struct {
 	phases  map[int64]*phaseBlock
 	// phaseGen counts changes to the phase blocks (a block added, grown or replaced): the still-open marker
 	// lists (phaseindex.go) are brought up to date when it moved.
-	phaseGen  int64
-	openGen   int64
-	openMu    sync.Mutex
-	steps   []stepRec
-	stepsOK bool
-	topo    []topoRec
-	edge    float64
-	first   float64
-	notices map[string]Notice
+	phaseGen int64
+	openGen  int64
+	openMu   sync.Mutex
+	steps    []stepRec
+	stepsOK  bool
+	topo     []topoRec
+	edge     float64
+	first    float64
+	notices  map[string]Notice
 
 	listeners map[chan struct{}]struct{}
 	metaVer   int    // bumped when lanes or notices change
