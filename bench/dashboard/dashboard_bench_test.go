@@ -4,6 +4,8 @@ package dashboard
 
 import (
 	"encoding/json"
+	"fmt"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -84,9 +86,25 @@ func TestColdOpenAndWarmQueries(t *testing.T) {
 	t.Logf("cold open -> first timeline answer (meta, lanes, fleet over the default window): %s "+
 		"(read: %d gpu_util hours, %d GPU values; %d gpu_rollup hours, %d B held)", first, m.Memory.Hours,
 		m.Memory.GPUValues, m.Memory.RollupHours, m.Memory.RollupBytes)
+	// The rest of the page's first paint: the first visible lanes as the SPA plans them (timeaxis.ts planFetch:
+	// the latest 4 h at ~1000 px is 900 buckets of 16 s on the 16 s grid), their phases, the bubble strip.
+	edge := m.TimeRange[1]
+	p0 := math.Floor((edge-4*3600)/16) * 16
+	win := fmt.Sprintf("t0=%.0f&t1=%.0f", p0, p0+4*3600)
 	s := time.Now()
+	get(t, ts.URL+"/api/v1/phases?lanes=g0-7&"+win)
+	get(t, ts.URL+"/api/v1/gpu?lanes=g0-7&points=900&fields=util,mem_mb&"+win)
+	get(t, ts.URL+"/api/v1/bubbles?"+win)
+	t.Logf("then the first lanes (g0-7: phases, util+mem at 900 x 16 s buckets, bubbles over 4 h): %s; page total %s",
+		time.Since(s), time.Since(start))
+	// Zoomed in to the last hour (4 s buckets: finer than the roll-up, so gpu_util is parsed).
+	f0 := math.Floor((edge-3600)/4) * 4
+	s = time.Now()
+	get(t, ts.URL+fmt.Sprintf("/api/v1/gpu?lanes=g0-7&points=900&fields=util,mem_mb&t0=%.0f&t1=%.0f", f0, f0+3600))
+	t.Logf("first fine lane view (last hour, 900 x 4 s buckets: parses gpu_util): %s", time.Since(s))
+	s = time.Now()
 	get(t, ts.URL+"/api/v1/gpu?lanes=g0-7&points=1000&fields=util,mem_mb")
-	t.Logf("first lane view at 1000 points (3.6 s buckets: raw samples, parses gpu_util unless loaded): %s", time.Since(s))
+	t.Logf("first lane view at 1000 points over the default window (unaligned 14.4 s buckets: raw samples): %s", time.Since(s))
 	for _, q := range []string{
 		"/api/v1/fleet?buckets=600",
 		"/api/v1/gpu?lanes=g0-7&points=1000&fields=util,mem_mb",

@@ -31,7 +31,7 @@ cache=$(mktemp -d /tmp/miles-colcache.XXXXXX)
 echo "first open, then a reopen with the column cache ($cache):" >&2
 for pass in 1 2; do
   MILES_BENCH_CACHE=$cache MILES_BENCH_LATENCY=$([ $pass = 1 ] && echo 1) go test -count=1 \
-    -run "TestColdOpenAndWarmQueries|TestLiveLatency" -v ./bench/dashboard/ | grep -E "run:|open|first lane|warm|held|append|ok|FAIL"
+    -run "TestColdOpenAndWarmQueries|TestLiveLatency" -v ./bench/dashboard/ | grep -E "run:|open|first|warm|held|append|ok|FAIL"
 done
 echo "the same first open without the roll-up (everything from gpu_util, as before the gpu_rollup stream):" >&2
 MILES_BENCH_NO_ROLLUP=1 go test -count=1 -run TestColdOpenAndWarmQueries -v ./bench/dashboard/ | grep -E "cold open|ok|FAIL"

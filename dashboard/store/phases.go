@@ -20,6 +20,21 @@ type phaseRec struct {
 	Step   *int     `json:"step"`
 	Span   string   `json:"span"`
 	Parent string   `json:"parent"`
+	// Span and Parent as map keys (refOf), set when the record is kept.
+	sref, pref spanRef
+}
+
+// spanRef keys a span id: a 16-hex-digit id as a number (cheap to hash), any other non-empty id as its text.
+type spanRef struct {
+	id uint64
+	s  string
+}
+
+func refOf(s string) spanRef {
+	if id, ok := hexID([]byte(s)); ok && id != 0 {
+		return spanRef{id: id}
+	}
+	return spanRef{s: s}
 }
 
 func (p *phaseRec) open() bool { return p.T1 == nil || *p.T1 < 0 }
@@ -120,6 +135,7 @@ func (b *phaseBlock) decode(line []byte) (phaseRec, bool) {
 }
 
 func (b *phaseBlock) keep(r phaseRec) {
+	r.sref, r.pref = refOf(r.Span), refOf(r.Parent)
 	if r.open() {
 		b.open = append(b.open, r)
 		b.maxT = math.Max(b.maxT, r.T0)

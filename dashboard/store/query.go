@@ -298,94 +298,113 @@ func (s *Store) Phases(t0, t1 float64, sel []*Lane) *PhasesResult {
 			}
 		}
 	}
-	slices.SortFunc(recs, func(a, b phaseCand) int {
-		if c := cmp.Compare(a.t0, b.t0); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.seq, b.seq)
-	})
 
 	type laneKey struct {
 		node string
 		gpu  int
 	}
-	want := make(map[laneKey]*PhaseLane, len(sel))
+	want := make(map[laneKey]int, len(sel))
 	out := &PhasesResult{Names: []string{}, Lanes: make([]*PhaseLane, 0, len(sel))}
-	var rolloutLanes []*PhaseLane
-	for _, l := range sel {
-		pl := &PhaseLane{ID: l.ID, Name: []int{}, T0: []float64{}, T1: []float64{}, Open: []bool{}, Depth: []int{}, Parent: []int{}, Step: []int{}, Rank: []int{}}
-		want[laneKey{l.Node, l.GPU}] = pl
-		out.Lanes = append(out.Lanes, pl)
+	var rolloutLanes []int
+	for i, l := range sel {
+		want[laneKey{l.Node, l.GPU}] = i
+		out.Lanes = append(out.Lanes, &PhaseLane{ID: l.ID})
 		for _, r := range l.Roles {
 			if r == "rollout" {
-				rolloutLanes = append(rolloutLanes, pl)
+				rolloutLanes = append(rolloutLanes, i)
 			}
 		}
 	}
-	// Positions are remembered only for spans some candidate names as its parent (few: most phases are flat).
-	parents := map[string]struct{}{}
-	for i := range recs {
-		if p := recs[i].r.Parent; p != "" {
-			parents[p] = struct{}{}
-		}
+	// Deal the candidates to their lanes, then sort each lane by start (ties in reading order): the same order
+	// as sorting all of them, for a fraction of the comparisons. Names are numbered in order of first
+	// appearance in that global order.
+	perLane := make([][]phaseCand, len(sel))
+	type firstSeen struct {
+		t0  float64
+		seq int32
 	}
-	nameIdx := map[string]int{}
-	spanPos := map[*PhaseLane]map[string]int{}
-	var targets []*PhaseLane
+	names := map[string]firstSeen{}
+	parents := map[spanRef]struct{}{} // spans some candidate names as its parent (few: most phases are flat)
 	for _, c := range recs {
 		r := c.r
-		targets = targets[:0]
+		n := 0
 		if len(r.GPUs) == 0 {
-			targets = append(targets, rolloutLanes...)
+			for _, li := range rolloutLanes {
+				perLane[li] = append(perLane[li], c)
+			}
+			n = len(rolloutLanes)
 		} else {
 			for _, g := range r.GPUs {
-				if pl := want[laneKey{r.Node, g}]; pl != nil {
-					targets = append(targets, pl)
+				if li, ok := want[laneKey{r.Node, g}]; ok {
+					perLane[li] = append(perLane[li], c)
+					n++
 				}
 			}
 		}
-		if len(targets) == 0 {
+		if n == 0 {
 			continue
 		}
-		ni, ok := nameIdx[r.Name]
-		if !ok {
-			ni = len(out.Names)
-			nameIdx[r.Name] = ni
-			out.Names = append(out.Names, r.Name)
+		if f, ok := names[r.Name]; !ok || c.t0 < f.t0 || (c.t0 == f.t0 && c.seq < f.seq) {
+			names[r.Name] = firstSeen{c.t0, c.seq}
 		}
-		open := r.open()
-		end := s.edge
-		if !open {
-			end = *r.T1
+		if r.Parent != "" {
+			parents[r.pref] = struct{}{}
 		}
-		step := -1
-		if r.Step != nil {
-			step = *r.Step
+	}
+	for name := range names {
+		out.Names = append(out.Names, name)
+	}
+	slices.SortFunc(out.Names, func(a, b string) int {
+		fa, fb := names[a], names[b]
+		if c := cmp.Compare(fa.t0, fb.t0); c != 0 {
+			return c
 		}
-		_, isParent := parents[r.Span]
-		for _, pl := range targets {
+		return cmp.Compare(fa.seq, fb.seq)
+	})
+	nameIdx := make(map[string]int, len(out.Names))
+	for i, n := range out.Names {
+		nameIdx[n] = i
+	}
+	var pos map[spanRef]int
+	for li, cands := range perLane {
+		slices.SortFunc(cands, func(a, b phaseCand) int {
+			if c := cmp.Compare(a.t0, b.t0); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.seq, b.seq)
+		})
+		n := len(cands)
+		pl := out.Lanes[li]
+		pl.Name, pl.T0, pl.T1, pl.Open = make([]int, n), make([]float64, n), make([]float64, n), make([]bool, n)
+		pl.Depth, pl.Parent, pl.Step, pl.Rank = make([]int, n), make([]int, n), make([]int, n), make([]int, n)
+		clear(pos)
+		for i, c := range cands {
+			r := c.r
+			open := r.open()
+			end := s.edge
+			if !open {
+				end = *r.T1
+			}
+			step := -1
+			if r.Step != nil {
+				step = *r.Step
+			}
 			parent, depth := -1, 0
-			if r.Parent != "" {
-				if pi, ok := spanPos[pl][r.Parent]; ok {
+			if r.Parent != "" && pos != nil {
+				if pi, ok := pos[r.pref]; ok {
 					parent, depth = pi, pl.Depth[pi]+1
 				}
 			}
-			if isParent && r.Span != "" {
-				pos := spanPos[pl]
-				if pos == nil {
-					pos = map[string]int{}
-					spanPos[pl] = pos
+			if r.Span != "" {
+				if _, isParent := parents[r.sref]; isParent {
+					if pos == nil {
+						pos = map[spanRef]int{}
+					}
+					pos[r.sref] = i
 				}
-				pos[r.Span] = len(pl.T0)
 			}
-			pl.Name = append(pl.Name, ni)
-			pl.T0 = append(pl.T0, r.T0)
-			pl.T1 = append(pl.T1, math.Max(end, r.T0))
-			pl.Open = append(pl.Open, open)
-			pl.Depth = append(pl.Depth, depth)
-			pl.Parent = append(pl.Parent, parent)
-			pl.Step = append(pl.Step, step)
-			pl.Rank = append(pl.Rank, r.Rank)
+			pl.Name[i], pl.T0[i], pl.T1[i], pl.Open[i] = nameIdx[r.Name], r.T0, math.Max(end, r.T0), open
+			pl.Depth[i], pl.Parent[i], pl.Step[i], pl.Rank[i] = depth, parent, step, r.Rank
 		}
 	}
 	return out
@@ -432,7 +451,7 @@ func (s *Store) gpuQuery(t0, t1 float64, sel []*Lane, points int, fields []strin
 	hours := s.gpuHours(t0, t1)
 	rolls := make([]*rollBlock, len(hours))
 	for i, h := range hours {
-		rolls[i] = s.rollUse(h, width, coarse)
+		rolls[i] = s.rollUse(h, t0, width, coarse)
 	}
 	for _, l := range sel {
 		lane := map[string]any{"id": l.ID}

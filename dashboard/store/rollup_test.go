@@ -5,9 +5,15 @@ import (
 	"fmt"
 	"math"
 	"math/rand"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 )
 
 // rollupRun writes a run of 3 lanes × 1800 s of 1 Hz readings (util, mem_mb, power_w with one decimal) in
@@ -350,4 +356,168 @@ func FuzzPhaseFastParity(f *testing.F) {
 			t.Fatalf("%q:\n fast %+v\n json %+v", line, fast, slow)
 		}
 	})
+}
+
+// TestRollupAnswersAlignedViewsExactly: output buckets that are whole roll-up buckets on its grid (the SPA's
+// 16 s and 32 s buckets over views of ~3 h and more) are answered from the roll-up without parsing gpu_util:
+// per bucket the min and max of the readings time-stamped in it (as float32, the precision roll-ups and
+// pyramids hold). A window off the grid still reads the raw samples.
+func TestRollupAnswersAlignedViewsExactly(t *testing.T) {
+	dir := rollupRun(t, 1808)
+	a, _, lanes := openPair(t, dir)
+	raw, err := os.ReadFile(filepath.Join(dir, "dashboard/gpu_util/"+hourA+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type reading struct {
+		TS    float64 `json:"ts"`
+		Node  string  `json:"node"`
+		GPU   int     `json:"gpu"`
+		Util  float64 `json:"util"`
+		Mem   float64 `json:"mem_mb"`
+		Power float64 `json:"power_w"`
+	}
+	var readings []reading
+	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		var r reading
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		readings = append(readings, r)
+	}
+	for _, step := range []float64{16, 32, 48} {
+		t1 := h0 + math.Floor(1800/step)*step
+		points := int((t1 - h0) / step)
+		got := a.GPU(h0, t1, lanes, points, []string{"util", "mem_mb", "power_w"})
+		for i, l := range lanes {
+			for _, f := range []string{"util", "mem_mb", "power_w"} {
+				lo, hi := nanSlice(points), nanSlice(points)
+				for _, r := range readings {
+					if r.Node+":"+fmt.Sprint(r.GPU) != l.Key || r.TS >= t1 {
+						continue
+					}
+					v := map[string]float64{"util": r.Util, "mem_mb": r.Mem, "power_w": r.Power}[f]
+					widenBucket(lo, hi, int((r.TS-h0)/step), float64(float32(v)), float64(float32(v)))
+				}
+				if !sameFloats(got.raw[i][f].Min, lo) || !sameFloats(got.raw[i][f].Max, hi) {
+					t.Errorf("%g s buckets, lane %s %s: roll-up %v/%v, readings %v/%v", step, l.ID, f,
+						got.raw[i][f].Min, got.raw[i][f].Max, lo, hi)
+				}
+			}
+		}
+	}
+	if n := loadedHours(a); n != 0 {
+		t.Fatalf("aligned views parsed %d gpu_util hours, want 0 (the roll-up answers them)", n)
+	}
+	a.GPU(h0+8, h0+8+16*100, lanes[:1], 100, []string{"util"}) // 16 s buckets off the grid
+	if n := loadedHours(a); n != 1 {
+		t.Fatalf("16 s buckets off the roll-up's grid parsed %d hours, want 1 (raw samples)", n)
+	}
+}
+
+// FuzzRollupFastParse: whatever the one-pass reader accepts, scanFlat reads the same way (the members the
+// roll-up uses).
+func FuzzRollupFastParse(f *testing.F) {
+	f.Add([]byte(`{"ts":1796400000,"dt":16,"node":"n1","gpu":3,"n":16,"util":[12.5,99,1203.4,16],"mem_mb":[1,2,3,4]}`))
+	f.Add([]byte(`{"ts":1796400000,"dt":16,"node":"n\"1","gpu":3,"n":16,"util":[1,2,3,4]}`))
+	f.Add([]byte(`{"ts":1796400000,"dt":16,"node":"n1","gpu":3,"n":16,"util":[1,2,3,4]} `))
+	f.Add([]byte(`{"ts":1796400000,"dt":16,"node":"n1","gpu":3,"n":16,"util":[[1],2]}`))
+	f.Fuzz(func(t *testing.T, line []byte) {
+		r, ok := parseRollFast(line)
+		if !ok {
+			return
+		}
+		var ts, dt, gpu float64
+		var node []byte
+		var vals []rollKV
+		err := scanFlat(line, func(key, val []byte, str bool) {
+			switch string(key) {
+			case "ts":
+				ts, _ = parseNum(val)
+			case "dt":
+				dt, _ = parseNum(val)
+			case "gpu":
+				gpu, _ = parseNum(val)
+			case "node":
+				node = val
+			case "n":
+			default:
+				if len(val) > 0 && val[0] == '[' {
+					vals = append(vals, rollKV{key, val})
+				}
+			}
+		})
+		if err != nil {
+			t.Fatalf("fast reader accepted %q, scanFlat: %v", line, err)
+		}
+		if ts != r.ts || dt != r.dt || gpu != r.gpu || string(node) != string(r.node) || len(vals) != r.n {
+			t.Fatalf("%q: fast %+v, scanFlat ts %v dt %v gpu %v node %q %d fields", line, r, ts, dt, gpu, node, len(vals))
+		}
+		for i, v := range vals {
+			if string(v.k) != string(r.vals[i].k) || string(v.arr) != string(r.vals[i].arr) {
+				t.Fatalf("%q field %d: fast %q=%q, scanFlat %q=%q", line, i, r.vals[i].k, r.vals[i].arr, v.k, v.arr)
+			}
+		}
+	})
+}
+
+// TestRollupCompactedHourEnd: a compressed hour whose roll-up ends early is read raw only when gpu_util has
+// readings after the roll-up's end (a crash lost the roll-up's last buckets), not when both stop there (a data
+// gap) — told by the span frame at the end of the .zst, or, in files written before it, by decompressing it.
+func TestRollupCompactedHourEnd(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		rawEnd  float64
+		span    bool
+		wantRaw int
+	}{
+		{"gap, span frame", 1200, true, 0},
+		{"gap, file without span frame", 1200, false, 0},
+		{"crash, span frame", 1800, true, 1},
+		{"crash, file without span frame", 1800, false, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := rollupRun(t, 1200)
+			plain := filepath.Join(dir, "dashboard/gpu_util/"+hourA+".jsonl")
+			raw, err := os.ReadFile(plain)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var keep []byte
+			for _, line := range strings.SplitAfter(string(raw), "\n") {
+				var r struct {
+					TS float64 `json:"ts"`
+				}
+				if json.Unmarshal([]byte(line), &r) == nil && r.TS < h0+tc.rawEnd {
+					keep = append(keep, line...)
+				}
+			}
+			enc, _ := zstd.NewWriter(nil)
+			z := enc.EncodeAll(keep, nil)
+			enc.Close()
+			if tc.span {
+				f, l, _ := runfiles.SpanOfLines(keep)
+				z = runfiles.AppendSpan(z, f, l)
+			}
+			if err := os.WriteFile(plain+".zst", z, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			os.Remove(plain)
+			st, err := Open(dir, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			lanes, _, _ := st.Lanes("all")
+			f := st.FleetOf(h0, h0+3600, lanes, 60)
+			if n := loadedHours(st); n != tc.wantRaw {
+				t.Fatalf("parsed %d gpu_util hours, want %d", n, tc.wantRaw)
+			}
+			// Either way the readings up to the end of gpu_util are drawn.
+			for b := 0; float64(b+1)*60 <= tc.rawEnd; b++ {
+				if math.IsNaN(f.Util["p50"][b]) {
+					t.Fatalf("fleet bucket %d (to %d s) empty", b, (b+1)*60)
+				}
+			}
+		})
+	}
 }

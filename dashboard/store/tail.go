@@ -27,6 +27,9 @@ type partition struct {
 	zst       string
 	zstSize   int64
 	loaded    bool
+	// The newest time in the .zst (zstLast), valid while it is lastSize bytes long.
+	last     float64
+	lastSize int64
 }
 
 // legacyHour marks a miles v1 flat stream file (dashboard/<stream>.jsonl) that spans all time.

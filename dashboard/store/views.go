@@ -28,7 +28,9 @@ func (s *Store) HeatmapOf(t0, t1 float64, sel []*Lane, metric string, buckets in
 	switch metric {
 	case "util", "mem", "power":
 		field := map[string]string{"util": "util", "mem": "mem_mb", "power": "power_w"}[metric]
-		g := s.GPU(t0, t1, sel, buckets, []string{field})
+		// A carpet cell is a pixel: the roll-up answers it when a cell is at least half a roll-up bucket wide
+		// (a 16 s bucket then fills at most 2–3 cells), so a 4 h carpet of 64 lanes parses no raw hour.
+		g := s.gpuQuery(t0, t1, sel, buckets, []string{field}, (t1-t0)/float64(buckets) >= pyramidStep/2)
 		h.Max = 100
 		if metric != "util" {
 			h.Max = 0
@@ -91,6 +93,7 @@ func (s *Store) FleetOf(t0, t1 float64, sel []*Lane, buckets int) *Fleet {
 	for i := range f.T {
 		f.T[i] = t0 + float64(i)*(t1-t0)/float64(buckets)
 	}
+	s.prefetchFleet(t0, t1)
 	if hm, err := s.HeatmapOf(t0, t1, sel, "phase", buckets); err == nil && hm.Rows > 0 {
 		for pi, name := range hm.Palette {
 			if pi == 0 {
@@ -177,7 +180,8 @@ type Outlier struct {
 
 // Outliers ranks lanes within the window: lowest mean utilization and slowest mean duration per phase.
 func (s *Store) Outliers(t0, t1 float64, sel []*Lane, k int) map[string]any {
-	g := s.GPU(t0, t1, sel, 256, []string{"util"})
+	// A ranking by mean: the roll-up's buckets answer it at any window (coarse), no raw hour is parsed.
+	g := s.gpuQuery(t0, t1, sel, 256, []string{"util"}, true)
 	var low []Outlier
 	for i, lane := range g.raw {
 		sum, n := 0.0, 0

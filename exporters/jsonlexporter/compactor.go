@@ -94,7 +94,11 @@ func (c *compactor) compress(p runfiles.Partition) error {
 	if len(plain) == 0 {
 		return os.Remove(p.Plain)
 	}
+	first, last, spanOK := runfiles.WidenSpan(old, plain)
 	out := c.enc.EncodeAll(plain, old)
+	if spanOK {
+		out = runfiles.AppendSpan(out, first, last) // readers learn where the hour ends without decompressing it
+	}
 	tmp := zpath + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {

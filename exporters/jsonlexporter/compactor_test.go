@@ -42,6 +42,10 @@ func TestCompactionLateRecordsAndCrash(t *testing.T) {
 	if n := countRecords(t, dir, sc.StreamMetrics, "20261202_13"); n != 5 {
 		t.Fatalf("compressed partition has %d records, want 5", n)
 	}
+	// The .zst ends with the hour's time span (a skippable frame readers use instead of decompressing).
+	if first, last, ok := runfiles.ReadSpan(zst); !ok || first < float64(base.Truncate(time.Hour).Unix()) || last > float64(base.Unix()+1) || first > last {
+		t.Fatalf("span frame of the compressed hour: %v %v %v, want within [13:00, %v]", first, last, ok, base)
+	}
 
 	// A late record for the compressed hour.
 	if err := e.pushMetrics(ctx, manyStepRecords(1, 100, 0)); err != nil {
