@@ -100,6 +100,8 @@ type gpuBlock struct {
 	last     *laneData
 	lastNode []byte
 	lastGPU  int
+
+	only *laneFilter // the lanes read (lanefilter.go); nil: all
 }
 
 func newGPUBlock(hour int64) *gpuBlock {
@@ -116,6 +118,11 @@ type rawKV struct {
 // hot path: keys are matched against the lane's previous record order before any map lookup, and nothing is
 // allocated per field.
 func (b *gpuBlock) addLine(line []byte, onLane func(key string)) bool {
+	if b.only != nil {
+		if node, gpu, ok := lineLane(line); ok && !b.only.has(node, gpu) {
+			return true // another lane's reading: skipped unparsed
+		}
+	}
 	var ts float64
 	var node []byte
 	gpu := -1.0
@@ -150,6 +157,9 @@ func (b *gpuBlock) addLine(line []byte, onLane func(key string)) bool {
 	})
 	if err != nil || !ok || node == nil || gpu < 0 || ts <= 0 {
 		return false
+	}
+	if b.only != nil && !b.only.has(node, int(gpu)) {
+		return true
 	}
 	lane := b.laneFor(node, int(gpu), onLane)
 	tMs := int64(math.Round(ts * 1000))

@@ -441,7 +441,7 @@ func (s *Store) GPU(t0, t1 float64, sel []*Lane, points int, fields []string) *G
 // gpuQuery answers GPU; coarse (the fleet overview) lets the roll-up answer at any bucket width (rollup.go).
 func (s *Store) gpuQuery(t0, t1 float64, sel []*Lane, points int, fields []string, coarse bool) *GPUResult {
 	width := (t1 - t0) / float64(points)
-	s.ensureGPU(t0, t1, width, coarse, fields)
+	s.ensureGPU(t0, t1, width, coarse, fields, sel)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	res := &GPUResult{T0: t0, T1: t1, Step: width, T: make([]float64, points)}

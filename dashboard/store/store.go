@@ -204,15 +204,33 @@ func lanesMap(ls *laneSet) map[string]*Lane {
 
 // ---- loading ----
 
+// loadGPUHourLocked reads (or tails) hour h of gpu_util for the lanes its block already holds — all of them for
+// an hour not loaded yet.
 func (s *Store) loadGPUHourLocked(h int64) {
+	var only *laneFilter
+	s.lmu.Lock()
+	if b := s.gpu[h]; b != nil {
+		only = b.only
+	}
+	s.lmu.Unlock()
+	s.loadGPUHour(h, only)
+}
+
+// loadGPUHour reads hour h of gpu_util for the lanes of only (nil: every lane). A block holding fewer lanes
+// than asked for is read again from the start.
+func (s *Store) loadGPUHour(h int64, only *laneFilter) {
 	p := s.gpuF.parts[h]
 	if p == nil {
 		return
 	}
 	s.lmu.Lock()
 	delete(s.tails, h) // the whole hour supersedes a tail read
+	if b := s.gpu[h]; b != nil && !b.only.covers(only) {
+		delete(s.gpu, h)
+		*p = partition{hour: h, plain: p.plain, zst: p.zst}
+	}
 	s.lmu.Unlock()
-	if !p.loaded {
+	if !p.loaded && only == nil {
 		if cb, fi, ok := s.cachedGPUHourLocked(h, p); ok {
 			s.lmu.Lock()
 			s.gpu[h] = cb
@@ -231,17 +249,18 @@ func (s *Store) loadGPUHourLocked(h int64) {
 	b := s.gpu[h]
 	if b == nil {
 		b = newGPUBlock(h)
+		b.only = only
 		s.gpu[h] = b
 	}
 	s.lmu.Unlock()
-	cacheable := s.cacheDir != "" && !p.loaded && p.zst != "" && p.plain == "" && p.zstSize == 0 && h >= 0
+	cacheable := s.cacheDir != "" && !p.loaded && p.zst != "" && p.plain == "" && p.zstSize == 0 && h >= 0 && b.only == nil
 	reports, err := s.gpuF.read(p, func(line []byte) bool { return b.addLine(line, s.laneSeen) })
 	if errors.Is(err, errReload) {
 		*p = partition{hour: h, plain: p.plain, zst: p.zst}
 		s.lmu.Lock()
-		s.gpu[h] = newGPUBlock(h)
+		delete(s.gpu, h)
 		s.lmu.Unlock()
-		s.loadGPUHourLocked(h)
+		s.loadGPUHour(h, b.only)
 		return
 	}
 	s.report(reports, err)
@@ -256,6 +275,40 @@ func (s *Store) loadGPUHourLocked(h int64) {
 			go saveGPUHour(s.colCachePath(p, fi), b)
 		}
 	}
+}
+
+// gpuHeld says whether hour h of gpu_util is loaded for every lane of want (nil: all lanes).
+func (s *Store) gpuHeld(h int64, want *laneFilter) bool {
+	if !s.gpuF.parts[h].loaded {
+		return false
+	}
+	b := s.gpu[h]
+	return b == nil || b.only.covers(want)
+}
+
+// rawFilter is what a raw hour read for sel keeps: sel's lanes when they are few (a lane view parses the
+// 8 lanes it draws out of 1024, skipping the other lines unparsed), plus those the hour's block already holds;
+// nil (every lane) for wide selections and runs without a lane catalog.
+func (s *Store) rawFilter(h int64, sel []*Lane) *laneFilter {
+	if len(sel) == 0 || len(sel) > partialLanes || s.catMod.IsZero() {
+		return nil // without a lane catalog the lanes are learned from reading every line
+	}
+	f := newLaneFilter()
+	for _, l := range sel {
+		f.add(l.Node, l.GPU)
+	}
+	if b := s.gpu[h]; b != nil && s.gpuF.parts[h].loaded {
+		if b.only == nil {
+			return nil
+		}
+		for _, k := range b.only.keys {
+			f.add(k.node, k.gpu)
+		}
+	}
+	if len(f.keys) > partialLanes {
+		return nil
+	}
+	return f
 }
 
 func (s *Store) loadRollHourLocked(h int64) {
@@ -495,7 +548,7 @@ func scanLastStamp(path string) float64 {
 
 // ensureGPU loads what a GPU query needs: the roll-up of the window's hours, and the gpu_util hours it does
 // not answer.
-func (s *Store) ensureGPU(t0, t1, width float64, coarse bool, fields []string) {
+func (s *Store) ensureGPU(t0, t1, width float64, coarse bool, fields []string, sel []*Lane) {
 	missing := func() bool {
 		if !s.noRoll {
 			for _, h := range hoursFor(s.rollF, t0, t1, 0, 0) {
@@ -511,7 +564,7 @@ func (s *Store) ensureGPU(t0, t1, width float64, coarse bool, fields []string) {
 			}
 		}
 		for _, h := range hoursFor(s.gpuF, t0, t1, 0, 0) {
-			if s.gpuF.parts[h].loaded {
+			if s.gpuHeld(h, s.rawFilter(h, sel)) {
 				continue
 			}
 			if need, _, tailOK := s.rawNeededLocked(h, t0, t1, width, coarse, fields); need && !tailOK {
@@ -546,15 +599,16 @@ func (s *Store) ensureGPU(t0, t1, width float64, coarse bool, fields []string) {
 	}
 	var jobs []loadJob
 	for _, h := range hoursFor(s.gpuF, t0, t1, 0, 0) {
-		if s.gpuF.parts[h].loaded {
+		only := s.rawFilter(h, sel)
+		if s.gpuHeld(h, only) {
 			continue
 		}
 		need, tailOnly, tailOK := s.rawNeededLocked(h, t0, t1, width, coarse, fields)
 		switch {
 		case !need || tailOK:
-		case tailOnly && s.loadTailLocked(h, s.roll[h].end):
+		case tailOnly && !s.gpuF.parts[h].loaded && s.loadTailLocked(h, s.roll[h].end):
 		default:
-			jobs = append(jobs, func() { s.loadGPUHourLocked(h) })
+			jobs = append(jobs, func() { s.loadGPUHour(h, only) })
 		}
 	}
 	s.loadAll(jobs)
