@@ -49,7 +49,7 @@ func TestRollupAgreesWithRawOnRun(t *testing.T) {
 			dropped, _ = strconv.ParseFloat(string(m[1]), 64)
 		}
 	}
-	b.GPU(t0, t1, lanes[:1], 1000, []string{"util"}) // parses gpu_util: how many readings the run has
+	b.GPU(t0, t1, lanes, 1000, []string{"util"}) // parses gpu_util for every lane: how many readings the run has
 	var meta struct {
 		Memory struct {
 			Values int `json:"gpu_values"`
