@@ -475,6 +475,7 @@ func TestRollupCompactedHourEnd(t *testing.T) {
 		{"gap, file without span frame", 1200, false, 0},
 		{"crash, span frame", 1800, true, 1},
 		{"crash, file without span frame", 1800, false, 1},
+		{"roll-up lost its last bucket", 1220, true, 0}, // the overview leaves 20 s out; lane views read them
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := rollupRun(t, 1200)
@@ -511,6 +512,13 @@ func TestRollupCompactedHourEnd(t *testing.T) {
 			f := st.FleetOf(h0, h0+3600, lanes, 60)
 			if n := loadedHours(st); n != tc.wantRaw {
 				t.Fatalf("parsed %d gpu_util hours, want %d", n, tc.wantRaw)
+			}
+			if tc.rawEnd == 1220 {
+				g := st.GPU(h0, h0+3600, lanes[:1], 225, []string{"util"}) // 16 s buckets on the grid
+				if n := loadedHours(st); n != 1 || math.IsNaN(g.raw[0]["util"].Max[1216/16]) {
+					t.Fatalf("lane view: %d raw hours read, bucket 1216 s %v; want the raw readings after the roll-up", n, g.raw[0]["util"].Max[1216/16])
+				}
+				return
 			}
 			// Either way the readings up to the end of gpu_util are drawn.
 			for b := 0; float64(b+1)*60 <= tc.rawEnd; b++ {

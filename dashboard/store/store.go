@@ -484,6 +484,12 @@ func (s *Store) rawNeededLocked(h int64, t0, t1, width float64, coarse bool, fie
 	if rawLast < b.end {
 		return false, false, false
 	}
+	if coarse && p.plain == "" && rawLast < b.end+2*float64(b.step) {
+		// A compacted hour whose roll-up lost its last buckets (the exporter dropped them under load, or a crash
+		// caught them open: the roll-up trails gpu_util by at most two buckets). The overviews (fleet, outliers,
+		// carpets) leave those seconds out rather than parse the whole hour for them; lane views read them.
+		return false, false, false
+	}
 	tailOnly = p.zst == "" && p.plain != ""
 	tb := s.tails[h]
 	return true, tailOnly, tailOnly && tb != nil && tb.from <= b.end

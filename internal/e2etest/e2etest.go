@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -96,6 +97,14 @@ type Options struct {
 // loopback ports, and waits until its health check answers. It is stopped at test cleanup.
 func StartCollector(t testing.TB, runDir string, opts Options) *Collector {
 	t.Helper()
+	return startCollector(t, runDir, opts, 1)
+}
+
+// startCollector makes attempt number attempt. Free ports are found by binding port 0 and closing it, so another
+// process on the machine can take one before the collector binds it: then the start is retried on fresh ports
+// (twice), unless the caller asked for those addresses.
+func startCollector(t testing.TB, runDir string, opts Options, attempt int) *Collector {
+	t.Helper()
 	bin := Binary(t)
 	c := &Collector{GRPCAddr: opts.GRPCAddr, HTTPAddr: opts.HTTPAddr, HealthAddr: FreeAddr(t), RunDir: runDir,
 		out: &syncBuffer{}, done: make(chan struct{})}
@@ -130,16 +139,14 @@ func StartCollector(t testing.TB, runDir string, opts Options) *Collector {
 		t.Fatal(err)
 	}
 	go func() { _ = c.cmd.Wait(); close(c.done) }()
-	t.Cleanup(func() {
-		c.Stop(t)
-		if t.Failed() {
-			t.Logf("otelcol-miles output:\n%s", c.Logs())
-		}
-	})
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		select {
 		case <-c.done:
+			if strings.Contains(c.Logs(), "address already in use") && opts.GRPCAddr == "" && opts.HTTPAddr == "" && attempt < 3 {
+				t.Logf("otelcol-miles start-up: a port was taken between choosing and binding it; retrying on fresh ports")
+				return startCollector(t, runDir, opts, attempt+1)
+			}
 			t.Fatalf("otelcol-miles exited during start-up:\n%s", c.Logs())
 		default:
 		}
@@ -147,10 +154,17 @@ func StartCollector(t testing.TB, runDir string, opts Options) *Collector {
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
+				t.Cleanup(func() {
+					c.Stop(t)
+					if t.Failed() {
+						t.Logf("otelcol-miles output:\n%s", c.Logs())
+					}
+				})
 				return c
 			}
 		}
 		if time.Now().After(deadline) {
+			c.Stop(t)
 			t.Fatalf("otelcol-miles not healthy after 30s:\n%s", c.Logs())
 		}
 		time.Sleep(50 * time.Millisecond)
