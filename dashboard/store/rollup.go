@@ -30,10 +30,17 @@ type rollBlock struct {
 	end    float64 // newest bucket end
 	// rawFirst is the first gpu_util time of the hour (0 = not looked up yet, +Inf = no gpu_util).
 	rawFirst float64
-	// the lane of the previous record: records of one lane come together
-	last     map[string]*rollField
-	lastNode []byte
-	lastGPU  int
+	// byNode finds a record's lane from its node and gpu without building the key (lanes interleave line by
+	// line, so the lookup runs per record).
+	byNode map[string][]*rollLane
+}
+
+// rollLane is one lane's fields, with the field order of its last record (the next one almost always repeats
+// it: a name comparison instead of a map lookup per field).
+type rollLane struct {
+	fields map[string]*rollField // the same map as rollBlock.lanes[key]
+	keys   [8]string
+	ord    [8]*rollField
 }
 
 // rollField is one lane's field over one hour: min/max per bucket (NaN = no record), float32 like the pyramid.
@@ -41,7 +48,7 @@ type rollField struct{ min, max []float32 }
 
 func newRollBlock(hour int64) *rollBlock {
 	return &rollBlock{hour: hour, lanes: map[string]map[string]*rollField{}, fields: map[string]bool{},
-		first: math.Inf(1), end: math.Inf(-1)}
+		first: math.Inf(1), end: math.Inf(-1), byNode: map[string][]*rollLane{}}
 }
 
 // addLine merges one record; false marks it corrupt.
@@ -90,7 +97,7 @@ func (b *rollBlock) addLine(line []byte, onLane func(string)) bool {
 		return false
 	}
 	h0 := float64(b.hour * 3600)
-	if ts < h0 || ts >= h0+3600 || math.Mod(ts, dt) != 0 {
+	if ts < h0 || ts >= h0+3600 || ts != math.Trunc(ts) || int64(ts)%int64(dt) != 0 {
 		return false // not a bucket of this hour
 	}
 	if b.step == 0 {
@@ -99,32 +106,25 @@ func (b *rollBlock) addLine(line []byte, onLane func(string)) bool {
 		b.mixed = true // rollup_interval changed within the hour: rare, and raw data answers correctly
 		return true
 	}
-	lane := b.last
-	if lane == nil || b.lastGPU != int(gpu) || string(b.lastNode) != string(node) {
-		key := string(node) + ":" + itoa(int(gpu))
-		lane = b.lanes[key]
-		if lane == nil {
-			lane = map[string]*rollField{}
-			b.lanes[key] = lane
-			if onLane != nil {
-				onLane(key)
-			}
-		}
-		b.last, b.lastNode, b.lastGPU = lane, append(b.lastNode[:0], node...), int(gpu)
-	}
+	lane := b.laneOf(node, int(gpu), onLane)
 	j := int((ts - h0) / dt)
 	nb := int(3600 / dt)
-	for _, x := range vals[:n] {
+	for i, x := range vals[:n] {
 		lo, hi, good := minMaxOf(x.arr)
 		if !good {
 			continue
 		}
-		f := lane[string(x.k)]
-		if f == nil {
+		var f *rollField
+		if lane.keys[i] == string(x.k) && lane.ord[i] != nil {
+			f = lane.ord[i]
+		} else {
 			name := string(x.k)
-			f = &rollField{}
-			lane[name] = f
-			b.fields[name] = true
+			if f = lane.fields[name]; f == nil {
+				f = &rollField{}
+				lane.fields[name] = f
+				b.fields[name] = true
+			}
+			lane.keys[i], lane.ord[i] = name, f
 		}
 		if f.min == nil {
 			f.min, f.max = make([]float32, nb), make([]float32, nb)
@@ -143,6 +143,32 @@ func (b *rollBlock) addLine(line []byte, onLane func(string)) bool {
 	b.first = math.Min(b.first, ts)
 	b.end = math.Max(b.end, ts+dt)
 	return true
+}
+
+// laneOf returns the lane of (node, gpu), creating it.
+func (b *rollBlock) laneOf(node []byte, gpu int, onLane func(string)) *rollLane {
+	gs := b.byNode[string(node)]
+	if gpu < len(gs) && gs[gpu] != nil {
+		return gs[gpu]
+	}
+	key := string(node) + ":" + itoa(gpu)
+	m := b.lanes[key]
+	if m == nil {
+		m = map[string]*rollField{}
+		b.lanes[key] = m
+		if onLane != nil {
+			onLane(key)
+		}
+	}
+	l := &rollLane{fields: m}
+	if gpu < 1<<12 { // GPU indices are small; a stray huge one just takes the slow path every time
+		for len(gs) <= gpu {
+			gs = append(gs, nil)
+		}
+		gs[gpu] = l
+		b.byNode[string(node)] = gs
+	}
+	return l
 }
 
 // rollKV is one field of a roll-up record: its name and its "[min,max,sum,count]" text.

@@ -145,6 +145,41 @@ func parseNum(b []byte) (float64, bool) {
 			return float64(n), true
 		}
 	}
+	if f, ok := parseDecimal(s); ok {
+		if neg {
+			f = -f
+		}
+		return f, true
+	}
 	f, err := strconv.ParseFloat(string(b), 64)
 	return f, err == nil
+}
+
+var exactPow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16}
+
+// parseDecimal reads digits.digits with at most 16 digits and a significand up to 2^53: the significand is then
+// exact in a float64 and so is the power of ten, and one correctly rounded division gives exactly what
+// strconv.ParseFloat gives (Clinger's fast path) without its generality — GPU readings ("93.6") and µs
+// timestamps ("1796121314.391427") look like this.
+func parseDecimal(s []byte) (float64, bool) {
+	var m int64
+	digits, frac, dot := 0, 0, false
+	for _, c := range s {
+		switch {
+		case c >= '0' && c <= '9':
+			m = m*10 + int64(c-'0')
+			digits++
+			if dot {
+				frac++
+			}
+		case c == '.' && !dot:
+			dot = true
+		default:
+			return 0, false
+		}
+	}
+	if !dot || frac == 0 || digits == frac || digits > 16 || m > 1<<53 || s[0] == '.' {
+		return 0, false
+	}
+	return float64(m) / exactPow10[frac], true
 }
