@@ -1,6 +1,9 @@
 package store
 
-import "slices"
+import (
+	"slices"
+	"sync"
+)
 
 // refreshOpenLocked brings every phase block's list of still-open markers (openLeft) up to date: a marker is
 // open while no loaded block holds a closed record with its identity. Only what changed is looked at again —
@@ -50,4 +53,33 @@ func (s *Store) refreshOpenLocked() {
 		b.openLeft, b.checked = left, len(b.open)
 	}
 	s.openGen = s.phaseGen
+}
+
+// phaseNodeIndex lists a block's closed records by node (records without GPUs apart: they are drawn on the
+// rollout lanes), so a view of a few lanes reads their nodes' records instead of every record of the window.
+// Built on the first such query and extended as the block grows; mu serialises queries (which hold the store's
+// read lock; the block only grows under its write lock).
+type phaseNodeIndex struct {
+	mu     sync.Mutex
+	n      int
+	byNode map[string][]int32
+	noGPU  []int32
+}
+
+func (b *phaseBlock) nodeIndex() *phaseNodeIndex {
+	x := &b.nodeIdx
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.byNode == nil {
+		x.byNode = map[string][]int32{}
+	}
+	for ; x.n < len(b.closed); x.n++ {
+		r := &b.closed[x.n]
+		if len(r.GPUs) == 0 {
+			x.noGPU = append(x.noGPU, int32(x.n))
+		} else {
+			x.byNode[r.Node] = append(x.byNode[r.Node], int32(x.n))
+		}
+	}
+	return x
 }

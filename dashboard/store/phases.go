@@ -74,6 +74,7 @@ type phaseBlock struct {
 	// look examined (phaseIndex.go).
 	openLeft []int32
 	checked  int
+	nodeIdx  phaseNodeIndex
 }
 
 type pendingMarker struct {

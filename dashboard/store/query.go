@@ -276,23 +276,54 @@ func (s *Store) Phases(t0, t1 float64, sel []*Lane) *PhasesResult {
 	s.refreshOpenLocked()
 	// Candidates in the order the records were read (closed ones hour by hour, then the still-open markers),
 	// then sorted by start: ties keep that order.
+	// seq: closed before open, then hour, then place in the hour.
 	var recs []phaseCand
 	hours := hoursFor(s.phaseF, t0, t1, phaseReach, phaseReach)
-	for _, h := range hours {
-		if b := s.phases[h]; b != nil {
+	closedCand := func(hi, i int, r *phaseRec) {
+		if r.T0 < t1 && *r.T1 > t0 {
+			recs = append(recs, phaseCand{r.T0, int64(hi)<<32 | int64(i), r})
+		}
+	}
+	// A few lanes: only their nodes' records (and the GPU-less ones, drawn on rollout lanes), by each block's
+	// node index; many: every record.
+	var nodes map[string]bool
+	rollout := false
+	if len(sel) <= phaseIndexLanes {
+		nodes = map[string]bool{}
+		for _, l := range sel {
+			nodes[l.Node] = true
+			rollout = rollout || slices.Contains(l.Roles, "rollout")
+		}
+	}
+	for hi, h := range hours {
+		b := s.phases[h]
+		switch {
+		case b == nil:
+		case nodes == nil:
 			for i := range b.closed {
-				if r := &b.closed[i]; r.T0 < t1 && *r.T1 > t0 {
-					recs = append(recs, phaseCand{r.T0, int32(len(recs)), r})
-				}
+				closedCand(hi, i, &b.closed[i])
+			}
+		default:
+			idx := b.nodeIndex()
+			var picked []int32
+			for n := range nodes {
+				picked = append(picked, idx.byNode[n]...)
+			}
+			if rollout {
+				picked = append(picked, idx.noGPU...)
+			}
+			slices.Sort(picked)
+			for _, i := range picked {
+				closedCand(hi, int(i), &b.closed[i])
 			}
 		}
 	}
 	if s.edge > t0 {
-		for _, h := range hours {
+		for hi, h := range hours {
 			if b := s.phases[h]; b != nil {
 				for _, k := range b.openLeft {
 					if r := &b.open[k]; r.T0 < t1 {
-						recs = append(recs, phaseCand{r.T0, int32(len(recs)), r})
+						recs = append(recs, phaseCand{r.T0, 1<<50 | int64(hi)<<32 | int64(k), r})
 					}
 				}
 			}
@@ -321,7 +352,7 @@ func (s *Store) Phases(t0, t1 float64, sel []*Lane) *PhasesResult {
 	perLane := make([][]phaseCand, len(sel))
 	type firstSeen struct {
 		t0  float64
-		seq int32
+		seq int64
 	}
 	names := map[string]firstSeen{}
 	parents := map[spanRef]struct{}{} // spans some candidate names as its parent (few: most phases are flat)
@@ -410,10 +441,14 @@ func (s *Store) Phases(t0, t1 float64, sel []*Lane) *PhasesResult {
 	return out
 }
 
+// phaseIndexLanes is the most lanes a Phases query reads through the blocks' node index (a variable: the tests
+// compare both paths).
+var phaseIndexLanes = partialLanes
+
 // phaseCand is one phase record a Phases query draws: its start, its place in reading order, the record.
 type phaseCand struct {
 	t0  float64
-	seq int32
+	seq int64
 	r   *phaseRec
 }
 
