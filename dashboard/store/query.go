@@ -270,7 +270,7 @@ type PhasesResult struct {
 // Phases returns the phases intersecting [t0, t1] on the selected lanes. A phase of a process with no GPUs
 // (the rollout manager) is drawn on every rollout lane. Open phases are clipped to the data edge.
 func (s *Store) Phases(t0, t1 float64, sel []*Lane) *PhasesResult {
-	s.ensure(t0, t1, false, true)
+	s.ensure(t0, t1, false)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	s.refreshOpenLocked()

@@ -678,59 +678,23 @@ func (s *Store) refreshTailsLocked() {
 	}
 }
 
-// ensure loads every partition a window needs, under the write lock; queries then read under the read lock.
-// Phases: the window's hours whole, the reach hours around them sparse (phases.go).
-func (s *Store) ensure(t0, t1 float64, gpu, phases bool) {
+// ensure loads the phases partitions a window needs — its own hours whole, the reach hours around them sparse
+// (phases.go) — and, with roll, its gpu_rollup hours, all in one concurrent batch under the write lock (the
+// fleet overview needs both: loaded one stream after the other, they were the cold first answer's two halves).
+// Queries then read under the read lock.
+func (s *Store) ensure(t0, t1 float64, roll bool) {
 	s.mu.RLock()
-	gpuJobs, phaseWhole, phaseSparse := s.missingLocked(t0, t1, gpu, phases)
-	s.mu.RUnlock()
-	if len(gpuJobs)+len(phaseWhole)+len(phaseSparse) == 0 {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	gpuJobs, phaseWhole, phaseSparse = s.missingLocked(t0, t1, gpu, phases)
-	var jobs []loadJob
-	for _, h := range gpuJobs {
-		jobs = append(jobs, func() { s.loadGPUHourLocked(h) })
-	}
-	for _, h := range phaseWhole {
-		jobs = append(jobs, func() { s.loadPhaseHour(h, false) })
-	}
-	for _, h := range phaseSparse {
-		jobs = append(jobs, func() { s.loadPhaseHour(h, true) })
-	}
-	s.loadAll(jobs)
-}
-
-// prefetchFleet loads, in one concurrent batch, what the fleet overview of a window reads: its phases (whole
-// and reach hours) and its gpu_rollup hours. Loaded one stream after the other, the two were the cold first
-// answer's two halves.
-func (s *Store) prefetchFleet(t0, t1 float64) {
-	rollMissing := func() (hs []int64) {
-		if s.noRoll {
-			return nil
-		}
-		for _, h := range hoursFor(s.rollF, t0, t1, 0, 0) {
-			if h >= 0 && !s.rollF.parts[h].loaded {
-				hs = append(hs, h)
-			}
-		}
-		return hs
-	}
-	s.mu.RLock()
-	_, whole, sparse := s.missingLocked(t0, t1, false, true)
-	rolls := rollMissing()
+	whole, sparse, rolls := s.missingLocked(t0, t1, roll)
 	s.mu.RUnlock()
 	if len(whole)+len(sparse)+len(rolls) == 0 {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	_, whole, sparse = s.missingLocked(t0, t1, false, true)
+	whole, sparse, rolls = s.missingLocked(t0, t1, roll)
 	var jobs []loadJob
 	// Longest first: roll-up hours parse slower than phases hours, sparse ones are the quickest.
-	for _, h := range rollMissing() {
+	for _, h := range rolls {
 		jobs = append(jobs, func() { s.loadRollHourLocked(h) })
 	}
 	for _, h := range whole {
@@ -742,31 +706,29 @@ func (s *Store) prefetchFleet(t0, t1 float64) {
 	s.loadAll(jobs)
 }
 
-// missingLocked lists what ensure must load: gpu_util hours, phases hours to read whole and reach hours to
-// read sparse.
-func (s *Store) missingLocked(t0, t1 float64, gpu, phases bool) (gpuHs, whole, sparse []int64) {
-	if gpu {
-		for _, h := range hoursFor(s.gpuF, t0, t1, 0, 0) {
-			if !s.gpuF.parts[h].loaded {
-				gpuHs = append(gpuHs, h)
+// missingLocked lists what ensure must load: phases hours to read whole, reach hours to read sparse, and (with
+// roll) gpu_rollup hours.
+func (s *Store) missingLocked(t0, t1 float64, roll bool) (whole, sparse, rolls []int64) {
+	inWindow := map[int64]bool{}
+	for _, h := range hoursFor(s.phaseF, t0, t1, 0, 0) {
+		inWindow[h] = true
+		if !s.phaseF.parts[h].loaded {
+			whole = append(whole, h)
+		}
+	}
+	for _, h := range hoursFor(s.phaseF, t0, t1, phaseReach, phaseReach) {
+		if !inWindow[h] && !s.phaseF.parts[h].loaded && s.phases[h] == nil {
+			sparse = append(sparse, h)
+		}
+	}
+	if roll && !s.noRoll {
+		for _, h := range hoursFor(s.rollF, t0, t1, 0, 0) {
+			if h >= 0 && !s.rollF.parts[h].loaded {
+				rolls = append(rolls, h)
 			}
 		}
 	}
-	if phases {
-		inWindow := map[int64]bool{}
-		for _, h := range hoursFor(s.phaseF, t0, t1, 0, 0) {
-			inWindow[h] = true
-			if !s.phaseF.parts[h].loaded {
-				whole = append(whole, h)
-			}
-		}
-		for _, h := range hoursFor(s.phaseF, t0, t1, phaseReach, phaseReach) {
-			if !inWindow[h] && !s.phaseF.parts[h].loaded && s.phases[h] == nil {
-				sparse = append(sparse, h)
-			}
-		}
-	}
-	return gpuHs, whole, sparse
+	return whole, sparse, rolls
 }
 
 // ---- data edge ----

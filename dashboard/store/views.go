@@ -93,7 +93,7 @@ func (s *Store) FleetOf(t0, t1 float64, sel []*Lane, buckets int) *Fleet {
 	for i := range f.T {
 		f.T[i] = t0 + float64(i)*(t1-t0)/float64(buckets)
 	}
-	s.prefetchFleet(t0, t1)
+	s.ensure(t0, t1, true) // phases and roll-up hours in one batch
 	if hm, err := s.HeatmapOf(t0, t1, sel, "phase", buckets); err == nil && hm.Rows > 0 {
 		for pi, name := range hm.Palette {
 			if pi == 0 {
