@@ -287,8 +287,9 @@ func (s *Store) gpuHeld(h int64, want *laneFilter) bool {
 }
 
 // rawFilter is what a raw hour read for sel keeps: sel's lanes when they are few (a lane view parses the
-// 8 lanes it draws out of 1024, skipping the other lines unparsed), plus those the hour's block already holds;
-// nil (every lane) for wide selections and runs without a lane catalog.
+// 8 lanes it draws out of 1024, skipping the other lines unparsed), plus those the hour's block already holds
+// while that stays within partialLanes (past it, only sel's: scrolling through 1024 lanes costs one read per
+// screen, never a whole-hour parse); nil (every lane) for wide selections and runs without a lane catalog.
 func (s *Store) rawFilter(h int64, sel []*Lane) *laneFilter {
 	if len(sel) == 0 || len(sel) > partialLanes || s.catMod.IsZero() {
 		return nil // without a lane catalog the lanes are learned from reading every line
@@ -297,18 +298,21 @@ func (s *Store) rawFilter(h int64, sel []*Lane) *laneFilter {
 	for _, l := range sel {
 		f.add(l.Node, l.GPU)
 	}
-	if b := s.gpu[h]; b != nil && s.gpuF.parts[h].loaded {
-		if b.only == nil {
-			return nil
-		}
-		for _, k := range b.only.keys {
-			f.add(k.node, k.gpu)
-		}
+	b := s.gpu[h]
+	if b == nil || !s.gpuF.parts[h].loaded {
+		return f
 	}
-	if len(f.keys) > partialLanes {
-		return nil
+	if b.only == nil || b.only.covers(f) {
+		return b.only // what the block holds serves the query
 	}
-	return f
+	union := newLaneFilter()
+	for _, k := range append(b.only.keys, f.keys...) {
+		union.add(k.node, k.gpu)
+	}
+	if len(union.keys) > partialLanes {
+		return f // scrolled on through the lanes: read the new ones, let the old ones go
+	}
+	return union
 }
 
 func (s *Store) loadRollHourLocked(h int64) {
