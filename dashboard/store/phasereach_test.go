@@ -173,6 +173,14 @@ func TestPhasesNodeIndex(t *testing.T) {
 			if len(walked) == 0 || !reflect.DeepEqual(indexed, walked) {
 				t.Fatalf("%s over [%+.0f, %+.0f]: node index and full walk differ\n%v\n%v", sel, w[0]-h0, w[1]-h0, indexed, walked)
 			}
+			// Lanes filled on several goroutines (as for a fleet) come out the same as on one.
+			serial := st.Phases(w[0], w[1], lanes)
+			phaseWorkerLanes = 1
+			split := st.Phases(w[0], w[1], lanes)
+			phaseWorkerLanes = 128
+			if !reflect.DeepEqual(serial, split) {
+				t.Fatalf("%s over [%+.0f, %+.0f]: lanes filled on several goroutines differ", sel, w[0]-h0, w[1]-h0)
+			}
 		}
 	}
 }

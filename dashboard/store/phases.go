@@ -22,6 +22,12 @@ type phaseRec struct {
 	Parent string   `json:"parent"`
 	// Span and Parent as map keys (refOf), set when the record is kept.
 	sref, pref spanRef
+	// Also set by keep, so a query over a fleet's records hashes no string and follows no pointer: the end
+	// (-1 while open), the step (-1 for none), and Name and Node as indices into the block's dictionaries.
+	isOpen         bool
+	end            float64
+	step           int
+	nameID, nodeID int32
 }
 
 // spanRef keys a span id: a 16-hex-digit id as a number (cheap to hash), any other non-empty id as its text.
@@ -75,6 +81,9 @@ type phaseBlock struct {
 	openLeft []int32
 	checked  int
 	nodeIdx  phaseNodeIndex
+	// The block's distinct names and nodes (a few dozen), which records point into (phaseRec.nameID/nodeID).
+	names, nodes   []string
+	nameAt, nodeAt map[string]int32
 }
 
 type pendingMarker struct {
@@ -83,7 +92,19 @@ type pendingMarker struct {
 }
 
 func newPhaseBlock(sparse bool) *phaseBlock {
-	return &phaseBlock{sparse: sparse, spans: map[uint64]struct{}{}, ids: map[string]struct{}{}}
+	return &phaseBlock{sparse: sparse, spans: map[uint64]struct{}{}, ids: map[string]struct{}{},
+		nameAt: map[string]int32{}, nodeAt: map[string]int32{}}
+}
+
+// intern returns s's index in the dictionary (adding it) and the dictionary's copy of s, so records share it.
+func intern(dict *[]string, at map[string]int32, s string) (int32, string) {
+	if i, ok := at[s]; ok {
+		return i, (*dict)[i]
+	}
+	i := int32(len(*dict))
+	*dict = append(*dict, s)
+	at[s] = i
+	return i, s
 }
 
 // hexID returns a 16-hex-digit span id as a number.
@@ -137,7 +158,16 @@ func (b *phaseBlock) decode(line []byte) (phaseRec, bool) {
 
 func (b *phaseBlock) keep(r phaseRec) {
 	r.sref, r.pref = refOf(r.Span), refOf(r.Parent)
-	if r.open() {
+	r.isOpen, r.end, r.step = r.open(), -1, -1
+	if !r.isOpen {
+		r.end = *r.T1
+	}
+	if r.Step != nil {
+		r.step = *r.Step
+	}
+	r.nameID, r.Name = intern(&b.names, b.nameAt, r.Name)
+	r.nodeID, r.Node = intern(&b.nodes, b.nodeAt, r.Node)
+	if r.isOpen {
 		b.open = append(b.open, r)
 		b.maxT = math.Max(b.maxT, r.T0)
 	} else {

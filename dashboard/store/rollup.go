@@ -319,7 +319,10 @@ func (f *rollField) fold(h0, step, t0, t1, to float64, omin, omax []float64, spr
 	width := (t1 - t0) / float64(nb)
 	put := func(i int, lo, hi float64) { widenBucket(omin, omax, i, lo, hi) }
 	end := math.Min(t1, to)
-	for j := range f.min {
+	// Only the cells near the window (one either side of the arithmetic's edge; the test below decides).
+	j0 := max(0, int(math.Floor((t0-h0)/step))-1)
+	j1 := min(len(f.min), int(math.Ceil((end-h0)/step))+1)
+	for j := j0; j < j1; j++ {
 		if f.min[j] != f.min[j] {
 			continue
 		}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"math"
+	"slices"
 	"sort"
 )
 
@@ -54,23 +55,45 @@ func (s *Store) HeatmapOf(t0, t1 float64, sel []*Lane, metric string, buckets in
 		p := s.Phases(t0, t1, sel)
 		h.Palette = append([]string{""}, p.Names...)
 		width := (t1 - t0) / float64(buckets)
+		idle := make([]bool, len(p.Names))
+		for i, n := range p.Names {
+			idle[i] = idlePhases[n]
+		}
+		var order []int
+		var count []int
 		for r, lane := range p.Lanes {
-			order := make([]int, len(lane.T0))
-			for i := range order {
-				order[i] = i
-			}
-			sort.SliceStable(order, func(a, b int) bool {
-				ia, ib := idlePhases[p.Names[lane.Name[order[a]]]], idlePhases[p.Names[lane.Name[order[b]]]]
-				if ia != ib {
-					return ia
+			// Painter order: idle phases first, then by depth (children paint over parents), ties in start
+			// order: a stable counting sort on the key (idle ? 0 : 1+depth).
+			order, count = order[:0], count[:0]
+			for i := range lane.T0 {
+				k := 0
+				if !idle[lane.Name[i]] {
+					k = 1 + lane.Depth[i]
 				}
-				return lane.Depth[order[a]] < lane.Depth[order[b]] // children paint over parents
-			})
+				for len(count) <= k+1 {
+					count = append(count, 0)
+				}
+				count[k+1]++
+				order = append(order, 0)
+			}
+			for k := 1; k < len(count); k++ {
+				count[k] += count[k-1]
+			}
+			for i := range lane.T0 {
+				k := 0
+				if !idle[lane.Name[i]] {
+					k = 1 + lane.Depth[i]
+				}
+				order[count[k]] = i
+				count[k]++
+			}
+			row := h.Cells[r*buckets : (r+1)*buckets]
 			for _, i := range order {
 				b0 := int(math.Max(0, math.Floor((lane.T0[i]-t0)/width)))
 				b1 := int(math.Min(float64(buckets-1), math.Floor((lane.T1[i]-t0)/width)))
+				c := byte(min(lane.Name[i]+1, 255))
 				for b := b0; b <= b1; b++ {
-					h.Cells[r*buckets+b] = byte(min(lane.Name[i]+1, 255))
+					row[b] = c
 				}
 			}
 		}
@@ -94,18 +117,32 @@ func (s *Store) FleetOf(t0, t1 float64, sel []*Lane, buckets int) *Fleet {
 		f.T[i] = t0 + float64(i)*(t1-t0)/float64(buckets)
 	}
 	s.ensure(t0, t1, true) // phases and roll-up hours in one batch
+	// The utilization spread (roll-up columns) is worked out beside the phase composition (phase records).
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.Util = s.utilSpread(t0, t1, sel, buckets)
+	}()
 	if hm, err := s.HeatmapOf(t0, t1, sel, "phase", buckets); err == nil && hm.Rows > 0 {
+		counts := make([][]float64, len(hm.Palette))
+		for r := 0; r < hm.Rows; r++ {
+			for b, c := range hm.Cells[r*buckets : (r+1)*buckets] {
+				if c == 0 {
+					continue
+				}
+				if counts[c] == nil {
+					counts[c] = make([]float64, buckets)
+				}
+				counts[c][b]++
+			}
+		}
 		for pi, name := range hm.Palette {
 			if pi == 0 {
 				continue
 			}
-			fr := make([]float64, buckets)
-			for r := 0; r < hm.Rows; r++ {
-				for b := 0; b < buckets; b++ {
-					if int(hm.Cells[r*buckets+b]) == pi {
-						fr[b]++
-					}
-				}
+			fr := counts[pi]
+			if fr == nil {
+				fr = make([]float64, buckets)
 			}
 			for b := range fr {
 				fr[b] = math.Round(fr[b]/float64(hm.Rows)*1e4) / 1e4
@@ -113,26 +150,37 @@ func (s *Store) FleetOf(t0, t1 float64, sel []*Lane, buckets int) *Fleet {
 			f.Composition[name] = fr
 		}
 	}
+	<-done
+	return f
+}
+
+// utilSpread is the fleet's utilization spread per bucket: p10, p50, p90 and min over the lanes' bucket maxima.
+func (s *Store) utilSpread(t0, t1 float64, sel []*Lane, buckets int) map[string]Floats {
+	out := map[string]Floats{}
 	g := s.gpuQuery(t0, t1, sel, buckets, []string{"util"}, true)
 	for _, k := range []string{"p10", "p50", "p90", "min"} {
-		f.Util[k] = nanSlice(buckets)
+		out[k] = nanSlice(buckets)
+	}
+	maxes := make([]Floats, 0, len(g.raw))
+	for _, lane := range g.raw {
+		maxes = append(maxes, lane["util"].Max)
 	}
 	col := make([]float64, 0, len(sel))
 	for b := 0; b < buckets; b++ {
 		col = col[:0]
-		for _, lane := range g.raw {
-			if v := lane["util"].Max[b]; !math.IsNaN(v) {
+		for _, mx := range maxes {
+			if v := mx[b]; !math.IsNaN(v) {
 				col = append(col, v)
 			}
 		}
 		if len(col) == 0 {
 			continue
 		}
-		sort.Float64s(col)
+		slices.Sort(col)
 		q := func(p float64) float64 { return col[int(math.Round(p*float64(len(col)-1)))] }
-		f.Util["p10"][b], f.Util["p50"][b], f.Util["p90"][b], f.Util["min"][b] = q(0.1), q(0.5), q(0.9), col[0]
+		out["p10"][b], out["p50"][b], out["p90"][b], out["min"][b] = q(0.1), q(0.5), q(0.9), col[0]
 	}
-	return f
+	return out
 }
 
 // Bubble is one step's idle share.
