@@ -62,31 +62,7 @@ func (s *Store) HeatmapOf(t0, t1 float64, sel []*Lane, metric string, buckets in
 		var order []int
 		var count []int
 		for r, lane := range p.Lanes {
-			// Painter order: idle phases first, then by depth (children paint over parents), ties in start
-			// order: a stable counting sort on the key (idle ? 0 : 1+depth).
-			order, count = order[:0], count[:0]
-			for i := range lane.T0 {
-				k := 0
-				if !idle[lane.Name[i]] {
-					k = 1 + lane.Depth[i]
-				}
-				for len(count) <= k+1 {
-					count = append(count, 0)
-				}
-				count[k+1]++
-				order = append(order, 0)
-			}
-			for k := 1; k < len(count); k++ {
-				count[k] += count[k-1]
-			}
-			for i := range lane.T0 {
-				k := 0
-				if !idle[lane.Name[i]] {
-					k = 1 + lane.Depth[i]
-				}
-				order[count[k]] = i
-				count[k]++
-			}
+			order, count = paintOrder(lane, idle, order, count)
 			row := h.Cells[r*buckets : (r+1)*buckets]
 			for _, i := range order {
 				b0 := int(math.Max(0, math.Floor((lane.T0[i]-t0)/width)))
@@ -101,6 +77,37 @@ func (s *Store) HeatmapOf(t0, t1 float64, sel []*Lane, metric string, buckets in
 		return nil, &SelectionError{Term: metric, Reason: "heatmap metric is util, mem, power or phase"}
 	}
 	return h, nil
+}
+
+// paintOrder returns the order a carpet paints a lane's phases in: idle phases first, then the others, each by
+// depth (children paint over parents), ties in start order — a stable counting sort on the key
+// (idle ? depth : 1+maxDepth+depth). order and count are reused buffers.
+func paintOrder(lane *PhaseLane, idle []bool, order, count []int) ([]int, []int) {
+	deepest := 0
+	for _, d := range lane.Depth {
+		deepest = max(deepest, d)
+	}
+	key := func(i int) int {
+		if idle[lane.Name[i]] {
+			return lane.Depth[i]
+		}
+		return 1 + deepest + lane.Depth[i]
+	}
+	count = append(count[:0], make([]int, 2*deepest+3)...)
+	order = order[:0]
+	for i := range lane.T0 {
+		count[key(i)+1]++
+		order = append(order, 0)
+	}
+	for k := 1; k < len(count); k++ {
+		count[k] += count[k-1]
+	}
+	for i := range lane.T0 {
+		k := key(i)
+		order[count[k]] = i
+		count[k]++
+	}
+	return order, count
 }
 
 // Fleet is the overview above 64 lanes: per bucket, the fraction of lanes in each phase and the spread of
