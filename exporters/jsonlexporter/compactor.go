@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"time"
 
 	"github.com/klauspost/compress/zstd"
@@ -14,12 +15,17 @@ import (
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
 
-// compactor compresses closed hours with zstd once they are older than the grace period, so a week-long run
-// keeps its history at a fraction of the bytes. It runs on the flush goroutine (it closes the partition's
-// file first), every checkEvery.
+// compactor compresses closed hours with zstd once they are older than the grace period and have not been
+// written for as long, so a week-long run keeps its history at a fraction of the bytes. Every checkEvery the
+// flush goroutine picks the hours (closing the partitioner's files for them) and a compaction goroutine
+// compresses them, one at a time: compressing a 1024-GPU hour takes seconds, and while the flush goroutine
+// did it the queue filled and records were dropped (BENCHMARKS.md). Records for an hour being compressed wait
+// in the writer's queue (busy) until it is done.
 //
 // A late record for an hour already compressed creates a new plain file beside the .zst; the next pass
-// appends it to the .zst as another zstd frame (concatenated frames are one valid stream).
+// appends it to the .zst as another zstd frame (concatenated frames are one valid stream). "Not written for
+// the grace period" keeps a replay in fast-forward (hours of synthetic, past time) from compressing the hour
+// still being written, over and over.
 type compactor struct {
 	runDir     string
 	grace      time.Duration
@@ -28,6 +34,15 @@ type compactor struct {
 	part       *partitioner
 	onError    func(error)
 	enc        *zstd.Encoder
+	// lastWrite is when the writer last wrote each partition (writer clock); owned by the flush goroutine.
+	lastWrite map[partKey]time.Time
+
+	mu      sync.Mutex
+	busyKey map[partKey]bool // being compressed; the writer holds their records back
+	errs    []error          // from the compaction goroutine, reported by the flush goroutine
+	// beforeCompress, when set (tests), runs on the compaction goroutine before each partition.
+	beforeCompress func(runfiles.Partition)
+	wg      sync.WaitGroup   // the compaction goroutine, while one runs
 }
 
 func newCompactor(runDir string, grace time.Duration, part *partitioner, onError func(error)) (*compactor, error) {
@@ -36,14 +51,49 @@ func newCompactor(runDir string, grace time.Duration, part *partitioner, onError
 		return nil, err
 	}
 	every := min(max(grace/4, time.Second), time.Minute)
-	return &compactor{runDir: runDir, grace: grace, checkEvery: every, part: part, onError: onError, enc: enc}, nil
+	return &compactor{runDir: runDir, grace: grace, checkEvery: every, part: part, onError: onError, enc: enc,
+		lastWrite: map[partKey]time.Time{}, busyKey: map[partKey]bool{}}, nil
 }
 
+// wrote notes a write to k at now (flush goroutine).
+func (c *compactor) wrote(k partKey, now time.Time) { c.lastWrite[k] = now }
+
+// busy says whether k is being compressed (its records must wait).
+func (c *compactor) busy(k partKey) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.busyKey[k]
+}
+
+// wait returns when no compaction is running.
+func (c *compactor) wait() { c.wg.Wait() }
+
 func (c *compactor) maybeRun(now time.Time) {
+	c.mu.Lock()
+	errs := c.errs
+	c.errs = nil
+	running := len(c.busyKey) > 0
+	c.mu.Unlock()
+	for _, err := range errs {
+		c.onError(err) // the writer's error report belongs to the flush goroutine
+	}
 	if now.Sub(c.last) < c.checkEvery {
 		return
 	}
+	if running {
+		return // the next check after this pass picks up what it did not cover
+	}
 	c.last = now
+	for k, t := range c.lastWrite {
+		if now.Sub(t) >= c.grace {
+			delete(c.lastWrite, k) // quiet for the grace period: no longer a reason to wait
+		}
+	}
+	type job struct {
+		k partKey
+		p runfiles.Partition
+	}
+	var jobs []job
 	for _, stream := range sc.Streams {
 		parts, err := runfiles.ListPartitions(c.runDir, stream)
 		if err != nil {
@@ -51,15 +101,41 @@ func (c *compactor) maybeRun(now time.Time) {
 			continue
 		}
 		for _, p := range parts {
+			k := partKey{stream: stream, hour: p.Hour.Unix() / 3600}
 			if p.Plain == "" || now.Sub(p.Hour.Add(time.Hour)) < c.grace {
 				continue
 			}
-			c.part.closeKey(partKey{stream: stream, hour: p.Hour.Unix() / 3600})
-			if err := c.compress(p); err != nil {
-				c.onError(fmt.Errorf("compress %s: %w", p.Plain, err))
+			if _, recent := c.lastWrite[k]; recent {
+				continue
 			}
+			c.part.closeKey(k)
+			jobs = append(jobs, job{k, p})
 		}
 	}
+	if len(jobs) == 0 {
+		return
+	}
+	c.mu.Lock()
+	for _, j := range jobs {
+		c.busyKey[j.k] = true
+	}
+	c.mu.Unlock()
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		for _, j := range jobs {
+			if c.beforeCompress != nil {
+				c.beforeCompress(j.p)
+			}
+			err := c.compress(j.p)
+			c.mu.Lock()
+			if err != nil {
+				c.errs = append(c.errs, fmt.Errorf("compress %s: %w", j.p.Plain, err))
+			}
+			delete(c.busyKey, j.k)
+			c.mu.Unlock()
+		}
+	}()
 }
 
 // compress turns p's plain file into (another frame of) its .zst. Steps: write .zst.tmp = old .zst + new
@@ -139,4 +215,7 @@ func endsWith(z, suffix []byte) (bool, error) {
 	return bytes.HasSuffix(all, suffix), nil
 }
 
-func (c *compactor) close() { _ = c.enc.Close() }
+func (c *compactor) close() {
+	c.wait()
+	_ = c.enc.Close()
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -86,6 +87,67 @@ func TestCompressionNoneKeepsPlainFiles(t *testing.T) {
 	e.now = func() time.Time { return base.Add(48 * time.Hour) }
 	flush(t, e)
 	if _, err := os.Stat(filepath.Join(runfiles.StreamDir(dir, sc.StreamMetrics), "20261202_13.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCompactionOffTheFlushPath: an hour is compressed on its own goroutine while flushes go on; records that
+// arrive for that hour meanwhile wait in the queue (a write would land in the plain file being compressed and
+// removed) and are written after it, so none is lost; an hour written within the grace period — the live hour
+// of a fast-forward replay, whose synthetic time is long past — is not compressed.
+func TestCompactionOffTheFlushPath(t *testing.T) {
+	e, dir := testExporter(t, func(c *Config) { c.CompressAfter = time.Minute })
+	ctx := context.Background()
+	plain := filepath.Join(runfiles.StreamDir(dir, sc.StreamMetrics), "20261202_13.jsonl")
+	if err := e.pushMetrics(ctx, manyStepRecords(5, 0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, e)
+
+	// Written "now", an hour that ended long ago stays plain.
+	e.now = func() time.Time { return base.Add(2 * time.Hour) }
+	if err := e.pushMetrics(ctx, manyStepRecords(1, 100, 0)); err != nil {
+		t.Fatal(err)
+	}
+	e.cmp.last = time.Time{}
+	flush(t, e)
+	if _, err := os.Stat(plain); err != nil {
+		t.Fatalf("an hour written within the grace period was compressed: %v", err)
+	}
+
+	started, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free) // before the exporter's shutdown (cleanups run last first), which waits for the compaction
+	e.cmp.beforeCompress = func(p runfiles.Partition) {
+		if p.Plain == plain {
+			close(started)
+			<-release
+		}
+	}
+	// The writer goroutine is idle (tests flush by hand, the ticker is an hour): flush on this one, so the
+	// compaction can be held in the middle.
+	e.now = func() time.Time { return base.Add(2*time.Hour + 2*time.Minute) }
+	e.cmp.last = time.Time{}
+	e.w.flush() // starts compressing 13:00
+	<-started
+	if err := e.pushMetrics(ctx, manyStepRecords(3, 200, 0)); err != nil {
+		t.Fatal(err)
+	}
+	e.w.flush() // 13:00 is busy: its records stay queued
+	e.w.mu.Lock()
+	queued := len(e.w.pending)
+	e.w.mu.Unlock()
+	if queued == 0 {
+		t.Fatal("records for the hour being compressed were not held back")
+	}
+	free()
+	e.cmp.wait()
+	flush(t, e)
+	if n := countRecords(t, dir, sc.StreamMetrics, "20261202_13"); n != 9 {
+		t.Fatalf("13:00 holds %d records after compressing it with records arriving, want 9 (none lost)", n)
+	}
+	if _, err := os.Stat(plain + ".zst"); err != nil {
 		t.Fatal(err)
 	}
 }

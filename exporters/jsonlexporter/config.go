@@ -25,8 +25,8 @@ type Config struct {
 	MaxBufferBytes int64 `mapstructure:"max_buffer_bytes"`
 	// Compression of closed hours: "zstd" (default) or "none".
 	Compression string `mapstructure:"compression"`
-	// CompressAfter is the grace period after an hour ends before its file is compressed (default 10m), so late
-	// records usually still land in the plain file.
+	// CompressAfter is the grace period after an hour ends, and after the last write to it, before its file is
+	// compressed (default 10m), so late records usually still land in the plain file.
 	CompressAfter time.Duration `mapstructure:"compress_after"`
 	// RollupInterval is the bucket of the gpu_rollup stream (default 16s: the dashboard's finest
 	// pre-aggregated bucket, so its wide views read the roll-up instead of the raw hour); whole seconds

@@ -109,7 +109,14 @@ func TestHourRollover(t *testing.T) {
 		t.Fatal(err)
 	}
 	flush(t, e)
-	// By now 13:00 is long closed: it was compressed, and the late batch joined it there.
+	// By now 13:00 is long closed: it was compressed, and the late batch joins it there once nothing has been
+	// written to the hour for the grace period.
+	if _, err := os.Stat(filepath.Join(runfiles.StreamDir(dir, sc.StreamMetrics), "20261202_13.jsonl")); err != nil {
+		t.Errorf("the late batch for 13:00 should wait in a plain file for the grace period: %v", err)
+	}
+	e.now = func() time.Time { return base.Add(3*time.Hour + e.cfg.CompressAfter) }
+	e.cmp.last = time.Time{}
+	flush(t, e)
 	if got := countRecords(t, dir, sc.StreamMetrics, "20261202_13"); got != 4 {
 		t.Errorf("13:00 partition has %d records after a late batch, want 4", got)
 	}

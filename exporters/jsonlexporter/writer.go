@@ -24,7 +24,12 @@ type writer struct {
 	part       *partitioner
 	interval   time.Duration
 	afterFlush func()              // catalog write; runs on the flush goroutine
-	periodic   func(now time.Time) // compaction; runs on the flush goroutine
+	periodic   func(now time.Time) // compaction check; runs on the flush goroutine
+	// The compactor's side (nil without compression): busy says a partition is being compressed (its chunks
+	// wait in the queue), wrote notes a write, drain waits for a running compaction (flushNow, shutdown).
+	busy  func(partKey) bool
+	wrote func(partKey, time.Time)
+	drain func()
 	logger     *zap.Logger
 	tel        *telemetry
 	now        func() time.Time
@@ -99,12 +104,30 @@ func (w *writer) run() {
 			w.flush()
 		case ack := <-w.kick:
 			w.flush()
+			w.drainAndFlushHeld()
 			close(ack)
 		case <-w.stop:
 			w.flush()
+			w.drainAndFlushHeld()
 			w.part.closeAll()
 			return
 		}
+	}
+}
+
+// drainAndFlushHeld waits for a running compaction and writes what waited for it, so a synchronous flush
+// (tests, shutdown) leaves nothing queued.
+func (w *writer) drainAndFlushHeld() {
+	if w.drain == nil {
+		return
+	}
+	w.drain()
+	w.mu.Lock()
+	more := len(w.pending) > 0
+	w.mu.Unlock()
+	if more {
+		w.flush()
+		w.drain() // a compaction that flush started
 	}
 }
 
@@ -147,7 +170,7 @@ func (w *writer) flush() {
 	w.pendingBytes = 0
 	w.mu.Unlock()
 
-	var failed []*chunk
+	var failed, held []*chunk
 	var firstErr error
 	if len(batch) > 0 {
 		// Group by partition, keeping the first-seen order of partitions and the order within each.
@@ -161,6 +184,10 @@ func (w *writer) flush() {
 		}
 		for _, k := range order {
 			cs := groups[k]
+			if w.busy != nil && w.busy(k) {
+				held = append(held, cs...) // its hour is being compressed: next flush
+				continue
+			}
 			lines, n := 0, 0
 			for _, c := range cs {
 				lines += c.lines
@@ -176,6 +203,9 @@ func (w *writer) flush() {
 				continue
 			}
 			w.tel.written(k.stream, int64(lines), int64(n))
+			if w.wrote != nil {
+				w.wrote(k, now)
+			}
 			for _, c := range cs {
 				putBuf(c.data)
 				c.data = nil
@@ -185,6 +215,20 @@ func (w *writer) flush() {
 			if err := w.part.syncAll(); err != nil && firstErr == nil {
 				firstErr = err
 			}
+		}
+	}
+	if len(held) > 0 {
+		w.mu.Lock()
+		var n int64
+		for _, c := range held {
+			n += int64(len(c.data))
+		}
+		w.pending = append(held, w.pending...)
+		w.pendingBytes += n
+		dropped := w.trimLocked()
+		w.mu.Unlock()
+		if dropped > 0 {
+			w.tel.dropped(dropReasonBufferFull, dropped)
 		}
 	}
 	if len(failed) > 0 {
