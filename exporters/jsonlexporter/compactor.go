@@ -42,7 +42,7 @@ type compactor struct {
 	errs    []error          // from the compaction goroutine, reported by the flush goroutine
 	// beforeCompress, when set (tests), runs on the compaction goroutine before each partition.
 	beforeCompress func(runfiles.Partition)
-	wg      sync.WaitGroup   // the compaction goroutine, while one runs
+	wg             sync.WaitGroup // the compaction goroutine, while one runs
 }
 
 func newCompactor(runDir string, grace time.Duration, part *partitioner, onError func(error)) (*compactor, error) {

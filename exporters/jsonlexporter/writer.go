@@ -27,12 +27,12 @@ type writer struct {
 	periodic   func(now time.Time) // compaction check; runs on the flush goroutine
 	// The compactor's side (nil without compression): busy says a partition is being compressed (its chunks
 	// wait in the queue), wrote notes a write, drain waits for a running compaction (flushNow, shutdown).
-	busy  func(partKey) bool
-	wrote func(partKey, time.Time)
-	drain func()
-	logger     *zap.Logger
-	tel        *telemetry
-	now        func() time.Time
+	busy   func(partKey) bool
+	wrote  func(partKey, time.Time)
+	drain  func()
+	logger *zap.Logger
+	tel    *telemetry
+	now    func() time.Time
 
 	failing      bool      // the last flush failed
 	lastErrLog   time.Time // rate limit for the loud error
