@@ -748,6 +748,13 @@ func (s *Store) edgeLocked() float64 {
 			if t := lastStamp(p.plain); t > edge {
 				edge = t
 			}
+			// A compacted hour with no plain file beside it (every hour of a finished run, some minutes after
+			// its end): its span frame, or for files from before span frames, its decompressed tail (once).
+			if p.zst != "" && p.plain == "" {
+				if t := s.zstLast(p); !math.IsInf(t, 1) && t > edge {
+					edge = t
+				}
+			}
 		}
 	}
 	return edge
