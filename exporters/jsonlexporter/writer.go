@@ -218,33 +218,10 @@ func (w *writer) flush() {
 		}
 	}
 	if len(held) > 0 {
-		w.mu.Lock()
-		var n int64
-		for _, c := range held {
-			n += int64(len(c.data))
-		}
-		w.pending = append(held, w.pending...)
-		w.pendingBytes += n
-		dropped := w.trimLocked()
-		w.mu.Unlock()
-		if dropped > 0 {
-			w.tel.dropped(dropReasonBufferFull, dropped)
-		}
+		w.requeue(held)
 	}
 	if len(failed) > 0 {
-		w.mu.Lock()
-		var n int64
-		for _, c := range failed {
-			n += int64(len(c.data))
-		}
-		w.pending = append(failed, w.pending...)
-		w.pendingBytes += n
-		dropped := w.trimLocked()
-		queued := w.pendingBytes
-		w.mu.Unlock()
-		if dropped > 0 {
-			w.tel.dropped(dropReasonBufferFull, dropped)
-		}
+		queued := w.requeue(failed)
 		w.tel.writeError()
 		w.reportError(now, firstErr, queued)
 	} else if firstErr != nil {
@@ -264,6 +241,23 @@ func (w *writer) flush() {
 	if w.periodic != nil {
 		w.periodic(now)
 	}
+}
+
+// requeue puts chunks back at the front of the queue (order kept), trims it to its byte budget, and returns
+// the bytes queued.
+func (w *writer) requeue(cs []*chunk) int64 {
+	w.mu.Lock()
+	for _, c := range cs {
+		w.pendingBytes += int64(len(c.data))
+	}
+	w.pending = append(cs, w.pending...)
+	dropped := w.trimLocked()
+	queued := w.pendingBytes
+	w.mu.Unlock()
+	if dropped > 0 {
+		w.tel.dropped(dropReasonBufferFull, dropped)
+	}
+	return queued
 }
 
 func (w *writer) reportError(now time.Time, err error, queuedBytes int64) {
