@@ -279,15 +279,17 @@ func (s *Store) Phases(t0, t1 float64, sel []*Lane) *PhasesResult {
 	// then sorted by start: ties keep that order.
 	// seq: closed before open, then hour, then place in the hour.
 	hours := hoursFor(s.phaseF, t0, t1, phaseReach, phaseReach)
-	capacity := 0
-	for _, h := range hours {
-		if b := s.phases[h]; b != nil && len(sel) > phaseIndexLanes {
-			capacity += len(b.closed)
+	capacity := 0 // every closed record, when they are all walked
+	if len(sel) > phaseIndexLanes {
+		for _, h := range hours {
+			if b := s.phases[h]; b != nil {
+				capacity += len(b.closed)
+			}
 		}
 	}
 	recs := make([]phaseCand, 0, capacity)
 	closedCand := func(hi, i int, r *phaseRec) {
-		if r.T0 < t1 && *r.T1 > t0 {
+		if r.T0 < t1 && r.end > t0 {
 			recs = append(recs, phaseCand{r.T0, int64(hi)<<32 | int64(i), r})
 		}
 	}

@@ -94,7 +94,7 @@ func (e *jsonlExporter) start(_ context.Context, _ component.Host) error {
 			return err
 		}
 		e.cmp = cmp
-		e.w.periodic, e.w.busy, e.w.wrote, e.w.drain = cmp.maybeRun, cmp.busy, cmp.wrote, cmp.wait
+		e.w.cmp = cmp
 	}
 	e.w.start()
 	e.started = true

@@ -23,13 +23,11 @@ type writer struct {
 
 	part       *partitioner
 	interval   time.Duration
-	afterFlush func()              // catalog write; runs on the flush goroutine
-	periodic   func(now time.Time) // compaction check; runs on the flush goroutine
-	// The compactor's side (nil without compression): busy says a partition is being compressed (its chunks
-	// wait in the queue), wrote notes a write, drain waits for a running compaction (flushNow, shutdown).
-	busy   func(partKey) bool
-	wrote  func(partKey, time.Time)
-	drain  func()
+	afterFlush func() // catalog write; runs on the flush goroutine
+	// cmp is the compactor (nil without compression), which the flush goroutine drives: maybeRun every flush,
+	// wrote after each write; a partition it is compressing is busy (its chunks wait in the queue), and wait
+	// returns when no compression runs (flushNow, shutdown).
+	cmp    compaction
 	logger *zap.Logger
 	tel    *telemetry
 	now    func() time.Time
@@ -45,6 +43,14 @@ type writer struct {
 	// follows the disk instead of the ticker, and drop-oldest happens only when the disk really cannot keep up.
 	wake   chan struct{}
 	closed atomic.Bool
+}
+
+// compaction is the compactor as the writer sees it.
+type compaction interface {
+	maybeRun(now time.Time)
+	wrote(k partKey, now time.Time)
+	busy(k partKey) bool
+	wait()
 }
 
 const errorLogEvery = 30 * time.Second
@@ -118,16 +124,16 @@ func (w *writer) run() {
 // drainAndFlushHeld waits for a running compaction and writes what waited for it, so a synchronous flush
 // (tests, shutdown) leaves nothing queued.
 func (w *writer) drainAndFlushHeld() {
-	if w.drain == nil {
+	if w.cmp == nil {
 		return
 	}
-	w.drain()
+	w.cmp.wait()
 	w.mu.Lock()
 	more := len(w.pending) > 0
 	w.mu.Unlock()
 	if more {
 		w.flush()
-		w.drain() // a compaction that flush started
+		w.cmp.wait() // a compaction that flush started
 	}
 }
 
@@ -184,7 +190,7 @@ func (w *writer) flush() {
 		}
 		for _, k := range order {
 			cs := groups[k]
-			if w.busy != nil && w.busy(k) {
+			if w.cmp != nil && w.cmp.busy(k) {
 				held = append(held, cs...) // its hour is being compressed: next flush
 				continue
 			}
@@ -203,8 +209,8 @@ func (w *writer) flush() {
 				continue
 			}
 			w.tel.written(k.stream, int64(lines), int64(n))
-			if w.wrote != nil {
-				w.wrote(k, now)
+			if w.cmp != nil {
+				w.cmp.wrote(k, now)
 			}
 			for _, c := range cs {
 				putBuf(c.data)
@@ -238,8 +244,8 @@ func (w *writer) flush() {
 	if w.afterFlush != nil {
 		w.afterFlush()
 	}
-	if w.periodic != nil {
-		w.periodic(now)
+	if w.cmp != nil {
+		w.cmp.maybeRun(now)
 	}
 }
 
