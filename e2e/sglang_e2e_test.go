@@ -23,6 +23,7 @@ import (
 
 	"github.com/otelcol-miles/otelcol-miles/internal/e2etest"
 	"github.com/otelcol-miles/otelcol-miles/internal/fakesglang"
+	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
 
 // The sglang tests drive the stock Prometheus receiver section of configs/run.yaml (docs/semconv.md §7, §9)
@@ -30,33 +31,22 @@ import (
 // file (direct mode) or behind a router (MILES_SGLANG_ROUTER: the fake router in both name formats, and the real
 // sglang-router from PyPI), and the engine_series records read back from the run directory.
 
-// defaultWhitelist is the canonical metric whitelist the config keeps by default (miles-dashboard.md §4.1, whole
-// histograms), plus the receiver's `up`.
-var defaultWhitelist = map[string]string{
-	"sglang:num_running_reqs":                "number",
-	"sglang:num_queue_reqs":                  "number",
-	"sglang:gen_throughput":                  "number",
-	"sglang:token_usage":                     "number",
-	"sglang:cache_hit_rate":                  "number",
-	"sglang:num_prefill_prealloc_queue_reqs": "number",
-	"sglang:num_prefill_inflight_queue_reqs": "number",
-	"sglang:num_decode_prealloc_queue_reqs":  "number",
-	"sglang:num_decode_transfer_queue_reqs":  "number",
-	"sglang:kv_transfer_speed_gb_s":          "number",
-	"sglang:kv_transfer_latency_ms":          "number",
-	"sglang:prompt_tokens_total":             "number",
-	"sglang:generation_tokens_total":         "number",
-	"sglang:num_requests_total":              "number",
-	"sglang:num_aborted_requests_total":      "number",
-	"sglang:time_to_first_token_seconds":     "histogram",
-	"sglang:inter_token_latency_seconds":     "histogram",
-	"sglang:time_per_output_token_seconds":   "histogram",
-	"sglang:e2e_request_latency_seconds":     "histogram",
-	"up":                                     "number",
-}
+// defaultWhitelist is the canonical metric whitelist the config keeps by default (docs/semconv.md §7, whole
+// histograms; internal/semconv/sglang.go), plus the receiver's `up`.
+var defaultWhitelist = func() map[string]string {
+	m := map[string]string{"up": "number"}
+	for _, n := range append(append([]string{}, sc.SglangGauges...), sc.SglangCounters...) {
+		m[n] = "number"
+	}
+	for _, n := range sc.SglangHistograms {
+		m[n] = "histogram"
+	}
+	return m
+}()
 
-// keptLabels are the only data point labels an engine_series record may carry with the default config.
-var keptLabels = map[string]bool{"engine_type": true, "dp_rank": true}
+// keptLabels are the only data point labels an engine_series record of the fake engines may carry with the
+// default config (pp_rank only when not 0, stage only on per_stage_req_latency_seconds).
+var keptLabels = map[string]bool{"engine_type": true, "dp_rank": true, "pp_rank": true, "stage": true}
 
 // fed is what feedEngine pushed through an engine: the values its counters and histograms must show.
 type fed struct {
@@ -303,8 +293,8 @@ func checkEngine(t *testing.T, recs []map[string]any, addr string, e *fakesglang
 		}
 	}
 	// Exposed by the engine but not whitelisted: never written.
-	for _, m := range []string{"sglang:num_used_tokens", "sglang:max_total_num_tokens", "sglang:queue_time_seconds",
-		"sglang:cached_tokens_total", "sglang:num_paused_reqs", "sglang:time_to_first_token_seconds_bucket"} {
+	for _, m := range []string{"sglang:utilization", "sglang:engine_startup_time", "sglang:engine_load_weights_time",
+		"sglang:is_cuda_graph", "sglang:decode_sum_seq_lens", "sglang:time_to_first_token_seconds_bucket"} {
 		if has(recs, addr, m) {
 			t.Errorf("%s: %s written although not whitelisted", addr, m)
 		}

@@ -42,27 +42,33 @@ func newLaneCatalog(dashDir string) *laneCatalog {
 	return &laneCatalog{path: filepath.Join(dashDir, runfiles.LaneCatalogFile), lanes: map[string]*laneEntry{}}
 }
 
-// load merges an existing catalog (collector restart) so lanes learned before are kept.
-func (c *laneCatalog) load() error {
+// load merges an existing catalog (collector restart) so lanes learned before are kept. skipped counts the lanes
+// over the ingest limits it left out.
+func (c *laneCatalog) load() (skipped int, err error) {
 	b, err := os.ReadFile(c.path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil
+		return 0, nil
 	}
 	if err != nil {
-		return err
+		return 0, err
 	}
 	var f catalogFile
 	if err := json.Unmarshal(b, &f); err != nil {
-		return fmt.Errorf("%s is not a lane catalog (it will be rewritten): %w", c.path, err)
+		return 0, fmt.Errorf("%s is not a lane catalog (it will be rewritten): %w", c.path, err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// A catalog written before the ingest limits (docs/semconv.md §8.4) may hold lanes no collector writes now:
+	// they are dropped and the file rewritten at the next flush, so a poisoned run directory heals on restart.
 	for k, v := range f.Lanes {
-		if v != nil {
-			c.lanes[k] = v
+		if v == nil || !validLaneKey(k) || len(c.lanes) >= maxLanes {
+			skipped++
+			continue
 		}
+		c.lanes[k] = v
 	}
-	return nil
+	c.dirty = skipped > 0
+	return skipped, nil
 }
 
 func addSorted[T int64 | string](s []T, v T) ([]T, bool) {
@@ -73,9 +79,11 @@ func addSorted[T int64 | string](s []T, v T) ([]T, bool) {
 	return slices.Insert(s, i, v), true
 }
 
-func (c *laneCatalog) fold(facts []laneFact) {
+// fold learns the facts of one export. It returns how many facts named a new lane while the catalog already held
+// maxLanes (refused: the catalog stays bounded whatever clients send; their records are still written).
+func (c *laneCatalog) fold(facts []laneFact) (refused int64) {
 	if len(facts) == 0 {
-		return
+		return 0
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -83,6 +91,10 @@ func (c *laneCatalog) fold(facts []laneFact) {
 		key := f.node + ":" + strconv.FormatInt(f.gpu, 10)
 		e := c.lanes[key]
 		if e == nil {
+			if len(c.lanes) >= maxLanes {
+				refused++
+				continue
+			}
 			e = &laneEntry{Ranks: []int64{}, EngineAddrs: []string{}, Roles: []string{}}
 			c.lanes[key] = e
 			c.dirty = true
@@ -109,6 +121,7 @@ func (c *laneCatalog) fold(facts []laneFact) {
 			c.dirty = c.dirty || changed
 		}
 	}
+	return refused
 }
 
 // writeIfChanged rewrites the catalog atomically when something new was learned since the last write.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -39,6 +40,8 @@ type jsonlExporter struct {
 	cat  *laneCatalog
 	cmp  *compactor
 	roll *rollup // nil when rollup_interval is 0
+
+	limits limitWarner // over-limit drops, logged at most once a minute
 }
 
 func newExporter(cfg *Config, set component.TelemetrySettings, version string) (*jsonlExporter, error) {
@@ -71,8 +74,11 @@ func (e *jsonlExporter) start(_ context.Context, _ component.Host) error {
 		e.roll = newRollup(int64(e.cfg.RollupInterval / time.Second))
 	}
 	e.cat = newLaneCatalog(dash)
-	if err := e.cat.load(); err != nil {
+	if skipped, err := e.cat.load(); err != nil {
 		e.logger.Warn("jsonl: ignoring unreadable lane catalog", zap.Error(err))
+	} else if skipped > 0 {
+		e.logger.Warn("jsonl: the lane catalog held lanes over the ingest limits (docs/semconv.md §8.4); they are dropped and the catalog rewritten",
+			zap.Int("lanes_dropped", skipped), zap.Int("max_lanes", maxLanes))
 	}
 	part := newPartitioner(dash, e.fs, e.cfg.MaxOpenFiles, e.cfg.Fsync)
 	e.w = &writer{
@@ -121,6 +127,7 @@ func (e *jsonlExporter) shutdown(ctx context.Context) error {
 	if e.cmp != nil {
 		e.cmp.close()
 	}
+	e.limits.flush(e.logger)
 	if e.tel.droppedTotal() > 0 || e.w.pendingBytes > 0 {
 		e.logger.Warn("jsonl: shut down with data lost", zap.Int64("records_dropped_total", e.tel.droppedTotal()),
 			zap.Int64("unwritten_bytes", e.w.pendingBytes))
@@ -138,13 +145,20 @@ func (e *jsonlExporter) accept(r *records) error {
 	if r.invalid > 0 {
 		e.tel.dropped(dropReasonInvalid, r.invalid)
 	}
+	if r.over > 0 {
+		e.tel.dropped(dropReasonOverLimit, r.over)
+		e.limits.note(e.logger, e.now(), r.over, r.overWhat)
+	}
 	e.mu.Lock()
 	running := e.started && !e.stopped
 	e.mu.Unlock()
 	if !running {
 		return errStopped
 	}
-	e.cat.fold(r.lanes)
+	if refused := e.cat.fold(r.lanes); refused > 0 {
+		e.tel.dropped(dropReasonOverLimit, refused)
+		e.limits.note(e.logger, e.now(), refused, "lane catalog: full ("+strconv.Itoa(maxLanes)+" lanes)")
+	}
 	if e.roll != nil {
 		e.roll.fold(r.gpus, r)
 	}

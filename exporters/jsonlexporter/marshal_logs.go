@@ -25,14 +25,16 @@ func mapLogs(ld plog.Logs, r *records) {
 						continue
 					}
 					name, _ := attrStr(lr.Attributes(), sc.PhaseName)
-					buf = appendPhase(buf[:0], r, node, name, lr.Attributes(), ts, 0, true, lr.SpanID(), pcommon.NewSpanIDEmpty())
+					p, ok := checkPhase(r, node, name, lr.Attributes())
+					if !ok {
+						continue
+					}
+					buf = appendPhase(buf[:0], r, p, ts, 0, true, lr.SpanID(), pcommon.NewSpanIDEmpty())
 					r.add(sc.StreamPhases, ts, buf)
 				case sc.EventTopology:
 					var ok bool
 					if buf, ok = appendTopology(buf[:0], r, ts, lr.Body()); ok {
 						r.add(sc.StreamTopology, ts, buf)
-					} else {
-						r.invalid++
 					}
 				default:
 					r.unmapped++
@@ -50,16 +52,23 @@ func eventName(lr plog.LogRecord) string {
 	return n
 }
 
-// appendTopology writes {"ts":…,"engines":[…]} and learns which engine runs on which lane.
+// appendTopology writes {"ts":…,"engines":[…]} and learns which engine runs on which lane. A body that is not
+// a topology counts as invalid, one over the ingest limits as over_limit; neither is written.
 func appendTopology(b []byte, r *records, ts pcommon.Timestamp, body pcommon.Value) ([]byte, bool) {
 	if body.Type() != pcommon.ValueTypeMap {
+		r.invalid++
 		return b, false
 	}
 	ev, ok := body.Map().Get("engines")
 	if !ok || ev.Type() != pcommon.ValueTypeSlice {
+		r.invalid++
 		return b, false
 	}
 	engines := ev.Slice()
+	if broken := checkTopology(engines); broken != "" {
+		r.overLimit(1, broken)
+		return b, false
+	}
 	o := beginObj(b)
 	o.time("ts", ts)
 	o.key("engines")

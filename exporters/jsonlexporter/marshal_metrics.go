@@ -287,6 +287,10 @@ func (g *gpuRows) flush(b []byte, res pcommon.Map, r *records) []byte {
 		r.invalid += int64(len(g.rows)) // a GPU value without a device cannot be placed on a lane
 		return b
 	}
+	if broken := checkDevice(res, node, gpu); broken != "" {
+		r.overLimit(int64(len(g.rows)), "gpu_util: "+broken)
+		return b
+	}
 	f := laneFact{node: node, gpu: gpu, rank: -1}
 	f.uuid, _ = attrStr(res, sc.HWID)
 	f.model, _ = attrStr(res, sc.HWModel)
@@ -307,6 +311,10 @@ func (g *gpuRows) flush(b []byte, res pcommon.Map, r *records) []byte {
 func mapProcesses(b []byte, res pcommon.Map, m pmetric.Metric, r *records) []byte {
 	node, _ := attrStr(res, sc.HostName)
 	gpu, ok := attrInt(res, sc.GPUIndex)
+	broken := ""
+	if ok {
+		broken = checkDevice(res, node, gpu)
+	}
 	for _, dp := range numberPoints(m).All() {
 		if !ok {
 			r.invalid++
@@ -314,6 +322,10 @@ func mapProcesses(b []byte, res pcommon.Map, m pmetric.Metric, r *records) []byt
 		}
 		pid, _ := attrInt(dp.Attributes(), sc.ProcessPID)
 		name, _ := attrStr(dp.Attributes(), sc.ProcessExeName)
+		if w := firstBroken(broken, nameTooLong(sc.ProcessExeName, name)); w != "" {
+			r.overLimit(1, "gpu_processes: "+w)
+			continue
+		}
 		o := beginObj(b[:0])
 		o.time("ts", dp.Timestamp())
 		o.str("node", node)

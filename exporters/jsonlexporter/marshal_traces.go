@@ -30,12 +30,24 @@ func mapTraces(td ptrace.Traces, r *records) {
 				typ, _ := attrStr(attrs, sc.SpanType)
 				switch typ {
 				case sc.SpanTypePhase:
+					if !validIDs(span) {
+						r.invalid++
+						continue
+					}
+					p, ok := checkPhase(r, node, span.Name(), attrs)
+					if !ok {
+						continue
+					}
 					c := r.chunkFor(sc.StreamPhases, span.EndTimestamp())
-					c.data = appendPhase(c.data, r, node, span.Name(), attrs, span.StartTimestamp(), span.EndTimestamp(), false,
+					c.data = appendPhase(c.data, r, p, span.StartTimestamp(), span.EndTimestamp(), false,
 						span.SpanID(), span.ParentSpanID())
 					c.lines++
 				case sc.SpanTypeAttempt, sc.SpanTypeQueue, sc.SpanTypeGenerate, sc.SpanTypeTool, sc.SpanTypeConsume,
 					sc.SpanTypeStepConsume, sc.SpanTypeWeightUpdate:
+					if !validIDs(span) {
+						r.invalid++
+						continue
+					}
 					g.add(typ, span)
 				default:
 					r.unmapped++
@@ -53,18 +65,16 @@ func mapTraces(td ptrace.Traces, r *records) {
 	}
 }
 
-// appendPhase encodes a phase span or an open marker (open: t1 is null) and records its lanes.
-func appendPhase(b []byte, r *records, node, spanName string, attrs pcommon.Map, t0, t1 pcommon.Timestamp, open bool,
+// validIDs reports whether a span has a valid trace id and span id. OTLP calls all-zero ids invalid; records
+// keyed by them would collide (every such phase has the same "span", so readers match open markers and closed
+// phases to the wrong ones, and trajectories would all join one trace), so they are counted as invalid.
+func validIDs(span ptrace.Span) bool { return !span.TraceID().IsEmpty() && !span.SpanID().IsEmpty() }
+
+// appendPhase encodes a phase span or an open marker (open: t1 is null) checked by checkPhase, and records its
+// lanes.
+func appendPhase(b []byte, r *records, p phaseHead, t0, t1 pcommon.Timestamp, open bool,
 	id pcommon.SpanID, parent pcommon.SpanID) []byte {
-	name, ok := attrStr(attrs, sc.PhaseName)
-	if !ok || name == "" {
-		name = spanName
-	}
-	rank, ok := attrInt(attrs, sc.Rank)
-	if !ok {
-		rank = -1
-	}
-	role, _ := attrStr(attrs, sc.Role)
+	node, name, rank, role := p.node, p.name, p.rank, p.role
 	o := beginObj(b)
 	o.str("name", name)
 	o.time("t0", t0)
@@ -78,8 +88,8 @@ func appendPhase(b []byte, r *records, node, spanName string, attrs pcommon.Map,
 	o.str("role", role)
 	o.key("gpus")
 	o.b = append(o.b, '[')
-	uuids := attrSlice(attrs, sc.GPUUUIDs)
-	if ids := attrSlice(attrs, sc.GPUIDs); ids.Len() > 0 {
+	uuids := p.uuids
+	if ids := p.ids; ids.Len() > 0 {
 		n := 0
 		for i, g := range ids.All() {
 			gpu, ok := valueInt(g)
@@ -106,7 +116,7 @@ func appendPhase(b []byte, r *records, node, spanName string, attrs pcommon.Map,
 		o.key("uuids")
 		o.b = appendSlice(o.b, uuids, 1)
 	}
-	if step, ok := attrInt(attrs, sc.Step); ok {
+	if step, ok := attrInt(p.attrs, sc.Step); ok {
 		o.int("step", step)
 	}
 	o.spanID("span", id)

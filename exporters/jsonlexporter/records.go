@@ -44,6 +44,8 @@ type records struct {
 	gpus     []gpuReading // the rolled-up fields of each gpu_util record (rollup.go)
 	unmapped int64        // items that match no stream (counted, dropped)
 	invalid  int64        // items of a known kind missing a required field (counted, dropped)
+	over     int64        // items over an ingest limit (limits.go; counted, dropped)
+	overWhat string       // the first limit broken, for the warning
 }
 
 // chunkFor returns the chunk of t's partition in stream, so an encoder can append a record to it directly.

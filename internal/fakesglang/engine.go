@@ -1,7 +1,9 @@
 // Package fakesglang is a fake sglang engine for tests and the run simulator: it serves /metrics exposition text
 // in sglang's real format (colon names, scheduler labels engine_type/model_name/moe_ep_rank/pp_rank/tp_rank/dp_rank,
 // gauges, counters, histograms with sglang's default bucket bounds, PD-disaggregation queue gauges on prefill and
-// decode engines) whose values follow the requests the caller feeds it, and a fake router that concatenates
+// decode engines, per-stage request latencies, retraction and speculative-decoding metrics, one scheduler series
+// per dp rank and pipeline stage) whose values follow the requests the caller feeds it, and a fake router that
+// concatenates
 // workers under /engine_metrics with a worker_addr label, as sgl-model-gateway does.
 //
 // Names, labels and buckets follow sglang python/sglang/srt/metrics/collector.py (../shared/reference/anchors.md §5).
@@ -11,6 +13,7 @@ package fakesglang
 
 import (
 	"math"
+	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -31,6 +34,27 @@ var (
 		0.080, 0.100, 0.200, 0.400, 0.600, 0.800, 1.000, 2.000, 4.000, 6.000, 8.000}
 	BucketsQueue = []float64{0.0, 0.1, 0.2, 0.5, 1, 2, 3, 4, 5, 10, 15, 20, 30, 40, 50, 60, 70, 80, 90, 100, 200,
 		300, 400, 500, 600, 700, 800, 900, 1000, 1200, 1400, 1600, 1800, 2000, 2500, 3000}
+	// BucketsStage are per_stage_req_latency_seconds' bounds: exponential_buckets(start=0.001, width=1.62,
+	// length=30), 1 ms to ~1191 s.
+	BucketsStage = func() []float64 {
+		out := make([]float64, 30)
+		for i := range out {
+			out[i] = 0.001 * math.Pow(1.62, float64(i))
+		}
+		return out
+	}()
+)
+
+// Request stages (the stage label of per_stage_req_latency_seconds, sglang's RequestStage values) that the fake
+// observes: waiting, prefill forward and decode loop on unified engines; bootstrap, forward and KV transfer on
+// prefill engines; transfer wait and decode loop on decode engines.
+const (
+	StagePrefillWaiting  = "prefill_waiting"
+	StagePrefillForward  = "prefill_forward"
+	StageDecodeLoop      = "decode_loop"
+	StagePrefillBoot     = "prefill_bootstrap"
+	StagePrefillTransfer = "prefill_transfer_kv_cache"
+	StageDecodeWaiting   = "decode_waiting"
 )
 
 // Config describes one engine (one sglang server).
@@ -39,6 +63,9 @@ type Config struct {
 	EngineType string // unified (default), prefill or decode
 	TPSize     int    // tensor-parallel size (default 1)
 	DPSize     int    // data-parallel (attention) ranks, one scheduler series each (default 1)
+	PPSize     int    // pipeline stages: every stage's scheduler reports its own series, labelled pp_rank (default 1)
+	// Speculative: speculative decoding on (spec_accept_rate/length report an acceptance; 0 otherwise, as sglang).
+	Speculative bool
 	// MaxTotalNumTokens is the KV pool size per dp rank (default 400000).
 	MaxTotalNumTokens int
 	// StartupSeconds and LoadWeightsSeconds are reported by the startup gauges.
@@ -57,6 +84,9 @@ func (c *Config) defaults() {
 	}
 	if c.DPSize <= 0 {
 		c.DPSize = 1
+	}
+	if c.PPSize <= 0 {
+		c.PPSize = 1
 	}
 	if c.MaxTotalNumTokens <= 0 {
 		c.MaxTotalNumTokens = 400000
@@ -106,7 +136,21 @@ type rankState struct {
 	running  map[uint64]*Request
 	cacheEW  float64 // EWMA of the prefix cache hit rate
 	queueH   *hist
-	retained int // tokens of finished requests kept in the radix cache
+	stageH   map[string]*hist // per_stage_req_latency_seconds by stage
+	retained int              // tokens of finished requests kept in the radix cache
+
+	retractedReqs, retractedIn, retractedOut float64 // cumulative
+	lastRetracted                            int     // retracted in the last step (the num_retracted_reqs gauge)
+	bootFailed, transferFailed               float64 // PD failure counters
+}
+
+func (rs *rankState) observeStage(stage string, d time.Duration) {
+	h := rs.stageH[stage]
+	if h == nil {
+		h = newHist(BucketsStage)
+		rs.stageH[stage] = h
+	}
+	h.observe(d.Seconds())
 }
 
 // Engine is the metric state of one fake sglang server. It is safe for concurrent use.
@@ -118,7 +162,7 @@ type Engine struct {
 
 	promptTotal, genTotal, cachedTotal, reqTotal, abortTotal float64
 	ttft, itl, e2e                                           *hist
-	kvSpeed, kvLatency                                       float64
+	kvSpeed, kvLatency, kvBoot, kvAlloc, kvMB                float64
 }
 
 // NewEngine returns an idle engine.
@@ -126,9 +170,25 @@ func NewEngine(cfg Config) *Engine {
 	cfg.defaults()
 	e := &Engine{cfg: cfg, ttft: newHist(BucketsTTFT), itl: newHist(BucketsITL), e2e: newHist(BucketsE2E)}
 	for i := 0; i < cfg.DPSize; i++ {
-		e.ranks = append(e.ranks, &rankState{running: map[uint64]*Request{}, queueH: newHist(BucketsQueue), cacheEW: 0.35})
+		rs := &rankState{running: map[uint64]*Request{}, queueH: newHist(BucketsQueue), cacheEW: 0.35, stageH: map[string]*hist{}}
+		// Every stage the engine type passes through is exposed from the start (at zero), so the family set of a
+		// scrape does not change with load (the simulator encodes engines from one template).
+		for _, st := range stagesOf(cfg.EngineType) {
+			rs.stageH[st] = newHist(BucketsStage)
+		}
+		e.ranks = append(e.ranks, rs)
 	}
 	return e
+}
+
+func stagesOf(engineType string) []string {
+	switch engineType {
+	case EnginePrefill:
+		return []string{StagePrefillBoot, StagePrefillForward, StagePrefillTransfer}
+	case EngineDecode:
+		return []string{StageDecodeWaiting, StageDecodeLoop}
+	}
+	return []string{StagePrefillWaiting, StagePrefillForward, StageDecodeLoop}
 }
 
 // Config returns the engine's configuration (with defaults applied).
@@ -159,6 +219,14 @@ func (e *Engine) Begin(r Request) {
 	rc := r
 	rs.running[r.ID] = &rc
 	rs.queueH.observe(r.Start.Sub(r.Submit).Seconds())
+	switch e.cfg.EngineType {
+	case EnginePrefill:
+		rs.observeStage(StagePrefillBoot, r.Start.Sub(r.Submit))
+	case EngineDecode:
+		rs.observeStage(StageDecodeWaiting, r.Start.Sub(r.Submit))
+	default:
+		rs.observeStage(StagePrefillWaiting, r.Start.Sub(r.Submit))
+	}
 	if r.PromptTokens > 0 {
 		rs.cacheEW = 0.9*rs.cacheEW + 0.1*float64(r.CachedTokens)/float64(r.PromptTokens)
 	}
@@ -187,6 +255,16 @@ func (e *Engine) Finish(id uint64, dp int, at time.Time, aborted bool) {
 	e2e := at.Sub(r.Submit).Seconds()
 	e.e2e.observe(e2e)
 	if !r.FirstToken.After(at) {
+		switch e.cfg.EngineType {
+		case EnginePrefill:
+			rs.observeStage(StagePrefillForward, r.FirstToken.Sub(r.Start))
+			rs.observeStage(StagePrefillTransfer, at.Sub(r.FirstToken))
+		case EngineDecode:
+			rs.observeStage(StageDecodeLoop, at.Sub(r.FirstToken))
+		default:
+			rs.observeStage(StagePrefillForward, r.FirstToken.Sub(r.Start))
+			rs.observeStage(StageDecodeLoop, at.Sub(r.FirstToken))
+		}
 		e.ttft.observe(r.FirstToken.Sub(r.Submit).Seconds())
 		if out > 1 {
 			e.itl.observe(at.Sub(r.FirstToken).Seconds() / float64(out-1))
@@ -198,6 +276,33 @@ func (e *Engine) Finish(id uint64, dp int, at time.Time, aborted bool) {
 		mb := float64(r.PromptTokens) * 0.12
 		e.kvSpeed = 18 + 6*math.Sin(float64(e.reqTotal)*0.37)
 		e.kvLatency = mb / e.kvSpeed
+		e.kvBoot = 2.5 + math.Mod(float64(e.reqTotal)*0.7, 1.5)
+		e.kvAlloc = 0.4 + math.Mod(float64(e.reqTotal)*0.3, 0.6)
+		e.kvMB = mb
+	}
+}
+
+// Retract records one scheduler step on dp rank dp that retracted n running requests (KV pool exhausted) holding
+// inTok prompt and outTok generated tokens: the retraction counters grow and the num_retracted_reqs gauge reports n
+// until the next call.
+func (e *Engine) Retract(dp, n, inTok, outTok int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	rs := e.rank(dp)
+	rs.lastRetracted = n
+	rs.retractedReqs += float64(n)
+	rs.retractedIn += float64(inTok)
+	rs.retractedOut += float64(outTok)
+}
+
+// FailTransfer counts a PD bootstrap (bootstrap true) or KV transfer failure on dp rank dp.
+func (e *Engine) FailTransfer(dp int, bootstrap bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if bootstrap {
+		e.rank(dp).bootFailed++
+	} else {
+		e.rank(dp).transferFailed++
 	}
 }
 
@@ -219,14 +324,14 @@ func generatedAt(r *Request, at time.Time) int {
 	return 1 + int(float64(r.CompletionTokens-1)*at.Sub(r.FirstToken).Seconds()/d)
 }
 
-func (e *Engine) schedLabels(dp int) []Label {
+func (e *Engine) schedLabels(dp, pp int) []Label {
 	tpPerDP := max(1, e.cfg.TPSize/e.cfg.DPSize)
 	return []Label{
 		{"dp_rank", strconv.Itoa(dp)},
 		{"engine_type", e.cfg.EngineType},
 		{"model_name", e.cfg.ModelName},
 		{"moe_ep_rank", "0"},
-		{"pp_rank", "0"},
+		{"pp_rank", strconv.Itoa(pp)},
 		{"tp_rank", strconv.Itoa(dp * tpPerDP)},
 	}
 }
@@ -250,7 +355,14 @@ func (e *Engine) Families(at time.Time) []Family {
 	loadW := g("sglang:engine_load_weights_time", "The time taken for the engine to load weights.")
 	cudaGraph := g("sglang:is_cuda_graph", "Whether the batch is using CUDA graph.")
 	sumSeq := g("sglang:decode_sum_seq_lens", "The sum of all sequence lengths in decode.")
+	specRate := g("sglang:spec_accept_rate", "The average acceptance rate of speculative decoding (`accepted tokens / total draft tokens` in batch).")
+	specLen := g("sglang:spec_accept_length", "The average acceptance length of speculative decoding.")
+	sc := func(name, help string) Family { return Family{Name: name, Help: help, Kind: Counter} }
+	retrReqs := sc("sglang:num_retracted_requests_total", "Total number of retracted requests.")
+	retrIn := sc("sglang:num_retracted_input_tokens_total", "Total number of retracted input tokens.")
+	retrOut := sc("sglang:num_retracted_output_tokens_total", "Total number of retracted output tokens.")
 	queueTime := Family{Name: "sglang:queue_time_seconds", Help: "Histogram of queueing time in seconds.", Kind: Histogram, Bounds: BucketsQueue}
+	perStage := Family{Name: "sglang:per_stage_req_latency_seconds", Help: "The latency of each stage of requests.", Kind: Histogram, Bounds: BucketsStage}
 	pdNames := [][2]string{
 		{"sglang:num_prefill_prealloc_queue_reqs", "The number of requests in the prefill prealloc queue."},
 		{"sglang:num_prefill_inflight_queue_reqs", "The number of requests in the prefill inflight queue."},
@@ -258,13 +370,17 @@ func (e *Engine) Families(at time.Time) []Family {
 		{"sglang:num_decode_transfer_queue_reqs", "The number of requests in the decode transfer queue."},
 		{"sglang:kv_transfer_speed_gb_s", "The transfer speed of the KV cache in GB/s."},
 		{"sglang:kv_transfer_latency_ms", "The transfer latency of the KV cache in ms."},
+		{"sglang:kv_transfer_bootstrap_ms", "The bootstrap time of the KV transfer in ms."},
+		{"sglang:kv_transfer_alloc_ms", "The allocation waiting time of the KV transfer in ms."},
+		{"sglang:kv_transfer_total_mb", "The total number of tokens transferred in the KV cache."},
 	}
 	pd := make([]Family, len(pdNames))
 	for i, n := range pdNames {
 		pd[i] = g(n[0], n[1])
 	}
+	bootFailed := sc("sglang:num_bootstrap_failed_reqs_total", "The number of bootstrap failed requests.")
+	transferFailed := sc("sglang:num_transfer_failed_reqs_total", "The number of transfer failed requests.")
 	for dp, rs := range e.ranks {
-		lb := e.schedLabels(dp)
 		var tokens, seq int
 		var rate float64
 		var prefilling, decoding int
@@ -287,36 +403,66 @@ func (e *Engine) Families(at time.Time) []Family {
 		if e.paused {
 			nPaused = n
 		}
-		add := func(f *Family, v float64) { f.Samples = append(f.Samples, Sample{Labels: lb, Value: v}) }
-		add(&running, float64(n))
-		add(&usedTok, float64(tokens))
-		add(&usage, round(float64(tokens)/float64(e.cfg.MaxTotalNumTokens), 2))
-		add(&thr, round(rate, 2))
-		add(&queue, float64(rs.queued))
-		add(&cache, round(rs.cacheEW, 4))
-		add(&maxTok, float64(e.cfg.MaxTotalNumTokens))
-		add(&paused, float64(nPaused))
-		add(&retracted, 0)
-		add(&util, round(min(1, float64(n)/64), 3))
-		add(&startup, e.cfg.StartupSeconds)
-		add(&loadW, e.cfg.LoadWeightsSeconds)
-		add(&cudaGraph, b2f(decoding > 0))
-		add(&sumSeq, float64(seq))
-		queueTime.Samples = append(queueTime.Samples, histSample(lb, rs.queueH))
-		switch e.cfg.EngineType {
-		case EnginePrefill:
-			add(&pd[0], float64(rs.queued))
-			add(&pd[1], float64(decoding))
-		case EngineDecode:
-			add(&pd[2], float64(rs.queued))
-			add(&pd[3], float64(prefilling))
+		var accRate, accLen float64
+		if e.cfg.Speculative && decoding > 0 {
+			accRate = round(0.62+0.1*math.Sin(float64(e.reqTotal)*0.21), 3)
+			accLen = round(1+3*accRate, 3)
 		}
-		if e.cfg.EngineType != EngineUnified {
-			add(&pd[4], round(e.kvSpeed, 3))
-			add(&pd[5], round(e.kvLatency, 3))
+		stages := make([]string, 0, len(rs.stageH))
+		for st := range rs.stageH {
+			stages = append(stages, st)
+		}
+		sort.Strings(stages)
+		// Every pipeline stage's scheduler reports its own series (sglang: attention-TP rank 0 of each dp rank
+		// and pp rank); the fake gives them the same values.
+		for pp := 0; pp < e.cfg.PPSize; pp++ {
+			lb := e.schedLabels(dp, pp)
+			add := func(f *Family, v float64) { f.Samples = append(f.Samples, Sample{Labels: lb, Value: v}) }
+			add(&running, float64(n))
+			add(&usedTok, float64(tokens))
+			add(&usage, round(float64(tokens)/float64(e.cfg.MaxTotalNumTokens), 2))
+			add(&thr, round(rate, 2))
+			add(&queue, float64(rs.queued))
+			add(&cache, round(rs.cacheEW, 4))
+			add(&maxTok, float64(e.cfg.MaxTotalNumTokens))
+			add(&paused, float64(nPaused))
+			add(&retracted, float64(rs.lastRetracted))
+			add(&util, round(min(1, float64(n)/64), 3))
+			add(&startup, e.cfg.StartupSeconds)
+			add(&loadW, e.cfg.LoadWeightsSeconds)
+			add(&cudaGraph, b2f(decoding > 0))
+			add(&sumSeq, float64(seq))
+			add(&specRate, accRate)
+			add(&specLen, accLen)
+			add(&retrReqs, rs.retractedReqs)
+			add(&retrIn, rs.retractedIn)
+			add(&retrOut, rs.retractedOut)
+			queueTime.Samples = append(queueTime.Samples, histSample(lb, rs.queueH))
+			for _, st := range stages {
+				sl := append(append(make([]Label, 0, len(lb)+1), lb...), Label{"stage", st})
+				perStage.Samples = append(perStage.Samples, histSample(sl, rs.stageH[st]))
+			}
+			switch e.cfg.EngineType {
+			case EnginePrefill:
+				add(&pd[0], float64(rs.queued))
+				add(&pd[1], float64(decoding))
+			case EngineDecode:
+				add(&pd[2], float64(rs.queued))
+				add(&pd[3], float64(prefilling))
+			}
+			if e.cfg.EngineType != EngineUnified {
+				add(&pd[4], round(e.kvSpeed, 3))
+				add(&pd[5], round(e.kvLatency, 3))
+				add(&pd[6], round(e.kvBoot, 3))
+				add(&pd[7], round(e.kvAlloc, 3))
+				add(&pd[8], round(e.kvMB, 3))
+				add(&bootFailed, rs.bootFailed)
+				add(&transferFailed, rs.transferFailed)
+			}
 		}
 	}
-	fams := []Family{running, usedTok, usage, thr, queue, cache, maxTok, paused, retracted, util, startup, loadW, cudaGraph, sumSeq}
+	fams := []Family{running, usedTok, usage, thr, queue, cache, maxTok, paused, retracted, util, startup, loadW, cudaGraph,
+		sumSeq, specRate, specLen, retrReqs, retrIn, retrOut}
 	if e.cfg.EngineType != EngineUnified {
 		switch e.cfg.EngineType {
 		case EnginePrefill:
@@ -324,9 +470,10 @@ func (e *Engine) Families(at time.Time) []Family {
 		case EngineDecode:
 			fams = append(fams, pd[2], pd[3])
 		}
-		fams = append(fams, pd[4], pd[5])
+		fams = append(fams, pd[4], pd[5], pd[6], pd[7], pd[8], bootFailed, transferFailed)
 	}
 	fams = append(fams, queueTime)
+	fams = append(fams, perStage)
 
 	tl := []Label{{"model_name", e.cfg.ModelName}}
 	c := func(name, help string, v float64) Family {

@@ -310,3 +310,69 @@ func TestPyFloat(t *testing.T) {
 		}
 	}
 }
+
+// TestCurrentSglangFamilies: the families current sglang adds for RL runs (KV pool size, paused and retracted
+// requests, speculative acceptance, per-stage latency by stage, PD transfer timings and failures) in sglang's
+// shape: scheduler labels on each, one series per dp rank and pipeline stage, stage on per_stage_req_latency.
+func TestCurrentSglangFamilies(t *testing.T) {
+	t0 := time.Unix(1_760_000_000, 0)
+	e := NewEngine(Config{EngineType: EnginePrefill, DPSize: 2, PPSize: 2, Speculative: true})
+	r := Request{ID: 1, PromptTokens: 100, CompletionTokens: 10, Submit: t0, Start: t0.Add(time.Second),
+		FirstToken: t0.Add(1500 * time.Millisecond), End: t0.Add(3 * time.Second)}
+	e.Begin(r)
+	e.Retract(0, 2, 300, 40)
+	e.FailTransfer(0, true)
+	var b strings.Builder
+	WriteText(&b, e.Families(t0.Add(2*time.Second)), nil, false)
+	fams := parse(t, b.String())
+	for name, kind := range map[string]dto.MetricType{
+		"sglang:max_total_num_tokens":              dto.MetricType_GAUGE,
+		"sglang:num_used_tokens":                   dto.MetricType_GAUGE,
+		"sglang:num_retracted_reqs":                dto.MetricType_GAUGE,
+		"sglang:spec_accept_rate":                  dto.MetricType_GAUGE,
+		"sglang:spec_accept_length":                dto.MetricType_GAUGE,
+		"sglang:kv_transfer_bootstrap_ms":          dto.MetricType_GAUGE,
+		"sglang:kv_transfer_alloc_ms":              dto.MetricType_GAUGE,
+		"sglang:kv_transfer_total_mb":              dto.MetricType_GAUGE,
+		"sglang:num_retracted_requests_total":      dto.MetricType_COUNTER,
+		"sglang:num_retracted_input_tokens_total":  dto.MetricType_COUNTER,
+		"sglang:num_retracted_output_tokens_total": dto.MetricType_COUNTER,
+		"sglang:num_bootstrap_failed_reqs_total":   dto.MetricType_COUNTER,
+		"sglang:num_transfer_failed_reqs_total":    dto.MetricType_COUNTER,
+		"sglang:per_stage_req_latency_seconds":     dto.MetricType_HISTOGRAM,
+	} {
+		f, ok := fams[name]
+		if !ok {
+			t.Errorf("family %s missing", name)
+			continue
+		}
+		if f.GetType() != kind {
+			t.Errorf("%s: type %v, want %v", name, f.GetType(), kind)
+		}
+		if name != "sglang:per_stage_req_latency_seconds" && len(f.GetMetric()) != 4 {
+			t.Errorf("%s: %d series, want one per dp rank and pp stage (4)", name, len(f.GetMetric()))
+		}
+	}
+	pps := map[string]bool{}
+	for _, m := range fams["sglang:num_running_reqs"].GetMetric() {
+		pps[labels(m)["pp_rank"]+"/"+labels(m)["dp_rank"]] = true
+	}
+	if len(pps) != 4 {
+		t.Errorf("series by pp/dp %v", pps)
+	}
+	stages := map[string]uint64{}
+	for _, m := range fams["sglang:per_stage_req_latency_seconds"].GetMetric() {
+		if labels(m)["pp_rank"] == "0" && labels(m)["dp_rank"] == "0" {
+			stages[labels(m)["stage"]] = m.GetHistogram().GetSampleCount()
+		}
+	}
+	if len(stages) != 3 || stages[StagePrefillBoot] != 1 || stages[StagePrefillForward] != 0 || stages[StagePrefillTransfer] != 0 {
+		t.Errorf("stages %v, want the prefill engine's three, with the bootstrap of the one started request", stages)
+	}
+	if got := fams["sglang:num_retracted_requests_total"].GetMetric()[0].GetCounter().GetValue(); got != 2 {
+		t.Errorf("retracted requests %v", got)
+	}
+	if v := fams["sglang:spec_accept_rate"].GetMetric()[0].GetGauge().GetValue(); v <= 0 || v >= 1 {
+		t.Errorf("spec_accept_rate %v", v)
+	}
+}

@@ -63,4 +63,5 @@ const (
 	MetricLifecycleInFlight      = "otelcol_processor_lifecycle_in_flight"
 	MetricLifecycleHeldSpans     = "otelcol_processor_lifecycle_held_spans"
 	MetricLifecycleReleaseErrors = "otelcol_processor_lifecycle_release_errors"
+	MetricLifecycleInvalidSpans  = "otelcol_processor_lifecycle_invalid_spans"
 )

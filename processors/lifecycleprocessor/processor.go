@@ -245,6 +245,7 @@ type dispatch struct {
 	consumes []pcommon.TraceID
 	updates  []weightUpdate
 	held     int
+	invalid  int64      // trajectory spans with an all-zero trace or span id (passed on untouched)
 	arena    []spanInfo // the facts of this call, allocated at once (pointers into it stay valid: never grown)
 	// per (resource, scope): the open group of each worker and of the aggregator
 	cur     []*heldGroup
@@ -274,6 +275,13 @@ func (p *lifecycleProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces
 	}
 	d.send()
 	p.mu.RUnlock()
+	if d.invalid > 0 {
+		p.tel.invalidIDs(d.invalid)
+		p.warn.note("invalid_ids", d.invalid, p.now(), func(n int64) {
+			p.logger.Warn("lifecycle: trajectory spans with an all-zero trace or span id passed on without joining a sample (docs/semconv.md §8.4)",
+				zap.Int64("spans", n))
+		})
+	}
 	if d.held > 0 {
 		rss.RemoveIf(func(rs ptrace.ResourceSpans) bool {
 			rs.ScopeSpans().RemoveIf(func(ss ptrace.ScopeSpans) bool { return ss.Spans().Len() == 0 })
@@ -297,6 +305,15 @@ func (d *dispatch) take(rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, span ptra
 	switch k {
 	case kindOther:
 		return false
+	}
+	if span.TraceID().IsEmpty() || span.SpanID().IsEmpty() {
+		// OTLP calls all-zero ids invalid: every such span would join one sample state (one trace id) or one
+		// segment (one span id), mixing unrelated samples. It passes on untouched; the exporter drops it
+		// (docs/semconv.md §8.4).
+		d.invalid++
+		return false
+	}
+	switch k {
 	case kindWeightUpdate:
 		if v, ok := attrInt(attrs, sc.WeightVersion); ok {
 			d.updates = append(d.updates, weightUpdate{version: v, end: span.EndTimestamp()})

@@ -15,7 +15,7 @@ import (
 // telemetry counts what the processor does, as collector self-metrics (otelcol_processor_lifecycle_*, declared
 // in metadata.yaml) and as plain counters tests read. Never one log line per item.
 type telemetry struct {
-	samples, steps, evictions, late, releaseErrors metric.Int64Counter
+	samples, steps, evictions, late, releaseErrors, invalid metric.Int64Counter
 
 	inFlight  atomic.Int64 // sample attempts held
 	heldSpans atomic.Int64 // spans held for the wait window
@@ -28,6 +28,7 @@ type telemetry struct {
 	knownSamples, unknownSamples atomic.Int64
 	evictedCapacity, expiredTTL  atomic.Int64
 	lateSpans, releaseFailures   atomic.Int64
+	invalidIDSpans               atomic.Int64
 }
 
 func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
@@ -50,6 +51,7 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 	t.evictions = counter(sc.MetricLifecycleEvictions, "Sample states dropped before their consume, by reason (capacity = max_samples reached, ttl = sample_ttl passed).", "{sample}")
 	t.late = counter(sc.MetricLifecycleLateSpans, "Spans that arrived after their sample's consume had been resolved (more than wait_window late).", "{span}")
 	t.releaseErrors = counter(sc.MetricLifecycleReleaseErrors, "Releases of held spans that the next consumer refused (the spans are lost).", "{error}")
+	t.invalid = counter(sc.MetricLifecycleInvalidSpans, "Trajectory spans with an all-zero trace or span id, passed on without joining their sample.", "{span}")
 	if err != nil {
 		return nil, err
 	}
@@ -112,4 +114,9 @@ func (t *telemetry) lateSpan() {
 func (t *telemetry) releaseError() {
 	t.releaseFailures.Add(1)
 	t.releaseErrors.Add(context.Background(), 1)
+}
+
+func (t *telemetry) invalidIDs(n int64) {
+	t.invalidIDSpans.Add(n)
+	t.invalid.Add(context.Background(), n)
 }

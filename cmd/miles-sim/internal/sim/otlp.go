@@ -522,8 +522,14 @@ func putLabels(m pcommon.Map, ls []fakesglang.Label) {
 // which reach the collector over OTLP and skip the Prometheus receiver's relabeling, land as scraped ones do.
 // TestFastForwardEngineSeriesLikeScraped (e2e) compares the two.
 var (
-	defaultEngineMetrics = regexp.MustCompile(`^sglang:(num_running_reqs|num_queue_reqs|gen_throughput|token_usage|cache_hit_rate|num_prefill_prealloc_queue_reqs|num_prefill_inflight_queue_reqs|num_decode_prealloc_queue_reqs|num_decode_transfer_queue_reqs|kv_transfer_speed_gb_s|kv_transfer_latency_ms|prompt_tokens_total|generation_tokens_total|num_requests_total|num_aborted_requests_total|(time_to_first_token_seconds|inter_token_latency_seconds|time_per_output_token_seconds|e2e_request_latency_seconds)(_bucket|_sum|_count)?)$`)
-	keptEngineLabels     = map[string]bool{"engine_type": true, "dp_rank": true, "stage": true, "mode": true, "category": true}
+	defaultEngineMetrics = regexp.MustCompile("^(?:" + sc.SglangMetricsRegex() + ")$")
+	keptEngineLabels     = func() map[string]bool {
+		m := map[string]bool{}
+		for _, l := range sc.SglangLabels {
+			m[l] = true
+		}
+		return m
+	}()
 )
 
 // whitelisted keeps the families the default collector config keeps (values untouched).
@@ -547,7 +553,7 @@ func relabeled(fams []fakesglang.Family, url string) []fakesglang.Family {
 		for j, smp := range f.Samples {
 			var ls []fakesglang.Label
 			for _, l := range smp.Labels {
-				if keptEngineLabels[l.Name] {
+				if keptEngineLabels[l.Name] && (l.Name != "pp_rank" || l.Value != "0") { // the configs drop pp_rank 0
 					ls = append(ls, l)
 				}
 			}
