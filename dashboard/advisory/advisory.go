@@ -1,7 +1,7 @@
 // Package advisory turns a run's data into run-health advice: the reference dashboard's rules (stall watchdog,
 // abort storm, KV-bound concurrency, high KV usage, zero-std groups, truncation; low MFU, low concurrency, low
-// prefix-cache hit, dp-rank imbalance — ../shared/reference/miles-dashboard.md §7) plus a straggler alarm (one
-// train rank or engine persistently slowest) and rollout-vs-train log-prob drift.
+// prefix-cache hit, dp-rank imbalance) plus a straggler alarm (one train rank or engine persistently slowest) and
+// rollout-vs-train log-prob drift. docs/dashboard-api.md "GET /api/v1/advisory" lists every rule and its defaults.
 //
 // Compute is a pure function of Input: full-resolution, time-weighted data (every scrape, every phase, every
 // step value; nothing downsampled). Alarms suppress tuning tips: when any alarm fires, tips are moved to
@@ -42,7 +42,7 @@ type Skip struct {
 	Reason string `json:"reason"`
 }
 
-// MFU is the MFU tile's summary (reference V3c).
+// MFU is the MFU tile's summary (the "mfu" object of docs/dashboard-api.md "GET /api/v1/advisory").
 type MFU struct {
 	Latest float64  `json:"latest"`
 	Mean   float64  `json:"mean"`
@@ -96,7 +96,8 @@ type Thresholds struct {
 	DriftRatio, DriftMinDelta                 float64
 }
 
-// DefaultThresholds: A1–A6 and T1–T4 exactly as the reference (miles-dashboard.md §7); S1/S2/D1 ours.
+// DefaultThresholds: A1–A6 and T1–T4 exactly as the reference dashboard's; S1/S2/D1 ours (the table of
+// docs/dashboard-api.md "GET /api/v1/advisory").
 func DefaultThresholds() Thresholds {
 	return Thresholds{
 		StallFactor: 6, StallMinAgeS: 1800, StallMinClosed: 3,

@@ -14,8 +14,9 @@ import (
 	"github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
 
-// Row is one sample of the step table (the /summary columns of miles, §2.10, with the agentic columns taken
-// from the sidecar conversation when there is one).
+// Row is one sample of the step table: the columns of the miles dashboard's step table, with the agentic columns
+// taken from the sidecar conversation when there is one. Each field is the column its json tag names;
+// docs/dashboard-api.md "GET /api/v1/dumps/steps/{id}/samples" says what each column holds and where it comes from.
 type Row struct {
 	SampleIndex       int64    `json:"sample_index"`
 	GroupIndex        int64    `json:"group_index"`
