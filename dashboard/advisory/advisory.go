@@ -27,12 +27,12 @@ const (
 
 // Advisory is one piece of advice.
 type Advisory struct {
-	ID       string         `json:"id"`   // A1…A6, T1…T4 (reference numbering), S1/S2 straggler, D1 drift
-	Rule     string         `json:"rule"` // stall, abort_storm, kv_bound, kv_high, zero_std, truncation, low_mfu, …
-	Level    string         `json:"level"`
-	Tier     string         `json:"tier"` // alarm | tip
-	Message  string         `json:"message"`
-	Evidence map[string]any `json:"evidence"`
+	ID       string   `json:"id"`   // A1…A6, T1…T4 (reference numbering), S1/S2 straggler, D1 drift
+	Rule     string   `json:"rule"` // stall, abort_storm, kv_bound, kv_high, zero_std, truncation, low_mfu, …
+	Level    string   `json:"level"`
+	Tier     string   `json:"tier"` // alarm | tip
+	Message  string   `json:"message"`
+	Evidence Evidence `json:"evidence"` // the figures behind it, one type per rule (evidence.go)
 }
 
 // Skip says why a rule could not be evaluated.
@@ -233,11 +233,11 @@ type ctx struct {
 	mfuSum  *MFU
 }
 
-func (c *ctx) alarm(id, rule, level, msg string, ev map[string]any) {
+func (c *ctx) alarm(id, rule, level, msg string, ev Evidence) {
 	c.alarms = append(c.alarms, Advisory{ID: id, Rule: rule, Level: level, Tier: "alarm", Message: msg, Evidence: ev})
 }
 
-func (c *ctx) tip(id, rule, level, msg string, ev map[string]any) {
+func (c *ctx) tip(id, rule, level, msg string, ev Evidence) {
 	c.tips = append(c.tips, Advisory{ID: id, Rule: rule, Level: level, Tier: "tip", Message: msg, Evidence: ev})
 }
 
