@@ -4,7 +4,7 @@
 Usage (from the repository root):
 
     scripts/make-dump-fixtures.py                      # writes dashboard/dumps/testdata/run + expected.json
-    scripts/make-dump-fixtures.py --big DIR            # a 256-sample x 8k-token step for bench/dumps
+    scripts/make-dump-fixtures.py --big DIR            # a 256-sample x 8k-token step for the dashboard/dumps benchmarks
 
 Environment. torch comes from Debian (`apt-get install python3-torch`, 1.13.1 on bookworm, ~50 MB installed):
 the PyPI torch wheel for Linux pulls several GB of CUDA libraries, and the CPU-only index is not reachable here.

@@ -1,7 +1,7 @@
 // Package advisory turns a run's data into run-health advice: the reference dashboard's rules (stall watchdog,
 // abort storm, KV-bound concurrency, high KV usage, zero-std groups, truncation; low MFU, low concurrency, low
-// prefix-cache hit, dp-rank imbalance — ../shared/reference/miles-dashboard.md §7) plus a straggler alarm (one
-// train rank or engine persistently slowest) and rollout-vs-train log-prob drift.
+// prefix-cache hit, dp-rank imbalance) plus a straggler alarm (one train rank or engine persistently slowest) and
+// rollout-vs-train log-prob drift. docs/dashboard-api.md "GET /api/v1/advisory" lists every rule and its defaults.
 //
 // Compute is a pure function of Input: full-resolution, time-weighted data (every scrape, every phase, every
 // step value; nothing downsampled). Alarms suppress tuning tips: when any alarm fires, tips are moved to
@@ -27,12 +27,12 @@ const (
 
 // Advisory is one piece of advice.
 type Advisory struct {
-	ID       string         `json:"id"`   // A1…A6, T1…T4 (reference numbering), S1/S2 straggler, D1 drift
-	Rule     string         `json:"rule"` // stall, abort_storm, kv_bound, kv_high, zero_std, truncation, low_mfu, …
-	Level    string         `json:"level"`
-	Tier     string         `json:"tier"` // alarm | tip
-	Message  string         `json:"message"`
-	Evidence map[string]any `json:"evidence"`
+	ID       string   `json:"id"`   // A1…A6, T1…T4 (reference numbering), S1/S2 straggler, D1 drift
+	Rule     string   `json:"rule"` // stall, abort_storm, kv_bound, kv_high, zero_std, truncation, low_mfu, …
+	Level    string   `json:"level"`
+	Tier     string   `json:"tier"` // alarm | tip
+	Message  string   `json:"message"`
+	Evidence Evidence `json:"evidence"` // the figures behind it, one type per rule (evidence.go)
 }
 
 // Skip says why a rule could not be evaluated.
@@ -42,7 +42,7 @@ type Skip struct {
 	Reason string `json:"reason"`
 }
 
-// MFU is the MFU tile's summary (reference V3c).
+// MFU is the MFU tile's summary (the "mfu" object of docs/dashboard-api.md "GET /api/v1/advisory").
 type MFU struct {
 	Latest float64  `json:"latest"`
 	Mean   float64  `json:"mean"`
@@ -96,7 +96,8 @@ type Thresholds struct {
 	DriftRatio, DriftMinDelta                 float64
 }
 
-// DefaultThresholds: A1–A6 and T1–T4 exactly as the reference (miles-dashboard.md §7); S1/S2/D1 ours.
+// DefaultThresholds: A1–A6 and T1–T4 exactly as the reference dashboard's; S1/S2/D1 ours (the table of
+// docs/dashboard-api.md "GET /api/v1/advisory").
 func DefaultThresholds() Thresholds {
 	return Thresholds{
 		StallFactor: 6, StallMinAgeS: 1800, StallMinClosed: 3,
@@ -232,11 +233,11 @@ type ctx struct {
 	mfuSum  *MFU
 }
 
-func (c *ctx) alarm(id, rule, level, msg string, ev map[string]any) {
+func (c *ctx) alarm(id, rule, level, msg string, ev Evidence) {
 	c.alarms = append(c.alarms, Advisory{ID: id, Rule: rule, Level: level, Tier: "alarm", Message: msg, Evidence: ev})
 }
 
-func (c *ctx) tip(id, rule, level, msg string, ev map[string]any) {
+func (c *ctx) tip(id, rule, level, msg string, ev Evidence) {
 	c.tips = append(c.tips, Advisory{ID: id, Rule: rule, Level: level, Tier: "tip", Message: msg, Evidence: ev})
 }
 

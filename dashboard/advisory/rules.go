@@ -85,8 +85,8 @@ func (c *ctx) stall() {
 		if n == "train_wait" {
 			msg += " The trainer is starved of data: check the rollout side (engines, data buffer, aborted requests)."
 		}
-		c.alarm("A1", "stall", Critical, msg, map[string]any{"phase": n, "age_s": h.age, "median_s": h.median,
-			"ranks": h.ranks, "nodes": sortedKeys(h.nodes)})
+		c.alarm("A1", "stall", Critical, msg, StallEvidence{Phase: n, AgeS: h.age, MedianS: h.median,
+			Ranks: h.ranks, Nodes: sortedKeys(h.nodes)})
 	}
 }
 
@@ -146,8 +146,8 @@ func (c *ctx) abortStorm() {
 	if n := c.in.Config.NSamplesPerPrompt; n > 1 {
 		msg += fmt.Sprintf(" With %d samples per prompt one aborted sample can discard or re-generate its whole group, amplifying the loss.", n)
 	}
-	c.alarm("A2", "abort_storm", Warning, msg, map[string]any{"window_s": c.th.AbortWindowS, "aborted": aborted,
-		"requests": total, "ratio": aborted / total, "run_ratio": runA / math.Max(runT, 1)})
+	c.alarm("A2", "abort_storm", Warning, msg, AbortStormEvidence{WindowS: c.th.AbortWindowS, Aborted: aborted,
+		Requests: total, Ratio: aborted / total, RunRatio: runA / math.Max(runT, 1)})
 }
 
 // A3 / A4: KV cache usage (time-weighted mean over every engine and scrape).
@@ -168,7 +168,7 @@ func (c *ctx) kv() {
 	if mean > c.th.KVBoundTokenUsage && cap > 0 && havePeak && peak < c.th.KVBoundRunningRatio*float64(cap) {
 		msg := fmt.Sprintf("KV cache usage is pegged at %s while peak concurrency (%.0f) stays far below --sglang-max-running-requests (%d): the KV pool, not the request cap, limits concurrency — raise --sglang-mem-fraction-static%s; do NOT lower the request cap.",
 			pct(mean), peak, cap, memFrac(c.in.Config.MemFractionStatic))
-		c.alarm("A3", "kv_bound", Warning, msg, map[string]any{"token_usage_mean": mean, "peak_running": peak, "max_running_requests": cap})
+		c.alarm("A3", "kv_bound", Warning, msg, KVEvidence{TokenUsageMean: mean, PeakRunning: ptr(peak), MaxRunningRequests: ptr(cap)})
 		return
 	}
 	if cap <= 0 && mean > c.th.KVBoundTokenUsage {
@@ -176,7 +176,7 @@ func (c *ctx) kv() {
 	}
 	if mean > c.th.HighTokenUsage {
 		c.alarm("A4", "kv_high", Warning, fmt.Sprintf("KV cache usage is consistently high (time-weighted mean %s) — likely a throughput bottleneck; consider more GPUs or a smaller rollout batch.", pct(mean)),
-			map[string]any{"token_usage_mean": mean})
+			KVEvidence{TokenUsageMean: mean})
 	}
 }
 
@@ -212,8 +212,8 @@ func (c *ctx) zeroStd() {
 		if d.MaxAbsGroupRewardMean != nil && *d.MaxAbsGroupRewardMean < 1e-12 {
 			msg += " Every reward is 0: a systematic failure (reward function, answer parsing, or a broken environment), not hard prompts."
 		}
-		c.alarm("A5", "zero_std", Warning, msg, map[string]any{"source": "dumps", "step": d.Step, "frac": frac,
-			"zero_std_groups": d.ZeroStdGroups, "groups": d.Groups})
+		c.alarm("A5", "zero_std", Warning, msg, ZeroStdEvidence{Source: "dumps", Step: float64(d.Step), Frac: frac,
+			ZeroStdGroups: ptr(d.ZeroStdGroups), Groups: ptr(d.Groups)})
 		return
 	}
 	key, step, frac, ok := c.lastValue(ZeroStdKeys)
@@ -225,11 +225,11 @@ func (c *ctx) zeroStd() {
 		return
 	}
 	msg := fmt.Sprintf("%s of the groups in rollout %.0f have zero reward std — those groups contribute zero policy gradient.", pct(frac), step)
-	ev := map[string]any{"key": key, "step": step, "frac": frac}
+	ev := ZeroStdEvidence{Key: key, Step: step, Frac: frac}
 	for _, rk := range []string{KeyRawReward, "rollout/reward"} {
 		if s, found := c.in.Steps[rk]; found {
 			if i := sort.SearchFloat64s(s.X, step); i < len(s.X) && s.X[i] == step {
-				ev["reward_mean"] = s.Y[i]
+				ev.RewardMean = ptr(s.Y[i])
 				if math.Abs(s.Y[i]) < 1e-12 {
 					msg += " Every reward is 0: a systematic failure (reward function, answer parsing, or a broken environment), not hard prompts."
 				}
@@ -244,7 +244,7 @@ func (c *ctx) zeroStd() {
 // consumed samples) are used when they have the newest step; the trainer's metric otherwise.
 func (c *ctx) truncation() {
 	var frac, step float64
-	ev := map[string]any{}
+	var ev TruncationEvidence
 	key, mstep, mv, mok := c.lastValue(TruncatedKeys)
 	d := c.in.Dump
 	dok := d != nil && d.TruncatedFrac != nil
@@ -252,19 +252,19 @@ func (c *ctx) truncation() {
 	case c.in.Newest != nil && c.in.Newest.WithStatus > 0 && (!mok || float64(c.in.Newest.Step) >= mstep) && (!dok || c.in.Newest.Step >= d.Step):
 		n := c.in.Newest
 		frac, step = float64(n.Truncated)/float64(n.WithStatus), float64(n.Step)
-		ev["source"] = "trajectories"
-		ev["truncated"], ev["samples"] = n.Truncated, n.WithStatus
+		ev.Source = "trajectories"
+		ev.Truncated, ev.Samples = ptr(n.Truncated), ptr(n.WithStatus)
 	case dok && (!mok || float64(d.Step) >= mstep):
 		frac, step = *d.TruncatedFrac, float64(d.Step)
-		ev["source"], ev["samples"] = "dumps", d.Samples
+		ev.Source, ev.Samples = "dumps", ptr(d.Samples)
 	case mok:
 		frac, step = mv, mstep
-		ev["source"], ev["key"] = "metrics", key
+		ev.Source, ev.Key = "metrics", key
 	default:
 		c.skip("A6", "truncation", "no consumed step in the trajectories, no train dump and no truncation metric logged")
 		return
 	}
-	ev["step"], ev["frac"] = step, frac
+	ev.Step, ev.Frac = step, frac
 	if frac < c.th.TruncatedFrac {
 		return
 	}
@@ -292,7 +292,7 @@ func (c *ctx) cpAlignment() {
 		return
 	}
 	c.alarm("A7", "cp_alignment", Info, fmt.Sprintf("Per-token columns are blank for %d sample(s) of rollout %d: their context-parallel shards could not be put back together (the dump predates the cp_rank/cp_size fields and the layout could not be inferred). Blank here means unreadable, not undumped.",
-		d.AlignmentFailed, d.Step), map[string]any{"step": d.Step, "samples": d.AlignmentFailed})
+		d.AlignmentFailed, d.Step), CPAlignmentEvidence{Step: d.Step, Samples: d.AlignmentFailed})
 }
 
 // stragglerExcluded are phases whose length is set by others (waiting, or ending on a collective).
@@ -389,8 +389,8 @@ func (c *ctx) stragglerRanks() {
 		f := best[k]
 		c.alarm("S1", "straggler_rank", Warning, fmt.Sprintf("Rank %d (%s, GPU %v) is the slowest at '%s' in %s of the last %d steps, %.0f%% slower than the median rank (%s vs %s): every synchronous step waits for it — check that GPU (clocks, thermals, XID errors) and its node's network.",
 			k.rank, k.node, gpus[k], f.phase, pct(f.frac), f.steps, (f.ratio-1)*100, dur2(f.median), dur2(f.other)),
-			map[string]any{"rank": k.rank, "node": k.node, "gpus": gpus[k], "phase": f.phase, "ratio": f.ratio,
-				"slowest_frac": f.frac, "steps": f.steps, "median_s": f.median, "others_median_s": f.other})
+			StragglerRankEvidence{Rank: k.rank, Node: k.node, GPUs: gpus[k], Phase: f.phase, Ratio: f.ratio,
+				SlowestFrac: f.frac, Steps: f.steps, MedianS: f.median, OthersMedianS: f.other})
 	}
 }
 
@@ -499,7 +499,8 @@ func (c *ctx) stragglerEngines() {
 		}
 		c.alarm("S2", "straggler_engine", Warning, fmt.Sprintf("Engine %s has the highest %s in %s of the last %d %s bins, %.1fx the median engine (%.3gs vs %.3gs): its samples finish last and hold the batch back — check its GPUs and whether it runs a different config.",
 			a, strings.TrimPrefix(metric, "sglang:"), pct(frac), len(keys), dur(binS), me/om, me, om),
-			map[string]any{"engine": a, "metric": metric, "ratio": me / om, "slowest_frac": frac, "bins": len(keys), "mean_s": me, "others_median_s": om})
+			StragglerEngineEvidence{Engine: a, Metric: metric, Ratio: me / om, SlowestFrac: frac, Bins: len(keys), MeanS: me,
+				OthersMedianS: om})
 	}
 }
 
@@ -567,7 +568,7 @@ func (c *ctx) drift() {
 	}
 	c.alarm("D1", "logprob_drift", Warning, fmt.Sprintf("Rollout-vs-train log-prob difference grew from %.4g (median of steps %.0f–%.0f) to %.4g (steps %.0f–%.0f), %.1fx: the engine and the trainer disagree more and more about the same tokens — check weight sync, engine/trainer precision and kernels; importance ratios (TIS) will blow up.",
 		base, steps[0], steps[k-1], recent, steps[len(steps)-k], steps[len(steps)-1], recent/math.Max(base, 1e-12)),
-		map[string]any{"key": key, "baseline": base, "recent": recent, "ratio": recent / math.Max(base, 1e-12), "steps": len(vals)})
+		DriftEvidence{Key: key, Baseline: base, Recent: recent, Ratio: recent / math.Max(base, 1e-12), Steps: len(vals)})
 }
 
 // T1: low MFU over the steady steps (step 0 dropped).
@@ -600,7 +601,7 @@ func (c *ctx) mfu() {
 		peak = fmt.Sprintf("the device's %.0f TFLOP/s", *m.Peak)
 	}
 	c.tip("T1", "low_mfu", Warning, fmt.Sprintf("Model FLOPs utilization averaged %.1f%% of %s over %d train steps — the training step is computing slowly, not waiting: check parallelism (TP/PP/CP), micro-batch size, recomputation and sequence packing.",
-		m.Mean*100, peak, m.Steps), map[string]any{"mean": m.Mean, "threshold": th, "steps": m.Steps})
+		m.Mean*100, peak, m.Steps), LowMFUEvidence{Mean: m.Mean, Threshold: th, Steps: m.Steps})
 }
 
 // T2: peak concurrency far below the request cap.
@@ -623,7 +624,7 @@ func (c *ctx) lowConcurrency() {
 	if c.in.Config.Colocate != nil && *c.in.Config.Colocate {
 		msg += " to free memory for training (colocate)"
 	}
-	c.tip("T2", "low_concurrency", Info, msg+".", map[string]any{"peak_running": peak, "max_running_requests": cap})
+	c.tip("T2", "low_concurrency", Info, msg+".", LowConcurrencyEvidence{PeakRunning: peak, MaxRunningRequests: cap})
 }
 
 // T3: low prefix-cache hit rate (not in colocate runs, where the cache is flushed at every offload).
@@ -645,7 +646,7 @@ func (c *ctx) lowCacheHit() {
 		return
 	}
 	c.tip("T3", "low_cache_hit", Info, fmt.Sprintf("Prefix cache hit rate is low (time-weighted mean %.1f%%); consider raising --sglang-mem-fraction-static%s.",
-		mean*100, memFrac(c.in.Config.MemFractionStatic)), map[string]any{"cache_hit_mean": mean})
+		mean*100, memFrac(c.in.Config.MemFractionStatic)), LowCacheHitEvidence{CacheHitMean: mean})
 }
 
 // T4: within an engine, some dp ranks carry the requests while others idle.
@@ -683,7 +684,7 @@ func (c *ctx) dpImbalance() {
 			continue
 		}
 		c.tip("T4", "dp_imbalance", Warning, fmt.Sprintf("%s: dp ranks imbalanced (mean running reqs %s) — requests pile onto few ranks; %s.",
-			rs[0].Addr, strings.Join(parts, ", "), c.dpHint()), map[string]any{"engine": rs[0].Addr, "means": means})
+			rs[0].Addr, strings.Join(parts, ", "), c.dpHint()), DPImbalanceEvidence{Engine: rs[0].Addr, Means: means})
 	}
 }
 

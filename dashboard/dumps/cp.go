@@ -1,6 +1,6 @@
 package dumps
 
-// Context-parallel layout of per-token train fields (../shared/reference/miles-cp-layout.md): the sequence is
+// Context-parallel layout of per-token train fields, as miles writes its train shards: the sequence is
 // cut into 2·cp zigzag chunks of cs = ceil(L / (2·cp)) tokens (L = total_length for thd, max_seq_len for bshd);
 // rank r owns chunks r and 2·cp−r−1. A response field value i belongs to logit position P−1+i; a rank stores,
 // chunk after chunk, the values whose logit positions fall in its chunks.

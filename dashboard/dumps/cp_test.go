@@ -3,7 +3,7 @@ package dumps
 import "testing"
 
 // TestCPLayoutTiles: for every shape, the ranks' pieces tile the response exactly once, widths add up to R, and
-// cutting then reassembling gives the values back (miles-cp-layout.md).
+// cutting then reassembling gives the values back (the layout described in cp.go).
 func TestCPLayoutTiles(t *testing.T) {
 	for _, cp := range []int{1, 2, 3, 4, 8} {
 		for T := 2; T <= 70; T += 3 {

@@ -1,8 +1,8 @@
 // Package dumps reads the miles dump directories of a run for the dashboard's step and sample pages:
 // rollout_data/<id>.pt and eval_<id>.pt (torch zip + pickle), train_data/<id>_<rank>.pt (per-rank shards),
 // dashboard_columns/rollout_[eval_]<id>.parquet (per-token mirror), trajectory/[eval_]<id>.jsonl (conversation
-// sidecar) and tokenizer/tokenizer.json. Formats: ../shared/reference/miles-dashboard.md §2.5–2.10 and
-// miles-cp-layout.md.
+// sidecar) and tokenizer/tokenizer.json. The endpoints that serve them and what each field means:
+// docs/dashboard-api.md "Dumps"; the context-parallel layout of the train shards is described in cp.go.
 //
 //	.pt ──(archive.go: zip directory, stored records read in place)──▶ data.pkl
 //	    ──(pickle.go + allowlist.go: data-only decoder, numeric lists kept as byte spans)──▶ values

@@ -218,17 +218,20 @@ func indexRollout(a *Archive) ([]*Sample, *Dict, error) {
 	return out, meta, nil
 }
 
-// versionRange returns the min and max numeric weight versions.
-func versionRange(vs []string) (lo, hi float64, ok bool) {
-	lo, hi = math.Inf(1), math.Inf(-1)
-	for _, v := range vs {
-		f, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			continue
-		}
-		ok = true
-		lo = math.Min(lo, f)
-		hi = math.Max(hi, f)
+// versionRange returns the oldest and newest weight versions of a sample. ok is false when it has none or one
+// of them is not an integer: a version that cannot be compared makes the range unknown rather than being skipped,
+// which could report a newer "oldest" version (docs/semconv.md §3.1 "Definitions").
+func versionRange(vs []string) (lo, hi int64, ok bool) {
+	if len(vs) == 0 {
+		return 0, 0, false
 	}
-	return
+	lo, hi = math.MaxInt64, math.MinInt64
+	for _, v := range vs {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, 0, false
+		}
+		lo, hi = min(lo, n), max(hi, n)
+	}
+	return lo, hi, true
 }

@@ -10,10 +10,13 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
 
-// Row is one sample of the step table (the /summary columns of miles, §2.10, with the agentic columns taken
-// from the sidecar conversation when there is one).
+// Row is one sample of the step table: the columns of the miles dashboard's step table, with the agentic columns
+// taken from the sidecar conversation when there is one. Each field is the column its json tag names;
+// docs/dashboard-api.md "GET /api/v1/dumps/steps/{id}/samples" says what each column holds and where it comes from.
 type Row struct {
 	SampleIndex       int64    `json:"sample_index"`
 	GroupIndex        int64    `json:"group_index"`
@@ -26,10 +29,10 @@ type Row struct {
 	RawReward         *float64 `json:"raw_reward"`
 	NormalizedReward  *float64 `json:"normalized_reward"`
 	Truncated         bool     `json:"truncated"`
-	WeightVersion     *string  `json:"weight_version"`
-	WeightVersionMin  *float64 `json:"weight_version_min"`
+	WeightVersion     *int64   `json:"weight_version"`
+	WeightVersionMin  *int64   `json:"weight_version_min"`
 	MixedVersion      *bool    `json:"mixed_version"`
-	Staleness         *float64 `json:"staleness"`
+	Staleness         *int64   `json:"staleness"`
 	Turns             *int     `json:"turns"`
 	ToolCalls         *int     `json:"tool_calls"`
 	NonGenerationTime *float64 `json:"non_generation_time"`
@@ -87,7 +90,9 @@ type Summary struct {
 	Tiles  Tiles   `json:"tiles"`
 }
 
-const summaryVersion = 1
+// summaryVersion is the layout of a cached summary; a cache written under another one is recomputed. 2: staleness
+// follows docs/semconv.md §3.1 and weight_version is a number.
+const summaryVersion = 2
 
 type summaryCache struct {
 	Version int         `json:"version"`
@@ -315,19 +320,22 @@ func (st *Step) rowOf(s *Sample) (Row, error) {
 		NonGenerationTime: s.NonGenTime, SpecAcceptRate: s.SpecAccept, PrefixCacheHit: s.PrefixHit,
 		Truncated: s.Status == "truncated"}
 	if n := len(s.WeightVersions); n > 0 {
-		v := s.WeightVersions[n-1]
-		row.WeightVersion = &v
+		if v, err := strconv.ParseInt(s.WeightVersions[n-1], 10, 64); err == nil {
+			row.WeightVersion = &v
+		}
 		seen := map[string]bool{}
 		for _, w := range s.WeightVersions {
 			seen[w] = true
 		}
 		mixed := len(seen) > 1
 		row.MixedVersion = &mixed
-		if lo, _, ok := versionRange(s.WeightVersions); ok {
+		if lo, hi, ok := versionRange(s.WeightVersions); ok {
 			row.WeightVersionMin = &lo
+			// An eval step trains nothing, so it has no consume version and no staleness.
 			if !st.Key.Eval {
-				stale := float64(st.Key.ID) - lo
-				row.Staleness = &stale
+				if stale, ok := semconv.Staleness(semconv.StepConsumeVersion(st.Key.ID), lo, hi); ok {
+					row.Staleness = &stale
+				}
 			}
 		}
 		t := n
@@ -459,7 +467,7 @@ func groupsAndTiles(k StepKey, rows []Row) ([]Group, Tiles) {
 			}
 		}
 		if r.Staleness != nil {
-			stale.add(*r.Staleness)
+			stale.add(float64(*r.Staleness))
 		}
 		if r.MeanAbsLPDiff != nil {
 			diff.add(*r.MeanAbsLPDiff)

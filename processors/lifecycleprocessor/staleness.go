@@ -80,13 +80,13 @@ type sampleResult struct {
 
 // computeSample is the staleness computation of one consumed sample.
 //
-//   - staleness = trainer version at consume − oldest version that generated any of the sample's tokens. The
-//     step number is not an input: versions are compared with versions (a synchronous run reads 0; the
-//     reference system's rollout_id − version reads −1, miles-dashboard.md §9.2 C4).
+//   - staleness = trainer version at consume − oldest version that generated any of the sample's tokens
+//     (sc.Staleness, the one definition the dashboard's dump reader uses too). The step number is not an input:
+//     versions are compared with versions, so a synchronous run reads 0 (rollout id − version would read −1).
 //   - every segment carries the version that produced it; a contributing segment without a version makes the
-//     versions unknown instead of being skipped (skipping would report a newer "oldest" version, §9.2 C3).
+//     versions unknown instead of being skipped (skipping would report a newer "oldest" version).
 //   - the segments are those of the consumed attempt plus, under partial-rollout carry, those of the earlier
-//     attempts it resumed; nothing from other samples or other steps (§9.2 C18).
+//     attempts it resumed; nothing from other samples or other steps.
 //   - anything not seen completely yields unknown with a reason, never a number computed from part of the data:
 //     an attempt counts as seen completely when its queue span (the first span it emits), its attempt span (the
 //     last) and, over the sample, turns 1..n without a gap were seen.
@@ -177,16 +177,18 @@ func computeSample(in sampleInput) sampleResult {
 	if !in.hasConsumeVersion {
 		return unknown(sc.LifecycleReasonNoConsumeVersion)
 	}
-	if in.consumeVersion < r.versionMax {
+	staleness, ok := sc.Staleness(in.consumeVersion, r.versionMin, r.versionMax)
+	if !ok {
 		// The trainer cannot consume at a version older than one that already generated: the consume span's
 		// version is wrong or stale. Report it rather than a negative staleness.
 		return unknown(sc.LifecycleReasonInconsistent)
 	}
 	r.known = true
-	r.staleness = in.consumeVersion - r.versionMin
+	r.staleness = staleness
 	r.segStaleness = make([]int64, 0, len(r.segVersions))
 	for _, v := range r.segVersions {
-		r.segStaleness = append(r.segStaleness, in.consumeVersion-v)
+		s, _ := sc.Staleness(in.consumeVersion, v, v) // v ≤ versionMax ≤ consumeVersion: always ok
+		r.segStaleness = append(r.segStaleness, s)
 	}
 	return r
 }

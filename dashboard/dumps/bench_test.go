@@ -1,4 +1,10 @@
-package dumpsbench
+package dumps_test
+
+// The benchmarks measure the reader on a bench-size step: 256 samples of 8192 tokens with CP × TP sharded train
+// dumps, written in torch's zip + pickle layout by synth_test.go. They time the first open of a sample (index the
+// step, sample detail, first token window, whole-response chart) through the HTTP API, point reads of an open
+// step, the step index with the memory an open step holds, and the cold step summary. BENCHMARKS.md, "Dump
+// reader", has the figures and the commands.
 
 import (
 	"encoding/json"
