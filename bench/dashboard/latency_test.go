@@ -42,7 +42,7 @@ func TestLiveLatency(t *testing.T) {
 	stop := make(chan struct{})
 	defer close(stop)
 	go st.Follow(250*time.Millisecond, stop)
-	srv := server.New(st, server.Options{})
+	srv := server.New(server.Options{Store: st})
 	defer srv.Close()
 	ts := httptest.NewServer(srv)
 	defer ts.Close()

@@ -191,7 +191,7 @@ func BenchmarkMetricsPageLoad(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			srv := server.New(st, server.Options{})
+			srv := server.New(server.Options{Store: st})
 			bytes = fetch(b, srv, "/api/v1/metrics/keys")
 			bytes += fetch(b, srv, series)
 			srv.Close()
@@ -201,7 +201,7 @@ func BenchmarkMetricsPageLoad(b *testing.B) {
 	b.Run("warm", func(b *testing.B) {
 		before := heap()
 		st, _ := store.Open(dir, false)
-		srv := server.New(st, server.Options{})
+		srv := server.New(server.Options{Store: st})
 		defer srv.Close()
 		fetch(b, srv, series)
 		held := float64(heap()-before) / 2e6 // 10 000 steps × 200 keys
@@ -216,7 +216,7 @@ func BenchmarkMetricsPageLoad(b *testing.B) {
 	})
 	b.Run("warm_one_chart_zoomed", func(b *testing.B) {
 		st, _ := store.Open(dir, false)
-		srv := server.New(st, server.Options{})
+		srv := server.New(server.Options{Store: st})
 		defer srv.Close()
 		fetch(b, srv, series)
 		b.ResetTimer()
@@ -276,7 +276,7 @@ func BenchmarkAnatomy4096(b *testing.B) {
 		var bytes int
 		for i := 0; i < b.N; i++ {
 			st, _ := store.Open(dir, false)
-			srv := server.New(st, server.Options{})
+			srv := server.New(server.Options{Store: st})
 			bytes = fetch(b, srv, "/api/v1/steps/3/anatomy?sort=submit")
 			srv.Close()
 		}
@@ -284,7 +284,7 @@ func BenchmarkAnatomy4096(b *testing.B) {
 	})
 	before := heap()
 	st, _ := store.Open(dir, false)
-	srv := server.New(st, server.Options{})
+	srv := server.New(server.Options{Store: st})
 	defer srv.Close()
 	fetch(b, srv, "/api/v1/steps/3/anatomy")
 	held := float64(heap()-before) / (4 * 4096 * 6) // span records of the 4 steps read
@@ -347,7 +347,7 @@ func BenchmarkAdvisory(b *testing.B) {
 		b.ReportMetric(float64(dirSize(dir))/1e6, "MB-on-disk")
 		for i := 0; i < b.N; i++ {
 			st, _ := store.Open(dir, false)
-			srv := server.New(st, server.Options{})
+			srv := server.New(server.Options{Store: st})
 			fetch(b, srv, "/api/v1/advisory?max_running_requests=64")
 			srv.Close()
 		}

@@ -96,19 +96,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	srv := server.New(st, server.Options{Token: *token, Assets: assets})
-	defer srv.Close()
-	if *cacheDir != "" {
-		srv.SetDumps(*dir, *cacheDir) // New already pointed the dump reader at the run, with the default cache
-	}
+	opts := server.Options{Store: st, Token: *token, Assets: assets, DumpCacheDir: *cacheDir}
 	if *maxRunning > 0 || *memFraction > 0 || *samplesPerPrompt > 0 || *maxResponseLen > 0 || thresholdsSet {
 		c := advisory.Config{MaxRunningRequests: *maxRunning, MemFractionStatic: *memFraction,
 			NSamplesPerPrompt: *samplesPerPrompt, MaxResponseLen: *maxResponseLen}
 		if thresholdsSet {
 			c.Thresholds = thresholds
 		}
-		srv.SetAdvisoryConfig(c)
+		opts.Advisory = &c
 	}
+	srv := server.New(opts)
+	defer srv.Close()
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err

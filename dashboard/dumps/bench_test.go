@@ -78,8 +78,7 @@ func BenchmarkFirstOpenSample(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		b.StopTimer()
-		srv := server.New(st, server.Options{})
-		srv.SetDumps(dir, "")
+		srv := server.New(server.Options{Store: st, DumpDir: dir})
 		ts := httptest.NewServer(srv)
 		c := ts.Client()
 		idx := (i * 37) % benchSamples
@@ -90,7 +89,6 @@ func BenchmarkFirstOpenSample(b *testing.B) {
 		getJSON(b, c, fmt.Sprintf("%s/api/v1/dumps/steps/1/samples/%d/tokens?from=%d&buckets=1024", ts.URL, idx, p))
 		b.StopTimer()
 		ts.Close()
-		srv.CloseDumps()
 		srv.Close()
 		b.StartTimer()
 	}

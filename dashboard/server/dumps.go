@@ -1,126 +1,29 @@
 package server
 
-// Dump endpoints (issue 9; docs/dashboard-api.md "Dumps (issue 9)"): the step page (L1) and sample page (L2)
-// read miles dump directories through dashboard/dumps. Step ids and sample indexes are parsed as integers and
-// every file name is built by the dumps package, so no URL reaches outside the run directory. State lives per
-// server in dumpStates (server.go is not ours to extend).
+// The dump endpoints: the step page (L1) and the sample page (L2) read miles dump directories through
+// dashboard/dumps (docs/dashboard-api.md "Dumps"). Step ids and sample indexes are parsed as integers and every
+// file name is built by the dumps package, so no URL reaches outside the run directory.
 
 import (
-	"bytes"
-	"encoding/csv"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"math"
 	"net/http"
-	"os"
-	"path/filepath"
 	"reflect"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/dumps"
 )
 
-type dumpState struct {
-	mu sync.Mutex
-	rd *dumps.Reader
-}
-
-var dumpStates sync.Map // *Server → *dumpState
-
-func (s *Server) dumpState() *dumpState {
-	if d, ok := dumpStates.Load(s); ok {
-		return d.(*dumpState)
+// reader is the dump reader, or not_found on a server without one.
+func (s *Server) reader() (dumpReader, error) {
+	if s.dumps == nil {
+		return nil, notFound(errors.New("the dump reader is not configured on this server"))
 	}
-	d, _ := dumpStates.LoadOrStore(s, &dumpState{})
-	return d.(*dumpState)
-}
-
-// SetDumps points the dump endpoints at a run directory; cacheDir holds derived data (step summaries) and
-// defaults to the user cache directory, never the run directory.
-func (s *Server) SetDumps(runDir, cacheDir string) {
-	if cacheDir == "" {
-		if d, err := os.UserCacheDir(); err == nil {
-			cacheDir = filepath.Join(d, "otelcol-miles", "dumps")
-		}
-	}
-	d := s.dumpState()
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.rd != nil {
-		d.rd.Close()
-	}
-	d.rd = dumps.Open(runDir, dumps.Options{CacheDir: cacheDir})
-}
-
-// CloseDumps closes the dump reader's open files and forgets this server's dump state (call it with Close).
-func (s *Server) CloseDumps() {
-	if d, ok := dumpStates.LoadAndDelete(s); ok {
-		st := d.(*dumpState)
-		st.mu.Lock()
-		if st.rd != nil {
-			st.rd.Close()
-		}
-		st.mu.Unlock()
-	}
-}
-
-func (s *Server) dumpReader() (*dumps.Reader, error) {
-	d := s.dumpState()
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.rd == nil {
-		return nil, &apiError{http.StatusNotFound, "not_found", "the dump reader is not configured on this server"}
-	}
-	return d.rd, nil
-}
-
-// registerDumps adds the issue 9 routes. The run directory comes from SetDumps, or from the store when it
-// tells its directory.
-func (s *Server) registerDumps() {
-	if d, ok := any(s.st).(interface{ Dir() string }); ok && s.st != nil {
-		s.SetDumps(d.Dir(), "")
-	}
-	s.mux.HandleFunc("GET /api/v1/dumps/steps", s.wrap(s.dumpSteps))
-	s.mux.HandleFunc("GET /api/v1/dumps/steps/{id}", s.wrap(s.dumpStep))
-	s.mux.HandleFunc("GET /api/v1/dumps/steps/{id}/groups", s.wrap(s.dumpGroups))
-	s.mux.HandleFunc("GET /api/v1/dumps/steps/{id}/samples", s.dumpSamples)
-	s.mux.HandleFunc("GET /api/v1/dumps/steps/{id}/samples/{idx}", s.wrap(s.dumpSample))
-	s.mux.HandleFunc("GET /api/v1/dumps/steps/{id}/samples/{idx}/tokens", s.wrap(s.dumpTokens))
-}
-
-// dumpErr maps reader errors to the API's typed errors.
-func dumpErr(err error) error {
-	var (
-		nf *dumps.NotFoundError
-		ue *dumps.UnavailableError
-		fc *dumps.FileCorruptError
-		ce *dumps.CorruptError
-		fe *dumps.ForbiddenError
-		re *dumps.RangeError
-		ae *apiError
-	)
-	switch {
-	case err == nil:
-		return nil
-	case errors.As(err, &ae):
-		return err
-	case errors.As(err, &nf), errors.Is(err, fs.ErrNotExist):
-		return &apiError{http.StatusNotFound, "not_found", err.Error()}
-	case errors.As(err, &ue):
-		return &apiError{http.StatusServiceUnavailable, "unavailable", err.Error()}
-	case errors.As(err, &fe):
-		return &apiError{http.StatusInternalServerError, "refused", err.Error()}
-	case errors.As(err, &fc), errors.As(err, &ce):
-		return &apiError{http.StatusInternalServerError, "corrupt", err.Error()}
-	case errors.As(err, &re):
-		return badData(err)
-	}
-	return err
+	return s.dumps, nil
 }
 
 func stepKey(r *http.Request) (dumps.StepKey, error) {
@@ -139,8 +42,9 @@ func stepKey(r *http.Request) (dumps.StepKey, error) {
 	return k, nil
 }
 
+// acquireStep opens the step of the path (its files stay open until release).
 func (s *Server) acquireStep(r *http.Request) (*dumps.Step, func(), error) {
-	rd, err := s.dumpReader()
+	rd, err := s.reader()
 	if err != nil {
 		return nil, nil, err
 	}
@@ -148,11 +52,7 @@ func (s *Server) acquireStep(r *http.Request) (*dumps.Step, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	st, release, err := rd.Acquire(k)
-	if err != nil {
-		return nil, nil, dumpErr(err)
-	}
-	return st, release, nil
+	return rd.Acquire(k)
 }
 
 func sampleIndex(r *http.Request) (int64, error) {
@@ -175,14 +75,24 @@ type stepEntry struct {
 	Tiles      *dumps.Tiles `json:"tiles"`      // null until the step's summary was computed once
 }
 
-func (s *Server) dumpSteps(r *http.Request) (any, error) {
-	rd, err := s.dumpReader()
+type dumpStepList struct {
+	Steps     []stepEntry    `json:"steps"`
+	Tokenizer tokenizerState `json:"tokenizer"`
+}
+
+type tokenizerState struct {
+	Present bool   `json:"present"`
+	Error   string `json:"error,omitempty"`
+}
+
+func (s *Server) dumpSteps(*http.Request) (any, error) {
+	rd, err := s.reader()
 	if err != nil {
 		return nil, err
 	}
 	files, err := rd.List()
 	if err != nil {
-		return nil, dumpErr(err)
+		return nil, err
 	}
 	have := map[dumps.StepKey]bool{}
 	for _, f := range files {
@@ -200,11 +110,24 @@ func (s *Server) dumpSteps(r *http.Request) (any, error) {
 		out = append(out, e)
 	}
 	tok, terr := rd.Tokenizer()
-	tokState := map[string]any{"present": tok != nil}
+	ts := tokenizerState{Present: tok != nil}
 	if terr != nil {
-		tokState["error"] = terr.Error()
+		ts.Error = terr.Error()
 	}
-	return map[string]any{"steps": out, "tokenizer": tokState}, nil
+	return dumpStepList{Steps: out, Tokenizer: ts}, nil
+}
+
+type dumpStepPage struct {
+	ID         int64       `json:"id"`
+	Eval       bool        `json:"eval"`
+	Samples    int         `json:"samples"`
+	TrainRanks int         `json:"train_ranks"`
+	Columns    bool        `json:"columns"`
+	Sidecar    bool        `json:"sidecar"`
+	Tiles      dumps.Tiles `json:"tiles"`
+	Prev       *int64      `json:"prev"` // the neighbouring steps of the same kind
+	Next       *int64      `json:"next"`
+	OtherKind  bool        `json:"other_kind"`
 }
 
 func (s *Server) dumpStep(r *http.Request) (any, error) {
@@ -215,34 +138,37 @@ func (s *Server) dumpStep(r *http.Request) (any, error) {
 	defer release()
 	sum, err := st.Summary()
 	if err != nil {
-		return nil, dumpErr(err)
+		return nil, err
 	}
-	rd, _ := s.dumpReader()
-	files, _ := rd.List()
-	var prev, next *int64
-	other := false
+	files, _ := s.dumps.List()
+	p := dumpStepPage{ID: st.Key.ID, Eval: st.Key.Eval, Samples: len(st.Samples), TrainRanks: st.TrainRanks(),
+		Columns: st.HasColumns(), Sidecar: st.HasSidecar(), Tiles: sum.Tiles}
 	for _, f := range files {
 		if f.Key.Eval != st.Key.Eval {
 			if f.Key.ID == st.Key.ID {
-				other = true
+				p.OtherKind = true
 			}
 			continue
 		}
 		id := f.Key.ID
-		if id < st.Key.ID && (prev == nil || id > *prev) {
-			prev = &id
+		if id < st.Key.ID && (p.Prev == nil || id > *p.Prev) {
+			p.Prev = &id
 		}
-		if id > st.Key.ID && (next == nil || id < *next) {
-			next = &id
+		if id > st.Key.ID && (p.Next == nil || id < *p.Next) {
+			p.Next = &id
 		}
 	}
-	return map[string]any{"id": st.Key.ID, "eval": st.Key.Eval, "samples": len(st.Samples),
-		"train_ranks": st.TrainRanks(), "columns": st.HasColumns(), "sidecar": st.HasSidecar(),
-		"tiles": sum.Tiles, "prev": prev, "next": next, "other_kind": other}, nil
+	return p, nil
 }
 
-// columnar turns a slice of structs into {"columns": [json names], "data": {name: [values]}}.
-func columnar(rows any, names []string) map[string]any {
+// columnTable is a table by columns: the column names (json names of a row struct) and each column's values.
+type columnTable struct {
+	Columns []string         `json:"columns"`
+	Data    map[string][]any `json:"data"`
+}
+
+// columnar turns a slice of structs into a columnTable of the named columns (nil: all).
+func columnar(rows any, names []string) columnTable {
 	v := reflect.ValueOf(rows)
 	t := v.Type().Elem()
 	all := []string{}
@@ -258,7 +184,7 @@ func columnar(rows any, names []string) map[string]any {
 	if names == nil {
 		names = all
 	}
-	data := map[string]any{}
+	data := map[string][]any{}
 	for _, n := range names {
 		col := make([]any, v.Len())
 		for i := range col {
@@ -266,7 +192,7 @@ func columnar(rows any, names []string) map[string]any {
 		}
 		data[n] = col
 	}
-	return map[string]any{"columns": names, "data": data}
+	return columnTable{Columns: names, Data: data}
 }
 
 func rowFieldNames() []string {
@@ -288,7 +214,7 @@ func (s *Server) dumpGroups(r *http.Request) (any, error) {
 	defer release()
 	sum, err := st.Summary()
 	if err != nil {
-		return nil, dumpErr(err)
+		return nil, err
 	}
 	return columnar(sum.Groups, nil), nil
 }
@@ -418,26 +344,68 @@ func parseSampleQuery(r *http.Request) (*sampleQuery, error) {
 	return sq, nil
 }
 
+// samplePage is one page of the samples table.
+type samplePage struct {
+	columnTable
+	Step    int64  `json:"step"`
+	Eval    bool   `json:"eval"`
+	Total   int    `json:"total"`
+	Matched int    `json:"matched"`
+	Offset  int    `json:"offset"`
+	Limit   int    `json:"limit"`
+	Sort    string `json:"sort"`
+	Desc    bool   `json:"desc"`
+}
+
 // dumpSamples answers the samples table: filter, sort, page; format=csv exports every matching row (or the
 // page when offset/limit are given).
-func (s *Server) dumpSamples(w http.ResponseWriter, r *http.Request) {
-	fail := func(err error) { s.wrap(func(*http.Request) (any, error) { return nil, err })(w, r) }
+func (s *Server) dumpSamples(r *http.Request) (any, error) {
 	sq, err := parseSampleQuery(r)
 	if err != nil {
-		fail(err)
-		return
+		return nil, err
 	}
 	st, release, err := s.acquireStep(r)
 	if err != nil {
-		fail(err)
-		return
+		return nil, err
 	}
 	defer release()
 	sum, err := st.Summary()
 	if err != nil {
-		fail(dumpErr(err))
-		return
+		return nil, err
 	}
+	rows, err := filterSamples(st, sum, sq)
+	if err != nil {
+		return nil, err
+	}
+	sortSamples(rows, sq.sort, sq.desc)
+	page := rows
+	if !sq.csv || sq.limitGiven || sq.offset > 0 {
+		lo := min(sq.offset, len(rows))
+		hi := min(lo+sq.limit, len(rows))
+		page = rows[lo:hi]
+	}
+	if sq.csv {
+		names := sq.columns
+		if names == nil {
+			names = rowFieldNames()
+		}
+		col := columnar(page, names).Data
+		recs := make([][]string, len(page))
+		for i := range page {
+			rec := make([]string, len(names))
+			for k, n := range names {
+				rec[k] = csvCell(col[n][i])
+			}
+			recs[i] = rec
+		}
+		return csvTable{name: fmt.Sprintf("step_%s_samples.csv", st.Key), header: names, rows: recs}, nil
+	}
+	return samplePage{columnTable: columnar(page, sq.columns), Step: st.Key.ID, Eval: st.Key.Eval,
+		Total: len(sum.Rows), Matched: len(rows), Offset: sq.offset, Limit: sq.limit, Sort: sq.sort, Desc: sq.desc}, nil
+}
+
+// filterSamples keeps the rows the query's filters let through.
+func filterSamples(st *dumps.Step, sum *dumps.Summary, sq *sampleQuery) ([]dumps.Row, error) {
 	zero := map[int64]bool{}
 	for _, g := range sum.Groups {
 		zero[g.GroupIndex] = g.ZeroStd
@@ -467,13 +435,11 @@ func (s *Server) dumpSamples(w http.ResponseWriter, r *http.Request) {
 		if sq.text != "" {
 			smp, err := st.Sample(row.SampleIndex)
 			if err != nil {
-				fail(dumpErr(err))
-				return
+				return nil, err
 			}
 			prompt, resp, err := st.Text(smp)
 			if err != nil {
-				fail(dumpErr(err))
-				return
+				return nil, err
 			}
 			hay := strings.ToLower(resp + "\n" + prompt + "\n" + smp.Label)
 			if !strings.Contains(hay, sq.text) {
@@ -482,10 +448,15 @@ func (s *Server) dumpSamples(w http.ResponseWriter, r *http.Request) {
 		}
 		rows = append(rows, row)
 	}
+	return rows, nil
+}
+
+// sortSamples orders rows by the column named by, nulls last, ties by sample index.
+func sortSamples(rows []dumps.Row, by string, desc bool) {
 	fi := -1
 	rt := reflect.TypeOf(dumps.Row{})
 	for i := 0; i < rt.NumField(); i++ {
-		if strings.Split(rt.Field(i).Tag.Get("json"), ",")[0] == sq.sort {
+		if strings.Split(rt.Field(i).Tag.Get("json"), ",")[0] == by {
 			fi = i
 		}
 	}
@@ -507,47 +478,11 @@ func (s *Server) dumpSamples(w http.ResponseWriter, r *http.Request) {
 		if eq {
 			return rows[i].SampleIndex < rows[j].SampleIndex
 		}
-		if sq.desc {
+		if desc {
 			return !less
 		}
 		return less
 	})
-	matched := len(rows)
-	page := rows
-	if !sq.csv || sq.limitGiven || sq.offset > 0 {
-		lo := min(sq.offset, len(rows))
-		hi := min(lo+sq.limit, len(rows))
-		page = rows[lo:hi]
-	}
-	if sq.csv {
-		names := sq.columns
-		if names == nil {
-			names = rowFieldNames()
-		}
-		col := columnar(page, names)["data"].(map[string]any)
-		var buf bytes.Buffer
-		cw := csv.NewWriter(&buf)
-		_ = cw.Write(names)
-		for i := range page {
-			rec := make([]string, len(names))
-			for k, n := range names {
-				rec[k] = csvCell(col[n].([]any)[i])
-			}
-			_ = cw.Write(rec)
-		}
-		cw.Flush()
-		name := fmt.Sprintf("step_%s_samples.csv", st.Key)
-		w.Header().Set("Content-Type", "text/csv; charset=utf-8")
-		w.Header().Set("Content-Disposition", `attachment; filename="`+name+`"`)
-		w.Header().Set("Cache-Control", "no-store")
-		_, _ = w.Write(buf.Bytes())
-		return
-	}
-	out := columnar(page, sq.columns)
-	out["step"], out["eval"] = st.Key.ID, st.Key.Eval
-	out["total"], out["matched"], out["offset"], out["limit"] = len(sum.Rows), matched, sq.offset, sq.limit
-	out["sort"], out["desc"] = sq.sort, sq.desc
-	s.wrap(func(*http.Request) (any, error) { return out, nil })(w, r)
 }
 
 func csvCell(v any) string {
@@ -568,6 +503,29 @@ func csvCell(v any) string {
 	return string(b)
 }
 
+type samplePageDetail struct {
+	Step             int64               `json:"step"`
+	Eval             bool                `json:"eval"`
+	Sample           dumps.Row           `json:"sample"`
+	Group            sampleGroup         `json:"group"`
+	WeightVersions   []string            `json:"weight_versions"`
+	Label            string              `json:"label"`
+	Conversation     *dumps.Conversation `json:"conversation"`
+	ConversationNote string              `json:"conversation_note,omitempty"` // why there is no conversation
+	PromptText       *string             `json:"prompt_text,omitempty"`       // without a conversation only
+	ResponseText     *string             `json:"response_text,omitempty"`
+}
+
+// sampleGroup places the sample in its group: the group's samples and the neighbours of this one.
+type sampleGroup struct {
+	GroupIndex int64   `json:"group_index"`
+	Samples    []int64 `json:"samples"`
+	Position   int     `json:"position"`
+	Prev       *int64  `json:"prev"`
+	Next       *int64  `json:"next"`
+	ZeroStd    bool    `json:"zero_std"`
+}
+
 func (s *Server) dumpSample(r *http.Request) (any, error) {
 	idx, err := sampleIndex(r)
 	if err != nil {
@@ -580,41 +538,40 @@ func (s *Server) dumpSample(r *http.Request) (any, error) {
 	defer release()
 	smp, err := st.Sample(idx)
 	if err != nil {
-		return nil, dumpErr(err)
+		return nil, err
 	}
 	row, err := st.RowOf(smp)
 	if err != nil {
-		return nil, dumpErr(err)
+		return nil, err
 	}
 	g := st.Group(smp.Group)
 	pos := sort.Search(len(g), func(i int) bool { return g[i] >= idx })
-	group := map[string]any{"group_index": smp.Group, "samples": g, "position": pos, "prev": nil, "next": nil,
-		"zero_std": st.ZeroStdGroup(smp.Group)}
+	group := sampleGroup{GroupIndex: smp.Group, Samples: g, Position: pos, ZeroStd: st.ZeroStdGroup(smp.Group)}
 	if pos > 0 {
-		group["prev"] = g[pos-1]
+		group.Prev = &g[pos-1]
 	}
 	if pos+1 < len(g) {
-		group["next"] = g[pos+1]
+		group.Next = &g[pos+1]
 	}
-	out := map[string]any{"step": st.Key.ID, "eval": st.Key.Eval, "sample": row, "group": group,
-		"weight_versions": nz(smp.WeightVersions), "label": smp.Label, "conversation": nil}
+	out := samplePageDetail{Step: st.Key.ID, Eval: st.Key.Eval, Sample: row, Group: group,
+		WeightVersions: nz(smp.WeightVersions), Label: smp.Label}
 	conv, err := st.Conversation(idx)
 	switch {
 	case err != nil:
-		out["conversation_note"] = "trajectory sidecar unreadable: " + err.Error()
+		out.ConversationNote = "trajectory sidecar unreadable: " + err.Error()
 	case conv != nil:
-		out["conversation"] = conv
+		out.Conversation = conv
 	case !st.HasSidecar():
-		out["conversation_note"] = "no trajectory sidecar for this step: tokens only"
+		out.ConversationNote = "no trajectory sidecar for this step: tokens only"
 	default:
-		out["conversation_note"] = "the trajectory sidecar has no messages for this sample: tokens only"
+		out.ConversationNote = "the trajectory sidecar has no messages for this sample: tokens only"
 	}
 	if conv == nil {
 		prompt, resp, err := st.Text(smp)
 		if err != nil {
-			return nil, dumpErr(err)
+			return nil, err
 		}
-		out["prompt_text"], out["response_text"] = prompt, resp
+		out.PromptText, out.ResponseText = &prompt, &resp
 	}
 	return out, nil
 }
@@ -654,9 +611,5 @@ func (s *Server) dumpTokens(r *http.Request) (any, error) {
 		return nil, err
 	}
 	defer release()
-	w, err := st.Tokens(idx, from, to, fields, buckets)
-	if err != nil {
-		return nil, dumpErr(err)
-	}
-	return w, nil
+	return st.Tokens(idx, from, to, fields, buckets)
 }

@@ -48,10 +48,9 @@ func serveDumps(t *testing.T, dir string) *httptest.Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := New(st, Options{})
-	srv.SetDumps(dir, t.TempDir())
+	srv := New(Options{Store: st, DumpDir: dir, DumpCacheDir: t.TempDir()})
 	ts := httptest.NewServer(srv)
-	t.Cleanup(func() { ts.Close(); srv.CloseDumps(); srv.Close() })
+	t.Cleanup(func() { ts.Close(); srv.Close() })
 	return ts
 }
 
@@ -279,7 +278,7 @@ func TestDumpsNotConfigured(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := New(st, Options{})
+	srv := New(Options{Store: st})
 	defer srv.Close()
 	ts := httptest.NewServer(srv)
 	defer ts.Close()

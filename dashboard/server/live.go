@@ -2,16 +2,30 @@ package server
 
 import (
 	"encoding/json"
-	"math"
 	"net/http"
 	"net/url"
 	"sync"
 	"time"
 
 	"github.com/gorilla/websocket"
-
-	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
 )
+
+// The live hub: one WebSocket per page (/api/v1/live), over which the hub pushes what each stream
+// (streams.go) says changed. Every stream has its own loop, so a slow one (the advisory reads the whole run)
+// never delays another (the GPU deltas); all of them send through the same non-blocking queues.
+
+// stream is one kind of live message.
+type stream interface {
+	// every is how often the stream is asked for its deltas: 0 at every store change; otherwise at most once
+	// per every, after a store change, while pages are connected.
+	every() time.Duration
+	// greet is what a page gets from this stream when it connects (nil: nothing), and whether the stream wants
+	// to be asked for its deltas now rather than at its next tick.
+	greet() (msg []byte, askNow bool)
+	// deltas is what changed since the last call: all goes to every page, each gives a page's message from
+	// its subscription (nil before the page subscribed); either may be nil, and each may answer nil.
+	deltas() (all []byte, each func(sub *subscription) []byte)
+}
 
 // clientQueue bounds what one page may have pending; a page that does not read is resynced, then dropped,
 // and never slows the others: the hub only ever does non-blocking sends.
@@ -21,6 +35,18 @@ const resyncMsg = `{"type":"resync"}`
 
 // writeTimeout drops a page whose connection accepts nothing for this long.
 const writeTimeout = 5 * time.Second
+
+// liveMessage is every message the hub sends: {"type": …, "data": …} or {"type": "error", "error": …}.
+type liveMessage struct {
+	Type  string `json:"type"`
+	Data  any    `json:"data,omitempty"`
+	Error string `json:"error,omitempty"`
+}
+
+func (m liveMessage) encode() []byte {
+	b, _ := json.Marshal(m)
+	return b
+}
 
 // subscription is what a page asked for.
 type subscription struct {
@@ -45,24 +71,42 @@ type client struct {
 
 func (c *client) close() { c.closeMu.Do(func() { close(c.closed); _ = c.conn.Close() }) }
 
-// hub fans store changes out to pages.
-type hub struct {
-	st      *store.Store
-	srv     *Server
-	mu      sync.Mutex
-	clients map[*client]struct{}
-	changes chan struct{}
-	sent    float64 // data edge up to which deltas were sent
-	metaV   int     // meta version last sent
-	stop    chan struct{}
-	up      websocket.Upgrader
+func (c *client) subscription() *subscription {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sub
 }
 
-func newHub(st *store.Store, srv *Server) *hub {
-	h := &hub{st: st, srv: srv, clients: map[*client]struct{}{}, changes: st.Subscribe(), stop: make(chan struct{}),
-		sent: st.Edge(), metaV: st.MetaVersion()}
+// hub fans the streams' deltas out to pages.
+type hub struct {
+	run     runReader
+	streams []*streamLoop
+	up      websocket.Upgrader
+
+	mu      sync.Mutex
+	clients map[*client]struct{}
+	closed  bool
+
+	stop chan struct{}
+	wg   sync.WaitGroup // the stream loops and the pages' writers
+}
+
+// streamLoop is one stream and what wakes its loop.
+type streamLoop struct {
+	stream
+	changes chan struct{} // the store's change notifications
+	asked   chan struct{} // a page asked for the stream's deltas now (capacity 1)
+}
+
+func newHub(run runReader, streams []stream) *hub {
+	h := &hub{run: run, clients: map[*client]struct{}{}, stop: make(chan struct{})}
 	h.up = websocket.Upgrader{CheckOrigin: sameOrigin, ReadBufferSize: 4096, WriteBufferSize: 64 << 10}
-	go h.run()
+	for _, s := range streams {
+		l := &streamLoop{stream: s, changes: run.Subscribe(), asked: make(chan struct{}, 1)}
+		h.streams = append(h.streams, l)
+		h.wg.Add(1)
+		go h.loop(l)
+	}
 	return h
 }
 
@@ -76,50 +120,83 @@ func sameOrigin(r *http.Request) bool {
 	return err == nil && u.Host == r.Host
 }
 
+// close stops the loops and closes every page's socket; it returns once the loops and writers are done.
 func (h *hub) close() {
-	select {
-	case <-h.stop:
-	default:
-		close(h.stop)
-	}
-	h.st.Unsubscribe(h.changes)
 	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return
+	}
+	h.closed = true
+	close(h.stop)
 	for c := range h.clients {
 		c.close()
 	}
 	h.mu.Unlock()
+	h.wg.Wait()
+	for _, l := range h.streams {
+		h.run.Unsubscribe(l.changes)
+	}
 }
 
-func (h *hub) run() {
+// loop asks its stream for deltas: at every change, or at most every l.every() after one while pages are
+// connected, and whenever a new page asked.
+func (h *hub) loop(l *streamLoop) {
+	defer h.wg.Done()
+	var tick <-chan time.Time
+	if every := l.every(); every > 0 {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		tick = t.C
+	}
+	dirty := tick != nil // a timed stream sends what it has once pages connect
 	for {
 		select {
 		case <-h.stop:
 			return
-		case <-h.changes:
-			to := h.st.Edge()
-			from := h.sent
-			h.sent = math.Max(h.sent, to)
-			var meta []byte
-			if v := h.st.MetaVersion(); v != h.metaV {
-				h.metaV = v
-				meta, _ = json.Marshal(map[string]any{"type": "meta", "data": h.st.Meta()})
+		case <-l.changes:
+			if tick == nil {
+				h.ask(l)
+			} else {
+				dirty = true
 			}
-			h.mu.Lock()
-			cs := make([]*client, 0, len(h.clients))
-			for c := range h.clients {
-				cs = append(cs, c)
-			}
-			h.mu.Unlock()
-			for _, c := range cs {
-				if meta != nil {
-					h.enqueue(c, meta)
-				}
-				if msg := h.delta(c, from, to); msg != nil {
-					h.enqueue(c, msg)
-				}
+		case <-l.asked:
+			h.ask(l)
+			dirty = false
+		case <-tick:
+			if dirty && len(h.clientList()) > 0 {
+				dirty = false
+				h.ask(l)
 			}
 		}
 	}
+}
+
+func (h *hub) ask(l *streamLoop) {
+	all, each := l.deltas()
+	if all == nil && each == nil {
+		return
+	}
+	for _, c := range h.clientList() {
+		if all != nil {
+			h.enqueue(c, all)
+		}
+		if each != nil {
+			if msg := each(c.subscription()); msg != nil {
+				h.enqueue(c, msg)
+			}
+		}
+	}
+}
+
+func (h *hub) clientList() []*client {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	cs := make([]*client, 0, len(h.clients))
+	for c := range h.clients {
+		cs = append(cs, c)
+	}
+	return cs
 }
 
 // enqueue never blocks: on overflow the queue is replaced by one resync and further messages are skipped
@@ -151,46 +228,6 @@ func (h *hub) enqueue(c *client, msg []byte) {
 	}
 }
 
-// delta computes what changed inside a client's window: the phases and GPU buckets of [from, to] (phases from
-// a little earlier, since a phase that began before and just closed must replace its open marker).
-func (h *hub) delta(c *client, from, to float64) []byte {
-	c.mu.Lock()
-	sub := c.sub
-	c.mu.Unlock()
-	if sub == nil || to <= from {
-		return nil
-	}
-	t0, t1 := from-60, to
-	if sub.FollowS <= 0 && sub.T0 != nil && sub.T1 != nil {
-		t0, t1 = math.Max(t0, *sub.T0), math.Min(t1, *sub.T1)
-	}
-	if t1 <= t0 {
-		return nil
-	}
-	if t1-t0 > store.WindowCap {
-		t0 = t1 - store.WindowCap
-	}
-	lanes, _, err := h.st.Lanes(sub.Lanes)
-	if err != nil {
-		return nil
-	}
-	points := sub.Points
-	if points <= 0 {
-		points = 1000
-	}
-	width := math.Max(sub.FollowS, 60)
-	if sub.T0 != nil && sub.T1 != nil {
-		width = *sub.T1 - *sub.T0
-	}
-	n := int(math.Max(2, math.Min(4000, math.Ceil((t1-t0)/width*float64(points)))))
-	msg, _ := json.Marshal(map[string]any{"type": "delta", "data": map[string]any{
-		"t0": t0, "t1": t1, "data_edge": to,
-		"phases": h.st.Phases(t0, t1, lanes),
-		"gpu":    h.st.GPU(t0, t1, lanes, n, []string{"util", "mem_mb"}),
-	}})
-	return msg
-}
-
 func (h *hub) serveWS(w http.ResponseWriter, r *http.Request) {
 	conn, err := h.up.Upgrade(w, r, nil)
 	if err != nil {
@@ -198,7 +235,13 @@ func (h *hub) serveWS(w http.ResponseWriter, r *http.Request) {
 	}
 	c := &client{conn: conn, out: make(chan []byte, clientQueue), closed: make(chan struct{})}
 	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		_ = conn.Close()
+		return
+	}
 	h.clients[c] = struct{}{}
+	h.wg.Add(1)
 	h.mu.Unlock()
 	defer func() {
 		h.mu.Lock()
@@ -206,10 +249,22 @@ func (h *hub) serveWS(w http.ResponseWriter, r *http.Request) {
 		h.mu.Unlock()
 		c.close()
 	}()
-	meta, _ := json.Marshal(map[string]any{"type": "meta", "data": h.st.Meta()})
-	c.out <- meta
-	go h.writer(c)
-	h.srv.explorerHello(c) // issue 8: the current advisory (explorer_live.go)
+	go func() {
+		defer h.wg.Done()
+		h.writer(c)
+	}()
+	for _, l := range h.streams {
+		msg, now := l.greet()
+		if msg != nil {
+			h.enqueue(c, msg)
+		}
+		if now {
+			select {
+			case l.asked <- struct{}{}:
+			default:
+			}
+		}
+	}
 	conn.SetReadLimit(64 << 10)
 	for {
 		_, data, err := conn.ReadMessage()
@@ -218,12 +273,11 @@ func (h *hub) serveWS(w http.ResponseWriter, r *http.Request) {
 		}
 		var sub subscription
 		if json.Unmarshal(data, &sub) != nil || sub.Type != "subscribe" {
-			h.enqueue(c, []byte(`{"type":"error","error":"expected {\"type\":\"subscribe\",…}"}`))
+			h.enqueue(c, liveMessage{Type: "error", Error: `expected {"type":"subscribe",…}`}.encode())
 			continue
 		}
-		if _, _, err := h.st.Lanes(sub.Lanes); err != nil {
-			msg, _ := json.Marshal(map[string]any{"type": "error", "error": err.Error()})
-			h.enqueue(c, msg)
+		if _, _, err := h.run.Lanes(sub.Lanes); err != nil {
+			h.enqueue(c, liveMessage{Type: "error", Error: err.Error()}.encode())
 			continue
 		}
 		c.mu.Lock()

@@ -74,7 +74,8 @@ func serve(t *testing.T, dir string, opts Options) (*httptest.Server, *store.Sto
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := New(st, opts)
+	opts.Store = st
+	srv := New(opts)
 	ts := httptest.NewServer(srv)
 	t.Cleanup(func() { ts.Close(); srv.Close() })
 	return ts, st, srv
@@ -161,8 +162,10 @@ func TestTokenAndPaths(t *testing.T) {
 		}
 	}
 	// The page itself holds no run data: it loads without the token and forwards ?token= to the API.
-	if resp, _ := http.Get(ts.URL + "/"); resp.StatusCode != 200 {
-		t.Errorf("page without token: %d", resp.StatusCode)
+	page, _ := http.Get(ts.URL + "/")
+	page.Body.Close()
+	if page.StatusCode != 200 {
+		t.Errorf("page without token: %d", page.StatusCode)
 	}
 	if code, _ := get(t, ts.URL+"/api/v1/meta?token=s3cret"); code != 200 {
 		t.Errorf("meta with token: %d", code)
@@ -281,9 +284,7 @@ func TestLivePushAndStalledClient(t *testing.T) {
 		}
 	}()
 	dropped := func() bool {
-		srv.hub.mu.Lock()
-		defer srv.hub.mu.Unlock()
-		return len(srv.hub.clients) == 1
+		return len(srv.hub.clientList()) == 1
 	}
 	// Keep the files growing until the stalled page has been dropped (its socket buffers absorb a few MB
 	// first), at most 30 s.

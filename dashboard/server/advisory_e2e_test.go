@@ -142,7 +142,7 @@ func TestAdvisorySimulatedRunsE2E(t *testing.T) {
 			if tc.name != "healthy" {
 				return
 			}
-			// The explorer views of the same run.
+			// The metrics and lifecycle views of the same run.
 			_, keys := getData(t, ts.URL+"/api/v1/metrics/keys")
 			golden(t, "sim_healthy_metrics_keys", keys)
 			_, steps := getData(t, ts.URL+"/api/v1/steps")

@@ -1,0 +1,58 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
+)
+
+// The step metrics the trainer logs: the key catalogue and series by key (docs/dashboard-api.md).
+
+type metricKeyList struct {
+	Categories []string          `json:"categories"`
+	Keys       []store.MetricKey `json:"keys"`
+	Version    string            `json:"version"`
+}
+
+func (s *Server) metricKeys(*http.Request) (any, error) {
+	keys, cats, ver := s.metrics.MetricKeys()
+	return metricKeyList{Categories: cats, Keys: nz(keys), Version: strconv.FormatUint(ver, 10)}, nil
+}
+
+// maxSeriesKeys bounds one /metrics/series request.
+const maxSeriesKeys = 512
+
+type metricSeriesList struct {
+	Points int                  `json:"points"`
+	Series []store.MetricSeries `json:"series"`
+}
+
+func (s *Server) metricSeries(r *http.Request) (any, error) {
+	raw := r.URL.Query().Get("keys")
+	if raw == "" {
+		return nil, badData(errors.New("keys is required (comma-separated metric keys)"))
+	}
+	keys := strings.Split(raw, ",")
+	if len(keys) > maxSeriesKeys {
+		return nil, badData(errors.New("at most " + strconv.Itoa(maxSeriesKeys) + " keys per request"))
+	}
+	points, err := intParam(r, "points", 1000, 2, 20000)
+	if err != nil {
+		return nil, err
+	}
+	x0, err := optFloat(r, "x0")
+	if err != nil {
+		return nil, err
+	}
+	x1, err := optFloat(r, "x1")
+	if err != nil {
+		return nil, err
+	}
+	if x0 != nil && x1 != nil && *x1 < *x0 {
+		return nil, badData(errors.New("x1 must not be below x0"))
+	}
+	return metricSeriesList{Points: points, Series: s.metrics.MetricSeriesOf(keys, x0, x1, points)}, nil
+}

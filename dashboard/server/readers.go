@@ -1,0 +1,103 @@
+package server
+
+import (
+	"github.com/otelcol-miles/otelcol-miles/dashboard/dumps"
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
+)
+
+// The server reads the run through one small interface per stream, holding only what its handlers and live
+// streams call. *store.Store implements them all (Store); handler tests build a Server from fakes of the ones
+// they need.
+
+// runReader is the run as a whole: its description, data edge, time window and lane selection, and its change
+// notifications.
+type runReader interface {
+	Meta() map[string]any
+	MetaVersion() int
+	Info() store.RunInfo
+	Dir() string
+	Edge() float64
+	DataVersion() [6]uint64
+	Window(t0, t1 *float64) (float64, float64, error)
+	Lanes(sel string) ([]*store.Lane, int, error)
+	Subscribe() chan struct{}
+	Unsubscribe(c chan struct{})
+}
+
+// computeReader is the GPU samples and the phases of the ranks (the compute view).
+type computeReader interface {
+	Phases(t0, t1 float64, sel []*store.Lane) *store.PhasesResult
+	AllPhases() (recs []store.PhaseRecord, edge float64)
+	GPU(t0, t1 float64, sel []*store.Lane, points int, fields []string) *store.GPUResult
+	FleetOf(t0, t1 float64, sel []*store.Lane, buckets int) *store.Fleet
+	HeatmapOf(t0, t1 float64, sel []*store.Lane, metric string, buckets int) (*store.Heatmap, error)
+	Bubbles(t0, t1 float64) []store.Bubble
+	Outliers(t0, t1 float64, sel []*store.Lane, k int) map[string]any
+}
+
+// metricsReader is the step metrics the trainer logs.
+type metricsReader interface {
+	MetricKeys() ([]store.MetricKey, []string, uint64)
+	MetricKeyNames() []string
+	MetricSeriesOf(keys []string, x0, x1 *float64, points int) []store.MetricSeries
+	StepMetricKeys() []store.MetricKey
+	StepMetricSeries(keys ...string) map[string]store.StepSeries
+	MetricsCursor() uint64
+	MetricChangesSince(cursor uint64, limit int) ([]store.MetricChange, uint64, bool)
+}
+
+// engineReader is the inference engines' scraped series.
+type engineReader interface {
+	EngineOverlay(metric, stat string, t0, t1 float64, sel []*store.Lane, points int) (*store.EngineOverlayResult, error)
+	EngineSeriesOf(metric, stat string, perDP bool, t0, t1 float64, points int) (*store.EngineSeriesResult, error)
+	EngineRawSeries(metric string, t0, t1 float64) []store.EngineRaw
+}
+
+// trajectoryReader is the samples' lifecycle spans: consumed steps, a step's anatomy, the lifecycle carpet.
+type trajectoryReader interface {
+	LifecycleSteps() []store.StepSummary
+	LifecycleStepsIfIndexed() ([]store.StepSummary, bool)
+	AnatomyOf(step int, sortKey string, offset, limit int) (*store.Anatomy, error)
+	LifecycleCarpet(t0, t1 float64, buckets, maxRows, offset int) *store.Carpet
+}
+
+// Store is everything the server reads from a run.
+type Store interface {
+	runReader
+	computeReader
+	metricsReader
+	engineReader
+	trajectoryReader
+}
+
+var _ Store = (*store.Store)(nil)
+
+// dumpReader is the miles dump directories of the run (the step and sample pages).
+type dumpReader interface {
+	List() ([]dumps.StepFile, error)
+	ListedSummary(f dumps.StepFile) *dumps.Summary
+	Tokenizer() (*dumps.Tokenizer, error)
+	Acquire(k dumps.StepKey) (*dumps.Step, func(), error)
+}
+
+var _ dumpReader = (*dumps.Reader)(nil)
+
+// AdvisorySource is what the advisory reads from the store (AdvisoryInput).
+type AdvisorySource interface {
+	Info() store.RunInfo
+	AllPhases() (recs []store.PhaseRecord, edge float64)
+	EngineRawSeries(metric string, t0, t1 float64) []store.EngineRaw
+	MetricKeyNames() []string
+	StepMetricSeries(keys ...string) map[string]store.StepSeries
+	LifecycleSteps() []store.StepSummary
+	AnatomyOf(step int, sortKey string, offset, limit int) (*store.Anatomy, error)
+}
+
+// readers puts the server's stream readers back together where one consumer reads several (the advisory).
+type readers struct {
+	runReader
+	computeReader
+	metricsReader
+	engineReader
+	trajectoryReader
+}

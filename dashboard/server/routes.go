@@ -1,0 +1,53 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+)
+
+// register lists every route (docs/dashboard-api.md).
+func (s *Server) register(mux *http.ServeMux) {
+	handle := func(pattern string, f apiFunc) { mux.HandleFunc(pattern, apiHandler(f)) }
+
+	// The run and the compute view (compute.go).
+	handle("GET /api/v1/meta", s.meta)
+	handle("GET /api/v1/lanes", s.lanes)
+	handle("GET /api/v1/phases", s.phases)
+	handle("GET /api/v1/gpu", s.gpu)
+	handle("GET /api/v1/fleet", s.fleet)
+	handle("GET /api/v1/bubbles", s.bubbles)
+	handle("GET /api/v1/outliers", s.outliers)
+	handle("GET /api/v1/heatmap", s.heatmap) // binary frame
+
+	// Step metrics (metrics.go) and engines (engines.go).
+	handle("GET /api/v1/metrics/keys", s.metricKeys)
+	handle("GET /api/v1/metrics/series", s.metricSeries)
+	handle("GET /api/v1/engines", s.engineOverlay)
+	handle("GET /api/v1/engines/series", s.engineSeries)
+
+	// Consumed steps and sample lifecycles (steps.go).
+	handle("GET /api/v1/steps", s.steps)
+	handle("GET /api/v1/steps/{id}/anatomy", s.anatomy)
+	handle("GET /api/v1/lifecycle/carpet", s.carpet) // binary frame
+
+	// The advisory (advisory.go).
+	handle("GET /api/v1/advisory", s.advise)
+
+	// Dumps: the step page and the sample page (dumps.go).
+	handle("GET /api/v1/dumps/steps", s.dumpSteps)
+	handle("GET /api/v1/dumps/steps/{id}", s.dumpStep)
+	handle("GET /api/v1/dumps/steps/{id}/groups", s.dumpGroups)
+	handle("GET /api/v1/dumps/steps/{id}/samples", s.dumpSamples) // JSON, or CSV with format=csv
+	handle("GET /api/v1/dumps/steps/{id}/samples/{idx}", s.dumpSample)
+	handle("GET /api/v1/dumps/steps/{id}/samples/{idx}/tokens", s.dumpTokens)
+
+	// Live pushes over a WebSocket (live.go).
+	mux.HandleFunc("GET /api/v1/live", s.hub.serveWS)
+
+	handle("GET /api/", func(r *http.Request) (any, error) {
+		return nil, notFound(errors.New("no such endpoint: " + r.URL.Path))
+	})
+	if s.assets != nil {
+		mux.Handle("GET /", http.FileServerFS(s.assets))
+	}
+}
