@@ -507,6 +507,7 @@ func (d *Generator) stepMetrics(k, consumeVersion int, groups []*groupRec, c, a1
 			if s.status == "completed" && d.r.Float64() < pSolve {
 				rw = 1
 			}
+			s.reward = rw
 			if first < 0 {
 				first = rw
 			} else if rw != first {
@@ -590,6 +591,13 @@ func (d *Generator) stepMetrics(k, consumeVersion int, groups []*groupRec, c, a1
 		rollout["rollout/fully_async/stale_groups_filtered"] = float64(d.stale)
 	}
 	d.logMetrics(u1+0.5, d.topo.Manager, "rollout/step", k, rollout)
+	if d.cfg.Dumps {
+		// miles --dump-details: the rollout manager saves the batch when generate() returns it, every train
+		// rank saves its shard after actor_train.
+		sd := newStepDump(k, consumeVersion, groups, ent, train["train/logprob_abs_diff"], rollTime)
+		d.o.push(Event{T: c + 0.02, Kind: EvDumpRollout, Dump: sd})
+		d.o.push(Event{T: u0, Kind: EvDumpTrain, Dump: sd})
+	}
 	d.g.lenMul = 1 + 0.015*float64(k+1)
 	d.Stats.SimSeconds = u1
 }

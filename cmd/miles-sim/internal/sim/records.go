@@ -120,6 +120,8 @@ const (
 	EvMetrics
 	EvTopology
 	EvEngine
+	EvDumpRollout // miles writes rollout_data/<step>.pt and its trajectory sidecar
+	EvDumpTrain   // every train rank writes train_data/<step>_<rank>.pt
 )
 
 // Event is one thing that happens at simulated time T.
@@ -132,6 +134,7 @@ type Event struct {
 	Metrics *MetricsLog
 	Topo    []TopoEngine
 	Engine  EngineEvent
+	Dump    *StepDump
 }
 
 type eventHeap []Event

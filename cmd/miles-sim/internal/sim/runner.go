@@ -40,6 +40,8 @@ type Options struct {
 	Workers        int
 	GiveUp         time.Duration // stop retrying a failing export after this long and end the run (default 1m)
 	Log            io.Writer
+	// Dumper writes miles dump directories as steps complete (the generator must run with Config.Dumps).
+	Dumper *Dumper
 }
 
 // Report summarises a run.
@@ -52,6 +54,9 @@ type Report struct {
 	Requests, Bytes, Retries, Failed int64
 	FirstError                       string
 	RouterURL                        string
+	DumpSteps                        int   // steps whose dumps were written
+	DumpBytes                        int64 // bytes of dump files written
+	DumpError                        string
 }
 
 type liveEngine struct {
@@ -279,8 +284,30 @@ func (r *runner) handle(e Event) error {
 	case EvEngine:
 		r.gpu.onEngine(e.Engine, e.T)
 		return r.engineEvent(e)
+	case EvDumpRollout, EvDumpTrain:
+		r.dump(e)
 	}
 	return nil
+}
+
+// dump writes a step's dump files. A failure (disk full, say) stops the dumps, never the run's telemetry.
+func (r *runner) dump(e Event) {
+	w := r.opts.Dumper
+	if w == nil {
+		return
+	}
+	var err error
+	if e.Kind == EvDumpRollout {
+		err = w.Rollout(e.Dump)
+	} else {
+		err = w.Train(e.Dump)
+	}
+	r.rep.DumpSteps, r.rep.DumpBytes = w.Steps, w.Written
+	if err != nil {
+		r.rep.DumpError = fmt.Sprintf("step %d: %v", e.Dump.Step, err)
+		fmt.Fprintf(r.opts.Log, "dumps: %s; no more dumps are written\n", r.rep.DumpError)
+		r.opts.Dumper = nil
+	}
 }
 
 func (r *runner) engineEvent(e Event) error {
