@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"context"
 	"encoding/json"
 	"math"
 	"os/exec"
@@ -8,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/otelcol-miles/otelcol-miles/cmd/miles-sim/internal/ptwrite"
 	"github.com/otelcol-miles/otelcol-miles/dashboard/dumps"
@@ -335,5 +337,35 @@ func TestDumpsLeaveTheScheduleAlone(t *testing.T) {
 		if a[i].T != b[i].T || a[i].Kind != b[i].Kind || (a[i].Span != nil && (a[i].Span.ID != b[i].Span.ID || a[i].Span.WV != b[i].Span.WV)) {
 			t.Fatalf("event %d differs: %+v vs %+v", i, a[i], b[i])
 		}
+	}
+}
+
+// Run writes the dumps as the steps complete, live and fast-forward, and they are all there when it returns.
+func TestRunWritesDumps(t *testing.T) {
+	srv, _ := discardCollector(t)
+	for _, ff := range []bool{true, false} {
+		dir := t.TempDir()
+		g, err := NewGenerator(Config{Mode: ModeAsync, Nodes: 1, Steps: 2, Seed: 2, RolloutBatchSize: 2, RestartStep: -1, Dumps: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, err := NewDumper(DumpOptions{Dir: dir, TP: 2, CP: 2}, 2, len(g.Topology().Train), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := Run(context.Background(), g, Options{Endpoint: srv.URL, FastForward: ff, Speed: 4000, RunDir: dir,
+			Start: time.Unix(1_790_000_000, 0), Dumper: w})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.DumpSteps != 2 || rep.DumpBytes == 0 || rep.DumpError != "" {
+			t.Errorf("fast-forward %v: report %d steps, %d bytes, %q", ff, rep.DumpSteps, rep.DumpBytes, rep.DumpError)
+		}
+		rd := dumps.Open(dir, dumps.Options{})
+		files, err := rd.List()
+		if err != nil || len(files) != 2 || files[1].TrainRanks != 4 || !files[1].Sidecar {
+			t.Errorf("fast-forward %v: reader lists %+v (%v)", ff, files, err)
+		}
+		rd.Close()
 	}
 }

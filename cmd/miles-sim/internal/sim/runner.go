@@ -71,6 +71,8 @@ type liveEngine struct {
 
 type runner struct {
 	opts   Options
+	dumps  chan Event    // to the dump writer's goroutine (nil without a Dumper)
+	dumped chan struct{} // closed when it has written everything
 	gen    *Generator
 	topo   *Topology
 	clock  Clock
@@ -132,9 +134,18 @@ func Run(ctx context.Context, g *Generator, opts Options) (Report, error) {
 	r.nv = newNVML(r.topo, r.clock.Base.Add(-3*time.Hour))
 	r.snd = newSender(ctx, opts.Endpoint, opts.Workers, opts.GiveUp)
 	startWall := time.Now()
+	if opts.Dumper != nil {
+		r.dumps, r.dumped = make(chan Event, 4), make(chan struct{})
+		go r.dumpLoop(opts.Dumper)
+	}
 	err := r.loop(ctx)
 	if r.snd.err() == nil {
 		r.flush(true)
+	}
+	if r.dumps != nil {
+		close(r.dumps)
+		<-r.dumped
+		r.rep.DumpSteps, r.rep.DumpBytes = opts.Dumper.Steps, opts.Dumper.Written
 	}
 	r.snd.close()
 	r.shutdownEngines()
@@ -285,28 +296,34 @@ func (r *runner) handle(e Event) error {
 		r.gpu.onEngine(e.Engine, e.T)
 		return r.engineEvent(e)
 	case EvDumpRollout, EvDumpTrain:
-		r.dump(e)
+		if r.dumps != nil {
+			r.dumps <- e
+		}
 	}
 	return nil
 }
 
-// dump writes a step's dump files. A failure (disk full, say) stops the dumps, never the run's telemetry.
-func (r *runner) dump(e Event) {
-	w := r.opts.Dumper
-	if w == nil {
-		return
-	}
-	var err error
-	if e.Kind == EvDumpRollout {
-		err = w.Rollout(e.Dump)
-	} else {
-		err = w.Train(e.Dump)
-	}
-	r.rep.DumpSteps, r.rep.DumpBytes = w.Steps, w.Written
-	if err != nil {
-		r.rep.DumpError = fmt.Sprintf("step %d: %v", e.Dump.Step, err)
-		fmt.Fprintf(r.opts.Log, "dumps: %s; no more dumps are written\n", r.rep.DumpError)
-		r.opts.Dumper = nil
+// dumpLoop writes the steps' dump files off the event loop (a step of a large run takes a second or more, which
+// would otherwise stall the telemetry), in event order: a step's rollout dump before its train shards. A failure
+// (disk full, say) stops the dumps, never the run's telemetry.
+func (r *runner) dumpLoop(w *Dumper) {
+	defer close(r.dumped)
+	failed := false
+	for e := range r.dumps {
+		if failed {
+			continue
+		}
+		var err error
+		if e.Kind == EvDumpRollout {
+			err = w.Rollout(e.Dump)
+		} else {
+			err = w.Train(e.Dump)
+		}
+		if err != nil {
+			failed = true
+			r.rep.DumpError = fmt.Sprintf("step %d: %v", e.Dump.Step, err)
+			fmt.Fprintf(r.opts.Log, "dumps: %s; no more dumps are written\n", r.rep.DumpError)
+		}
 	}
 }
 
