@@ -239,7 +239,8 @@ func (w *Dumper) buildSample(r *rand.Rand, src *DumpSample, step int) *dumpSampl
 		}
 		tails[i] = append(tails[i], v.byText[tokIMEnd])
 	}
-	lens, mins := []int{src.Prompt}, []int{24}
+	// the prompt keeps at least a sixth of the cap, so a shrunk sample still shows its question
+	lens, mins := []int{src.Prompt}, []int{min(src.Prompt, max(24, w.opts.MaxTokens/6))}
 	for i, t := range turns {
 		if i > 0 {
 			lens, mins = append(lens, t.toolTokens), append(mins, 12)

@@ -20,6 +20,8 @@ type vocab struct {
 	byText map[string]int32 // text → id (the longest-match encoder)
 	maxLen int              // longest piece in bytes
 	words  []int32          // " word" pieces (filler)
+	caps   []int32          // "Word" pieces (a message's first word)
+	capsSp []int32          // " Word" pieces (a sentence's first word)
 	nums   []int32          // " 0" … " 99"
 	punct  []int32          // ".", ",", " =", " +", …
 	nl     int32
@@ -103,8 +105,8 @@ func newVocab() *vocab {
 	for _, w := range simWords {
 		v.words = append(v.words, add(" "+w))
 		add(w)
-		add(strings.ToUpper(w[:1]) + w[1:])
-		add(" " + strings.ToUpper(w[:1]) + w[1:])
+		v.caps = append(v.caps, add(strings.ToUpper(w[:1])+w[1:]))
+		v.capsSp = append(v.capsSp, add(" "+strings.ToUpper(w[:1])+w[1:]))
 	}
 	for i := 0; i < 100; i++ {
 		v.nums = append(v.nums, add(" "+strconv.Itoa(i)))
@@ -154,14 +156,24 @@ func (v *vocab) decode(ids []int32) string {
 }
 
 // filler is exactly n tokens of reasoning-like text: words, numbers and punctuation; a sentence ends every
-// few words.
+// few words, and sentences start with a capital.
 func (v *vocab) filler(r *rand.Rand, n int) []int32 {
 	if n <= 0 {
 		return nil
 	}
 	out := make([]int32, 0, n)
-	since := 0
+	out = append(out, v.caps[r.IntN(len(v.caps))])
+	since := 1
 	for len(out) < n {
+		if since == 0 {
+			if out[len(out)-1] == v.nl {
+				out = append(out, v.caps[r.IntN(len(v.caps))])
+			} else {
+				out = append(out, v.capsSp[r.IntN(len(v.capsSp))])
+			}
+			since++
+			continue
+		}
 		switch x := r.Float64(); {
 		case since > 5 && x < 0.12:
 			out = append(out, v.punct[0])
