@@ -603,8 +603,13 @@ func (d *Generator) stepMetrics(k, consumeVersion int, groups []*groupRec, c, a1
 }
 
 func (d *Generator) evalMetrics(t float64, k int) {
-	d.logMetrics(t, d.topo.Manager, "eval/step", k, map[string]float64{
+	m := map[string]float64{
 		"eval/aime/score":                0.2 + 0.3*(1-math.Exp(-float64(k)/20)) + 0.02*d.r.NormFloat64(),
 		"eval/aime/response_length/mean": 3000 + 40*float64(k) + 100*d.r.NormFloat64(),
-	})
+	}
+	d.logMetrics(t, d.topo.Manager, "eval/step", k, m)
+	if d.cfg.Dumps { // miles dumps the eval batch as rollout_data/eval_<step>.pt
+		d.o.push(Event{T: t + 0.02, Kind: EvDumpEval, Dump: &StepDump{Step: k, Eval: true, Version: d.version,
+			EvalScore: m["eval/aime/score"], EvalLength: m["eval/aime/response_length/mean"]}})
+	}
 }

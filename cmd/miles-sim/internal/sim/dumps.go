@@ -32,6 +32,9 @@ type StepDump struct {
 	LogprobDiff float64 // the step's train/logprob_abs_diff
 	RolloutTime float64
 	Samples     []DumpSample
+	// eval (rollout_data/eval_<step>.pt): the samples are drawn by the writer to match the step's eval metrics
+	Eval                  bool
+	EvalScore, EvalLength float64
 }
 
 // DumpSample is one consumed sample: its final attempt.
@@ -148,6 +151,12 @@ func (w *Dumper) Rollout(sd *StepDump) error {
 		return nil
 	}
 	r := rand.New(rand.NewPCG(w.seed^0x64756d7073, uint64(sd.Step)))
+	name := strconv.Itoa(sd.Step)
+	if sd.Eval {
+		r = rand.New(rand.NewPCG(w.seed^0x6576616c, uint64(sd.Step)))
+		name = "eval_" + name
+		sd = evalSamples(r, sd)
+	}
 	st := &dumpStep{sd: sd}
 	for i := range sd.Samples {
 		st.samples = append(st.samples, w.buildSample(r, &sd.Samples[i], sd.Step))
@@ -164,7 +173,6 @@ func (w *Dumper) Rollout(sd *StepDump) error {
 		side.WriteByte('\n')
 		samples[i] = w.sampleDict(s, sd.Step)
 	}
-	name := strconv.Itoa(sd.Step)
 	if err := writeAtomic(filepath.Join(w.opts.Dir, "trajectory", name+".jsonl"), side.Bytes()); err != nil {
 		return err
 	}
@@ -176,9 +184,39 @@ func (w *Dumper) Rollout(sd *StepDump) error {
 		return err
 	}
 	w.Written += n
-	w.Steps++
-	w.pending[sd.Step] = st
+	if !sd.Eval {
+		w.Steps++
+		w.pending[sd.Step] = st
+	}
 	return nil
+}
+
+// evalAttempts is the size of the simulated eval set (an AIME-sized benchmark, one attempt per problem).
+const evalAttempts = 30
+
+// evalSamples draws an eval batch whose solve rate and mean response length are the step's eval metrics:
+// single-turn answers generated with the engines' current weights.
+func evalSamples(r *rand.Rand, sd *StepDump) *StepDump {
+	out := *sd
+	out.Samples = nil
+	solved := int(math.Round(sd.EvalScore * evalAttempts))
+	for i := 0; i < evalAttempts; i++ {
+		st, reward := "completed", 0.0
+		if i < solved {
+			reward = 1
+		}
+		comp := int(math.Max(16, sd.EvalLength*math.Exp(0.5*r.NormFloat64()-0.125)))
+		if comp >= 8192 {
+			comp, st = 8192, "truncated"
+		}
+		prompt := 120 + r.IntN(300)
+		out.Samples = append(out.Samples, DumpSample{Index: i, Group: i, Status: st, Reward: reward, Prompt: prompt,
+			Turns: []turnSeg{{prompt: prompt, completion: comp, version: sd.Version, finish: "stop"}}})
+	}
+	r.Shuffle(len(out.Samples), func(a, b int) {
+		out.Samples[a].Reward, out.Samples[b].Reward = out.Samples[b].Reward, out.Samples[a].Reward
+	})
+	return &out
 }
 
 // scaleTurns fits a sample's segments (prompt, then tool output and completion per turn) into max tokens,
@@ -582,20 +620,34 @@ func (w *Dumper) trainValues(r *rand.Rand, st *dumpStep) []map[string][]float32 
 		for _, name := range trainFields {
 			f[name] = make([]float32, R)
 		}
+		// entropy: higher where the engine was unsure, scaled so the sample's mean over generated tokens is the
+		// step's train/entropy within a few per cent
+		ent := make([]float64, R)
+		wsum := 0.0
 		for k := 0; k < R; k++ {
-			var lp, ent float64
+			if s.mask[k] == 1 {
+				ent[k] = 0.4*r.ExpFloat64() + 0.6*math.Min(5, -s.rlp[k]/negMean)
+				wsum += ent[k]
+			} else { // tool output: the policy scores text it did not write
+				ent[k] = 2 * r.ExpFloat64()
+			}
+		}
+		scale := sd.Entropy * math.Max(0.5, 1+0.05*r.NormFloat64())
+		if nGen > 0 && wsum > 0 {
+			scale /= wsum / float64(nGen)
+		}
+		for k := 0; k < R; k++ {
+			var lp float64
 			if s.mask[k] == 1 {
 				lp = math.Min(0, s.rlp[k]+sigma*r.NormFloat64())
-				ent = sd.Entropy * (0.4*r.ExpFloat64() + 0.6*math.Min(5, -s.rlp[k]/negMean))
 				f["advantages"][k] = float32(adv)
-			} else { // tool output: the policy scores text it did not write
+			} else {
 				lp = math.Max(-16, -math.Exp(0.3+r.NormFloat64()))
-				ent = sd.Entropy * 2 * r.ExpFloat64()
 			}
 			f["rollout_log_probs"][k] = float32(s.rlp[k])
 			f["log_probs"][k] = float32(lp)
 			f["ref_log_probs"][k] = float32(math.Min(0, lp+refSigma*r.NormFloat64()))
-			f["entropy"][k] = float32(ent)
+			f["entropy"][k] = float32(ent[k] * scale)
 		}
 		copy(f["returns"], f["advantages"])
 		f["rewards"] = []float32{float32(adv)}

@@ -60,6 +60,11 @@ func simulateDumps(t *testing.T, cfg Config, opts DumpOptions) (*Generator, *Dum
 			if err := w.Train(e.Dump); err != nil {
 				t.Fatal(err)
 			}
+		case EvDumpEval:
+			steps = append(steps, e.Dump)
+			if err := w.Rollout(e.Dump); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	vs, st := map[int][]int{}, map[int]string{}
@@ -219,6 +224,13 @@ func TestDumpsRoundTripThroughDashboardReader(t *testing.T) {
 		if sum.Tiles.StalenessMean == nil {
 			t.Errorf("step %d: no staleness tile", sd.Step)
 		}
+		// the step's figures agree with its train metrics: entropy and |train - rollout| log-prob difference
+		if e := sum.Tiles.MeanEntropy; e == nil || math.Abs(*e/sd.Entropy-1) > 0.05 {
+			t.Errorf("step %d: mean entropy %v, train/entropy %v", sd.Step, e, sd.Entropy)
+		}
+		if d := sum.Tiles.MeanAbsLPDiff; d == nil || math.Abs(*d/sd.LogprobDiff-1) > 0.2 {
+			t.Errorf("step %d: mean |lp diff| %v, train/logprob_abs_diff %v", sd.Step, d, sd.LogprobDiff)
+		}
 		release()
 	}
 }
@@ -323,7 +335,7 @@ func TestDumpsLeaveTheScheduleAlone(t *testing.T) {
 			if !ok {
 				return out
 			}
-			if e.Kind != EvDumpRollout && e.Kind != EvDumpTrain {
+			if e.Kind != EvDumpRollout && e.Kind != EvDumpTrain && e.Kind != EvDumpEval {
 				e.seq = 0
 				out = append(out, e)
 			}
@@ -367,5 +379,46 @@ func TestRunWritesDumps(t *testing.T) {
 			t.Errorf("fast-forward %v: reader lists %+v (%v)", ff, files, err)
 		}
 		rd.Close()
+	}
+}
+
+// Eval steps are dumped as rollout_data/eval_<step>.pt with a sidecar: the batch solves what the step's
+// eval/aime/score says.
+func TestDumpsEval(t *testing.T) {
+	dir := t.TempDir()
+	_, _, _, _, steps := simulateDumps(t, Config{Mode: ModeColocate, Nodes: 1, Steps: 3, Seed: 4, RolloutBatchSize: 2,
+		EvalInterval: 2, RestartStep: -1}, DumpOptions{Dir: dir, TP: 2, CP: 2})
+	var ev *StepDump
+	for _, sd := range steps {
+		if sd.Eval {
+			ev = sd
+		}
+	}
+	if ev == nil || ev.Step != 2 {
+		t.Fatalf("no eval dump at step 2")
+	}
+	rd := dumps.Open(dir, dumps.Options{})
+	defer rd.Close()
+	files, _ := rd.List()
+	if len(files) != 4 || !files[3].Key.Eval || files[3].Key.ID != 2 || !files[3].Sidecar {
+		t.Fatalf("listed %+v", files)
+	}
+	st, release, err := rd.Acquire(files[3].Key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	sum, err := st.Summary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := math.Round(ev.EvalScore*evalAttempts) / evalAttempts
+	if sum.Tiles.Samples != evalAttempts || sum.Tiles.RewardMean == nil || math.Abs(*sum.Tiles.RewardMean-want) > 1e-9 {
+		t.Errorf("eval tiles %+v, want %d samples solving %v", sum.Tiles, evalAttempts, want)
+	}
+	for _, s := range st.Samples {
+		if len(s.WeightVersions) != 1 || s.WeightVersions[0] != strconv.Itoa(ev.Version) {
+			t.Errorf("eval sample %d: versions %v, want [%d]", s.Index, s.WeightVersions, ev.Version)
+		}
 	}
 }

@@ -295,7 +295,7 @@ func (r *runner) handle(e Event) error {
 	case EvEngine:
 		r.gpu.onEngine(e.Engine, e.T)
 		return r.engineEvent(e)
-	case EvDumpRollout, EvDumpTrain:
+	case EvDumpRollout, EvDumpTrain, EvDumpEval:
 		if r.dumps != nil {
 			r.dumps <- e
 		}
@@ -314,9 +314,10 @@ func (r *runner) dumpLoop(w *Dumper) {
 			continue
 		}
 		var err error
-		if e.Kind == EvDumpRollout {
+		switch e.Kind {
+		case EvDumpRollout, EvDumpEval:
 			err = w.Rollout(e.Dump)
-		} else {
+		default:
 			err = w.Train(e.Dump)
 		}
 		if err != nil {
