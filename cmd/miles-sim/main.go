@@ -79,7 +79,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.BoolVar(&quiet, "quiet", false, "print only the final report")
 	fs.StringVar(&dump.Dir, "dump-details", "", "also write what miles --dump-details writes into this directory (usually the --run-dir, "+
 		"where the dashboard's step and sample pages read it): rollout_data/<step>.pt and trajectory/<step>.jsonl when a batch "+
-		"is consumed, train_data/<step>_<rank>.pt per train rank after actor_train, tokenizer/ at start")
+		"is consumed (eval_<step> at eval steps), train_data/<step>_<rank>.pt per train rank after actor_train, tokenizer/ at start")
 	fs.IntVar(&dump.MaxTokens, "dump-max-tokens", sim.DefaultDumpMaxTokens, "dumps: at most this many tokens per sample "+
 		"(prompt + response; longer samples are shrunk turn by turn, so dumped response lengths are shorter than the "+
 		"telemetry's): a real run dumps every token, the simulated responses run to 8k")
