@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # make demo: a live simulated RL run through the real collector into a fresh run directory.
 #   1. start bin/otelcol-miles (configs/run.yaml) on loopback ports into a temp run dir
-#   2. run cmd/miles-sim live (fully-async, 2 nodes x 8 GPUs, fake sglang engines scraped through file_sd)
+#   2. run cmd/miles-sim live (fully-async, 2 nodes x 8 GPUs, fake sglang engines scraped through file_sd), which
+#      also writes miles --dump-details dumps into the run dir as steps complete (rollout_data/, train_data/ with a
+#      cp2 x dp4 layout, trajectory/, tokenizer/): the dashboard's Steps and sample pages. At most 256 tokens per
+#      sample are dumped, about 12 MB per step (500 MB for the default 40 steps); DEMO_DUMPS=0 turns them off
 #   3. serve the run with the dashboard (--follow) on 127.0.0.1 when it is built, and print the URL
 # Environment: DEMO_MODE (async|colocate), DEMO_NODES, DEMO_STEPS, DEMO_SPEED, DEMO_DIR, DEMO_PORT,
-# DEMO_FAULT (miles-sim --fault, e.g. stall@5 or abort-storm@3,low-mfu: a run the advisory flags; see README).
+# DEMO_FAULT (miles-sim --fault, e.g. stall@5 or abort-storm@3,low-mfu: a run the advisory flags; see README),
+# DEMO_DUMPS (1: write dumps, 0: none), DEMO_DUMP_TOKENS (tokens per dumped sample, default 256).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +21,10 @@ port=${DEMO_PORT:-7788}
 fault=${DEMO_FAULT:-}
 fault_args=()
 if [ -n "$fault" ]; then fault_args=(--fault "$fault"); fi
+dump_args=()
+if [ "${DEMO_DUMPS:-1}" != 0 ]; then
+  dump_args=(--dump-details "$run_dir" --dump-max-tokens "${DEMO_DUMP_TOKENS:-256}" --dump-tp 1 --dump-cp 2)
+fi
 mkdir -p "$run_dir" bin
 
 go build -o bin/miles-sim ./cmd/miles-sim
@@ -47,9 +55,10 @@ curl -fsS "http://$MILES_HEALTH_ADDR/" >/dev/null || { cat "$run_dir/otelcol-mil
 echo "otelcol-miles: OTLP/HTTP $MILES_OTLP_HTTP_ADDR, writing $run_dir/dashboard (log: $run_dir/otelcol-miles.log)"
 
 bin/miles-sim --mode "$mode" --nodes "$nodes" --steps "$steps" --speed "$speed" \
-  --endpoint "$MILES_OTLP_HTTP_ADDR" --run-dir "$run_dir" --linger 1h --quiet "${fault_args[@]}" >"$run_dir/miles-sim.log" 2>&1 &
+  --endpoint "$MILES_OTLP_HTTP_ADDR" --run-dir "$run_dir" --linger 1h --quiet "${fault_args[@]}" "${dump_args[@]}" \
+  >"$run_dir/miles-sim.log" 2>&1 &
 pids+=($!)
-echo "miles-sim: $mode run, $nodes nodes x 8 GPUs, $steps steps at ${speed}x${fault:+, faults $fault} (log: $run_dir/miles-sim.log)"
+echo "miles-sim: $mode run, $nodes nodes x 8 GPUs, $steps steps at ${speed}x${fault:+, faults $fault}${dump_args:+, dumps in $run_dir} (log: $run_dir/miles-sim.log)"
 
 if [ "$have_dashboard" = 1 ]; then
   # The simulator runs sglang with --max-running-requests 64 (its default): tell the advisory. The run is

@@ -6,6 +6,7 @@
 //	miles-sim --mode colocate --nodes 2 --steps 5 --speed 60 --run-dir /tmp/run
 //	miles-sim --fast-forward --nodes 128 --duration 24h      # 1024 GPUs x 24 h, synthetic timestamps
 //	miles-sim --mode async --fault abort-storm@2,low-mfu --run-dir /tmp/run   # a run the advisory flags
+//	miles-sim --run-dir /tmp/run --dump-details /tmp/run                       # also write miles dump dirs
 package main
 
 import (
@@ -42,6 +43,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		duration time.Duration
 		start    string
 		quiet    bool
+		dump     sim.DumpOptions
+		budgetMB float64
 	)
 	fs.StringVar(&cfg.Mode, "mode", sim.ModeColocate, "colocate (train and rollout share GPUs) or async (fully async, disjoint GPUs)")
 	fs.IntVar(&cfg.Nodes, "nodes", 1, "simulated nodes (host.name sim-node-<i>)")
@@ -74,6 +77,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&opts.Workers, "workers", 2, "concurrent OTLP requests")
 	fs.DurationVar(&opts.GiveUp, "give-up", time.Minute, "end the run when an export still fails after retrying this long")
 	fs.BoolVar(&quiet, "quiet", false, "print only the final report")
+	fs.StringVar(&dump.Dir, "dump-details", "", "also write what miles --dump-details writes into this directory (usually the --run-dir, "+
+		"where the dashboard's step and sample pages read it): rollout_data/<step>.pt and trajectory/<step>.jsonl when a batch "+
+		"is consumed (eval_<step> at eval steps), train_data/<step>_<rank>.pt per train rank after actor_train, tokenizer/ at start")
+	fs.IntVar(&dump.MaxTokens, "dump-max-tokens", sim.DefaultDumpMaxTokens, "dumps: at most this many tokens per sample "+
+		"(prompt + response; longer samples are shrunk turn by turn, so dumped response lengths are shorter than the "+
+		"telemetry's): a real run dumps every token, the simulated responses run to 8k")
+	fs.IntVar(&dump.TP, "dump-tp", 0, "dumps: tensor-parallel size of the train layout (0: 2 when it divides the train ranks)")
+	fs.IntVar(&dump.CP, "dump-cp", 0, "dumps: context-parallel size of the train layout (0: 2 when it divides the train ranks / tp)")
+	fs.Float64Var(&budgetMB, "dump-budget", 2048, "dumps: stop dumping new steps once this many MB are written (0: no limit)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -106,9 +118,29 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if !opts.FastForward && opts.RunDir == "" {
 		return errors.New("--run-dir is required in live mode (the engines are registered through {run-dir}/sglang_targets.json)")
 	}
+	cfg.Dumps = dump.Dir != ""
 	g, err := sim.NewGenerator(cfg)
 	if err != nil {
 		return err
+	}
+	if cfg.Dumps {
+		ranks := len(g.Topology().Train)
+		if dump.TP == 0 {
+			dump.TP = 1
+			if ranks%2 == 0 {
+				dump.TP = 2
+			}
+		}
+		if dump.CP == 0 {
+			dump.CP = 1
+			if ranks%(dump.TP*2) == 0 {
+				dump.CP = 2
+			}
+		}
+		dump.Budget = int64(budgetMB * 1e6)
+		if opts.Dumper, err = sim.NewDumper(dump, cfg.Seed, ranks, stdout); err != nil {
+			return fmt.Errorf("--dump-details: %w", err)
+		}
 	}
 	if !quiet {
 		eff := g.Config()
@@ -118,11 +150,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if eff.Faults.Any() {
 			fmt.Fprintf(stdout, "miles-sim: faults %s\n", eff.Faults)
 		}
+		if opts.Dumper != nil {
+			tp, cp, dp := opts.Dumper.Layout()
+			fmt.Fprintf(stdout, "miles-sim: dumps into %s (train layout tp=%d cp=%d dp=%d, at most %d tokens per sample)\n",
+				dump.Dir, tp, cp, dp, dump.MaxTokens)
+		}
 		opts.Log = stdout
 	}
 	rep, err := sim.Run(ctx, g, opts)
 	fmt.Fprintf(stdout, "miles-sim: %d steps, %.0f simulated s in %s wall; sent %d spans, %d log records, %d metric points (%d GPU readings) in %d requests, %.1f MB; %d retries, %d failed\n",
 		rep.Steps, rep.SimSeconds, rep.Wall.Round(time.Millisecond), rep.Spans, rep.Logs, rep.Points, rep.GPUReadings, rep.Requests, float64(rep.Bytes)/1e6, rep.Retries, rep.Failed)
+	if opts.Dumper != nil {
+		fmt.Fprintf(stdout, "miles-sim: dumps: %d steps, %.1f MB in %s\n", rep.DumpSteps, float64(rep.DumpBytes)/1e6, dump.Dir)
+		if rep.DumpError != "" {
+			fmt.Fprintf(stdout, "miles-sim: dumps stopped: %s\n", rep.DumpError)
+		}
+	}
 	return err
 }
 

@@ -19,6 +19,8 @@ func TestFlagErrors(t *testing.T) {
 		{[]string{"--fast-forward", "extra"}, "unexpected arguments"},
 		{[]string{"--fast-forward", "--fault", "oom"}, `unknown fault "oom"`},
 		{[]string{"--fast-forward", "--fault", "straggler-rank=8", "--gpus-per-node", "4"}, "the run has 4 train ranks"},
+		{[]string{"--fast-forward", "--dump-details", t.TempDir(), "--dump-tp", "3"}, "does not divide the run's 8 train ranks"},
+		{[]string{"--fast-forward", "--dump-details", t.TempDir(), "--dump-max-tokens", "10"}, "at least 64"},
 	} {
 		err := run(context.Background(), tc.args, io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

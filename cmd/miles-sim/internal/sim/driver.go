@@ -507,6 +507,7 @@ func (d *Generator) stepMetrics(k, consumeVersion int, groups []*groupRec, c, a1
 			if s.status == "completed" && d.r.Float64() < pSolve {
 				rw = 1
 			}
+			s.reward = rw
 			if first < 0 {
 				first = rw
 			} else if rw != first {
@@ -590,13 +591,25 @@ func (d *Generator) stepMetrics(k, consumeVersion int, groups []*groupRec, c, a1
 		rollout["rollout/fully_async/stale_groups_filtered"] = float64(d.stale)
 	}
 	d.logMetrics(u1+0.5, d.topo.Manager, "rollout/step", k, rollout)
+	if d.cfg.Dumps {
+		// miles --dump-details: the rollout manager saves the batch when generate() returns it, every train
+		// rank saves its shard after actor_train.
+		sd := newStepDump(k, consumeVersion, groups, ent, train["train/logprob_abs_diff"], rollTime)
+		d.o.push(Event{T: c + 0.02, Kind: EvDumpRollout, Dump: sd})
+		d.o.push(Event{T: u0, Kind: EvDumpTrain, Dump: sd})
+	}
 	d.g.lenMul = 1 + 0.015*float64(k+1)
 	d.Stats.SimSeconds = u1
 }
 
 func (d *Generator) evalMetrics(t float64, k int) {
-	d.logMetrics(t, d.topo.Manager, "eval/step", k, map[string]float64{
+	m := map[string]float64{
 		"eval/aime/score":                0.2 + 0.3*(1-math.Exp(-float64(k)/20)) + 0.02*d.r.NormFloat64(),
 		"eval/aime/response_length/mean": 3000 + 40*float64(k) + 100*d.r.NormFloat64(),
-	})
+	}
+	d.logMetrics(t, d.topo.Manager, "eval/step", k, m)
+	if d.cfg.Dumps { // miles dumps the eval batch as rollout_data/eval_<step>.pt
+		d.o.push(Event{T: t + 0.02, Kind: EvDumpEval, Dump: &StepDump{Step: k, Eval: true, Version: d.version,
+			EvalScore: m["eval/aime/score"], EvalLength: m["eval/aime/response_length/mean"]}})
+	}
 }

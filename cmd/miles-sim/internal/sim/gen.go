@@ -29,6 +29,20 @@ type sampleRun struct {
 	truncated             bool
 	step                  int    // step that submitted it
 	endTok                uint64 // identifies the live gTurnEnd event (a pause re-schedules it)
+	segs                  []turnSeg
+	reward                float64 // drawn when the trainer consumes the sample (stepMetrics)
+}
+
+// turnSeg is what one turn of the attempt put into the conversation, as the dump writer needs it: the tool
+// output appended before the turn (0 for the first), the engine call's prompt/cached/completion tokens, its
+// weight version and finish reason, and the tool calls that followed it.
+type turnSeg struct {
+	toolTokens                 int
+	prompt, cached, completion int
+	version                    int
+	finish                     string
+	tools                      []string
+	toolTime                   float64
 }
 
 type engRun struct {
@@ -183,6 +197,7 @@ func (g *gen) newSample(index, group, promptBase int, t float64, step int) *samp
 func (g *gen) resubmit(s *sampleRun, t float64) {
 	s.trace, s.id = g.ids.trace(), g.ids.span()
 	s.submit, s.turn, s.context, s.req, s.versions, s.tokOut, s.truncated, s.eng = t, 1, s.promptBase, nil, nil, 0, false, nil
+	s.segs = nil
 	s.turns = 1 + g.r.IntN(g.cfg.MaxTurns)
 	g.push(gEvent{t: t, kind: gSubmit, s: s})
 }
@@ -257,6 +272,11 @@ func (g *gen) sendTurn(s *sampleRun, t float64) {
 	}
 	e := s.eng
 	s.req = &Req{ID: g.reqID, Prompt: s.context, Cached: min(cached, s.context), Completion: comp, Submit: t}
+	seg := turnSeg{prompt: s.req.Prompt, cached: s.req.Cached, completion: comp}
+	if s.turn > 1 {
+		seg.toolTokens = newTok
+	}
+	s.segs = append(s.segs, seg)
 	if f := g.cfg.Faults.DPImbalance; f > 0 && g.r.Float64() >= f { // a router that is not dp-aware
 		s.req.DP = 1
 	}
@@ -401,6 +421,8 @@ func (g *gen) onTurnEnd(s *sampleRun, t float64) {
 	s.tokOut += rq.Completion
 	s.context += rq.Completion
 	g.genSpan(s, t, finish, rq.Completion)
+	seg := &s.segs[len(s.segs)-1]
+	seg.version, seg.finish = s.versions[len(s.versions)-1], finish
 	g.pullQueue(s.eng, t)
 	if s.turn < s.turns && finish == "stop" {
 		calls := 1 + g.r.IntN(3)
@@ -411,6 +433,7 @@ func (g *gen) onTurnEnd(s *sampleRun, t float64) {
 		for i := 0; i < calls; i++ {
 			sp.Tools = append(sp.Tools, toolNames[g.r.IntN(len(toolNames))])
 		}
+		seg.tools, seg.toolTime = sp.Tools, dur
 		g.o.push(Event{T: t + dur, Kind: EvSpan, Span: sp})
 		g.push(gEvent{t: t + dur, kind: gToolEnd, s: s})
 		return

@@ -120,6 +120,9 @@ const (
 	EvMetrics
 	EvTopology
 	EvEngine
+	EvDumpRollout // miles writes rollout_data/<step>.pt and its trajectory sidecar
+	EvDumpTrain   // every train rank writes train_data/<step>_<rank>.pt
+	EvDumpEval    // miles writes rollout_data/eval_<step>.pt and trajectory/eval_<step>.jsonl
 )
 
 // Event is one thing that happens at simulated time T.
@@ -132,6 +135,7 @@ type Event struct {
 	Metrics *MetricsLog
 	Topo    []TopoEngine
 	Engine  EngineEvent
+	Dump    *StepDump
 }
 
 type eventHeap []Event

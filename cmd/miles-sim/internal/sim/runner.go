@@ -40,6 +40,8 @@ type Options struct {
 	Workers        int
 	GiveUp         time.Duration // stop retrying a failing export after this long and end the run (default 1m)
 	Log            io.Writer
+	// Dumper writes miles dump directories as steps complete (the generator must run with Config.Dumps).
+	Dumper *Dumper
 }
 
 // Report summarises a run.
@@ -52,6 +54,9 @@ type Report struct {
 	Requests, Bytes, Retries, Failed int64
 	FirstError                       string
 	RouterURL                        string
+	DumpSteps                        int   // steps whose dumps were written
+	DumpBytes                        int64 // bytes of dump files written
+	DumpError                        string
 }
 
 type liveEngine struct {
@@ -66,6 +71,8 @@ type liveEngine struct {
 
 type runner struct {
 	opts   Options
+	dumps  chan Event    // to the dump writer's goroutine (nil without a Dumper)
+	dumped chan struct{} // closed when it has written everything
 	gen    *Generator
 	topo   *Topology
 	clock  Clock
@@ -127,9 +134,18 @@ func Run(ctx context.Context, g *Generator, opts Options) (Report, error) {
 	r.nv = newNVML(r.topo, r.clock.Base.Add(-3*time.Hour))
 	r.snd = newSender(ctx, opts.Endpoint, opts.Workers, opts.GiveUp)
 	startWall := time.Now()
+	if opts.Dumper != nil {
+		r.dumps, r.dumped = make(chan Event, 4), make(chan struct{})
+		go r.dumpLoop(opts.Dumper)
+	}
 	err := r.loop(ctx)
 	if r.snd.err() == nil {
 		r.flush(true)
+	}
+	if r.dumps != nil {
+		close(r.dumps)
+		<-r.dumped
+		r.rep.DumpSteps, r.rep.DumpBytes = opts.Dumper.Steps, opts.Dumper.Written
 	}
 	r.snd.close()
 	r.shutdownEngines()
@@ -279,8 +295,37 @@ func (r *runner) handle(e Event) error {
 	case EvEngine:
 		r.gpu.onEngine(e.Engine, e.T)
 		return r.engineEvent(e)
+	case EvDumpRollout, EvDumpTrain, EvDumpEval:
+		if r.dumps != nil {
+			r.dumps <- e
+		}
 	}
 	return nil
+}
+
+// dumpLoop writes the steps' dump files off the event loop (a step of a large run takes a second or more, which
+// would otherwise stall the telemetry), in event order: a step's rollout dump before its train shards. A failure
+// (disk full, say) stops the dumps, never the run's telemetry.
+func (r *runner) dumpLoop(w *Dumper) {
+	defer close(r.dumped)
+	failed := false
+	for e := range r.dumps {
+		if failed {
+			continue
+		}
+		var err error
+		switch e.Kind {
+		case EvDumpRollout, EvDumpEval:
+			err = w.Rollout(e.Dump)
+		default:
+			err = w.Train(e.Dump)
+		}
+		if err != nil {
+			failed = true
+			r.rep.DumpError = fmt.Sprintf("step %d: %v", e.Dump.Step, err)
+			fmt.Fprintf(r.opts.Log, "dumps: %s; no more dumps are written\n", r.rep.DumpError)
+		}
+	}
 }
 
 func (r *runner) engineEvent(e Event) error {

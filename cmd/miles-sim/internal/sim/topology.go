@@ -37,6 +37,7 @@ type Config struct {
 	RunID            string
 	PD               bool // async only: engines alternate prefill/decode workers
 	Faults           Faults
+	Dumps            bool // emit EvDumpRollout/EvDumpTrain events (miles --dump-details)
 }
 
 // Defaults fills zero fields.
