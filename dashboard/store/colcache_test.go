@@ -48,7 +48,7 @@ func TestColumnCache(t *testing.T) {
 		return st, fmt.Sprint(len(lanes2), string(js))
 	}
 	st1, first := query()
-	if st1.cacheHits != 0 {
+	if st1.gpu.cacheHits != 0 {
 		t.Fatal("cache hit on the first open")
 	}
 	deadline := time.Now().Add(5 * time.Second)
@@ -66,8 +66,8 @@ func TestColumnCache(t *testing.T) {
 		t.Fatalf("something was written into the run directory: %v", entries)
 	}
 	st2, second := query()
-	if st2.cacheHits != 1 {
-		t.Fatalf("cache hits on the second open: %d", st2.cacheHits)
+	if st2.gpu.cacheHits != 1 {
+		t.Fatalf("cache hits on the second open: %d", st2.gpu.cacheHits)
 	}
 	if first != second {
 		t.Fatal("answers from the cache differ from the parsed hour")
@@ -76,7 +76,7 @@ func TestColumnCache(t *testing.T) {
 	later := time.Now().Add(time.Minute)
 	os.Chtimes(filepath.Join(dir, "dashboard/gpu_util/"+hourA+".jsonl.zst"), later, later)
 	st3, third := query()
-	if st3.cacheHits != 0 || third != first {
-		t.Fatalf("stale cache used (%d hits) or answer changed", st3.cacheHits)
+	if st3.gpu.cacheHits != 0 || third != first {
+		t.Fatalf("stale cache used (%d hits) or answer changed", st3.gpu.cacheHits)
 	}
 }

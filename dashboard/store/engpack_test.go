@@ -158,7 +158,7 @@ func openEngines(t *testing.T, dir string, pack bool) *Store {
 func packedSeries(st *Store) (packed, raw int) {
 	st.mu.RLock()
 	defer st.mu.RUnlock()
-	for _, b := range st.ex.eng {
+	for _, b := range st.engines.blocks {
 		for _, ser := range b.series {
 			if ser.pk != nil {
 				packed++
@@ -253,7 +253,7 @@ func TestEnginePackedReadsAlike(t *testing.T) {
 		t.Fatalf("after late records, the packed store differs from a fresh read:\n%s", firstDiff(got, want2))
 	}
 	packed.mu.RLock()
-	for h, b := range packed.ex.eng {
+	for h, b := range packed.engines.blocks {
 		if h == int64(h0/3600) || h == int64(h0/3600)+1 || h == int64(h0/3600)+2 {
 			for _, ser := range b.series {
 				if ser.pk == nil {
@@ -273,7 +273,7 @@ func TestEnginePackedReadsAlike(t *testing.T) {
 	isPacked := func(h int64) bool {
 		packed.mu.RLock()
 		defer packed.mu.RUnlock()
-		for _, ser := range packed.ex.eng[int64(h0/3600)+h].series {
+		for _, ser := range packed.engines.blocks[int64(h0/3600)+h].series {
 			if ser.pk == nil {
 				return false
 			}

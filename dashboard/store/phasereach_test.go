@@ -115,7 +115,7 @@ func TestPhasesReachHoursSparse(t *testing.T) {
 			t.Fatalf("window %d [%+.0f, %+.0f] s: sparse reach hours answer differently\nwant %+v\n got %+v", i, w[0]-h0, w[1]-h0, want, got)
 		}
 		if i == 0 {
-			for _, b := range sparse.phases {
+			for _, b := range sparse.phases.blocks {
 				if b.sparse {
 					sparseHours++
 				}

@@ -124,7 +124,7 @@ func TestTailCorruptPartialTruncated(t *testing.T) {
 		n := 0
 		st.mu.RLock()
 		defer st.mu.RUnlock()
-		for _, b := range st.gpu {
+		for _, b := range st.gpu.blocks {
 			if l := b.lanes["n1:0"]; l != nil && l.fields["util"] != nil {
 				n += l.fields["util"].vals.n
 			}

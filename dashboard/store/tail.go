@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -224,4 +225,25 @@ func (r corruptReport) file() string {
 		rel = rel[i+len(runfiles.DashboardDir)+1:]
 	}
 	return rel
+}
+
+// hoursFor lists the partition hours of f overlapping [t0-before h, t1+after h] (legacy flat files always).
+func hoursFor(f *streamFiles, t0, t1 float64, before, after int64) []int64 {
+	lo := int64(math.Floor(t0/3600)) - before
+	hi := int64(math.Floor(t1/3600)) + after
+	var out []int64
+	for _, h := range f.hours() {
+		if h == legacyHour || (h >= lo && h <= hi) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+func newestHour(f *streamFiles) int64 {
+	hs := f.hours()
+	if len(hs) == 0 {
+		return math.MinInt64 / 2
+	}
+	return hs[len(hs)-1]
 }

@@ -267,8 +267,6 @@ func TestEngineOverlayFollowsTopology(t *testing.T) {
 	}
 }
 
-// ---- trajectories ----
-
 func tid(n int) string { return fmt.Sprintf("%032x", n) }
 
 type trajW struct{ b strings.Builder }
@@ -419,9 +417,9 @@ func TestLifecycleCarpet(t *testing.T) {
 	}
 }
 
-// TestExplorerFollow: in follow mode new metrics, engine scrapes and consumed steps appear through Refresh, the
+// TestStreamsFollow: in follow mode new metrics, engine scrapes and consumed steps appear through Refresh, the
 // change log serves them, and listeners are woken even when no GPU data grew.
-func TestExplorerFollow(t *testing.T) {
+func TestStreamsFollow(t *testing.T) {
 	dir := trajRun(t)
 	write(t, dir, "dashboard/metrics/"+hourA+".jsonl", metricsLine(h0+10, "rollout/step", 1, `"rollout/raw_reward":0.1`))
 	write(t, dir, "dashboard/engine_series/"+hourA+".jsonl", engLine(h0+10, "e", "sglang:num_running_reqs", "", 1))

@@ -1,356 +1,16 @@
 package store
 
-// sglang engine series (docs/semconv.md §7, §8.3 engine_series): hour blocks of raw per-(engine, metric, labels)
-// columns (packed once the hour is closed: engpack.go), and the read-side derivations of §7: dp ranks folded before differencing (sum, or mean for intensive
-// gauges), counters → rates, histograms → mean (Δsum/Δcount) and quantiles from per-bucket Δcounts. A negative Δ
-// (restart, reset) or Δcount ≤ 0 is a gap.
+// Queries of the sglang engine series (docs/semconv.md §7, §8.3 engine_series; the hour blocks are in
+// engines_block.go, packed once the hour is closed: engines_pack.go), with the read-side derivations of §7: dp
+// ranks folded before differencing (sum, or mean for intensive gauges), counters → rates, histograms → mean
+// (Δsum/Δcount) and quantiles from per-bucket Δcounts. A negative Δ (restart, reset) or Δcount ≤ 0 is a gap.
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"math"
 	"sort"
 	"strings"
 )
-
-// engineSample is one engine reading. decodeEngineRecord is the only code that knows how a record of the
-// engine_series stream spells it: a change of record shape (several metrics of one scrape in one record) is a
-// local edit there.
-type engineSample struct {
-	ts         float64
-	addr       []byte
-	metric     []byte
-	labels     []byte // raw JSON object text, nil when absent
-	v          float64
-	hasV       bool
-	hist       bool
-	count, sum float64
-	bounds     []byte // raw JSON array text
-	counts     []byte
-}
-
-// decodeEngineRecord reads one engine_series line and emits its samples. false = corrupt. Shapes:
-//   - otelcol-miles schema 2 (docs/semconv.md §8.3): one record per engine scrape and label set, values under
-//     `m` {metric: v}, histograms under `h` {metric: {count, sum, bounds, counts}} (summaries under `s` are
-//     skipped: sglang exports none);
-//   - the earlier per-point form (`metric` with `v`, or `count`/`sum`/`bounds`/`counts`);
-//   - miles v1: `metric` with `value`, underscore names.
-//
-// buf is scratch space for a renamed metric (valid until the next call).
-func decodeEngineRecord(line []byte, buf *[]byte, emit func(*engineSample)) bool {
-	var es engineSample
-	haveTS := false
-	var m, h []byte
-	err := scanFlat(line, func(key, val []byte, str bool) {
-		switch string(key) {
-		case "ts":
-			es.ts, haveTS = parseNum(val)
-		case "addr":
-			es.addr = val
-		case "metric":
-			es.metric = val
-		case "labels":
-			if len(val) > 2 {
-				es.labels = val
-			}
-		case "v", "value":
-			es.v, es.hasV = parseNum(val)
-		case "count":
-			es.count, es.hist = parseNum(val)
-		case "sum":
-			es.sum, _ = parseNum(val)
-		case "bounds":
-			es.bounds = val
-		case "counts":
-			es.counts = val
-		case "m":
-			m = val
-		case "h":
-			h = val
-		}
-	})
-	if err != nil || !haveTS || es.ts <= 0 || len(es.addr) == 0 {
-		return false
-	}
-	if m == nil && h == nil { // one point per record
-		if len(es.metric) == 0 || (!es.hasV && !es.hist) {
-			return false
-		}
-		emitCanonical(&es, buf, emit)
-		return true
-	}
-	ok := true
-	if m != nil {
-		if scanFlat(m, func(key, val []byte, str bool) {
-			one := es
-			one.metric = key
-			if one.v, one.hasV = parseNum(val); one.hasV {
-				emitCanonical(&one, buf, emit)
-			}
-		}) != nil {
-			ok = false
-		}
-	}
-	if h != nil {
-		if scanFlat(h, func(key, val []byte, str bool) {
-			one := es
-			one.metric = key
-			if scanFlat(val, func(k, v []byte, _ bool) {
-				switch string(k) {
-				case "count":
-					one.count, one.hist = parseNum(v)
-				case "sum":
-					one.sum, _ = parseNum(v)
-				case "bounds":
-					one.bounds = v
-				case "counts":
-					one.counts = v
-				}
-			}) == nil && one.hist {
-				emitCanonical(&one, buf, emit)
-			}
-		}) != nil {
-			ok = false
-		}
-	}
-	return ok
-}
-
-// emitCanonical applies the canonical name (docs/semconv.md §7: sglang_x, from v1 files and old routers, is
-// sglang:x) and emits.
-func emitCanonical(es *engineSample, buf *[]byte, emit func(*engineSample)) {
-	if bytes.HasPrefix(es.metric, []byte("sglang_")) {
-		*buf = append(append((*buf)[:0], "sglang:"...), es.metric[len("sglang_"):]...)
-		es.metric = *buf
-	}
-	emit(es)
-}
-
-// engSeries is one (engine, metric, labels) in one hour.
-type engSeries struct {
-	addr, metric string
-	labels       map[string]string
-	dp           string // dp_rank label, "" when absent
-	group        string // labels without dp_rank, canonical "k=v,…"
-	hist         bool
-	ts, v        []float64 // v = cumulative count for histograms
-	sum          []float64
-	bounds       []float64
-	buckets      []float64 // per-bucket cumulative counts, stride len(bounds)+1
-	unsorted     bool
-	pk           *engPacked // a closed hour: the columns above are nil, packed here (engpack.go)
-}
-
-type engBlock struct {
-	series  map[string]*engSeries
-	maxTs   float64
-	points  int
-	hasRaw  bool // some series holds float64 columns (seal packs them)
-	keyBuf  []byte
-	nameBuf []byte
-}
-
-func newEngBlock() *engBlock { return &engBlock{series: map[string]*engSeries{}} }
-
-func parseLabels(raw []byte) map[string]string {
-	m := map[string]string{}
-	if len(raw) == 0 {
-		return m
-	}
-	_ = scanFlat(raw, func(k, v []byte, str bool) { m[string(k)] = string(v) })
-	return m
-}
-
-func canonLabels(m map[string]string, skip string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		if k != skip {
-			keys = append(keys, k)
-		}
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	for i, k := range keys {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(k)
-		b.WriteByte('=')
-		b.WriteString(m[k])
-	}
-	return b.String()
-}
-
-// parseNumArray appends the numbers of a JSON array text to dst.
-func parseNumArray(dst []float64, raw []byte) ([]float64, bool) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) < 2 || raw[0] != '[' || raw[len(raw)-1] != ']' {
-		return dst, false
-	}
-	raw = raw[1 : len(raw)-1]
-	for len(raw) > 0 {
-		i := bytes.IndexByte(raw, ',')
-		tok := raw
-		if i >= 0 {
-			tok, raw = raw[:i], raw[i+1:]
-		} else {
-			raw = nil
-		}
-		tok = bytes.TrimSpace(tok)
-		if len(tok) == 0 {
-			continue
-		}
-		if string(tok) == `"+Inf"` || string(tok) == `"Inf"` {
-			dst = append(dst, math.Inf(1))
-			continue
-		}
-		f, ok := parseNum(tok)
-		if !ok {
-			return dst, false
-		}
-		dst = append(dst, f)
-	}
-	return dst, true
-}
-
-func (b *engBlock) addLine(line []byte) bool {
-	return decodeEngineRecord(line, &b.nameBuf, func(es *engineSample) {
-		b.keyBuf = append(append(append(append(b.keyBuf[:0], es.addr...), 0), es.metric...), 0)
-		b.keyBuf = append(b.keyBuf, es.labels...)
-		ser := b.series[string(b.keyBuf)]
-		if ser == nil {
-			lab := parseLabels(es.labels)
-			ser = &engSeries{addr: string(es.addr), metric: string(es.metric), labels: lab, dp: lab["dp_rank"],
-				group: canonLabels(lab, "dp_rank"), hist: es.hist}
-			if es.hist {
-				ser.bounds, _ = parseNumArray(nil, es.bounds)
-			}
-			b.series[string(b.keyBuf)] = ser
-		}
-		if ser.hist != es.hist {
-			return // a series that changed type mid-hour: keep the first
-		}
-		if ser.pk != nil {
-			ser.unpack() // a late record in a closed hour: packed again when the load ends
-		}
-		b.hasRaw = true
-		if es.hist {
-			n0 := len(ser.buckets)
-			var ok bool
-			ser.buckets, ok = parseNumArray(ser.buckets, es.counts)
-			if !ok || len(ser.buckets)-n0 != len(ser.bounds)+1 {
-				ser.buckets = ser.buckets[:n0] // bucket layout changed: skip this reading
-				return
-			}
-			ser.sum = append(ser.sum, es.sum)
-			ser.v = append(ser.v, es.count)
-		} else {
-			ser.v = append(ser.v, es.v)
-		}
-		if n := len(ser.ts); n > 0 && es.ts < ser.ts[n-1] {
-			ser.unsorted = true
-		}
-		ser.ts = append(ser.ts, es.ts)
-		b.points++
-		if es.ts > b.maxTs {
-			b.maxTs = es.ts
-		}
-	})
-}
-
-// sortSeries restores time order after out-of-order appends (late records).
-func (ser *engSeries) sortSeries() {
-	if !ser.unsorted {
-		return
-	}
-	ser.unsorted = false
-	idx := make([]int, len(ser.ts))
-	for i := range idx {
-		idx[i] = i
-	}
-	sort.SliceStable(idx, func(a, b int) bool { return ser.ts[idx[a]] < ser.ts[idx[b]] })
-	perm := func(col []float64, stride int) []float64 {
-		if len(col) == 0 {
-			return col
-		}
-		out := make([]float64, 0, len(col))
-		for _, i := range idx {
-			out = append(out, col[i*stride:(i+1)*stride]...)
-		}
-		return out
-	}
-	ser.ts, ser.v, ser.sum = perm(ser.ts, 1), perm(ser.v, 1), perm(ser.sum, 1)
-	if ser.hist {
-		ser.buckets = perm(ser.buckets, len(ser.bounds)+1)
-	}
-}
-
-func (s *Store) loadEngineHourLocked(h int64) {
-	p := s.ex.engF.parts[h]
-	if p == nil {
-		return
-	}
-	b := s.ex.eng[h]
-	if b == nil {
-		b = newEngBlock()
-		s.ex.eng[h] = b
-	}
-	before := b.points
-	reports, err := s.ex.engF.read(p, b.addLine)
-	if errors.Is(err, errReload) {
-		*p = partition{hour: h, plain: p.plain, zst: p.zst}
-		s.ex.eng[h] = newEngBlock()
-		s.ex.engVer++
-		s.loadEngineHourLocked(h)
-		return
-	}
-	s.report(reports, err)
-	p.loaded = true
-	for _, ser := range b.series {
-		ser.sortSeries()
-	}
-	if b.points != before {
-		s.ex.engVer++
-	}
-	if b.maxTs > s.edge {
-		s.edge = b.maxTs
-	}
-	if s.engineHourClosedLocked(h, p) {
-		b.seal()
-	}
-}
-
-// engineHourClosedLocked: an hour that will (almost certainly) not grow any more, held packed. The newest hour
-// is being written; the one before it may still get late records until the collector compacts it or the next
-// hour starts. A flat miles v1 file (legacyHour) may grow forever. Packing is only a representation: a late
-// record into a packed hour unpacks the series it touches (addLine) and the load packs it again.
-func (s *Store) engineHourClosedLocked(h int64, p *partition) bool {
-	if h == legacyHour || engPackOff {
-		return false
-	}
-	newest := newestHour(s.ex.engF)
-	return h < newest-1 || (h < newest && p.plain == "")
-}
-
-// ensureEngineHoursLocked loads the engine hours overlapping [t0, t1] (every hour when t0 is -Inf).
-func (s *Store) ensureEngineHoursLocked(t0, t1 float64) {
-	for _, h := range s.ex.engF.hours() {
-		if h != legacyHour && !math.IsInf(t0, -1) && (float64(h+1)*3600 < t0 || float64(h)*3600 > t1) {
-			continue
-		}
-		if !s.ex.engF.parts[h].loaded {
-			s.loadEngineHourLocked(h)
-		}
-	}
-}
-
-func (s *Store) ensureAllEnginesLocked() {
-	if !s.ex.engLoaded {
-		s.ensureEngineHoursLocked(math.Inf(-1), math.Inf(1))
-		s.ex.engLoaded = true
-	}
-}
 
 // EngineRaw is one engine series (one engine, one label set including dp_rank) over a time range: cumulative
 // as scraped. Slices may be shared with the store (an unpacked hour's columns): read-only.
@@ -372,9 +32,9 @@ type EngineRaw struct {
 func (s *Store) EngineRawSeries(metric string, t0, t1 float64) []EngineRaw {
 	s.mu.Lock()
 	if math.IsInf(t0, -1) {
-		s.ensureAllEnginesLocked()
+		s.engines.ensureAllLocked()
 	} else {
-		s.ensureEngineHoursLocked(t0, t1)
+		s.engines.ensureHoursLocked(t0, t1)
 	}
 	s.mu.Unlock()
 	s.mu.RLock()
@@ -390,8 +50,8 @@ func (s *Store) engineRawLocked(metric string, t0, t1 float64) []EngineRaw {
 	}
 	parts := map[string][]part{}
 	var order []string
-	for _, h := range s.ex.engF.hours() {
-		b := s.ex.eng[h]
+	for _, h := range s.engines.files.hours() {
+		b := s.engines.blocks[h]
 		if b == nil {
 			continue
 		}
@@ -693,7 +353,7 @@ type EngineMetricInfo struct {
 
 func (s *Store) engineCatalogLocked() []EngineMetricInfo {
 	m := map[string]*EngineMetricInfo{}
-	for _, b := range s.ex.eng {
+	for _, b := range s.engines.blocks {
 		for _, ser := range b.series {
 			e := m[ser.metric]
 			if e == nil {
@@ -718,7 +378,7 @@ func (s *Store) engineCatalogLocked() []EngineMetricInfo {
 // EngineMetrics is the engine metric catalogue (every hour loaded).
 func (s *Store) EngineMetrics() []EngineMetricInfo {
 	s.mu.Lock()
-	s.ensureAllEnginesLocked()
+	s.engines.ensureAllLocked()
 	s.mu.Unlock()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -914,10 +574,10 @@ func (s *Store) EngineOverlay(metric, stat string, t0, t1 float64, sel []*Lane, 
 	}
 	var wins []win
 	inTopo := map[string]bool{}
-	for i, snap := range s.topo {
+	for i, snap := range s.topology.snapshots {
 		w := win{t0: snap.TS, t1: math.Inf(1), lanes: map[string][]string{}}
-		if i+1 < len(s.topo) {
-			w.t1 = s.topo[i+1].TS
+		if i+1 < len(s.topology.snapshots) {
+			w.t1 = s.topology.snapshots[i+1].TS
 		}
 		for _, e := range snap.Engines {
 			a := NormAddr(e.Addr)
@@ -986,6 +646,6 @@ func (s *Store) EngineOverlay(metric, stat string, t0, t1 float64, sel []*Lane, 
 func (s *Store) DataVersion() [6]uint64 {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return [6]uint64{math.Float64bits(s.edge), s.ex.met.base + uint64(len(s.ex.met.log)), s.ex.tidx.ver,
-		s.ex.trajVer, s.ex.engVer, uint64(s.metaVer)}
+	return [6]uint64{math.Float64bits(s.edge), s.metrics.index.base + uint64(len(s.metrics.index.log)), s.trajectories.index.ver,
+		s.trajectories.version, s.engines.version, uint64(s.metaVer)}
 }

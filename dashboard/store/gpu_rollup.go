@@ -7,7 +7,7 @@ import (
 )
 
 // The gpu_rollup stream (docs/semconv.md §8.3), written by the exporter beside gpu_util: per lane and bucket
-// (16 s by default, epoch-aligned like the pyramid in gpu.go) min/max/sum/count of util, mem_mb and power_w.
+// (16 s by default, epoch-aligned like the pyramid in gpu_block.go) min/max/sum/count of util, mem_mb and power_w.
 // Views that do not need raw samples read it instead of the raw hour, so the first open of a 1024-GPU run
 // parses a few MB instead of ~1.4 GB:
 //

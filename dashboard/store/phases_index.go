@@ -9,20 +9,20 @@ import (
 // open while no loaded block holds a closed record with its identity. Only what changed is looked at again —
 // the markers still open at the last look, and markers read since — so a follow-mode refresh costs a few
 // lookups, not one per phase. The caller holds s.mu (read or write); openMu serialises concurrent queries.
-func (s *Store) refreshOpenLocked() {
-	s.openMu.Lock()
-	defer s.openMu.Unlock()
-	if s.openGen == s.phaseGen {
+func (r *phaseReader) refreshOpenLocked() {
+	r.openMu.Lock()
+	defer r.openMu.Unlock()
+	if r.openGen == r.gen {
 		return
 	}
-	hours := make([]int64, 0, len(s.phases))
-	for h := range s.phases {
+	hours := make([]int64, 0, len(r.blocks))
+	for h := range r.blocks {
 		hours = append(hours, h)
 	}
 	slices.Sort(hours)
 	blocks := make([]*phaseBlock, len(hours))
 	for i, h := range hours {
-		blocks[i] = s.phases[h]
+		blocks[i] = r.blocks[h]
 	}
 	for i, b := range blocks {
 		closed := func(r *phaseRec) bool {
@@ -52,7 +52,7 @@ func (s *Store) refreshOpenLocked() {
 		}
 		b.openLeft, b.checked = left, len(b.open)
 	}
-	s.openGen = s.phaseGen
+	r.openGen = r.gen
 }
 
 // phaseNodeIndex lists a block's closed records by node (records without GPUs apart: they are drawn on the

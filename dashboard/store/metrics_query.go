@@ -1,127 +1,13 @@
 package store
 
-// Step metrics by key (the metrics explorer). The metrics stream is tailed by loadStepsLocked (query.go) into
-// s.steps; this index folds those records into one series per key on the key's step axis, merging several
-// records of one (step_key, step): a later record's value for a key replaces an earlier one at the same step.
+// Step metrics by key, as the metrics view reads them: the catalogue of keys, decimated series, per-step values
+// and the live change log (the index they read is built in metrics_index.go).
 
 import (
 	"math"
 	"sort"
 	"strings"
 )
-
-// metricLogCap bounds the change log live pushes read from; a reader further behind re-fetches.
-const metricLogCap = 1 << 16
-
-// MetricSeries is one key's points on its step axis, sorted by step.
-type metricSeries struct {
-	key, axis string
-	x, y      []float64
-}
-
-func (m *metricSeries) put(x, y float64) (changed bool) {
-	n := len(m.x)
-	if n == 0 || x > m.x[n-1] {
-		m.x, m.y = append(m.x, x), append(m.y, y)
-		return true
-	}
-	i := sort.SearchFloat64s(m.x, x)
-	if i < n && m.x[i] == x {
-		if m.y[i] == y || (math.IsNaN(m.y[i]) && math.IsNaN(y)) {
-			return false
-		}
-		m.y[i] = y
-		return true
-	}
-	m.x = append(m.x, 0)
-	m.y = append(m.y, 0)
-	copy(m.x[i+1:], m.x[i:])
-	copy(m.y[i+1:], m.y[i:])
-	m.x[i], m.y[i] = x, y
-	return true
-}
-
-// MetricChange is one point added or revised since a live cursor.
-type MetricChange struct {
-	Key string  `json:"key"`
-	X   float64 `json:"x"`
-	Y   float64 `json:"y"`
-}
-
-type metricsIndex struct {
-	built  bool
-	done   int                      // s.steps records folded in
-	series map[string]*metricSeries // key (on its primary axis) → series
-	other  map[string]*metricSeries // key + "@" + axis for keys also logged on a second axis
-	axes   map[string]bool          // step keys seen (never charted as keys)
-	ver    uint64
-	log    []MetricChange
-	base   uint64 // sequence number of log[0]
-}
-
-func (m *metricsIndex) init() {
-	*m = metricsIndex{series: map[string]*metricSeries{}, other: map[string]*metricSeries{}, axes: map[string]bool{}}
-}
-
-// syncMetricsLocked folds new metrics records into the index; true when something changed.
-func (s *Store) syncMetricsLocked() bool {
-	m := &s.ex.met
-	if !s.stepsOK {
-		s.loadStepsLocked()
-	}
-	if len(s.steps) < m.done { // the metrics stream was re-read from scratch (a compacted hour grew)
-		s.ex.met.init()
-		m = &s.ex.met
-	}
-	logging := m.built // the first build logs nothing: live readers start their cursor after it
-	m.built = true
-	changed := false
-	for _, r := range s.steps[m.done:] {
-		if r.Step == nil || r.StepKey == nil || *r.StepKey == "" {
-			continue // a record without a step axis has no place on a step chart
-		}
-		axis, x := *r.StepKey, *r.Step
-		m.axes[axis] = true
-		for k, v := range r.nums {
-			if k == axis || isStepKeyName(k) {
-				continue // the step key itself travels in the values (docs/semconv.md §4)
-			}
-			ser := m.series[k]
-			if ser == nil {
-				ser = &metricSeries{key: k, axis: axis}
-				m.series[k] = ser
-			} else if ser.axis != axis {
-				o := m.other[k+"@"+axis]
-				if o == nil {
-					o = &metricSeries{key: k, axis: axis}
-					m.other[k+"@"+axis] = o
-				}
-				o.put(x, v)
-				continue
-			}
-			if ser.put(x, v) {
-				changed = true
-				if logging {
-					m.log = append(m.log, MetricChange{Key: k, X: x, Y: v})
-				}
-			}
-		}
-	}
-	m.done = len(s.steps)
-	if len(m.log) > metricLogCap {
-		drop := len(m.log) - metricLogCap/2
-		m.log = append(m.log[:0:0], m.log[drop:]...)
-		m.base += uint64(drop)
-	}
-	if changed {
-		m.ver++
-	}
-	return changed
-}
-
-func isStepKeyName(k string) bool {
-	return k == "rollout/step" || k == "train/step" || k == "eval/step"
-}
 
 // MetricKey is one catalogue entry.
 type MetricKey struct {
@@ -186,17 +72,17 @@ func CategoryLess(a, b string) bool {
 // engine metric catalogue (category sglang), categories in sidebar order and keys by name within one.
 func (s *Store) MetricKeys() ([]MetricKey, []string, uint64) {
 	s.mu.Lock()
-	s.syncMetricsLocked()
-	s.ensureTrajIndexLocked()
-	s.ensureAllEnginesLocked()
+	s.metrics.syncLocked()
+	s.trajectories.ensureIndexLocked()
+	s.engines.ensureAllLocked()
 	s.mu.Unlock()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	var out []MetricKey
-	for _, ser := range s.ex.met.series {
+	for _, ser := range s.metrics.index.series {
 		out = append(out, metricKeyOf(ser))
 	}
-	for _, ser := range s.ex.met.other {
+	for _, ser := range s.metrics.index.other {
 		mk := metricKeyOf(ser)
 		mk.Key = ser.key + "@" + ser.axis
 		out = append(out, mk)
@@ -227,7 +113,7 @@ func (s *Store) MetricKeys() ([]MetricKey, []string, uint64) {
 			cats = append(cats, k.Category)
 		}
 	}
-	return out, nz(cats), s.ex.met.ver + s.ex.tidx.ver<<20 + s.ex.engVer<<40
+	return out, nz(cats), s.metrics.index.ver + s.trajectories.index.ver<<20 + s.engines.version<<40
 }
 
 func metricKeyOf(ser *metricSeries) MetricKey {
@@ -239,7 +125,7 @@ func metricKeyOf(ser *metricSeries) MetricKey {
 	return mk
 }
 
-// MetricSeries is one key's decimated series for the explorer.
+// MetricSeries is one key's decimated series for the metrics view.
 type MetricSeries struct {
 	Key       string `json:"key"`
 	Axis      string `json:"x_key"`
@@ -260,9 +146,9 @@ func (s *Store) MetricSeriesOf(keys []string, x0, x1 *float64, points int) []Met
 		}
 	}
 	s.mu.Lock()
-	s.syncMetricsLocked()
+	s.metrics.syncLocked()
 	if needLC {
-		s.ensureTrajIndexLocked()
+		s.trajectories.ensureIndexLocked()
 	}
 	s.mu.Unlock()
 	s.mu.RLock()
@@ -280,9 +166,9 @@ func (s *Store) MetricSeriesOf(keys []string, x0, x1 *float64, points int) []Met
 		hi = *x1
 	}
 	for _, k := range keys {
-		ser := s.ex.met.series[k]
+		ser := s.metrics.index.series[k]
 		if ser == nil {
-			ser = s.ex.met.other[k]
+			ser = s.metrics.index.other[k]
 		}
 		if ser == nil && lc != nil {
 			ser = lc[k]
@@ -348,19 +234,19 @@ func DecimateMinMax(x, y []float64, points int) (Floats, Floats, bool) {
 func (s *Store) MetricsCursor() uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.syncMetricsLocked()
-	return s.ex.met.base + uint64(len(s.ex.met.log))
+	s.metrics.syncLocked()
+	return s.metrics.index.base + uint64(len(s.metrics.index.log))
 }
 
 // MetricChangesSince returns the points added or revised since cursor, the new cursor, and false when the
 // cursor fell out of the log (the reader must re-fetch). It indexes the metrics stream if nothing has yet.
 func (s *Store) MetricChangesSince(cursor uint64, limit int) ([]MetricChange, uint64, bool) {
 	s.mu.Lock()
-	s.syncMetricsLocked()
+	s.metrics.syncLocked()
 	s.mu.Unlock()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	m := &s.ex.met
+	m := &s.metrics.index
 	end := m.base + uint64(len(m.log))
 	if cursor < m.base || cursor > end {
 		return nil, end, false
@@ -375,12 +261,12 @@ func (s *Store) MetricChangesSince(cursor uint64, limit int) ([]MetricChange, ui
 // StepValues returns every metric value logged for one step on one axis (merged over records).
 func (s *Store) StepValues(axis string, step float64) map[string]float64 {
 	s.mu.Lock()
-	s.syncMetricsLocked()
+	s.metrics.syncLocked()
 	s.mu.Unlock()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	out := map[string]float64{}
-	for k, ser := range s.ex.met.series {
+	for k, ser := range s.metrics.index.series {
 		if ser.axis != axis {
 			continue
 		}
@@ -401,15 +287,15 @@ type StepSeries struct {
 // StepMetricSeries returns the full-resolution series of the given keys that exist (lifecycle keys included).
 func (s *Store) StepMetricSeries(keys ...string) map[string]StepSeries {
 	s.mu.Lock()
-	s.syncMetricsLocked()
-	s.ensureTrajIndexLocked()
+	s.metrics.syncLocked()
+	s.trajectories.ensureIndexLocked()
 	s.mu.Unlock()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	lc := s.lifecycleSeriesLocked()
 	out := map[string]StepSeries{}
 	for _, k := range keys {
-		ser := s.ex.met.series[k]
+		ser := s.metrics.index.series[k]
 		if ser == nil {
 			ser = lc[k]
 		}
@@ -423,12 +309,12 @@ func (s *Store) StepMetricSeries(keys ...string) map[string]StepSeries {
 // MetricKeyNames lists the step-metric keys (no lifecycle or engine keys), sorted.
 func (s *Store) MetricKeyNames() []string {
 	s.mu.Lock()
-	s.syncMetricsLocked()
+	s.metrics.syncLocked()
 	s.mu.Unlock()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	out := make([]string, 0, len(s.ex.met.series))
-	for k := range s.ex.met.series {
+	out := make([]string, 0, len(s.metrics.index.series))
+	for k := range s.metrics.index.series {
 		out = append(out, k)
 	}
 	sort.Strings(out)
@@ -439,12 +325,12 @@ func (s *Store) MetricKeyNames() []string {
 // new-key detection.
 func (s *Store) StepMetricKeys() []MetricKey {
 	s.mu.Lock()
-	s.syncMetricsLocked()
+	s.metrics.syncLocked()
 	s.mu.Unlock()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	out := make([]MetricKey, 0, len(s.ex.met.series))
-	for _, ser := range s.ex.met.series {
+	out := make([]MetricKey, 0, len(s.metrics.index.series))
+	for _, ser := range s.metrics.index.series {
 		out = append(out, metricKeyOf(ser))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })

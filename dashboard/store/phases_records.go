@@ -23,16 +23,16 @@ type PhaseRecord struct {
 // markers, in start order; edge is the data edge the open ones are measured against.
 func (s *Store) AllPhases() (recs []PhaseRecord, edge float64) {
 	s.mu.Lock()
-	for _, h := range s.phaseF.hours() {
-		if !s.phaseF.parts[h].loaded {
-			s.loadPhaseHourLocked(h)
+	for _, h := range s.phases.files.hours() {
+		if !s.phases.files.parts[h].loaded {
+			s.phases.loadHourLocked(h)
 		}
 	}
 	s.mu.Unlock()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	closed := map[string]bool{}
-	for _, b := range s.phases {
+	for _, b := range s.phases.blocks {
 		for i := range b.closed {
 			closed[b.closed[i].identity()] = true
 		}
@@ -49,7 +49,7 @@ func (s *Store) AllPhases() (recs []PhaseRecord, edge float64) {
 		}
 		return pr
 	}
-	for _, b := range s.phases {
+	for _, b := range s.phases.blocks {
 		for i := range b.closed {
 			recs = append(recs, conv(&b.closed[i], false))
 		}
@@ -81,7 +81,7 @@ func (s *Store) Info() RunInfo {
 		ri.Args = a
 	}
 	var train, roll, both bool
-	for _, l := range s.lanes.lanes {
+	for _, l := range s.lanes.set.lanes {
 		t, r := false, false
 		for _, role := range l.Roles {
 			t = t || role == "train"

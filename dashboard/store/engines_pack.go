@@ -1,6 +1,6 @@
 package store
 
-// Packed engine columns (issue 8 leftover): a closed engine_series hour holds its per-series columns encoded
+// Packed engine columns: a closed engine_series hour holds its per-series columns encoded
 // instead of as float64 slices (32 B per point before). Decoding gives back the exact float64 bits that were
 // encoded, always: every value is checked at encode time and stored raw when it does not round-trip.
 //

@@ -101,7 +101,7 @@ type gpuBlock struct {
 	lastNode []byte
 	lastGPU  int
 
-	only *laneFilter // the lanes read (lanefilter.go); nil: all
+	only *laneFilter // the lanes read (gpu_lanefilter.go); nil: all
 }
 
 func newGPUBlock(hour int64) *gpuBlock {

@@ -26,32 +26,32 @@ const colCacheMagic = "MILESGC3" // 3: value columns with the delta / delta-of-d
 func (s *Store) SetCacheDir(dir string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.cacheDir = dir
+	s.gpu.cacheDir = dir
 }
 
-func (s *Store) colCachePath(p *partition, fi os.FileInfo) string {
-	if s.cacheDir == "" {
+func (g *gpuReader) cachePath(p *partition, fi os.FileInfo) string {
+	if g.cacheDir == "" {
 		return ""
 	}
-	abs, err := filepath.Abs(s.dir)
+	abs, err := filepath.Abs(g.run.dir)
 	if err != nil {
 		return ""
 	}
 	sum := sha256.Sum256([]byte(abs))
 	name := fmt.Sprintf("%d.%d.%d.cols", p.hour, fi.Size(), fi.ModTime().UnixNano())
-	return filepath.Join(s.cacheDir, hex.EncodeToString(sum[:8]), "gpu_util", name)
+	return filepath.Join(g.cacheDir, hex.EncodeToString(sum[:8]), "gpu_util", name)
 }
 
 // cachedGPUHourLocked loads a compacted hour from the cache; false when it is not cacheable or not cached.
-func (s *Store) cachedGPUHourLocked(h int64, p *partition) (*gpuBlock, os.FileInfo, bool) {
-	if s.cacheDir == "" || p.zst == "" || p.plain != "" || p.zstSize != 0 || h < 0 {
+func (g *gpuReader) cachedHourLocked(h int64, p *partition) (*gpuBlock, os.FileInfo, bool) {
+	if g.cacheDir == "" || p.zst == "" || p.plain != "" || p.zstSize != 0 || h < 0 {
 		return nil, nil, false
 	}
 	fi, err := os.Stat(p.zst)
 	if err != nil {
 		return nil, nil, false
 	}
-	path := s.colCachePath(p, fi)
+	path := g.cachePath(p, fi)
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fi, false
@@ -62,7 +62,7 @@ func (s *Store) cachedGPUHourLocked(h int64, p *partition) (*gpuBlock, os.FileIn
 		return nil, fi, false // written by an older version: parsed again and overwritten, nothing to report
 	}
 	if err != nil {
-		s.notice("warning", "column cache "+path+" unreadable, parsing the hour instead: "+err.Error())
+		g.run.notice("warning", "column cache "+path+" unreadable, parsing the hour instead: "+err.Error())
 		return nil, fi, false
 	}
 	return b, fi, true

@@ -1,0 +1,149 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+
+	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
+)
+
+// trajectoryReader reads the trajectories stream (docs/semconv.md §3, §8.3): a step index of every step_consume
+// and weight_update record (read once, then tailed: trajectories_index.go), and hour blocks of the other span
+// records, loaded when a view needs them (anatomy.go, carpet.go).
+type trajectoryReader struct {
+	// run is the store whose lock, notices and data edge the reader shares.
+	run *Store
+	// indexFiles are the stream's partitions as the step index read them (step_consume and weight_update only).
+	indexFiles *streamFiles
+	// files are the stream's partitions as the hour blocks read them.
+	files *streamFiles
+	// index is the step index.
+	index trajIndex
+	// blocks holds the loaded hours.
+	blocks map[int64]*trajBlock
+	// version counts changes to the blocks (records added, an hour read again).
+	version uint64
+	// strings interns the records' short strings (statuses, engine addresses).
+	strings interner
+	// anatomies caches the last anatomies built, by step.
+	anatomies anatomyCache
+}
+
+func newTrajectoryReader(run *Store) trajectoryReader {
+	r := trajectoryReader{run: run, indexFiles: newStreamFiles(run.dir, sc.StreamTrajectories),
+		files: newStreamFiles(run.dir, sc.StreamTrajectories), blocks: map[int64]*trajBlock{}}
+	r.strings.init()
+	r.index.init()
+	return r
+}
+
+func (r *trajectoryReader) partitionFiles() []*streamFiles {
+	return []*streamFiles{r.indexFiles, r.files}
+}
+
+// refreshLocked tails the step index once built and the loaded hours, and loads the newest two hours once
+// any is loaded.
+func (r *trajectoryReader) refreshLocked(int64) bool {
+	grew := false
+	if r.index.built {
+		before := r.index.ver
+		r.indexLocked()
+		grew = r.index.ver != before
+	}
+	if len(r.blocks) > 0 {
+		before := r.version
+		newest := newestHour(r.files)
+		for _, h := range r.files.hours() {
+			if p := r.files.parts[h]; p.loaded || h >= newest-1 {
+				r.loadHourLocked(h)
+			}
+		}
+		grew = grew || r.version != before
+	}
+	return grew
+}
+
+type trajBlock struct {
+	recs  []trajRec
+	maxT  float64
+	scrat []traceID
+}
+
+func (b *trajBlock) sink(in *interner) lineSink {
+	return func(line []byte) bool {
+		ok := trajLine(line, in, false, func(r *trajRec, _ []traceID, _ []byte) {
+			if r.typ == ttStepConsume || r.typ == ttWeightUpdate {
+				return // in the index
+			}
+			b.recs = append(b.recs, *r)
+			if r.t1 > b.maxT {
+				b.maxT = r.t1
+			}
+		})
+		// A miles v1 trajectory event ({"kind":"gen_start",…}) is not an otelcol-miles span record: the
+		// lifecycle views do not read v1 runs, which is not corruption.
+		return ok || bytes.Contains(line, []byte(`"kind":"`)) && !bytes.Contains(line, []byte(`"type":"`))
+	}
+}
+
+func (r *trajectoryReader) loadHourLocked(h int64) {
+	p := r.files.parts[h]
+	if p == nil {
+		return
+	}
+	b := r.blocks[h]
+	if b == nil {
+		b = &trajBlock{}
+		r.blocks[h] = b
+	}
+	before := len(b.recs)
+	reports, err := r.files.read(p, b.sink(&r.strings))
+	if errors.Is(err, errReload) {
+		*p = partition{hour: h, plain: p.plain, zst: p.zst}
+		r.blocks[h] = &trajBlock{}
+		r.version++
+		r.loadHourLocked(h)
+		return
+	}
+	r.run.report(reports, err)
+	p.loaded = true
+	if len(b.recs) != before {
+		r.version++
+	}
+	if b.maxT > r.run.edge {
+		r.run.edge = b.maxT
+	}
+}
+
+func (r *trajectoryReader) ensureHours(lo, hi int64) {
+	r.run.mu.RLock()
+	missing := false
+	for _, h := range r.files.hours() {
+		if (h == legacyHour || (h >= lo && h <= hi)) && !r.files.parts[h].loaded {
+			missing = true
+		}
+	}
+	r.run.mu.RUnlock()
+	if !missing {
+		return
+	}
+	r.run.mu.Lock()
+	defer r.run.mu.Unlock()
+	for _, h := range r.files.hours() {
+		if (h == legacyHour || (h >= lo && h <= hi)) && !r.files.parts[h].loaded {
+			r.loadHourLocked(h)
+		}
+	}
+}
+
+func (r *trajectoryReader) hoursLocked(lo, hi int64) []*trajBlock {
+	var out []*trajBlock
+	for _, h := range r.files.hours() {
+		if h == legacyHour || (h >= lo && h <= hi) {
+			if b := r.blocks[h]; b != nil {
+				out = append(out, b)
+			}
+		}
+	}
+	return out
+}
