@@ -5,6 +5,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/flatjson"
 )
 
 // engineSample is one engine reading. decodeEngineRecord is the only code that knows how a record of the
@@ -35,10 +37,10 @@ func decodeEngineRecord(line []byte, buf *[]byte, emit func(*engineSample)) bool
 	var es engineSample
 	haveTS := false
 	var m, h []byte
-	err := scanFlat(line, func(key, val []byte, str bool) {
+	err := flatjson.Scan(line, func(key, val []byte, str bool) {
 		switch string(key) {
 		case "ts":
-			es.ts, haveTS = parseNum(val)
+			es.ts, haveTS = flatjson.ParseNum(val)
 		case "addr":
 			es.addr = val
 		case "metric":
@@ -48,11 +50,11 @@ func decodeEngineRecord(line []byte, buf *[]byte, emit func(*engineSample)) bool
 				es.labels = val
 			}
 		case "v", "value":
-			es.v, es.hasV = parseNum(val)
+			es.v, es.hasV = flatjson.ParseNum(val)
 		case "count":
-			es.count, es.hist = parseNum(val)
+			es.count, es.hist = flatjson.ParseNum(val)
 		case "sum":
-			es.sum, _ = parseNum(val)
+			es.sum, _ = flatjson.ParseNum(val)
 		case "bounds":
 			es.bounds = val
 		case "counts":
@@ -75,10 +77,10 @@ func decodeEngineRecord(line []byte, buf *[]byte, emit func(*engineSample)) bool
 	}
 	ok := true
 	if m != nil {
-		if scanFlat(m, func(key, val []byte, str bool) {
+		if flatjson.Scan(m, func(key, val []byte, str bool) {
 			one := es
 			one.metric = key
-			if one.v, one.hasV = parseNum(val); one.hasV {
+			if one.v, one.hasV = flatjson.ParseNum(val); one.hasV {
 				emitCanonical(&one, buf, emit)
 			}
 		}) != nil {
@@ -86,15 +88,15 @@ func decodeEngineRecord(line []byte, buf *[]byte, emit func(*engineSample)) bool
 		}
 	}
 	if h != nil {
-		if scanFlat(h, func(key, val []byte, str bool) {
+		if flatjson.Scan(h, func(key, val []byte, str bool) {
 			one := es
 			one.metric = key
-			if scanFlat(val, func(k, v []byte, _ bool) {
+			if flatjson.Scan(val, func(k, v []byte, _ bool) {
 				switch string(k) {
 				case "count":
-					one.count, one.hist = parseNum(v)
+					one.count, one.hist = flatjson.ParseNum(v)
 				case "sum":
-					one.sum, _ = parseNum(v)
+					one.sum, _ = flatjson.ParseNum(v)
 				case "bounds":
 					one.bounds = v
 				case "counts":
@@ -151,7 +153,7 @@ func parseLabels(raw []byte) map[string]string {
 	if len(raw) == 0 {
 		return m
 	}
-	_ = scanFlat(raw, func(k, v []byte, str bool) { m[string(k)] = string(v) })
+	_ = flatjson.Scan(raw, func(k, v []byte, str bool) { m[string(k)] = string(v) })
 	return m
 }
 
@@ -198,7 +200,7 @@ func parseNumArray(dst []float64, raw []byte) ([]float64, bool) {
 			dst = append(dst, math.Inf(1))
 			continue
 		}
-		f, ok := parseNum(tok)
+		f, ok := flatjson.ParseNum(tok)
 		if !ok {
 			return dst, false
 		}

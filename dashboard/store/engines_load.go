@@ -4,6 +4,7 @@ import (
 	"errors"
 	"math"
 
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
 
@@ -13,7 +14,7 @@ type engineReader struct {
 	// run is the store whose lock, notices and data edge the reader shares.
 	run *Store
 	// files are the stream's hourly partitions and how far each was read.
-	files *streamFiles
+	files *partition.Stream
 	// blocks holds the loaded hours.
 	blocks map[int64]*engBlock
 	// allLoaded says every hour was loaded once (the advisory and the whole-run catalogue need them all).
@@ -23,10 +24,10 @@ type engineReader struct {
 }
 
 func newEngineReader(run *Store) engineReader {
-	return engineReader{run: run, files: newStreamFiles(run.dir, sc.StreamEngineSeries), blocks: map[int64]*engBlock{}}
+	return engineReader{run: run, files: partition.NewStream(run.dir, sc.StreamEngineSeries), blocks: map[int64]*engBlock{}}
 }
 
-func (r *engineReader) partitionFiles() []*streamFiles { return []*streamFiles{r.files} }
+func (r *engineReader) partitionFiles() []*partition.Stream { return []*partition.Stream{r.files} }
 
 // refreshLocked tails the loaded hours and loads the newest two. Once the catalogue has looked at engines (even
 // finding none) they are followed: engine series that first appear after the page opened (engines registered
@@ -36,9 +37,9 @@ func (r *engineReader) refreshLocked(int64) bool {
 		return false
 	}
 	before := r.version
-	newest := newestHour(r.files)
-	for _, h := range r.files.hours() {
-		if p := r.files.parts[h]; p.loaded || h >= newest-1 {
+	newest := r.files.Newest()
+	for _, h := range r.files.Hours() {
+		if p := r.files.Parts[h]; p.Loaded || h >= newest-1 {
 			r.loadHourLocked(h)
 		}
 	}
@@ -46,7 +47,7 @@ func (r *engineReader) refreshLocked(int64) bool {
 }
 
 func (r *engineReader) loadHourLocked(h int64) {
-	p := r.files.parts[h]
+	p := r.files.Parts[h]
 	if p == nil {
 		return
 	}
@@ -56,16 +57,16 @@ func (r *engineReader) loadHourLocked(h int64) {
 		r.blocks[h] = b
 	}
 	before := b.points
-	reports, err := r.files.read(p, b.addLine)
-	if errors.Is(err, errReload) {
-		*p = partition{hour: h, plain: p.plain, zst: p.zst}
+	reports, err := r.files.Read(p, b.addLine)
+	if errors.Is(err, partition.ErrReload) {
+		p.Reset()
 		r.blocks[h] = newEngBlock()
 		r.version++
 		r.loadHourLocked(h)
 		return
 	}
 	r.run.report(reports, err)
-	p.loaded = true
+	p.Loaded = true
 	for _, ser := range b.series {
 		ser.sortSeries()
 	}
@@ -82,23 +83,23 @@ func (r *engineReader) loadHourLocked(h int64) {
 
 // engineHourClosedLocked: an hour that will (almost certainly) not grow any more, held packed. The newest hour
 // is being written; the one before it may still get late records until the collector compacts it or the next
-// hour starts. A flat miles v1 file (legacyHour) may grow forever. Packing is only a representation: a late
+// hour starts. A flat miles v1 file (partition.LegacyHour) may grow forever. Packing is only a representation: a late
 // record into a packed hour unpacks the series it touches (addLine) and the load packs it again.
-func (r *engineReader) hourClosedLocked(h int64, p *partition) bool {
-	if h == legacyHour || engPackOff {
+func (r *engineReader) hourClosedLocked(h int64, p *partition.Partition) bool {
+	if h == partition.LegacyHour || engPackOff {
 		return false
 	}
-	newest := newestHour(r.files)
-	return h < newest-1 || (h < newest && p.plain == "")
+	newest := r.files.Newest()
+	return h < newest-1 || (h < newest && p.Plain == "")
 }
 
 // ensureEngineHoursLocked loads the engine hours overlapping [t0, t1] (every hour when t0 is -Inf).
 func (r *engineReader) ensureHoursLocked(t0, t1 float64) {
-	for _, h := range r.files.hours() {
-		if h != legacyHour && !math.IsInf(t0, -1) && (float64(h+1)*3600 < t0 || float64(h)*3600 > t1) {
+	for _, h := range r.files.Hours() {
+		if h != partition.LegacyHour && !math.IsInf(t0, -1) && (float64(h+1)*3600 < t0 || float64(h)*3600 > t1) {
 			continue
 		}
-		if !r.files.parts[h].loaded {
+		if !r.files.Parts[h].Loaded {
 			r.loadHourLocked(h)
 		}
 	}

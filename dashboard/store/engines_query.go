@@ -50,7 +50,7 @@ func (s *Store) engineRawLocked(metric string, t0, t1 float64) []EngineRaw {
 	}
 	parts := map[string][]part{}
 	var order []string
-	for _, h := range s.engines.files.hours() {
+	for _, h := range s.engines.files.Hours() {
 		b := s.engines.blocks[h]
 		if b == nil {
 			continue

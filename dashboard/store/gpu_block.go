@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/flatjson"
 )
 
 // pyramidStep is the finest pre-aggregated bucket (seconds). A 1-hour block keeps up to 3600/16 = 225 min/max
@@ -129,11 +131,11 @@ func (b *gpuBlock) addLine(line []byte, onLane func(key string)) bool {
 	var vals [32]rawKV
 	n := 0
 	ok := true
-	err := scanFlat(line, func(key, val []byte, str bool) {
+	err := flatjson.Scan(line, func(key, val []byte, str bool) {
 		switch {
 		case len(key) == 2 && key[0] == 't' && key[1] == 's':
 			var good bool
-			if ts, good = parseNum(val); !good {
+			if ts, good = flatjson.ParseNum(val); !good {
 				ok = false
 			}
 		case str:
@@ -142,14 +144,14 @@ func (b *gpuBlock) addLine(line []byte, onLane func(key string)) bool {
 			}
 		case len(key) == 3 && string(key) == "gpu":
 			var good bool
-			if gpu, good = parseNum(val); !good {
+			if gpu, good = flatjson.ParseNum(val); !good {
 				ok = false
 			}
 		default:
 			if n >= len(vals) {
 				return
 			}
-			if v, good := parseNum(val); good {
+			if v, good := flatjson.ParseNum(val); good {
 				vals[n] = rawKV{key, v}
 				n++
 			}

@@ -12,9 +12,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
 )
 
-// Column cache: a closed, compacted hour (.jsonl.zst only) never changes unless a late record is compacted into
+// Column cache: a closed, compacted hour (.jsonl.Zst only) never changes unless a late record is compacted into
 // it (its size changes), so its parsed GPU columns are saved outside the run directory and the next open of
 // the run loads them instead of decompressing and parsing the hour again (a 1024-GPU hour: ~10 s parsing vs a
 // fraction of a second reading ~200 MB of columns). Stateless reader rules hold: the cache is derived data, keyed
@@ -29,7 +31,7 @@ func (s *Store) SetCacheDir(dir string) {
 	s.gpu.cacheDir = dir
 }
 
-func (g *gpuReader) cachePath(p *partition, fi os.FileInfo) string {
+func (g *gpuReader) cachePath(p *partition.Partition, fi os.FileInfo) string {
 	if g.cacheDir == "" {
 		return ""
 	}
@@ -38,16 +40,16 @@ func (g *gpuReader) cachePath(p *partition, fi os.FileInfo) string {
 		return ""
 	}
 	sum := sha256.Sum256([]byte(abs))
-	name := fmt.Sprintf("%d.%d.%d.cols", p.hour, fi.Size(), fi.ModTime().UnixNano())
+	name := fmt.Sprintf("%d.%d.%d.cols", p.Hour, fi.Size(), fi.ModTime().UnixNano())
 	return filepath.Join(g.cacheDir, hex.EncodeToString(sum[:8]), "gpu_util", name)
 }
 
 // cachedGPUHourLocked loads a compacted hour from the cache; false when it is not cacheable or not cached.
-func (g *gpuReader) cachedHourLocked(h int64, p *partition) (*gpuBlock, os.FileInfo, bool) {
-	if g.cacheDir == "" || p.zst == "" || p.plain != "" || p.zstSize != 0 || h < 0 {
+func (g *gpuReader) cachedHourLocked(h int64, p *partition.Partition) (*gpuBlock, os.FileInfo, bool) {
+	if g.cacheDir == "" || p.Zst == "" || p.Plain != "" || p.ZstSize != 0 || h < 0 {
 		return nil, nil, false
 	}
-	fi, err := os.Stat(p.zst)
+	fi, err := os.Stat(p.Zst)
 	if err != nil {
 		return nil, nil, false
 	}
@@ -68,7 +70,7 @@ func (g *gpuReader) cachedHourLocked(h int64, p *partition) (*gpuBlock, os.FileI
 	return b, fi, true
 }
 
-// saveGPUHour writes the block's columns to the cache (the block is not changed afterwards: a grown .zst
+// saveGPUHour writes the block's columns to the cache (the block is not changed afterwards: a grown .Zst
 // replaces it with a new block). Errors only cost the next open a parse.
 func saveGPUHour(path string, b *gpuBlock) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"sort"
 
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
 
@@ -15,9 +16,9 @@ type gpuReader struct {
 	// run is the store whose lock, notices, lanes and data edge the reader shares.
 	run *Store
 	// utilFiles are gpu_util's hourly partitions and how far each was read.
-	utilFiles *streamFiles
+	utilFiles *partition.Stream
 	// rollupFiles are gpu_rollup's hourly partitions and how far each was read.
-	rollupFiles *streamFiles
+	rollupFiles *partition.Stream
 	// blocks holds the loaded gpu_util hours as compressed columns with min/max pyramids (gpu_block.go).
 	blocks map[int64]*gpuBlock
 	// rollups holds the loaded gpu_rollup hours.
@@ -34,23 +35,23 @@ type gpuReader struct {
 
 func newGPUReader(run *Store) gpuReader {
 	return gpuReader{run: run,
-		utilFiles: newStreamFiles(run.dir, sc.StreamGPUUtil), rollupFiles: newStreamFiles(run.dir, sc.StreamGPURollup),
+		utilFiles: partition.NewStream(run.dir, sc.StreamGPUUtil), rollupFiles: partition.NewStream(run.dir, sc.StreamGPURollup),
 		blocks: map[int64]*gpuBlock{}, rollups: map[int64]*rollBlock{}, tails: map[int64]*tailBlock{}}
 }
 
-func (g *gpuReader) partitionFiles() []*streamFiles {
-	return []*streamFiles{g.utilFiles, g.rollupFiles}
+func (g *gpuReader) partitionFiles() []*partition.Stream {
+	return []*partition.Stream{g.utilFiles, g.rollupFiles}
 }
 
 // refreshLocked tails every loaded hour of both streams and the live tails; growth shows in the data edge.
 func (g *gpuReader) refreshLocked(newest int64) bool {
-	for _, h := range g.utilFiles.hours() {
-		if p := g.utilFiles.parts[h]; p.loaded || (h >= newest-1 && len(g.blocks) > 0) {
+	for _, h := range g.utilFiles.Hours() {
+		if p := g.utilFiles.Parts[h]; p.Loaded || (h >= newest-1 && len(g.blocks) > 0) {
 			g.loadHourLocked(h)
 		}
 	}
-	for _, h := range g.rollupFiles.hours() {
-		if p := g.rollupFiles.parts[h]; p.loaded || (h >= newest-1 && len(g.rollups) > 0) {
+	for _, h := range g.rollupFiles.Hours() {
+		if p := g.rollupFiles.Parts[h]; p.Loaded || (h >= newest-1 && len(g.rollups) > 0) {
 			g.loadRollupHourLocked(h)
 		}
 	}
@@ -73,7 +74,7 @@ func (g *gpuReader) loadHourLocked(h int64) {
 // loadGPUHour reads hour h of gpu_util for the lanes of only (nil: every lane). A block holding fewer lanes
 // than asked for is read again from the start.
 func (g *gpuReader) loadHour(h int64, only *laneFilter) {
-	p := g.utilFiles.parts[h]
+	p := g.utilFiles.Parts[h]
 	if p == nil {
 		return
 	}
@@ -81,10 +82,10 @@ func (g *gpuReader) loadHour(h int64, only *laneFilter) {
 	delete(g.tails, h) // the whole hour supersedes a tail read
 	if b := g.blocks[h]; b != nil && !b.only.covers(only) {
 		delete(g.blocks, h)
-		*p = partition{hour: h, plain: p.plain, zst: p.zst}
+		p.Reset()
 	}
 	g.run.lmu.Unlock()
-	if !p.loaded && only == nil {
+	if !p.Loaded && only == nil {
 		if cb, fi, ok := g.cachedHourLocked(h, p); ok {
 			g.run.lmu.Lock()
 			g.blocks[h] = cb
@@ -93,8 +94,8 @@ func (g *gpuReader) loadHour(h int64, only *laneFilter) {
 			for key := range cb.lanes {
 				g.run.laneSeen(key)
 			}
-			p.zstSize = fi.Size() // read() will not parse it again unless it grows
-			p.loaded = true
+			p.ZstSize = fi.Size() // read() will not parse it again unless it grows
+			p.Loaded = true
 			g.run.raiseEdge(cb.maxTs)
 			return
 		}
@@ -107,10 +108,10 @@ func (g *gpuReader) loadHour(h int64, only *laneFilter) {
 		g.blocks[h] = b
 	}
 	g.run.lmu.Unlock()
-	cacheable := g.cacheDir != "" && !p.loaded && p.zst != "" && p.plain == "" && p.zstSize == 0 && h >= 0 && b.only == nil
-	reports, err := g.utilFiles.read(p, func(line []byte) bool { return b.addLine(line, g.run.laneSeen) })
-	if errors.Is(err, errReload) {
-		*p = partition{hour: h, plain: p.plain, zst: p.zst}
+	cacheable := g.cacheDir != "" && !p.Loaded && p.Zst != "" && p.Plain == "" && p.ZstSize == 0 && h >= 0 && b.only == nil
+	reports, err := g.utilFiles.Read(p, func(line []byte) bool { return b.addLine(line, g.run.laneSeen) })
+	if errors.Is(err, partition.ErrReload) {
+		p.Reset()
 		g.run.lmu.Lock()
 		delete(g.blocks, h)
 		g.run.lmu.Unlock()
@@ -118,13 +119,13 @@ func (g *gpuReader) loadHour(h int64, only *laneFilter) {
 		return
 	}
 	g.run.report(reports, err)
-	p.loaded = true
+	p.Loaded = true
 	if h >= 0 && float64(h+1)*3600 < g.run.raiseEdge(b.maxTs) {
 		b.seal() // a past hour: drop append slack (late records may still arrive and grow it again)
 	}
 	if cacheable && err == nil && len(reports) == 0 {
-		if fi, serr := os.Stat(p.zst); serr == nil && fi.Size() == p.zstSize {
-			// The block is never changed after this (a grown .zst is reloaded into a new block), so it can be
+		if fi, serr := os.Stat(p.Zst); serr == nil && fi.Size() == p.ZstSize {
+			// The block is never changed after this (a grown .Zst is reloaded into a new block), so it can be
 			// written out while queries read it.
 			go saveGPUHour(g.cachePath(p, fi), b)
 		}
@@ -133,7 +134,7 @@ func (g *gpuReader) loadHour(h int64, only *laneFilter) {
 
 // gpuHeld says whether hour h of gpu_util is loaded for every lane of want (nil: all lanes).
 func (g *gpuReader) held(h int64, want *laneFilter) bool {
-	if !g.utilFiles.parts[h].loaded {
+	if !g.utilFiles.Parts[h].Loaded {
 		return false
 	}
 	b := g.blocks[h]
@@ -153,7 +154,7 @@ func (g *gpuReader) rawFilter(h int64, sel []*Lane) *laneFilter {
 		f.add(l.Node, l.GPU)
 	}
 	b := g.blocks[h]
-	if b == nil || !g.utilFiles.parts[h].loaded {
+	if b == nil || !g.utilFiles.Parts[h].Loaded {
 		return f
 	}
 	if b.only == nil || b.only.covers(f) {
@@ -170,7 +171,7 @@ func (g *gpuReader) rawFilter(h int64, sel []*Lane) *laneFilter {
 }
 
 func (g *gpuReader) loadRollupHourLocked(h int64) {
-	p := g.rollupFiles.parts[h]
+	p := g.rollupFiles.Parts[h]
 	if p == nil || h < 0 {
 		return
 	}
@@ -181,9 +182,9 @@ func (g *gpuReader) loadRollupHourLocked(h int64) {
 		g.rollups[h] = b
 	}
 	g.run.lmu.Unlock()
-	reports, err := g.rollupFiles.read(p, func(line []byte) bool { return b.addLine(line, g.run.laneSeen) })
-	if errors.Is(err, errReload) {
-		*p = partition{hour: h, plain: p.plain, zst: p.zst}
+	reports, err := g.rollupFiles.Read(p, func(line []byte) bool { return b.addLine(line, g.run.laneSeen) })
+	if errors.Is(err, partition.ErrReload) {
+		p.Reset()
 		g.run.lmu.Lock()
 		delete(g.rollups, h)
 		g.run.lmu.Unlock()
@@ -191,12 +192,12 @@ func (g *gpuReader) loadRollupHourLocked(h int64) {
 		return
 	}
 	g.run.report(reports, err)
-	p.loaded = true
+	p.Loaded = true
 }
 
 // gpuHours lists the hours of gpu_util or gpu_rollup overlapping [t0, t1] (legacy flat files always).
 func (g *gpuReader) hours(t0, t1 float64) []int64 {
-	hs := hoursFor(g.utilFiles, t0, t1, 0, 0)
+	hs := g.utilFiles.Overlapping(t0, t1, 0, 0)
 	if g.rollupOff {
 		return hs
 	}
@@ -204,8 +205,8 @@ func (g *gpuReader) hours(t0, t1 float64) []int64 {
 	for _, h := range hs {
 		seen[h] = true
 	}
-	for _, h := range hoursFor(g.rollupFiles, t0, t1, 0, 0) {
-		if !seen[h] && h != legacyHour {
+	for _, h := range g.rollupFiles.Overlapping(t0, t1, 0, 0) {
+		if !seen[h] && h != partition.LegacyHour {
 			hs = append(hs, h)
 		}
 	}
@@ -248,7 +249,7 @@ func (g *gpuReader) rollUse(h int64, t0, width float64, coarse bool) *rollBlock 
 // tailOnly: only readings after the roll-up's end are needed, from a plain file (the live hour): a tail block
 // serves them (gpu_rollup.go); tailOK: the tail block already held does.
 func (g *gpuReader) rawNeededLocked(h int64, t0, t1, width float64, coarse bool, fields []string) (need, tailOnly, tailOK bool) {
-	p := g.utilFiles.parts[h]
+	p := g.utilFiles.Parts[h]
 	if p == nil {
 		return false, false, false
 	}
@@ -266,22 +267,22 @@ func (g *gpuReader) rawNeededLocked(h int64, t0, t1, width float64, coarse bool,
 		return false, false, false
 	}
 	rawLast := 0.0
-	if p.zst != "" {
+	if p.Zst != "" {
 		rawLast = g.run.zstLast(p)
 	}
-	if p.plain != "" {
-		rawLast = math.Max(rawLast, lastStamp(p.plain))
+	if p.Plain != "" {
+		rawLast = math.Max(rawLast, partition.LastStamp(p.Plain))
 	}
 	if rawLast < b.end {
 		return false, false, false
 	}
-	if coarse && p.plain == "" && rawLast < b.end+2*float64(b.step) {
+	if coarse && p.Plain == "" && rawLast < b.end+2*float64(b.step) {
 		// A compacted hour whose roll-up lost its last buckets (the exporter dropped them under load, or a crash
 		// caught them open: the roll-up trails gpu_util by at most two buckets). The overviews (fleet, outliers,
 		// carpets) leave those seconds out rather than parse the whole hour for them; lane views read them.
 		return false, false, false
 	}
-	tailOnly = p.zst == "" && p.plain != ""
+	tailOnly = p.Zst == "" && p.Plain != ""
 	tb := g.tails[h]
 	return true, tailOnly, tailOnly && tb != nil && tb.from <= b.end
 }
@@ -291,19 +292,19 @@ func (g *gpuReader) rawNeededLocked(h int64, t0, t1, width float64, coarse bool,
 func (g *gpuReader) ensure(t0, t1, width float64, coarse bool, fields []string, sel []*Lane) {
 	missing := func() bool {
 		if !g.rollupOff {
-			for _, h := range hoursFor(g.rollupFiles, t0, t1, 0, 0) {
+			for _, h := range g.rollupFiles.Overlapping(t0, t1, 0, 0) {
 				if h < 0 {
 					continue
 				}
-				if !g.rollupFiles.parts[h].loaded {
+				if !g.rollupFiles.Parts[h].Loaded {
 					return true
 				}
-				if b := g.rollups[h]; b != nil && b.rawFirst == 0 && g.utilFiles.parts[h] != nil {
+				if b := g.rollups[h]; b != nil && b.rawFirst == 0 && g.utilFiles.Parts[h] != nil {
 					return true
 				}
 			}
 		}
-		for _, h := range hoursFor(g.utilFiles, t0, t1, 0, 0) {
+		for _, h := range g.utilFiles.Overlapping(t0, t1, 0, 0) {
 			if g.held(h, g.rawFilter(h, sel)) {
 				continue
 			}
@@ -323,22 +324,22 @@ func (g *gpuReader) ensure(t0, t1, width float64, coarse bool, fields []string, 
 	defer g.run.mu.Unlock()
 	if !g.rollupOff {
 		var jobs []loadJob
-		for _, h := range hoursFor(g.rollupFiles, t0, t1, 0, 0) {
-			if !g.rollupFiles.parts[h].loaded {
+		for _, h := range g.rollupFiles.Overlapping(t0, t1, 0, 0) {
+			if !g.rollupFiles.Parts[h].Loaded {
 				jobs = append(jobs, func() { g.loadRollupHourLocked(h) })
 			}
 		}
 		g.run.loadAll(jobs)
-		for _, h := range hoursFor(g.rollupFiles, t0, t1, 0, 0) {
-			if b, p := g.rollups[h], g.utilFiles.parts[h]; b != nil && b.rawFirst == 0 && p != nil {
-				if b.rawFirst = firstStamp(p); b.rawFirst == 0 {
+		for _, h := range g.rollupFiles.Overlapping(t0, t1, 0, 0) {
+			if b, p := g.rollups[h], g.utilFiles.Parts[h]; b != nil && b.rawFirst == 0 && p != nil {
+				if b.rawFirst = partition.FirstStamp(p); b.rawFirst == 0 {
 					b.rawFirst = math.Inf(1) // unreadable: judged by the roll-up alone
 				}
 			}
 		}
 	}
 	var jobs []loadJob
-	for _, h := range hoursFor(g.utilFiles, t0, t1, 0, 0) {
+	for _, h := range g.utilFiles.Overlapping(t0, t1, 0, 0) {
 		only := g.rawFilter(h, sel)
 		if g.held(h, only) {
 			continue
@@ -346,7 +347,7 @@ func (g *gpuReader) ensure(t0, t1, width float64, coarse bool, fields []string, 
 		need, tailOnly, tailOK := g.rawNeededLocked(h, t0, t1, width, coarse, fields)
 		switch {
 		case !need || tailOK:
-		case tailOnly && !g.utilFiles.parts[h].loaded && g.loadTailLocked(h, g.rollups[h].end):
+		case tailOnly && !g.utilFiles.Parts[h].Loaded && g.loadTailLocked(h, g.rollups[h].end):
 		default:
 			jobs = append(jobs, func() { g.loadHour(h, only) })
 		}
@@ -357,16 +358,16 @@ func (g *gpuReader) ensure(t0, t1, width float64, coarse bool, fields []string, 
 // loadTailLocked reads hour h of gpu_util from near `seam` to its end into a tail block; false when the file
 // cannot be entered there (the caller loads the whole hour).
 func (g *gpuReader) loadTailLocked(h int64, seam float64) bool {
-	p := g.utilFiles.parts[h]
-	off, ok := tailSeek(p.plain, seam)
+	p := g.utilFiles.Parts[h]
+	off, ok := tailSeek(p.Plain, seam)
 	if !ok {
 		return false
 	}
-	tb := &tailBlock{b: newGPUBlock(h), part: partition{hour: h, plain: p.plain, plainOff: off}, from: seam - tailMargin/2}
+	tb := &tailBlock{b: newGPUBlock(h), part: partition.Partition{Hour: h, Plain: p.Plain, PlainOff: off}, from: seam - tailMargin/2}
 	if off == 0 {
 		tb.from = math.Inf(-1)
 	}
-	reports, err := g.utilFiles.read(&tb.part, func(line []byte) bool { return tb.b.addLine(line, g.run.laneSeen) })
+	reports, err := g.utilFiles.Read(&tb.part, func(line []byte) bool { return tb.b.addLine(line, g.run.laneSeen) })
 	if err != nil {
 		return false
 	}
@@ -395,12 +396,12 @@ func (g *gpuReader) loadTailLocked(h int64, seam float64) bool {
 // decides again what to read).
 func (g *gpuReader) refreshTailsLocked() {
 	for h, tb := range g.tails {
-		p := g.utilFiles.parts[h]
-		if p == nil || p.loaded || p.zst != "" || p.plain != tb.part.plain {
+		p := g.utilFiles.Parts[h]
+		if p == nil || p.Loaded || p.Zst != "" || p.Plain != tb.part.Plain {
 			delete(g.tails, h)
 			continue
 		}
-		reports, err := g.utilFiles.read(&tb.part, func(line []byte) bool { return tb.b.addLine(line, g.run.laneSeen) })
+		reports, err := g.utilFiles.Read(&tb.part, func(line []byte) bool { return tb.b.addLine(line, g.run.laneSeen) })
 		if err != nil {
 			delete(g.tails, h)
 			continue

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"math"
 	"os"
+
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/flatjson"
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
 )
 
 // The gpu_rollup stream (docs/semconv.md §8.3), written by the exporter beside gpu_util: per lane and bucket
@@ -63,21 +66,21 @@ func (b *rollBlock) addLine(line []byte, onLane func(string)) bool {
 	if rec, fast := parseRollFast(line); fast {
 		ts, dt, node, gpu, vals, n = rec.ts, rec.dt, rec.node, rec.gpu, rec.vals, rec.n
 	} else {
-		err = scanFlat(line, func(key, val []byte, str bool) {
+		err = flatjson.Scan(line, func(key, val []byte, str bool) {
 			switch string(key) {
 			case "ts":
 				var good bool
-				if ts, good = parseNum(val); !good {
+				if ts, good = flatjson.ParseNum(val); !good {
 					ok = false
 				}
 			case "dt":
 				var good bool
-				if dt, good = parseNum(val); !good {
+				if dt, good = flatjson.ParseNum(val); !good {
 					ok = false
 				}
 			case "gpu":
 				var good bool
-				if gpu, good = parseNum(val); !good {
+				if gpu, good = flatjson.ParseNum(val); !good {
 					ok = false
 				}
 			case "node":
@@ -204,7 +207,7 @@ func parseRollFast(line []byte) (r rollRec, ok bool) {
 		if j == i || !jsonNumber(line[i:j]) {
 			return 0, false
 		}
-		v, good := parseNum(line[i:j])
+		v, good := flatjson.ParseNum(line[i:j])
 		i = j
 		return v, good
 	}
@@ -279,7 +282,7 @@ func minMaxOf(arr []byte) (float64, float64, bool) {
 		for j < len(arr) && arr[j] != ',' && arr[j] != ']' && arr[j] != ' ' {
 			j++
 		}
-		v, ok := parseNum(arr[i:j])
+		v, ok := flatjson.ParseNum(arr[i:j])
 		if !ok || j >= len(arr) {
 			return 0, 0, false
 		}
@@ -350,7 +353,7 @@ func (f *rollField) fold(h0, step, t0, t1, to float64, omin, omax []float64, spr
 // hour, and dropped when the whole hour is loaded or the file is compacted.
 type tailBlock struct {
 	b    *gpuBlock
-	part partition // own read offset into the same file
+	part partition.Partition // own read offset into the same file
 	from float64
 }
 
@@ -389,9 +392,9 @@ func tailSeek(path string, at float64) (int64, bool) {
 			return 0, 0, false
 		}
 		t := 0.0
-		_ = scanFlat(b[start:start+end], func(key, val []byte, str bool) {
+		_ = flatjson.Scan(b[start:start+end], func(key, val []byte, str bool) {
 			if string(key) == "ts" {
-				t, _ = parseNum(val)
+				t, _ = flatjson.ParseNum(val)
 			}
 		})
 		return off + int64(start), t, t > 0

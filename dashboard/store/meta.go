@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
 	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 )
 
@@ -78,8 +79,8 @@ func (s *Store) Meta() map[string]any {
 	}
 	sort.Strings(fl)
 	streams := map[string]any{}
-	for _, f := range []*streamFiles{s.gpu.utilFiles, s.phases.files, s.metrics.files, s.topology.files, s.gpu.rollupFiles} {
-		streams[f.name] = map[string]any{"partitions": len(f.parts)}
+	for _, f := range []*partition.Stream{s.gpu.utilFiles, s.phases.files, s.metrics.files, s.topology.files, s.gpu.rollupFiles} {
+		streams[f.Name] = map[string]any{"partitions": len(f.Parts)}
 	}
 	notices := make([]Notice, 0, len(s.notices))
 	for _, n := range s.notices {
@@ -112,9 +113,9 @@ func (s *Store) Meta() map[string]any {
 		"start_ts": s.first, "time_range": []float64{s.first, s.edge}, "data_edge": s.edge,
 		"window_cap_s": WindowCap, "lanes_total": len(s.lanes.set.lanes), "streams": streams,
 		"capabilities": map[string]any{
-			"phases": len(s.phases.files.parts) > 0, "gpu_util": len(s.gpu.utilFiles.parts) > 0, "gpu_fields": fl,
-			"metrics": len(s.metrics.files.parts) > 0, "topology": len(s.topology.files.parts) > 0,
-			"engine_series": len(s.engines.files.parts) > 0, "trajectories": len(s.trajectories.files.parts) > 0,
+			"phases": len(s.phases.files.Parts) > 0, "gpu_util": len(s.gpu.utilFiles.Parts) > 0, "gpu_fields": fl,
+			"metrics": len(s.metrics.files.Parts) > 0, "topology": len(s.topology.files.Parts) > 0,
+			"engine_series": len(s.engines.files.Parts) > 0, "trajectories": len(s.trajectories.files.Parts) > 0,
 		},
 		"notices": notices,
 		"memory": map[string]any{"gpu_bytes": memBytes, "gpu_values": values, "loaded_hours": len(s.gpu.blocks),

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/flatjson"
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
 
@@ -13,7 +15,7 @@ type metricReader struct {
 	// run is the store whose lock and notices the reader shares.
 	run *Store
 	// files are the stream's hourly partitions and how far each was read.
-	files *streamFiles
+	files *partition.Stream
 	// records are every metrics record read, in reading order.
 	records []stepRec
 	// recordsRead says records holds every partition as of the last read.
@@ -23,12 +25,12 @@ type metricReader struct {
 }
 
 func newMetricReader(run *Store) metricReader {
-	r := metricReader{run: run, files: newStreamFiles(run.dir, sc.StreamMetrics)}
+	r := metricReader{run: run, files: partition.NewStream(run.dir, sc.StreamMetrics)}
 	r.index.init()
 	return r
 }
 
-func (r *metricReader) partitionFiles() []*streamFiles { return []*streamFiles{r.files} }
+func (r *metricReader) partitionFiles() []*partition.Stream { return []*partition.Stream{r.files} }
 
 // refreshLocked tails the stream once it was read, and folds what it gained into the index once one was built.
 func (r *metricReader) refreshLocked(int64) bool {
@@ -66,17 +68,17 @@ func parseStepRec(line []byte) (stepRec, bool) {
 	}
 	var metrics []byte
 	ok := true
-	err := scanFlat(line, func(key, val []byte, str bool) {
+	err := flatjson.Scan(line, func(key, val []byte, str bool) {
 		switch string(key) {
 		case "ts":
-			r.TS, ok = parseNum(val)
+			r.TS, ok = flatjson.ParseNum(val)
 		case "step_key":
 			if str {
 				k := string(val)
 				r.StepKey = &k
 			}
 		case "step":
-			if v, good := parseNum(val); good {
+			if v, good := flatjson.ParseNum(val); good {
 				r.Step = &v
 			}
 		case "metrics":
@@ -87,11 +89,11 @@ func parseStepRec(line []byte) (stepRec, bool) {
 		return r, false
 	}
 	r.nums = map[string]float64{}
-	if scanFlat(metrics, func(key, val []byte, str bool) {
+	if flatjson.Scan(metrics, func(key, val []byte, str bool) {
 		if str {
 			return
 		}
-		if v, good := parseNum(val); good {
+		if v, good := flatjson.ParseNum(val); good {
 			r.nums[string(key)] = v
 		}
 	}) != nil {
@@ -101,9 +103,9 @@ func parseStepRec(line []byte) (stepRec, bool) {
 }
 
 func (r *metricReader) loadLocked() {
-	for _, h := range r.files.hours() {
-		p := r.files.parts[h]
-		reports, err := r.files.read(p, func(line []byte) bool {
+	for _, h := range r.files.Hours() {
+		p := r.files.Parts[h]
+		reports, err := r.files.Read(p, func(line []byte) bool {
 			rec, ok := parseStepRec(line)
 			if !ok {
 				return false
@@ -111,11 +113,11 @@ func (r *metricReader) loadLocked() {
 			r.records = append(r.records, rec)
 			return true
 		})
-		if err == errReload {
+		if err == partition.ErrReload {
 			// Rare (a compacted hour grew): rebuild everything from scratch.
 			r.records, r.recordsRead = nil, false
-			for _, p := range r.files.parts {
-				*p = partition{hour: p.hour, plain: p.plain, zst: p.zst}
+			for _, p := range r.files.Parts {
+				p.Reset()
 			}
 			r.loadLocked()
 			return

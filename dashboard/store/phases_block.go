@@ -6,6 +6,8 @@ import (
 	"math"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/flatjson"
 )
 
 // phaseRec is one phases record: otelcol-miles (t1 null = open, span id) or miles v1 (t1 = -1 = open, no id).
@@ -211,7 +213,7 @@ func (b *phaseBlock) addSparse(line []byte, hourStart float64) bool {
 		b.maxT = math.Max(b.maxT, t0)
 		return true
 	}
-	t1, good := parseNum(t1raw)
+	t1, good := flatjson.ParseNum(t1raw)
 	if !good {
 		return b.addLine(line)
 	}
@@ -263,7 +265,7 @@ func numberAfter(line []byte, key string) (float64, bool) {
 	if !ok || !jsonNumber(v) {
 		return 0, false
 	}
-	return parseNum(v)
+	return flatjson.ParseNum(v)
 }
 
 // stringAfter returns the string value after key (which ends with the opening quote), when it has no escapes.
@@ -302,7 +304,7 @@ func parsePhaseFast(line []byte) (phaseRec, bool) {
 			ok = false
 			return 0, false
 		}
-		v, good := parseNum(val)
+		v, good := flatjson.ParseNum(val)
 		if !good {
 			ok = false
 		}
@@ -313,14 +315,14 @@ func parsePhaseFast(line []byte) (phaseRec, bool) {
 			ok = false
 			return 0, false
 		}
-		v, good := parseNum(val)
+		v, good := flatjson.ParseNum(val)
 		if !good || math.Abs(v) > 1<<53 {
 			ok = false
 			return 0, false
 		}
 		return int(v), true
 	}
-	err := scanFlat(line, func(key, val []byte, isStr bool) {
+	err := flatjson.Scan(line, func(key, val []byte, isStr bool) {
 		if !ok {
 			return
 		}

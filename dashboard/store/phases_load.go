@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
 
@@ -15,7 +16,7 @@ type phaseReader struct {
 	// run is the store whose lock, notices and data edge the reader shares.
 	run *Store
 	// files are the stream's hourly partitions and how far each was read.
-	files *streamFiles
+	files *partition.Stream
 	// blocks holds the loaded hours, whole or sparse.
 	blocks map[int64]*phaseBlock
 	// gen counts changes to the blocks (a block added, grown or replaced): the still-open marker lists
@@ -28,15 +29,15 @@ type phaseReader struct {
 }
 
 func newPhaseReader(run *Store) phaseReader {
-	return phaseReader{run: run, files: newStreamFiles(run.dir, sc.StreamPhases), blocks: map[int64]*phaseBlock{}}
+	return phaseReader{run: run, files: partition.NewStream(run.dir, sc.StreamPhases), blocks: map[int64]*phaseBlock{}}
 }
 
-func (r *phaseReader) partitionFiles() []*streamFiles { return []*streamFiles{r.files} }
+func (r *phaseReader) partitionFiles() []*partition.Stream { return []*partition.Stream{r.files} }
 
 // refreshLocked tails the loaded hours and the sparse ones; growth shows in the data edge.
 func (r *phaseReader) refreshLocked(newest int64) bool {
-	for _, h := range r.files.hours() {
-		if p := r.files.parts[h]; p.loaded || (h >= newest-1 && len(r.blocks) > 0) {
+	for _, h := range r.files.Hours() {
+		if p := r.files.Parts[h]; p.Loaded || (h >= newest-1 && len(r.blocks) > 0) {
 			r.loadHourLocked(h)
 		} else if b := r.blocks[h]; b != nil && b.sparse {
 			r.loadHour(h, true)
@@ -55,16 +56,16 @@ func (r *phaseReader) loadHourLocked(h int64) { r.loadHour(h, false) }
 // loadPhaseHour reads hour h of phases, whole or (sparse, a reach hour: phases_block.go) only what reaches outside
 // the hour; a sparse read of a whole hour reads on as whole.
 func (r *phaseReader) loadHour(h int64, sparse bool) {
-	p := r.files.parts[h]
+	p := r.files.Parts[h]
 	if p == nil {
 		return
 	}
-	sparse = sparse && h >= 0 && !p.loaded
+	sparse = sparse && h >= 0 && !p.Loaded
 	r.run.lmu.Lock()
 	b := r.blocks[h]
 	if b != nil && b.sparse && !sparse {
 		b = nil // becomes whole: read again from the start
-		*p = partition{hour: h, plain: p.plain, zst: p.zst}
+		p.Reset()
 	}
 	if b == nil {
 		b = newPhaseBlock(sparse)
@@ -77,9 +78,9 @@ func (r *phaseReader) loadHour(h int64, sparse bool) {
 		start := float64(h * 3600)
 		sink = func(line []byte) bool { return b.addSparse(line, start) }
 	}
-	reports, err := r.files.read(p, sink)
-	if errors.Is(err, errReload) {
-		*p = partition{hour: h, plain: p.plain, zst: p.zst}
+	reports, err := r.files.Read(p, sink)
+	if errors.Is(err, partition.ErrReload) {
+		p.Reset()
 		r.run.lmu.Lock()
 		delete(r.blocks, h)
 		r.run.lmu.Unlock()
@@ -87,10 +88,10 @@ func (r *phaseReader) loadHour(h int64, sparse bool) {
 		return
 	}
 	if bad := b.settle(); bad > 0 {
-		r.run.notice("warning", fmt.Sprintf("%s: %d corrupt open-marker line(s) skipped", corruptReport{path: cmp.Or(p.plain, p.zst)}.file(), bad))
+		r.run.notice("warning", fmt.Sprintf("%s: %d corrupt open-marker line(s) skipped", partition.CorruptReport{Path: cmp.Or(p.Plain, p.Zst)}.File(), bad))
 	}
 	r.run.report(reports, err)
-	p.loaded = !b.sparse
+	p.Loaded = !b.sparse
 	r.run.raiseEdge(b.maxT)
 }
 
@@ -126,20 +127,20 @@ func (s *Store) ensurePhases(t0, t1 float64, roll bool) {
 // roll) gpu_rollup hours.
 func (s *Store) missingPhasesLocked(t0, t1 float64, roll bool) (whole, sparse, rolls []int64) {
 	inWindow := map[int64]bool{}
-	for _, h := range hoursFor(s.phases.files, t0, t1, 0, 0) {
+	for _, h := range s.phases.files.Overlapping(t0, t1, 0, 0) {
 		inWindow[h] = true
-		if !s.phases.files.parts[h].loaded {
+		if !s.phases.files.Parts[h].Loaded {
 			whole = append(whole, h)
 		}
 	}
-	for _, h := range hoursFor(s.phases.files, t0, t1, phaseReach, phaseReach) {
-		if !inWindow[h] && !s.phases.files.parts[h].loaded && s.phases.blocks[h] == nil {
+	for _, h := range s.phases.files.Overlapping(t0, t1, phaseReach, phaseReach) {
+		if !inWindow[h] && !s.phases.files.Parts[h].Loaded && s.phases.blocks[h] == nil {
 			sparse = append(sparse, h)
 		}
 	}
 	if roll && !s.gpu.rollupOff {
-		for _, h := range hoursFor(s.gpu.rollupFiles, t0, t1, 0, 0) {
-			if h >= 0 && !s.gpu.rollupFiles.parts[h].loaded {
+		for _, h := range s.gpu.rollupFiles.Overlapping(t0, t1, 0, 0) {
+			if h >= 0 && !s.gpu.rollupFiles.Parts[h].Loaded {
 				rolls = append(rolls, h)
 			}
 		}

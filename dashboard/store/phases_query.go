@@ -37,7 +37,7 @@ func (s *Store) Phases(t0, t1 float64, sel []*Lane) *PhasesResult {
 	// Candidates in the order the records were read (closed ones hour by hour, then the still-open markers),
 	// then sorted by start: ties keep that order.
 	// seq: closed before open, then hour, then place in the hour.
-	hours := hoursFor(s.phases.files, t0, t1, phaseReach, phaseReach)
+	hours := s.phases.files.Overlapping(t0, t1, phaseReach, phaseReach)
 	capacity := 0 // every closed record, when they are all walked
 	if len(sel) > phaseIndexLanes {
 		for _, h := range hours {

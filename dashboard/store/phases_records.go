@@ -23,8 +23,8 @@ type PhaseRecord struct {
 // markers, in start order; edge is the data edge the open ones are measured against.
 func (s *Store) AllPhases() (recs []PhaseRecord, edge float64) {
 	s.mu.Lock()
-	for _, h := range s.phases.files.hours() {
-		if !s.phases.files.parts[h].loaded {
+	for _, h := range s.phases.files.Hours() {
+		if !s.phases.files.Parts[h].Loaded {
 			s.phases.loadHourLocked(h)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/flatjson"
 	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 )
 
@@ -215,7 +216,7 @@ func testSeam(t *testing.T, blocked bool) {
 	if n, want := loadedHours(a), map[bool]int{false: 0, true: 1}[blocked]; n != want {
 		t.Errorf("whole gpu_util hours parsed: %d, want %d", n, want)
 	}
-	if tb := a.gpu.tails[499_000]; !blocked && (tb == nil || tb.part.plainOff == 0) {
+	if tb := a.gpu.tails[499_000]; !blocked && (tb == nil || tb.part.PlainOff == 0) {
 		t.Errorf("no tail read of the live hour: %+v", tb)
 	}
 	g := a.GPU(h0, h0+1800, lanes, 28, []string{"util"})
@@ -430,14 +431,14 @@ func FuzzRollupFastParse(f *testing.F) {
 		var ts, dt, gpu float64
 		var node []byte
 		var vals []rollKV
-		err := scanFlat(line, func(key, val []byte, str bool) {
+		err := flatjson.Scan(line, func(key, val []byte, str bool) {
 			switch string(key) {
 			case "ts":
-				ts, _ = parseNum(val)
+				ts, _ = flatjson.ParseNum(val)
 			case "dt":
-				dt, _ = parseNum(val)
+				dt, _ = flatjson.ParseNum(val)
 			case "gpu":
-				gpu, _ = parseNum(val)
+				gpu, _ = flatjson.ParseNum(val)
 			case "node":
 				node = val
 			case "n":
@@ -463,7 +464,7 @@ func FuzzRollupFastParse(f *testing.F) {
 
 // TestRollupCompactedHourEnd: a compressed hour whose roll-up ends early is read raw only when gpu_util has
 // readings after the roll-up's end (a crash lost the roll-up's last buckets), not when both stop there (a data
-// gap) — told by the span frame at the end of the .zst, or, in files written before it, by decompressing it.
+// gap) — told by the span frame at the end of the .Zst, or, in files written before it, by decompressing it.
 func TestRollupCompactedHourEnd(t *testing.T) {
 	for _, tc := range []struct {
 		name    string

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
 	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 )
 
@@ -85,7 +86,7 @@ type Store struct {
 // streamReader is what the Store front asks of each per-stream reader. The caller holds Store.mu for writing.
 type streamReader interface {
 	// partitionFiles returns the streams whose partitions the reader reads (gpu: gpu_util and gpu_rollup).
-	partitionFiles() []*streamFiles
+	partitionFiles() []*partition.Stream
 	// refreshLocked reads what the reader's followed hours gained — the hours it loaded, and the hour after the
 	// newest (the one holding the data edge, newest) so a follower never misses the rollover — and says whether
 	// anything grew that the data edge does not show.
@@ -134,8 +135,8 @@ func Open(dir string, follow bool) (*Store, error) {
 func (s *Store) listLocked() {
 	for _, r := range s.readers() {
 		for _, f := range r.partitionFiles() {
-			if err := f.list(); err != nil {
-				s.notice("error", f.name+": "+err.Error())
+			if err := f.List(); err != nil {
+				s.notice("error", f.Name+": "+err.Error())
 			}
 		}
 	}
@@ -154,7 +155,7 @@ func (s *Store) notice(level, msg string) {
 	s.lmu.Unlock()
 }
 
-func (s *Store) report(reports []corruptReport, err error) {
+func (s *Store) report(reports []partition.CorruptReport, err error) {
 	for _, r := range reports {
 		s.notice("warning", r.String())
 	}

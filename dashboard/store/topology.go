@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"sort"
 
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
 
@@ -13,16 +14,16 @@ type topologyReader struct {
 	// run is the store whose lock and notices the reader shares.
 	run *Store
 	// files are the stream's hourly partitions and how far each was read.
-	files *streamFiles
+	files *partition.Stream
 	// snapshots are every snapshot read, by time.
 	snapshots []topoRec
 }
 
 func newTopologyReader(run *Store) topologyReader {
-	return topologyReader{run: run, files: newStreamFiles(run.dir, sc.StreamTopology)}
+	return topologyReader{run: run, files: partition.NewStream(run.dir, sc.StreamTopology)}
 }
 
-func (r *topologyReader) partitionFiles() []*streamFiles { return []*streamFiles{r.files} }
+func (r *topologyReader) partitionFiles() []*partition.Stream { return []*partition.Stream{r.files} }
 
 // refreshLocked tails the stream; a new snapshot changes lane selections, not the views' data.
 func (r *topologyReader) refreshLocked(int64) bool {
@@ -41,9 +42,9 @@ type topoRec struct {
 }
 
 func (r *topologyReader) loadLocked() {
-	for _, h := range r.files.hours() {
-		p := r.files.parts[h]
-		reports, err := r.files.read(p, func(line []byte) bool {
+	for _, h := range r.files.Hours() {
+		p := r.files.Parts[h]
+		reports, err := r.files.Read(p, func(line []byte) bool {
 			var rec topoRec
 			if json.Unmarshal(line, &rec) != nil || rec.TS <= 0 {
 				return false
@@ -51,7 +52,7 @@ func (r *topologyReader) loadLocked() {
 			r.snapshots = append(r.snapshots, rec)
 			return true
 		})
-		if err == errReload {
+		if err == partition.ErrReload {
 			continue
 		}
 		r.run.report(reports, err)

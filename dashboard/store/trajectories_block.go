@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/hex"
 	"math"
+
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/flatjson"
 )
 
 const (
@@ -61,7 +63,7 @@ func newTrajRec() trajRec {
 }
 
 func numI(val []byte) int32 {
-	f, ok := parseNum(val)
+	f, ok := flatjson.ParseNum(val)
 	if !ok || f != math.Trunc(f) || math.Abs(f) > math.MaxInt32 {
 		return -1
 	}
@@ -95,11 +97,11 @@ func trajLine(line []byte, in *interner, wantLinks bool, fn func(r *trajRec, lin
 	}
 	all := true
 	spans := f.spans
-	for i := skipWS(spans, 1); i < len(spans) && spans[i] != ']'; {
+	for i := flatjson.SkipSpace(spans, 1); i < len(spans) && spans[i] != ']'; {
 		if spans[i] != '{' {
 			return false
 		}
-		j, err := skipNested(spans, i)
+		j, err := flatjson.SkipValue(spans, i)
 		if err != nil {
 			return false
 		}
@@ -112,9 +114,9 @@ func trajLine(line []byte, in *interner, wantLinks bool, fn func(r *trajRec, lin
 		} else {
 			all = false
 		}
-		i = skipWS(spans, j)
+		i = flatjson.SkipSpace(spans, j)
 		if i < len(spans) && spans[i] == ',' {
-			i = skipWS(spans, i+1)
+			i = flatjson.SkipSpace(spans, i+1)
 		}
 	}
 	return all
@@ -144,18 +146,18 @@ func relTime(base, rel float64) float64 {
 func decodeTrajObj(obj []byte, in *interner, r *trajRec, links *[]traceID, base float64) (trajFields, bool) {
 	var f trajFields
 	ok := true
-	err := scanFlat(obj, func(key, val []byte, str bool) {
+	err := flatjson.Scan(obj, func(key, val []byte, str bool) {
 		switch string(key) {
 		case "type":
 			r.typ = trajTypes[string(val)]
 		case "t0":
-			r.t0, f.has0 = parseNum(val)
+			r.t0, f.has0 = flatjson.ParseNum(val)
 			r.t0 = relTime(base, r.t0)
 		case "t1":
-			r.t1, f.has1 = parseNum(val)
+			r.t1, f.has1 = flatjson.ParseNum(val)
 			r.t1 = relTime(base, r.t1)
 		case "t":
-			f.base, f.hasBase = parseNum(val)
+			f.base, f.hasBase = flatjson.ParseNum(val)
 		case "spans":
 			if len(val) > 0 && val[0] == '[' {
 				f.spans = val
@@ -200,7 +202,7 @@ func decodeTrajObj(obj []byte, in *interner, r *trajRec, links *[]traceID, base 
 				}
 			}
 		case "a":
-			if scanFlat(val, func(k, v []byte, s bool) { r.annotate(k, v, in) }) != nil {
+			if flatjson.Scan(val, func(k, v []byte, s bool) { r.annotate(k, v, in) }) != nil {
 				ok = false
 			}
 		}
@@ -232,7 +234,7 @@ func (r *trajRec) annotate(k, v []byte, in *interner) {
 	case "miles.lifecycle.tool_calls":
 		r.ltools = numI(v)
 	case "miles.lifecycle.queue_time":
-		if f, ok := parseNum(v); ok {
+		if f, ok := flatjson.ParseNum(v); ok {
 			r.queueT = float32(f)
 		}
 	}

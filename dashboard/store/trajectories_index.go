@@ -5,6 +5,9 @@ import (
 	"errors"
 	"math"
 	"sort"
+
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/flatjson"
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
 )
 
 // stepConsume is one miles.step.consume record with its lifecycle annotations.
@@ -57,9 +60,9 @@ func (r *trajectoryReader) ensureIndexLocked() {
 // updates; other lines are skipped before parsing.
 func (r *trajectoryReader) indexLocked() {
 	x := &r.index
-	for _, h := range r.indexFiles.hours() {
-		p := r.indexFiles.parts[h]
-		reports, err := r.indexFiles.read(p, func(line []byte) bool {
+	for _, h := range r.indexFiles.Hours() {
+		p := r.indexFiles.Parts[h]
+		reports, err := r.indexFiles.Read(p, func(line []byte) bool {
 			isStep := bytes.Contains(line, stepConsumeTag)
 			if !isStep && !bytes.Contains(line, weightUpdateTag) {
 				return true // parsed (and validated) by the block loader when a view needs it
@@ -85,7 +88,7 @@ func (r *trajectoryReader) indexLocked() {
 				}
 			})
 		})
-		if errors.Is(err, errReload) {
+		if errors.Is(err, partition.ErrReload) {
 			for _, sc := range x.byHour[h] {
 				if x.steps[sc.step] == sc {
 					delete(x.steps, sc.step)
@@ -93,27 +96,27 @@ func (r *trajectoryReader) indexLocked() {
 			}
 			delete(x.byHour, h)
 			delete(x.updates, h)
-			*p = partition{hour: h, plain: p.plain, zst: p.zst}
+			p.Reset()
 			x.ver++
 			r.indexLocked()
 			return
 		}
 		r.run.report(reports, err)
-		p.loaded = true
+		p.Loaded = true
 	}
 }
 
 // annotate reads the step_consume fields trajRec does not keep (batch, step-level lifecycle annotations).
 func (sc *stepConsume) annotate(line []byte) {
-	_ = scanFlat(line, func(k, v []byte, str bool) {
+	_ = flatjson.Scan(line, func(k, v []byte, str bool) {
 		switch string(k) {
 		case "batch":
-			if f, ok := parseNum(v); ok {
+			if f, ok := flatjson.ParseNum(v); ok {
 				sc.batch = int(f)
 			}
 		case "a":
-			_ = scanFlat(v, func(k, v []byte, str bool) {
-				f, ok := parseNum(v)
+			_ = flatjson.Scan(v, func(k, v []byte, str bool) {
+				f, ok := flatjson.ParseNum(v)
 				switch string(k) {
 				case "miles.lifecycle.status":
 					sc.lcStatus = string(v)

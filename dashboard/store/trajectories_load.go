@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
 
@@ -14,9 +15,9 @@ type trajectoryReader struct {
 	// run is the store whose lock, notices and data edge the reader shares.
 	run *Store
 	// indexFiles are the stream's partitions as the step index read them (step_consume and weight_update only).
-	indexFiles *streamFiles
+	indexFiles *partition.Stream
 	// files are the stream's partitions as the hour blocks read them.
-	files *streamFiles
+	files *partition.Stream
 	// index is the step index.
 	index trajIndex
 	// blocks holds the loaded hours.
@@ -30,15 +31,15 @@ type trajectoryReader struct {
 }
 
 func newTrajectoryReader(run *Store) trajectoryReader {
-	r := trajectoryReader{run: run, indexFiles: newStreamFiles(run.dir, sc.StreamTrajectories),
-		files: newStreamFiles(run.dir, sc.StreamTrajectories), blocks: map[int64]*trajBlock{}}
+	r := trajectoryReader{run: run, indexFiles: partition.NewStream(run.dir, sc.StreamTrajectories),
+		files: partition.NewStream(run.dir, sc.StreamTrajectories), blocks: map[int64]*trajBlock{}}
 	r.strings.init()
 	r.index.init()
 	return r
 }
 
-func (r *trajectoryReader) partitionFiles() []*streamFiles {
-	return []*streamFiles{r.indexFiles, r.files}
+func (r *trajectoryReader) partitionFiles() []*partition.Stream {
+	return []*partition.Stream{r.indexFiles, r.files}
 }
 
 // refreshLocked tails the step index once built and the loaded hours, and loads the newest two hours once
@@ -52,9 +53,9 @@ func (r *trajectoryReader) refreshLocked(int64) bool {
 	}
 	if len(r.blocks) > 0 {
 		before := r.version
-		newest := newestHour(r.files)
-		for _, h := range r.files.hours() {
-			if p := r.files.parts[h]; p.loaded || h >= newest-1 {
+		newest := r.files.Newest()
+		for _, h := range r.files.Hours() {
+			if p := r.files.Parts[h]; p.Loaded || h >= newest-1 {
 				r.loadHourLocked(h)
 			}
 		}
@@ -69,7 +70,7 @@ type trajBlock struct {
 	scrat []traceID
 }
 
-func (b *trajBlock) sink(in *interner) lineSink {
+func (b *trajBlock) sink(in *interner) partition.LineSink {
 	return func(line []byte) bool {
 		ok := trajLine(line, in, false, func(r *trajRec, _ []traceID, _ []byte) {
 			if r.typ == ttStepConsume || r.typ == ttWeightUpdate {
@@ -87,7 +88,7 @@ func (b *trajBlock) sink(in *interner) lineSink {
 }
 
 func (r *trajectoryReader) loadHourLocked(h int64) {
-	p := r.files.parts[h]
+	p := r.files.Parts[h]
 	if p == nil {
 		return
 	}
@@ -97,16 +98,16 @@ func (r *trajectoryReader) loadHourLocked(h int64) {
 		r.blocks[h] = b
 	}
 	before := len(b.recs)
-	reports, err := r.files.read(p, b.sink(&r.strings))
-	if errors.Is(err, errReload) {
-		*p = partition{hour: h, plain: p.plain, zst: p.zst}
+	reports, err := r.files.Read(p, b.sink(&r.strings))
+	if errors.Is(err, partition.ErrReload) {
+		p.Reset()
 		r.blocks[h] = &trajBlock{}
 		r.version++
 		r.loadHourLocked(h)
 		return
 	}
 	r.run.report(reports, err)
-	p.loaded = true
+	p.Loaded = true
 	if len(b.recs) != before {
 		r.version++
 	}
@@ -118,8 +119,8 @@ func (r *trajectoryReader) loadHourLocked(h int64) {
 func (r *trajectoryReader) ensureHours(lo, hi int64) {
 	r.run.mu.RLock()
 	missing := false
-	for _, h := range r.files.hours() {
-		if (h == legacyHour || (h >= lo && h <= hi)) && !r.files.parts[h].loaded {
+	for _, h := range r.files.Hours() {
+		if (h == partition.LegacyHour || (h >= lo && h <= hi)) && !r.files.Parts[h].Loaded {
 			missing = true
 		}
 	}
@@ -129,8 +130,8 @@ func (r *trajectoryReader) ensureHours(lo, hi int64) {
 	}
 	r.run.mu.Lock()
 	defer r.run.mu.Unlock()
-	for _, h := range r.files.hours() {
-		if (h == legacyHour || (h >= lo && h <= hi)) && !r.files.parts[h].loaded {
+	for _, h := range r.files.Hours() {
+		if (h == partition.LegacyHour || (h >= lo && h <= hi)) && !r.files.Parts[h].Loaded {
 			r.loadHourLocked(h)
 		}
 	}
@@ -138,8 +139,8 @@ func (r *trajectoryReader) ensureHours(lo, hi int64) {
 
 func (r *trajectoryReader) hoursLocked(lo, hi int64) []*trajBlock {
 	var out []*trajBlock
-	for _, h := range r.files.hours() {
-		if h == legacyHour || (h >= lo && h <= hi) {
+	for _, h := range r.files.Hours() {
+		if h == partition.LegacyHour || (h >= lo && h <= hi) {
 			if b := r.blocks[h]; b != nil {
 				out = append(out, b)
 			}

@@ -1,4 +1,6 @@
-package store
+// Package flatjson reads the one-line JSON records of the run's streams without building them: the members of
+// a flat object as raw keys and values, and numbers exactly as strconv.ParseFloat reads them, faster.
+package flatjson
 
 import (
 	"bytes"
@@ -6,37 +8,38 @@ import (
 	"strconv"
 )
 
-var errBadLine = errors.New("not a flat JSON object")
+// ErrBadLine is a line that is not a JSON object.
+var ErrBadLine = errors.New("not a flat JSON object")
 
-// scanFlat walks the top-level members of a one-line JSON object without building it, calling fn with each
+// Scan walks the top-level members of a one-line JSON object without building it, calling fn with each
 // key and raw value (strings without quotes and unescaped only when they contain no escapes; objects and
 // arrays as raw text). It is the hot path for gpu_util lines, several times faster than encoding/json.
-func scanFlat(line []byte, fn func(key, val []byte, str bool)) error {
-	i := skipWS(line, 0)
+func Scan(line []byte, fn func(key, val []byte, str bool)) error {
+	i := SkipSpace(line, 0)
 	if i >= len(line) || line[i] != '{' {
-		return errBadLine
+		return ErrBadLine
 	}
 	i++
 	for {
-		i = skipWS(line, i)
+		i = SkipSpace(line, i)
 		if i < len(line) && line[i] == '}' {
 			return nil
 		}
 		if i >= len(line) || line[i] != '"' {
-			return errBadLine
+			return ErrBadLine
 		}
 		ke := bytes.IndexByte(line[i+1:], '"')
 		if ke < 0 {
-			return errBadLine
+			return ErrBadLine
 		}
 		key := line[i+1 : i+1+ke]
-		i = skipWS(line, i+2+ke)
+		i = SkipSpace(line, i+2+ke)
 		if i >= len(line) || line[i] != ':' {
-			return errBadLine
+			return ErrBadLine
 		}
-		i = skipWS(line, i+1)
+		i = SkipSpace(line, i+1)
 		if i >= len(line) {
-			return errBadLine
+			return ErrBadLine
 		}
 		var end int
 		str := false
@@ -50,13 +53,13 @@ func scanFlat(line []byte, fn func(key, val []byte, str bool)) error {
 				j++
 			}
 			if j >= len(line) {
-				return errBadLine
+				return ErrBadLine
 			}
 			fn(key, line[i+1:j], true)
 			str = true
 			end = j + 1
 		case '{', '[':
-			j, err := skipNested(line, i)
+			j, err := SkipValue(line, i)
 			if err != nil {
 				return err
 			}
@@ -71,7 +74,7 @@ func scanFlat(line []byte, fn func(key, val []byte, str bool)) error {
 			end = j
 		}
 		_ = str
-		i = skipWS(line, end)
+		i = SkipSpace(line, end)
 		if i < len(line) && line[i] == ',' {
 			i++
 			continue
@@ -79,18 +82,21 @@ func scanFlat(line []byte, fn func(key, val []byte, str bool)) error {
 		if i < len(line) && line[i] == '}' {
 			return nil
 		}
-		return errBadLine
+		return ErrBadLine
 	}
 }
 
-func skipWS(b []byte, i int) int {
+// SkipSpace returns the index of the first byte at or after i that is not JSON white space (a line holds no
+// newline).
+func SkipSpace(b []byte, i int) int {
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r') {
 		i++
 	}
 	return i
 }
 
-func skipNested(b []byte, i int) (int, error) {
+// SkipValue returns the index just past the object or array starting at b[i], or ErrBadLine when it is not closed.
+func SkipValue(b []byte, i int) (int, error) {
 	depth := 0
 	inStr := false
 	for ; i < len(b); i++ {
@@ -115,10 +121,11 @@ func skipNested(b []byte, i int) (int, error) {
 			}
 		}
 	}
-	return 0, errBadLine
+	return 0, ErrBadLine
 }
 
-func parseNum(b []byte) (float64, bool) {
+// ParseNum reads a JSON number (false for null and anything else), bit for bit what strconv.ParseFloat reads.
+func ParseNum(b []byte) (float64, bool) {
 	if len(b) == 0 || b[0] == 'n' { // null
 		return 0, false
 	}
