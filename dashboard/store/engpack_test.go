@@ -89,7 +89,7 @@ func engHourRel(h int) string {
 
 // packRun writes 4 hours of engine series: 3 engines (one with two dp ranks) every 2 s with ms / µs / 7-digit
 // timestamps, integer, 4-decimal and full-precision gauges, counters with resets and beyond 2^53, NaN, ±Inf and
-// -0, and a histogram with +Inf bucket bounds. Hour 1 is compacted (.Zst); hour 0 holds an out-of-order record.
+// -0, and a histogram with +Inf bucket bounds. Hour 1 is compacted (.zst); hour 0 holds an out-of-order record.
 func packRun(t *testing.T) string {
 	dir := v2Run(t)
 	r := rand.New(rand.NewSource(3))
@@ -269,7 +269,7 @@ func TestEnginePackedReadsAlike(t *testing.T) {
 	}
 
 	// The collector compacts hour 3 (now the newest but one, tailed as plain text): it is read again from the
-	// .Zst and packed.
+	// .zst and packed.
 	isPacked := func(h int64) bool {
 		packed.mu.RLock()
 		defer packed.mu.RUnlock()

@@ -16,7 +16,7 @@ import (
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
 )
 
-// Column cache: a closed, compacted hour (.jsonl.Zst only) never changes unless a late record is compacted into
+// Column cache: a closed, compacted hour (.jsonl.zst only) never changes unless a late record is compacted into
 // it (its size changes), so its parsed GPU columns are saved outside the run directory and the next open of
 // the run loads them instead of decompressing and parsing the hour again (a 1024-GPU hour: ~10 s parsing vs a
 // fraction of a second reading ~200 MB of columns). Stateless reader rules hold: the cache is derived data, keyed
@@ -70,7 +70,7 @@ func (g *gpuReader) cachedHourLocked(h int64, p *partition.Partition) (*gpuBlock
 	return b, fi, true
 }
 
-// saveGPUHour writes the block's columns to the cache (the block is not changed afterwards: a grown .Zst
+// saveGPUHour writes the block's columns to the cache (the block is not changed afterwards: a grown .zst
 // replaces it with a new block). Errors only cost the next open a parse.
 func saveGPUHour(path string, b *gpuBlock) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

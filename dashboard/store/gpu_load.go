@@ -94,7 +94,7 @@ func (g *gpuReader) loadHour(h int64, only *laneFilter) {
 			for key := range cb.lanes {
 				g.run.laneSeen(key)
 			}
-			p.ZstSize = fi.Size() // read() will not parse it again unless it grows
+			p.ZstSize = fi.Size() // Read will not parse it again unless it grows
 			p.Loaded = true
 			g.run.raiseEdge(cb.maxTs)
 			return
@@ -125,7 +125,7 @@ func (g *gpuReader) loadHour(h int64, only *laneFilter) {
 	}
 	if cacheable && err == nil && len(reports) == 0 {
 		if fi, serr := os.Stat(p.Zst); serr == nil && fi.Size() == p.ZstSize {
-			// The block is never changed after this (a grown .Zst is reloaded into a new block), so it can be
+			// The block is never changed after this (a grown .zst is reloaded into a new block), so it can be
 			// written out while queries read it.
 			go saveGPUHour(g.cachePath(p, fi), b)
 		}

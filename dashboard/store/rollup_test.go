@@ -464,7 +464,7 @@ func FuzzRollupFastParse(f *testing.F) {
 
 // TestRollupCompactedHourEnd: a compressed hour whose roll-up ends early is read raw only when gpu_util has
 // readings after the roll-up's end (a crash lost the roll-up's last buckets), not when both stop there (a data
-// gap) — told by the span frame at the end of the .Zst, or, in files written before it, by decompressing it.
+// gap) — told by the span frame at the end of the .zst, or, in files written before it, by decompressing it.
 func TestRollupCompactedHourEnd(t *testing.T) {
 	for _, tc := range []struct {
 		name    string

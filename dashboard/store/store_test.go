@@ -158,7 +158,7 @@ func TestTailCorruptPartialTruncated(t *testing.T) {
 	if n := count(); n != 3597 {
 		t.Fatalf("after truncation: %d samples, want 3597", n)
 	}
-	// The collector compresses the hour: same content, now in .Zst; still no doubling.
+	// The collector compresses the hour: same content, now in .zst; still no doubling.
 	b, _ = os.ReadFile(filepath.Join(dir, rel))
 	enc, _ := zstd.NewWriter(nil)
 	write(t, dir, rel+".zst", string(enc.EncodeAll(b, nil)))

@@ -29,7 +29,7 @@ type CorruptReport struct {
 func (s *Stream) Read(p *Partition, sink LineSink) ([]CorruptReport, error) {
 	var reports []CorruptReport
 	if p.Zst != "" && p.ZstSize == 0 && p.PlainOff > 0 {
-		// The hour we tailed as plain text was compressed: its content is now in the .Zst. Start the hour over
+		// The hour we tailed as plain text was compressed: its content is now in the .zst. Start the hour over
 		// rather than read it twice.
 		return nil, ErrReload
 	}
@@ -65,7 +65,7 @@ func (s *Stream) Read(p *Partition, sink LineSink) ([]CorruptReport, error) {
 	if p.Plain != "" {
 		f, err := os.Open(p.Plain)
 		if errors.Is(err, os.ErrNotExist) {
-			return reports, nil // compacted away since listing; the .Zst holds it
+			return reports, nil // compacted away since listing; the .zst holds it
 		}
 		if err != nil {
 			return reports, err
@@ -77,7 +77,7 @@ func (s *Stream) Read(p *Partition, sink LineSink) ([]CorruptReport, error) {
 		}
 		if p.PlainInfo != nil && !os.SameFile(p.PlainInfo, fi) {
 			if p.Zst != "" && p.ZstSize > 0 && p.PlainOff > 0 {
-				// The file we tailed was compacted into the .Zst (already read above, so its content is in
+				// The file we tailed was compacted into the .zst (already read above, so its content is in
 				// memory twice): start the hour over.
 				return nil, ErrReload
 			}
