@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/columns"
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/flatjson"
 )
 
@@ -23,7 +24,7 @@ const bucketsPerHour = 3600 / pyramidStep
 // arrive after that.
 type field struct {
 	start int
-	vals  valueColumn
+	vals  columns.Values
 	pyr   atomic.Pointer[pyramid]
 }
 
@@ -60,12 +61,12 @@ func (l *laneData) pyramidOf(f *field, hour int64, mu *sync.Mutex, ts *[]int64) 
 		return p
 	}
 	if *ts == nil {
-		*ts = l.ts.decode(make([]int64, 0, l.ts.n))
+		*ts = l.ts.Decode(make([]int64, 0, l.ts.Len()))
 	}
 	times := *ts
 	p := &pyramid{}
 	h0 := hour * 3600 * 1000
-	f.vals.each(func(i int, v float64) bool {
+	f.vals.Each(func(i int, v float64) bool {
 		if !math.IsNaN(v) {
 			p.bucket(int((times[f.start+i]-h0)/(pyramidStep*1000)), v)
 		}
@@ -78,7 +79,7 @@ func (l *laneData) pyramidOf(f *field, hour int64, mu *sync.Mutex, ts *[]int64) 
 
 // laneData is one lane in one hour.
 type laneData struct {
-	ts     timeColumn
+	ts     columns.Times
 	fields map[string]*field
 	order  []orderedField // field order of the lane's last record: the next one almost always repeats it
 }
@@ -169,8 +170,8 @@ func (b *gpuBlock) addLine(line []byte, onLane func(key string)) bool {
 	if b.hour < 0 {
 		h0 = (tMs / 3600000) * 3600000
 	}
-	idx := lane.ts.n
-	lane.ts.append(tMs)
+	idx := lane.ts.Len()
+	lane.ts.Append(tMs)
 	bucket := int((tMs - h0) / (pyramidStep * 1000))
 	for i, x := range vals[:n] {
 		var f *field
@@ -190,10 +191,10 @@ func (b *gpuBlock) addLine(line []byte, onLane func(key string)) bool {
 				lane.order = append(lane.order, orderedField{[]byte(string(x.k)), f})
 			}
 		}
-		for f.start+f.vals.n < idx { // absent from the samples in between
-			f.vals.append(math.NaN())
+		for f.start+f.vals.Len() < idx { // absent from the samples in between
+			f.vals.Append(math.NaN())
 		}
-		f.vals.append(x.v)
+		f.vals.Append(x.v)
 		if p := f.pyr.Load(); p != nil {
 			p.bucket(bucket, x.v)
 		}
@@ -245,9 +246,9 @@ func (b *gpuBlock) seal() {
 	}
 	wg.Wait()
 	for _, l := range b.lanes {
-		l.ts.buf = shrink(l.ts.buf)
+		l.ts.Seal()
 		for _, f := range l.fields {
-			f.vals.buf = shrink(f.vals.buf)
+			f.vals.Seal()
 			if p := f.pyr.Load(); p != nil {
 				p.min, p.max = slices.Clip(p.min), slices.Clip(p.max)
 			}
@@ -260,7 +261,7 @@ func (b *gpuBlock) seal() {
 // steps backwards and forwards by seconds' worth of bytes, which no predictor compresses (2.4–2.8 B per value
 // on the simulator run instead of 1–2). The min/max pyramid does not depend on the order.
 func (l *laneData) sortByTime() {
-	ts := l.ts.decode(make([]int64, 0, l.ts.n))
+	ts := l.ts.Decode(make([]int64, 0, l.ts.Len()))
 	if slices.IsSorted(ts) {
 		return
 	}
@@ -269,9 +270,9 @@ func (l *laneData) sortByTime() {
 		perm[i] = int32(i)
 	}
 	slices.SortStableFunc(perm, func(a, b int32) int { return cmp.Compare(ts[a], ts[b]) })
-	var nt timeColumn
+	var nt columns.Times
 	for _, i := range perm {
-		nt.append(ts[i])
+		nt.Append(ts[i])
 	}
 	l.ts = nt
 	vals := make([]float64, len(ts))
@@ -279,7 +280,7 @@ func (l *laneData) sortByTime() {
 		for i := range vals {
 			vals[i] = math.NaN()
 		}
-		f.vals.each(func(i int, v float64) bool {
+		f.vals.Each(func(i int, v float64) bool {
 			vals[f.start+i] = v
 			return true
 		})
@@ -291,9 +292,9 @@ func (l *laneData) sortByTime() {
 		for end > start && math.IsNaN(vals[perm[end-1]]) {
 			end--
 		}
-		var nv valueColumn
+		var nv columns.Values
 		for _, i := range perm[start:end] {
-			nv.append(vals[i])
+			nv.Append(vals[i])
 		}
 		f.start, f.vals = start, nv
 	}
@@ -303,9 +304,9 @@ func (l *laneData) sortByTime() {
 func (b *gpuBlock) memBytes() int {
 	n := 0
 	for _, l := range b.lanes {
-		n += cap(l.ts.buf)
+		n += l.ts.MemBytes()
 		for _, f := range l.fields {
-			n += cap(f.vals.buf)
+			n += f.vals.MemBytes()
 			if p := f.pyr.Load(); p != nil {
 				n += 4*cap(p.min) + 4*cap(p.max)
 			}
@@ -378,16 +379,16 @@ func (l *laneData) minMaxBuckets(name string, hour int64, t0, t1, from float64, 
 		return
 	}
 	if *ts == nil {
-		*ts = l.ts.decode(make([]int64, 0, l.ts.n))
+		*ts = l.ts.Decode(make([]int64, 0, l.ts.Len()))
 	}
 	times := *ts
 	// A GPU reading covers the period before it (NVML: "percent of time over the past sample period"), so a
 	// sample fills every bucket back to the previous sample when buckets are finer than the sampling interval
 	// — unless the gap is over 3 typical intervals: then it is a real gap (collector down) and stays empty.
 	lo, hi := int64(math.Max(t0, from)*1000), int64(t1*1000)
-	maxGap := int64(3 * l.ts.interval())
+	maxGap := int64(3 * l.ts.Interval())
 	prev := int64(-1)
-	f.vals.each(func(i int, v float64) bool {
+	f.vals.Each(func(i int, v float64) bool {
 		tMs := times[f.start+i]
 		if math.IsNaN(v) {
 			prev = -1

@@ -97,8 +97,8 @@ func (s *Store) Meta() map[string]any {
 		memBytes += b.memBytes()
 		values += b.values
 		for _, l := range b.lanes {
-			if l.ts.n > 1 {
-				intervals = append(intervals, l.ts.interval()/1000)
+			if l.ts.Len() > 1 {
+				intervals = append(intervals, l.ts.Interval()/1000)
 			}
 		}
 	}

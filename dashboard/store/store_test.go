@@ -126,7 +126,7 @@ func TestTailCorruptPartialTruncated(t *testing.T) {
 		defer st.mu.RUnlock()
 		for _, b := range st.gpu.blocks {
 			if l := b.lanes["n1:0"]; l != nil && l.fields["util"] != nil {
-				n += l.fields["util"].vals.n
+				n += l.fields["util"].vals.Len()
 			}
 		}
 		return n

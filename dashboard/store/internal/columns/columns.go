@@ -1,4 +1,6 @@
-package store
+// Package columns holds numeric series compressed: per lane and hour one timestamp column shared by every field,
+// and per field a value column; and the binary form the column cache stores them in (encode.go).
+package columns
 
 import (
 	"encoding/binary"
@@ -9,9 +11,9 @@ import (
 // GPU series are held compressed: per lane and hour one timestamp column shared by every field, and per field a
 // value column.
 //
-//   - timeColumn: milliseconds as zigzag varint delta-of-deltas (a steady 1 s cadence costs one byte per sample,
+//   - Times: milliseconds as zigzag varint delta-of-deltas (a steady 1 s cadence costs one byte per sample,
 //     shared by all ~20 fields of the sample).
-//   - valueColumn: values quantised to 1/100, each predicted by delta or delta-of-delta (chosen per value from
+//   - Values: values quantised to 1/100, each predicted by delta or delta-of-delta (chosen per value from
 //     recent costs) and the residual written as a tagged zigzag varint (a reading that holds still, or a counter
 //     growing at a steady rate, costs one byte). Every value the exporter writes has at most two decimals
 //     (util %, watts to 0.1, MiB), so quantisation loses nothing; values that do not fit (more decimals, NaN =
@@ -20,7 +22,8 @@ import (
 // Not Prometheus' XOR chunks: prometheus/prometheus requires a gorilla/websocket newer than the release this
 // project pins, and these columns are smaller for quantised GPU data since the timestamps are shared.
 
-type timeColumn struct {
+// Times is a column of millisecond timestamps.
+type Times struct {
 	buf        []byte
 	n          int
 	lastT      int64
@@ -28,7 +31,8 @@ type timeColumn struct {
 	minT, maxT int64
 }
 
-func (c *timeColumn) append(tMs int64) {
+// Append adds a timestamp.
+func (c *Times) Append(tMs int64) {
 	if c.n == 0 || tMs < c.minT {
 		c.minT = tMs
 	}
@@ -41,8 +45,8 @@ func (c *timeColumn) append(tMs int64) {
 	c.n++
 }
 
-// decode appends every timestamp to dst.
-func (c *timeColumn) decode(dst []int64) []int64 {
+// Decode appends every timestamp to dst.
+func (c *Times) Decode(dst []int64) []int64 {
 	var t, d int64
 	b := c.buf
 	for i := 0; i < c.n; i++ {
@@ -55,8 +59,8 @@ func (c *timeColumn) decode(dst []int64) []int64 {
 	return dst
 }
 
-// interval is the typical time between samples in milliseconds (1000 when unknown).
-func (c *timeColumn) interval() float64 {
+// Interval is the typical time between samples in milliseconds (1000 when unknown).
+func (c *Times) Interval() float64 {
 	if c.n < 2 || c.maxT <= c.minT {
 		return 1000
 	}
@@ -78,7 +82,7 @@ const (
 	tagEscape   = 3
 )
 
-// valueColumn holds one field's values. Each value is quantised to 1/100 and predicted from the previous ones,
+// Values holds one field's values. Each value is quantised to 1/100 and predicted from the previous ones,
 // either as "same as the last value" (delta: right for gauges that hold still or jump) or as "the last value
 // plus the last step" (delta-of-delta: right for cumulative counters such as energy or PCIe/NVLink bytes,
 // which grow by a large, nearly constant amount every second). The predictor is chosen per value from a
@@ -88,7 +92,7 @@ const (
 // decimal (%, W, J) lose the quantum's unused digits. A value that does not survive quantisation exactly
 // (more decimals, beyond 2^59/100, NaN = "absent in this sample") is stored raw behind the escape token and
 // leaves the predictor as it was.
-type valueColumn struct {
+type Values struct {
 	buf []byte
 	n   int
 	pred
@@ -138,7 +142,8 @@ func dequantise(iv int64) float64 {
 	return float64(iv) / valueScale
 }
 
-func (c *valueColumn) append(v float64) {
+// Append adds a value (NaN: absent).
+func (c *Values) Append(v float64) {
 	c.n++
 	q, ok := quantise(v)
 	if !ok {
@@ -160,8 +165,8 @@ func (c *valueColumn) append(v float64) {
 	c.update(q)
 }
 
-// each decodes the values in order; fn returns false to stop.
-func (c *valueColumn) each(fn func(i int, v float64) bool) {
+// Each decodes the values in order; fn returns false to stop.
+func (c *Values) Each(fn func(i int, v float64) bool) {
 	var p pred
 	b := c.buf
 	for i := 0; i < c.n; i++ {
@@ -202,3 +207,24 @@ func shrink(b []byte) []byte {
 	}
 	return append(make([]byte, 0, len(b)), b...)
 }
+
+// Len is the number of timestamps.
+func (c *Times) Len() int { return c.n }
+
+// Seal drops append slack once the column will not grow any more (a closed hour).
+func (c *Times) Seal() { c.buf = shrink(c.buf) }
+
+// MemBytes is the memory the column holds.
+func (c *Times) MemBytes() int { return cap(c.buf) }
+
+// Len is the number of values.
+func (c *Values) Len() int { return c.n }
+
+// Seal drops append slack once the column will not grow any more (a closed hour).
+func (c *Values) Seal() { c.buf = shrink(c.buf) }
+
+// MemBytes is the memory the column holds.
+func (c *Values) MemBytes() int { return cap(c.buf) }
+
+// EncodedLen is the length of the encoded values (the tests measure bytes per value with it).
+func (c *Values) EncodedLen() int { return len(c.buf) }
