@@ -31,11 +31,11 @@ func openForFleet(b *testing.B) (st *store.Store, t0, t1 float64, lanes []*store
 func BenchmarkFleetWarm(b *testing.B) {
 	st, t0, t1, l := openForFleet(b)
 	s := time.Now()
-	st.FleetOf(t0, t1, l, 600)
+	st.Fleet(t0, t1, l, 600)
 	b.Logf("cold fleet %s %v", time.Since(s), st.Meta()["memory"])
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		st.FleetOf(t0, t1, l, 600)
+		st.Fleet(t0, t1, l, 600)
 	}
 }
 
@@ -43,6 +43,6 @@ func BenchmarkFleetWarm(b *testing.B) {
 func BenchmarkFleetCold(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		st, t0, t1, l := openForFleet(b)
-		st.FleetOf(t0, t1, l, 600)
+		st.Fleet(t0, t1, l, 600)
 	}
 }

@@ -105,7 +105,7 @@ func (e *explorer) metricSeries(r *http.Request) (any, error) {
 	if x0 != nil && x1 != nil && *x1 < *x0 {
 		return nil, badData(errors.New("x1 must not be below x0"))
 	}
-	return map[string]any{"points": points, "series": e.s.st.MetricSeriesOf(keys, x0, x1, points)}, nil
+	return map[string]any{"points": points, "series": e.s.st.MetricSeries(keys, x0, x1, points)}, nil
 }
 
 // ---- engines ----
@@ -172,7 +172,7 @@ func (e *explorer) engineSeries(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := e.s.st.EngineSeriesOf(m, r.URL.Query().Get("stat"), perDP, t0, t1, points)
+	res, err := e.s.st.EngineSeries(m, r.URL.Query().Get("stat"), perDP, t0, t1, points)
 	if err != nil {
 		return nil, badData(err)
 	}
@@ -202,7 +202,7 @@ func (e *explorer) anatomy(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, err := e.s.st.AnatomyOf(id, sortKey, offset, limit)
+	a, err := e.s.st.Anatomy(id, sortKey, offset, limit)
 	switch {
 	case errors.Is(err, store.ErrNoStep):
 		return nil, notFound(errors.New("no step_consume record for step " + strconv.Itoa(id)))
@@ -422,7 +422,7 @@ func AdvisoryInput(st *store.Store, cfg advisory.Config, win *[2]float64) adviso
 	in.Steps = st.StepMetricSeries(keys...)
 	if steps := st.LifecycleSteps(); len(steps) > 0 {
 		last := steps[len(steps)-1]
-		if a, err := st.AnatomyOf(last.Step, "submit", 0, 0); err == nil {
+		if a, err := st.Anatomy(last.Step, "submit", 0, 0); err == nil {
 			o := &advisory.StepOutcome{Step: last.Step, Samples: len(a.Rows)}
 			for _, row := range a.Rows {
 				if row.Status != "" {

@@ -240,7 +240,7 @@ func (s *Server) fleet(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.st.FleetOf(t0, t1, l, b), nil
+	return s.st.Fleet(t0, t1, l, b), nil
 }
 
 func (s *Server) bubbles(r *http.Request) (any, error) {
@@ -282,7 +282,7 @@ func (s *Server) heatmap(w http.ResponseWriter, r *http.Request) {
 	if metric == "" {
 		metric = "util"
 	}
-	h, err := s.st.HeatmapOf(t0, t1, l, metric, b)
+	h, err := s.st.Heatmap(t0, t1, l, metric, b)
 	if err != nil {
 		fail(badData(err))
 		return

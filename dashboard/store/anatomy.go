@@ -71,8 +71,8 @@ type WeightPush struct {
 	WV int     `json:"wv"`
 }
 
-// Anatomy is one step's batch anatomy.
-type Anatomy struct {
+// AnatomyResult is one step's batch anatomy.
+type AnatomyResult struct {
 	Step            int          `json:"step"`
 	Consume         float64      `json:"consume"`
 	ConsumeWV       *int         `json:"consume_wv"`
@@ -92,7 +92,7 @@ type Anatomy struct {
 type anatomyEntry struct {
 	step int
 	key  [2]uint64
-	a    *Anatomy
+	a    *AnatomyResult
 }
 
 type anatomyCache struct{ entries []anatomyEntry }
@@ -103,9 +103,9 @@ var ErrNoStep = errors.New("no such step")
 // SortKeys are the anatomy orders.
 var SortKeys = []string{"submit", "staleness", "wall", "reward", "turns"}
 
-// AnatomyOf assembles step's batch anatomy, sorted (submit: first span ascending; staleness, wall, reward, turns:
+// Anatomy assembles step's batch anatomy, sorted (submit: first span ascending; staleness, wall, reward, turns:
 // descending, unknown last; ties by submit) and paged.
-func (s *Store) AnatomyOf(step int, sortKey string, offset, limit int) (*Anatomy, error) {
+func (s *Store) Anatomy(step int, sortKey string, offset, limit int) (*AnatomyResult, error) {
 	ok := false
 	for _, k := range SortKeys {
 		ok = ok || k == sortKey
@@ -180,7 +180,7 @@ func sortRows(rows []AnatomyRow, key string) {
 	})
 }
 
-func (s *Store) anatomyFull(step int) (*Anatomy, error) {
+func (s *Store) anatomyFull(step int) (*AnatomyResult, error) {
 	s.mu.Lock()
 	s.trajectories.ensureIndexLocked()
 	sc := s.trajectories.index.steps[step]
@@ -224,7 +224,7 @@ type rowAcc struct {
 	hasQueue bool
 }
 
-func (s *Store) buildAnatomyLocked(sc *stepConsume, blocks []*trajBlock) *Anatomy {
+func (s *Store) buildAnatomyLocked(sc *stepConsume, blocks []*trajBlock) *AnatomyResult {
 	in := &s.trajectories.strings
 	rows := make([]rowAcc, len(sc.links))
 	byTrace := make(map[traceID]int, len(sc.links))
@@ -276,7 +276,7 @@ func (s *Store) buildAnatomyLocked(sc *stepConsume, blocks []*trajBlock) *Anatom
 			}
 		}
 	}
-	a := &Anatomy{Step: sc.step, Consume: sc.t0, ConsumeWV: optI(sc.wv), T1: sc.t1, LookbackS: AnatomyLookback,
+	a := &AnatomyResult{Step: sc.step, Consume: sc.t0, ConsumeWV: optI(sc.wv), T1: sc.t1, LookbackS: AnatomyLookback,
 		RowsTotal: len(rows), Versions: []int{}, Pushes: []WeightPush{}}
 	versions := map[int32]bool{}
 	t0 := sc.t0

@@ -9,9 +9,9 @@ import (
 // CarpetPalette are the lifecycle carpet's cell values.
 var CarpetPalette = []string{"", "attempt", "queue", "generating", "tool_wait", "consume"}
 
-// Carpet is the run-wide lifecycle carpet: one row per sample attempt (trace) active in the window, in submit
+// CarpetResult is the run-wide lifecycle carpet: one row per sample attempt (trace) active in the window, in submit
 // order, painted attempt → queue → generating → tool_wait, and the consume instant on top.
-type Carpet struct {
+type CarpetResult struct {
 	Rows      int
 	Buckets   int
 	T0, T1    float64
@@ -24,7 +24,7 @@ type Carpet struct {
 }
 
 // LifecycleCarpet paints [t0, t1] in `buckets` columns; rows [offset, offset+maxRows) of the submit order.
-func (s *Store) LifecycleCarpet(t0, t1 float64, buckets, maxRows, offset int) *Carpet {
+func (s *Store) LifecycleCarpet(t0, t1 float64, buckets, maxRows, offset int) *CarpetResult {
 	lo := int64(math.Floor(t0 / 3600))
 	hi := int64(math.Floor(t1/3600)) + phaseReach
 	s.trajectories.ensureHours(lo, hi)
@@ -79,7 +79,7 @@ func (s *Store) LifecycleCarpet(t0, t1 float64, buckets, maxRows, offset int) *C
 		}
 		return bytes.Compare(order[i].trace[:], order[j].trace[:]) < 0
 	})
-	c := &Carpet{Buckets: buckets, T0: t0, T1: t1, RowsTotal: len(order), Offset: offset,
+	c := &CarpetResult{Buckets: buckets, T0: t0, T1: t1, RowsTotal: len(order), Offset: offset,
 		Samples: []int{}, Groups: []int{}, Attempts: []int{}}
 	if offset > len(order) {
 		offset = len(order)

@@ -188,7 +188,7 @@ func engineDump(t *testing.T, st *Store) string {
 		}
 		for _, stat := range append(StatsOf(m.Kind), "") {
 			for _, perDP := range []bool{false, true} {
-				res, err := st.EngineSeriesOf(m.Name, stat, perDP, h0+500, h0+4*3600, 300)
+				res, err := st.EngineSeries(m.Name, stat, perDP, h0+500, h0+4*3600, 300)
 				if err != nil {
 					t.Fatal(err)
 				}

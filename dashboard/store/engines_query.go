@@ -428,8 +428,8 @@ type EngineSeriesResult struct {
 	Series []EngineLine `json:"series"`
 }
 
-// EngineSeriesOf returns one line per engine (dp ranks folded) or per engine × dp rank, bucketed min/max.
-func (s *Store) EngineSeriesOf(metric, stat string, perDP bool, t0, t1 float64, points int) (*EngineSeriesResult, error) {
+// EngineSeries returns one line per engine (dp ranks folded) or per engine × dp rank, bucketed min/max.
+func (s *Store) EngineSeries(metric, stat string, perDP bool, t0, t1 float64, points int) (*EngineSeriesResult, error) {
 	// One scrape before the window so the first interval of a rate or mean is not lost.
 	raws := s.EngineRawSeries(metric, t0-120, t1)
 	res := &EngineSeriesResult{Metric: metric, Kind: "gauge", T0: t0, T1: t1, Step: (t1 - t0) / float64(points),

@@ -6,16 +6,16 @@ import (
 	"sort"
 )
 
-// Fleet is the overview above 64 lanes: per bucket, the fraction of lanes in each phase and the spread of
+// FleetResult is the overview above 64 lanes: per bucket, the fraction of lanes in each phase and the spread of
 // utilization across lanes (from raw per-lane bucket maxima, not from carpet cells).
-type Fleet struct {
+type FleetResult struct {
 	T           []float64            `json:"t"`
 	Composition map[string][]float64 `json:"composition"`
 	Util        map[string]Floats    `json:"util"`
 }
 
-func (s *Store) FleetOf(t0, t1 float64, sel []*Lane, buckets int) *Fleet {
-	f := &Fleet{T: make([]float64, buckets), Composition: map[string][]float64{}, Util: map[string]Floats{}}
+func (s *Store) Fleet(t0, t1 float64, sel []*Lane, buckets int) *FleetResult {
+	f := &FleetResult{T: make([]float64, buckets), Composition: map[string][]float64{}, Util: map[string]Floats{}}
 	for i := range f.T {
 		f.T[i] = t0 + float64(i)*(t1-t0)/float64(buckets)
 	}
@@ -26,7 +26,7 @@ func (s *Store) FleetOf(t0, t1 float64, sel []*Lane, buckets int) *Fleet {
 		defer close(done)
 		f.Util = s.utilSpread(t0, t1, sel, buckets)
 	}()
-	if hm, err := s.HeatmapOf(t0, t1, sel, "phase", buckets); err == nil && hm.Rows > 0 {
+	if hm, err := s.Heatmap(t0, t1, sel, "phase", buckets); err == nil && hm.Rows > 0 {
 		counts := make([][]float64, len(hm.Palette))
 		for r := 0; r < hm.Rows; r++ {
 			for b, c := range hm.Cells[r*buckets : (r+1)*buckets] {

@@ -160,15 +160,15 @@ func TestRollupAnswersWideViewsWithoutRaw(t *testing.T) {
 	if n := loadedHours(a); n != 0 {
 		t.Fatalf("wide views parsed %d gpu_util hours, want 0 (the roll-up answers them)", n)
 	}
-	fa := a.FleetOf(h0, h0+1800, lanes, 28)
-	fb := b.FleetOf(h0, h0+1800, lanes, 28)
+	fa := a.Fleet(h0, h0+1800, lanes, 28)
+	fb := b.Fleet(h0, h0+1800, lanes, 28)
 	for _, k := range []string{"p10", "p50", "p90", "min"} {
 		if !sameFloats(fa.Util[k], fb.Util[k]) {
 			t.Errorf("fleet %s at 64 s buckets: roll-up %v raw %v", k, fa.Util[k], fb.Util[k])
 		}
 	}
 	// The fleet at pixel resolution (6 s buckets, finer than the roll-up) is still answered from it.
-	f600 := a.FleetOf(h0, h0+1800, lanes, 300)
+	f600 := a.Fleet(h0, h0+1800, lanes, 300)
 	if n := loadedHours(a); n != 0 {
 		t.Fatalf("the fleet overview parsed %d gpu_util hours, want 0", n)
 	}
@@ -199,8 +199,8 @@ func TestRollupSeamWithRawTail(t *testing.T) {
 func testSeam(t *testing.T, blocked bool) {
 	a, b, lanes := openPair(t, rollupRunOrdered(t, 1200, blocked))
 	for _, points := range []int{28, 300, 1800} {
-		fa := a.FleetOf(h0, h0+1800, lanes, points)
-		fb := b.FleetOf(h0, h0+1800, lanes, points)
+		fa := a.Fleet(h0, h0+1800, lanes, points)
+		fb := b.Fleet(h0, h0+1800, lanes, points)
 		width := 1800 / float64(points)
 		for i := range fb.Util["p50"] {
 			ra, rb := fa.Util["p50"][i], fb.Util["p50"][i]
@@ -510,7 +510,7 @@ func TestRollupCompactedHourEnd(t *testing.T) {
 				t.Fatal(err)
 			}
 			lanes, _, _ := st.Lanes("all")
-			f := st.FleetOf(h0, h0+3600, lanes, 60)
+			f := st.Fleet(h0, h0+3600, lanes, 60)
 			if n := loadedHours(st); n != tc.wantRaw {
 				t.Fatalf("parsed %d gpu_util hours, want %d", n, tc.wantRaw)
 			}

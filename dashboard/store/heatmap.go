@@ -5,8 +5,8 @@ import "math"
 // idlePhases are painted first so an active phase sharing a bucket wins (the reference's painter order).
 var idlePhases = map[string]bool{"initialize": true, "train_wait": true, "sleep": true}
 
-// Heatmap is a rows × buckets matrix of uint8 cells for the rank carpet.
-type Heatmap struct {
+// HeatmapResult is a rows × buckets matrix of uint8 cells for the rank carpet.
+type HeatmapResult struct {
 	Rows, Buckets int
 	T0, T1        float64
 	Lanes         []string
@@ -15,10 +15,10 @@ type Heatmap struct {
 	Cells         []byte
 }
 
-// HeatmapOf builds a carpet: magnitudes (util, mem, power) as the bucket MAX scaled to 1..255 (0 = no sample),
+// Heatmap builds a carpet: magnitudes (util, mem, power) as the bucket MAX scaled to 1..255 (0 = no sample),
 // or phase as a palette index (0 = none).
-func (s *Store) HeatmapOf(t0, t1 float64, sel []*Lane, metric string, buckets int) (*Heatmap, error) {
-	h := &Heatmap{Rows: len(sel), Buckets: buckets, T0: t0, T1: t1, Cells: make([]byte, len(sel)*buckets)}
+func (s *Store) Heatmap(t0, t1 float64, sel []*Lane, metric string, buckets int) (*HeatmapResult, error) {
+	h := &HeatmapResult{Rows: len(sel), Buckets: buckets, T0: t0, T1: t1, Cells: make([]byte, len(sel)*buckets)}
 	for _, l := range sel {
 		h.Lanes = append(h.Lanes, l.ID)
 	}

@@ -12,7 +12,7 @@ import (
 // metricLogCap bounds the change log live pushes read from; a reader further behind re-fetches.
 const metricLogCap = 1 << 16
 
-// MetricSeries is one key's points on its step axis, sorted by step.
+// metricSeries is one key's points on its step axis, sorted by step.
 type metricSeries struct {
 	key, axis string
 	x, y      []float64

@@ -125,8 +125,8 @@ func metricKeyOf(ser *metricSeries) MetricKey {
 	return mk
 }
 
-// MetricSeries is one key's decimated series for the metrics view.
-type MetricSeries struct {
+// MetricSeriesResult is one key's decimated series for the metrics view.
+type MetricSeriesResult struct {
 	Key       string `json:"key"`
 	Axis      string `json:"x_key"`
 	N         int    `json:"n"` // points in the requested step range before decimation
@@ -135,10 +135,10 @@ type MetricSeries struct {
 	Y         Floats `json:"y"`
 }
 
-// MetricSeriesOf returns each key's points in [x0, x1] (nil = unbounded) decimated to at most `points` points
+// MetricSeries returns each key's points in [x0, x1] (nil = unbounded) decimated to at most `points` points
 // by min/max buckets over the step range: every bucket keeps its lowest and its highest point (at their own
 // steps, in step order), so a one-step spike survives any zoom level. Unknown keys come back with n = 0.
-func (s *Store) MetricSeriesOf(keys []string, x0, x1 *float64, points int) []MetricSeries {
+func (s *Store) MetricSeries(keys []string, x0, x1 *float64, points int) []MetricSeriesResult {
 	needLC := false
 	for _, k := range keys {
 		if strings.HasPrefix(k, "lifecycle/") {
@@ -157,7 +157,7 @@ func (s *Store) MetricSeriesOf(keys []string, x0, x1 *float64, points int) []Met
 	if needLC {
 		lc = s.lifecycleSeriesLocked()
 	}
-	out := make([]MetricSeries, 0, len(keys))
+	out := make([]MetricSeriesResult, 0, len(keys))
 	lo, hi := math.Inf(-1), math.Inf(1)
 	if x0 != nil {
 		lo = *x0
@@ -173,7 +173,7 @@ func (s *Store) MetricSeriesOf(keys []string, x0, x1 *float64, points int) []Met
 		if ser == nil && lc != nil {
 			ser = lc[k]
 		}
-		ms := MetricSeries{Key: k, X: Floats{}, Y: Floats{}}
+		ms := MetricSeriesResult{Key: k, X: Floats{}, Y: Floats{}}
 		if ser != nil {
 			ms.Axis = ser.axis
 			i0 := sort.SearchFloat64s(ser.x, lo)

@@ -45,7 +45,7 @@ func TestMetricsMergeAxesCategories(t *testing.T) {
 			t.Fatalf("%s: %+v", lk.key, k)
 		}
 	}
-	s := st.MetricSeriesOf([]string{"rollout/raw_reward", "perf/wait_time_ratio", "nope"}, nil, nil, 1000)
+	s := st.MetricSeries([]string{"rollout/raw_reward", "perf/wait_time_ratio", "nope"}, nil, nil, 1000)
 	if fmt.Sprint(s[0].X, s[0].Y) != "[1 2 3] [0.2 0.3 0.4]" || s[0].Axis != "rollout/step" {
 		t.Fatalf("reward series %v %v", s[0].X, s[0].Y)
 	}
@@ -53,7 +53,7 @@ func TestMetricsMergeAxesCategories(t *testing.T) {
 		t.Fatalf("%+v %+v", s[1], s[2])
 	}
 	lo, hi := 2.0, 3.0
-	if s := st.MetricSeriesOf([]string{"rollout/raw_reward"}, &lo, &hi, 1000); fmt.Sprint(s[0].X) != "[2 3]" {
+	if s := st.MetricSeries([]string{"rollout/raw_reward"}, &lo, &hi, 1000); fmt.Sprint(s[0].X) != "[2 3]" {
 		t.Fatalf("range %v", s[0].X)
 	}
 	found := false
@@ -154,7 +154,7 @@ func TestEngineSeriesFoldDerive(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, b := h0+99, h0+130
-	r, err := st.EngineSeriesOf("sglang:num_running_reqs", "", false, a, b, 31)
+	r, err := st.EngineSeries("sglang:num_running_reqs", "", false, a, b, 31)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,15 +164,15 @@ func TestEngineSeriesFoldDerive(t *testing.T) {
 	if r.Series[0].Max[1] != 14 || r.Series[0].DP != nil || r.Series[0].Labels["dp_rank"] != "" || r.Series[1].Max[1] != 7 {
 		t.Fatalf("folded running: %+v", r.Series)
 	}
-	r, _ = st.EngineSeriesOf("sglang:num_running_reqs", "", true, a, b, 31)
+	r, _ = st.EngineSeries("sglang:num_running_reqs", "", true, a, b, 31)
 	if len(r.Series) != 3 || r.Series[0].Label != "http://e0:1 dp0" || r.Series[0].Max[1] != 10 || r.Series[1].Max[1] != 4 {
 		t.Fatalf("per dp: %+v", r.Series)
 	}
-	r, _ = st.EngineSeriesOf("sglang:token_usage", "", false, a, b, 31)
+	r, _ = st.EngineSeries("sglang:token_usage", "", false, a, b, 31)
 	if math.Abs(r.Series[0].Max[1]-0.6) > 1e-12 {
 		t.Fatalf("intensive gauge must be averaged: %v", r.Series[0].Max[1])
 	}
-	r, _ = st.EngineSeriesOf("sglang:generation_tokens_total", "", false, a, b, 31)
+	r, _ = st.EngineSeries("sglang:generation_tokens_total", "", false, a, b, 31)
 	if r.Kind != "rate" {
 		t.Fatal(r.Kind)
 	}
@@ -191,18 +191,18 @@ func TestEngineSeriesFoldDerive(t *testing.T) {
 	if twenty != 8 {
 		t.Fatalf("%d intervals at 20/s, want 8 (9 intervals, one reset)", twenty)
 	}
-	r, _ = st.EngineSeriesOf("sglang:time_to_first_token_seconds", "mean", false, a, b, 31)
+	r, _ = st.EngineSeries("sglang:time_to_first_token_seconds", "mean", false, a, b, 31)
 	// count-weighted across ranks: (0.15 + 3×0.35) / 4 = 0.3 (a mean of means would say 0.25)
 	if r.Kind != "mean" || math.Abs(r.Series[0].Max[5]-0.3) > 1e-9 {
 		t.Fatalf("mean %v %v", r.Kind, r.Series[0].Max)
 	}
-	r, _ = st.EngineSeriesOf("sglang:time_to_first_token_seconds", "p50", false, a, b, 31)
+	r, _ = st.EngineSeries("sglang:time_to_first_token_seconds", "p50", false, a, b, 31)
 	// per interval: 1 obs in (0.1,0.2], 3 in (0.2,0.4]: the median (2nd of 4) lies in the second bucket at
 	// 0.2 + 0.2×(2−1)/3.
 	if want := 0.2 + 0.2/3; math.Abs(r.Series[0].Max[5]-want) > 1e-9 {
 		t.Fatalf("p50 %v want %v", r.Series[0].Max[5], want)
 	}
-	if _, err := st.EngineSeriesOf("sglang:time_to_first_token_seconds", "median", false, a, b, 31); err == nil {
+	if _, err := st.EngineSeries("sglang:time_to_first_token_seconds", "median", false, a, b, 31); err == nil {
 		t.Fatal("bad stat accepted")
 	}
 	cat := st.EngineMetrics()
@@ -318,17 +318,17 @@ func TestAnatomyRowsTilesSort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.AnatomyOf(7, "submit", 0, 0); err != ErrNoStep {
+	if _, err := st.Anatomy(7, "submit", 0, 0); err != ErrNoStep {
 		t.Fatalf("unknown step: %v", err)
 	}
-	if _, err := st.AnatomyOf(2, "bogus", 0, 0); err == nil {
+	if _, err := st.Anatomy(2, "bogus", 0, 0); err == nil {
 		t.Fatal("bad sort accepted")
 	}
-	a, err := st.AnatomyOf(2, "submit", 0, 0)
+	a, err := st.Anatomy(2, "submit", 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	order := func(a *Anatomy) string {
+	order := func(a *AnatomyResult) string {
 		var s []string
 		for _, r := range a.Rows {
 			s = append(s, fmt.Sprint(r.Sample))
@@ -361,12 +361,12 @@ func TestAnatomyRowsTilesSort(t *testing.T) {
 		t.Fatalf("versions %v pushes %v t0 %v", a.Versions, a.Pushes, a.T0)
 	}
 	for sortKey, want := range map[string]string{"staleness": "10,11,12", "wall": "11,10,12", "turns": "10,12,11", "reward": "10,12,11"} {
-		a, _ := st.AnatomyOf(2, sortKey, 0, 0)
+		a, _ := st.Anatomy(2, sortKey, 0, 0)
 		if order(a) != want {
 			t.Errorf("sort %s: %s, want %s", sortKey, order(a), want)
 		}
 	}
-	a, _ = st.AnatomyOf(2, "wall", 1, 1)
+	a, _ = st.Anatomy(2, "wall", 1, 1)
 	if order(a) != "10" || a.Offset != 1 || a.RowsTotal != 3 {
 		t.Fatalf("paging %s", order(a))
 	}
@@ -374,7 +374,7 @@ func TestAnatomyRowsTilesSort(t *testing.T) {
 	if len(steps) != 1 || steps[0].Status != "partial" || *steps[0].StalenessMean != 0.5 || steps[0].Batch != 3 {
 		t.Fatalf("steps %+v", steps)
 	}
-	ms := st.MetricSeriesOf([]string{"lifecycle/staleness_mean", "lifecycle/known_frac"}, nil, nil, 100)
+	ms := st.MetricSeries([]string{"lifecycle/staleness_mean", "lifecycle/known_frac"}, nil, nil, 100)
 	if fmt.Sprint(ms[0].X, ms[0].Y, ms[1].Y) != "[2] [0.5] [0.6666666666666666]" {
 		t.Fatalf("lifecycle keys %+v", ms)
 	}
@@ -456,7 +456,7 @@ func TestStreamsFollow(t *testing.T) {
 	if len(st.LifecycleSteps()) != 2 {
 		t.Fatal("new step not indexed")
 	}
-	r, _ := st.EngineSeriesOf("sglang:num_running_reqs", "", false, h0, h0+20, 10)
+	r, _ := st.EngineSeries("sglang:num_running_reqs", "", false, h0, h0+20, 10)
 	if r.Series[0].N != 2 {
 		t.Fatalf("engine tail %+v", r.Series[0])
 	}
