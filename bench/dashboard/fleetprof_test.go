@@ -32,7 +32,7 @@ func BenchmarkFleetWarm(b *testing.B) {
 	st, t0, t1, l := openForFleet(b)
 	s := time.Now()
 	st.Fleet(t0, t1, l, 600)
-	b.Logf("cold fleet %s %v", time.Since(s), st.Meta()["memory"])
+	b.Logf("cold fleet %s %v", time.Since(s), st.Meta().Memory)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		st.Fleet(t0, t1, l, 600)

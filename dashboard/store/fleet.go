@@ -92,8 +92,16 @@ type Outlier struct {
 	Value float64 `json:"value"`
 }
 
+// OutliersResult is the outliers endpoint's data.
+type OutliersResult struct {
+	// LowestUtil are the k lanes of lowest mean utilisation, lowest first.
+	LowestUtil []Outlier `json:"lowest_util"`
+	// SlowestPhase are, per phase name, the k lanes of longest mean duration of it, slowest first.
+	SlowestPhase map[string][]Outlier `json:"slowest_phase"`
+}
+
 // Outliers ranks lanes within the window: lowest mean utilization and slowest mean duration per phase.
-func (s *Store) Outliers(t0, t1 float64, sel []*Lane, k int) map[string]any {
+func (s *Store) Outliers(t0, t1 float64, sel []*Lane, k int) *OutliersResult {
 	// A ranking by mean: the roll-up's buckets answer it at any window (coarse), no raw hour is parsed.
 	g := s.gpuQuery(t0, t1, sel, 256, []string{"util"}, true)
 	var low []Outlier
@@ -137,5 +145,5 @@ func (s *Store) Outliers(t0, t1 float64, sel []*Lane, k int) map[string]any {
 			slow[name] = per
 		}
 	}
-	return map[string]any{"lowest_util": nz(low), "slowest_phase": slow}
+	return &OutliersResult{LowestUtil: nz(low), SlowestPhase: slow}
 }

@@ -34,7 +34,7 @@ func TestRawHourReadForFewLanes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	values := func(s *Store) int { return s.Meta()["memory"].(map[string]any)["gpu_values"].(int) }
+	values := func(s *Store) int { return s.Meta().Memory.GPUValues }
 	check := func(sel string, wantValues int) {
 		t.Helper()
 		lf, _, _ := few.Lanes(sel)

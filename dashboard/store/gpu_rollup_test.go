@@ -125,7 +125,7 @@ func openPair(t *testing.T, dir string) (withRoll, rawOnly *Store, lanes []*Lane
 	return a, b, lanes
 }
 
-func loadedHours(s *Store) int { return s.Meta()["memory"].(map[string]any)["loaded_hours"].(int) }
+func loadedHours(s *Store) int { return s.Meta().Memory.LoadedHours }
 
 func sameFloats(a, b Floats) bool {
 	if len(a) != len(b) {

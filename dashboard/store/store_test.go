@@ -194,8 +194,8 @@ func TestMilesV1Layout(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := st.Meta()
-	if m["layout"] != "miles-v1" {
-		t.Errorf("layout %v", m["layout"])
+	if m.Layout != "miles-v1" {
+		t.Errorf("layout %v", m.Layout)
 	}
 	all, _, _ := st.Lanes("all")
 	st.GPU(h0, h0+10, all, 10, []string{"util"}) // loads the hour
