@@ -64,9 +64,9 @@ func (s *Store) utilSpread(t0, t1 float64, sel []*Lane, buckets int) map[string]
 	for _, k := range []string{"p10", "p50", "p90", "min"} {
 		out[k] = nanSlice(buckets)
 	}
-	maxes := make([]Floats, 0, len(g.raw))
-	for _, lane := range g.raw {
-		maxes = append(maxes, lane["util"].Max)
+	maxes := make([]Floats, 0, len(g.Lanes))
+	for _, lane := range g.Lanes {
+		maxes = append(maxes, lane.Fields["util"].Max)
 	}
 	col := make([]float64, 0, len(sel))
 	for b := 0; b < buckets; b++ {
@@ -105,11 +105,11 @@ func (s *Store) Outliers(t0, t1 float64, sel []*Lane, k int) *OutliersResult {
 	// A ranking by mean: the roll-up's buckets answer it at any window (coarse), no raw hour is parsed.
 	g := s.gpuQuery(t0, t1, sel, 256, []string{"util"}, true)
 	var low []Outlier
-	for i, lane := range g.raw {
+	for i, lane := range g.Lanes {
 		sum, n := 0.0, 0
-		for b := range lane["util"].Max {
-			if v := lane["util"].Max[b]; !math.IsNaN(v) {
-				sum += (v + lane["util"].Min[b]) / 2
+		for b := range lane.Fields["util"].Max {
+			if v := lane.Fields["util"].Max[b]; !math.IsNaN(v) {
+				sum += (v + lane.Fields["util"].Min[b]) / 2
 				n++
 			}
 		}

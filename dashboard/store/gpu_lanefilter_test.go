@@ -43,15 +43,15 @@ func TestRawHourReadForFewLanes(t *testing.T) {
 		la, _, _ = all.Lanes(sel)
 		got := few.GPU(h0, h0+1300, lf, 1300, []string{"util", "mem_mb"})
 		want := all.GPU(h0, h0+1300, la, 1300, []string{"util", "mem_mb"})
-		for i := range want.raw {
-			for f, mm := range want.raw[i] {
-				if !sameFloats(got.raw[i][f].Min, mm.Min) || !sameFloats(got.raw[i][f].Max, mm.Max) {
+		for i := range want.Lanes {
+			for f, mm := range want.Lanes[i].Fields {
+				if !sameFloats(got.Lanes[i].Fields[f].Min, mm.Min) || !sameFloats(got.Lanes[i].Fields[f].Max, mm.Max) {
 					t.Fatalf("%s lane %d %s: lanes read alone answer differently from lanes read with all the others", sel, i, f)
 				}
 			}
 		}
-		if len(got.raw) != len(want.raw) || len(got.raw) == 0 {
-			t.Fatalf("%s: %d lanes, want %d", sel, len(got.raw), len(want.raw))
+		if len(got.Lanes) != len(want.Lanes) || len(got.Lanes) == 0 {
+			t.Fatalf("%s: %d lanes, want %d", sel, len(got.Lanes), len(want.Lanes))
 		}
 		if v := values(few); v != wantValues {
 			t.Fatalf("%s: %d values held, want %d (only the lanes asked for)", sel, v, wantValues)

@@ -1,7 +1,9 @@
 package store
 
 import (
+	"encoding/json"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 )
@@ -14,12 +16,69 @@ type MinMax struct {
 
 // GPUResult is the gpu endpoint's data.
 type GPUResult struct {
-	T0    float64              `json:"t0"`
-	T1    float64              `json:"t1"`
-	Step  float64              `json:"step_s"`
-	T     []float64            `json:"t"`
-	Lanes []map[string]any     `json:"lanes"`
-	raw   []map[string]*MinMax // same as Lanes, typed, for heatmap/fleet
+	// T0 and T1 are the window.
+	T0 float64 `json:"t0"`
+	T1 float64 `json:"t1"`
+	// Step is the bucket width in seconds.
+	Step float64 `json:"step_s"`
+	// T are the buckets' start times.
+	T []float64 `json:"t"`
+	// Lanes are the selected lanes' fields, in selection order.
+	Lanes []GPULane `json:"lanes"`
+}
+
+// GPULane is one lane's decimated fields. In JSON it is one object: "id" and the fields by name, in name order.
+type GPULane struct {
+	// ID is the lane's id.
+	ID string
+	// Fields are the requested fields by name.
+	Fields map[string]*MinMax
+}
+
+// MarshalJSON writes {"id": …, field: {"min": …, "max": …}, …} with the keys sorted (a field named "id"
+// replaces the id, as it did when a lane was a map), the columns written straight into one buffer.
+func (l GPULane) MarshalJSON() ([]byte, error) {
+	keys := make([]string, 0, len(l.Fields)+1)
+	size := 16 + len(l.ID)
+	for k, mm := range l.Fields {
+		keys = append(keys, k)
+		size += len(k) + 24 + 12*(len(mm.Min)+len(mm.Max))
+	}
+	if l.Fields["id"] == nil {
+		keys = append(keys, "id")
+	}
+	slices.Sort(keys)
+	b := make([]byte, 0, size)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var err error
+		if b, err = appendJSONString(b, k); err != nil {
+			return nil, err
+		}
+		b = append(b, ':')
+		mm := l.Fields[k]
+		if mm == nil {
+			if b, err = appendJSONString(b, l.ID); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		b = append(b, `{"min":`...)
+		b = mm.Min.appendJSON(b)
+		b = append(b, `,"max":`...)
+		b = mm.Max.appendJSON(b)
+		b = append(b, '}')
+	}
+	return append(b, '}'), nil
+}
+
+// appendJSONString appends s as encoding/json writes it.
+func appendJSONString(b []byte, s string) ([]byte, error) {
+	q, err := json.Marshal(s)
+	return append(b, q...), err
 }
 
 // GPU returns min/max decimated series of the requested fields on the selected lanes.
@@ -43,13 +102,11 @@ func (s *Store) gpuQuery(t0, t1 float64, sel []*Lane, points int, fields []strin
 		rolls[i] = s.gpu.rollUse(h, t0, width, coarse)
 	}
 	for _, l := range sel {
-		lane := map[string]any{"id": l.ID}
-		typed := map[string]*MinMax{}
+		lane := GPULane{ID: l.ID, Fields: make(map[string]*MinMax, len(fields))}
 		mms := make([]*MinMax, len(fields))
 		for i, f := range fields {
 			mms[i] = &MinMax{Min: nanSlice(points), Max: nanSlice(points)}
-			lane[f] = mms[i]
-			typed[f] = mms[i]
+			lane.Fields[f] = mms[i]
 		}
 		for hi, h := range hours {
 			var ld *laneData
@@ -75,7 +132,6 @@ func (s *Store) gpuQuery(t0, t1 float64, sel []*Lane, points int, fields []strin
 			}
 		}
 		res.Lanes = append(res.Lanes, lane)
-		res.raw = append(res.raw, typed)
 	}
 	return res
 }
@@ -92,7 +148,11 @@ func nanSlice(n int) []float64 {
 type Floats []float64
 
 func (f Floats) MarshalJSON() ([]byte, error) {
-	b := make([]byte, 0, 2+len(f)*6)
+	return f.appendJSON(make([]byte, 0, 2+len(f)*6)), nil
+}
+
+// appendJSON appends f as a JSON array, NaN and ±Inf as null.
+func (f Floats) appendJSON(b []byte) []byte {
 	b = append(b, '[')
 	for i, v := range f {
 		if i > 0 {
@@ -104,5 +164,5 @@ func (f Floats) MarshalJSON() ([]byte, error) {
 			b = strconv.AppendFloat(b, v, 'f', -1, 64)
 		}
 	}
-	return append(b, ']'), nil
+	return append(b, ']')
 }

@@ -150,9 +150,9 @@ func TestRollupAnswersWideViewsWithoutRaw(t *testing.T) {
 		gb := b.GPU(h0, h0+1800, lanes, points, []string{"util", "mem_mb", "power_w"})
 		for i := range lanes {
 			for _, f := range []string{"util", "mem_mb", "power_w"} {
-				if !sameFloats(ga.raw[i][f].Min, gb.raw[i][f].Min) || !sameFloats(ga.raw[i][f].Max, gb.raw[i][f].Max) {
+				if !sameFloats(ga.Lanes[i].Fields[f].Min, gb.Lanes[i].Fields[f].Min) || !sameFloats(ga.Lanes[i].Fields[f].Max, gb.Lanes[i].Fields[f].Max) {
 					t.Errorf("%d points, lane %s %s: roll-up %v/%v, raw %v/%v", points, lanes[i].ID, f,
-						ga.raw[i][f].Min, ga.raw[i][f].Max, gb.raw[i][f].Min, gb.raw[i][f].Max)
+						ga.Lanes[i].Fields[f].Min, ga.Lanes[i].Fields[f].Max, gb.Lanes[i].Fields[f].Min, gb.Lanes[i].Fields[f].Max)
 				}
 			}
 		}
@@ -222,8 +222,8 @@ func testSeam(t *testing.T, blocked bool) {
 	g := a.GPU(h0, h0+1800, lanes, 28, []string{"util"})
 	gb := b.GPU(h0, h0+1800, lanes, 28, []string{"util"})
 	for i := range lanes {
-		if !sameFloats(g.raw[i]["util"].Max, gb.raw[i]["util"].Max) || !sameFloats(g.raw[i]["util"].Min, gb.raw[i]["util"].Min) {
-			t.Errorf("lane %s: roll-up+tail %v raw %v", lanes[i].ID, g.raw[i]["util"].Max, gb.raw[i]["util"].Max)
+		if !sameFloats(g.Lanes[i].Fields["util"].Max, gb.Lanes[i].Fields["util"].Max) || !sameFloats(g.Lanes[i].Fields["util"].Min, gb.Lanes[i].Fields["util"].Min) {
+			t.Errorf("lane %s: roll-up+tail %v raw %v", lanes[i].ID, g.Lanes[i].Fields["util"].Max, gb.Lanes[i].Fields["util"].Max)
 		}
 	}
 	// The live file grows: Refresh tails it, and the tail answers the new minutes.
@@ -242,8 +242,8 @@ func testSeam(t *testing.T, blocked bool) {
 	fresh.SetRollup(false)
 	ga, gf := a.GPU(h0, h0+1920, lanes, 30, []string{"util"}), fresh.GPU(h0, h0+1920, lanes, 30, []string{"util"})
 	for i := range lanes {
-		if !sameFloats(ga.raw[i]["util"].Max, gf.raw[i]["util"].Max) {
-			t.Errorf("after growth, lane %s: roll-up+tail %v raw %v", lanes[i].ID, ga.raw[i]["util"].Max, gf.raw[i]["util"].Max)
+		if !sameFloats(ga.Lanes[i].Fields["util"].Max, gf.Lanes[i].Fields["util"].Max) {
+			t.Errorf("after growth, lane %s: roll-up+tail %v raw %v", lanes[i].ID, ga.Lanes[i].Fields["util"].Max, gf.Lanes[i].Fields["util"].Max)
 		}
 	}
 }
@@ -252,7 +252,7 @@ func testSeam(t *testing.T, blocked bool) {
 func TestRollupOnlyWhereFieldsAreRolledUp(t *testing.T) {
 	a, _, lanes := openPair(t, rollupRun(t, 1808))
 	g := a.GPU(h0, h0+1800, lanes, 10, []string{"temp_c"})
-	if v := g.raw[0]["temp_c"].Max[0]; v != 50 {
+	if v := g.Lanes[0].Fields["temp_c"].Max[0]; v != 50 {
 		t.Fatalf("temp_c from gpu_util: %v", v)
 	}
 	if n := loadedHours(a); n != 1 {
@@ -321,8 +321,8 @@ func TestPyramidsBuiltConcurrently(t *testing.T) {
 	}
 	for _, g := range got {
 		for i := range lanes {
-			if !sameFloats(g.raw[i]["util"].Max, want.raw[i]["util"].Max) || !sameFloats(g.raw[i]["util"].Min, want.raw[i]["util"].Min) {
-				t.Fatalf("lane %d: %v want %v", i, g.raw[i]["util"].Max, want.raw[i]["util"].Max)
+			if !sameFloats(g.Lanes[i].Fields["util"].Max, want.Lanes[i].Fields["util"].Max) || !sameFloats(g.Lanes[i].Fields["util"].Min, want.Lanes[i].Fields["util"].Min) {
+				t.Fatalf("lane %d: %v want %v", i, g.Lanes[i].Fields["util"].Max, want.Lanes[i].Fields["util"].Max)
 			}
 		}
 	}
@@ -400,9 +400,9 @@ func TestRollupAnswersAlignedViewsExactly(t *testing.T) {
 					v := map[string]float64{"util": r.Util, "mem_mb": r.Mem, "power_w": r.Power}[f]
 					widenBucket(lo, hi, int((r.TS-h0)/step), float64(float32(v)), float64(float32(v)))
 				}
-				if !sameFloats(got.raw[i][f].Min, lo) || !sameFloats(got.raw[i][f].Max, hi) {
+				if !sameFloats(got.Lanes[i].Fields[f].Min, lo) || !sameFloats(got.Lanes[i].Fields[f].Max, hi) {
 					t.Errorf("%g s buckets, lane %s %s: roll-up %v/%v, readings %v/%v", step, l.ID, f,
-						got.raw[i][f].Min, got.raw[i][f].Max, lo, hi)
+						got.Lanes[i].Fields[f].Min, got.Lanes[i].Fields[f].Max, lo, hi)
 				}
 			}
 		}
@@ -516,8 +516,8 @@ func TestRollupCompactedHourEnd(t *testing.T) {
 			}
 			if tc.rawEnd == 1220 {
 				g := st.GPU(h0, h0+3600, lanes[:1], 225, []string{"util"}) // 16 s buckets on the grid
-				if n := loadedHours(st); n != 1 || math.IsNaN(g.raw[0]["util"].Max[1216/16]) {
-					t.Fatalf("lane view: %d raw hours read, bucket 1216 s %v; want the raw readings after the roll-up", n, g.raw[0]["util"].Max[1216/16])
+				if n := loadedHours(st); n != 1 || math.IsNaN(g.Lanes[0].Fields["util"].Max[1216/16]) {
+					t.Fatalf("lane view: %d raw hours read, bucket 1216 s %v; want the raw readings after the roll-up", n, g.Lanes[0].Fields["util"].Max[1216/16])
 				}
 				return
 			}

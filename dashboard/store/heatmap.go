@@ -31,16 +31,16 @@ func (s *Store) Heatmap(t0, t1 float64, sel []*Lane, metric string, buckets int)
 		h.Max = 100
 		if metric != "util" {
 			h.Max = 0
-			for _, lane := range g.raw {
-				for _, v := range lane[field].Max {
+			for _, lane := range g.Lanes {
+				for _, v := range lane.Fields[field].Max {
 					if v > h.Max {
 						h.Max = v
 					}
 				}
 			}
 		}
-		for r, lane := range g.raw {
-			for b, v := range lane[field].Max {
+		for r, lane := range g.Lanes {
+			for b, v := range lane.Fields[field].Max {
 				if math.IsNaN(v) || h.Max <= 0 {
 					continue
 				}
