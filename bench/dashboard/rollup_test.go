@@ -86,7 +86,7 @@ func TestRollupAgreesWithRawOnRun(t *testing.T) {
 		gb := b.GPU(t0, t1, lanes, wide, []string{f})
 		diff := 0
 		for i := range lanes {
-			x, y := ga.Lanes[i][f].(*store.MinMax), gb.Lanes[i][f].(*store.MinMax)
+			x, y := ga.Lanes[i].Fields[f], gb.Lanes[i].Fields[f]
 			diff += same(x.Min, y.Min) + same(x.Max, y.Max)
 		}
 		if float64(diff) > allowed*float64(2*wide*len(lanes)) {
