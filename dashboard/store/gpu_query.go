@@ -42,7 +42,7 @@ func (l GPULane) MarshalJSON() ([]byte, error) {
 	size := 16 + len(l.ID)
 	for k, mm := range l.Fields {
 		keys = append(keys, k)
-		size += len(k) + 24 + 12*(len(mm.Min)+len(mm.Max))
+		size += len(k) + 24 + 6*(len(mm.Min)+len(mm.Max))
 	}
 	if l.Fields["id"] == nil {
 		keys = append(keys, "id")
