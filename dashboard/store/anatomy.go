@@ -195,9 +195,9 @@ func (s *Store) anatomyFull(step int) (*AnatomyResult, error) {
 	blocks := s.trajectories.hoursLocked(lo, hi)
 	var nrec uint64
 	for _, b := range blocks {
-		nrec += uint64(len(b.recs))
+		nrec += uint64(len(b.records))
 	}
-	key := [2]uint64{nrec, s.trajectories.index.ver}
+	key := [2]uint64{nrec, s.trajectories.index.version}
 	for _, e := range s.trajectories.anatomies.entries {
 		if e.step == step && e.key == key {
 			s.mu.RUnlock()
@@ -216,11 +216,17 @@ func (s *Store) anatomyFull(step int) (*AnatomyResult, error) {
 	return a, nil
 }
 
+// rowAcc gathers one sample's records while an anatomy is built.
 type rowAcc struct {
-	row      AnatomyRow
-	final    int32
-	recs     []*trajRec
-	prior    []*trajRec
+	// row is the sample's row as built so far.
+	row AnatomyRow
+	// final is the attempt the step consumed.
+	final int32
+	// records are the sample's span records of the consumed attempt.
+	records []*trajRec
+	// prior are the records of its earlier attempts.
+	prior []*trajRec
+	// hasQueue says a queue span was seen.
 	hasQueue bool
 }
 
@@ -235,14 +241,14 @@ func (s *Store) buildAnatomyLocked(sc *stepConsume, blocks []*trajBlock) *Anatom
 	}
 	// Pass 1: the consumed traces.
 	for _, b := range blocks {
-		for i := range b.recs {
-			r := &b.recs[i]
+		for i := range b.records {
+			r := &b.records[i]
 			ri, ok := byTrace[r.trace]
 			if !ok {
 				continue
 			}
 			acc := &rows[ri]
-			acc.recs = append(acc.recs, r)
+			acc.records = append(acc.records, r)
 			if r.sample >= 0 {
 				acc.row.Sample = int(r.sample)
 			}
@@ -263,8 +269,8 @@ func (s *Store) buildAnatomyLocked(sc *stepConsume, blocks []*trajBlock) *Anatom
 	}
 	if len(bySample) > 0 {
 		for _, b := range blocks {
-			for i := range b.recs {
-				r := &b.recs[i]
+			for i := range b.records {
+				r := &b.records[i]
 				ri, ok := bySample[r.sample]
 				if !ok || r.attempt < 0 || r.attempt >= rows[ri].final || r.t1 > sc.t1 {
 					continue
@@ -288,7 +294,7 @@ func (s *Store) buildAnatomyLocked(sc *stepConsume, blocks []*trajBlock) *Anatom
 		row.Consume = sc.t0
 		row.Queue, row.Gen, row.Tool, row.Attempts = Floats{}, Floats{}, Floats{}, Floats{}
 		row.AttemptStatus = []string{}
-		all := append(append([]*trajRec(nil), acc.prior...), acc.recs...)
+		all := append(append([]*trajRec(nil), acc.prior...), acc.records...)
 		sort.SliceStable(all, func(x, y int) bool { return all[x].t0 < all[y].t0 })
 		row.Submit, row.End = math.Inf(1), math.Inf(-1)
 		turns := map[[2]int32]bool{}

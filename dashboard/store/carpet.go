@@ -34,13 +34,13 @@ func (s *Store) LifecycleCarpet(t0, t1 float64, buckets, maxRows, offset int) *C
 		trace                  traceID
 		first                  float64
 		sample, group, attempt int32
-		recs                   []*trajRec
+		records                []*trajRec
 	}
 	rows := map[traceID]*crow{}
 	blocks := s.trajectories.hoursLocked(lo, hi)
 	for _, b := range blocks {
-		for i := range b.recs {
-			r := &b.recs[i]
+		for i := range b.records {
+			r := &b.records[i]
 			if r.t1 < t0 || r.t0 > t1 {
 				continue
 			}
@@ -49,13 +49,13 @@ func (s *Store) LifecycleCarpet(t0, t1 float64, buckets, maxRows, offset int) *C
 				cr = &crow{trace: r.trace, first: r.t0, sample: -1, group: -1, attempt: -1}
 				rows[r.trace] = cr
 			}
-			cr.recs = append(cr.recs, r)
+			cr.records = append(cr.records, r)
 		}
 	}
 	// Submit order needs each row's earliest span, including spans outside the window.
 	for _, b := range blocks {
-		for i := range b.recs {
-			r := &b.recs[i]
+		for i := range b.records {
+			r := &b.records[i]
 			if cr := rows[r.trace]; cr != nil {
 				if r.typ != ttConsume {
 					cr.first = math.Min(cr.first, r.t0)
@@ -107,7 +107,7 @@ func (s *Store) LifecycleCarpet(t0, t1 float64, buckets, maxRows, offset int) *C
 		c.Attempts = append(c.Attempts, int(cr.attempt))
 		hasAttempt := false
 		lo, hi := math.Inf(1), math.Inf(-1)
-		for _, r := range cr.recs {
+		for _, r := range cr.records {
 			if r.typ == ttAttempt {
 				paint(ri, r.t0, r.t1, 1)
 				hasAttempt = true
@@ -123,7 +123,7 @@ func (s *Store) LifecycleCarpet(t0, t1 float64, buckets, maxRows, offset int) *C
 			typ uint8
 			v   byte
 		}{{ttQueue, 2}, {ttGenerate, 3}, {ttTool, 4}, {ttConsume, 5}} {
-			for _, r := range cr.recs {
+			for _, r := range cr.records {
 				if r.typ == pass.typ {
 					paint(ri, r.t0, r.t1, pass.v)
 				}

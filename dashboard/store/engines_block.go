@@ -124,26 +124,42 @@ func emitCanonical(es *engineSample, buf *[]byte, emit func(*engineSample)) {
 
 // engSeries is one (engine, metric, labels) in one hour.
 type engSeries struct {
+	// addr is the engine's address and metric the metric's name.
 	addr, metric string
-	labels       map[string]string
-	dp           string // dp_rank label, "" when absent
-	group        string // labels without dp_rank, canonical "k=v,…"
-	hist         bool
-	ts, v        []float64 // v = cumulative count for histograms
-	sum          []float64
-	bounds       []float64
-	buckets      []float64 // per-bucket cumulative counts, stride len(bounds)+1
-	unsorted     bool
-	pk           *engPacked // a closed hour: the columns above are nil, packed here (engines_pack.go)
+	// labels are the series' labels.
+	labels map[string]string
+	// dp is the dp_rank label, "" when absent.
+	dp string
+	// group is the labels without dp_rank, canonical "k=v,…".
+	group string
+	// hist says the series is a histogram.
+	hist bool
+	// ts are the scrape times and v the values (for histograms the cumulative count).
+	ts, v []float64
+	// sum is a histogram's cumulative sum per scrape.
+	sum []float64
+	// bounds are a histogram's bucket upper bounds.
+	bounds []float64
+	// buckets are a histogram's per-bucket cumulative counts, stride len(bounds)+1.
+	buckets []float64
+	// unsorted says a scrape arrived out of time order (sortSeries orders the columns).
+	unsorted bool
+	// packed holds the columns of a closed hour, the slices above then nil (engines_pack.go).
+	packed *engPacked
 }
 
+// engBlock is one hour of engine_series.
 type engBlock struct {
-	series  map[string]*engSeries
-	maxTs   float64
-	points  int
-	hasRaw  bool // some series holds float64 columns (seal packs them)
-	keyBuf  []byte
-	nameBuf []byte
+	// series are the hour's series by engine, metric and labels.
+	series map[string]*engSeries
+	// maxTs is the newest scrape time.
+	maxTs float64
+	// points counts the points held.
+	points int
+	// hasRaw says some series holds float64 columns (seal packs them).
+	hasRaw bool
+	// keyBuf and nameBuf are scratch for building series keys and metric names.
+	keyBuf, nameBuf []byte
 }
 
 func newEngBlock() *engBlock { return &engBlock{series: map[string]*engSeries{}} }
@@ -226,7 +242,7 @@ func (b *engBlock) addLine(line []byte) bool {
 		if ser.hist != es.hist {
 			return // a series that changed type mid-hour: keep the first
 		}
-		if ser.pk != nil {
+		if ser.packed != nil {
 			ser.unpack() // a late record in a closed hour: packed again when the load ends
 		}
 		b.hasRaw = true

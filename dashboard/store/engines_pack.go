@@ -211,8 +211,8 @@ type engPacked struct {
 
 // packedLen is the number of readings of the series, packed or not.
 func (ser *engSeries) packedLen() int {
-	if ser.pk != nil {
-		return ser.pk.n
+	if ser.packed != nil {
+		return ser.packed.n
 	}
 	return len(ser.ts)
 }
@@ -220,7 +220,7 @@ func (ser *engSeries) packedLen() int {
 // pack encodes the series' columns and drops the float64 slices. intern holds the columns already packed in
 // this pass (equal timestamp columns are kept once).
 func (ser *engSeries) pack(sc *packScratch, intern map[string]string) {
-	if ser.pk != nil || len(ser.ts) == 0 {
+	if ser.packed != nil || len(ser.ts) == 0 {
 		return
 	}
 	ser.sortSeries()
@@ -237,13 +237,13 @@ func (ser *engSeries) pack(sc *packScratch, intern map[string]string) {
 		pk.sum = packColumn(ser.sum, 1, sc)
 		pk.buckets = packColumn(ser.buckets, len(ser.bounds)+1, sc)
 	}
-	ser.pk = pk
+	ser.packed = pk
 	ser.ts, ser.v, ser.sum, ser.buckets = nil, nil, nil, nil
 }
 
 // unpack restores the float64 slices (a late record is appended to a closed hour).
 func (ser *engSeries) unpack() {
-	pk := ser.pk
+	pk := ser.packed
 	if pk == nil {
 		return
 	}
@@ -254,7 +254,7 @@ func (ser *engSeries) unpack() {
 		stride := len(ser.bounds) + 1
 		ser.buckets, _ = unpackStrided(make([]float64, 0, pk.n*stride), pk.buckets, pk.n, stride, nil)
 	}
-	ser.pk = nil
+	ser.packed = nil
 }
 
 // seal packs every series of a closed hour that is not packed yet.
@@ -276,7 +276,7 @@ func (b *engBlock) memBytes() int {
 	seen := map[*byte]bool{}
 	for _, ser := range b.series {
 		n += 8 * (cap(ser.ts) + cap(ser.v) + cap(ser.sum) + cap(ser.buckets))
-		if pk := ser.pk; pk != nil {
+		if pk := ser.packed; pk != nil {
 			n += 96 // the engPacked struct
 			for _, c := range []string{pk.ts, pk.v, pk.sum, pk.buckets} {
 				if len(c) > 0 && !seen[unsafe.StringData(c)] {
@@ -300,7 +300,7 @@ type engRawTmp struct {
 // appendPacked decodes readings [i0, i1) of a packed series onto r, exactly as the float64 columns would have
 // given them. ts: the decoded timestamps when the range is not the whole series (nil when it is).
 func (tmp *engRawTmp) appendPacked(r *EngineRaw, ser *engSeries, i0, i1 int, ts []float64) {
-	pk := ser.pk
+	pk := ser.packed
 	stride := len(ser.bounds) + 1
 	hist := r.Hist && ser.hist
 	if ts == nil { // the whole series: decode straight onto the result

@@ -160,7 +160,7 @@ func packedSeries(st *Store) (packed, raw int) {
 	defer st.mu.RUnlock()
 	for _, b := range st.engines.blocks {
 		for _, ser := range b.series {
-			if ser.pk != nil {
+			if ser.packed != nil {
 				packed++
 			} else {
 				raw++
@@ -256,7 +256,7 @@ func TestEnginePackedReadsAlike(t *testing.T) {
 	for h, b := range packed.engines.blocks {
 		if h == int64(h0/3600) || h == int64(h0/3600)+1 || h == int64(h0/3600)+2 {
 			for _, ser := range b.series {
-				if ser.pk == nil {
+				if ser.packed == nil {
 					t.Errorf("hour %d: series %s %s not packed again", h-int64(h0/3600), ser.addr, ser.metric)
 					break
 				}
@@ -274,7 +274,7 @@ func TestEnginePackedReadsAlike(t *testing.T) {
 		packed.mu.RLock()
 		defer packed.mu.RUnlock()
 		for _, ser := range packed.engines.blocks[int64(h0/3600)+h].series {
-			if ser.pk == nil {
+			if ser.packed == nil {
 				return false
 			}
 		}
@@ -373,7 +373,7 @@ func TestEngineBytesPerPoint(t *testing.T) {
 		t.Fatalf("packed %d B vs %d B raw: less than 4× smaller", packed, rawBytes)
 	}
 	for ser, want := range cols {
-		if ser.pk == nil {
+		if ser.packed == nil {
 			t.Fatal("a series was not packed")
 		}
 		ser.unpack()

@@ -61,7 +61,7 @@ func (s *Store) engineRawLocked(metric string, t0, t1 float64) []EngineRaw {
 			}
 			p := part{ser: ser}
 			ts := ser.ts
-			if pk := ser.pk; pk != nil {
+			if pk := ser.packed; pk != nil {
 				if pk.t1 < t0 || pk.t0 > t1 {
 					continue
 				}
@@ -93,7 +93,7 @@ func (s *Store) engineRawLocked(metric string, t0, t1 float64) []EngineRaw {
 		f := ps[0].ser
 		r := EngineRaw{Addr: f.addr, Metric: f.metric, Labels: f.labels, DP: f.dp, Group: f.group, Hist: f.hist, Bounds: f.bounds}
 		stride := len(f.bounds) + 1
-		if len(ps) == 1 && ps[0].ser.pk == nil {
+		if len(ps) == 1 && ps[0].ser.packed == nil {
 			p := ps[0]
 			r.TS, r.V = p.ser.ts[p.i0:p.i1:p.i1], p.ser.v[p.i0:p.i1:p.i1]
 			if f.hist {
@@ -112,7 +112,7 @@ func (s *Store) engineRawLocked(metric string, t0, t1 float64) []EngineRaw {
 				if p.ser.hist && len(p.ser.bounds) != len(f.bounds) {
 					continue
 				}
-				if p.ser.pk != nil {
+				if p.ser.packed != nil {
 					tmp.appendPacked(&r, p.ser, p.i0, p.i1, p.ts)
 					continue
 				}
@@ -646,6 +646,6 @@ func (s *Store) EngineOverlay(metric, stat string, t0, t1 float64, sel []*Lane, 
 func (s *Store) DataVersion() [6]uint64 {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return [6]uint64{math.Float64bits(s.edge), s.metrics.index.base + uint64(len(s.metrics.index.log)), s.trajectories.index.ver,
+	return [6]uint64{math.Float64bits(s.edge), s.metrics.index.base + uint64(len(s.metrics.index.log)), s.trajectories.index.version,
 		s.trajectories.version, s.engines.version, uint64(s.metaVer)}
 }

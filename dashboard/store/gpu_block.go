@@ -79,11 +79,15 @@ func (l *laneData) pyramidOf(f *field, hour int64, mu *sync.Mutex, ts *[]int64) 
 
 // laneData is one lane in one hour.
 type laneData struct {
-	ts     columns.Times
+	// ts are the lane's reading times, shared by its fields.
+	ts columns.Times
+	// fields are the lane's fields by name.
 	fields map[string]*field
-	order  []orderedField // field order of the lane's last record: the next one almost always repeats it
+	// order is the field order of the lane's last record: the next one almost always repeats it.
+	order []orderedField
 }
 
+// orderedField is one entry of laneData.order.
 type orderedField struct {
 	name []byte
 	f    *field
@@ -91,20 +95,26 @@ type orderedField struct {
 
 // gpuBlock holds one hour of gpu_util: lane key → timestamps + fields.
 type gpuBlock struct {
-	hour   int64
-	lanes  map[string]*laneData
+	// hour is the Unix hour the block holds.
+	hour int64
+	// lanes are the lanes' columns by lane key.
+	lanes map[string]*laneData
+	// fields are the field names seen.
 	fields map[string]bool
-	minTs  float64
-	maxTs  float64
+	// minTs and maxTs are the oldest and newest reading times.
+	minTs, maxTs float64
+	// values counts the values held.
 	values int
-	sealed int        // values at the last seal
-	pyrMu  sync.Mutex // builds pyramids (pyramidOf)
-
+	// sealed is values at the last seal.
+	sealed int
+	// pyrMu serialises building pyramids (pyramidOf; queries hold the store's lock only for reading).
+	pyrMu sync.Mutex
+	// last, lastNode and lastGPU are the lane of the previous line (lines of one lane come in runs).
 	last     *laneData
 	lastNode []byte
 	lastGPU  int
-
-	only *laneFilter // the lanes read (gpu_lanefilter.go); nil: all
+	// only are the lanes read (gpu_lanefilter.go); nil: all.
+	only *laneFilter
 }
 
 func newGPUBlock(hour int64) *gpuBlock {

@@ -9,10 +9,13 @@ const partialLanes = 64
 
 // laneFilter is a set of lanes by node and GPU index, looked up from a line's bytes without allocating.
 type laneFilter struct {
-	nodes map[string][]bool // node → wanted GPU indices
-	keys  []laneRef
+	// nodes are the wanted GPU indices by node.
+	nodes map[string][]bool
+	// keys are the wanted lanes in the order added.
+	keys []laneRef
 }
 
+// laneRef is a lane by node and GPU index.
 type laneRef struct {
 	node string
 	gpu  int

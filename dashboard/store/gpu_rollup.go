@@ -24,13 +24,20 @@ import (
 
 // rollBlock is one hour of gpu_rollup, duplicates merged (min of mins, max of maxes).
 type rollBlock struct {
-	hour   int64
-	step   int64 // seconds; 0 until the first record
-	mixed  bool  // records with another bucket width: the hour is read raw
-	lanes  map[string]map[string]*rollField
+	// hour is the Unix hour the block holds.
+	hour int64
+	// step is the bucket width in seconds; 0 until the first record.
+	step int64
+	// mixed says records with another bucket width were seen: the hour is read raw.
+	mixed bool
+	// lanes are the lanes' fields by lane key and field name.
+	lanes map[string]map[string]*rollField
+	// fields are the field names seen.
 	fields map[string]bool
-	first  float64 // oldest bucket start
-	end    float64 // newest bucket end
+	// first is the oldest bucket start.
+	first float64
+	// end is the newest bucket end.
+	end float64
 	// rawFirst is the first gpu_util time of the hour (0 = not looked up yet, +Inf = no gpu_util).
 	rawFirst float64
 	// byNode finds a record's lane from its node and gpu without building the key (lanes interleave line by
@@ -352,8 +359,11 @@ func (f *rollField) fold(h0, step, t0, t1, to float64, omin, omax []float64, spr
 // (tailSeek) instead of parsed from its start. It is complete from `from` on, tailed by Refresh like a loaded
 // hour, and dropped when the whole hour is loaded or the file is compacted.
 type tailBlock struct {
-	b    *gpuBlock
-	part partition.Partition // own read offset into the same file
+	// b holds the readings read.
+	b *gpuBlock
+	// part is the tail's own read offset into the hour's plain file.
+	part partition.Partition
+	// from is the time the block is complete from.
 	from float64
 }
 

@@ -37,7 +37,9 @@ type catalogFile struct {
 
 // laneSet is an immutable, ordered set of lanes; replaced as a whole when the catalog changes.
 type laneSet struct {
+	// lanes are the lanes in display order.
 	lanes []*Lane
+	// byKey are the lanes by key ("node:gpu").
 	byKey map[string]*Lane
 }
 

@@ -47,15 +47,24 @@ type MetricChange struct {
 	Y   float64 `json:"y"`
 }
 
+// metricsIndex is the metrics records folded into one series per key.
 type metricsIndex struct {
-	built  bool
-	done   int                      // s.metrics.records records folded in
-	series map[string]*metricSeries // key (on its primary axis) → series
-	other  map[string]*metricSeries // key + "@" + axis for keys also logged on a second axis
-	axes   map[string]bool          // step keys seen (never charted as keys)
-	ver    uint64
-	log    []MetricChange
-	base   uint64 // sequence number of log[0]
+	// built says the index was built once (the first build logs no changes).
+	built bool
+	// folded is how many of metricReader.records are folded in.
+	folded int
+	// series are the keys' series on their primary axis, by key.
+	series map[string]*metricSeries
+	// other are the series of keys also logged on a second axis, by key + "@" + axis.
+	other map[string]*metricSeries
+	// axes are the step keys seen (never charted as keys).
+	axes map[string]bool
+	// version counts changes to the series.
+	version uint64
+	// log is the change log live pushes read from (at most metricLogCap entries).
+	log []MetricChange
+	// base is the sequence number of log[0].
+	base uint64
 }
 
 func (m *metricsIndex) init() {
@@ -68,14 +77,14 @@ func (r *metricReader) syncLocked() bool {
 	if !r.recordsRead {
 		r.loadLocked()
 	}
-	if len(r.records) < m.done { // the metrics stream was re-read from scratch (a compacted hour grew)
+	if len(r.records) < m.folded { // the metrics stream was re-read from scratch (a compacted hour grew)
 		r.index.init()
 		m = &r.index
 	}
 	logging := m.built // the first build logs nothing: live readers start their cursor after it
 	m.built = true
 	changed := false
-	for _, rec := range r.records[m.done:] {
+	for _, rec := range r.records[m.folded:] {
 		if rec.Step == nil || rec.StepKey == nil || *rec.StepKey == "" {
 			continue // a record without a step axis has no place on a step chart
 		}
@@ -106,14 +115,14 @@ func (r *metricReader) syncLocked() bool {
 			}
 		}
 	}
-	m.done = len(r.records)
+	m.folded = len(r.records)
 	if len(m.log) > metricLogCap {
 		drop := len(m.log) - metricLogCap/2
 		m.log = append(m.log[:0:0], m.log[drop:]...)
 		m.base += uint64(drop)
 	}
 	if changed {
-		m.ver++
+		m.version++
 	}
 	return changed
 }

@@ -113,7 +113,7 @@ func (s *Store) MetricKeys() ([]MetricKey, []string, uint64) {
 			cats = append(cats, k.Category)
 		}
 	}
-	return out, nz(cats), s.metrics.index.ver + s.trajectories.index.ver<<20 + s.engines.version<<40
+	return out, nz(cats), s.metrics.index.version + s.trajectories.index.version<<20 + s.engines.version<<40
 }
 
 func metricKeyOf(ser *metricSeries) MetricKey {

@@ -32,12 +32,18 @@ type weightUpdate struct {
 	wv int32
 }
 
+// trajIndex is the step index of the trajectories stream: every step_consume and weight_update record.
 type trajIndex struct {
-	built   bool
-	steps   map[int]*stepConsume
-	byHour  map[int64][]*stepConsume
+	// built says every partition was indexed once (from then on Refresh tails it).
+	built bool
+	// steps are the newest consume of each step.
+	steps map[int]*stepConsume
+	// byHour are the consumes filed in each hour, to forget an hour read again.
+	byHour map[int64][]*stepConsume
+	// updates are the weight updates filed in each hour.
 	updates map[int64][]weightUpdate
-	ver     uint64
+	// version counts changes to the index.
+	version uint64
 }
 
 func (x *trajIndex) init() {
@@ -81,10 +87,10 @@ func (r *trajectoryReader) indexLocked() {
 					if cur := x.steps[sc.step]; cur == nil || sc.t0 >= cur.t0 {
 						x.steps[sc.step] = sc
 					}
-					x.ver++
+					x.version++
 				case ttWeightUpdate:
 					x.updates[h] = append(x.updates[h], weightUpdate{rec.t1, rec.wv})
-					x.ver++
+					x.version++
 				}
 			})
 		})
@@ -97,7 +103,7 @@ func (r *trajectoryReader) indexLocked() {
 			delete(x.byHour, h)
 			delete(x.updates, h)
 			p.Reset()
-			x.ver++
+			x.version++
 			r.indexLocked()
 			return
 		}
@@ -241,5 +247,5 @@ func (s *Store) LifecycleStepsIfIndexed() ([]StepSummary, bool) {
 func (s *Store) TrajVersion() uint64 {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.trajectories.index.ver
+	return s.trajectories.index.version
 }

@@ -47,9 +47,9 @@ func (r *trajectoryReader) partitionFiles() []*partition.Stream {
 func (r *trajectoryReader) refreshLocked(int64) bool {
 	grew := false
 	if r.index.built {
-		before := r.index.ver
+		before := r.index.version
 		r.indexLocked()
-		grew = r.index.ver != before
+		grew = r.index.version != before
 	}
 	if len(r.blocks) > 0 {
 		before := r.version
@@ -64,10 +64,13 @@ func (r *trajectoryReader) refreshLocked(int64) bool {
 	return grew
 }
 
+// trajBlock is one hour of the trajectories stream: its span records other than step consumes and weight
+// updates (those are in the step index).
 type trajBlock struct {
-	recs  []trajRec
-	maxT  float64
-	scrat []traceID
+	// records are the hour's span records in reading order.
+	records []trajRec
+	// maxT is the newest span end among them.
+	maxT float64
 }
 
 func (b *trajBlock) sink(in *interner) partition.LineSink {
@@ -76,7 +79,7 @@ func (b *trajBlock) sink(in *interner) partition.LineSink {
 			if r.typ == ttStepConsume || r.typ == ttWeightUpdate {
 				return // in the index
 			}
-			b.recs = append(b.recs, *r)
+			b.records = append(b.records, *r)
 			if r.t1 > b.maxT {
 				b.maxT = r.t1
 			}
@@ -97,7 +100,7 @@ func (r *trajectoryReader) loadHourLocked(h int64) {
 		b = &trajBlock{}
 		r.blocks[h] = b
 	}
-	before := len(b.recs)
+	before := len(b.records)
 	reports, err := r.files.Read(p, b.sink(&r.strings))
 	if errors.Is(err, partition.ErrReload) {
 		p.Reset()
@@ -108,7 +111,7 @@ func (r *trajectoryReader) loadHourLocked(h int64) {
 	}
 	r.run.report(reports, err)
 	p.Loaded = true
-	if len(b.recs) != before {
+	if len(b.records) != before {
 		r.version++
 	}
 	if b.maxT > r.run.edge {
