@@ -186,7 +186,7 @@ func engineDump(t *testing.T, st *Store) string {
 					floatBits(r.TS), floatBits(r.V), floatBits(r.Sum), floatBits(r.Buckets))
 			}
 		}
-		for _, stat := range append(StatsOf(m.Kind), "") {
+		for _, stat := range append(EngineStats(m.Kind), "") {
 			for _, perDP := range []bool{false, true} {
 				res, err := st.EngineSeries(m.Name, stat, perDP, h0+500, h0+4*3600, 300)
 				if err != nil {

@@ -335,8 +335,8 @@ func bucketQuantile(bounds, counts []float64, q float64) float64 {
 	return bounds[len(bounds)-1]
 }
 
-// StatsOf lists the stats a metric can be shown as.
-func StatsOf(kind string) []string {
+// EngineStats lists the stats a metric can be shown as.
+func EngineStats(kind string) []string {
 	if kind == "histogram" {
 		return []string{"mean", "p50", "p99"}
 	}
@@ -358,7 +358,7 @@ func (s *Store) engineCatalogLocked() []EngineMetricInfo {
 			e := m[ser.metric]
 			if e == nil {
 				kind := EngineKind(ser.metric, ser.hist)
-				e = &EngineMetricInfo{Name: ser.metric, Kind: kind, Stats: StatsOf(kind)}
+				e = &EngineMetricInfo{Name: ser.metric, Kind: kind, Stats: EngineStats(kind)}
 				if kind == "counter" {
 					e.Kind = "rate"
 				}
