@@ -204,7 +204,7 @@ func (s *Store) anatomyFull(step int) (*AnatomyResult, error) {
 			return e.a, nil
 		}
 	}
-	a := s.buildAnatomyLocked(sc, blocks)
+	a := s.trajectories.buildAnatomyLocked(sc, blocks)
 	s.mu.RUnlock()
 	s.mu.Lock()
 	c := &s.trajectories.anatomies
@@ -230,8 +230,8 @@ type rowAcc struct {
 	hasQueue bool
 }
 
-func (s *Store) buildAnatomyLocked(sc *stepConsume, blocks []*trajBlock) *AnatomyResult {
-	in := &s.trajectories.strings
+func (r *trajectoryReader) buildAnatomyLocked(sc *stepConsume, blocks []*trajBlock) *AnatomyResult {
+	in := &r.strings
 	rows := make([]rowAcc, len(sc.links))
 	byTrace := make(map[traceID]int, len(sc.links))
 	for i, t := range sc.links {
@@ -388,7 +388,7 @@ func (s *Store) buildAnatomyLocked(sc *stepConsume, blocks []*trajBlock) *Anatom
 	}
 	sort.Ints(a.Versions)
 	a.T0 = t0
-	for _, ws := range s.trajectories.index.updates {
+	for _, ws := range r.index.updates {
 		for _, w := range ws {
 			if w.t >= t0 && w.t <= sc.t1 && w.wv >= 0 {
 				a.Pushes = append(a.Pushes, WeightPush{w.t, int(w.wv)})

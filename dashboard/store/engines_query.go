@@ -39,10 +39,10 @@ func (s *Store) EngineRawSeries(metric string, t0, t1 float64) []EngineRaw {
 	s.mu.Unlock()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.engineRawLocked(metric, t0, t1)
+	return s.engines.rawLocked(metric, t0, t1)
 }
 
-func (s *Store) engineRawLocked(metric string, t0, t1 float64) []EngineRaw {
+func (r *engineReader) rawLocked(metric string, t0, t1 float64) []EngineRaw {
 	type part struct {
 		ser    *engSeries
 		i0, i1 int
@@ -50,8 +50,8 @@ func (s *Store) engineRawLocked(metric string, t0, t1 float64) []EngineRaw {
 	}
 	parts := map[string][]part{}
 	var order []string
-	for _, h := range s.engines.files.Hours() {
-		b := s.engines.blocks[h]
+	for _, h := range r.files.Hours() {
+		b := r.blocks[h]
 		if b == nil {
 			continue
 		}
@@ -351,9 +351,9 @@ type EngineMetricInfo struct {
 	Points int      `json:"points"`
 }
 
-func (s *Store) engineCatalogLocked() []EngineMetricInfo {
+func (r *engineReader) catalogLocked() []EngineMetricInfo {
 	m := map[string]*EngineMetricInfo{}
-	for _, b := range s.engines.blocks {
+	for _, b := range r.blocks {
 		for _, ser := range b.series {
 			e := m[ser.metric]
 			if e == nil {
@@ -382,7 +382,7 @@ func (s *Store) EngineMetrics() []EngineMetricInfo {
 	s.mu.Unlock()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return s.engineCatalogLocked()
+	return s.engines.catalogLocked()
 }
 
 // displayKind is what a derived series is: gauge, rate, mean or pNN.

@@ -87,7 +87,7 @@ func (s *Store) MetricKeys() ([]MetricKey, []string, uint64) {
 		mk.Key = ser.key + "@" + ser.axis
 		out = append(out, mk)
 	}
-	lc := s.lifecycleSeriesLocked()
+	lc := s.trajectories.lifecycleSeriesLocked()
 	for _, lk := range lifecycleKeys {
 		ser := lc[lk.key]
 		mk := MetricKey{Key: lk.key, Category: "lifecycle", Axis: "rollout/step", Source: LifecycleKeySource}
@@ -98,7 +98,7 @@ func (s *Store) MetricKeys() ([]MetricKey, []string, uint64) {
 		}
 		out = append(out, mk)
 	}
-	for _, e := range s.engineCatalogLocked() {
+	for _, e := range s.engines.catalogLocked() {
 		out = append(out, MetricKey{Key: e.Name, Category: "sglang", Axis: "ts", N: e.Points, Kind: e.Kind, Stats: e.Stats})
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -155,7 +155,7 @@ func (s *Store) MetricSeries(keys []string, x0, x1 *float64, points int) []Metri
 	defer s.mu.RUnlock()
 	var lc map[string]*metricSeries
 	if needLC {
-		lc = s.lifecycleSeriesLocked()
+		lc = s.trajectories.lifecycleSeriesLocked()
 	}
 	out := make([]MetricSeriesResult, 0, len(keys))
 	lo, hi := math.Inf(-1), math.Inf(1)
@@ -292,7 +292,7 @@ func (s *Store) StepMetricSeries(keys ...string) map[string]StepSeries {
 	s.mu.Unlock()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	lc := s.lifecycleSeriesLocked()
+	lc := s.trajectories.lifecycleSeriesLocked()
 	out := map[string]StepSeries{}
 	for _, k := range keys {
 		ser := s.metrics.index.series[k]

@@ -154,13 +154,13 @@ func (sc *stepConsume) annotate(line []byte) {
 }
 
 // lifecycleSeriesLocked builds the always-listed lifecycle keys from the step index (x = step).
-func (s *Store) lifecycleSeriesLocked() map[string]*metricSeries {
+func (r *trajectoryReader) lifecycleSeriesLocked() map[string]*metricSeries {
 	out := map[string]*metricSeries{}
 	for _, lk := range lifecycleKeys {
 		out[lk.key] = &metricSeries{key: lk.key, axis: "rollout/step"}
 	}
-	steps := make([]*stepConsume, 0, len(s.trajectories.index.steps))
-	for _, sc := range s.trajectories.index.steps {
+	steps := make([]*stepConsume, 0, len(r.index.steps))
+	for _, sc := range r.index.steps {
 		steps = append(steps, sc)
 	}
 	sort.Slice(steps, func(i, j int) bool { return steps[i].step < steps[j].step })
