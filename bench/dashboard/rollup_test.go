@@ -75,7 +75,7 @@ func TestRollupAgreesWithRawOnRun(t *testing.T) {
 		}
 		return d
 	}
-	fa, fb := a.FleetOf(t0, t1, lanes, wide), b.FleetOf(t0, t1, lanes, wide)
+	fa, fb := a.Fleet(t0, t1, lanes, wide), b.Fleet(t0, t1, lanes, wide)
 	for _, k := range []string{"p10", "p50", "p90", "min"} {
 		if d := same(fa.Util[k], fb.Util[k]); float64(d) > allowed*float64(wide) {
 			t.Errorf("fleet %s at %d buckets: %d of %d differ between roll-up and gpu_util", k, wide, d, wide)
@@ -86,7 +86,7 @@ func TestRollupAgreesWithRawOnRun(t *testing.T) {
 		gb := b.GPU(t0, t1, lanes, wide, []string{f})
 		diff := 0
 		for i := range lanes {
-			x, y := ga.Lanes[i][f].(*store.MinMax), gb.Lanes[i][f].(*store.MinMax)
+			x, y := ga.Lanes[i].Fields[f], gb.Lanes[i].Fields[f]
 			diff += same(x.Min, y.Min) + same(x.Max, y.Max)
 		}
 		if float64(diff) > allowed*float64(2*wide*len(lanes)) {
@@ -95,7 +95,7 @@ func TestRollupAgreesWithRawOnRun(t *testing.T) {
 		t.Logf("%s at %d buckets: %d of %d lane bucket bounds differ", f, wide, diff, 2*wide*len(lanes))
 	}
 	const px = 600
-	pa, pb := a.FleetOf(t0, t1, lanes, px), b.FleetOf(t0, t1, lanes, px)
+	pa, pb := a.Fleet(t0, t1, lanes, px), b.Fleet(t0, t1, lanes, px)
 	gaps, dev, n := 0, 0.0, 0
 	for i := range pb.Util["p50"] {
 		x, y := pa.Util["p50"][i], pb.Util["p50"][i]

@@ -42,4 +42,4 @@ done
 echo "the same first open without the roll-up (everything from gpu_util, as before the gpu_rollup stream):" >&2
 MILES_BENCH_NO_ROLLUP=1 go test -count=1 -run TestColdOpenAndWarmQueries -v ./bench/dashboard/ | grep -E "cold open|ok|FAIL"
 go test -count=1 -run TestRollupAgreesWithRawOnRun -v ./bench/dashboard/ | grep -E "dropped|differ|fleet|ok|FAIL|SKIP"
-go test -run "^$" -bench ColdLoad -benchtime 1x ./bench/dashboard/ | grep Bench
+go test -run "^$" -bench ColdLoad -benchtime 1x ./dashboard/store/ | grep Bench

@@ -1,4 +1,4 @@
-// Package explorer benchmarks the dashboard's explorer, lifecycle and advisory endpoints (issue 8) on generated
+// Package explorer benchmarks the dashboard's metrics, lifecycle and advisory endpoints on generated
 // run directories (written in the schema of docs/semconv.md §8, generated here so the sizes are exact):
 //
 //	go test -run '^$' -bench . -benchtime 5x ./bench/explorer/

@@ -199,7 +199,7 @@ func AdvisoryInput(st AdvisorySource, cfg advisory.Config, win *[2]float64) advi
 	in.Steps = st.StepMetricSeries(keys...)
 	if steps := st.LifecycleSteps(); len(steps) > 0 {
 		last := steps[len(steps)-1]
-		if a, err := st.AnatomyOf(last.Step, "submit", 0, 0); err == nil {
+		if a, err := st.Anatomy(last.Step, "submit", 0, 0); err == nil {
 			o := &advisory.StepOutcome{Step: last.Step, Samples: len(a.Rows)}
 			for _, row := range a.Rows {
 				if row.Status != "" {

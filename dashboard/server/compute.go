@@ -68,7 +68,7 @@ func (s *Server) fleet(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return s.compute.FleetOf(t0, t1, l, b), nil
+	return s.compute.Fleet(t0, t1, l, b), nil
 }
 
 type bubbleList struct {
@@ -125,7 +125,7 @@ func (s *Server) heatmap(r *http.Request) (any, error) {
 	if metric == "" {
 		metric = "util"
 	}
-	h, err := s.compute.HeatmapOf(t0, t1, l, metric, b)
+	h, err := s.compute.Heatmap(t0, t1, l, metric, b)
 	if err != nil {
 		return nil, badData(err)
 	}

@@ -42,7 +42,7 @@ func (s *Server) engineSeries(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.engines.EngineSeriesOf(m, r.URL.Query().Get("stat"), perDP, t0, t1, points)
+	res, err := s.engines.EngineSeries(m, r.URL.Query().Get("stat"), perDP, t0, t1, points)
 	if err != nil {
 		return nil, badData(err)
 	}

@@ -27,7 +27,7 @@ const maxSeriesKeys = 512
 
 type metricSeriesList struct {
 	Points int                  `json:"points"`
-	Series []store.MetricSeries `json:"series"`
+	Series []store.MetricSeriesResult `json:"series"`
 }
 
 func (s *Server) metricSeries(r *http.Request) (any, error) {
@@ -54,5 +54,5 @@ func (s *Server) metricSeries(r *http.Request) (any, error) {
 	if x0 != nil && x1 != nil && *x1 < *x0 {
 		return nil, badData(errors.New("x1 must not be below x0"))
 	}
-	return metricSeriesList{Points: points, Series: s.metrics.MetricSeriesOf(keys, x0, x1, points)}, nil
+	return metricSeriesList{Points: points, Series: s.metrics.MetricSeries(keys, x0, x1, points)}, nil
 }

@@ -12,7 +12,7 @@ import (
 // runReader is the run as a whole: its description, data edge, time window and lane selection, and its change
 // notifications.
 type runReader interface {
-	Meta() map[string]any
+	Meta() *store.MetaResult
 	MetaVersion() int
 	Info() store.RunInfo
 	Dir() string
@@ -29,17 +29,17 @@ type computeReader interface {
 	Phases(t0, t1 float64, sel []*store.Lane) *store.PhasesResult
 	AllPhases() (recs []store.PhaseRecord, edge float64)
 	GPU(t0, t1 float64, sel []*store.Lane, points int, fields []string) *store.GPUResult
-	FleetOf(t0, t1 float64, sel []*store.Lane, buckets int) *store.Fleet
-	HeatmapOf(t0, t1 float64, sel []*store.Lane, metric string, buckets int) (*store.Heatmap, error)
+	Fleet(t0, t1 float64, sel []*store.Lane, buckets int) *store.FleetResult
+	Heatmap(t0, t1 float64, sel []*store.Lane, metric string, buckets int) (*store.HeatmapResult, error)
 	Bubbles(t0, t1 float64) []store.Bubble
-	Outliers(t0, t1 float64, sel []*store.Lane, k int) map[string]any
+	Outliers(t0, t1 float64, sel []*store.Lane, k int) *store.OutliersResult
 }
 
 // metricsReader is the step metrics the trainer logs.
 type metricsReader interface {
 	MetricKeys() ([]store.MetricKey, []string, uint64)
 	MetricKeyNames() []string
-	MetricSeriesOf(keys []string, x0, x1 *float64, points int) []store.MetricSeries
+	MetricSeries(keys []string, x0, x1 *float64, points int) []store.MetricSeriesResult
 	StepMetricKeys() []store.MetricKey
 	StepMetricSeries(keys ...string) map[string]store.StepSeries
 	MetricsCursor() uint64
@@ -49,7 +49,7 @@ type metricsReader interface {
 // engineReader is the inference engines' scraped series.
 type engineReader interface {
 	EngineOverlay(metric, stat string, t0, t1 float64, sel []*store.Lane, points int) (*store.EngineOverlayResult, error)
-	EngineSeriesOf(metric, stat string, perDP bool, t0, t1 float64, points int) (*store.EngineSeriesResult, error)
+	EngineSeries(metric, stat string, perDP bool, t0, t1 float64, points int) (*store.EngineSeriesResult, error)
 	EngineRawSeries(metric string, t0, t1 float64) []store.EngineRaw
 }
 
@@ -57,8 +57,8 @@ type engineReader interface {
 type trajectoryReader interface {
 	LifecycleSteps() []store.StepSummary
 	LifecycleStepsIfIndexed() ([]store.StepSummary, bool)
-	AnatomyOf(step int, sortKey string, offset, limit int) (*store.Anatomy, error)
-	LifecycleCarpet(t0, t1 float64, buckets, maxRows, offset int) *store.Carpet
+	Anatomy(step int, sortKey string, offset, limit int) (*store.AnatomyResult, error)
+	LifecycleCarpet(t0, t1 float64, buckets, maxRows, offset int) *store.CarpetResult
 }
 
 // Store is everything the server reads from a run.
@@ -90,7 +90,7 @@ type AdvisorySource interface {
 	MetricKeyNames() []string
 	StepMetricSeries(keys ...string) map[string]store.StepSeries
 	LifecycleSteps() []store.StepSummary
-	AnatomyOf(step int, sortKey string, offset, limit int) (*store.Anatomy, error)
+	Anatomy(step int, sortKey string, offset, limit int) (*store.AnatomyResult, error)
 }
 
 // readers puts the server's stream readers back together where one consumer reads several (the advisory).

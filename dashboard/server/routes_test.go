@@ -17,7 +17,7 @@ import (
 type fakeMetrics struct {
 	metricsReader // not called by these tests
 	keys          []store.MetricKey
-	series        []store.MetricSeries
+	series        []store.MetricSeriesResult
 	asked         []string
 }
 
@@ -25,7 +25,7 @@ func (f *fakeMetrics) MetricKeys() ([]store.MetricKey, []string, uint64) {
 	return f.keys, []string{"rollout"}, 42
 }
 
-func (f *fakeMetrics) MetricSeriesOf(keys []string, x0, x1 *float64, points int) []store.MetricSeries {
+func (f *fakeMetrics) MetricSeries(keys []string, x0, x1 *float64, points int) []store.MetricSeriesResult {
 	f.asked = keys
 	return f.series
 }

@@ -37,7 +37,7 @@ func (s *Server) anatomy(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, err := s.traj.AnatomyOf(id, sortKey, offset, limit)
+	a, err := s.traj.Anatomy(id, sortKey, offset, limit)
 	switch {
 	case errors.Is(err, store.ErrNoStep):
 		return nil, notFound(errors.New("no step_consume record for step " + strconv.Itoa(id)))

@@ -126,7 +126,7 @@ func TestBundledTrajectoriesReadAlike(t *testing.T) {
 		var out []any
 		out = append(out, st.LifecycleSteps())
 		for _, sortKey := range []string{"submit", "staleness", "wall", "turns"} {
-			a, err := st.AnatomyOf(2, sortKey, 0, 0)
+			a, err := st.Anatomy(2, sortKey, 0, 0)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -46,7 +46,7 @@ func TestEdgeOfFullyCompactedRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if e := st.Meta()["data_edge"].(float64); e != last {
+		if e := st.Meta().DataEdge; e != last {
 			t.Errorf("span frames %v: data edge %+.0f s, want the last record's %+.0f s", withSpan, e-h0, last-h0)
 		}
 	}

@@ -32,13 +32,3 @@ func (s *Store) loadAll(jobs []loadJob) {
 	}
 	wg.Wait()
 }
-
-// raiseEdge moves the data edge forward to t and returns the edge.
-func (s *Store) raiseEdge(t float64) float64 {
-	s.lmu.Lock()
-	defer s.lmu.Unlock()
-	if t > s.edge {
-		s.edge = t
-	}
-	return s.edge
-}

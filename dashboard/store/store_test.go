@@ -77,10 +77,10 @@ func TestGPUDecimationKeepsSpikes(t *testing.T) {
 	for _, points := range []int{100, 3000} { // pyramid path (36 s buckets) and raw path (1.2 s buckets)
 		g := st.GPU(h0, h0+3600, lanes, points, []string{"util"})
 		max1, min1 := math.Inf(-1), math.Inf(1)
-		for i, v := range g.raw[1]["util"].Max {
+		for i, v := range g.Lanes[1].Fields["util"].Max {
 			if !math.IsNaN(v) {
 				max1 = math.Max(max1, v)
-				min1 = math.Min(min1, g.raw[1]["util"].Min[i])
+				min1 = math.Min(min1, g.Lanes[1].Fields["util"].Min[i])
 			}
 		}
 		if max1 != 100 || min1 != 50 {
@@ -124,9 +124,9 @@ func TestTailCorruptPartialTruncated(t *testing.T) {
 		n := 0
 		st.mu.RLock()
 		defer st.mu.RUnlock()
-		for _, b := range st.gpu {
+		for _, b := range st.gpu.blocks {
 			if l := b.lanes["n1:0"]; l != nil && l.fields["util"] != nil {
-				n += l.fields["util"].vals.n
+				n += l.fields["util"].vals.Len()
 			}
 		}
 		return n
@@ -175,8 +175,8 @@ func TestTailCorruptPartialTruncated(t *testing.T) {
 		t.Fatalf("edge %v after a new hour", e)
 	}
 	g := st.GPU(h0+3600, h0+3800, lanes, 4, []string{"util"})
-	if v := g.raw[0]["util"].Max[2]; v != 70 {
-		t.Fatalf("new hour's sample not served: %v", g.raw[0]["util"].Max)
+	if v := g.Lanes[0].Fields["util"].Max[2]; v != 70 {
+		t.Fatalf("new hour's sample not served: %v", g.Lanes[0].Fields["util"].Max)
 	}
 }
 
@@ -194,14 +194,14 @@ func TestMilesV1Layout(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := st.Meta()
-	if m["layout"] != "miles-v1" {
-		t.Errorf("layout %v", m["layout"])
+	if m.Layout != "miles-v1" {
+		t.Errorf("layout %v", m.Layout)
 	}
 	all, _, _ := st.Lanes("all")
 	st.GPU(h0, h0+10, all, 10, []string{"util"}) // loads the hour
 	all, _, _ = st.Lanes("all")                  // lanes were learned from the data
 	g := st.GPU(h0, h0+10, all, 10, []string{"util"})
-	if ids(all) != "g0=10.0.0.2:0 g1=10.0.0.2:1 g2=10.0.0.10:0" || len(g.raw) == 0 {
+	if ids(all) != "g0=10.0.0.2:0 g1=10.0.0.2:1 g2=10.0.0.10:0" || len(g.Lanes) == 0 {
 		t.Fatalf("lanes %s", ids(all))
 	}
 	p := st.Phases(h0, h0+10, all)

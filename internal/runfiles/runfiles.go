@@ -147,6 +147,18 @@ func (p Partition) ReadLines(fn func(line []byte) error) (partialTail int, err e
 }
 
 func scanLines(r io.Reader, fn func([]byte) error) (partial int, err error) {
+	_, partial, err = EachLine(r, func(line []byte, _ int64) error { return fn(line) })
+	if err != nil {
+		return 0, err
+	}
+	return partial, nil
+}
+
+// EachLine calls fn with every complete line of r, however long, without its "\n" or "\r\n" (empty lines
+// skipped), and the byte offset in r where the line starts. A last line with no newline is not passed: its
+// writer may still be appending to it. It returns the bytes through the last newline read, the length of the
+// partial line after them, and the first error from r or fn.
+func EachLine(r io.Reader, fn func(line []byte, off int64) error) (consumed int64, partial int, err error) {
 	br := bufio.NewReaderSize(r, 256<<10)
 	for {
 		line, err := br.ReadSlice('\n')
@@ -160,15 +172,16 @@ func scanLines(r io.Reader, fn func([]byte) error) (partial int, err error) {
 			line = long
 		}
 		if err == io.EOF {
-			return len(line), nil
+			return consumed, len(line), nil
 		}
 		if err != nil {
-			return 0, err
+			return consumed, 0, err
 		}
-		if line = bytes.TrimRight(line, "\r\n"); len(line) > 0 {
-			if err := fn(line); err != nil {
-				return 0, err
+		if body := bytes.TrimRight(line, "\r\n"); len(body) > 0 {
+			if err := fn(body, consumed); err != nil {
+				return consumed, 0, err
 			}
 		}
+		consumed += int64(len(line))
 	}
 }

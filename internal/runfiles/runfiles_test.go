@@ -62,3 +62,23 @@ func TestPartitionsBothForms(t *testing.T) {
 		t.Fatalf("absent stream: %v %v", ps, err)
 	}
 }
+
+// TestEachLineLongAndPartial: lines longer than the read buffer arrive whole with their offsets; a last line
+// without a newline is left for later and reported as partial.
+func TestEachLineLongAndPartial(t *testing.T) {
+	long := strings.Repeat("x", 700<<10)
+	in := "a\r\n\n" + long + "\nb\npart"
+	var lines []string
+	var offs []int64
+	n, partial, err := EachLine(strings.NewReader(in), func(line []byte, off int64) error {
+		lines = append(lines, string(line))
+		offs = append(offs, off)
+		return nil
+	})
+	if err != nil || n != int64(len(in)-4) || partial != 4 {
+		t.Fatalf("consumed %d partial %d err %v", n, partial, err)
+	}
+	if len(lines) != 3 || lines[0] != "a" || lines[1] != long || lines[2] != "b" || offs[1] != 4 || offs[2] != int64(5+len(long)) {
+		t.Fatalf("lines %d, offsets %v", len(lines), offs)
+	}
+}

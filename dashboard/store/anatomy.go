@@ -1,0 +1,476 @@
+package store
+
+// The batch anatomy of one step (docs/semconv.md §3): its consumed samples' queue, generation, tool and attempt
+// spans from the trajectories hour blocks (trajectories_load.go), with stat tiles; sorted and paged.
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+)
+
+// AnatomyLookback is how far before a step's consume the anatomy looks for its samples' spans (records are filed
+// by end hour; a sample whose spans all ended earlier shows as incomplete).
+const AnatomyLookback = 4 * 3600.0
+
+// AnatomyRow is one consumed sample of a step. Flat arrays: queue [t0,t1]…, gen [t0,t1,wv,turn,attempt]…
+// (wv null when unknown), tool [t0,t1,calls]…, attempts [t0,t1]… with attempt_status parallel.
+type AnatomyRow struct {
+	Sample        int      `json:"sample"`
+	Group         int      `json:"group"`
+	Attempt       int      `json:"attempt"`
+	Trace         string   `json:"trace"`
+	Status        string   `json:"status"` // final attempt's miles.sample.status ("" = not received)
+	Submit        float64  `json:"submit"`
+	End           float64  `json:"end"`
+	Consume       float64  `json:"consume"`
+	Wall          float64  `json:"wall"`
+	Queue         Floats   `json:"queue"`
+	Gen           Floats   `json:"gen"`
+	Tool          Floats   `json:"tool"`
+	Attempts      Floats   `json:"attempts"`
+	AttemptStatus []string `json:"attempt_status"`
+	Staleness     *int     `json:"staleness"`
+	VersionMin    *int     `json:"version_min"`
+	VersionMax    *int     `json:"version_max"`
+	Mixed         *bool    `json:"mixed_version"`
+	Turns         int      `json:"turns"`
+	ToolCalls     int      `json:"tool_calls"`
+	QueueTime     *float64 `json:"queue_time"`
+	TokOut        int      `json:"tok_out"`
+	Lifecycle     string   `json:"lifecycle_status"`
+	Reason        string   `json:"unknown_reason,omitempty"`
+	Reward        *float64 `json:"reward"` // no per-sample reward travels in the trajectories stream (semconv §3)
+	Incomplete    bool     `json:"incomplete"`
+}
+
+// StepTiles are the step stat tiles.
+type StepTiles struct {
+	Samples          int      `json:"samples"`
+	Known            int      `json:"known"`
+	StalenessMean    *float64 `json:"staleness_mean"`
+	StalenessMax     *float64 `json:"staleness_max"`
+	MixedVersionFrac *float64 `json:"mixed_version_frac"`
+	TruncatedFrac    *float64 `json:"truncated_frac"`
+	FailedFrac       *float64 `json:"failed_frac"`
+	AbortedAttempts  int      `json:"aborted_attempts"`
+	TurnsMean        *float64 `json:"turns_mean"`
+	ToolCallsMean    *float64 `json:"tool_calls_mean"`
+	QueueTimeMean    *float64 `json:"queue_time_mean"`
+	WallMean         *float64 `json:"wall_mean"`
+	WallMax          *float64 `json:"wall_max"`
+	TokOutMean       *float64 `json:"tok_out_mean"`
+	Incomplete       int      `json:"incomplete"`
+}
+
+// WeightPush is a weight update end (the version engines hold from then on).
+type WeightPush struct {
+	T  float64 `json:"t"`
+	WV int     `json:"wv"`
+}
+
+// AnatomyResult is one step's batch anatomy.
+type AnatomyResult struct {
+	Step            int          `json:"step"`
+	Consume         float64      `json:"consume"`
+	ConsumeWV       *int         `json:"consume_wv"`
+	T0              float64      `json:"t0"`
+	T1              float64      `json:"t1"`
+	LookbackS       float64      `json:"lookback_s"`
+	Sort            string       `json:"sort"`
+	RowsTotal       int          `json:"rows_total"`
+	Offset          int          `json:"offset"`
+	Versions        []int        `json:"versions"`
+	Pushes          []WeightPush `json:"weight_pushes"`
+	Tiles           StepTiles    `json:"tiles"`
+	RewardAvailable bool         `json:"reward_available"`
+	Rows            []AnatomyRow `json:"rows"`
+}
+
+type anatomyEntry struct {
+	step int
+	key  [2]uint64
+	a    *AnatomyResult
+}
+
+type anatomyCache struct{ entries []anatomyEntry }
+
+// ErrNoStep is returned for a step no step_consume record names.
+var ErrNoStep = errors.New("no such step")
+
+// SortKeys are the anatomy orders.
+var SortKeys = []string{"submit", "staleness", "wall", "reward", "turns"}
+
+// Anatomy assembles step's batch anatomy, sorted (submit: first span ascending; staleness, wall, reward, turns:
+// descending, unknown last; ties by submit) and paged.
+func (s *Store) Anatomy(step int, sortKey string, offset, limit int) (*AnatomyResult, error) {
+	ok := false
+	for _, k := range SortKeys {
+		ok = ok || k == sortKey
+	}
+	if !ok {
+		return nil, fmt.Errorf("sort %q: want one of submit, staleness, wall, reward, turns", sortKey)
+	}
+	full, err := s.anatomyFull(step)
+	if err != nil {
+		return nil, err
+	}
+	a := *full
+	rows := append([]AnatomyRow(nil), full.Rows...)
+	sortRows(rows, sortKey)
+	a.Sort, a.Offset = sortKey, offset
+	if offset > len(rows) {
+		offset = len(rows)
+	}
+	rows = rows[offset:]
+	if limit > 0 && len(rows) > limit {
+		rows = rows[:limit]
+	}
+	a.Rows = rows
+	return &a, nil
+}
+
+// sortRows orders rows. staleness is the processor's sample staleness; in a step nobody annotated (no lifecycle
+// processor) it is the version span within each sample (newest − oldest version), as the reference sorts.
+func sortRows(rows []AnatomyRow, key string) {
+	span := true
+	for i := range rows {
+		span = span && rows[i].Staleness == nil
+	}
+	val := func(r *AnatomyRow) (float64, bool) {
+		switch key {
+		case "staleness":
+			if r.Staleness != nil {
+				return float64(*r.Staleness), true
+			}
+			if span && r.VersionMin != nil && r.VersionMax != nil {
+				return float64(*r.VersionMax - *r.VersionMin), true
+			}
+			return 0, false
+		case "wall":
+			return r.Wall, true
+		case "reward":
+			if r.Reward != nil {
+				return *r.Reward, true
+			}
+			return 0, false
+		case "turns":
+			return float64(r.Turns), true
+		}
+		return 0, false
+	}
+	sort.SliceStable(rows, func(i, j int) bool {
+		a, b := &rows[i], &rows[j]
+		if key != "submit" {
+			va, oka := val(a)
+			vb, okb := val(b)
+			if oka != okb {
+				return oka
+			}
+			if oka && va != vb {
+				return va > vb
+			}
+		}
+		if a.Submit != b.Submit {
+			return a.Submit < b.Submit
+		}
+		return a.Sample < b.Sample
+	})
+}
+
+func (s *Store) anatomyFull(step int) (*AnatomyResult, error) {
+	s.mu.Lock()
+	s.trajectories.ensureIndexLocked()
+	sc := s.trajectories.index.steps[step]
+	s.mu.Unlock()
+	if sc == nil {
+		return nil, ErrNoStep
+	}
+	lo := int64(math.Floor((sc.t0 - AnatomyLookback) / 3600))
+	hi := int64(math.Floor(sc.t1/3600)) + 1
+	s.trajectories.ensureHours(lo, hi)
+	s.mu.RLock()
+	blocks := s.trajectories.hoursLocked(lo, hi)
+	var nrec uint64
+	for _, b := range blocks {
+		nrec += uint64(len(b.records))
+	}
+	key := [2]uint64{nrec, s.trajectories.index.version}
+	for _, e := range s.trajectories.anatomies.entries {
+		if e.step == step && e.key == key {
+			s.mu.RUnlock()
+			return e.a, nil
+		}
+	}
+	a := s.trajectories.buildAnatomyLocked(sc, blocks)
+	s.mu.RUnlock()
+	s.mu.Lock()
+	c := &s.trajectories.anatomies
+	c.entries = append(c.entries, anatomyEntry{step, key, a})
+	if len(c.entries) > 4 {
+		c.entries = c.entries[1:]
+	}
+	s.mu.Unlock()
+	return a, nil
+}
+
+// rowAcc gathers one sample's records while an anatomy is built.
+type rowAcc struct {
+	// row is the sample's row as built so far.
+	row AnatomyRow
+	// final is the attempt the step consumed.
+	final int32
+	// records are the sample's span records of the consumed attempt.
+	records []*trajRec
+	// prior are the records of its earlier attempts.
+	prior []*trajRec
+	// hasQueue says a queue span was seen.
+	hasQueue bool
+}
+
+func (r *trajectoryReader) buildAnatomyLocked(sc *stepConsume, blocks []*trajBlock) *AnatomyResult {
+	in := &r.strings
+	rows := make([]rowAcc, len(sc.links))
+	byTrace := make(map[traceID]int, len(sc.links))
+	for i, t := range sc.links {
+		byTrace[t] = i
+		rows[i].row = AnatomyRow{Trace: hex.EncodeToString(t[:]), Sample: -1, Group: -1, Attempt: -1}
+		rows[i].final = -1
+	}
+	// Pass 1: the consumed traces.
+	for _, b := range blocks {
+		for i := range b.records {
+			r := &b.records[i]
+			ri, ok := byTrace[r.trace]
+			if !ok {
+				continue
+			}
+			acc := &rows[ri]
+			acc.records = append(acc.records, r)
+			if r.sample >= 0 {
+				acc.row.Sample = int(r.sample)
+			}
+			if r.group >= 0 {
+				acc.row.Group = int(r.group)
+			}
+			if r.attempt > acc.final {
+				acc.final = r.attempt
+			}
+		}
+	}
+	// Pass 2: earlier attempts of the same samples (partial rollout resumed across steps, retries).
+	bySample := map[int32]int{}
+	for i := range rows {
+		if rows[i].row.Sample >= 0 && rows[i].final > 0 {
+			bySample[int32(rows[i].row.Sample)] = i
+		}
+	}
+	if len(bySample) > 0 {
+		for _, b := range blocks {
+			for i := range b.records {
+				r := &b.records[i]
+				ri, ok := bySample[r.sample]
+				if !ok || r.attempt < 0 || r.attempt >= rows[ri].final || r.t1 > sc.t1 {
+					continue
+				}
+				if _, consumed := byTrace[r.trace]; consumed {
+					continue
+				}
+				rows[ri].prior = append(rows[ri].prior, r)
+			}
+		}
+	}
+	a := &AnatomyResult{Step: sc.step, Consume: sc.t0, ConsumeWV: optI(sc.wv), T1: sc.t1, LookbackS: AnatomyLookback,
+		RowsTotal: len(rows), Versions: []int{}, Pushes: []WeightPush{}}
+	versions := map[int32]bool{}
+	t0 := sc.t0
+	var tl tileAcc
+	for i := range rows {
+		acc := &rows[i]
+		row := &acc.row
+		row.Attempt = int(max(acc.final, 0))
+		row.Consume = sc.t0
+		row.Queue, row.Gen, row.Tool, row.Attempts = Floats{}, Floats{}, Floats{}, Floats{}
+		row.AttemptStatus = []string{}
+		all := append(append([]*trajRec(nil), acc.prior...), acc.records...)
+		sort.SliceStable(all, func(x, y int) bool { return all[x].t0 < all[y].t0 })
+		row.Submit, row.End = math.Inf(1), math.Inf(-1)
+		turns := map[[2]int32]bool{}
+		toolCalls, tokOut := 0, 0
+		vmin, vmax := int32(math.MaxInt32), int32(-1)
+		for _, r := range all {
+			if r.typ != ttConsume {
+				row.Submit = math.Min(row.Submit, r.t0)
+				row.End = math.Max(row.End, r.t1)
+			}
+			switch r.typ {
+			case ttQueue:
+				row.Queue = append(row.Queue, r.t0, r.t1)
+				if r.attempt == acc.final {
+					acc.hasQueue = true
+				}
+			case ttGenerate:
+				wv := math.NaN()
+				if r.wv >= 0 {
+					wv = float64(r.wv)
+					versions[r.wv] = true
+					if r.tokOut != 0 { // a segment that produced tokens contributes
+						vmin, vmax = min(vmin, r.wv), max(vmax, r.wv)
+					}
+				}
+				row.Gen = append(row.Gen, r.t0, r.t1, wv, float64(r.turn), float64(r.attempt))
+				turns[[2]int32{r.attempt, r.turn}] = true
+				if r.tokOut > 0 {
+					tokOut += int(r.tokOut)
+				}
+			case ttTool:
+				calls := math.NaN()
+				if r.toolCalls >= 0 {
+					calls = float64(r.toolCalls)
+					toolCalls += int(r.toolCalls)
+				}
+				row.Tool = append(row.Tool, r.t0, r.t1, calls)
+			case ttAttempt:
+				row.Attempts = append(row.Attempts, r.t0, r.t1)
+				st := in.str(r.status)
+				row.AttemptStatus = append(row.AttemptStatus, st)
+				if r.attempt == acc.final || r.attempt < 0 {
+					row.Status = st
+				} else if st == "aborted" {
+					tl.aborted++
+				}
+			case ttConsume:
+				row.Consume = r.t0
+				row.Lifecycle = in.str(r.lcStatus)
+				row.Reason = in.str(r.reason)
+				row.Staleness, row.VersionMin, row.VersionMax = optI(r.stale), optI(r.vmin), optI(r.vmax)
+				if r.mixed >= 0 {
+					m := r.mixed == 1
+					row.Mixed = &m
+				}
+				if r.lturns >= 0 {
+					row.Turns = int(r.lturns)
+				}
+				if r.ltools >= 0 {
+					row.ToolCalls = int(r.ltools)
+				}
+				if q := float64(r.queueT); q == q {
+					row.QueueTime = &q
+				}
+			}
+		}
+		if row.Lifecycle == "" { // not annotated: what the spans themselves say
+			if vmax >= 0 {
+				row.VersionMin, row.VersionMax = optI(vmin), optI(vmax)
+				m := vmin != vmax
+				row.Mixed = &m
+			}
+		}
+		if row.Turns == 0 {
+			row.Turns = len(turns)
+		}
+		if row.ToolCalls == 0 {
+			row.ToolCalls = toolCalls
+		}
+		row.TokOut = tokOut
+		if math.IsInf(row.Submit, 1) {
+			row.Submit, row.End = sc.t0, sc.t0
+		}
+		row.Wall = math.Max(0, row.End-row.Submit)
+		row.Incomplete = !acc.hasQueue
+		t0 = math.Min(t0, row.Submit)
+		tl.add(row)
+	}
+	for v := range versions {
+		a.Versions = append(a.Versions, int(v))
+	}
+	sort.Ints(a.Versions)
+	a.T0 = t0
+	for _, ws := range r.index.updates {
+		for _, w := range ws {
+			if w.t >= t0 && w.t <= sc.t1 && w.wv >= 0 {
+				a.Pushes = append(a.Pushes, WeightPush{w.t, int(w.wv)})
+			}
+		}
+	}
+	sort.Slice(a.Pushes, func(i, j int) bool { return a.Pushes[i].T < a.Pushes[j].T })
+	a.Tiles = tl.tiles(sc)
+	a.Rows = make([]AnatomyRow, len(rows))
+	for i := range rows {
+		a.Rows[i] = rows[i].row
+	}
+	return a
+}
+
+type tileAcc struct {
+	n, known, truncated, failed, withStatus, aborted, incomplete                    int
+	stale, staleMax, mixed, mixedN, turns, tools, queue, queueN, wall, wallMax, tok float64
+}
+
+func (t *tileAcc) add(r *AnatomyRow) {
+	t.n++
+	if r.Staleness != nil {
+		t.known++
+		t.stale += float64(*r.Staleness)
+		t.staleMax = math.Max(t.staleMax, float64(*r.Staleness))
+	}
+	if r.Mixed != nil {
+		t.mixedN++
+		if *r.Mixed {
+			t.mixed++
+		}
+	}
+	if r.Status != "" {
+		t.withStatus++
+		switch r.Status {
+		case "truncated":
+			t.truncated++
+		case "failed":
+			t.failed++
+		}
+	}
+	if r.Incomplete {
+		t.incomplete++
+	}
+	t.turns += float64(r.Turns)
+	t.tools += float64(r.ToolCalls)
+	if r.QueueTime != nil {
+		t.queue += *r.QueueTime
+		t.queueN++
+	}
+	t.wall += r.Wall
+	t.wallMax = math.Max(t.wallMax, r.Wall)
+	t.tok += float64(r.TokOut)
+}
+
+func ratio(a, b float64) *float64 {
+	if b <= 0 {
+		return nil
+	}
+	v := a / b
+	return &v
+}
+
+func (t *tileAcc) tiles(sc *stepConsume) StepTiles {
+	n := float64(t.n)
+	st := StepTiles{Samples: t.n, Known: t.known, AbortedAttempts: t.aborted, Incomplete: t.incomplete,
+		StalenessMean: ratio(t.stale, float64(t.known)), MixedVersionFrac: ratio(t.mixed, float64(t.mixedN)),
+		TruncatedFrac: ratio(float64(t.truncated), float64(t.withStatus)), FailedFrac: ratio(float64(t.failed), float64(t.withStatus)),
+		TurnsMean: ratio(t.turns, n), ToolCallsMean: ratio(t.tools, n), QueueTimeMean: ratio(t.queue, float64(t.queueN)),
+		WallMean: ratio(t.wall, n), TokOutMean: ratio(t.tok, n)}
+	if t.known > 0 {
+		st.StalenessMax = optF(t.staleMax)
+	}
+	if t.n > 0 {
+		st.WallMax = optF(t.wallMax)
+	}
+	// The processor's step-level numbers are the authority when present (they also count links whose consume
+	// record never arrived).
+	if sc.hasAnnotation {
+		st.StalenessMean, st.StalenessMax, st.MixedVersionFrac = optF(sc.staleMean), optF(sc.staleMax), optF(sc.mixedFrac)
+		st.Known = sc.known
+	}
+	return st
+}

@@ -1,0 +1,149 @@
+package store
+
+import (
+	"math"
+	"slices"
+	"sort"
+)
+
+// FleetResult is the overview above 64 lanes: per bucket, the fraction of lanes in each phase and the spread of
+// utilization across lanes (from raw per-lane bucket maxima, not from carpet cells).
+type FleetResult struct {
+	T           []float64            `json:"t"`
+	Composition map[string][]float64 `json:"composition"`
+	Util        map[string]Floats    `json:"util"`
+}
+
+func (s *Store) Fleet(t0, t1 float64, sel []*Lane, buckets int) *FleetResult {
+	f := &FleetResult{T: make([]float64, buckets), Composition: map[string][]float64{}, Util: map[string]Floats{}}
+	for i := range f.T {
+		f.T[i] = t0 + float64(i)*(t1-t0)/float64(buckets)
+	}
+	s.ensurePhases(t0, t1, true) // phases and roll-up hours in one batch
+	// The utilization spread (roll-up columns) is worked out beside the phase composition (phase records).
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		f.Util = s.utilSpread(t0, t1, sel, buckets)
+	}()
+	if hm, err := s.Heatmap(t0, t1, sel, "phase", buckets); err == nil && hm.Rows > 0 {
+		counts := make([][]float64, len(hm.Palette))
+		for r := 0; r < hm.Rows; r++ {
+			for b, c := range hm.Cells[r*buckets : (r+1)*buckets] {
+				if c == 0 {
+					continue
+				}
+				if counts[c] == nil {
+					counts[c] = make([]float64, buckets)
+				}
+				counts[c][b]++
+			}
+		}
+		for pi, name := range hm.Palette {
+			if pi == 0 {
+				continue
+			}
+			fr := counts[pi]
+			if fr == nil {
+				fr = make([]float64, buckets)
+			}
+			for b := range fr {
+				fr[b] = math.Round(fr[b]/float64(hm.Rows)*1e4) / 1e4
+			}
+			f.Composition[name] = fr
+		}
+	}
+	<-done
+	return f
+}
+
+// utilSpread is the fleet's utilization spread per bucket: p10, p50, p90 and min over the lanes' bucket maxima.
+func (s *Store) utilSpread(t0, t1 float64, sel []*Lane, buckets int) map[string]Floats {
+	out := map[string]Floats{}
+	g := s.gpuQuery(t0, t1, sel, buckets, []string{"util"}, true)
+	for _, k := range []string{"p10", "p50", "p90", "min"} {
+		out[k] = nanSlice(buckets)
+	}
+	maxes := make([]Floats, 0, len(g.Lanes))
+	for _, lane := range g.Lanes {
+		maxes = append(maxes, lane.Fields["util"].Max)
+	}
+	col := make([]float64, 0, len(sel))
+	for b := 0; b < buckets; b++ {
+		col = col[:0]
+		for _, mx := range maxes {
+			if v := mx[b]; !math.IsNaN(v) {
+				col = append(col, v)
+			}
+		}
+		if len(col) == 0 {
+			continue
+		}
+		slices.Sort(col)
+		q := func(p float64) float64 { return col[int(math.Round(p*float64(len(col)-1)))] }
+		out["p10"][b], out["p50"][b], out["p90"][b], out["min"][b] = q(0.1), q(0.5), q(0.9), col[0]
+	}
+	return out
+}
+
+// Outlier is one lane's score.
+type Outlier struct {
+	ID    string  `json:"id"`
+	Value float64 `json:"value"`
+}
+
+// OutliersResult is the outliers endpoint's data.
+type OutliersResult struct {
+	// LowestUtil are the k lanes of lowest mean utilisation, lowest first.
+	LowestUtil []Outlier `json:"lowest_util"`
+	// SlowestPhase are, per phase name, the k lanes of longest mean duration of it, slowest first.
+	SlowestPhase map[string][]Outlier `json:"slowest_phase"`
+}
+
+// Outliers ranks lanes within the window: lowest mean utilization and slowest mean duration per phase.
+func (s *Store) Outliers(t0, t1 float64, sel []*Lane, k int) *OutliersResult {
+	// A ranking by mean: the roll-up's buckets answer it at any window (coarse), no raw hour is parsed.
+	g := s.gpuQuery(t0, t1, sel, 256, []string{"util"}, true)
+	var low []Outlier
+	for i, lane := range g.Lanes {
+		sum, n := 0.0, 0
+		for b := range lane.Fields["util"].Max {
+			if v := lane.Fields["util"].Max[b]; !math.IsNaN(v) {
+				sum += (v + lane.Fields["util"].Min[b]) / 2
+				n++
+			}
+		}
+		if n > 0 {
+			low = append(low, Outlier{ID: sel[i].ID, Value: math.Round(sum/float64(n)*10) / 10})
+		}
+	}
+	sort.SliceStable(low, func(i, j int) bool { return low[i].Value < low[j].Value })
+	if len(low) > k {
+		low = low[:k]
+	}
+	p := s.Phases(t0, t1, sel)
+	slow := map[string][]Outlier{}
+	for ni, name := range p.Names {
+		var per []Outlier
+		for _, lane := range p.Lanes {
+			sum, n := 0.0, 0
+			for i := range lane.T0 {
+				if lane.Name[i] == ni && !lane.Open[i] {
+					sum += lane.T1[i] - lane.T0[i]
+					n++
+				}
+			}
+			if n > 0 {
+				per = append(per, Outlier{ID: lane.ID, Value: math.Round(sum/float64(n)*1000) / 1000})
+			}
+		}
+		sort.SliceStable(per, func(i, j int) bool { return per[i].Value > per[j].Value })
+		if len(per) > k {
+			per = per[:k]
+		}
+		if len(per) > 0 {
+			slow[name] = per
+		}
+	}
+	return &OutliersResult{LowestUtil: nz(low), SlowestPhase: slow}
+}

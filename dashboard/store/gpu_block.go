@@ -1,0 +1,420 @@
+package store
+
+import (
+	"cmp"
+	"math"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/columns"
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/flatjson"
+)
+
+// pyramidStep is the finest pre-aggregated bucket (seconds). A 1-hour block keeps up to 3600/16 = 225 min/max
+// pairs per lane and field, so zoomed-out views never decode raw samples.
+const pyramidStep = 16
+
+const bucketsPerHour = 3600 / pyramidStep
+
+// field is one lane's field in one hour: values aligned with the lane's timestamps from index start on, plus
+// a min/max pyramid, built on the first view wide enough to use it (most fields are never drawn wide, and
+// where the collector wrote gpu_rollup the wide views of the drawn ones come from it) and grown as samples
+// arrive after that.
+type field struct {
+	start int
+	vals  columns.Values
+	pyr   atomic.Pointer[pyramid]
+}
+
+// pyramid holds per 16 s bucket of the hour the min and max (NaN = empty bucket).
+type pyramid struct{ min, max []float32 }
+
+func (p *pyramid) bucket(b int, v float64) {
+	if b < 0 || b >= bucketsPerHour {
+		return // a sample filed under the wrong hour (legacy flat files): raw only
+	}
+	nan := float32(math.NaN())
+	for len(p.min) <= b {
+		p.min = append(p.min, nan)
+		p.max = append(p.max, nan)
+	}
+	x := float32(v)
+	if cur := p.min[b]; cur != cur || x < cur {
+		p.min[b] = x
+	}
+	if cur := p.max[b]; cur != cur || x > cur {
+		p.max[b] = x
+	}
+}
+
+// pyramidOf returns f's pyramid, building it from the samples the first time. Queries run concurrently under
+// the store's read lock: mu (the block's) makes one of them build it; appends run under the write lock.
+func (l *laneData) pyramidOf(f *field, hour int64, mu *sync.Mutex, ts *[]int64) *pyramid {
+	if p := f.pyr.Load(); p != nil {
+		return p
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if p := f.pyr.Load(); p != nil {
+		return p
+	}
+	if *ts == nil {
+		*ts = l.ts.Decode(make([]int64, 0, l.ts.Len()))
+	}
+	times := *ts
+	p := &pyramid{}
+	h0 := hour * 3600 * 1000
+	f.vals.Each(func(i int, v float64) bool {
+		if !math.IsNaN(v) {
+			p.bucket(int((times[f.start+i]-h0)/(pyramidStep*1000)), v)
+		}
+		return true
+	})
+	p.min, p.max = slices.Clip(p.min), slices.Clip(p.max)
+	f.pyr.Store(p)
+	return p
+}
+
+// laneData is one lane in one hour.
+type laneData struct {
+	// ts are the lane's reading times, shared by its fields.
+	ts columns.Times
+	// fields are the lane's fields by name.
+	fields map[string]*field
+	// order is the field order of the lane's last record: the next one almost always repeats it.
+	order []orderedField
+}
+
+// orderedField is one entry of laneData.order.
+type orderedField struct {
+	name []byte
+	f    *field
+}
+
+// gpuBlock holds one hour of gpu_util: lane key → timestamps + fields.
+type gpuBlock struct {
+	// hour is the Unix hour the block holds.
+	hour int64
+	// lanes are the lanes' columns by lane key.
+	lanes map[string]*laneData
+	// fields are the field names seen.
+	fields map[string]bool
+	// minTs and maxTs are the oldest and newest reading times.
+	minTs, maxTs float64
+	// values counts the values held.
+	values int
+	// sealed is values at the last seal.
+	sealed int
+	// pyrMu serialises building pyramids (pyramidOf; queries hold the store's lock only for reading).
+	pyrMu sync.Mutex
+	// last, lastNode and lastGPU are the lane of the previous line (lines of one lane come in runs).
+	last     *laneData
+	lastNode []byte
+	lastGPU  int
+	// only are the lanes read (gpu_lanefilter.go); nil: all.
+	only *laneFilter
+}
+
+func newGPUBlock(hour int64) *gpuBlock {
+	return &gpuBlock{hour: hour, lanes: map[string]*laneData{}, fields: map[string]bool{}, minTs: math.Inf(1), maxTs: math.Inf(-1)}
+}
+
+// rawKV is one numeric member of a record, still as bytes (no allocation per field).
+type rawKV struct {
+	k []byte
+	v float64
+}
+
+// addLine parses one gpu_util record (ours or miles v1: same core fields) into the block. It is the cold-open
+// hot path: keys are matched against the lane's previous record order before any map lookup, and nothing is
+// allocated per field.
+func (b *gpuBlock) addLine(line []byte, onLane func(key string)) bool {
+	if b.only != nil {
+		if node, gpu, ok := lineLane(line); ok && !b.only.has(node, gpu) {
+			return true // another lane's reading: skipped unparsed
+		}
+	}
+	var ts float64
+	var node []byte
+	gpu := -1.0
+	var vals [32]rawKV
+	n := 0
+	ok := true
+	err := flatjson.Scan(line, func(key, val []byte, str bool) {
+		switch {
+		case len(key) == 2 && key[0] == 't' && key[1] == 's':
+			var good bool
+			if ts, good = flatjson.ParseNum(val); !good {
+				ok = false
+			}
+		case str:
+			if string(key) == "node" {
+				node = val
+			}
+		case len(key) == 3 && string(key) == "gpu":
+			var good bool
+			if gpu, good = flatjson.ParseNum(val); !good {
+				ok = false
+			}
+		default:
+			if n >= len(vals) {
+				return
+			}
+			if v, good := flatjson.ParseNum(val); good {
+				vals[n] = rawKV{key, v}
+				n++
+			}
+		}
+	})
+	if err != nil || !ok || node == nil || gpu < 0 || ts <= 0 {
+		return false
+	}
+	if b.only != nil && !b.only.has(node, int(gpu)) {
+		return true
+	}
+	lane := b.laneFor(node, int(gpu), onLane)
+	tMs := int64(math.Round(ts * 1000))
+	h0 := b.hour * 3600 * 1000
+	if b.hour < 0 {
+		h0 = (tMs / 3600000) * 3600000
+	}
+	idx := lane.ts.Len()
+	lane.ts.Append(tMs)
+	bucket := int((tMs - h0) / (pyramidStep * 1000))
+	for i, x := range vals[:n] {
+		var f *field
+		if i < len(lane.order) && string(lane.order[i].name) == string(x.k) {
+			f = lane.order[i].f
+		} else {
+			f = lane.fields[string(x.k)]
+			if f == nil {
+				name := string(x.k)
+				f = &field{start: idx}
+				lane.fields[name] = f
+				b.fields[name] = true
+			}
+			if i < len(lane.order) {
+				lane.order[i] = orderedField{[]byte(string(x.k)), f}
+			} else {
+				lane.order = append(lane.order, orderedField{[]byte(string(x.k)), f})
+			}
+		}
+		for f.start+f.vals.Len() < idx { // absent from the samples in between
+			f.vals.Append(math.NaN())
+		}
+		f.vals.Append(x.v)
+		if p := f.pyr.Load(); p != nil {
+			p.bucket(bucket, x.v)
+		}
+		b.values++
+	}
+	b.minTs = math.Min(b.minTs, ts)
+	b.maxTs = math.Max(b.maxTs, ts)
+	return true
+}
+
+// laneFor finds the lane of (node, gpu), remembering the last one: records of one device often come together.
+func (b *gpuBlock) laneFor(node []byte, gpu int, onLane func(string)) *laneData {
+	if b.last != nil && b.lastGPU == gpu && string(b.lastNode) == string(node) {
+		return b.last
+	}
+	key := string(node) + ":" + itoa(gpu)
+	lane := b.lanes[key]
+	if lane == nil {
+		lane = &laneData{fields: map[string]*field{}}
+		b.lanes[key] = lane
+		if onLane != nil {
+			onLane(key)
+		}
+	}
+	b.last, b.lastNode, b.lastGPU = lane, append(b.lastNode[:0], node...), gpu
+	return lane
+}
+
+// seal drops append slack and puts each lane's samples in time order: called when an hour is closed and will not
+// grow any more.
+func (b *gpuBlock) seal() {
+	if b.sealed == b.values {
+		return // nothing arrived since the last seal
+	}
+	b.sealed = b.values
+	// Lanes are independent: sort them on every core (the caller holds the store's write lock meanwhile).
+	lanes := make(chan *laneData, len(b.lanes))
+	for _, l := range b.lanes {
+		lanes <- l
+	}
+	close(lanes)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for l := range lanes {
+				l.sortByTime()
+			}
+		})
+	}
+	wg.Wait()
+	for _, l := range b.lanes {
+		l.ts.Seal()
+		for _, f := range l.fields {
+			f.vals.Seal()
+			if p := f.pyr.Load(); p != nil {
+				p.min, p.max = slices.Clip(p.min), slices.Clip(p.max)
+			}
+		}
+	}
+}
+
+// sortByTime re-encodes the lane in time order when its samples arrived out of order. The collector exports
+// batches concurrently, so a lane's readings can land a few seconds out of order; a cumulative counter then
+// steps backwards and forwards by seconds' worth of bytes, which no predictor compresses (2.4–2.8 B per value
+// on the simulator run instead of 1–2). The min/max pyramid does not depend on the order.
+func (l *laneData) sortByTime() {
+	ts := l.ts.Decode(make([]int64, 0, l.ts.Len()))
+	if slices.IsSorted(ts) {
+		return
+	}
+	perm := make([]int32, len(ts))
+	for i := range perm {
+		perm[i] = int32(i)
+	}
+	slices.SortStableFunc(perm, func(a, b int32) int { return cmp.Compare(ts[a], ts[b]) })
+	var nt columns.Times
+	for _, i := range perm {
+		nt.Append(ts[i])
+	}
+	l.ts = nt
+	vals := make([]float64, len(ts))
+	for _, f := range l.fields {
+		for i := range vals {
+			vals[i] = math.NaN()
+		}
+		f.vals.Each(func(i int, v float64) bool {
+			vals[f.start+i] = v
+			return true
+		})
+		start := 0
+		for start < len(perm) && math.IsNaN(vals[perm[start]]) {
+			start++
+		}
+		end := len(perm) // trailing samples without the field stay implicit, as before
+		for end > start && math.IsNaN(vals[perm[end-1]]) {
+			end--
+		}
+		var nv columns.Values
+		for _, i := range perm[start:end] {
+			nv.Append(vals[i])
+		}
+		f.start, f.vals = start, nv
+	}
+	l.order = nil
+}
+
+func (b *gpuBlock) memBytes() int {
+	n := 0
+	for _, l := range b.lanes {
+		n += l.ts.MemBytes()
+		for _, f := range l.fields {
+			n += f.vals.MemBytes()
+			if p := f.pyr.Load(); p != nil {
+				n += 4*cap(p.min) + 4*cap(p.max)
+			}
+		}
+	}
+	return n
+}
+
+func itoa(i int) string {
+	if i >= 0 && i < 10 {
+		return string(rune('0' + i))
+	}
+	var b [20]byte
+	p := len(b)
+	neg := i < 0
+	if neg {
+		i = -i
+	}
+	for i > 0 {
+		p--
+		b[p] = byte('0' + i%10)
+		i /= 10
+	}
+	if neg {
+		p--
+		b[p] = '-'
+	}
+	return string(b[p:])
+}
+
+// minMaxBuckets folds one field of a lane into omin/omax (len = buckets over [t0, t1)): from the pyramid for
+// wide buckets and from the raw samples otherwise, leaving out what lies before `from` (the part a roll-up
+// answered; -Inf = nothing). ts is the lane's decoded timestamps (decoded lazily, once).
+// widenBucket folds [lo, hi] into output bucket i (NaN = empty so far); an i outside the buckets is ignored.
+func widenBucket(omin, omax []float64, i int, lo, hi float64) {
+	if i < 0 || i >= len(omin) {
+		return
+	}
+	if math.IsNaN(omin[i]) || lo < omin[i] {
+		omin[i] = lo
+	}
+	if math.IsNaN(omax[i]) || hi > omax[i] {
+		omax[i] = hi
+	}
+}
+
+func (l *laneData) minMaxBuckets(name string, hour int64, t0, t1, from float64, omin, omax []float64, ts *[]int64, mu *sync.Mutex) {
+	f := l.fields[name]
+	if f == nil {
+		return
+	}
+	nb := len(omin)
+	width := (t1 - t0) / float64(nb)
+	put := func(t float64, lo, hi float64) { widenBucket(omin, omax, int((t-t0)/width), lo, hi) }
+	// The pyramid places a 16 s bucket by its midpoint, so it is used only when output buckets are at least
+	// 4× wider (misplacement under 1/8 of a bucket); finer views decode the raw samples.
+	if width >= 4*pyramidStep && hour >= 0 {
+		h0 := float64(hour * 3600)
+		p := l.pyramidOf(f, hour, mu, ts)
+		for j := range p.min {
+			if p.min[j] != p.min[j] {
+				continue
+			}
+			bt := h0 + float64(j*pyramidStep)
+			if bt+pyramidStep <= t0 || bt >= t1 || bt+pyramidStep <= from {
+				continue
+			}
+			put(math.Min(math.Max(bt+pyramidStep/2, t0), math.Nextafter(t1, t0)), float64(p.min[j]), float64(p.max[j]))
+		}
+		return
+	}
+	if *ts == nil {
+		*ts = l.ts.Decode(make([]int64, 0, l.ts.Len()))
+	}
+	times := *ts
+	// A GPU reading covers the period before it (NVML: "percent of time over the past sample period"), so a
+	// sample fills every bucket back to the previous sample when buckets are finer than the sampling interval
+	// — unless the gap is over 3 typical intervals: then it is a real gap (collector down) and stays empty.
+	lo, hi := int64(math.Max(t0, from)*1000), int64(t1*1000)
+	maxGap := int64(3 * l.ts.Interval())
+	prev := int64(-1)
+	f.vals.Each(func(i int, v float64) bool {
+		tMs := times[f.start+i]
+		if math.IsNaN(v) {
+			prev = -1
+			return true
+		}
+		if tMs >= lo && prev >= 0 && prev < hi && tMs-prev <= maxGap {
+			from, to := max(prev+1, lo), min(tMs, hi-1)
+			b0 := int((float64(from)/1000 - t0) / width)
+			b1 := int((float64(to)/1000 - t0) / width)
+			for b := max(b0, 0); b <= b1 && b < nb; b++ {
+				put(t0+(float64(b)+0.5)*width, v, v)
+			}
+		} else if tMs >= lo && tMs < hi {
+			put(float64(tMs)/1000, v, v)
+		}
+		prev = tMs
+		return tMs < hi+maxGap
+	})
+}

@@ -1,0 +1,143 @@
+package store
+
+import (
+	"fmt"
+	"math"
+	"math/rand"
+	"testing"
+)
+
+// TestBytesPerValue: one hour of a realistic GPU lane (20 fields at 1 Hz, values holding for a few seconds)
+// costs under 2 bytes per value held, timestamps and the min/max pyramid of every field included (pyramids are
+// built on the first wide view of a field, so this is the most the block holds).
+func TestBytesPerValue(t *testing.T) {
+	b := newGPUBlock(499_000)
+	r := rand.New(rand.NewSource(2))
+	vals := make([]float64, 20)
+	for i := 0; i < 3600; i++ {
+		line := []byte(`{"ts":` + itoa(499_000*3600+i) + `,"node":"n1","gpu":0`)
+		for f := range vals {
+			if r.Intn(4) == 0 {
+				vals[f] = math.Round(r.Float64()*1000) / 10
+			}
+			line = append(line, `,"f`+itoa(f)+`":`...)
+			line = append(line, []byte(ftoa(vals[f]))...)
+		}
+		line = append(line, '}')
+		if !b.addLine(line, nil) {
+			t.Fatalf("line rejected: %s", line)
+		}
+	}
+	b.seal()
+	lazy := float64(b.memBytes()) / float64(b.values)
+	buildPyramids(b)
+	per := float64(b.memBytes()) / float64(b.values)
+	t.Logf("%.2f bytes per value with every pyramid built, %.2f before (%d values)", per, lazy, b.values)
+	if per > 2 {
+		t.Fatalf("%.2f bytes per value held", per)
+	}
+}
+
+// TestBytesPerValueWithCounters: one hour of a lane shaped like the simulator's (docs/semconv.md §6: 21
+// fields at 1 Hz, phases of tens of seconds, cumulative energy and PCIe/NVLink byte counters growing by
+// large, jittery amounts every second) stays under 2 bytes per value held, timestamps and pyramid included.
+func TestBytesPerValueWithCounters(t *testing.T) {
+	for _, shuffled := range []bool{false, true} {
+		t.Run(fmt.Sprint("out_of_order=", shuffled), func(t *testing.T) { testBytesPerValueWithCounters(t, shuffled) })
+	}
+}
+
+// shuffled: readings arrive the way the collector's concurrent exports deliver them (batches of a few seconds
+// overtaking each other); a closed hour is put back in time order, so it costs the same and answers the same.
+func testBytesPerValueWithCounters(t *testing.T, shuffled bool) {
+	b := newGPUBlock(499_001)
+	var lines [][]byte
+	r := rand.New(rand.NewSource(4))
+	noise := func(s float64) float64 { return s * r.NormFloat64() }
+	energy, pcieRx, pcieTx, nvRx, nvTx, temp := 4.3e8, 1.1e13, 9e12, 3e13, 3e13, 45.0
+	for i := 0; i < 3600; i++ {
+		busy := (i/40)%3 != 2 // 80 s of work, 40 s idle
+		util, power, sm, nv, pcie, memMB, clock := 0.0, 74+noise(3), 0.0, 0.0, 2e6, 2560.0, 345.0
+		if busy {
+			util = math.Min(1, 0.985+noise(0.01))
+			power, sm, nv, pcie, memMB, clock = 610+noise(45), 0.64+noise(0.05), 20e9, 0, 72000, 1980
+		}
+		power = math.Round(power*10) / 10
+		temp += (29 + power*0.063 - temp) / 25
+		energy += power
+		pcieRx += pcie/2 + 2e6
+		pcieTx += pcie/2 + 1e6
+		nvRx += nv / 2
+		nvTx += nv / 2
+		rec := map[string]float64{
+			"util": math.Round(util*1000) / 10, "mem_mb": memMB, "mem_total_mb": 143771, "mem_util": math.Round(util*340) / 10,
+			"power_w": power, "energy_j": math.Round(energy*10) / 10, "temp_c": math.Round(temp), "sm_clock": clock,
+			"mem_clock": 3201, "throttle": 0, "sm_active": math.Round(sm*1000) / 10, "sm_occupancy": math.Round(sm*560) / 10,
+			"tensor_active": math.Round(sm*720) / 10, "dram_active": math.Round(sm*480) / 10,
+			"pcie_rx": math.Floor(pcieRx), "pcie_tx": math.Floor(pcieTx), "nvlink_rx": math.Floor(nvRx),
+			"nvlink_tx": math.Floor(nvTx), "ecc_corr": 0, "ecc_uncorr": 0, "xid": 0,
+		}
+		line := []byte(`{"ts":` + itoa(499_001*3600+i) + `,"node":"n1","gpu":0`)
+		for _, k := range []string{"util", "mem_mb", "mem_total_mb", "mem_util", "power_w", "energy_j", "temp_c", "sm_clock",
+			"mem_clock", "throttle", "sm_active", "sm_occupancy", "tensor_active", "dram_active", "pcie_rx", "pcie_tx",
+			"nvlink_rx", "nvlink_tx", "ecc_corr", "ecc_uncorr", "xid"} {
+			line = append(line, `,"`+k+`":`+ftoa(rec[k])...)
+		}
+		line = append(line, '}')
+		lines = append(lines, line)
+	}
+	if shuffled {
+		for i := 0; i+10 <= len(lines); i += 10 { // [0..4][5..9] → [5..9][0..4]
+			blk := append([][]byte(nil), lines[i:i+10]...)
+			copy(lines[i:], blk[5:])
+			copy(lines[i+5:], blk[:5])
+		}
+	}
+	for _, line := range lines {
+		if !b.addLine(line, nil) {
+			t.Fatalf("line rejected: %s", line)
+		}
+	}
+	b.seal()
+	for _, l := range b.lanes {
+		ts := l.ts.Decode(nil)
+		for i := range ts {
+			if ts[i] != int64(499_001*3600+i)*1000 {
+				t.Fatalf("sample %d at %d after seal", i, ts[i])
+			}
+		}
+		prev := 0.0
+		l.fields["pcie_rx"].vals.Each(func(i int, v float64) bool { // a counter: monotone once in time order
+			if v < prev {
+				t.Fatalf("pcie_rx %d = %v after %v", i, v, prev)
+			}
+			prev = v
+			return true
+		})
+	}
+	lazy := float64(b.memBytes()) / float64(b.values)
+	buildPyramids(b)
+	per := float64(b.memBytes()) / float64(b.values)
+	cols := 0
+	for _, l := range b.lanes {
+		for name, f := range l.fields {
+			cols += f.vals.EncodedLen()
+			t.Logf("%-14s %.2f B/value", name, float64(f.vals.EncodedLen())/float64(f.vals.Len()))
+		}
+	}
+	t.Logf("%.2f bytes per value held with every pyramid built, %.2f before (%d values; value columns alone %.2f)",
+		per, lazy, b.values, float64(cols)/float64(b.values))
+	if per > 2 {
+		t.Fatalf("%.2f bytes per value held", per)
+	}
+}
+
+// buildPyramids builds every field's pyramid, as wide views of every field would: the most a block holds.
+func buildPyramids(b *gpuBlock) {
+	for _, l := range b.lanes {
+		var ts []int64
+		for _, f := range l.fields {
+			l.pyramidOf(f, b.hour, &b.pyrMu, &ts)
+		}
+	}
+}

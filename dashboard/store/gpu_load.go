@@ -1,0 +1,414 @@
+package store
+
+import (
+	"errors"
+	"math"
+	"os"
+	"sort"
+
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
+	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
+)
+
+// gpuReader reads gpu_util (every reading of every lane) and gpu_rollup (its per-bucket min/max, which answers
+// the wide views: gpu_rollup.go), and the live tails of the gpu_util hours the roll-up otherwise answers.
+type gpuReader struct {
+	// run is the store whose lock, notices, lanes and data edge the reader shares.
+	run *Store
+	// utilFiles are gpu_util's hourly partitions and how far each was read.
+	utilFiles *partition.Stream
+	// rollupFiles are gpu_rollup's hourly partitions and how far each was read.
+	rollupFiles *partition.Stream
+	// blocks holds the loaded gpu_util hours as compressed columns with min/max pyramids (gpu_block.go).
+	blocks map[int64]*gpuBlock
+	// rollups holds the loaded gpu_rollup hours.
+	rollups map[int64]*rollBlock
+	// tails holds live gpu_util hours read only from near their roll-up's end (gpu_rollup.go).
+	tails map[int64]*tailBlock
+	// rollupOff is SetRollup(false): every view reads gpu_util (the benchmarks compare both).
+	rollupOff bool
+	// cacheDir holds the parsed columns of compacted hours (gpu_cache.go); "" turns the cache off.
+	cacheDir string
+	// cacheHits counts the hours read from the column cache.
+	cacheHits int
+}
+
+func newGPUReader(run *Store) gpuReader {
+	return gpuReader{run: run,
+		utilFiles: partition.NewStream(run.dir, sc.StreamGPUUtil), rollupFiles: partition.NewStream(run.dir, sc.StreamGPURollup),
+		blocks: map[int64]*gpuBlock{}, rollups: map[int64]*rollBlock{}, tails: map[int64]*tailBlock{}}
+}
+
+func (g *gpuReader) partitionFiles() []*partition.Stream {
+	return []*partition.Stream{g.utilFiles, g.rollupFiles}
+}
+
+// refreshLocked tails every loaded hour of both streams and the live tails; growth shows in the data edge.
+func (g *gpuReader) refreshLocked(newest int64) bool {
+	for _, h := range g.utilFiles.Hours() {
+		if p := g.utilFiles.Parts[h]; p.Loaded || (h >= newest-1 && len(g.blocks) > 0) {
+			g.loadHourLocked(h)
+		}
+	}
+	for _, h := range g.rollupFiles.Hours() {
+		if p := g.rollupFiles.Parts[h]; p.Loaded || (h >= newest-1 && len(g.rollups) > 0) {
+			g.loadRollupHourLocked(h)
+		}
+	}
+	g.refreshTailsLocked()
+	return false
+}
+
+// loadGPUHourLocked reads (or tails) hour h of gpu_util for the lanes its block already holds — all of them for
+// an hour not loaded yet.
+func (g *gpuReader) loadHourLocked(h int64) {
+	var only *laneFilter
+	g.run.lmu.Lock()
+	if b := g.blocks[h]; b != nil {
+		only = b.only
+	}
+	g.run.lmu.Unlock()
+	g.loadHour(h, only)
+}
+
+// loadGPUHour reads hour h of gpu_util for the lanes of only (nil: every lane). A block holding fewer lanes
+// than asked for is read again from the start.
+func (g *gpuReader) loadHour(h int64, only *laneFilter) {
+	p := g.utilFiles.Parts[h]
+	if p == nil {
+		return
+	}
+	g.run.lmu.Lock()
+	delete(g.tails, h) // the whole hour supersedes a tail read
+	if b := g.blocks[h]; b != nil && !b.only.covers(only) {
+		delete(g.blocks, h)
+		p.Reset()
+	}
+	g.run.lmu.Unlock()
+	if !p.Loaded && only == nil {
+		if cb, fi, ok := g.cachedHourLocked(h, p); ok {
+			g.run.lmu.Lock()
+			g.blocks[h] = cb
+			g.cacheHits++
+			g.run.lmu.Unlock()
+			for key := range cb.lanes {
+				g.run.laneSeen(key)
+			}
+			p.ZstSize = fi.Size() // Read will not parse it again unless it grows
+			p.Loaded = true
+			g.run.raiseEdge(cb.maxTs)
+			return
+		}
+	}
+	g.run.lmu.Lock()
+	b := g.blocks[h]
+	if b == nil {
+		b = newGPUBlock(h)
+		b.only = only
+		g.blocks[h] = b
+	}
+	g.run.lmu.Unlock()
+	cacheable := g.cacheDir != "" && !p.Loaded && p.Zst != "" && p.Plain == "" && p.ZstSize == 0 && h >= 0 && b.only == nil
+	reports, err := g.utilFiles.Read(p, func(line []byte) bool { return b.addLine(line, g.run.laneSeen) })
+	if errors.Is(err, partition.ErrReload) {
+		p.Reset()
+		g.run.lmu.Lock()
+		delete(g.blocks, h)
+		g.run.lmu.Unlock()
+		g.loadHour(h, b.only)
+		return
+	}
+	g.run.report(reports, err)
+	p.Loaded = true
+	if h >= 0 && float64(h+1)*3600 < g.run.raiseEdge(b.maxTs) {
+		b.seal() // a past hour: drop append slack (late records may still arrive and grow it again)
+	}
+	if cacheable && err == nil && len(reports) == 0 {
+		if fi, serr := os.Stat(p.Zst); serr == nil && fi.Size() == p.ZstSize {
+			// The block is never changed after this (a grown .zst is reloaded into a new block), so it can be
+			// written out while queries read it.
+			go saveGPUHour(g.cachePath(p, fi), b)
+		}
+	}
+}
+
+// gpuHeld says whether hour h of gpu_util is loaded for every lane of want (nil: all lanes).
+func (g *gpuReader) held(h int64, want *laneFilter) bool {
+	if !g.utilFiles.Parts[h].Loaded {
+		return false
+	}
+	b := g.blocks[h]
+	return b == nil || b.only.covers(want)
+}
+
+// rawFilter is what a raw hour read for sel keeps: sel's lanes when they are few (a lane view parses the
+// 8 lanes it draws out of 1024, skipping the other lines unparsed), plus those the hour's block already holds
+// while that stays within partialLanes (past it, only sel's: scrolling through 1024 lanes costs one read per
+// screen, never a whole-hour parse); nil (every lane) for wide selections and runs without a lane catalog.
+func (g *gpuReader) rawFilter(h int64, sel []*Lane) *laneFilter {
+	if len(sel) == 0 || len(sel) > partialLanes || g.run.lanes.catalogModTime.IsZero() {
+		return nil // without a lane catalog the lanes are learned from reading every line
+	}
+	f := newLaneFilter()
+	for _, l := range sel {
+		f.add(l.Node, l.GPU)
+	}
+	b := g.blocks[h]
+	if b == nil || !g.utilFiles.Parts[h].Loaded {
+		return f
+	}
+	if b.only == nil || b.only.covers(f) {
+		return b.only // what the block holds serves the query
+	}
+	union := newLaneFilter()
+	for _, k := range append(b.only.keys, f.keys...) {
+		union.add(k.node, k.gpu)
+	}
+	if len(union.keys) > partialLanes {
+		return f // scrolled on through the lanes: read the new ones, let the old ones go
+	}
+	return union
+}
+
+func (g *gpuReader) loadRollupHourLocked(h int64) {
+	p := g.rollupFiles.Parts[h]
+	if p == nil || h < 0 {
+		return
+	}
+	g.run.lmu.Lock()
+	b := g.rollups[h]
+	if b == nil {
+		b = newRollBlock(h)
+		g.rollups[h] = b
+	}
+	g.run.lmu.Unlock()
+	reports, err := g.rollupFiles.Read(p, func(line []byte) bool { return b.addLine(line, g.run.laneSeen) })
+	if errors.Is(err, partition.ErrReload) {
+		p.Reset()
+		g.run.lmu.Lock()
+		delete(g.rollups, h)
+		g.run.lmu.Unlock()
+		g.loadRollupHourLocked(h)
+		return
+	}
+	g.run.report(reports, err)
+	p.Loaded = true
+}
+
+// gpuHours lists the hours of gpu_util or gpu_rollup overlapping [t0, t1] (legacy flat files always).
+func (g *gpuReader) hours(t0, t1 float64) []int64 {
+	hs := g.utilFiles.Overlapping(t0, t1, 0, 0)
+	if g.rollupOff {
+		return hs
+	}
+	seen := map[int64]bool{}
+	for _, h := range hs {
+		seen[h] = true
+	}
+	for _, h := range g.rollupFiles.Overlapping(t0, t1, 0, 0) {
+		if !seen[h] && h != partition.LegacyHour {
+			hs = append(hs, h)
+		}
+	}
+	sort.Slice(hs, func(i, j int) bool { return hs[i] < hs[j] })
+	return hs
+}
+
+// rollUse returns hour h's roll-up when it answers a query of output buckets `width` seconds wide starting at
+// t0, or nil: the hour is then read from gpu_util. It answers
+//   - exactly, when the output buckets are whole roll-up buckets on the same grid (t0 and width multiples of
+//     its step: the SPA's power-of-two buckets of 16 s and more, i.e. views of about 3 h and wider);
+//   - as the pyramid does, when output buckets are at least 4 roll-up buckets wide (each lands at its midpoint);
+//   - the fleet overview (coarse) at any width.
+//
+// An hour whose gpu_util starts before its roll-up (a collector without the roll-up wrote the start of the
+// hour) is read raw.
+func (g *gpuReader) rollUse(h int64, t0, width float64, coarse bool) *rollBlock {
+	if g.rollupOff || h < 0 {
+		return nil
+	}
+	b := g.rollups[h]
+	if !b.usable() {
+		return nil
+	}
+	step := float64(b.step)
+	exact := width >= step && math.Mod(width, step) == 0 && math.Mod(t0, step) == 0
+	if !(coarse || exact || width >= 4*step) {
+		return nil
+	}
+	if b.rawFirst > 0 && b.rawFirst < b.first {
+		return nil
+	}
+	return b
+}
+
+// rawNeededLocked says whether hour h of gpu_util must be parsed for the query: the roll-up does not answer
+// it, lacks a field, or the window reaches past the roll-up's newest bucket while gpu_util has data there
+// (the live tail).
+//
+// tailOnly: only readings after the roll-up's end are needed, from a plain file (the live hour): a tail block
+// serves them (gpu_rollup.go); tailOK: the tail block already held does.
+func (g *gpuReader) rawNeededLocked(h int64, t0, t1, width float64, coarse bool, fields []string) (need, tailOnly, tailOK bool) {
+	p := g.utilFiles.Parts[h]
+	if p == nil {
+		return false, false, false
+	}
+	b := g.rollUse(h, t0, width, coarse)
+	if b == nil {
+		return true, false, false
+	}
+	for _, f := range fields {
+		if !b.fields[f] {
+			return true, false, false
+		}
+	}
+	h1 := float64(h+1) * 3600
+	if math.Min(t1, h1) <= b.end {
+		return false, false, false
+	}
+	rawLast := 0.0
+	if p.Zst != "" {
+		rawLast = g.run.zstLast(p)
+	}
+	if p.Plain != "" {
+		rawLast = math.Max(rawLast, partition.LastStamp(p.Plain))
+	}
+	if rawLast < b.end {
+		return false, false, false
+	}
+	if coarse && p.Plain == "" && rawLast < b.end+2*float64(b.step) {
+		// A compacted hour whose roll-up lost its last buckets (the exporter dropped them under load, or a crash
+		// caught them open: the roll-up trails gpu_util by at most two buckets). The overviews (fleet, outliers,
+		// carpets) leave those seconds out rather than parse the whole hour for them; lane views read them.
+		return false, false, false
+	}
+	tailOnly = p.Zst == "" && p.Plain != ""
+	tb := g.tails[h]
+	return true, tailOnly, tailOnly && tb != nil && tb.from <= b.end
+}
+
+// ensureGPU loads what a GPU query needs: the roll-up of the window's hours, and the gpu_util hours it does
+// not answer.
+func (g *gpuReader) ensure(t0, t1, width float64, coarse bool, fields []string, sel []*Lane) {
+	missing := func() bool {
+		if !g.rollupOff {
+			for _, h := range g.rollupFiles.Overlapping(t0, t1, 0, 0) {
+				if h < 0 {
+					continue
+				}
+				if !g.rollupFiles.Parts[h].Loaded {
+					return true
+				}
+				if b := g.rollups[h]; b != nil && b.rawFirst == 0 && g.utilFiles.Parts[h] != nil {
+					return true
+				}
+			}
+		}
+		for _, h := range g.utilFiles.Overlapping(t0, t1, 0, 0) {
+			if g.held(h, g.rawFilter(h, sel)) {
+				continue
+			}
+			if need, _, tailOK := g.rawNeededLocked(h, t0, t1, width, coarse, fields); need && !tailOK {
+				return true
+			}
+		}
+		return false
+	}
+	g.run.mu.RLock()
+	m := missing()
+	g.run.mu.RUnlock()
+	if !m {
+		return
+	}
+	g.run.mu.Lock()
+	defer g.run.mu.Unlock()
+	if !g.rollupOff {
+		var jobs []loadJob
+		for _, h := range g.rollupFiles.Overlapping(t0, t1, 0, 0) {
+			if !g.rollupFiles.Parts[h].Loaded {
+				jobs = append(jobs, func() { g.loadRollupHourLocked(h) })
+			}
+		}
+		g.run.loadAll(jobs)
+		for _, h := range g.rollupFiles.Overlapping(t0, t1, 0, 0) {
+			if b, p := g.rollups[h], g.utilFiles.Parts[h]; b != nil && b.rawFirst == 0 && p != nil {
+				if b.rawFirst = partition.FirstStamp(p); b.rawFirst == 0 {
+					b.rawFirst = math.Inf(1) // unreadable: judged by the roll-up alone
+				}
+			}
+		}
+	}
+	var jobs []loadJob
+	for _, h := range g.utilFiles.Overlapping(t0, t1, 0, 0) {
+		only := g.rawFilter(h, sel)
+		if g.held(h, only) {
+			continue
+		}
+		need, tailOnly, tailOK := g.rawNeededLocked(h, t0, t1, width, coarse, fields)
+		switch {
+		case !need || tailOK:
+		case tailOnly && !g.utilFiles.Parts[h].Loaded && g.loadTailLocked(h, g.rollups[h].end):
+		default:
+			jobs = append(jobs, func() { g.loadHour(h, only) })
+		}
+	}
+	g.run.loadAll(jobs)
+}
+
+// loadTailLocked reads hour h of gpu_util from near `seam` to its end into a tail block; false when the file
+// cannot be entered there (the caller loads the whole hour).
+func (g *gpuReader) loadTailLocked(h int64, seam float64) bool {
+	p := g.utilFiles.Parts[h]
+	off, ok := tailSeek(p.Plain, seam)
+	if !ok {
+		return false
+	}
+	tb := &tailBlock{b: newGPUBlock(h), part: partition.Partition{Hour: h, Plain: p.Plain, PlainOff: off}, from: seam - tailMargin/2}
+	if off == 0 {
+		tb.from = math.Inf(-1)
+	}
+	reports, err := g.utilFiles.Read(&tb.part, func(line []byte) bool { return tb.b.addLine(line, g.run.laneSeen) })
+	if err != nil {
+		return false
+	}
+	// The file must be in time order near the seam: every lane of the roll-up's newest bucket has readings in
+	// the tail. Otherwise (a file written some other way) the whole hour is read.
+	if rb := g.rollups[h]; rb != nil && off > 0 {
+		j := int((rb.end-float64(h*3600))/float64(rb.step)) - 1
+		for key, fs := range rb.lanes {
+			for _, f := range fs {
+				if j >= 0 && j < len(f.max) && f.max[j] == f.max[j] && tb.b.lanes[key] == nil {
+					return false
+				}
+				break
+			}
+		}
+	}
+	g.run.report(reports, nil)
+	g.tails[h] = tb
+	if tb.b.maxTs > g.run.edge {
+		g.run.edge = tb.b.maxTs
+	}
+	return true
+}
+
+// refreshTailsLocked grows the tail blocks; one whose file was compacted or replaced is dropped (the next query
+// decides again what to read).
+func (g *gpuReader) refreshTailsLocked() {
+	for h, tb := range g.tails {
+		p := g.utilFiles.Parts[h]
+		if p == nil || p.Loaded || p.Zst != "" || p.Plain != tb.part.Plain {
+			delete(g.tails, h)
+			continue
+		}
+		reports, err := g.utilFiles.Read(&tb.part, func(line []byte) bool { return tb.b.addLine(line, g.run.laneSeen) })
+		if err != nil {
+			delete(g.tails, h)
+			continue
+		}
+		g.run.report(reports, nil)
+		if tb.b.maxTs > g.run.edge {
+			g.run.edge = tb.b.maxTs
+		}
+	}
+}

@@ -1,0 +1,430 @@
+package store
+
+import (
+	"bytes"
+	"math"
+	"os"
+
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/flatjson"
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
+)
+
+// The gpu_rollup stream (docs/semconv.md §8.3), written by the exporter beside gpu_util: per lane and bucket
+// (16 s by default, epoch-aligned like the pyramid in gpu_block.go) min/max/sum/count of util, mem_mb and power_w.
+// Views that do not need raw samples read it instead of the raw hour, so the first open of a 1024-GPU run
+// parses a few MB instead of ~1.4 GB:
+//
+//   - wide views (output buckets at least 4 roll-up buckets wide, the rule the pyramid already follows): the
+//     answer is the one the raw hour's pyramid would give when the roll-up bucket is 16 s;
+//   - the fleet overview at any width ("coarse"): a roll-up bucket fills every output bucket it overlaps.
+//
+// The roll-up of an hour covers [first, end): its oldest bucket start and newest bucket end. The rest of a
+// window (the live tail not rolled up yet, an hour written by a collector without the roll-up, fields it does
+// not hold) comes from gpu_util. Min and max are idempotent, so the seam may overlap, never leave a gap.
+
+// rollBlock is one hour of gpu_rollup, duplicates merged (min of mins, max of maxes).
+type rollBlock struct {
+	// hour is the Unix hour the block holds.
+	hour int64
+	// step is the bucket width in seconds; 0 until the first record.
+	step int64
+	// mixed says records with another bucket width were seen: the hour is read raw.
+	mixed bool
+	// lanes are the lanes' fields by lane key and field name.
+	lanes map[string]map[string]*rollField
+	// fields are the field names seen.
+	fields map[string]bool
+	// first is the oldest bucket start.
+	first float64
+	// end is the newest bucket end.
+	end float64
+	// rawFirst is the first gpu_util time of the hour (0 = not looked up yet, +Inf = no gpu_util).
+	rawFirst float64
+	// byNode finds a record's lane from its node and gpu without building the key (lanes interleave line by
+	// line, so the lookup runs per record).
+	byNode map[string][]*rollLane
+}
+
+// rollLane is one lane's fields, with the field order of its last record (the next one almost always repeats
+// it: a name comparison instead of a map lookup per field).
+type rollLane struct {
+	fields map[string]*rollField // the same map as rollBlock.lanes[key]
+	keys   [8]string
+	ord    [8]*rollField
+}
+
+// rollField is one lane's field over one hour: min/max per bucket (NaN = no record), float32 like the pyramid.
+type rollField struct{ min, max []float32 }
+
+func newRollBlock(hour int64) *rollBlock {
+	return &rollBlock{hour: hour, lanes: map[string]map[string]*rollField{}, fields: map[string]bool{},
+		first: math.Inf(1), end: math.Inf(-1), byNode: map[string][]*rollLane{}}
+}
+
+// addLine merges one record; false marks it corrupt.
+func (b *rollBlock) addLine(line []byte, onLane func(string)) bool {
+	var ts, dt float64
+	var node []byte
+	gpu := -1.0
+	var vals [8]rollKV
+	n := 0
+	ok := true
+	var err error
+	if rec, fast := parseRollFast(line); fast {
+		ts, dt, node, gpu, vals, n = rec.ts, rec.dt, rec.node, rec.gpu, rec.vals, rec.n
+	} else {
+		err = flatjson.Scan(line, func(key, val []byte, str bool) {
+			switch string(key) {
+			case "ts":
+				var good bool
+				if ts, good = flatjson.ParseNum(val); !good {
+					ok = false
+				}
+			case "dt":
+				var good bool
+				if dt, good = flatjson.ParseNum(val); !good {
+					ok = false
+				}
+			case "gpu":
+				var good bool
+				if gpu, good = flatjson.ParseNum(val); !good {
+					ok = false
+				}
+			case "node":
+				if str {
+					node = val
+				}
+			case "n":
+			default:
+				if len(val) > 0 && val[0] == '[' && n < len(vals) {
+					vals[n] = rollKV{key, val}
+					n++
+				}
+			}
+		})
+	}
+	if err != nil || !ok || node == nil || gpu < 0 || ts <= 0 || dt < 1 || dt != math.Trunc(dt) || 3600/dt != math.Trunc(3600/dt) {
+		return false
+	}
+	h0 := float64(b.hour * 3600)
+	if ts < h0 || ts >= h0+3600 || ts != math.Trunc(ts) || int64(ts)%int64(dt) != 0 {
+		return false // not a bucket of this hour
+	}
+	if b.step == 0 {
+		b.step = int64(dt)
+	} else if int64(dt) != b.step {
+		b.mixed = true // rollup_interval changed within the hour: rare, and raw data answers correctly
+		return true
+	}
+	lane := b.laneOf(node, int(gpu), onLane)
+	j := int((ts - h0) / dt)
+	nb := int(3600 / dt)
+	for i, x := range vals[:n] {
+		lo, hi, good := minMaxOf(x.arr)
+		if !good {
+			continue
+		}
+		var f *rollField
+		if lane.keys[i] == string(x.k) && lane.ord[i] != nil {
+			f = lane.ord[i]
+		} else {
+			name := string(x.k)
+			if f = lane.fields[name]; f == nil {
+				f = &rollField{}
+				lane.fields[name] = f
+				b.fields[name] = true
+			}
+			lane.keys[i], lane.ord[i] = name, f
+		}
+		if f.min == nil {
+			f.min, f.max = make([]float32, nb), make([]float32, nb)
+			nan := float32(math.NaN())
+			for i := range f.min {
+				f.min[i], f.max[i] = nan, nan
+			}
+		}
+		if x := float32(lo); f.min[j] != f.min[j] || x < f.min[j] {
+			f.min[j] = x
+		}
+		if x := float32(hi); f.max[j] != f.max[j] || x > f.max[j] {
+			f.max[j] = x
+		}
+	}
+	b.first = math.Min(b.first, ts)
+	b.end = math.Max(b.end, ts+dt)
+	return true
+}
+
+// laneOf returns the lane of (node, gpu), creating it.
+func (b *rollBlock) laneOf(node []byte, gpu int, onLane func(string)) *rollLane {
+	gs := b.byNode[string(node)]
+	if gpu < len(gs) && gs[gpu] != nil {
+		return gs[gpu]
+	}
+	key := string(node) + ":" + itoa(gpu)
+	m := b.lanes[key]
+	if m == nil {
+		m = map[string]*rollField{}
+		b.lanes[key] = m
+		if onLane != nil {
+			onLane(key)
+		}
+	}
+	l := &rollLane{fields: m}
+	if gpu < 1<<12 { // GPU indices are small; a stray huge one just takes the slow path every time
+		for len(gs) <= gpu {
+			gs = append(gs, nil)
+		}
+		gs[gpu] = l
+		b.byNode[string(node)] = gs
+	}
+	return l
+}
+
+// rollKV is one field of a roll-up record: its name and its "[min,max,sum,count]" text.
+type rollKV struct {
+	k   []byte
+	arr []byte
+}
+
+type rollRec struct {
+	ts, dt, gpu float64
+	node        []byte
+	vals        [8]rollKV
+	n           int
+}
+
+// parseRollFast reads a record laid out exactly as the exporter writes it —
+// {"ts":N,"dt":N,"node":"S","gpu":N,"n":N,"f":[…],…} with plain numbers, no spaces, no escapes — in one pass;
+// anything else (false) takes scanFlat. It is most of a cold fleet overview's parse time.
+func parseRollFast(line []byte) (r rollRec, ok bool) {
+	i := 0
+	lit := func(s string) bool {
+		if len(line)-i < len(s) || string(line[i:i+len(s)]) != s {
+			return false
+		}
+		i += len(s)
+		return true
+	}
+	num := func() (float64, bool) {
+		j := i
+		for j < len(line) && line[j] != ',' && line[j] != '}' {
+			j++
+		}
+		if j == i || !jsonNumber(line[i:j]) {
+			return 0, false
+		}
+		v, good := flatjson.ParseNum(line[i:j])
+		i = j
+		return v, good
+	}
+	var good bool
+	if !lit(`{"ts":`) {
+		return r, false
+	}
+	if r.ts, good = num(); !good || !lit(`,"dt":`) {
+		return r, false
+	}
+	if r.dt, good = num(); !good || !lit(`,"node":"`) {
+		return r, false
+	}
+	j := bytes.IndexByte(line[i:], '"')
+	if j < 0 || bytes.IndexByte(line[i:i+j], '\\') >= 0 {
+		return r, false
+	}
+	r.node = line[i : i+j]
+	i += j + 1
+	if !lit(`,"gpu":`) {
+		return r, false
+	}
+	if r.gpu, good = num(); !good || !lit(`,"n":`) {
+		return r, false
+	}
+	if _, good = num(); !good {
+		return r, false
+	}
+	for {
+		if lit(`}`) {
+			return r, len(bytes.TrimSpace(line[i:])) == 0
+		}
+		if !lit(`,"`) {
+			return r, false
+		}
+		k := bytes.IndexByte(line[i:], '"')
+		if k < 0 || bytes.IndexByte(line[i:i+k], '\\') >= 0 {
+			return r, false
+		}
+		key := line[i : i+k]
+		i += k + 1
+		if !lit(`:[`) {
+			return r, false
+		}
+		e := bytes.IndexByte(line[i:], ']')
+		if e < 0 || r.n == len(r.vals) {
+			return r, false
+		}
+		for _, c := range line[i : i+e] {
+			if !(c >= '0' && c <= '9' || c == '.' || c == ',' || c == '-' || c == '+' || c == 'e' || c == 'E') {
+				return r, false // only plain numbers: a string or a nested array goes the long way
+			}
+		}
+		r.vals[r.n] = rollKV{key, line[i-1 : i+e+1]}
+		r.n++
+		i += e + 1
+	}
+}
+
+// minMaxOf reads the first two numbers of "[min,max,sum,count]" (no allocation: it runs per field and record).
+func minMaxOf(arr []byte) (float64, float64, bool) {
+	if len(arr) < 2 || arr[0] != '[' {
+		return 0, 0, false
+	}
+	var out [2]float64
+	i := 1
+	for k := range out {
+		for i < len(arr) && arr[i] == ' ' {
+			i++
+		}
+		j := i
+		for j < len(arr) && arr[j] != ',' && arr[j] != ']' && arr[j] != ' ' {
+			j++
+		}
+		v, ok := flatjson.ParseNum(arr[i:j])
+		if !ok || j >= len(arr) {
+			return 0, 0, false
+		}
+		out[k] = v
+		for j < len(arr) && arr[j] == ' ' {
+			j++
+		}
+		if k == 0 && (j >= len(arr) || arr[j] != ',') {
+			return 0, 0, false
+		}
+		i = j + 1
+	}
+	lo, hi := out[0], out[1]
+	if math.IsNaN(lo) || math.IsNaN(hi) || lo > hi {
+		return 0, 0, false
+	}
+	return lo, hi, true
+}
+
+func (b *rollBlock) usable() bool { return b != nil && b.step > 0 && !b.mixed }
+
+func (b *rollBlock) memBytes() int {
+	n := 0
+	for _, l := range b.lanes {
+		for _, f := range l {
+			n += 4*cap(f.min) + 4*cap(f.max)
+		}
+	}
+	return n
+}
+
+// fold puts one lane's field into omin/omax over [t0, t1), for the part of it before `to` (the seam).
+// spread: each bucket fills every output bucket it overlaps (the fleet overview at any width); otherwise a
+// bucket lands at its midpoint, as the pyramid does for wide views.
+func (f *rollField) fold(h0, step, t0, t1, to float64, omin, omax []float64, spread bool) {
+	nb := len(omin)
+	width := (t1 - t0) / float64(nb)
+	put := func(i int, lo, hi float64) { widenBucket(omin, omax, i, lo, hi) }
+	end := math.Min(t1, to)
+	// Only the cells near the window (one either side of the arithmetic's edge; the test below decides).
+	j0 := max(0, int(math.Floor((t0-h0)/step))-1)
+	j1 := min(len(f.min), int(math.Ceil((end-h0)/step))+1)
+	for j := j0; j < j1; j++ {
+		if f.min[j] != f.min[j] {
+			continue
+		}
+		bt := h0 + float64(j)*step
+		if bt+step <= t0 || bt >= end {
+			continue
+		}
+		lo, hi := float64(f.min[j]), float64(f.max[j])
+		if !spread {
+			t := math.Min(math.Max(bt+step/2, t0), math.Nextafter(t1, t0))
+			put(int((t-t0)/width), lo, hi)
+			continue
+		}
+		a := int(math.Floor((math.Max(bt, t0) - t0) / width))
+		z := int(math.Ceil((math.Min(bt+step, t1)-t0)/width)) - 1
+		for i := max(a, 0); i <= z && i < nb; i++ {
+			put(i, lo, hi)
+		}
+	}
+}
+
+// tailBlock is the end of a live gpu_util hour read without the rest: when the roll-up answers a query up to
+// its newest bucket, only the raw readings after it are needed, and the plain file is entered near there
+// (tailSeek) instead of parsed from its start. It is complete from `from` on, tailed by Refresh like a loaded
+// hour, and dropped when the whole hour is loaded or the file is compacted.
+type tailBlock struct {
+	// b holds the readings read.
+	b *gpuBlock
+	// part is the tail's own read offset into the hour's plain file.
+	part partition.Partition
+	// from is the time the block is complete from.
+	from float64
+}
+
+// tailMargin is how far before the seam a tail read starts: gpu_util lines are appended in arrival order, and
+// readings of different lanes reach the collector up to a batch interval apart.
+const tailMargin = 120.0
+
+// tailSeek returns the offset of a line start in the plain file from which every line has ts ≥ at-margin/2,
+// searching by the timestamps of lines at bisected offsets (the file is in time order up to the margin).
+func tailSeek(path string, at float64) (int64, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, false
+	}
+	target := at - tailMargin
+	buf := make([]byte, 64<<10)
+	// lineAt returns the start and time of the first complete line after off.
+	lineAt := func(off int64) (int64, float64, bool) {
+		n, _ := f.ReadAt(buf, off)
+		b := buf[:n]
+		start := 0
+		if off > 0 {
+			i := bytes.IndexByte(b, '\n')
+			if i < 0 {
+				return 0, 0, false
+			}
+			start = i + 1
+		}
+		end := bytes.IndexByte(b[start:], '\n')
+		if end < 0 {
+			return 0, 0, false
+		}
+		t := 0.0
+		_ = flatjson.Scan(b[start:start+end], func(key, val []byte, str bool) {
+			if string(key) == "ts" {
+				t, _ = flatjson.ParseNum(val)
+			}
+		})
+		return off + int64(start), t, t > 0
+	}
+	lo, hi := int64(0), fi.Size()
+	for hi-lo > int64(len(buf)) {
+		mid := lo + (hi-lo)/2
+		_, t, ok := lineAt(mid)
+		if !ok {
+			return 0, false
+		}
+		if t < target {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	off, _, ok := lineAt(lo)
+	if lo == 0 {
+		off, ok = 0, true
+	}
+	return off, ok
+}

@@ -1,0 +1,160 @@
+package columns
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"io"
+	"math"
+)
+
+// Writer writes columns and the numbers around them as varints; the first error sticks (Err).
+type Writer struct {
+	w   *bufio.Writer
+	err error
+	tmp [binary.MaxVarintLen64]byte
+}
+
+// Uint writes an unsigned varint.
+func (c *Writer) Uint(v uint64) {
+	if c.err == nil {
+		_, c.err = c.w.Write(c.tmp[:binary.PutUvarint(c.tmp[:], v)])
+	}
+}
+
+// Int writes a zigzag varint.
+func (c *Writer) Int(v int64) { c.Uint(uint64(v<<1) ^ uint64(v>>63)) }
+
+// Float writes a float64 by its bits.
+func (c *Writer) Float(v float64) { c.Uint(math.Float64bits(v)) }
+
+// Bytes writes a length and the bytes.
+func (c *Writer) Bytes(b []byte) {
+	c.Uint(uint64(len(b)))
+	if c.err == nil {
+		_, c.err = c.w.Write(b)
+	}
+}
+
+// Floats32 writes a length and the values, little-endian.
+func (c *Writer) Floats32(v []float32) {
+	c.Uint(uint64(len(v)))
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	if c.err == nil {
+		_, c.err = c.w.Write(b)
+	}
+}
+
+// Reader reads what a Writer wrote; the first error sticks (Err) and later reads return zero values.
+type Reader struct {
+	r   *bufio.Reader
+	err error
+}
+
+// maxLen bounds every length read, so a damaged file cannot ask for absurd allocations.
+const maxLen = 1 << 30
+
+// Uint reads an unsigned varint.
+func (c *Reader) Uint() uint64 {
+	if c.err != nil {
+		return 0
+	}
+	v, err := binary.ReadUvarint(c.r)
+	c.err = err
+	return v
+}
+
+// Int reads a zigzag varint.
+func (c *Reader) Int() int64 { v := c.Uint(); return int64(v>>1) ^ -int64(v&1) }
+
+// Float reads a float64.
+func (c *Reader) Float() float64 { return math.Float64frombits(c.Uint()) }
+
+// Len reads a length (at most maxLen).
+func (c *Reader) Len() int {
+	v := c.Uint()
+	if v > maxLen && c.err == nil {
+		c.err = errors.New("length out of range")
+	}
+	return int(v)
+}
+
+// Bytes reads what Writer.Bytes wrote.
+func (c *Reader) Bytes() []byte {
+	n := c.Len()
+	if c.err != nil {
+		return nil
+	}
+	b := make([]byte, n)
+	_, c.err = io.ReadFull(c.r, b)
+	return b
+}
+
+// Floats32 reads what Writer.Floats32 wrote.
+func (c *Reader) Floats32() []float32 {
+	n := c.Len()
+	if c.err != nil {
+		return nil
+	}
+	b := make([]byte, 4*n)
+	if _, c.err = io.ReadFull(c.r, b); c.err != nil {
+		return nil
+	}
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return v
+}
+
+// Times writes a timestamp column.
+func (c *Writer) Times(t *Times) {
+	c.Uint(uint64(t.n))
+	c.Int(t.lastT)
+	c.Int(t.lastD)
+	c.Int(t.minT)
+	c.Int(t.maxT)
+	c.Bytes(t.buf)
+}
+
+// Values writes a value column.
+func (c *Writer) Values(v *Values) {
+	c.Uint(uint64(v.n))
+	c.Int(v.lastV)
+	c.Int(v.lastD)
+	c.Uint(uint64(v.costD))
+	c.Uint(uint64(v.costDD))
+	c.Bytes(v.buf)
+}
+
+// Err is the first write error.
+func (c *Writer) Err() error { return c.err }
+
+// Times reads a timestamp column Writer.Times wrote.
+func (c *Reader) Times(t *Times) {
+	t.n = c.Len()
+	t.lastT, t.lastD, t.minT, t.maxT = c.Int(), c.Int(), c.Int(), c.Int()
+	t.buf = c.Bytes()
+}
+
+// Values reads a value column Writer.Values wrote.
+func (c *Reader) Values(v *Values) {
+	v.n = c.Len()
+	v.lastV = c.Int()
+	v.lastD = c.Int()
+	v.costD = uint32(c.Uint())
+	v.costDD = uint32(c.Uint())
+	v.buf = c.Bytes()
+}
+
+// Err is the first read error (io.EOF on a short file).
+func (c *Reader) Err() error { return c.err }
+
+// NewWriter writes columns to w.
+func NewWriter(w *bufio.Writer) *Writer { return &Writer{w: w} }
+
+// NewReader reads columns from r.
+func NewReader(r *bufio.Reader) *Reader { return &Reader{r: r} }

@@ -1,0 +1,148 @@
+package partition
+
+import (
+	"bufio"
+	"io"
+	"math"
+	"os"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/flatjson"
+)
+
+// ScanLastStamp decompresses a compacted partition file and returns the newest time among its last lines
+// (LastStamp's rule), +Inf when it cannot be read.
+func ScanLastStamp(path string) float64 {
+	f, err := os.Open(path)
+	if err != nil {
+		return math.Inf(1)
+	}
+	defer f.Close()
+	dec, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(2))
+	if err != nil {
+		return math.Inf(1)
+	}
+	defer dec.Close()
+	// Keep the last 128 KiB of the stream.
+	buf := make([]byte, 1<<20)
+	tail := make([]byte, 0, 256<<10)
+	for {
+		n, err := dec.Read(buf)
+		tail = append(tail, buf[:n]...)
+		if len(tail) > 128<<10 {
+			tail = append(tail[:0], tail[len(tail)-128<<10:]...)
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return math.Inf(1)
+		}
+	}
+	return LastStampIn(tail)
+}
+
+// FirstStamp reads the first complete line of a Partition and returns its time.
+func FirstStamp(p *Partition) float64 {
+	var r io.Reader
+	var closers []io.Closer
+	defer func() {
+		for _, c := range closers {
+			c.Close()
+		}
+	}()
+	switch {
+	case p.Zst != "":
+		f, err := os.Open(p.Zst)
+		if err != nil {
+			return 0
+		}
+		closers = append(closers, f)
+		dec, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(1))
+		if err != nil {
+			return 0
+		}
+		defer dec.Close()
+		r = dec
+	case p.Plain != "":
+		f, err := os.Open(p.Plain)
+		if err != nil {
+			return 0
+		}
+		closers = append(closers, f)
+		r = f
+	default:
+		return 0
+	}
+	line, err := bufio.NewReaderSize(r, 64<<10).ReadSlice('\n')
+	if err != nil {
+		return 0
+	}
+	t := 0.0
+	_ = flatjson.Scan(line, func(key, val []byte, str bool) {
+		switch string(key) {
+		case "ts", "t0":
+			if v, ok := flatjson.ParseNum(val); ok && (t == 0 || v < t) {
+				t = v
+			}
+		}
+	})
+	return t
+}
+
+// LastStamp is the newest time among the complete lines of a plain file's last 64 KiB, 0 when there is none.
+func LastStamp(path string) float64 {
+	if path == "" {
+		return 0
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || fi.Size() == 0 {
+		return 0
+	}
+	off := max(fi.Size()-64<<10, 0)
+	buf := make([]byte, fi.Size()-off)
+	n, _ := f.ReadAt(buf, off)
+	return LastStampIn(buf[:n])
+}
+
+// LastStampIn returns the newest time among the complete lines at the end of buf.
+func LastStampIn(buf []byte) float64 {
+	best := 0.0
+	// Scan the complete lines of the tail; records are not strictly time-ordered, take the max.
+	end := len(buf)
+	for end > 0 {
+		nl := lastIndex(buf[:end], '\n')
+		if nl < 0 {
+			break
+		}
+		start := lastIndex(buf[:nl], '\n') + 1
+		line := buf[start:nl]
+		_ = flatjson.Scan(line, func(key, val []byte, str bool) {
+			switch string(key) {
+			case "ts", "t1", "t0":
+				if v, ok := flatjson.ParseNum(val); ok && v > best {
+					best = v
+				}
+			}
+		})
+		end = start
+		if start == 0 || len(buf)-start > 16<<10 {
+			break
+		}
+	}
+	return best
+}
+
+func lastIndex(b []byte, c byte) int {
+	for i := len(b) - 1; i >= 0; i-- {
+		if b[i] == c {
+			return i
+		}
+	}
+	return -1
+}

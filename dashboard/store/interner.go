@@ -1,0 +1,40 @@
+package store
+
+import "math"
+
+// interner maps short strings (engine addresses, statuses) to small integers; index 0 is "".
+type interner struct {
+	// ids maps a string to its integer.
+	ids map[string]uint16
+	// strings maps an integer to its string.
+	strings []string
+}
+
+func (in *interner) init() {
+	in.ids = map[string]uint16{"": 0}
+	in.strings = []string{""}
+}
+
+func (in *interner) id(b []byte) uint16 {
+	if len(b) == 0 {
+		return 0
+	}
+	if i, ok := in.ids[string(b)]; ok {
+		return i
+	}
+	if len(in.strings) >= math.MaxUint16 {
+		return 0 // absurd cardinality: keep the record, drop the string
+	}
+	s := string(b)
+	i := uint16(len(in.strings))
+	in.ids[s] = i
+	in.strings = append(in.strings, s)
+	return i
+}
+
+func (in *interner) str(i uint16) string {
+	if int(i) < len(in.strings) {
+		return in.strings[i]
+	}
+	return ""
+}

@@ -1,0 +1,140 @@
+package store
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// SelectionError names the term of a lane selection that could not be parsed.
+type SelectionError struct{ Term, Reason string }
+
+func (e *SelectionError) Error() string { return fmt.Sprintf("bad lane term %q: %s", e.Term, e.Reason) }
+
+// parseRange reads "5" or "0-7".
+func parseRange(s string) (lo, hi int, ok bool) {
+	if a, b, found := strings.Cut(s, "-"); found {
+		x, err1 := strconv.Atoi(a)
+		y, err2 := strconv.Atoi(b)
+		if err1 != nil || err2 != nil || x < 0 || y < x {
+			return 0, 0, false
+		}
+		return x, y, true
+	}
+	x, err := strconv.Atoi(s)
+	if err != nil || x < 0 {
+		return 0, 0, false
+	}
+	return x, x, true
+}
+
+// selectLanes evaluates the selection grammar (docs/dashboard-api.md): a union of terms, in lane order.
+// engineRanks maps engine_rank → addr from the topology.
+func (ls *laneSet) selectLanes(sel string, engineRanks map[int]string) ([]*Lane, error) {
+	sel = strings.TrimSpace(sel)
+	if sel == "" {
+		sel = "all"
+	}
+	picked := make([]bool, len(ls.lanes))
+	terms := strings.FieldsFunc(sel, func(r rune) bool { return r == ' ' || r == ',' || r == '+' })
+	if len(terms) > 256 {
+		return nil, &SelectionError{Term: sel[:32] + "…", Reason: "more than 256 terms"}
+	}
+	for _, term := range terms {
+		kind, arg, hasArg := strings.Cut(term, ":")
+		switch {
+		case term == "all":
+			for i := range picked {
+				picked[i] = true
+			}
+		case !hasArg && strings.HasPrefix(term, "g"):
+			lo, hi, ok := parseRange(term[1:])
+			if !ok {
+				return nil, &SelectionError{term, "lane ids are g<N> or g<N>-<M>"}
+			}
+			for i := lo; i <= hi && i < len(picked); i++ {
+				picked[i] = true
+			}
+		case !hasArg:
+			return nil, &SelectionError{term, "expected all, g<N>, or one of rank:, node:, gpu:, engine:, role:, every:"}
+		case kind == "rank":
+			lo, hi, ok := parseRange(arg)
+			if !ok {
+				return nil, &SelectionError{term, "rank must be an integer or range"}
+			}
+			for i, l := range ls.lanes {
+				for _, r := range l.Ranks {
+					if r >= lo && r <= hi {
+						picked[i] = true
+					}
+				}
+			}
+		case kind == "gpu":
+			lo, hi, ok := parseRange(arg)
+			if !ok {
+				return nil, &SelectionError{term, "gpu must be an integer or range"}
+			}
+			for i, l := range ls.lanes {
+				if l.GPU >= lo && l.GPU <= hi {
+					picked[i] = true
+				}
+			}
+		case kind == "node":
+			if arg == "" {
+				return nil, &SelectionError{term, "node name missing"}
+			}
+			for i, l := range ls.lanes {
+				if l.Node == arg {
+					picked[i] = true
+				}
+			}
+		case kind == "engine":
+			addr := arg
+			if n, err := strconv.Atoi(arg); err == nil {
+				a, ok := engineRanks[n]
+				if !ok {
+					return nil, &SelectionError{term, "no engine with that rank in the topology"}
+				}
+				addr = a
+			}
+			if addr == "" {
+				return nil, &SelectionError{term, "engine address or rank missing"}
+			}
+			for i, l := range ls.lanes {
+				for _, e := range l.Engines {
+					if e == addr {
+						picked[i] = true
+					}
+				}
+			}
+		case kind == "role":
+			if arg != "train" && arg != "rollout" {
+				return nil, &SelectionError{term, "role is train or rollout"}
+			}
+			for i, l := range ls.lanes {
+				for _, r := range l.Roles {
+					if r == arg {
+						picked[i] = true
+					}
+				}
+			}
+		case kind == "every":
+			n, err := strconv.Atoi(arg)
+			if err != nil || n < 1 {
+				return nil, &SelectionError{term, "every needs a positive integer"}
+			}
+			for i := 0; i < len(picked); i += n {
+				picked[i] = true
+			}
+		default:
+			return nil, &SelectionError{term, "unknown term kind " + strconv.Quote(kind)}
+		}
+	}
+	var out []*Lane
+	for i, p := range picked {
+		if p {
+			out = append(out, ls.lanes[i])
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,205 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
+	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
+)
+
+func (s *Store) loadMetaLocked() {
+	s.meta = map[string]any{}
+	b, err := os.ReadFile(filepath.Join(s.dir, runfiles.DashboardDir, runfiles.MetaFile))
+	if err == nil {
+		if err := json.Unmarshal(b, &s.meta); err != nil {
+			s.notice("warning", "meta.json is unreadable: "+err.Error())
+		}
+	}
+	s.layout = "miles-v1"
+	if w, _ := s.meta["writer"].(string); w == "otelcol-miles" {
+		s.layout = "otelcol-miles"
+	}
+}
+
+// Window resolves a query window: missing ends default to the trailing window cap at the data edge; a window
+// over the cap is an error.
+func (s *Store) Window(t0, t1 *float64) (float64, float64, error) {
+	s.mu.RLock()
+	edge, first := s.edge, s.first
+	s.mu.RUnlock()
+	var a, b float64
+	switch {
+	case t0 != nil && t1 != nil:
+		a, b = *t0, *t1
+	case t1 != nil:
+		a, b = *t1-WindowCap, *t1
+	case t0 != nil:
+		a, b = *t0, math.Min(*t0+WindowCap, math.Max(edge, *t0+1))
+	default:
+		b = edge
+		if b <= first {
+			b = first + 1
+		}
+		a = math.Max(first, b-WindowCap)
+	}
+	if math.IsNaN(a) || math.IsNaN(b) || b <= a {
+		return 0, 0, fmt.Errorf("window t0=%v t1=%v is empty", a, b)
+	}
+	if b-a > WindowCap+1e-6 {
+		return 0, 0, fmt.Errorf("window of %.0f s exceeds the cap of %.0f s (4 h)", b-a, WindowCap)
+	}
+	return a, b, nil
+}
+
+// MetaResult describes the run and what it can show (the meta endpoint's data). Fields are in the order of
+// their JSON names.
+type MetaResult struct {
+	// Capabilities says which streams the run has and which GPU fields were seen.
+	Capabilities MetaCapabilities `json:"capabilities"`
+	// DataEdge is the newest timestamp seen.
+	DataEdge float64 `json:"data_edge"`
+	// GPUInterval is the typical seconds between GPU readings of a lane (median over the loaded lanes; 0 until
+	// an hour is loaded), so a client never asks for buckets finer than the data.
+	GPUInterval float64 `json:"gpu_interval_s"`
+	// LanesTotal is how many lanes the run has.
+	LanesTotal int `json:"lanes_total"`
+	// Layout is "otelcol-miles" or "miles-v1".
+	Layout string `json:"layout"`
+	// Live says the run is followed as it is written.
+	Live bool `json:"live"`
+	// Memory is what the loaded GPU hours hold.
+	Memory MetaMemory `json:"memory"`
+	// Notices are the data problems to show, by message.
+	Notices []Notice `json:"notices"`
+	// RunName is meta.json's run_name.
+	RunName string `json:"run_name"`
+	// SchemaVersion is meta.json's schema_version as written (null when absent).
+	SchemaVersion any `json:"schema_version"`
+	// StartTS is the run's first timestamp.
+	StartTS float64 `json:"start_ts"`
+	// Streams counts the partitions of the GPU, phases, metrics and topology streams, by stream name.
+	Streams map[string]MetaStream `json:"streams"`
+	// TimeRange is [StartTS, DataEdge].
+	TimeRange [2]float64 `json:"time_range"`
+	// WindowCap is the longest window a query may ask for, in seconds.
+	WindowCap float64 `json:"window_cap_s"`
+}
+
+// MetaCapabilities says which streams a run has.
+type MetaCapabilities struct {
+	// EngineSeries: the run has engine_series partitions.
+	EngineSeries bool `json:"engine_series"`
+	// GPUFields are the GPU fields seen in the loaded hours, sorted.
+	GPUFields []string `json:"gpu_fields"`
+	// GPUUtil: the run has gpu_util partitions.
+	GPUUtil bool `json:"gpu_util"`
+	// Metrics: the run has metrics partitions.
+	Metrics bool `json:"metrics"`
+	// Phases: the run has phases partitions.
+	Phases bool `json:"phases"`
+	// Topology: the run has topology partitions.
+	Topology bool `json:"topology"`
+	// Trajectories: the run has trajectories partitions.
+	Trajectories bool `json:"trajectories"`
+}
+
+// MetaMemory is what the loaded GPU hours hold.
+type MetaMemory struct {
+	// GPUBytes is the memory of the loaded gpu_util hours and tails.
+	GPUBytes int `json:"gpu_bytes"`
+	// GPUValues is how many values they hold.
+	GPUValues int `json:"gpu_values"`
+	// LoadedHours is how many gpu_util hours are loaded.
+	LoadedHours int `json:"loaded_hours"`
+	// RollupBytes is the memory of the loaded gpu_rollup hours.
+	RollupBytes int `json:"rollup_bytes"`
+	// RollupHours is how many gpu_rollup hours are loaded.
+	RollupHours int `json:"rollup_hours"`
+}
+
+// MetaStream is one stream's entry in MetaResult.Streams.
+type MetaStream struct {
+	// Partitions is how many hourly partitions the stream has.
+	Partitions int `json:"partitions"`
+}
+
+// Meta describes the run and what it can show.
+func (s *Store) Meta() *MetaResult {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	fields := map[string]bool{}
+	for _, b := range s.gpu.blocks {
+		for f := range b.fields {
+			fields[f] = true
+		}
+	}
+	rollBytes := 0
+	for _, b := range s.gpu.rollups {
+		for f := range b.fields {
+			fields[f] = true
+		}
+		rollBytes += b.memBytes()
+	}
+	fl := make([]string, 0, len(fields))
+	for f := range fields {
+		fl = append(fl, f)
+	}
+	sort.Strings(fl)
+	streams := map[string]MetaStream{}
+	for _, f := range []*partition.Stream{s.gpu.utilFiles, s.phases.files, s.metrics.files, s.topology.files, s.gpu.rollupFiles} {
+		streams[f.Name] = MetaStream{Partitions: len(f.Parts)}
+	}
+	notices := make([]Notice, 0, len(s.notices))
+	for _, n := range s.notices {
+		notices = append(notices, n)
+	}
+	sort.Slice(notices, func(i, j int) bool { return notices[i].Message < notices[j].Message })
+	memBytes, values := 0, 0
+	for _, tb := range s.gpu.tails {
+		memBytes += tb.b.memBytes()
+		values += tb.b.values
+	}
+	var intervals []float64
+	for _, b := range s.gpu.blocks {
+		memBytes += b.memBytes()
+		values += b.values
+		for _, l := range b.lanes {
+			if l.ts.Len() > 1 {
+				intervals = append(intervals, l.ts.Interval()/1000)
+			}
+		}
+	}
+	gpuInterval := 0.0 // unknown until an hour is loaded
+	if len(intervals) > 0 {
+		sort.Float64s(intervals)
+		gpuInterval = math.Round(intervals[len(intervals)/2]*1000) / 1000
+	}
+	runName, _ := s.meta["run_name"].(string)
+	return &MetaResult{
+		RunName: runName, Layout: s.layout, SchemaVersion: s.meta["schema_version"], Live: s.follow,
+		StartTS: s.first, TimeRange: [2]float64{s.first, s.edge}, DataEdge: s.edge,
+		WindowCap: WindowCap, LanesTotal: len(s.lanes.set.lanes), Streams: streams,
+		Capabilities: MetaCapabilities{
+			Phases: len(s.phases.files.Parts) > 0, GPUUtil: len(s.gpu.utilFiles.Parts) > 0, GPUFields: fl,
+			Metrics: len(s.metrics.files.Parts) > 0, Topology: len(s.topology.files.Parts) > 0,
+			EngineSeries: len(s.engines.files.Parts) > 0, Trajectories: len(s.trajectories.files.Parts) > 0,
+		},
+		Notices: notices,
+		Memory: MetaMemory{GPUBytes: memBytes, GPUValues: values, LoadedHours: len(s.gpu.blocks),
+			RollupBytes: rollBytes, RollupHours: len(s.gpu.rollups)},
+		GPUInterval: gpuInterval,
+	}
+}
+
+// Lanes resolves a selection.
+func (s *Store) Lanes(sel string) ([]*Lane, int, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	l, err := s.lanes.set.selectLanes(sel, s.topology.engineRanksLocked())
+	return l, len(s.lanes.set.lanes), err
+}

@@ -1,0 +1,128 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/flatjson"
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
+	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
+)
+
+// metricReader reads the step metrics stream: every record, and the index by key built from them
+// (metrics_index.go) once the metrics views ask.
+type metricReader struct {
+	// run is the store whose lock and notices the reader shares.
+	run *Store
+	// files are the stream's hourly partitions and how far each was read.
+	files *partition.Stream
+	// records are every metrics record read, in reading order.
+	records []stepRec
+	// recordsRead says records holds every partition as of the last read.
+	recordsRead bool
+	// index is the records folded into one series per key on its step axis.
+	index metricsIndex
+}
+
+func newMetricReader(run *Store) metricReader {
+	r := metricReader{run: run, files: partition.NewStream(run.dir, sc.StreamMetrics)}
+	r.index.init()
+	return r
+}
+
+func (r *metricReader) partitionFiles() []*partition.Stream { return []*partition.Stream{r.files} }
+
+// refreshLocked tails the stream once it was read, and folds what it gained into the index once one was built.
+func (r *metricReader) refreshLocked(int64) bool {
+	if r.recordsRead {
+		r.loadLocked()
+	}
+	return r.index.built && r.syncLocked()
+}
+
+// stepRec is one metrics record; topoRec one topology snapshot.
+type stepRec struct {
+	TS      float64            `json:"ts"`
+	StepKey *string            `json:"step_key"`
+	Step    *float64           `json:"step"`
+	Metrics map[string]any     `json:"metrics"`
+	nums    map[string]float64 // numeric metrics only
+}
+
+// parseStepRec reads one metrics record with the flat scanner (the metrics page's cold load was dominated by
+// encoding/json building a map of interfaces per record); a line with escaped strings takes the slow path.
+func parseStepRec(line []byte) (stepRec, bool) {
+	var r stepRec
+	if bytes.IndexByte(line, '\\') >= 0 {
+		if json.Unmarshal(line, &r) != nil || r.TS <= 0 {
+			return r, false
+		}
+		r.nums = map[string]float64{}
+		for k, v := range r.Metrics {
+			if f, ok := v.(float64); ok {
+				r.nums[k] = f
+			}
+		}
+		r.Metrics = nil
+		return r, true
+	}
+	var metrics []byte
+	ok := true
+	err := flatjson.Scan(line, func(key, val []byte, str bool) {
+		switch string(key) {
+		case "ts":
+			r.TS, ok = flatjson.ParseNum(val)
+		case "step_key":
+			if str {
+				k := string(val)
+				r.StepKey = &k
+			}
+		case "step":
+			if v, good := flatjson.ParseNum(val); good {
+				r.Step = &v
+			}
+		case "metrics":
+			metrics = val
+		}
+	})
+	if err != nil || !ok || r.TS <= 0 || len(metrics) < 2 || metrics[0] != '{' {
+		return r, false
+	}
+	r.nums = map[string]float64{}
+	if flatjson.Scan(metrics, func(key, val []byte, str bool) {
+		if str {
+			return
+		}
+		if v, good := flatjson.ParseNum(val); good {
+			r.nums[string(key)] = v
+		}
+	}) != nil {
+		return r, false
+	}
+	return r, true
+}
+
+func (r *metricReader) loadLocked() {
+	for _, h := range r.files.Hours() {
+		p := r.files.Parts[h]
+		reports, err := r.files.Read(p, func(line []byte) bool {
+			rec, ok := parseStepRec(line)
+			if !ok {
+				return false
+			}
+			r.records = append(r.records, rec)
+			return true
+		})
+		if err == partition.ErrReload {
+			// Rare (a compacted hour grew): rebuild everything from scratch.
+			r.records, r.recordsRead = nil, false
+			for _, p := range r.files.Parts {
+				p.Reset()
+			}
+			r.loadLocked()
+			return
+		}
+		r.run.report(reports, err)
+	}
+	r.recordsRead = true
+}

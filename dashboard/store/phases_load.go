@@ -1,0 +1,149 @@
+package store
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
+	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
+)
+
+// phaseReader reads the phases stream: per hour, the closed phase records and the still-open markers
+// (phases_block.go), hours outside a window but within phaseReach of it sparse.
+type phaseReader struct {
+	// run is the store whose lock, notices and data edge the reader shares.
+	run *Store
+	// files are the stream's hourly partitions and how far each was read.
+	files *partition.Stream
+	// blocks holds the loaded hours, whole or sparse.
+	blocks map[int64]*phaseBlock
+	// gen counts changes to the blocks (a block added, grown or replaced): the still-open marker lists
+	// (phases_index.go) are brought up to date when it moved.
+	gen int64
+	// openGen is the gen the still-open marker lists were last brought up to date at.
+	openGen int64
+	// openMu serialises bringing the still-open marker lists up to date (queries hold mu only for reading).
+	openMu sync.Mutex
+}
+
+func newPhaseReader(run *Store) phaseReader {
+	return phaseReader{run: run, files: partition.NewStream(run.dir, sc.StreamPhases), blocks: map[int64]*phaseBlock{}}
+}
+
+func (r *phaseReader) partitionFiles() []*partition.Stream { return []*partition.Stream{r.files} }
+
+// refreshLocked tails the loaded hours and the sparse ones; growth shows in the data edge.
+func (r *phaseReader) refreshLocked(newest int64) bool {
+	for _, h := range r.files.Hours() {
+		if p := r.files.Parts[h]; p.Loaded || (h >= newest-1 && len(r.blocks) > 0) {
+			r.loadHourLocked(h)
+		} else if b := r.blocks[h]; b != nil && b.sparse {
+			r.loadHour(h, true)
+		}
+	}
+	return false
+}
+
+// phaseReach is how far outside a window phase partitions are read: phases are filed by end hour (a long phase
+// ending after the window) and open markers by start hour (a phase open since before the window).
+const phaseReach = 4
+
+// loadPhaseHourLocked reads hour h of phases whole (a sparse block of the hour is replaced).
+func (r *phaseReader) loadHourLocked(h int64) { r.loadHour(h, false) }
+
+// loadPhaseHour reads hour h of phases, whole or (sparse, a reach hour: phases_block.go) only what reaches outside
+// the hour; a sparse read of a whole hour reads on as whole.
+func (r *phaseReader) loadHour(h int64, sparse bool) {
+	p := r.files.Parts[h]
+	if p == nil {
+		return
+	}
+	sparse = sparse && h >= 0 && !p.Loaded
+	r.run.lmu.Lock()
+	b := r.blocks[h]
+	if b != nil && b.sparse && !sparse {
+		b = nil // becomes whole: read again from the start
+		p.Reset()
+	}
+	if b == nil {
+		b = newPhaseBlock(sparse)
+		r.blocks[h] = b
+	}
+	r.gen++
+	r.run.lmu.Unlock()
+	sink := b.addLine
+	if b.sparse {
+		start := float64(h * 3600)
+		sink = func(line []byte) bool { return b.addSparse(line, start) }
+	}
+	reports, err := r.files.Read(p, sink)
+	if errors.Is(err, partition.ErrReload) {
+		p.Reset()
+		r.run.lmu.Lock()
+		delete(r.blocks, h)
+		r.run.lmu.Unlock()
+		r.loadHour(h, sparse)
+		return
+	}
+	if bad := b.settle(); bad > 0 {
+		r.run.notice("warning", fmt.Sprintf("%s: %d corrupt open-marker line(s) skipped", partition.CorruptReport{Path: cmp.Or(p.Plain, p.Zst)}.File(), bad))
+	}
+	r.run.report(reports, err)
+	p.Loaded = !b.sparse
+	r.run.raiseEdge(b.maxT)
+}
+
+// ensure loads the phases partitions a window needs — its own hours whole, the reach hours around them sparse
+// (phases_block.go) — and, with roll, its gpu_rollup hours, all in one concurrent batch under the write lock (the
+// fleet overview needs both: loaded one stream after the other, they were the cold first answer's two halves).
+// Queries then read under the read lock.
+func (s *Store) ensurePhases(t0, t1 float64, roll bool) {
+	s.mu.RLock()
+	whole, sparse, rolls := s.missingPhasesLocked(t0, t1, roll)
+	s.mu.RUnlock()
+	if len(whole)+len(sparse)+len(rolls) == 0 {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	whole, sparse, rolls = s.missingPhasesLocked(t0, t1, roll)
+	var jobs []loadJob
+	// Longest first: roll-up hours parse slower than phases hours, sparse ones are the quickest.
+	for _, h := range rolls {
+		jobs = append(jobs, func() { s.gpu.loadRollupHourLocked(h) })
+	}
+	for _, h := range whole {
+		jobs = append(jobs, func() { s.phases.loadHour(h, false) })
+	}
+	for _, h := range sparse {
+		jobs = append(jobs, func() { s.phases.loadHour(h, true) })
+	}
+	s.loadAll(jobs)
+}
+
+// missingLocked lists what ensure must load: phases hours to read whole, reach hours to read sparse, and (with
+// roll) gpu_rollup hours.
+func (s *Store) missingPhasesLocked(t0, t1 float64, roll bool) (whole, sparse, rolls []int64) {
+	inWindow := map[int64]bool{}
+	for _, h := range s.phases.files.Overlapping(t0, t1, 0, 0) {
+		inWindow[h] = true
+		if !s.phases.files.Parts[h].Loaded {
+			whole = append(whole, h)
+		}
+	}
+	for _, h := range s.phases.files.Overlapping(t0, t1, phaseReach, phaseReach) {
+		if !inWindow[h] && !s.phases.files.Parts[h].Loaded && s.phases.blocks[h] == nil {
+			sparse = append(sparse, h)
+		}
+	}
+	if roll && !s.gpu.rollupOff {
+		for _, h := range s.gpu.rollupFiles.Overlapping(t0, t1, 0, 0) {
+			if h >= 0 && !s.gpu.rollupFiles.Parts[h].Loaded {
+				rolls = append(rolls, h)
+			}
+		}
+	}
+	return whole, sparse, rolls
+}

@@ -1,0 +1,241 @@
+package store
+
+import (
+	"bytes"
+	"encoding/hex"
+	"math"
+
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/flatjson"
+)
+
+const (
+	ttAttempt uint8 = iota + 1
+	ttQueue
+	ttGenerate
+	ttTool
+	ttConsume
+	ttStepConsume
+	ttWeightUpdate
+)
+
+var trajTypes = map[string]uint8{"attempt": ttAttempt, "queue": ttQueue, "generate": ttGenerate, "tool": ttTool,
+	"consume": ttConsume, "step_consume": ttStepConsume, "weight_update": ttWeightUpdate}
+
+type traceID [16]byte
+
+func parseTrace(b []byte) traceID {
+	var t traceID
+	if len(b) == 32 {
+		if _, err := hex.Decode(t[:], b); err == nil {
+			return t
+		}
+	}
+	copy(t[:], b) // not our id format: keep what fits (still groups records of that trace)
+	return t
+}
+
+// trajRec is one span record of the trajectories stream, compact. -1 = absent for ints, NaN for floats.
+type trajRec struct {
+	t0, t1        float64
+	trace         traceID
+	typ           uint8
+	mixed         int8
+	status        uint16 // interned: attempt status
+	finish        uint16
+	engine        uint16
+	lcStatus      uint16 // interned: miles.lifecycle.status
+	reason        uint16 // interned: miles.lifecycle.unknown_reason
+	sample, group int32
+	attempt, turn int32
+	wv, step      int32
+	toolCalls     int32
+	tokIn, tokOut int32
+	stale         int32 // consume: miles.lifecycle.staleness; generate: miles.lifecycle.lag
+	vmin, vmax    int32
+	lturns        int32
+	ltools        int32
+	queueT        float32
+}
+
+func newTrajRec() trajRec {
+	return trajRec{mixed: -1, sample: -1, group: -1, attempt: -1, turn: -1, wv: -1, step: -1, toolCalls: -1,
+		tokIn: -1, tokOut: -1, stale: -1, vmin: -1, vmax: -1, lturns: -1, ltools: -1, queueT: float32(math.NaN())}
+}
+
+func numI(val []byte) int32 {
+	f, ok := flatjson.ParseNum(val)
+	if !ok || f != math.Trunc(f) || math.Abs(f) > math.MaxInt32 {
+		return -1
+	}
+	return int32(f)
+}
+
+// trajLine walks one trajectories line: a bundle (schema 3: the spans of one trace, docs/semconv.md §8.3) or a
+// single span record (schema 2, still read). fn gets each span with its links (only when wantLinks) and its raw
+// JSON object, for the fields trajRec does not keep. It returns false when the line, or any span in it, is not a
+// valid trajectories record (the valid spans of a bundle are still passed on).
+func trajLine(line []byte, in *interner, wantLinks bool, fn func(r *trajRec, links []traceID, raw []byte)) bool {
+	top := newTrajRec()
+	var links []traceID
+	var lp *[]traceID
+	if wantLinks {
+		lp = &links
+	}
+	f, ok := decodeTrajObj(line, in, &top, lp, 0)
+	if !ok {
+		return false
+	}
+	if f.spans == nil { // schema 2: the line is one span
+		if !f.valid(&top) {
+			return false
+		}
+		fn(&top, links, line)
+		return true
+	}
+	if !f.hasBase {
+		return false
+	}
+	all := true
+	spans := f.spans
+	for i := flatjson.SkipSpace(spans, 1); i < len(spans) && spans[i] != ']'; {
+		if spans[i] != '{' {
+			return false
+		}
+		j, err := flatjson.SkipValue(spans, i)
+		if err != nil {
+			return false
+		}
+		raw := spans[i:j]
+		r := top // sample, group, attempt and trace are the bundle's unless the span says otherwise
+		links = links[:0]
+		mf, ok := decodeTrajObj(raw, in, &r, lp, f.base)
+		if ok && mf.valid(&r) {
+			fn(&r, links, raw)
+		} else {
+			all = false
+		}
+		i = flatjson.SkipSpace(spans, j)
+		if i < len(spans) && spans[i] == ',' {
+			i = flatjson.SkipSpace(spans, i+1)
+		}
+	}
+	return all
+}
+
+// trajFields is what decodeTrajObj saw besides the record's own fields.
+type trajFields struct {
+	has0, has1 bool
+	base       float64 // bundle: "t"
+	hasBase    bool
+	spans      []byte // bundle: the raw "spans" array
+}
+
+func (f trajFields) valid(r *trajRec) bool { return r.typ != 0 && f.has0 && f.has1 && r.t0 > 0 }
+
+// relTime is base + rel computed in whole µs (both are written to the µs, docs/semconv.md §8.3): the result is
+// the float an absolute time string would have parsed to, so bundles and one-span records read identically.
+func relTime(base, rel float64) float64 {
+	if base == 0 {
+		return rel
+	}
+	return (math.Round(base*1e6) + math.Round(rel*1e6)) / 1e6
+}
+
+// decodeTrajObj reads the members of one JSON object into r (which holds the defaults); t0 and t1 are offset by
+// base (a bundle member's times are relative to the bundle's "t"; a schema 2 record's are absolute, base 0).
+func decodeTrajObj(obj []byte, in *interner, r *trajRec, links *[]traceID, base float64) (trajFields, bool) {
+	var f trajFields
+	ok := true
+	err := flatjson.Scan(obj, func(key, val []byte, str bool) {
+		switch string(key) {
+		case "type":
+			r.typ = trajTypes[string(val)]
+		case "t0":
+			r.t0, f.has0 = flatjson.ParseNum(val)
+			r.t0 = relTime(base, r.t0)
+		case "t1":
+			r.t1, f.has1 = flatjson.ParseNum(val)
+			r.t1 = relTime(base, r.t1)
+		case "t":
+			f.base, f.hasBase = flatjson.ParseNum(val)
+		case "spans":
+			if len(val) > 0 && val[0] == '[' {
+				f.spans = val
+			} else {
+				ok = false
+			}
+		case "trace":
+			r.trace = parseTrace(val)
+		case "sample":
+			r.sample = numI(val)
+		case "group":
+			r.group = numI(val)
+		case "attempt":
+			r.attempt = numI(val)
+		case "status":
+			r.status = in.id(val)
+		case "turn":
+			r.turn = numI(val)
+		case "wv":
+			if !str {
+				r.wv = numI(val)
+			}
+		case "engine":
+			r.engine = in.id(val)
+		case "tok_in":
+			r.tokIn = numI(val)
+		case "tok_out":
+			r.tokOut = numI(val)
+		case "finish":
+			r.finish = in.id(val)
+		case "tool_calls":
+			r.toolCalls = numI(val)
+		case "step":
+			r.step = numI(val)
+		case "links":
+			if links != nil {
+				for _, part := range bytes.Split(bytes.Trim(val, "[] "), []byte{','}) {
+					part = bytes.Trim(part, `" `)
+					if len(part) > 0 {
+						*links = append(*links, parseTrace(part))
+					}
+				}
+			}
+		case "a":
+			if flatjson.Scan(val, func(k, v []byte, s bool) { r.annotate(k, v, in) }) != nil {
+				ok = false
+			}
+		}
+	})
+	return f, err == nil && ok
+}
+
+func (r *trajRec) annotate(k, v []byte, in *interner) {
+	switch string(k) {
+	case "miles.lifecycle.status":
+		r.lcStatus = in.id(v)
+	case "miles.lifecycle.unknown_reason":
+		r.reason = in.id(v)
+	case "miles.lifecycle.staleness", "miles.lifecycle.lag":
+		r.stale = numI(v)
+	case "miles.lifecycle.version.min":
+		r.vmin = numI(v)
+	case "miles.lifecycle.version.max":
+		r.vmax = numI(v)
+	case "miles.lifecycle.mixed_version":
+		switch string(v) {
+		case "true":
+			r.mixed = 1
+		case "false":
+			r.mixed = 0
+		}
+	case "miles.lifecycle.turns":
+		r.lturns = numI(v)
+	case "miles.lifecycle.tool_calls":
+		r.ltools = numI(v)
+	case "miles.lifecycle.queue_time":
+		if f, ok := flatjson.ParseNum(v); ok {
+			r.queueT = float32(f)
+		}
+	}
+}

@@ -1,0 +1,251 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"sort"
+
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/flatjson"
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
+)
+
+// stepConsume is one miles.step.consume record with its lifecycle annotations.
+type stepConsume struct {
+	step          int
+	t0, t1        float64
+	wv            int32
+	batch         int
+	links         []traceID
+	hour          int64
+	lcStatus      string
+	samples       int
+	known         int
+	staleMean     float64
+	staleMax      float64
+	mixedFrac     float64
+	hasAnnotation bool
+}
+
+type weightUpdate struct {
+	t  float64
+	wv int32
+}
+
+// trajIndex is the step index of the trajectories stream: every step_consume and weight_update record.
+type trajIndex struct {
+	// built says every partition was indexed once (from then on Refresh tails it).
+	built bool
+	// steps are the newest consume of each step.
+	steps map[int]*stepConsume
+	// byHour are the consumes filed in each hour, to forget an hour read again.
+	byHour map[int64][]*stepConsume
+	// updates are the weight updates filed in each hour.
+	updates map[int64][]weightUpdate
+	// version counts changes to the index.
+	version uint64
+}
+
+func (x *trajIndex) init() {
+	*x = trajIndex{steps: map[int]*stepConsume{}, byHour: map[int64][]*stepConsume{}, updates: map[int64][]weightUpdate{}}
+}
+
+var (
+	stepConsumeTag  = []byte(`"step_consume"`)
+	weightUpdateTag = []byte(`"weight_update"`)
+)
+
+func (r *trajectoryReader) ensureIndexLocked() {
+	if !r.index.built {
+		r.indexLocked()
+		r.index.built = true
+	}
+}
+
+// indexTrajectoriesLocked reads (or tails) every trajectories partition, keeping step consumes and weight
+// updates; other lines are skipped before parsing.
+func (r *trajectoryReader) indexLocked() {
+	x := &r.index
+	for _, h := range r.indexFiles.Hours() {
+		p := r.indexFiles.Parts[h]
+		reports, err := r.indexFiles.Read(p, func(line []byte) bool {
+			isStep := bytes.Contains(line, stepConsumeTag)
+			if !isStep && !bytes.Contains(line, weightUpdateTag) {
+				return true // parsed (and validated) by the block loader when a view needs it
+			}
+			return trajLine(line, &r.strings, true, func(rec *trajRec, links []traceID, raw []byte) {
+				switch rec.typ {
+				case ttStepConsume:
+					if rec.step < 0 {
+						return
+					}
+					sc := &stepConsume{step: int(rec.step), t0: rec.t0, t1: rec.t1, wv: rec.wv,
+						links: append([]traceID(nil), links...), hour: h,
+						staleMean: math.NaN(), staleMax: math.NaN(), mixedFrac: math.NaN()}
+					sc.annotate(raw)
+					x.byHour[h] = append(x.byHour[h], sc)
+					if cur := x.steps[sc.step]; cur == nil || sc.t0 >= cur.t0 {
+						x.steps[sc.step] = sc
+					}
+					x.version++
+				case ttWeightUpdate:
+					x.updates[h] = append(x.updates[h], weightUpdate{rec.t1, rec.wv})
+					x.version++
+				}
+			})
+		})
+		if errors.Is(err, partition.ErrReload) {
+			for _, sc := range x.byHour[h] {
+				if x.steps[sc.step] == sc {
+					delete(x.steps, sc.step)
+				}
+			}
+			delete(x.byHour, h)
+			delete(x.updates, h)
+			p.Reset()
+			x.version++
+			r.indexLocked()
+			return
+		}
+		r.run.report(reports, err)
+		p.Loaded = true
+	}
+}
+
+// annotate reads the step_consume fields trajRec does not keep (batch, step-level lifecycle annotations).
+func (sc *stepConsume) annotate(line []byte) {
+	_ = flatjson.Scan(line, func(k, v []byte, str bool) {
+		switch string(k) {
+		case "batch":
+			if f, ok := flatjson.ParseNum(v); ok {
+				sc.batch = int(f)
+			}
+		case "a":
+			_ = flatjson.Scan(v, func(k, v []byte, str bool) {
+				f, ok := flatjson.ParseNum(v)
+				switch string(k) {
+				case "miles.lifecycle.status":
+					sc.lcStatus = string(v)
+					sc.hasAnnotation = true
+				case "miles.lifecycle.step.samples":
+					if ok {
+						sc.samples = int(f)
+					}
+				case "miles.lifecycle.step.known":
+					if ok {
+						sc.known = int(f)
+					}
+				case "miles.lifecycle.step.staleness.mean":
+					if ok {
+						sc.staleMean = f
+					}
+				case "miles.lifecycle.step.staleness.max":
+					if ok {
+						sc.staleMax = f
+					}
+				case "miles.lifecycle.step.mixed_version_frac":
+					if ok {
+						sc.mixedFrac = f
+					}
+				}
+			})
+		}
+	})
+}
+
+// lifecycleSeriesLocked builds the always-listed lifecycle keys from the step index (x = step).
+func (r *trajectoryReader) lifecycleSeriesLocked() map[string]*metricSeries {
+	out := map[string]*metricSeries{}
+	for _, lk := range lifecycleKeys {
+		out[lk.key] = &metricSeries{key: lk.key, axis: "rollout/step"}
+	}
+	steps := make([]*stepConsume, 0, len(r.index.steps))
+	for _, sc := range r.index.steps {
+		steps = append(steps, sc)
+	}
+	sort.Slice(steps, func(i, j int) bool { return steps[i].step < steps[j].step })
+	for _, sc := range steps {
+		if !sc.hasAnnotation {
+			continue
+		}
+		x := float64(sc.step)
+		add := func(k string, v float64) {
+			if v == v {
+				ser := out[k]
+				ser.x, ser.y = append(ser.x, x), append(ser.y, v)
+			}
+		}
+		add("lifecycle/staleness_mean", sc.staleMean)
+		add("lifecycle/staleness_max", sc.staleMax)
+		add("lifecycle/mixed_version_frac", sc.mixedFrac)
+		if sc.samples > 0 {
+			add("lifecycle/known_frac", float64(sc.known)/float64(sc.samples))
+		}
+	}
+	return out
+}
+
+// StepSummary is one consumed step as the index knows it (no span parsing).
+type StepSummary struct {
+	Step          int      `json:"step"`
+	T             float64  `json:"t"` // consume time
+	WV            *int     `json:"wv"`
+	Batch         int      `json:"batch"`
+	Status        string   `json:"lifecycle_status"` // known | partial | unknown | "" (not processed)
+	Samples       int      `json:"samples"`
+	Known         int      `json:"known"`
+	StalenessMean *float64 `json:"staleness_mean"`
+	StalenessMax  *float64 `json:"staleness_max"`
+	MixedFrac     *float64 `json:"mixed_version_frac"`
+}
+
+func optF(v float64) *float64 {
+	if v != v {
+		return nil
+	}
+	return &v
+}
+
+func optI(v int32) *int {
+	if v < 0 {
+		return nil
+	}
+	i := int(v)
+	return &i
+}
+
+// LifecycleSteps lists every consumed step, by step.
+func (s *Store) LifecycleSteps() []StepSummary {
+	s.mu.Lock()
+	s.trajectories.ensureIndexLocked()
+	s.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]StepSummary, 0, len(s.trajectories.index.steps))
+	for _, sc := range s.trajectories.index.steps {
+		out = append(out, StepSummary{Step: sc.step, T: sc.t0, WV: optI(sc.wv), Batch: max(sc.batch, len(sc.links)),
+			Status: sc.lcStatus, Samples: sc.samples, Known: sc.known, StalenessMean: optF(sc.staleMean),
+			StalenessMax: optF(sc.staleMax), MixedFrac: optF(sc.mixedFrac)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Step < out[j].Step })
+	return out
+}
+
+// LifecycleStepsIfIndexed is LifecycleSteps when some view already built the step index, else nil, false (it
+// never reads the trajectories stream itself).
+func (s *Store) LifecycleStepsIfIndexed() ([]StepSummary, bool) {
+	s.mu.RLock()
+	built := s.trajectories.index.built
+	s.mu.RUnlock()
+	if !built {
+		return nil, false
+	}
+	return s.LifecycleSteps(), true
+}
+
+// TrajVersion changes whenever the step index grew.
+func (s *Store) TrajVersion() uint64 {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.trajectories.index.version
+}

@@ -1,0 +1,153 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
+	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
+)
+
+// trajectoryReader reads the trajectories stream (docs/semconv.md §3, §8.3): a step index of every step_consume
+// and weight_update record (read once, then tailed: trajectories_index.go), and hour blocks of the other span
+// records, loaded when a view needs them (anatomy.go, carpet.go).
+type trajectoryReader struct {
+	// run is the store whose lock, notices and data edge the reader shares.
+	run *Store
+	// indexFiles are the stream's partitions as the step index read them (step_consume and weight_update only).
+	indexFiles *partition.Stream
+	// files are the stream's partitions as the hour blocks read them.
+	files *partition.Stream
+	// index is the step index.
+	index trajIndex
+	// blocks holds the loaded hours.
+	blocks map[int64]*trajBlock
+	// version counts changes to the blocks (records added, an hour read again).
+	version uint64
+	// strings interns the records' short strings (statuses, engine addresses).
+	strings interner
+	// anatomies caches the last anatomies built, by step.
+	anatomies anatomyCache
+}
+
+func newTrajectoryReader(run *Store) trajectoryReader {
+	r := trajectoryReader{run: run, indexFiles: partition.NewStream(run.dir, sc.StreamTrajectories),
+		files: partition.NewStream(run.dir, sc.StreamTrajectories), blocks: map[int64]*trajBlock{}}
+	r.strings.init()
+	r.index.init()
+	return r
+}
+
+func (r *trajectoryReader) partitionFiles() []*partition.Stream {
+	return []*partition.Stream{r.indexFiles, r.files}
+}
+
+// refreshLocked tails the step index once built and the loaded hours, and loads the newest two hours once
+// any is loaded.
+func (r *trajectoryReader) refreshLocked(int64) bool {
+	grew := false
+	if r.index.built {
+		before := r.index.version
+		r.indexLocked()
+		grew = r.index.version != before
+	}
+	if len(r.blocks) > 0 {
+		before := r.version
+		newest := r.files.Newest()
+		for _, h := range r.files.Hours() {
+			if p := r.files.Parts[h]; p.Loaded || h >= newest-1 {
+				r.loadHourLocked(h)
+			}
+		}
+		grew = grew || r.version != before
+	}
+	return grew
+}
+
+// trajBlock is one hour of the trajectories stream: its span records other than step consumes and weight
+// updates (those are in the step index).
+type trajBlock struct {
+	// records are the hour's span records in reading order.
+	records []trajRec
+	// maxT is the newest span end among them.
+	maxT float64
+}
+
+func (b *trajBlock) sink(in *interner) partition.LineSink {
+	return func(line []byte) bool {
+		ok := trajLine(line, in, false, func(r *trajRec, _ []traceID, _ []byte) {
+			if r.typ == ttStepConsume || r.typ == ttWeightUpdate {
+				return // in the index
+			}
+			b.records = append(b.records, *r)
+			if r.t1 > b.maxT {
+				b.maxT = r.t1
+			}
+		})
+		// A miles v1 trajectory event ({"kind":"gen_start",…}) is not an otelcol-miles span record: the
+		// lifecycle views do not read v1 runs, which is not corruption.
+		return ok || bytes.Contains(line, []byte(`"kind":"`)) && !bytes.Contains(line, []byte(`"type":"`))
+	}
+}
+
+func (r *trajectoryReader) loadHourLocked(h int64) {
+	p := r.files.Parts[h]
+	if p == nil {
+		return
+	}
+	b := r.blocks[h]
+	if b == nil {
+		b = &trajBlock{}
+		r.blocks[h] = b
+	}
+	before := len(b.records)
+	reports, err := r.files.Read(p, b.sink(&r.strings))
+	if errors.Is(err, partition.ErrReload) {
+		p.Reset()
+		r.blocks[h] = &trajBlock{}
+		r.version++
+		r.loadHourLocked(h)
+		return
+	}
+	r.run.report(reports, err)
+	p.Loaded = true
+	if len(b.records) != before {
+		r.version++
+	}
+	if b.maxT > r.run.edge {
+		r.run.edge = b.maxT
+	}
+}
+
+func (r *trajectoryReader) ensureHours(lo, hi int64) {
+	r.run.mu.RLock()
+	missing := false
+	for _, h := range r.files.Hours() {
+		if (h == partition.LegacyHour || (h >= lo && h <= hi)) && !r.files.Parts[h].Loaded {
+			missing = true
+		}
+	}
+	r.run.mu.RUnlock()
+	if !missing {
+		return
+	}
+	r.run.mu.Lock()
+	defer r.run.mu.Unlock()
+	for _, h := range r.files.Hours() {
+		if (h == partition.LegacyHour || (h >= lo && h <= hi)) && !r.files.Parts[h].Loaded {
+			r.loadHourLocked(h)
+		}
+	}
+}
+
+func (r *trajectoryReader) hoursLocked(lo, hi int64) []*trajBlock {
+	var out []*trajBlock
+	for _, h := range r.files.Hours() {
+		if h == partition.LegacyHour || (h >= lo && h <= hi) {
+			if b := r.blocks[h]; b != nil {
+				out = append(out, b)
+			}
+		}
+	}
+	return out
+}
