@@ -2,12 +2,15 @@ package store
 
 import (
 	"math"
+	"runtime"
 	"slices"
 	"sort"
+	"sync"
 )
 
-// FleetResult is the overview above 64 lanes: per bucket, the fraction of lanes in each phase and the spread of
-// utilization across lanes (from raw per-lane bucket maxima, not from carpet cells).
+// FleetResult is the overview above 64 lanes: per bucket, the fraction of the lanes' time spent in each phase
+// (docs/dashboard-api.md, fleet) and the spread of utilization across lanes (from raw per-lane bucket maxima, not
+// from carpet cells).
 type FleetResult struct {
 	T           []float64            `json:"t"`
 	Composition map[string][]float64 `json:"composition"`
@@ -26,32 +29,8 @@ func (s *Store) Fleet(t0, t1 float64, sel []*Lane, buckets int) *FleetResult {
 		defer close(done)
 		f.Util = s.utilSpread(t0, t1, sel, buckets)
 	}()
-	if hm, err := s.Heatmap(t0, t1, sel, "phase", buckets); err == nil && hm.Rows > 0 {
-		counts := make([][]float64, len(hm.Palette))
-		for r := 0; r < hm.Rows; r++ {
-			for b, c := range hm.Cells[r*buckets : (r+1)*buckets] {
-				if c == 0 {
-					continue
-				}
-				if counts[c] == nil {
-					counts[c] = make([]float64, buckets)
-				}
-				counts[c][b]++
-			}
-		}
-		for pi, name := range hm.Palette {
-			if pi == 0 {
-				continue
-			}
-			fr := counts[pi]
-			if fr == nil {
-				fr = make([]float64, buckets)
-			}
-			for b := range fr {
-				fr[b] = math.Round(fr[b]/float64(hm.Rows)*1e4) / 1e4
-			}
-			f.Composition[name] = fr
-		}
+	if len(sel) > 0 && buckets > 0 && t1 > t0 {
+		f.Composition = s.composition(s.Phases(t0, t1, sel), t0, (t1-t0)/float64(buckets), buckets)
 	}
 	<-done
 	return f
@@ -146,4 +125,62 @@ func (s *Store) Outliers(t0, t1 float64, sel []*Lane, k int) *OutliersResult {
 		}
 	}
 	return &OutliersResult{LowestUtil: nz(low), SlowestPhase: slow}
+}
+
+// composition is, per phase name and bucket, the fraction of the selected lanes' time that phase holds on top
+// (phases_share.go): a bucket 85 % train_wait reads train_wait 0.85, whatever phase ends in it. The fractions of
+// a bucket sum to at most 1 (less where lanes were in no phase). Lanes are swept on several cores when many.
+func (s *Store) composition(p *PhasesResult, t0, width float64, buckets int) map[string][]float64 {
+	idle := make([]bool, len(p.Names))
+	for i, n := range p.Names {
+		idle[i] = idlePhases[n]
+	}
+	workers := 1
+	if len(p.Lanes) >= phaseWorkerLanes {
+		workers = min(runtime.GOMAXPROCS(0), 8)
+	}
+	parts := make([][][]float64, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		acc := make([][]float64, len(p.Names))
+		for i := range acc {
+			acc[i] = make([]float64, buckets)
+		}
+		parts[w] = acc
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var sw shareSweep
+			for li := w; li < len(p.Lanes); li += workers {
+				lane := p.Lanes[li]
+				deepest := 0
+				for _, d := range lane.Depth {
+					deepest = max(deepest, d)
+				}
+				key := func(i int) int { // paintOrder's key: idle phases below the others, deeper above
+					if idle[lane.Name[i]] {
+						return lane.Depth[i]
+					}
+					return 1 + deepest + lane.Depth[i]
+				}
+				sw.add(lane, key, t0, width, acc)
+			}
+		}()
+	}
+	wg.Wait()
+	out := make(map[string][]float64, len(p.Names))
+	laneTime := float64(len(p.Lanes)) * width
+	for i, name := range p.Names {
+		fr := parts[0][i]
+		for _, part := range parts[1:] {
+			for b, v := range part[i] {
+				fr[b] += v
+			}
+		}
+		for b := range fr {
+			fr[b] = math.Round(fr[b]/laneTime*1e4) / 1e4
+		}
+		out[name] = fr
+	}
+	return out
 }

@@ -317,12 +317,22 @@ func (q *phaseQuery) fillLanes() {
 	wg.Wait()
 }
 
-// fillLane sorts lane li's candidates by start (ties in reading order) and writes its columns; pos is scratch
-// (parent span → index in the lane).
+// fillLane sorts lane li's candidates by start, the longer first at an equal start (a parent before the
+// child that began in the same instant: real timers often open both within one clock tick), then in reading
+// order, and writes its columns; pos is scratch (parent span → index in the lane).
 func (q *phaseQuery) fillLane(li int, pos map[spanRef]int) {
 	cands := q.perLane[li]
+	end := func(c phaseCand) float64 {
+		if c.r.isOpen {
+			return q.edge
+		}
+		return c.r.end
+	}
 	slices.SortFunc(cands, func(a, b phaseCand) int {
 		if c := cmp.Compare(a.t0, b.t0); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(end(b), end(a)); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.seq, b.seq)
@@ -332,25 +342,64 @@ func (q *phaseQuery) fillLane(li int, pos map[spanRef]int) {
 	pl.Name, pl.T0, pl.T1, pl.Open = make([]int, n), make([]float64, n), make([]float64, n), make([]bool, n)
 	pl.Depth, pl.Parent, pl.Step, pl.Rank = make([]int, n), make([]int, n), make([]int, n), make([]int, n)
 	clear(pos)
+	nested := false
 	for i, c := range cands {
 		r := c.r
-		end := r.end
-		if r.isOpen {
-			end = q.edge
-		}
-		parent, depth := -1, 0
-		if r.Parent != "" && len(pos) > 0 {
-			if pi, ok := pos[r.pref]; ok {
-				parent, depth = pi, pl.Depth[pi]+1
-			}
-		}
 		if r.Span != "" && len(q.parents) > 0 {
 			if _, isParent := q.parents[r.sref]; isParent {
 				pos[r.sref] = i
 			}
 		}
-		pl.Name[i], pl.T0[i], pl.T1[i], pl.Open[i] = q.nameIdx[q.nameSlot[blockOf(c)][r.nameID]], r.T0, math.Max(end, r.T0), r.isOpen
-		pl.Depth[i], pl.Parent[i], pl.Step[i], pl.Rank[i] = depth, parent, r.step, r.Rank
+		pl.Name[i], pl.T0[i], pl.T1[i], pl.Open[i] = q.nameIdx[q.nameSlot[blockOf(c)][r.nameID]], r.T0, math.Max(end(c), r.T0), r.isOpen
+		pl.Depth[i], pl.Parent[i], pl.Step[i], pl.Rank[i] = 0, -1, r.step, r.Rank
+		nested = nested || r.Parent != ""
+	}
+	if nested && len(pos) > 0 {
+		q.nestLane(pl, cands, pos)
+	}
+}
+
+// nestLane sets each phase's parent (its index in the lane) and depth once every parent's place is known, so a
+// child is nested whatever the order the two come in (a child and parent with the same interval keep reading
+// order, and the child may come first).
+func (q *phaseQuery) nestLane(pl *PhaseLane, cands []phaseCand, pos map[spanRef]int) {
+	for i, c := range cands {
+		if c.r.Parent == "" {
+			continue
+		}
+		if pi, ok := pos[c.r.pref]; ok && pi != i {
+			pl.Parent[i] = pi
+		}
+	}
+	// Depth by walking up the parents. A parent met again on the walk is a cycle (hostile span ids): the link
+	// that closes it is cut.
+	const unknown, walking = -1, -2
+	for i := range pl.Depth {
+		pl.Depth[i] = unknown
+	}
+	var depthOf func(i int) int
+	depthOf = func(i int) int {
+		switch pl.Depth[i] {
+		case unknown:
+		case walking:
+			return -1
+		default:
+			return pl.Depth[i]
+		}
+		pl.Depth[i] = walking
+		d := 0
+		if p := pl.Parent[i]; p >= 0 {
+			if pd := depthOf(p); pd >= 0 {
+				d = pd + 1
+			} else {
+				pl.Parent[i] = -1
+			}
+		}
+		pl.Depth[i] = d
+		return d
+	}
+	for i := range pl.Depth {
+		depthOf(i)
 	}
 }
 
