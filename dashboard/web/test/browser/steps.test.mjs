@@ -1,4 +1,4 @@
-// Steps view (issue 9) against the real server on the committed dump fixtures (dashboard/dumps/testdata/run: real
+// Steps view against the real server on the committed dump fixtures (dashboard/dumps/testdata/run: real
 // torch dumps, CP-sharded / TP-duplicated train shards, an eval dump, multi-turn sidecars, a real tokenizer.json),
 // copied into a temp run dir (the server's step-summary cache goes to a temp XDG_CACHE_HOME). Checks the step page
 // (navigator, jump, tiles, scatter pixels and click-through, header sorts, filters, CSV, virtual scrolling, zero-std
