@@ -6,7 +6,14 @@ export class FrameScheduler {
   private readonly pending = new Set<() => void>();
   private id = 0;
 
-  constructor(private readonly raf: (cb: () => void) => number = (cb) => requestAnimationFrame(cb)) {}
+  constructor(
+    private readonly raf: (cb: () => void) => number = (cb) => requestAnimationFrame(cb),
+    /** Where a failing repaint's error goes: thrown again outside the frame, so the page reports it. */
+    private readonly report: (e: unknown) => void = (e) =>
+      setTimeout(() => {
+        throw e;
+      }),
+  ) {}
 
   /** Run fn on the next frame (once, however often it is asked for before then). */
   request(fn: () => void): void {
@@ -29,9 +36,7 @@ export class FrameScheduler {
       try {
         fn();
       } catch (e) {
-        setTimeout(() => {
-          throw e;
-        });
+        this.report(e);
       }
     }
   }
