@@ -12,7 +12,11 @@ import { chromium } from "playwright-core";
 export const WEB = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 export const ROOT = resolve(WEB, "..", "..");
 export const TMP = join(WEB, ".browser-tmp");
-export const SHOTS = join(ROOT, "docs", "screenshots");
+/**
+ * Where the tests write their screenshots: a scratch dir (git-ignored with .browser-tmp), so a test run leaves
+ * the checkout clean. `make screenshots` copies them over the README's docs/screenshots.
+ */
+export const SHOTS = join(TMP, "screenshots");
 const BIN = join(TMP, "bin");
 
 /** Page geometry the pixel checks use (mirrors src/render.ts; the page also exposes it as __miles geometry). */
