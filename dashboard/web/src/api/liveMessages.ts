@@ -1,33 +1,55 @@
-// The messages of GET /api/v1/live (docs/dashboard-api.md "Live"), server → page and page → server. Every view
-// reads its pushes through these types (api/live.ts dispatches them by `type`).
+// The messages of GET /api/v1/live (docs/dashboard-api.md "WebSocket"), server → page and page → server, each
+// with its schema like the HTTP answers (responseTypes/), so the browser tests check what the live server pushes.
+// Every view reads its pushes through these types (api/live.ts dispatches them by `type`).
 
+import { advisoryResultSchema } from "./responseTypes/advisory";
+import { gpuSchema } from "./responseTypes/gpu";
+import { metaSchema } from "./responseTypes/meta";
+import { metricKeySchema } from "./responseTypes/metricsKeys";
+import { phasesSchema } from "./responseTypes/phases";
+import { stepSummarySchema } from "./responseTypes/steps";
 import type { AdvisoryResult } from "./responseTypes/advisory";
-import type { GpuResp } from "./responseTypes/gpu";
 import type { Meta } from "./responseTypes/meta";
-import type { MetricKey } from "./responseTypes/metricsKeys";
-import type { PhasesResp } from "./responseTypes/phases";
-import type { StepSummary } from "./responseTypes/steps";
+import { arr, bool, nullable, num, obj, record, str, type Infer, type Schema } from "./schema";
 
 /** What changed inside the page's subscription: phases and GPU buckets of [t0, t1] (Compute view). */
-export interface Delta {
-  t0: number;
-  t1: number;
+export const deltaSchema = obj({
+  t0: num,
+  t1: num,
   /** The run's data edge when the delta was cut. */
-  data_edge: number;
-  phases?: PhasesResp;
-  gpu?: GpuResp;
-}
+  data_edge: num,
+  phases: phasesSchema,
+  gpu: gpuSchema,
+});
+export type Delta = Infer<typeof deltaSchema>;
 
 /** Step metrics, keys or consumed steps grew (Metrics, Lifecycle and Steps views). */
-export interface MetricsPush {
-  new_keys: MetricKey[];
+export const metricsPushSchema = obj({
+  new_keys: arr(metricKeySchema),
   /** New points per key, in step order. */
-  points: Record<string, { x: number[]; y: (number | null)[] }>;
+  points: record(obj({ x: arr(num), y: arr(nullable(num)) })),
   /** Newly consumed steps (Lifecycle view). */
-  steps: StepSummary[];
-  /** The server lost track (e.g. a rewritten file): re-fetch everything. */
-  refetch: boolean;
-}
+  steps: arr(stepSummarySchema),
+  /** The server lost track (more than 20 000 changes behind): re-fetch everything. */
+  refetch: bool,
+});
+export type MetricsPush = Infer<typeof metricsPushSchema>;
+
+/** The `data` schema of each server → page message type; resync and error carry none. */
+export const LIVE_DATA: Record<string, Schema<unknown> | null> = {
+  meta: metaSchema,
+  delta: deltaSchema,
+  metrics: metricsPushSchema,
+  advisory: advisoryResultSchema,
+  resync: null,
+  error: null,
+};
+
+/** A whole message of a type without data (resync, error). */
+export const LIVE_BARE: Record<string, Schema<unknown>> = {
+  resync: obj({ type: str }),
+  error: obj({ type: str, error: str }),
+};
 
 export type LiveMessage =
   | { type: "meta"; data: Meta }

@@ -1,4 +1,4 @@
-// Metrics view (docs/dashboard-api.md "GET /api/v1/metrics/keys" and the series endpoints): category sidebar from the key catalogue (GET /api/v1/metrics/keys),
+// Metrics view: category sidebar from the key catalogue (GET /api/v1/metrics/keys),
 // filter box, one uPlot chart per key on its step axis (GET /api/v1/metrics/series), drag-zoom (x) synced across
 // the charts of the page with a shared crosshair, double-click resets; optional smoothing (raw kept faint) and log
 // scale; min/max decimation per pixel column that keeps spikes; new keys and steps arrive over the page's

@@ -13,6 +13,13 @@ const cell: Schema<Cell> = {
 };
 
 export const samplesTableSchema = obj({
+  step: num,
+  eval: bool,
+  /** The sort column and direction, and the page of matching rows (the query's, or their defaults). */
+  sort: str,
+  desc: bool,
+  offset: num,
+  limit: num,
   /** Samples of the step, and those matching the filters. */
   total: num,
   matched: num,

@@ -2,7 +2,7 @@
 // files (dashboard/server/testdata/golden) against, and the browser tests check the live server's answers
 // against. A golden file is matched to its endpoint by its name (<fixture>_<golden>.json).
 
-import type { Schema } from "../schema";
+import { validate, type Schema } from "../schema";
 import { advisoryResultSchema } from "./advisory";
 import { anatomySchema } from "./anatomy";
 import { bubblesSchema } from "./bubbles";
@@ -24,6 +24,9 @@ import { metricsSeriesSchema } from "./metricsSeries";
 import { outliersSchema } from "./outliers";
 import { phasesSchema } from "./phases";
 import { stepsSchema } from "./steps";
+
+export { validate };
+export { LIVE_BARE, LIVE_DATA } from "../liveMessages";
 
 export interface Endpoint {
   /** The route (docs/dashboard-api.md). */

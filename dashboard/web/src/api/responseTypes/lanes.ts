@@ -7,7 +7,7 @@ export const laneSchema = obj(
   {
     /** "g<index>": the lane's position in the run's lane catalogue. */
     id: str,
-    /** "<node>/<gpu>". */
+    /** "<node>:<gpu>". */
     key: str,
     node: str,
     gpu: num,

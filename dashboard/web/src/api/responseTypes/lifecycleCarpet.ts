@@ -13,8 +13,9 @@ export const lifecycleCarpetHeaderSchema = obj({
   palette: arr(str),
   rows_total: num,
   offset: num,
-  samples: num,
-  groups: num,
-  attempts: num,
+  /** Per row: the trajectory's sample index, group index and attempt. */
+  samples: arr(num),
+  groups: arr(num),
+  attempts: arr(num),
 });
 export type LifecycleCarpetHeader = Infer<typeof lifecycleCarpetHeaderSchema>;
