@@ -19,6 +19,7 @@ import type { DumpStep, DumpsStepsResp } from "../api/responseTypes/dumpsSteps";
 import type { GroupsTable, SamplesTable } from "../api/responseTypes/dumpsTable";
 import type { DumpsTokensResp } from "../api/responseTypes/dumpsTokens";
 import { el } from "../shared/dom";
+import { frames } from "../shared/frames";
 import { nearestPoint, scatterRange, virtualWindow } from "./geometry";
 import { bucketsFor, PAGE, pageOf, rgbCss, tokenColor, TOKEN_METRICS, type TokenMetric } from "./tokens";
 import { parseStepsHash, sampleParams, stepsHash, type StepsState } from "./urlState";
@@ -948,7 +949,7 @@ export class StepsView {
       if (c) sp.style.backgroundColor = rgbCss(c);
       if (pos === this.mark) {
         sp.classList.add("mark");
-        requestAnimationFrame(() => sp.scrollIntoView({ block: "nearest" }));
+        frames.request(() => sp.scrollIntoView({ block: "nearest" }));
       }
       sp.title = `pos ${pos} · id ${t.token_ids![i]}${v !== null && v !== undefined ? ` · ${this.st.metric} ${+v.toFixed(4)}` : ""}${!prompt ? ` · loss_mask ${m ?? "—"}` : ""}`;
       this.strip.append(sp);
