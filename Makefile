@@ -11,7 +11,7 @@ export CGO_CFLAGS := -O2 -g -Wno-deprecated-declarations
 BIN := bin/otelcol-miles
 OCB := $(GO) tool -modfile=tools/ocb/go.mod builder
 
-.PHONY: all build generate check-generate test unit-test e2e-test python-test web-test lint bench demo clean
+.PHONY: all build generate check-generate test unit-test e2e-test python-test web-test screenshots lint bench demo clean
 
 all: build
 
@@ -51,6 +51,10 @@ python-test: build
 ## web-test: the SPA's bundle is current, its unit tests, and browser tests in Debian chromium (installed if missing)
 web-test:
 	$(MAKE) -C dashboard/web check-dist test test-browser
+
+## screenshots: refresh the README's docs/screenshots from a browser-test run (the tests write them to a scratch dir)
+screenshots:
+	$(MAKE) -C dashboard/web screenshots
 
 ## test: everything CI checks
 test: check-generate build jaeger lint

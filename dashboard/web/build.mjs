@@ -1,7 +1,8 @@
 // Builds dist/ (index.html, app.js, app.css) from src/ with esbuild. Deterministic: the same sources and
 // pinned tool versions give byte-identical output, so `git diff --exit-code dist` detects a stale bundle.
 //   node build.mjs           bundle the app into dist/
-//   node build.mjs --tests   bundle test/unit/*.test.ts into .test-build/ for `node --test`
+//   node build.mjs --tests   bundle test/unit/*.test.ts into .test-build/ for `node --test`, and the response
+//                            types' schemas into .test-build/lib/ for the browser tests
 import * as esbuild from "esbuild";
 import { copyFileSync, mkdirSync, readdirSync, rmSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -17,6 +18,17 @@ if (process.argv.includes("--tests")) {
     .map((f) => join("test/unit", f));
   await esbuild.build({
     entryPoints: entries,
+    outdir: ".test-build",
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    outExtension: { ".js": ".mjs" },
+    logLevel: "warning",
+  });
+  // The response types' schemas for the browser tests, which check the live server's answers with them.
+  await esbuild.build({
+    entryPoints: { "lib/responseTypes": "src/api/responseTypes/index.ts" },
     outdir: ".test-build",
     bundle: true,
     platform: "node",

@@ -5,15 +5,15 @@
 
 import "uplot/dist/uPlot.min.css";
 import "./app.css";
-import { Api } from "./api";
-import { AdvisoryPanel } from "./advisory";
-import { ComputeView, isComputeHash } from "./compute";
-import { LifecycleView } from "./lifecycle";
-import { Live } from "./live";
-import { MetricsView } from "./metrics";
-import { StepsView } from "./stepsview";
-import { formatAbs, formatDuration } from "./timeaxis";
-import type { Meta } from "./types";
+import { AdvisoryPanel } from "./advisory/panel";
+import { Api } from "./api/client";
+import { Live } from "./api/live";
+import type { Meta } from "./api/responseTypes/meta";
+import { ComputeView, isComputeHash } from "./compute/view";
+import { LifecycleView } from "./lifecycle/view";
+import { MetricsView } from "./metrics/view";
+import { formatAbs, formatDuration } from "./shared/timeaxis";
+import { StepsView } from "./steps/view";
 
 const api = Api.fromLocation(location);
 

@@ -6,7 +6,7 @@ import test, { after, before } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { api, buildBinaries, hex, launch, newRunDir, openPage, pixels, runSim, SHOTS, startCollector, startDashboard, stopAll, until } from "./harness.mjs";
+import { api, buildBinaries, frameHeader, hex, launch, liveShapeErrors, newRunDir, openPage, pixels, runSim, shapeErrors, SHOTS, startCollector, startDashboard, stopAll, until } from "./harness.mjs";
 
 const LINE = hex("#31456a");
 const TOOL = hex("#2ca02c");
@@ -16,6 +16,8 @@ const ENGINE_PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "
 let bins, runDir, dash, browser, page, problems, ffDir, ffDash;
 const sockets = [];
 const wsMessages = { metrics: 0, advisory: 0 };
+/** The first few frames of each message type the page's socket received (checked against their types). */
+const wsFrames = {};
 
 before(async () => {
   bins = buildBinaries();
@@ -46,6 +48,7 @@ before(async () => {
       ws.on("framereceived", (f) => {
         const m = /"type":"(\w+)"/.exec(typeof f.payload === "string" ? f.payload : "");
         if (m && m[1] in wsMessages) wsMessages[m[1]]++;
+        if (m && (wsFrames[m[1]] ??= []).length < 5) wsFrames[m[1]].push(f.payload);
       });
     }),
   );
@@ -313,4 +316,45 @@ test("lifecycle: batch anatomy drawn per sample (generation by version, tool wai
   assert.ok(cpx > 50, `carpet generating cells (${cpx})`);
   await page.screenshot({ path: join(SHOTS, "lifecycle-anatomy.png") });
   assert.deepEqual(problems, []);
+});
+
+test("every answer and live message conforms to its response type (src/api/responseTypes)", async () => {
+  const errs = [];
+  const check = async (route, d, path) => errs.push(...(await shapeErrors(route, await api(d, path))));
+  for (const [d, name] of [
+    [dash, "live run"],
+    [ffDash, "fast-forward run"],
+  ]) {
+    const before = errs.length;
+    const m = await api(d, "/api/v1/meta");
+    errs.push(...(await shapeErrors("GET /api/v1/meta", m)));
+    const w = `t0=${m.data_edge - 600}&t1=${m.data_edge}`;
+    await check("GET /api/v1/lanes", d, "/api/v1/lanes?lanes=all");
+    await check("GET /api/v1/phases", d, `/api/v1/phases?${w}&lanes=g0-3`);
+    await check("GET /api/v1/gpu", d, `/api/v1/gpu?${w}&lanes=g0-1&points=16&fields=util,mem_mb`);
+    await check("GET /api/v1/fleet", d, `/api/v1/fleet?${w}&buckets=8`);
+    await check("GET /api/v1/bubbles", d, `/api/v1/bubbles?${w}`);
+    await check("GET /api/v1/outliers", d, `/api/v1/outliers?${w}&k=3`);
+    await check("GET /api/v1/engines", d, `/api/v1/engines?${w}&lanes=g0-3&metric=sglang:num_running_reqs&points=8`);
+    await check("GET /api/v1/advisory", d, "/api/v1/advisory");
+    const keys = await api(d, "/api/v1/metrics/keys");
+    errs.push(...(await shapeErrors("GET /api/v1/metrics/keys", keys)));
+    const stepKeys = keys.keys.filter((k) => k.category !== "sglang").slice(0, 3);
+    if (stepKeys.length) await check("GET /api/v1/metrics/series", d, `/api/v1/metrics/series?keys=${stepKeys.map((k) => encodeURIComponent(k.key)).join(",")}&points=16`);
+    for (const k of keys.keys.filter((k) => k.category === "sglang").slice(0, 4)) {
+      const stat = k.stats?.length ? `&stat=${k.stats.at(-1)}` : "";
+      await check("GET /api/v1/engines/series", d, `/api/v1/engines/series?metric=${encodeURIComponent(k.key)}${stat}&points=16`);
+    }
+    const steps = await api(d, "/api/v1/steps");
+    errs.push(...(await shapeErrors("GET /api/v1/steps", steps)));
+    if (steps.steps.length) await check("GET /api/v1/steps/{id}/anatomy", d, `/api/v1/steps/${steps.steps.at(-1).step}/anatomy?limit=5`);
+    errs.push(...(await shapeErrors("GET /api/v1/heatmap", await frameHeader(d, `/api/v1/heatmap?${w}&lanes=all&metric=phase&buckets=8`))));
+    errs.push(...(await shapeErrors("GET /api/v1/heatmap", await frameHeader(d, `/api/v1/heatmap?${w}&lanes=all&metric=util&buckets=8`))));
+    errs.push(...(await shapeErrors("GET /api/v1/lifecycle/carpet", await frameHeader(d, "/api/v1/lifecycle/carpet?buckets=16&rows=8"))));
+    for (let i = before; i < errs.length; i++) errs[i] = `${name}: ${errs[i]}`;
+  }
+  // What the live page's socket received: meta on connect, compute deltas, metrics and advisory pushes.
+  await until(() => ["meta", "delta", "metrics", "advisory"].every((t) => wsFrames[t]?.length), { timeout: 30000, what: "meta, delta, metrics and advisory messages" });
+  for (const frames of Object.values(wsFrames)) for (const f of frames) errs.push(...(await liveShapeErrors(f)));
+  assert.deepEqual(errs, [], "answers that differ from src/api/responseTypes");
 });

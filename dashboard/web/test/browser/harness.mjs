@@ -12,7 +12,11 @@ import { chromium } from "playwright-core";
 export const WEB = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
 export const ROOT = resolve(WEB, "..", "..");
 export const TMP = join(WEB, ".browser-tmp");
-export const SHOTS = join(ROOT, "docs", "screenshots");
+/**
+ * Where the tests write their screenshots: a scratch dir (git-ignored with .browser-tmp), so a test run leaves
+ * the checkout clean. `make screenshots` copies them over the README's docs/screenshots.
+ */
+export const SHOTS = join(TMP, "screenshots");
 const BIN = join(TMP, "bin");
 
 /** Page geometry the pixel checks use (mirrors src/render.ts; the page also exposes it as __miles geometry). */
@@ -173,6 +177,36 @@ export async function api(dash, path, token = "") {
   const b = await r.json();
   if (b.status !== "success") throw new Error(`${path}: ${r.status} ${b.error}`);
   return b.data;
+}
+
+/**
+ * Check an answer of the live server against its response type (src/api/responseTypes, bundled into
+ * .test-build/lib by `node build.mjs --tests`): returns the schema errors, empty when it conforms.
+ */
+export async function shapeErrors(route, data) {
+  const { ENDPOINTS, validate } = await import(join(WEB, ".test-build", "lib", "responseTypes.mjs"));
+  const e = ENDPOINTS.find((x) => x.route === route);
+  if (!e) return [`no response type for ${route}`];
+  return validate(e.schema, data).map((m) => `${route}: ${m}`);
+}
+
+/** Check one message of the live socket (its text) against src/api/liveMessages.ts; returns the errors. */
+export async function liveShapeErrors(text) {
+  const { LIVE_BARE, LIVE_DATA, validate } = await import(join(WEB, ".test-build", "lib", "responseTypes.mjs"));
+  const m = JSON.parse(text);
+  if (!(m.type in LIVE_DATA)) return [`live: unknown message type ${JSON.stringify(m.type)}`];
+  const schema = LIVE_DATA[m.type];
+  if (!schema) return validate(LIVE_BARE[m.type], m).map((e) => `live ${m.type}: ${e}`);
+  const extra = Object.keys(m).filter((k) => k !== "type" && k !== "data");
+  return [...extra.map((k) => `live ${m.type}: unknown field "${k}"`), ...validate(schema, m.data, "$.data").map((e) => `live ${m.type}: ${e}`)];
+}
+
+/** The JSON header of a binary frame answer (heatmap, lifecycle carpet). */
+export async function frameHeader(dash, path, token = "") {
+  const r = await fetch(dash.base + path, { headers: token ? { Authorization: `Bearer ${token}` } : {} });
+  if (!r.ok) throw new Error(`${path}: ${r.status}`);
+  const b = Buffer.from(await r.arrayBuffer());
+  return JSON.parse(b.subarray(4, 4 + b.readUInt32LE(0)).toString());
 }
 
 /** Wait until fn() is truthy (polling). */

@@ -1,4 +1,4 @@
-// Steps view (issue 9) against the real server on the committed dump fixtures (dashboard/dumps/testdata/run: real
+// Steps view against the real server on the committed dump fixtures (dashboard/dumps/testdata/run: real
 // torch dumps, CP-sharded / TP-duplicated train shards, an eval dump, multi-turn sidecars, a real tokenizer.json),
 // copied into a temp run dir (the server's step-summary cache goes to a temp XDG_CACHE_HOME). Checks the step page
 // (navigator, jump, tiles, scatter pixels and click-through, header sorts, filters, CSV, virtual scrolling, zero-std
@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
 import { cpSync, mkdirSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { api, buildDashboard, hex, launch, newRunDir, openPage, pixels, ROOT, SHOTS, startDashboard, stopAll, until } from "./harness.mjs";
+import { api, buildDashboard, hex, launch, newRunDir, openPage, pixels, ROOT, shapeErrors, SHOTS, startDashboard, stopAll, until } from "./harness.mjs";
 
 const FIXTURE = join(ROOT, "dashboard", "dumps", "testdata", "run");
 const COMPLETED = hex("#1f77b4");
@@ -496,6 +496,28 @@ test("a new dump appears live in the navigator and, following the newest, opens"
   await until(async () => (await hashParams()).get("step") === "5", { what: "follow opens step 5", timeout: 20000 });
   await until(() => page.$eval(".sstepinfo", (e) => e.textContent.startsWith("step 5")).catch(() => false), { what: "step 5 info" });
   assert.ok(await page.evaluate(() => window.__milesViews.steps.probe.newSteps >= 1));
+});
+
+test("every dumps answer conforms to its response type (src/api/responseTypes)", async () => {
+  const errs = [];
+  const check = async (route, path) => errs.push(...(await shapeErrors(route, await api(dash, path))));
+  const steps = await api(dash, "/api/v1/dumps/steps");
+  errs.push(...(await shapeErrors("GET /api/v1/dumps/steps", steps)));
+  for (const s of steps.steps.slice(0, 3)) {
+    const q = s.eval ? "?eval=1" : "";
+    const base = `/api/v1/dumps/steps/${s.id}`;
+    await check("GET /api/v1/dumps/steps/{id}", base + q);
+    await check("GET /api/v1/dumps/steps/{id}/groups", base + "/groups" + q);
+    const t = await api(dash, `${base}/samples${q}`);
+    errs.push(...(await shapeErrors("GET /api/v1/dumps/steps/{id}/samples", t)));
+    for (const idx of t.data.sample_index.slice(0, 3)) {
+      const amp = q ? "&eval=1" : "";
+      await check("GET /api/v1/dumps/steps/{id}/samples/{idx}", `${base}/samples/${idx}${q}`);
+      await check("GET /api/v1/dumps/steps/{id}/samples/{idx}/tokens", `${base}/samples/${idx}/tokens?from=0&to=64&fields=imp_ratio,entropy,advantages,lp_diff${amp}`);
+      await check("GET /api/v1/dumps/steps/{id}/samples/{idx}/tokens", `${base}/samples/${idx}/tokens?fields=entropy&buckets=8${amp}`);
+    }
+  }
+  assert.deepEqual(errs, [], "answers that differ from src/api/responseTypes");
 });
 
 test("no page errors or failed requests", () => {

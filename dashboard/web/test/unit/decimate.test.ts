@@ -1,6 +1,6 @@
 import test from "node:test";
 import assert from "node:assert/strict";
-import { bucketAt, foldColumns, lowerBound, shouldDecimate, toF32 } from "../../src/decimate";
+import { bucketAt, foldColumns, lowerBound, shouldDecimate, toF32 } from "../../src/shared/decimate";
 
 function series(n: number, t0: number, step: number, f: (i: number) => number | null) {
   const t = new Float64Array(n);
@@ -72,7 +72,7 @@ test("lowerBound and bucketAt", () => {
   assert.equal(bucketAt(t, 10, -0.5), -1);
 });
 
-import { fillShortGaps, maxGap, sampleSpacing } from "../../src/decimate";
+import { fillShortGaps, maxGap, sampleSpacing } from "../../src/shared/decimate";
 
 test("sample spacing: 1 Hz samples in 0.25 s buckets", () => {
   const { t, v } = series(40, 0, 0.25, (i) => (i % 4 === 0 ? 50 : null));

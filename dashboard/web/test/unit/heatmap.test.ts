@@ -1,6 +1,11 @@
 import test from "node:test";
 import assert from "node:assert/strict";
-import { cellValue, decodeHeatmap, encodeHeatmap, magnitudeLUT, paint, phaseLUT } from "../../src/heatmap";
+import { cellValue, decodeFrame, encodeFrame } from "../../src/api/binaryFrame";
+import type { HeatmapHeader } from "../../src/api/responseTypes/heatmap";
+import { magnitudeLUT, paint, phaseLUT } from "../../src/compute/lut";
+
+const decodeHeatmap = (buf: ArrayBuffer) => decodeFrame<HeatmapHeader>(buf);
+const encodeHeatmap = encodeFrame;
 
 const header = { rows: 2, buckets: 3, t0: 100, t1: 160, lanes: ["g0", "g1"], scale: { max: 100 }, palette: null };
 

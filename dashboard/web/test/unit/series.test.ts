@@ -1,17 +1,7 @@
 import test from "node:test";
 import assert from "node:assert/strict";
-import {
-  anatomyRowHeight,
-  bucketLines,
-  decimateMinMax,
-  filterKeys,
-  mergePoints,
-  positiveOnly,
-  smooth,
-  sortAnatomy,
-  versionColor,
-  type SortableRow,
-} from "../../src/series";
+import { anatomyRowHeight, sortAnatomy, versionColor, type SortableRow } from "../../src/lifecycle/anatomy";
+import { bucketLines, decimateMinMax, filterKeys, mergePoints, positiveOnly, smooth } from "../../src/metrics/series";
 
 test("smoothing 0 is the identity; smoothing is debiased and skips gaps", () => {
   assert.deepEqual(smooth([1, null, 3], 0), [1, null, 3]);

@@ -1,8 +1,8 @@
 import test from "node:test";
 import assert from "node:assert/strict";
-import { addTerms, evenlySpaced, idsToGrammar, isAll, joinTerms, laneIndex, removeTerm, splitTerms } from "../../src/grammar";
-import { formatHash, parseHash } from "../../src/urlstate";
-import { PhaseStore, GpuStore, phasesAt } from "../../src/store";
+import { addTerms, evenlySpaced, idsToGrammar, isAll, joinTerms, laneIndex, removeTerm, splitTerms } from "../../src/compute/selection";
+import { formatHash, parseHash } from "../../src/compute/urlState";
+import { PhaseStore, GpuStore, phasesAt } from "../../src/compute/store";
 
 test("selection terms split on spaces and commas", () => {
   assert.deepEqual(splitTerms(" rank:0-3, node:10.0.0.2  gpu:1,,"), ["rank:0-3", "node:10.0.0.2", "gpu:1"]);
@@ -92,7 +92,7 @@ test("gpu deltas supersede re-sent buckets", () => {
   assert.equal(g.get("g0").length, 0);
 });
 
-import { bubbleAt, bubbleTiles } from "../../src/steps";
+import { bubbleAt, bubbleTiles } from "../../src/compute/bubbleStrip";
 
 test("bubble tiles partition time by step completion", () => {
   const steps = [

@@ -18,7 +18,7 @@ import {
   WINDOW_CAP_S,
   xToTime,
   zoomAt,
-} from "../../src/timeaxis";
+} from "../../src/shared/timeaxis";
 
 const B = { lo: 1000, hi: 1000 + 8 * 3600 };
 

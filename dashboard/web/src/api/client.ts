@@ -1,6 +1,7 @@
 // HTTP client of the v1 API: one envelope, typed errors, the page token forwarded on every call.
 
-import { decodeHeatmap, type HeatmapFrame } from "./heatmap";
+import { decodeFrame, type HeatmapFrame } from "./binaryFrame";
+import type { HeatmapHeader } from "./responseTypes/heatmap";
 
 export class ApiError extends Error {
   constructor(
@@ -79,7 +80,7 @@ export class Api {
       }
       throw new ApiError(resp.status, type, msg);
     }
-    return decodeHeatmap(await resp.arrayBuffer());
+    return decodeFrame<HeatmapHeader>(await resp.arrayBuffer());
   }
 
   /** The WebSocket URL of /api/v1/live (token as a query parameter: browsers cannot set headers there). */

@@ -1,6 +1,5 @@
-// Pure helpers of the metrics explorer and the lifecycle views (unit-tested in test/unit/series.test.ts):
-// smoothing, min/max decimation on a step axis, live point merging, engine line shaping, anatomy sorting and
-// weight-version colours.
+// Pure helpers of the Metrics view (unit-tested in test/unit/series.test.ts): smoothing, min/max decimation on a
+// step axis, live point merging, engine line shaping.
 
 export type Num = number | null;
 
@@ -141,57 +140,4 @@ export function filterKeys<T extends { key: string }>(keys: T[], filter: string)
   const f = filter.trim().toLowerCase();
   if (!f) return keys;
   return keys.filter((k) => k.key.toLowerCase().includes(f));
-}
-
-// ------------------------------------------------------------------------------------------------ anatomy
-
-export type AnatomySort = "submit" | "staleness" | "wall" | "reward" | "turns";
-export const ANATOMY_SORTS: AnatomySort[] = ["submit", "staleness", "wall", "reward", "turns"];
-
-export interface SortableRow {
-  submit: number;
-  wall: number;
-  turns: number;
-  reward: number | null;
-  version_min: number | null;
-  version_max: number | null;
-  staleness: number | null;
-}
-
-/**
- * Row order of the anatomy (reference §1.2): submit = first event; staleness = the row's staleness (consume
- * version − oldest generating version), largest first, then version span; wall span and turns largest first;
- * reward highest first with nulls last. Ties by submit. Returns row indexes.
- */
-export function sortAnatomy(rows: SortableRow[], key: AnatomySort): number[] {
-  const idx = rows.map((_, i) => i);
-  const nullLast = (a: number | null, b: number | null): number => {
-    if (a === null && b === null) return 0;
-    if (a === null) return 1;
-    if (b === null) return -1;
-    return b - a;
-  };
-  const span = (r: SortableRow) => (r.version_min !== null && r.version_max !== null ? r.version_max - r.version_min : null);
-  idx.sort((i, j) => {
-    const a = rows[i];
-    const b = rows[j];
-    let c = 0;
-    if (key === "staleness") c = nullLast(a.staleness, b.staleness) || nullLast(span(a), span(b));
-    else if (key === "wall") c = b.wall - a.wall;
-    else if (key === "turns") c = b.turns - a.turns;
-    else if (key === "reward") c = nullLast(a.reward, b.reward);
-    return c || a.submit - b.submit || i - j;
-  });
-  return idx;
-}
-
-/** Generation segment colour of a weight version (the reference's hue ring: HSL 55 + ((105 + 25·v) mod 320), 69%, 37%). */
-export function versionColor(v: number): string {
-  const h = 55 + ((((105 + 25 * v) % 320) + 320) % 320);
-  return `hsl(${h}, 69%, 37%)`;
-}
-
-/** Row height of the anatomy for a number of rows: detailed up to 48, compact beyond. */
-export function anatomyRowHeight(n: number): number {
-  return n <= 48 ? 13 : n <= 512 ? 4 : 2;
 }

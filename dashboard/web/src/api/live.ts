@@ -1,20 +1,21 @@
 // One WebSocket per page (GET /api/v1/live). Holds the current subscription, resends it after a reconnect,
 // and reports a reconnect as a resync (deltas may have been missed while the socket was down).
 
-import type { DeltaMsg, LiveMsg, Meta } from "./types";
+import type { Delta, LiveMessage, MetricsPush, Subscription } from "./liveMessages";
+import type { AdvisoryResult } from "./responseTypes/advisory";
+import type { Meta } from "./responseTypes/meta";
 
-export type Subscription =
-  | { type: "subscribe"; view: "compute"; lanes: string; follow_s: number }
-  | { type: "subscribe"; view: "compute"; lanes: string; t0: number; t1: number };
+export type { Subscription };
 
+/** A view's handlers: one per message type it reads (api/liveMessages.ts), and the socket's state. */
 export interface LiveHandlers {
   meta?(m: Meta): void;
-  delta?(d: DeltaMsg): void;
+  delta?(d: Delta): void;
   /** Re-fetch the window over HTTP: the server said so, or the socket reconnected. */
   resync?(): void;
   state?(connected: boolean): void;
-  /** Any other message type (explorer pushes: "metrics", "advisory"). */
-  message?(type: string, data: unknown): void;
+  metrics?(p: MetricsPush): void;
+  advisory?(r: AdvisoryResult): void;
 }
 
 export class Live {
@@ -41,7 +42,14 @@ export class Live {
       ((...a: unknown[]) => {
         for (const h of this.hs) (h[k] as ((...x: unknown[]) => void) | undefined)?.(...a);
       }) as Required<LiveHandlers>[K];
-    this.h = { meta: all("meta"), delta: all("delta"), resync: all("resync"), state: all("state"), message: all("message") };
+    this.h = {
+      meta: all("meta"),
+      delta: all("delta"),
+      resync: all("resync"),
+      state: all("state"),
+      metrics: all("metrics"),
+      advisory: all("advisory"),
+    };
     this.connect();
   }
 
@@ -69,16 +77,30 @@ export class Live {
     };
     ws.onmessage = (ev) => {
       this.received++;
-      let msg: LiveMsg;
+      let msg: LiveMessage;
       try {
-        msg = JSON.parse(typeof ev.data === "string" ? ev.data : "") as LiveMsg;
+        msg = JSON.parse(typeof ev.data === "string" ? ev.data : "") as LiveMessage;
       } catch {
         return;
       }
-      if (msg.type === "meta") this.h.meta((msg as { data: Meta }).data);
-      else if (msg.type === "delta") this.h.delta((msg as { data: DeltaMsg }).data);
-      else if (msg.type === "resync") this.h.resync();
-      else this.h.message(msg.type, (msg as { data?: unknown }).data);
+      switch (msg.type) {
+        case "meta":
+          this.h.meta(msg.data);
+          break;
+        case "delta":
+          this.h.delta(msg.data);
+          break;
+        case "resync":
+          this.h.resync();
+          break;
+        case "metrics":
+          if (msg.data) this.h.metrics(msg.data);
+          break;
+        case "advisory":
+          if (msg.data) this.h.advisory(msg.data);
+          break;
+        // "error" (a refused subscription) and types this page does not know are ignored.
+      }
     };
     ws.onclose = () => {
       if (this.ws !== ws) return;

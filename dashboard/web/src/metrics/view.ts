@@ -1,4 +1,4 @@
-// Metrics explorer (issue 8, reference V2): category sidebar from the key catalogue (GET /api/v1/metrics/keys),
+// Metrics view: category sidebar from the key catalogue (GET /api/v1/metrics/keys),
 // filter box, one uPlot chart per key on its step axis (GET /api/v1/metrics/series), drag-zoom (x) synced across
 // the charts of the page with a shared crosshair, double-click resets; optional smoothing (raw kept faint) and log
 // scale; min/max decimation per pixel column that keeps spikes; new keys and steps arrive over the page's
@@ -9,60 +9,19 @@
 // URL: #/metrics?cat=train&filter=loss&smooth=0.6&log=1&x0=10&x1=40&dp=1
 
 import uPlot from "uplot";
-import { AdvisoryPanel } from "./advisory";
-import { Api, isAbort } from "./api";
-import type { Live } from "./live";
+import type { AdvisoryPanel } from "../advisory/panel";
+import { isAbort, type Api } from "../api/client";
+import type { Live } from "../api/live";
+import type { MetricsPush } from "../api/liveMessages";
+import type { EnginesSeriesResp } from "../api/responseTypes/enginesSeries";
+import type { Meta } from "../api/responseTypes/meta";
+import type { MetricKey, MetricsKeysResp } from "../api/responseTypes/metricsKeys";
+import type { MetricsSeriesResp } from "../api/responseTypes/metricsSeries";
+import { el } from "../shared/dom";
+import { frames } from "../shared/frames";
+import { formatRel } from "../shared/timeaxis";
 import { bucketLines, decimateMinMax, filterKeys, mergePoints, positiveOnly, smooth, type Num } from "./series";
-import { formatRel } from "./timeaxis";
-import type { Meta } from "./types";
-
-export interface MetricKey {
-  key: string;
-  category: string;
-  x_key: string;
-  n: number;
-  last_step: number | null;
-  source?: string;
-  kind?: string;
-  stats?: string[];
-}
-
-interface KeysResp {
-  categories: string[];
-  keys: MetricKey[];
-  version: string;
-}
-
-interface SeriesResp {
-  points: number;
-  series: { key: string; x_key: string; n: number; decimated: boolean; x: number[]; y: Num[] }[];
-}
-
-interface EngineLine {
-  engine: string;
-  dp: string | null;
-  label: string;
-  min: Num[];
-  max: Num[];
-  n: number;
-}
-
-interface EngineSeriesResp {
-  metric: string;
-  kind: string;
-  t0: number;
-  t1: number;
-  step_s: number;
-  t: number[];
-  series: EngineLine[];
-}
-
-interface MetricsPush {
-  new_keys: MetricKey[];
-  points: Record<string, { x: number[]; y: Num[] }>;
-  steps: unknown[];
-  refetch: boolean;
-}
+import { formatMetricsHash, parseMetricsHash, type MetricsState } from "./urlState";
 
 interface Loaded {
   x: number[];
@@ -78,54 +37,6 @@ export const ENGINE_PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7
 const LINE = "#31456a";
 const RAW_FAINT = "rgba(49, 69, 106, 0.28)";
 const CHART_H = 190;
-
-export interface MetricsState {
-  cat: string;
-  filter: string;
-  smooth: number;
-  log: boolean;
-  x0?: number;
-  x1?: number;
-  dp: boolean;
-}
-
-export function parseMetricsHash(hash: string): MetricsState {
-  const s: MetricsState = { cat: "", filter: "", smooth: 0, log: false, dp: false };
-  const q = hash.indexOf("?");
-  if (q < 0) return s;
-  const p = new URLSearchParams(hash.slice(q + 1));
-  s.cat = p.get("cat") ?? "";
-  s.filter = p.get("filter") ?? "";
-  const sm = Number(p.get("smooth") ?? "0");
-  s.smooth = isFinite(sm) && sm >= 0 && sm < 1 ? sm : 0;
-  s.log = p.get("log") === "1";
-  s.dp = p.get("dp") === "1";
-  const x0 = Number(p.get("x0"));
-  const x1 = Number(p.get("x1"));
-  if (p.has("x0") && p.has("x1") && isFinite(x0) && isFinite(x1) && x1 > x0) {
-    s.x0 = x0;
-    s.x1 = x1;
-  }
-  return s;
-}
-
-export function formatMetricsHash(s: MetricsState): string {
-  const parts: string[] = [];
-  if (s.cat) parts.push("cat=" + encodeURIComponent(s.cat));
-  if (s.filter) parts.push("filter=" + encodeURIComponent(s.filter));
-  if (s.smooth > 0) parts.push("smooth=" + s.smooth);
-  if (s.log) parts.push("log=1");
-  if (s.x0 !== undefined && s.x1 !== undefined) parts.push("x0=" + +s.x0.toFixed(3), "x1=" + +s.x1.toFixed(3));
-  if (s.dp) parts.push("dp=1");
-  return "#/metrics" + (parts.length ? "?" + parts.join("&") : "");
-}
-
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, text?: string): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
 
 function fmtVal(v: number | null | undefined): string {
   if (v === null || v === undefined || !isFinite(v)) return "—";
@@ -175,7 +86,7 @@ export class MetricsView {
   private cats: string[] = [];
   private st: MetricsState;
   private readonly data = new Map<string, Loaded>();
-  private readonly eng = new Map<string, EngineSeriesResp>();
+  private readonly eng = new Map<string, EnginesSeriesResp>();
   readonly cards = new Map<string, Card>();
   private hidden = new Set<string>();
   private engineLabels: string[] = [];
@@ -183,7 +94,6 @@ export class MetricsView {
   private observer: IntersectionObserver;
   private timeZoom: [number, number] | null = null;
   private syncing = false;
-  private rafId = 0;
   private engTimer: ReturnType<typeof setInterval> | null = null;
   active = false;
   /** Counters the browser tests read. */
@@ -204,9 +114,7 @@ export class MetricsView {
     }, { rootMargin: "400px" });
     this.buildDom();
     live?.add({
-      message: (type, data) => {
-        if (type === "metrics" && data) this.applyPush(data as MetricsPush);
-      },
+      metrics: (p) => this.applyPush(p),
       meta: (m) => (this.meta = m),
       resync: () => void this.reloadAll(),
     });
@@ -278,7 +186,7 @@ export class MetricsView {
   }
 
   private async loadKeys(): Promise<void> {
-    const r = await this.api.get<KeysResp>("/api/v1/metrics/keys");
+    const r = await this.api.get<MetricsKeysResp>("/api/v1/metrics/keys");
     this.keys = r.keys;
     this.cats = r.categories;
     this.probe.keysVersion = r.version;
@@ -388,7 +296,7 @@ export class MetricsView {
       for (let i = 0; i < keys.length; i += 256) {
         const part = keys.slice(i, i + 256);
         this.probe.fetches++;
-        const r = await this.api.get<SeriesResp>(
+        const r = await this.api.get<MetricsSeriesResp>(
           "/api/v1/metrics/series",
           { keys: part.join(","), points: this.points(), x0: range?.[0], x1: range?.[1] },
           ctl.signal,
@@ -466,12 +374,13 @@ export class MetricsView {
   }
 
   private schedule(): void {
-    if (this.rafId) return;
-    this.rafId = requestAnimationFrame(() => {
-      this.rafId = 0;
-      for (const c of this.cards.values()) if (c.u && !c.sig) this.drawCard(c, false);
-    });
+    frames.request(this.drawStale);
   }
+
+  /** Redraw the charts whose data changed since they were drawn (on the page's frame scheduler). */
+  private readonly drawStale = (): void => {
+    for (const c of this.cards.values()) if (c.u && !c.sig) this.drawCard(c, false);
+  };
 
   private ensureChart(key: string): void {
     const c = this.cards.get(key);
@@ -633,7 +542,7 @@ export class MetricsView {
     const k = c.key;
     try {
       this.probe.engineFetches++;
-      const r = await this.api.get<EngineSeriesResp>("/api/v1/engines/series", {
+      const r = await this.api.get<EnginesSeriesResp>("/api/v1/engines/series", {
         metric: k.key,
         stat: k.kind === "histogram" ? c.stat : undefined,
         per_dp: this.st.dp ? "1" : undefined,

@@ -1,19 +1,8 @@
 import test from "node:test";
 import assert from "node:assert/strict";
-import {
-  bucketsFor,
-  defaultState,
-  nearestPoint,
-  NEG,
-  pageOf,
-  parseStepsHash,
-  POS,
-  sampleParams,
-  scatterRange,
-  stepsHash,
-  tokenColor,
-  virtualWindow,
-} from "../../src/dumps";
+import { nearestPoint, scatterRange, virtualWindow } from "../../src/steps/geometry";
+import { bucketsFor, NEG, pageOf, POS, tokenColor } from "../../src/steps/tokens";
+import { defaultState, parseStepsHash, sampleParams, stepsHash } from "../../src/steps/urlState";
 
 test("steps hash round-trips and drops malformed values", () => {
   const s = defaultState();

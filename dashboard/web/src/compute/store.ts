@@ -1,8 +1,10 @@
 // What the page has loaded, per lane, as typed arrays. Tracks draw from here every frame and never wait on a
 // fetch; fetches and live deltas only replace or extend these arrays.
 
-import { sampleSpacing, toF32 } from "./decimate";
-import type { EnginesResp, GpuResp, MinMax, PhaseLane, PhasesResp } from "./types";
+import type { EnginesResp } from "../api/responseTypes/engines";
+import type { GpuResp, MinMax } from "../api/responseTypes/gpu";
+import type { PhaseLane, PhasesResp } from "../api/responseTypes/phases";
+import { sampleSpacing, toF32 } from "../shared/decimate";
 
 /** Phases of one lane, columnar, sorted by (t0, depth). Hierarchy: depth plus time containment. */
 export interface LanePhases {

@@ -1,4 +1,4 @@
-// Steps view (issue 9, reference V4–V5): training dynamics read from the run's miles dumps.
+// Steps view (docs/dashboard-api.md "Dumps"): training dynamics read from the run's miles dumps.
 //  L1 step page: step navigator with jump, eval toggle, stat tiles, reward-vs-length scatter (click → sample), GRPO
 //     groups with zero-std flags, samples table (server-side sort on header click; status / reward range / text
 //     filters; CSV export through the server's format=csv; virtual scrolling). New dumps are found by polling
@@ -11,86 +11,18 @@
 //      [&sample=3[&tab=tokens][&metric=entropy][&page=256][&z0&z1]]
 
 import uPlot from "uplot";
-import { ApiError, type Api } from "./api";
-import {
-  bucketsFor,
-  nearestPoint,
-  PAGE,
-  pageOf,
-  parseStepsHash,
-  rgbCss,
-  sampleParams,
-  scatterRange,
-  stepsHash,
-  tokenColor,
-  TOKEN_METRICS,
-  virtualWindow,
-  type StepsState,
-  type TokenMetric,
-} from "./dumps";
-import type { Live } from "./live";
-
-interface DumpStep {
-  id: number;
-  eval: boolean;
-  train_ranks: number;
-  sidecar: boolean;
-  columns: boolean;
-  other_kind: boolean;
-  tiles: Record<string, number | string | null> | null;
-}
-interface StepInfo extends DumpStep {
-  samples: number;
-  prev: number | null;
-  next: number | null;
-}
-type Col = (number | string | boolean | null)[];
-interface Table {
-  total: number;
-  matched: number;
-  columns: string[];
-  data: Record<string, Col>;
-}
-interface Block {
-  type: "text" | "thinking" | "tool_call";
-  text?: string;
-  name?: string;
-  arguments?: string;
-  valid_json?: boolean;
-}
-interface Message {
-  index: number;
-  role: string;
-  name?: string;
-  collapsed: boolean;
-  blocks: Block[];
-}
-interface SampleResp {
-  sample: Record<string, number | string | boolean | null>;
-  group: { group_index: number; samples: number[]; position: number; prev: number | null; next: number | null; zero_std: boolean };
-  weight_versions: string[] | null;
-  label: unknown;
-  conversation: { messages: Message[]; turns: number; tool_calls: number } | null;
-  conversation_note?: string;
-  prompt_text?: string;
-  response_text?: string;
-}
-interface Tokens {
-  total_length: number;
-  prompt_length: number;
-  response_length: number;
-  from: number;
-  to: number;
-  token_ids: number[] | null;
-  text: string[] | null;
-  special: boolean[] | null;
-  loss_mask: (number | null)[] | null;
-  fields: Record<string, (number | null)[]> | null;
-  buckets: { size: number; start: number[]; mask_frac: (number | null)[]; fields: Record<string, { min: (number | null)[]; max: (number | null)[]; mean: (number | null)[] }> } | null;
-  turns: [number, number][];
-  missing: Record<string, string>;
-  tokenizer_note?: string;
-}
+import { ApiError, type Api } from "../api/client";
+import type { Live } from "../api/live";
+import type { DumpsSampleResp } from "../api/responseTypes/dumpsSample";
+import type { DumpsStepResp } from "../api/responseTypes/dumpsStep";
+import type { DumpStep, DumpsStepsResp } from "../api/responseTypes/dumpsSteps";
+import type { GroupsTable, SamplesTable } from "../api/responseTypes/dumpsTable";
+import type { DumpsTokensResp } from "../api/responseTypes/dumpsTokens";
+import { el } from "../shared/dom";
+import { frames } from "../shared/frames";
+import { nearestPoint, scatterRange, virtualWindow } from "./geometry";
+import { bucketsFor, PAGE, pageOf, rgbCss, tokenColor, TOKEN_METRICS, type TokenMetric } from "./tokens";
+import { parseStepsHash, sampleParams, stepsHash, type StepsState } from "./urlState";
 
 /** Columns of the samples table (server names), with header labels. */
 const TABLE_COLS: [string, string][] = [
@@ -130,13 +62,6 @@ const TILE_KEYS: [string, string, "pct" | "num" | "int"][] = [
   ["mean_entropy", "mean entropy", "num"],
   ["alignment_failed", "alignment failed", "int"],
 ];
-
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, text?: string): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
 
 export function fmtCell(v: unknown): string {
   if (v === null || v === undefined) return "—";
@@ -183,12 +108,12 @@ export class StepsView {
 
   st: StepsState;
   steps: DumpStep[] = [];
-  info: StepInfo | null = null;
-  table: Table | null = null;
-  groups: Table | null = null;
-  sample: SampleResp | null = null;
-  tokens: Tokens | null = null;
-  chartData: Tokens | null = null;
+  info: DumpsStepResp | null = null;
+  table: SamplesTable | null = null;
+  groups: GroupsTable | null = null;
+  sample: DumpsSampleResp | null = null;
+  tokens: DumpsTokensResp | null = null;
+  chartData: DumpsTokensResp | null = null;
   u: uPlot | null = null;
   /** Scatter points in CSS px, with their sample indexes. */
   scatterPts = { x: new Float64Array(0), y: new Float64Array(0), idx: [] as number[] };
@@ -226,7 +151,7 @@ export class StepsView {
       if (!this.active || !location.hash.startsWith("#/steps") || location.hash === this.lastHash) return;
       void this.apply(parseStepsHash(location.hash));
     });
-    live?.add({ message: (type) => type === "metrics" && void this.poll() });
+    live?.add({ metrics: () => void this.poll() });
     setInterval(() => {
       if (this.active) void this.poll();
     }, this.pollMs);
@@ -372,7 +297,7 @@ export class StepsView {
   // ---------------------------------------------------------------- data
 
   private async loadSteps(): Promise<boolean> {
-    const r = await this.api.get<{ steps: DumpStep[] }>("/api/v1/dumps/steps");
+    const r = await this.api.get<DumpsStepsResp>("/api/v1/dumps/steps");
     const before = new Set(this.steps.map((s) => `${s.eval ? "e" : ""}${s.id}`));
     const grew = this.steps.length > 0 && r.steps.some((s) => !before.has(`${s.eval ? "e" : ""}${s.id}`));
     if (grew) this.probe.newSteps++;
@@ -420,8 +345,8 @@ export class StepsView {
     this.renderRows();
     this.drawScatter();
     const [info, groups] = await Promise.all([
-      this.api.get<StepInfo>(`/api/v1/dumps/steps/${id}`, this.stepParams()),
-      this.api.get<Table>(`/api/v1/dumps/steps/${id}/groups`, this.stepParams()),
+      this.api.get<DumpsStepResp>(`/api/v1/dumps/steps/${id}`, this.stepParams()),
+      this.api.get<GroupsTable>(`/api/v1/dumps/steps/${id}/groups`, this.stepParams()),
     ]);
     if (gen !== this.gen) return false;
     this.info = info;
@@ -435,7 +360,7 @@ export class StepsView {
 
   private async loadTable(gen: number): Promise<boolean> {
     const params = { ...sampleParams(this.st), limit: 100000, columns: TABLE_COLS.map((c) => c[0]).join(",") };
-    const t = await this.api.get<Table>(`/api/v1/dumps/steps/${this.st.step}/samples`, params);
+    const t = await this.api.get<SamplesTable>(`/api/v1/dumps/steps/${this.st.step}/samples`, params);
     if (gen !== this.gen) return false;
     this.table = t;
     this.probe.tableLoads++;
@@ -451,7 +376,7 @@ export class StepsView {
   }
 
   private async loadSample(gen: number): Promise<boolean> {
-    const s = await this.api.get<SampleResp>(`/api/v1/dumps/steps/${this.st.step}/samples/${this.st.sample}`, this.stepParams());
+    const s = await this.api.get<DumpsSampleResp>(`/api/v1/dumps/steps/${this.st.step}/samples/${this.st.sample}`, this.stepParams());
     if (gen !== this.gen) return false;
     this.sample = s;
     this.mark = null;
@@ -468,7 +393,7 @@ export class StepsView {
     const total = Number(r.total_length ?? 0);
     const plen = Number(r.prompt_length ?? 0);
     const from = this.st.page ?? pageOf(Math.max(0, plen - 16), this.pageSize);
-    const t = await this.api.get<Tokens>(`/api/v1/dumps/steps/${this.st.step}/samples/${this.st.sample}/tokens`, {
+    const t = await this.api.get<DumpsTokensResp>(`/api/v1/dumps/steps/${this.st.step}/samples/${this.st.sample}/tokens`, {
       ...this.stepParams(),
       from,
       to: Math.min(total, from + this.pageSize),
@@ -493,7 +418,7 @@ export class StepsView {
     const from = this.st.z0 ?? plen;
     const to = this.st.z1 ?? total;
     const buckets = bucketsFor(from, to, this.maxRaw, this.chartWidth() / 2);
-    const t = await this.api.get<Tokens>(`/api/v1/dumps/steps/${this.st.step}/samples/${this.st.sample}/tokens`, {
+    const t = await this.api.get<DumpsTokensResp>(`/api/v1/dumps/steps/${this.st.step}/samples/${this.st.sample}/tokens`, {
       ...this.stepParams(),
       from,
       to,
@@ -685,7 +610,8 @@ export class StepsView {
 
   private renderTiles(): void {
     this.tiles.textContent = "";
-    const t = this.info?.tiles ?? {};
+    // Looked up by the names of TILE_KEYS.
+    const t: Partial<Record<string, number | string | null>> = this.info?.tiles ?? {};
     for (const [k, label, kind] of TILE_KEYS) {
       if (!(k in t)) continue;
       const v = t[k];
@@ -1023,7 +949,7 @@ export class StepsView {
       if (c) sp.style.backgroundColor = rgbCss(c);
       if (pos === this.mark) {
         sp.classList.add("mark");
-        requestAnimationFrame(() => sp.scrollIntoView({ block: "nearest" }));
+        frames.request(() => sp.scrollIntoView({ block: "nearest" }));
       }
       sp.title = `pos ${pos} · id ${t.token_ids![i]}${v !== null && v !== undefined ? ` · ${this.st.metric} ${+v.toFixed(4)}` : ""}${!prompt ? ` · loss_mask ${m ?? "—"}` : ""}`;
       this.strip.append(sp);

@@ -1,11 +1,12 @@
-// Canvas drawing of the time-aligned tracks. Every function draws from loaded typed arrays only; nothing here
-// fetches or waits. One canvas per chart; the cursor and tooltips are DOM overlays (see compute.ts).
+// Canvas drawing of one lane row of the Compute view (phase band, util area, memory line, engine overlay) and the
+// geometry every time-aligned track shares. Every function draws from loaded typed arrays only; nothing here
+// fetches or waits. The cursor and tooltips are DOM overlays (see view.ts).
 
-import { IDLE_PHASES, ENGINE_COLORS, MEM_COLOR, UTIL_COLOR, phaseColor } from "./colors";
-import { fillShortGaps, foldColumns, lowerBound, maxGap, sampleSpacing, shouldDecimate } from "./decimate";
+import type { Lane } from "../api/responseTypes/lanes";
+import { IDLE_PHASES, ENGINE_COLORS, MEM_COLOR, UTIL_COLOR, phaseColor } from "../shared/colors";
+import { fillShortGaps, foldColumns, lowerBound, maxGap, sampleSpacing, shouldDecimate } from "../shared/decimate";
+import { timeToX, type Win } from "../shared/timeaxis";
 import type { GpuChunk, LaneEngines, LanePhases, PhaseStore } from "./store";
-import { timeToX, type Win } from "./timeaxis";
-import type { Lane } from "./types";
 
 /** Left gutter (lane labels, y axes) shared by every time-aligned track, and the right padding. */
 export const GUTTER = 132;
@@ -17,22 +18,6 @@ export const PHASE_Y = 4;
 export const PHASE_H = 18;
 export const UTIL_Y = 26;
 export const UTIL_H = 42;
-
-/** Size a canvas for the device pixel ratio and return its 2D context in CSS pixels. */
-export function fitCanvas(c: HTMLCanvasElement, w: number, h: number): CanvasRenderingContext2D {
-  const dpr = window.devicePixelRatio || 1;
-  const pw = Math.max(1, Math.round(w * dpr));
-  const ph = Math.max(1, Math.round(h * dpr));
-  if (c.width !== pw || c.height !== ph) {
-    c.width = pw;
-    c.height = ph;
-    c.style.width = w + "px";
-    c.style.height = h + "px";
-  }
-  const ctx = c.getContext("2d")!;
-  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
-  return ctx;
-}
 
 let hatch: CanvasPattern | null = null;
 function hatchPattern(ctx: CanvasRenderingContext2D): CanvasPattern | null {

@@ -1,4 +1,4 @@
-// Trajectory lifecycle (issue 8, reference V6 / V3f): per-step batch anatomy — one row per consumed sample on
+// Lifecycle view: per-step batch anatomy — one row per consumed sample on
 // wall-clock time: queue (grey underlay), generation segments coloured by the weight version that produced them,
 // tool waits (green), the consume line (blue), weight pushes (dashed); sort chips; wheel zoom, drag pan,
 // double-click reset; detailed 13 px rows with a turns/tool-calls label up to 48 samples, compact rows beyond —
@@ -7,73 +7,23 @@
 //
 // URL: #/lifecycle?step=12&sort=wall
 
-import { AdvisoryPanel } from "./advisory";
-import { Api, ApiError } from "./api";
-import { decodeHeatmap, type HeatmapFrame } from "./heatmap";
-import type { Live } from "./live";
-import { ANATOMY_SORTS, anatomyRowHeight, sortAnatomy, versionColor, type AnatomySort } from "./series";
-import { formatDuration } from "./timeaxis";
-import type { Meta } from "./types";
-
-interface StepSummary {
-  step: number;
-  t: number;
-  wv: number | null;
-  batch: number;
-  lifecycle_status: string;
-  samples: number;
-  known: number;
-  staleness_mean: number | null;
-  staleness_max: number | null;
-  mixed_version_frac: number | null;
-}
-
-interface Row {
-  sample: number;
-  group: number;
-  status: string;
-  submit: number;
-  end: number;
-  consume: number;
-  wall: number;
-  queue: number[];
-  gen: (number | null)[];
-  tool: number[];
-  attempts: number[];
-  staleness: number | null;
-  version_min: number | null;
-  version_max: number | null;
-  turns: number;
-  tool_calls: number;
-  reward: number | null;
-}
-
-interface Anatomy {
-  step: number;
-  consume: number;
-  consume_wv: number | null;
-  t0: number;
-  t1: number;
-  rows_total: number;
-  versions: number[];
-  weight_pushes: { t: number; wv: number }[];
-  tiles: Record<string, number | null>;
-  reward_available: boolean;
-  rows: Row[];
-}
+import type { AdvisoryPanel } from "../advisory/panel";
+import { ApiError, type Api } from "../api/client";
+import { decodeFrame, type LifecycleCarpetFrame } from "../api/binaryFrame";
+import type { Live } from "../api/live";
+import type { Anatomy } from "../api/responseTypes/anatomy";
+import type { LifecycleCarpetHeader } from "../api/responseTypes/lifecycleCarpet";
+import type { Meta } from "../api/responseTypes/meta";
+import type { StepsResp, StepSummary } from "../api/responseTypes/steps";
+import { el } from "../shared/dom";
+import { formatDuration } from "../shared/timeaxis";
+import { ANATOMY_SORTS, anatomyRowHeight, sortAnatomy, versionColor, type AnatomySort } from "./anatomy";
 
 export const QUEUE_COLOR = "#d5d9e0";
 export const TOOL_COLOR = "#2ca02c";
 export const CONSUME_COLOR = "#1f5fd6";
 const GUTTER = 70;
 const RIGHT = 90;
-
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, text?: string): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
 
 const pct = (v: number | null | undefined) => (v === null || v === undefined ? "—" : (v * 100).toFixed(1) + "%");
 const num = (v: number | null | undefined, d = 2) => (v === null || v === undefined ? "—" : String(+v.toFixed(d)));
@@ -100,7 +50,7 @@ export class LifecycleView {
   order: number[] = [];
   /** View window (zoom/pan), null = the whole step. */
   win: { t0: number; t1: number } | null = null;
-  private carpetFrame: HeatmapFrame | null = null;
+  private carpetFrame: LifecycleCarpetFrame | null = null;
   /** Run start (for the carpet's time labels). */
   readonly startTs: number;
   active = false;
@@ -125,9 +75,8 @@ export class LifecycleView {
     if (s && ANATOMY_SORTS.includes(s)) this.sort = s;
     this.buildDom();
     live?.add({
-      message: (type, data) => {
-        if (type !== "metrics") return;
-        const st = (data as { steps?: StepSummary[] }).steps ?? [];
+      metrics: (p) => {
+        const st = p.steps ?? [];
         if (!st.length) return;
         this.probe.pushedSteps += st.length;
         const have = new Set(this.steps.map((x) => x.step));
@@ -176,7 +125,7 @@ export class LifecycleView {
 
   async start(): Promise<void> {
     this.advSlot.append(this.advisory.root);
-    const r = await this.api.get<{ steps: StepSummary[] }>("/api/v1/steps");
+    const r = await this.api.get<StepsResp>("/api/v1/steps");
     this.steps = r.steps;
     if (!this.steps.length) {
       this.stepInfo.textContent = "no consumed steps yet (no lifecycle data in this run)";
@@ -461,7 +410,7 @@ export class LifecycleView {
     try {
       const resp = await fetch(url, { headers: this.api.token ? { Authorization: "Bearer " + this.api.token } : {} });
       if (!resp.ok) throw new Error(`HTTP ${resp.status}`);
-      this.carpetFrame = decodeHeatmap(await resp.arrayBuffer());
+      this.carpetFrame = decodeFrame<LifecycleCarpetHeader>(await resp.arrayBuffer());
       this.drawCarpet();
     } catch (e) {
       this.carpetHead.textContent = `lifecycle carpet unavailable: ${(e as Error).message}`;
@@ -472,7 +421,7 @@ export class LifecycleView {
     const f = this.carpetFrame;
     if (!f || !this.active) return;
     const { rows, buckets } = f.header;
-    const h = f.header as unknown as { rows_total?: number; palette?: string[] };
+    const h = f.header;
     const pal = h.palette ?? [];
     const colors: Record<string, [number, number, number]> = {
       attempt: [236, 238, 242],

@@ -1,32 +1,11 @@
-// Run advisory panel (issue 8, reference §7): GET /api/v1/advisory once, then the "advisory" pushes of the page's
-// WebSocket. Alarms (critical bold red, warning red) or, when none fired, tuning tips (muted); tips withheld by an
-// alarm are counted; the MFU summary as a tile.
+// Run advisory panel (docs/dashboard-api.md "GET /api/v1/advisory"): the answer once, then the "advisory" pushes
+// of the page's WebSocket. Alarms (critical bold red, warning red) or, when none fired, tuning tips (muted); tips
+// withheld by an alarm are counted; the MFU summary as a tile.
 
-import type { Api } from "./api";
-import type { Live } from "./live";
-
-export interface Advisory {
-  id: string;
-  rule: string;
-  level: string;
-  tier: string;
-  message: string;
-  evidence?: Record<string, unknown>;
-}
-
-export interface AdvisoryResult {
-  advisories: Advisory[];
-  suppressed: Advisory[];
-  skipped: { id: string; rule: string; reason: string }[];
-  mfu: { latest: number; mean: number; steps: number; peak_tflops: number | null } | null;
-}
-
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, text?: string): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
+import type { Api } from "../api/client";
+import type { Live } from "../api/live";
+import type { AdvisoryResult } from "../api/responseTypes/advisory";
+import { el } from "../shared/dom";
 
 export class AdvisoryPanel {
   readonly root = el("section", "advisory");
@@ -40,9 +19,7 @@ export class AdvisoryPanel {
   ) {
     this.root.dataset.state = "loading";
     live?.add({
-      message: (type, data) => {
-        if (type === "advisory" && data) this.show(data as AdvisoryResult);
-      },
+      advisory: (r) => this.show(r),
       resync: () => void this.load(),
     });
   }

@@ -2,24 +2,21 @@
 // wires fetches (a margin around the view, power-of-two buckets), the live socket (trailing window pinned to
 // the data edge, deltas merged into the stores), and repaints only the charts whose inputs changed.
 
-import { Api, ApiError, isAbort } from "./api";
-import { phaseColor, ENGINE_COLORS, MEM_COLOR, UTIL_COLOR } from "./colors";
-import { bucketAt } from "./decimate";
-import { addTerms, idsToGrammar, isAll, laneIndex, removeTerm, splitTerms } from "./grammar";
-import { Live } from "./live";
-import {
-  axisTicks,
-  CarpetImage,
-  carpetRowH,
-  drawAxis,
-  drawBubbles,
-  drawCarpet,
-  drawComposition,
-  FleetUtilChart,
-} from "./panels";
-import { drawGrid, drawLane, fitCanvas, GUTTER, LANE_H, RIGHT_PAD, UTIL_H, UTIL_Y } from "./render";
-import { bubbleAt } from "./steps";
-import { EngineStore, GpuStore, PhaseStore, phasesAt } from "./store";
+import { ApiError, isAbort, type Api } from "../api/client";
+import { Live } from "../api/live";
+import type { Delta } from "../api/liveMessages";
+import type { Bubble, BubblesResp } from "../api/responseTypes/bubbles";
+import type { EnginesResp } from "../api/responseTypes/engines";
+import type { FleetResp } from "../api/responseTypes/fleet";
+import type { GpuResp } from "../api/responseTypes/gpu";
+import type { Lane, LanesResp } from "../api/responseTypes/lanes";
+import type { Meta } from "../api/responseTypes/meta";
+import type { OutliersResp } from "../api/responseTypes/outliers";
+import type { PhasesResp } from "../api/responseTypes/phases";
+import { phaseColor, ENGINE_COLORS, MEM_COLOR, UTIL_COLOR } from "../shared/colors";
+import { bucketAt } from "../shared/decimate";
+import { el, esc, fitCanvas } from "../shared/dom";
+import { frames } from "../shared/frames";
 import {
   atEdge,
   clampToBounds,
@@ -37,9 +34,15 @@ import {
   type Bounds,
   type FetchPlan,
   type Win,
-} from "./timeaxis";
-import type { Bubble, BubblesResp, DeltaMsg, EnginesResp, FleetResp, GpuResp, Lane, LanesResp, Meta, OutliersResp, PhasesResp } from "./types";
-import { formatHash, parseHash, type CarpetMetric, type UrlState } from "./urlstate";
+} from "../shared/timeaxis";
+import { axisTicks, drawAxis } from "./axis";
+import { bubbleAt, drawBubbles } from "./bubbleStrip";
+import { CarpetImage, carpetRowH, drawCarpet } from "./carpet";
+import { drawComposition, FleetUtilChart } from "./fleet";
+import { drawGrid, drawLane, GUTTER, LANE_H, RIGHT_PAD, UTIL_H, UTIL_Y } from "./laneTrack";
+import { addTerms, idsToGrammar, isAll, laneIndex, removeTerm, splitTerms } from "./selection";
+import { EngineStore, GpuStore, PhaseStore, phasesAt } from "./store";
+import { formatHash, parseHash, type CarpetMetric, type UrlState } from "./urlState";
 
 /** Above this many lanes the overview is the fleet view instead of the rank carpet (reference: 64). */
 export const CARPET_MAX_LANES = 64;
@@ -57,13 +60,6 @@ const SECONDARY_MIN_S = 3;
 /** The hash belongs to this view: "#/compute…" or none (the default view). */
 export function isComputeHash(h: string): boolean {
   return h === "" || h === "#" || h === "#/" || h.startsWith("#/compute");
-}
-
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, cls?: string, text?: string): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined) e.textContent = text;
-  return e;
 }
 
 /** Counters the browser tests read (they also check pixels; these say what was drawn and when). */
@@ -106,7 +102,6 @@ export class ComputeView {
   private secondaryTimer: ReturnType<typeof setTimeout> | null = null;
   private dataTimer: ReturnType<typeof setTimeout> | null = null;
   private urlTimer: ReturnType<typeof setTimeout> | null = null;
-  private rafId = 0;
   private dirty = { lanes: false, axis: false, bubbles: false, overview: false, legend: false, rows: new Set<string>() };
   private brush: { r0: number; r1: number } | null = null;
 
@@ -186,7 +181,7 @@ export class ComputeView {
     if (this.meta.live) {
       const h = {
         meta: (m: Meta) => this.applyMeta(m),
-        delta: (d: DeltaMsg) => this.applyDelta(d),
+        delta: (d: Delta) => this.applyDelta(d),
         resync: () => this.resync(),
         state: (c: boolean) => this.root.classList.toggle("ws-down", !c),
       };
@@ -490,16 +485,16 @@ export class ComputeView {
 
   private invalidate(...parts: ("lanes" | "axis" | "bubbles" | "overview" | "legend")[]): void {
     for (const p of parts) this.dirty[p] = true;
-    if (!this.rafId) this.rafId = requestAnimationFrame(() => this.frame());
+    frames.request(this.frame);
   }
 
   private invalidateRows(ids: string[]): void {
     for (const id of ids) this.dirty.rows.add(id);
-    if (!this.rafId) this.rafId = requestAnimationFrame(() => this.frame());
+    frames.request(this.frame);
   }
 
-  private frame(): void {
-    this.rafId = 0;
+  /** Repaint what is dirty (run by the page's frame scheduler; a field so every request names the same function). */
+  private readonly frame = (): void => {
     this.probe.frames++;
     const w = this.plotWidth();
     const full = GUTTER + w + RIGHT_PAD;
@@ -514,7 +509,7 @@ export class ComputeView {
     this.followBtn.classList.toggle("on", this.pinned);
     d.lanes = d.axis = d.bubbles = d.overview = d.legend = false;
     d.rows.clear();
-  }
+  };
 
   private drawLanes(only: Set<string> | null, w: number, full: number, ts: number[]): void {
     const boxH = this.lanesBox.clientHeight || LANE_H;
@@ -801,7 +796,7 @@ export class ComputeView {
     }
   }
 
-  private applyDelta(d: DeltaMsg): void {
+  private applyDelta(d: Delta): void {
     this.probe.deltas++;
     this.probe.lastDeltaAt = performance.now();
     const touched = new Set<string>();
@@ -1156,8 +1151,4 @@ function fmtVal(v: number): string {
   if (a >= 1000) return v.toFixed(0);
   if (a >= 10) return v.toFixed(1);
   return v.toFixed(2).replace(/\.?0+$/, "") || "0";
-}
-
-function esc(s: string): string {
-  return s.replace(/[&<>"]/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;" })[c]!);
 }

@@ -1,0 +1,28 @@
+// GET /api/v1/advisory (docs/dashboard-api.md "Explorer, lifecycle, advisory"); also the data of the live
+// {"type":"advisory"} push.
+
+import { arr, json, nullable, num, obj, oneOf, record, str, type Infer } from "../schema";
+
+export const advisorySchema = obj({
+  /** A1…A7 alarms, T1…T4 tips, S1/S2 stragglers, D1 drift. */
+  id: str,
+  /** The rule's name: stall, abort_storm, kv_bound, zero_std, low_mfu, … */
+  rule: str,
+  level: oneOf("critical", "warning", "info"),
+  tier: oneOf("alarm", "tip"),
+  message: str,
+  /** What the rule saw (its own keys per rule). */
+  evidence: nullable(record(json)),
+});
+export type Advisory = Infer<typeof advisorySchema>;
+
+export const advisoryResultSchema = obj({
+  /** Alarms, or the tips when no alarm fired; most severe first. */
+  advisories: arr(advisorySchema),
+  /** Tips withheld because an alarm fired. */
+  suppressed: arr(advisorySchema),
+  /** Rules not evaluated, and why (a setting or a stream the run lacks). */
+  skipped: arr(obj({ id: str, rule: str, reason: str })),
+  mfu: nullable(obj({ latest: num, mean: num, steps: num, peak_tflops: nullable(num) })),
+});
+export type AdvisoryResult = Infer<typeof advisoryResultSchema>;

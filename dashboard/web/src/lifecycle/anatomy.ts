@@ -1,0 +1,53 @@
+// Pure helpers of the Lifecycle view's batch anatomy (unit-tested in test/unit/series.test.ts): row order,
+// weight-version colours, row height.
+
+export type AnatomySort = "submit" | "staleness" | "wall" | "reward" | "turns";
+export const ANATOMY_SORTS: AnatomySort[] = ["submit", "staleness", "wall", "reward", "turns"];
+
+export interface SortableRow {
+  submit: number;
+  wall: number;
+  turns: number;
+  reward: number | null;
+  version_min: number | null;
+  version_max: number | null;
+  staleness: number | null;
+}
+
+/**
+ * Row order of the anatomy: submit = first event; staleness = the row's staleness (consume
+ * version − oldest generating version), largest first, then version span; wall span and turns largest first;
+ * reward highest first with nulls last. Ties by submit. Returns row indexes.
+ */
+export function sortAnatomy(rows: SortableRow[], key: AnatomySort): number[] {
+  const idx = rows.map((_, i) => i);
+  const nullLast = (a: number | null, b: number | null): number => {
+    if (a === null && b === null) return 0;
+    if (a === null) return 1;
+    if (b === null) return -1;
+    return b - a;
+  };
+  const span = (r: SortableRow) => (r.version_min !== null && r.version_max !== null ? r.version_max - r.version_min : null);
+  idx.sort((i, j) => {
+    const a = rows[i];
+    const b = rows[j];
+    let c = 0;
+    if (key === "staleness") c = nullLast(a.staleness, b.staleness) || nullLast(span(a), span(b));
+    else if (key === "wall") c = b.wall - a.wall;
+    else if (key === "turns") c = b.turns - a.turns;
+    else if (key === "reward") c = nullLast(a.reward, b.reward);
+    return c || a.submit - b.submit || i - j;
+  });
+  return idx;
+}
+
+/** Generation segment colour of a weight version (the reference's hue ring: HSL 55 + ((105 + 25·v) mod 320), 69%, 37%). */
+export function versionColor(v: number): string {
+  const h = 55 + ((((105 + 25 * v) % 320) + 320) % 320);
+  return `hsl(${h}, 69%, 37%)`;
+}
+
+/** Row height of the anatomy for a number of rows: detailed up to 48, compact beyond. */
+export function anatomyRowHeight(n: number): number {
+  return n <= 48 ? 13 : n <= 512 ? 4 : 2;
+}
