@@ -67,7 +67,7 @@ if command -v nvidia-smi >/dev/null 2>&1; then
 	expect=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
 fi
 
-if ! go build -o "$run/gpucheck" ./receivers/nvmlreceiver/internal/gpucheck 2>"$run/gpucheck-build.log"; then
+if ! go build -o "$run/gpucheck" ./cmd/gpucheck 2>"$run/gpucheck-build.log"; then
 	echo "gpu-check: building the checker failed:"; tail -n 20 "$run/gpucheck-build.log"; exit 2
 fi
 "$run/gpucheck" -run "$run" -log "$run/collector.log" -seconds "$seconds" -expect-gpus "${expect:-0}" -exited="$exited"
