@@ -71,10 +71,12 @@ func feedEngine(e *fakesglang.Engine, n int) fed {
 	base := time.Now().Add(-time.Minute)
 	var f fed
 	f.ttft = 300 * time.Millisecond
-	for i := 0; i < n; i++ {
-		r := fakesglang.Request{ID: uint64(i + 1), DPRank: i % dp, PromptTokens: 100 + i, CachedTokens: 10,
+	for i := range n {
+		r := fakesglang.Request{
+			ID: uint64(i + 1), DPRank: i % dp, PromptTokens: 100 + i, CachedTokens: 10,
 			CompletionTokens: 50, Submit: base, Start: base.Add(50 * time.Millisecond), FirstToken: base.Add(f.ttft),
-			End: base.Add(2 * time.Second)}
+			End: base.Add(2 * time.Second),
+		}
 		e.Arrive(r.DPRank)
 		e.Begin(r)
 		e.Finish(r.ID, r.DPRank, r.End, false)
@@ -282,8 +284,10 @@ func checkEngine(t *testing.T, recs []map[string]any, addr string, e *fakesglang
 		t.Errorf("%s: TTFT histogram %v, want count %d sum %.1f counts %v", addr, h, f.requests,
 			float64(f.requests)*f.ttft.Seconds(), wantCounts)
 	}
-	for m, b := range map[string][]float64{"sglang:e2e_request_latency_seconds": fakesglang.BucketsE2E,
-		"sglang:inter_token_latency_seconds": fakesglang.BucketsITL} {
+	for m, b := range map[string][]float64{
+		"sglang:e2e_request_latency_seconds": fakesglang.BucketsE2E,
+		"sglang:inter_token_latency_seconds": fakesglang.BucketsITL,
+	} {
 		r := latest(recs, addr, m, nil)
 		if r == nil || !slices.Equal(floats(t, r["bounds"]), b) || r["count"] != float64(f.requests) {
 			t.Errorf("%s: %s = %v", addr, m, r)
@@ -303,8 +307,10 @@ func checkEngine(t *testing.T, recs []map[string]any, addr string, e *fakesglang
 		}
 	}
 	// Exposed by the engine but not whitelisted: never written.
-	for _, m := range []string{"sglang:num_used_tokens", "sglang:max_total_num_tokens", "sglang:queue_time_seconds",
-		"sglang:cached_tokens_total", "sglang:num_paused_reqs", "sglang:time_to_first_token_seconds_bucket"} {
+	for _, m := range []string{
+		"sglang:num_used_tokens", "sglang:max_total_num_tokens", "sglang:queue_time_seconds",
+		"sglang:cached_tokens_total", "sglang:num_paused_reqs", "sglang:time_to_first_token_seconds_bucket",
+	} {
 		if has(recs, addr, m) {
 			t.Errorf("%s: %s written although not whitelisted", addr, m)
 		}
@@ -410,13 +416,13 @@ func TestSglangRouterE2E(t *testing.T) {
 			writeTargets(t, runDir, []map[string]any{target(direct.Addr(), 0)})
 			routerAddr := strings.TrimPrefix(srv.URL, "http://")
 			c := e2etest.StartCollector(t, runDir, e2etest.Options{Configs: []string{sglangConfig()}, Env: []string{"MILES_SGLANG_ROUTER=" + routerAddr}})
-			recs := waitFor(t, runDir, 30*time.Second, "both workers' histograms", func(recs []map[string]any) bool {
+			waitFor(t, runDir, 30*time.Second, "both workers' histograms", func(recs []map[string]any) bool {
 				return has(recs, workers[0], "sglang:time_to_first_token_seconds") &&
 					has(recs, workers[1], "sglang:num_decode_transfer_queue_reqs") && has(recs, routerAddr, "up")
 			})
 			// Let a few more scrapes happen (the direct target would have shown up by now too).
 			time.Sleep(4 * time.Second)
-			recs = engineRecords(t, runDir)
+			recs := engineRecords(t, runDir)
 			checkContract(t, recs)
 			checkEngine(t, recs, workers[0], ea, fa)
 			checkEngine(t, recs, workers[1], eb, fb)
@@ -487,7 +493,7 @@ func TestSglangEngineRestartE2E(t *testing.T) {
 	time.Sleep(bound + 2*time.Second)
 	recs = engineRecords(t, runDir)
 	checkContract(t, recs)
-	removeTs := float64(tRemove.UnixNano())/1e9 + bound.Seconds()
+	removeTS := float64(tRemove.UnixNano())/1e9 + bound.Seconds()
 	var bUps []float64
 	for _, r := range recs {
 		ts := r["ts"].(float64)
@@ -498,7 +504,7 @@ func TestSglangEngineRestartE2E(t *testing.T) {
 				t.Errorf("old address still scraped after the move: %v", r)
 			}
 		case b.URL():
-			if ts > removeTs {
+			if ts > removeTS {
 				t.Errorf("removed engine still scraped %.1f s after its removal: %v", ts-float64(tRemove.UnixNano())/1e9, r)
 			}
 			if r["metric"] == "up" {
@@ -522,7 +528,7 @@ func TestSglangEngineRestartE2E(t *testing.T) {
 func hangingEngine(t *testing.T) string {
 	t.Helper()
 	done := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 		case <-done:
@@ -535,7 +541,7 @@ func hangingEngine(t *testing.T) string {
 // malformedEngine serves an exposition whose first family is valid and whose second line is broken.
 func malformedEngine(t *testing.T) string {
 	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		_, _ = io.WriteString(w, "# HELP sglang:num_running_reqs The number of running requests.\n"+
 			"# TYPE sglang:num_running_reqs gauge\n"+
@@ -628,7 +634,7 @@ func routerPython(t *testing.T) string {
 // launchRouter starts the real router on a free loopback port in front of workerURLs and waits until its
 // /engine_metrics answers 200 with every worker in waitFor; with waitFor empty (a worker that never answers is
 // behind it), until /engine_metrics answers with the workers registered, whatever the status. It returns the router's host:port and its last /engine_metrics body; the router is stopped at cleanup.
-func launchRouter(t *testing.T, workerURLs []string, waitFor []string) (string, string) {
+func launchRouter(t *testing.T, workerURLs, waitFor []string) (string, string) {
 	t.Helper()
 	py := routerPython(t)
 	routerAddr := e2etest.FreeAddr(t)
@@ -667,7 +673,7 @@ func launchRouter(t *testing.T, workerURLs []string, waitFor []string) (string, 
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+routerAddr+"/engine_metrics", nil)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+routerAddr+"/engine_metrics", http.NoBody)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return false

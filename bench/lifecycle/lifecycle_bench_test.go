@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -83,7 +84,7 @@ func batch(i int, withConsume bool) ptrace.Traces {
 		return m
 	}
 	var links []pcommon.TraceID
-	for j := 0; j < samplesPerBatch; j++ {
+	for j := range samplesPerBatch {
 		trace, root := traceOf(i, j), spanOf(i, j, 0)
 		common := func(m pcommon.Map) pcommon.Map {
 			m.PutInt(sc.SampleIndex, int64(i*samplesPerBatch+j))
@@ -210,8 +211,8 @@ func pipeline(b *testing.B, withProc, withBatch bool) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	for i := len(comps) - 1; i >= 0; i-- {
-		if err := comps[i].Start(context.Background(), componenttest.NewNopHost()); err != nil {
+	for _, comp := range slices.Backward(comps) {
+		if err := comp.Start(context.Background(), componenttest.NewNopHost()); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -223,7 +223,7 @@ func stepMetrics() pmetric.Metrics {
 
 func gpuMetrics() pmetric.Metrics {
 	md := pmetric.NewMetrics()
-	for gpu := int64(0); gpu < 2; gpu++ {
+	for gpu := range int64(2) {
 		rm := md.ResourceMetrics().AppendEmpty()
 		r := rm.Resource().Attributes()
 		r.PutStr(sc.HostName, "n1")
@@ -334,7 +334,7 @@ func topologyAndOpenLogs() plog.Logs {
 	eng.PutStr("worker_type", "regular")
 	eng.PutInt("engine_rank", 0)
 	gpus := eng.PutEmptySlice("gpus")
-	for g := int64(0); g < 2; g++ {
+	for g := range int64(2) {
 		pair := gpus.AppendEmpty().SetEmptySlice()
 		pair.AppendEmpty().SetStr("n1")
 		pair.AppendEmpty().SetInt(g)

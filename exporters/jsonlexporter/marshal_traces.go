@@ -55,7 +55,8 @@ func mapTraces(td ptrace.Traces, r *records) {
 
 // appendPhase encodes a phase span or an open marker (open: t1 is null) and records its lanes.
 func appendPhase(b []byte, r *records, node, spanName string, attrs pcommon.Map, t0, t1 pcommon.Timestamp, open bool,
-	id pcommon.SpanID, parent pcommon.SpanID) []byte {
+	id, parent pcommon.SpanID,
+) []byte {
 	name, ok := attrStr(attrs, sc.PhaseName)
 	if !ok || name == "" {
 		name = spanName

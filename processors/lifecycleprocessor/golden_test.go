@@ -102,8 +102,14 @@ func checkTruth(t *testing.T, r *runSim, out map[pcommon.SpanID]ptrace.Span, all
 		for _, kv := range []struct {
 			key string
 			v   int64
-		}{{sc.LifecycleStaleness, st}, {sc.LifecycleVersionMin, minV}, {sc.LifecycleVersionMax, maxV},
-			{sc.LifecycleTurns, w.turns}, {sc.LifecycleToolCalls, w.toolCalls}, {sc.LifecycleAttempts, w.attempts}} {
+		}{
+			{sc.LifecycleStaleness, st},
+			{sc.LifecycleVersionMin, minV},
+			{sc.LifecycleVersionMax, maxV},
+			{sc.LifecycleTurns, w.turns},
+			{sc.LifecycleToolCalls, w.toolCalls},
+			{sc.LifecycleAttempts, w.attempts},
+		} {
 			v, _ := intAttr(t, s, kv.key)
 			got[kv.key], want[kv.key] = v, kv.v
 		}
@@ -213,7 +219,7 @@ func checkTruth(t *testing.T, r *runSim, out map[pcommon.SpanID]ptrace.Span, all
 
 // golden compares the annotated spans (generate, consume, step_consume), one JSON line each, sorted, with
 // testdata/golden/name. Regenerate deliberately with `go test -run Golden -update`.
-func golden(t *testing.T, name string, r *runSim, out map[pcommon.SpanID]ptrace.Span) {
+func golden(t *testing.T, name string, _ *runSim, out map[pcommon.SpanID]ptrace.Span) {
 	t.Helper()
 	var lines []string
 	for _, s := range out {
@@ -228,8 +234,8 @@ func golden(t *testing.T, name string, r *runSim, out map[pcommon.SpanID]ptrace.
 			case sc.SampleIndex, sc.Attempt, sc.Turn, sc.WeightVersion, sc.Step:
 				rec[strings.TrimPrefix(k, "miles.")] = v.AsRaw()
 			default:
-				if strings.HasPrefix(k, "miles.lifecycle.") {
-					a[strings.TrimPrefix(k, "miles.lifecycle.")] = v.AsRaw()
+				if after, ok := strings.CutPrefix(k, "miles.lifecycle."); ok {
+					a[after] = v.AsRaw()
 				}
 			}
 		}

@@ -202,10 +202,10 @@ type stepResult struct {
 
 // status is known when every consumed sample's staleness is known, unknown when none is, partial otherwise.
 func (s stepResult) status() string {
-	switch {
-	case s.known == 0:
+	switch s.known {
+	case 0:
 		return sc.LifecycleStatusUnknown
-	case s.known == s.samples:
+	case s.samples:
 		return sc.LifecycleStatusKnown
 	default:
 		return sc.LifecycleStatusPartial
@@ -305,7 +305,7 @@ func (t *timeline) trainerAt(at pcommon.Timestamp, floor int64, hasFloor bool) (
 				if !hasLo || u.version > lo {
 					lo, hasLo = u.version, true
 				}
-			} else if !hasHi || u.version-1 < hi {
+			} else if !hasHi || u.version <= hi {
 				hi, hasHi = u.version-1, true
 			}
 		}

@@ -12,8 +12,10 @@ import (
 
 // seg builds a contributing segment: turn, version (-1 = none), start second.
 func seg(id byte, turn, version int64, start int) segment {
-	s := segment{span: pcommon.SpanID{id}, start: pcommon.Timestamp(start) * 1e9, end: pcommon.Timestamp(start+1) * 1e9,
-		turn: turn, hasTurn: turn > 0, tokOut: 100, hasTokOut: true}
+	s := segment{
+		span: pcommon.SpanID{id}, start: pcommon.Timestamp(start) * 1e9, end: pcommon.Timestamp(start+1) * 1e9,
+		turn: turn, hasTurn: turn > 0, tokOut: 100, hasTokOut: true,
+	}
 	if version >= 0 {
 		s.version, s.hasVersion = version, true
 	}
@@ -215,12 +217,24 @@ func TestAggregateStep(t *testing.T) {
 		status  string
 		epsilon float64
 	}{
-		{"synchronous", []sampleResult{k(0, false), k(0, false), k(0, false)},
-			stepResult{samples: 3, known: 3}, sc.LifecycleStatusKnown, 0},
-		{"async", []sampleResult{k(1, true), k(2, false), k(3, true), k(0, false)},
-			stepResult{samples: 4, known: 4, stalenessMean: 1.5, stalenessMax: 3, mixedFrac: 0.5}, sc.LifecycleStatusKnown, 0},
-		{"unknown samples are left out of mean, max and fraction, and counted", []sampleResult{k(2, true), u, k(4, false)},
-			stepResult{samples: 3, known: 2, stalenessMean: 3, stalenessMax: 4, mixedFrac: 0.5}, sc.LifecycleStatusPartial, 0},
+		{
+			"synchronous",
+			[]sampleResult{k(0, false), k(0, false), k(0, false)},
+			stepResult{samples: 3, known: 3},
+			sc.LifecycleStatusKnown, 0,
+		},
+		{
+			"async",
+			[]sampleResult{k(1, true), k(2, false), k(3, true), k(0, false)},
+			stepResult{samples: 4, known: 4, stalenessMean: 1.5, stalenessMax: 3, mixedFrac: 0.5},
+			sc.LifecycleStatusKnown, 0,
+		},
+		{
+			"unknown samples are left out of mean, max and fraction, and counted",
+			[]sampleResult{k(2, true), u, k(4, false)},
+			stepResult{samples: 3, known: 2, stalenessMean: 3, stalenessMax: 4, mixedFrac: 0.5},
+			sc.LifecycleStatusPartial, 0,
+		},
 		{"none known", []sampleResult{u, u}, stepResult{samples: 2}, sc.LifecycleStatusUnknown, 0},
 		{"empty batch", nil, stepResult{}, sc.LifecycleStatusUnknown, 0},
 	} {
@@ -316,7 +330,7 @@ func TestTurnsContiguous(t *testing.T) {
 		for i, n := range tc.turns {
 			segs = append(segs, seg(byte(i+1), n, 1, i))
 		}
-		if tc.turns != nil && len(tc.turns) == 1 && tc.turns[0] == 0 {
+		if len(tc.turns) == 1 && tc.turns[0] == 0 {
 			segs[0].hasTurn = true
 		}
 		if got := turnsContiguous(segs); got != tc.want {
