@@ -2,9 +2,7 @@ package lifecycleprocessor
 
 import (
 	"encoding/json"
-	"flag"
 	"math"
-	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -14,10 +12,9 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/otelcol-miles/otelcol-miles/internal/goldenfile"
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/golden/*.jsonl from the current output")
 
 // TestGoldenColocate: a synchronous colocate run reads staleness 0 everywhere — every segment lag 0, every
 // sample and step staleness 0, nothing mixed — although consume spans regularly arrive before the last spans of
@@ -248,27 +245,7 @@ func golden(t *testing.T, name string, _ *runSim, out map[pcommon.SpanID]ptrace.
 	}
 	sort.Strings(lines)
 	got := strings.Join(lines, "\n") + "\n"
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (create it with -update)", err)
-	}
-	if string(want) != got {
-		gl, wl := strings.Split(got, "\n"), strings.Split(string(want), "\n")
-		for i := 0; i < min(len(gl), len(wl)); i++ {
-			if gl[i] != wl[i] {
-				t.Fatalf("%s differs at line %d:\n got %s\nwant %s", path, i+1, gl[i], wl[i])
-			}
-		}
-		t.Fatalf("%s: %d lines, want %d", path, len(gl), len(wl))
+	if !goldenfile.Assert(t, filepath.Join("testdata", "golden", name), []byte(got)) {
+		t.FailNow()
 	}
 }
