@@ -7,6 +7,7 @@
 package goldenfile
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"os"
@@ -44,7 +45,7 @@ func Assert(t testing.TB, path string, got []byte) bool {
 	if err != nil {
 		t.Fatalf("%v (run the test with -update or %s=1 to create it)", err, UpdateEnv)
 	}
-	if string(want) == string(got) {
+	if bytes.Equal(want, got) {
 		return true
 	}
 	t.Errorf("output differs from %s (rerun with -update or %s=1 if the change is intended)\n%s",

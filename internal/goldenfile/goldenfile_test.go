@@ -17,7 +17,7 @@ func (r *recorder) Helper() {}
 
 func (r *recorder) Errorf(format string, args ...any) {
 	r.errors = append(r.errors, format)
-	r.TB.Logf(format, args...)
+	r.Logf(format, args...)
 }
 
 func TestAssert(t *testing.T) {
