@@ -75,8 +75,8 @@ verdict=$?
 
 # The receiver's own cost per device per scrape against the real driver (BENCHMARKS.md, "NVML receiver").
 if [[ "${GPU_CHECK_BENCH:-1}" == 1 && $verdict -ne 2 ]]; then
-	bench=$(go test -v -run '^$' -bench 'ScrapeRealNVML' -benchtime 200x -benchmem ./bench/nvml/ 2>&1 |
-		grep -E 'ns/op|nvml_bench_test.go:' | head -n 1 | tr -s ' \t' ' ')
+	bench=$(go test -v -run '^$' -bench 'ScrapeRealNVML' -benchtime 200x -benchmem ./receivers/nvmlreceiver/ 2>&1 |
+		grep -E 'ns/op|benchmark_test.go:' | head -n 1 | tr -s ' \t' ' ')
 	echo "  bench    : ${bench:-no result}"
 fi
 exit $verdict
