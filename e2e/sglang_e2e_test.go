@@ -30,7 +30,7 @@ import (
 // file (direct mode) or behind a router (MILES_SGLANG_ROUTER: the fake router in both name formats, and the real
 // sglang-router from PyPI), and the engine_series records read back from the run directory.
 
-// defaultWhitelist is the canonical metric whitelist the config keeps by default (miles-dashboard.md §4.1, whole
+// defaultWhitelist is the canonical metric whitelist the config keeps by default (docs/semconv.md §7, whole
 // histograms), plus the receiver's `up`.
 var defaultWhitelist = map[string]string{
 	"sglang:num_running_reqs":                "number",

@@ -82,11 +82,11 @@ type sampleResult struct {
 //
 //   - staleness = trainer version at consume − oldest version that generated any of the sample's tokens. The
 //     step number is not an input: versions are compared with versions (a synchronous run reads 0; the
-//     reference system's rollout_id − version reads −1, miles-dashboard.md §9.2 C4).
+//     reference system's rollout_id − version reads −1; docs/semconv.md §3.1).
 //   - every segment carries the version that produced it; a contributing segment without a version makes the
-//     versions unknown instead of being skipped (skipping would report a newer "oldest" version, §9.2 C3).
+//     versions unknown instead of being skipped (skipping would report a newer "oldest" version; docs/semconv.md §3.1).
 //   - the segments are those of the consumed attempt plus, under partial-rollout carry, those of the earlier
-//     attempts it resumed; nothing from other samples or other steps (§9.2 C18).
+//     attempts it resumed; nothing from other samples or other steps (docs/semconv.md §3.1).
 //   - anything not seen completely yields unknown with a reason, never a number computed from part of the data:
 //     an attempt counts as seen completely when its queue span (the first span it emits), its attempt span (the
 //     last) and, over the sample, turns 1..n without a gap were seen.
