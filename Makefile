@@ -10,8 +10,9 @@ export CGO_CFLAGS := -O2 -g -Wno-deprecated-declarations
 
 BIN := bin/otelcol-miles
 OCB := $(GO) tool -modfile=tools/ocb/go.mod builder
+GOLANGCI_LINT := $(GO) tool -modfile=tools/golangci-lint/go.mod golangci-lint
 
-.PHONY: all build generate check-generate test unit-test e2e-test python-test web-test screenshots lint bench demo clean
+.PHONY: all build generate check-generate test unit-test e2e-test python-test web-test screenshots lint nocgo-build bench demo clean
 
 all: build
 
@@ -30,9 +31,9 @@ check-generate: generate
 		git status --porcelain -- otelcol-miles; git --no-pager diff --stat -- otelcol-miles; \
 		echo "otelcol-miles/ is stale: run 'make generate' and commit the result"; exit 1; fi
 
-## unit-test: Go unit tests of our own packages (no binary needed)
+## unit-test: Go unit tests of our own packages with the race detector (no binary needed)
 unit-test:
-	$(GO) test -count=1 ./...
+	$(GO) test -race -count=1 ./...
 
 ## jaeger: Jaeger v1.75.0 (the v2 binary) from its own tools module, the trace backend of the forwarding e2e test
 jaeger: bin/jaeger
@@ -57,16 +58,23 @@ screenshots:
 	$(MAKE) -C dashboard/web screenshots
 
 ## test: everything CI checks
-test: check-generate build jaeger lint
-	MILES_E2E_REQUIRE=1 $(GO) test -count=1 ./...
+test: check-generate build jaeger lint nocgo-build
+	MILES_E2E_REQUIRE=1 $(GO) test -race -count=1 $$($(GO) list ./... | grep -v '/e2e$$')
+	MILES_E2E_REQUIRE=1 $(GO) test -count=1 ./e2e/
 	@if [ -f python/Makefile ]; then MILES_E2E_REQUIRE=1 $(MAKE) -C python test; fi
 	$(MAKE) web-test
 
-## lint: vet and gofmt our own packages (never the generated distribution: it is generated code)
+## lint: go vet and golangci-lint (.golangci.yml, pinned in tools/golangci-lint) over our own packages; never the
+## generated distribution otelcol-miles/ (its own module, so ./... of the root module leaves it out)
 lint:
 	$(GO) vet ./...
-	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^otelcol-miles/')); \
-		if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GOLANGCI_LINT) run ./...
+
+## nocgo-build: our packages build with CGO_ENABLED=0 (the nvml receiver's build-tag split: no libnvidia-ml, the
+## receiver disables itself), and the receiver's tests pass that way
+nocgo-build:
+	CGO_ENABLED=0 $(GO) build ./...
+	CGO_ENABLED=0 $(GO) test -count=1 ./receivers/nvmlreceiver/...
 
 ## bench: exporter and component benchmarks (see BENCHMARKS.md)
 bench:

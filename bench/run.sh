@@ -71,7 +71,7 @@ fi
 echo
 echo "jsonl exporter (ours) vs contrib fileexporter v0.161.0 — GOMAXPROCS=$CPU, benchtime=$BENCHTIME, rounds=$COUNT"
 echo "throughput: median of rounds [min–max]; bytes: on-disk bytes of the written files per unit (deterministic)"
-echo "goal (issue 2): throughput ratio >= 2.00 and bytes ratio <= 0.25"
+echo "goal (BENCHMARKS.md): throughput ratio >= 2.00 and bytes ratio <= 0.25"
 echo
 awk -v jf="$OUT/jsonl.txt" -v ff="$OUT/file.txt" -v zf="$OUT/zstd.txt" '
 function load(file, impl,   line, f, n, i, name) {

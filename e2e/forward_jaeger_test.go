@@ -221,7 +221,7 @@ func sdkAttrMap(kvs []attribute.KeyValue) pcommon.Map {
 				s.AppendEmpty().SetStr(v)
 			}
 		default:
-			m.PutStr(k, kv.Value.Emit())
+			m.PutStr(k, kv.Value.String())
 		}
 	}
 	return m
@@ -252,9 +252,11 @@ func TestForwardToJaegerE2E(t *testing.T) {
 	// Phases on a trainer rank: actor_train with a nested data_preprocess (one trace).
 	trainer := provider("miles-trainer")
 	phase := func(name string) []attribute.KeyValue {
-		return []attribute.KeyValue{attribute.String(sc.SpanType, sc.SpanTypePhase), attribute.String(sc.PhaseName, name),
+		return []attribute.KeyValue{
+			attribute.String(sc.SpanType, sc.SpanTypePhase), attribute.String(sc.PhaseName, name),
 			attribute.String(sc.Role, "train"), attribute.Int(sc.Rank, 2), attribute.IntSlice(sc.GPUIDs, []int{2}),
-			attribute.StringSlice(sc.GPUUUIDs, []string{"GPU-fwd-2"}), attribute.Int(sc.Step, 11)}
+			attribute.StringSlice(sc.GPUUUIDs, []string{"GPU-fwd-2"}), attribute.Int(sc.Step, 11),
+		}
 	}
 	t0 := time.Now().Add(-3 * time.Second)
 	tr := trainer.Tracer("miles.phases")
@@ -268,8 +270,10 @@ func TestForwardToJaegerE2E(t *testing.T) {
 	// One sample attempt on the rollout manager: attempt → queue, generate, tool, consume (one trace).
 	rollout := provider("miles-rollout")
 	rt := rollout.Tracer("miles.rollout")
-	common := []attribute.KeyValue{attribute.String(sc.SpanType, ""), attribute.Int(sc.SampleIndex, 4242),
-		attribute.Int(sc.GroupIndex, 530), attribute.Int(sc.Attempt, 0)}
+	common := []attribute.KeyValue{
+		attribute.String(sc.SpanType, ""), attribute.Int(sc.SampleIndex, 4242),
+		attribute.Int(sc.GroupIndex, 530), attribute.Int(sc.Attempt, 0),
+	}
 	with := func(typ string, extra ...attribute.KeyValue) trace.SpanStartEventOption {
 		kv := append([]attribute.KeyValue{}, common...)
 		kv[0] = attribute.String(sc.SpanType, typ)
@@ -389,8 +393,10 @@ func TestForwardToJaegerE2E(t *testing.T) {
 			bySpan[id] = r
 		}
 	}
-	typeOf := map[string]string{sc.SpanNameAttempt: sc.SpanTypeAttempt, sc.SpanNameQueue: sc.SpanTypeQueue,
-		sc.SpanNameGenerate: sc.SpanTypeGenerate, sc.SpanNameTool: sc.SpanTypeTool, sc.SpanNameConsume: sc.SpanTypeConsume}
+	typeOf := map[string]string{
+		sc.SpanNameAttempt: sc.SpanTypeAttempt, sc.SpanNameQueue: sc.SpanTypeQueue,
+		sc.SpanNameGenerate: sc.SpanTypeGenerate, sc.SpanNameTool: sc.SpanTypeTool, sc.SpanNameConsume: sc.SpanTypeConsume,
+	}
 	var names []string
 	for _, s := range sent {
 		id := s.SpanContext().SpanID()

@@ -165,8 +165,10 @@ func TestLifecycleE2E(t *testing.T) {
 		}
 	}
 	st := ann(m["step_consume"][0])
-	for k, v := range map[string]any{sc.LifecycleStatus: "partial", sc.LifecycleStepSamples: 2.0, sc.LifecycleStepKnown: 1.0,
-		sc.LifecycleStepStalenessMean: 2.0, sc.LifecycleStepStalenessMax: 2.0, sc.LifecycleStepMixedVersionFrac: 1.0} {
+	for k, v := range map[string]any{
+		sc.LifecycleStatus: "partial", sc.LifecycleStepSamples: 2.0, sc.LifecycleStepKnown: 1.0,
+		sc.LifecycleStepStalenessMean: 2.0, sc.LifecycleStepStalenessMax: 2.0, sc.LifecycleStepMixedVersionFrac: 1.0,
+	} {
 		if st[k] != v {
 			t.Errorf("step_consume %s = %v, want %v (%v)", k, st[k], v, m["step_consume"][0])
 		}
@@ -184,7 +186,7 @@ func TestLifecycleE2E(t *testing.T) {
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
 		known, unknown := false, false
-		for _, line := range strings.Split(string(b), "\n") {
+		for line := range strings.SplitSeq(string(b), "\n") {
 			if strings.HasPrefix(line, sc.MetricLifecycleSamples) {
 				known = known || (strings.Contains(line, `status="known"`) && strings.HasSuffix(line, " 1"))
 				unknown = unknown || (strings.Contains(line, `reason="no_trajectory"`) && strings.HasSuffix(line, " 1"))

@@ -182,7 +182,7 @@ func TestOTLPIngestE2E(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
-		for _, line := range strings.Split(string(b), "\n") {
+		for line := range strings.SplitSeq(string(b), "\n") {
 			if strings.HasPrefix(line, "http_server_request_duration_count{") &&
 				strings.Contains(line, `http_response_status_code="400"`) && strings.Contains(line, `http_route="/v1/traces"`) &&
 				strings.HasSuffix(line, " 2") {

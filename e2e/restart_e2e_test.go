@@ -36,7 +36,7 @@ func sendSteps(t *testing.T, addr string, first, n int) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 200 {
+	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("POST /v1/metrics: %d", resp.StatusCode)
 	}
 }

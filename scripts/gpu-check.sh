@@ -67,7 +67,7 @@ if command -v nvidia-smi >/dev/null 2>&1; then
 	expect=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
 fi
 
-if ! go build -o "$run/gpucheck" ./receivers/nvmlreceiver/internal/gpucheck 2>"$run/gpucheck-build.log"; then
+if ! go build -o "$run/gpucheck" ./cmd/gpucheck 2>"$run/gpucheck-build.log"; then
 	echo "gpu-check: building the checker failed:"; tail -n 20 "$run/gpucheck-build.log"; exit 2
 fi
 "$run/gpucheck" -run "$run" -log "$run/collector.log" -seconds "$seconds" -expect-gpus "${expect:-0}" -exited="$exited"
@@ -75,8 +75,8 @@ verdict=$?
 
 # The receiver's own cost per device per scrape against the real driver (BENCHMARKS.md, "NVML receiver").
 if [[ "${GPU_CHECK_BENCH:-1}" == 1 && $verdict -ne 2 ]]; then
-	bench=$(go test -v -run '^$' -bench 'ScrapeRealNVML' -benchtime 200x -benchmem ./bench/nvml/ 2>&1 |
-		grep -E 'ns/op|nvml_bench_test.go:' | head -n 1 | tr -s ' \t' ' ')
+	bench=$(go test -v -run '^$' -bench 'ScrapeRealNVML' -benchtime 200x -benchmem ./receivers/nvmlreceiver/ 2>&1 |
+		grep -E 'ns/op|benchmark_test.go:' | head -n 1 | tr -s ' \t' ' ')
 	echo "  bench    : ${bench:-no result}"
 fi
 exit $verdict

@@ -5,13 +5,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/otelcol-miles/otelcol-miles/internal/e2etest"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/otelcol-miles/otelcol-miles/internal/e2etest"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
@@ -92,7 +93,7 @@ func streamStats(b *testing.B, root string) (size, lines int64) {
 		}
 		size += int64(len(data)) // every stream's bytes count, the gpu_rollup summaries included
 		if filepath.Base(filepath.Dir(p)) != "gpu_rollup" {
-			lines += int64(bytes.Count(data, []byte{'\n'})) // items: roll-up records summarise gpu_util rows
+			lines += int64(bytes.Count(data, []byte{'\n'})) // items: roll-up records summarize gpu_util rows
 		}
 		return nil
 	})
@@ -197,7 +198,7 @@ func TestPayloadDigest(t *testing.T) {
 		for _, md := range set.Engine {
 			enginePoints += md.DataPointCount()
 		}
-		return
+		return spans, gpuValues, enginePoints
 	}
 	s, g, e := counts()
 	if s != payload.PoolSize*payload.SpansPerBatch || g != payload.PoolSize*payload.GPUValuesBatch || e != payload.PoolSize*payload.EnginePoints {
@@ -353,7 +354,7 @@ func TestWriteSample(t *testing.T) {
 		if err := c.Start(ctx, componenttest.NewNopHost()); err != nil {
 			t.Fatal(err)
 		}
-		for i := 0; i < payload.PoolSize; i++ {
+		for i := range payload.PoolSize {
 			if err := push(i); err != nil {
 				t.Fatal(err)
 			}

@@ -203,8 +203,10 @@ func TestE2ERunsLandInRunDir(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			const steps = 2
-			args := []string{"--mode", mode, "--nodes", "2", "--steps", fmt.Sprint(steps), "--speed", "150", "--restart-step", "1",
-				"--seed", "11", "--run-dir", runDir, "--endpoint", col.HTTPAddr, "--linger", "90s"}
+			args := []string{
+				"--mode", mode, "--nodes", "2", "--steps", fmt.Sprint(steps), "--speed", "150", "--restart-step", "1",
+				"--seed", "11", "--run-dir", runDir, "--endpoint", col.HTTPAddr, "--linger", "90s",
+			}
 			out := &safeBuf{}
 			done := make(chan error, 1)
 			go func() { done <- run(ctx, args, out, io.Discard) }()
@@ -233,7 +235,7 @@ func TestE2ERunsLandInRunDir(t *testing.T) {
 	}
 }
 
-// shape summarises records of a stream: for each metric (engine_series) or the whole stream, the sorted field and
+// shape summarizes records of a stream: for each metric (engine_series) or the whole stream, the sorted field and
 // label keys seen, so two run directories can be compared without their values.
 func shape(recs []map[string]any, byMetric bool) map[string]string {
 	out := map[string]string{}
@@ -272,8 +274,10 @@ func TestE2EFastForwardLooksScraped(t *testing.T) {
 	defer cancel()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"--nodes", "1", "--steps", "1", "--speed", "200", "--run-dir", liveDir, "--endpoint", col.HTTPAddr,
-			"--linger", "60s", "--quiet"}, io.Discard, io.Discard)
+		done <- run(ctx, []string{
+			"--nodes", "1", "--steps", "1", "--speed", "200", "--run-dir", liveDir, "--endpoint", col.HTTPAddr,
+			"--linger", "60s", "--quiet",
+		}, io.Discard, io.Discard)
 	}()
 	e2etest.Eventually(t, 60*time.Second, "live engine series with histograms and processes", func() bool {
 		have := map[string]bool{}
@@ -284,13 +288,17 @@ func TestE2EFastForwardLooksScraped(t *testing.T) {
 			len(e2etest.Records(t, liveDir, sc.StreamGPUProcesses)) > 0
 	})
 	cancel()
-	<-done
+	if err := <-done; err != nil {
+		t.Logf("live run, cancelled: %v", err)
+	}
 	col.Stop(t)
 
 	ffDir := filepath.Join(t.TempDir(), "ff")
 	col2 := e2etest.StartCollector(t, ffDir, e2etest.Options{})
-	if err := run(context.Background(), []string{"--fast-forward", "--nodes", "1", "--duration", "10m", "--start", "2026-01-01T00:00:00Z",
-		"--run-dir", ffDir, "--endpoint", col2.HTTPAddr, "--quiet"}, io.Discard, io.Discard); err != nil {
+	if err := run(context.Background(), []string{
+		"--fast-forward", "--nodes", "1", "--duration", "10m", "--start", "2026-01-01T00:00:00Z",
+		"--run-dir", ffDir, "--endpoint", col2.HTTPAddr, "--quiet",
+	}, io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	e2etest.Eventually(t, 30*time.Second, "fast-forward engine series", func() bool {

@@ -47,8 +47,10 @@ func unbundle(t *testing.T, r *records) []flatSpan {
 				t.Fatalf("not a bundle: %s (%v)", l, err)
 			}
 			for _, m := range b.Spans {
-				f := flatSpan{trace: b.Trace, span: m["span"].(string), typ: m["type"].(string), hour: c.key.hour,
-					attempt: -1}
+				f := flatSpan{
+					trace: b.Trace, span: m["span"].(string), typ: m["type"].(string), hour: c.key.hour,
+					attempt: -1,
+				}
 				f.t0 = int64(math.Round(b.T*1e6) + math.Round(m["t0"].(float64)*1e6))
 				f.t1 = int64(math.Round(b.T*1e6) + math.Round(m["t1"].(float64)*1e6))
 				if b.Attempt != nil {
@@ -100,9 +102,11 @@ func TestTrajectoryBundles(t *testing.T) {
 		if attempt >= 0 {
 			s.Attributes().PutInt(sc.Attempt, attempt)
 		}
-		want = append(want, flatSpan{trace: hex.EncodeToString(tid[:]), span: hex.EncodeToString(sid[:]), parent: p,
+		want = append(want, flatSpan{
+			trace: hex.EncodeToString(tid[:]), span: hex.EncodeToString(sid[:]), parent: p,
 			typ: typ, t0: hour.Add(t0).UnixMicro(), t1: hour.Add(t1).UnixMicro(), attempt: float64(attempt),
-			hour: hour.Add(t1).Unix() / 3600})
+			hour: hour.Add(t1).Unix() / 3600,
+		})
 	}
 	rootA := []byte{0, 1, 0xee, 0, 0, 0, 0, 1}
 	add(1, sc.SpanTypeAttempt, nil, -10*time.Second+123456*time.Nanosecond, 5*time.Second, 0) // ends in the next hour
@@ -113,7 +117,7 @@ func TestTrajectoryBundles(t *testing.T) {
 	add(1, sc.SpanTypeConsume, rootA, 5*time.Second, 5*time.Second, -1)                          // no attempt: inherits
 	add(2, sc.SpanTypeWeightUpdate, nil, -4*time.Second, -3500*time.Millisecond, 1)              // second root of trace 2
 	add(2, sc.SpanTypeWeightUpdate, nil, -4*time.Second, -3400*time.Millisecond, 1)
-	for i := 0; i < maxBundle+10; i++ {
+	for i := range maxBundle + 10 {
 		add(3, sc.SpanTypeGenerate, []byte{3, 3, 3, 3, 3, 3, 3, 3}, time.Duration(i)*time.Millisecond, time.Duration(i+1)*time.Millisecond, 0)
 	}
 	var r records

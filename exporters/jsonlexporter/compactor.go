@@ -51,8 +51,10 @@ func newCompactor(runDir string, grace time.Duration, part *partitioner, onError
 		return nil, err
 	}
 	every := min(max(grace/4, time.Second), time.Minute)
-	return &compactor{runDir: runDir, grace: grace, checkEvery: every, part: part, onError: onError, enc: enc,
-		lastWrite: map[partKey]time.Time{}, busyKey: map[partKey]bool{}}, nil
+	return &compactor{
+		runDir: runDir, grace: grace, checkEvery: every, part: part, onError: onError, enc: enc,
+		lastWrite: map[partKey]time.Time{}, busyKey: map[partKey]bool{},
+	}, nil
 }
 
 // wrote notes a write to k at now (flush goroutine).
@@ -120,9 +122,7 @@ func (c *compactor) maybeRun(now time.Time) {
 		c.busyKey[j.k] = true
 	}
 	c.mu.Unlock()
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
+	c.wg.Go(func() {
 		for _, j := range jobs {
 			if c.beforeCompress != nil {
 				c.beforeCompress(j.p)
@@ -135,7 +135,7 @@ func (c *compactor) maybeRun(now time.Time) {
 			delete(c.busyKey, j.k)
 			c.mu.Unlock()
 		}
-	}()
+	})
 }
 
 // compress turns p's plain file into (another frame of) its .zst. Steps: write .zst.tmp = old .zst + new

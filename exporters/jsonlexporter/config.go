@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"go.opentelemetry.io/collector/component"
 )
 
 // Config of the jsonl exporter. Every field has a working default except directory.
@@ -32,7 +34,12 @@ type Config struct {
 	// pre-aggregated bucket, so its wide views read the roll-up instead of the raw hour); whole seconds
 	// dividing an hour; 0 turns the roll-up off.
 	RollupInterval time.Duration `mapstructure:"rollup_interval"`
+
+	// Unkeyed literals of Config would break when a field is added.
+	_ struct{}
 }
+
+var _ component.Config = (*Config)(nil)
 
 func createDefaultConfig() *Config {
 	return &Config{

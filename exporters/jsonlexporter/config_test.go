@@ -1,13 +1,18 @@
 package jsonlexporter
 
 import (
+	"os"
 	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/otelcol-miles/otelcol-miles/exporters/jsonlexporter/internal/metadata"
 )
@@ -62,5 +67,79 @@ func TestLoadConfig(t *testing.T) {
 				t.Fatalf("config = %+v\nwant %+v", cfg, tc.want)
 			}
 		})
+	}
+}
+
+// A misspelled key fails to load with an error naming it, instead of leaving the default in place.
+func TestLoadConfigUnknownKey(t *testing.T) {
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "unknown_key.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := cm.Sub(component.NewID(metadata.Type).String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := NewFactory().CreateDefaultConfig().(*Config)
+	err = sub.Unmarshal(cfg)
+	if err == nil || !strings.Contains(err.Error(), "flush_intervall") {
+		t.Fatalf("Unmarshal() = %v, want an error naming flush_intervall", err)
+	}
+}
+
+// metadata.yaml and the hand-kept internal/metadata and telemetry.go agree.
+func TestMetadataInStep(t *testing.T) {
+	b, err := os.ReadFile("metadata.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md struct {
+		Type   string `yaml:"type"`
+		Status struct {
+			Class     string              `yaml:"class"`
+			Stability map[string][]string `yaml:"stability"`
+		} `yaml:"status"`
+		Telemetry struct {
+			Metrics map[string]any `yaml:"metrics"`
+		} `yaml:"telemetry"`
+	}
+	if err := yaml.Unmarshal(b, &md); err != nil {
+		t.Fatal(err)
+	}
+	if md.Type != metadata.Type.String() || md.Status.Class != "exporter" {
+		t.Fatalf("metadata.yaml type %q class %q, want %q exporter", md.Type, md.Status.Class, metadata.Type)
+	}
+	want := map[string][]string{}
+	for signal, level := range map[string]component.StabilityLevel{
+		"traces": metadata.TracesStability, "metrics": metadata.MetricsStability, "logs": metadata.LogsStability,
+	} {
+		k := strings.ToLower(level.String())
+		want[k] = append(want[k], signal)
+	}
+	for k := range want {
+		slices.Sort(want[k])
+	}
+	got := map[string][]string{}
+	for k, signals := range md.Status.Stability {
+		got[k] = slices.Sorted(slices.Values(signals))
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("metadata.yaml stability %v, internal/metadata says %v", got, want)
+	}
+	src, err := os.ReadFile("telemetry.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded := map[string]bool{}
+	for _, m := range regexp.MustCompile(`"(otelcol_exporter_jsonl_\w+)"`).FindAllStringSubmatch(string(src), -1) {
+		recorded[m[1]] = true
+		if _, ok := md.Telemetry.Metrics[m[1]]; !ok {
+			t.Errorf("telemetry.go records %s, which metadata.yaml does not declare", m[1])
+		}
+	}
+	for name := range md.Telemetry.Metrics {
+		if !recorded[name] {
+			t.Errorf("metadata.yaml declares %s, which telemetry.go does not record", name)
+		}
 	}
 }

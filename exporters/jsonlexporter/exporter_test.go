@@ -142,7 +142,7 @@ func TestMetaAcrossRestart(t *testing.T) {
 	if err := e2.start(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
-	defer e2.shutdown(context.Background())
+	defer func() { _ = e2.shutdown(context.Background()) }()
 	var m runMeta
 	if err := json.Unmarshal([]byte(readFile(t, filepath.Join(dir, "dashboard", "meta.json"))), &m); err != nil {
 		t.Fatal(err)

@@ -82,7 +82,7 @@ func TestUnknownGPUMetricNameIsEscaped(t *testing.T) {
 	var r records
 	mapMetrics(md, &r)
 	for _, c := range r.chunks {
-		for _, l := range bytes.Split(bytes.TrimSuffix(c.data, []byte("\n")), []byte("\n")) {
+		for l := range bytes.SplitSeq(bytes.TrimSuffix(c.data, []byte("\n")), []byte("\n")) {
 			if !json.Valid(l) {
 				t.Fatalf("invalid record %s", l)
 			}

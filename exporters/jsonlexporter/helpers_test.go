@@ -2,7 +2,6 @@ package jsonlexporter
 
 import (
 	"context"
-	"flag"
 	"os"
 	"path/filepath"
 	"testing"
@@ -16,10 +15,9 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/goleak"
 
+	"github.com/otelcol-miles/otelcol-miles/internal/goldenfile"
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files in testdata/golden")
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
@@ -72,23 +70,7 @@ func readFile(t *testing.T, path string) string {
 // golden compares got with testdata/golden/name, or rewrites it with -update.
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s differs from golden file %s\n--- got\n%s--- want\n%s", name, path, got, want)
-	}
+	goldenfile.Assert(t, filepath.Join("testdata", "golden", name), []byte(got))
 }
 
 func traceID(b byte) pcommon.TraceID {
@@ -223,7 +205,7 @@ func stepMetrics() pmetric.Metrics {
 
 func gpuMetrics() pmetric.Metrics {
 	md := pmetric.NewMetrics()
-	for gpu := int64(0); gpu < 2; gpu++ {
+	for gpu := range int64(2) {
 		rm := md.ResourceMetrics().AppendEmpty()
 		r := rm.Resource().Attributes()
 		r.PutStr(sc.HostName, "n1")
@@ -334,7 +316,7 @@ func topologyAndOpenLogs() plog.Logs {
 	eng.PutStr("worker_type", "regular")
 	eng.PutInt("engine_rank", 0)
 	gpus := eng.PutEmptySlice("gpus")
-	for g := int64(0); g < 2; g++ {
+	for g := range int64(2) {
 		pair := gpus.AppendEmpty().SetEmptySlice()
 		pair.AppendEmpty().SetStr("n1")
 		pair.AppendEmpty().SetInt(g)

@@ -111,7 +111,7 @@ type stepGroup struct {
 // one record, as the trainer logged them.
 type stepGroups struct{ groups []*stepGroup }
 
-func (s *stepGroups) add(m pmetric.Metric, r *records) {
+func (s *stepGroups) add(m pmetric.Metric, _ *records) {
 	for _, dp := range numberPoints(m).All() {
 		attrs := dp.Attributes()
 		sk, _ := attrStr(attrs, sc.StepKey)
@@ -443,7 +443,8 @@ func (e *engineGroups) add(res pcommon.Map, m pmetric.Metric, r *records) {
 				}
 				o.b = strconv.AppendUint(o.b, v, 10)
 			}
-			g.h = append(o.b, ']', '}')
+			o.b = append(o.b, ']', '}')
+			g.h = o.b
 			g.points++
 		}
 	case pmetric.MetricTypeSummary:
@@ -466,7 +467,8 @@ func (e *engineGroups) add(res pcommon.Map, m pmetric.Metric, r *records) {
 				o.b = append(o.b, '"', ':')
 				o.b = appendFloat(o.b, q.Value())
 			}
-			g.s = append(o.b, '}', '}')
+			o.b = append(o.b, '}', '}')
+			g.s = o.b
 			g.points++
 		}
 	default:

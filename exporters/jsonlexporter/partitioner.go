@@ -204,10 +204,10 @@ func (p *partitioner) syncAll() error {
 
 func (p *partitioner) evictOldest() {
 	var oldest partKey
-	var min uint64 = ^uint64(0)
+	least := ^uint64(0)
 	for k, of := range p.open {
-		if of.used < min {
-			oldest, min = k, of.used
+		if of.used < least {
+			oldest, least = k, of.used
 		}
 	}
 	p.closeKey(oldest)

@@ -10,7 +10,7 @@ import (
 )
 
 // rollupFields are the gpu_util fields the roll-up aggregates: the ones the dashboard's overviews read (fleet
-// utilisation, the util/mem/power carpet, the lane tracks' util and mem_mb). Their index is their bit in
+// utilization, the util/mem/power carpet, the lane tracks' util and mem_mb). Their index is their bit in
 // gpuReading.has.
 var rollupFields = [...]string{"util", "mem_mb", "power_w"}
 

@@ -20,7 +20,7 @@ import (
 // from base; values vary with the offset so every bucket differs. n1:1 has no power reading.
 func gpuReadings(offsets ...time.Duration) pmetric.Metrics {
 	md := pmetric.NewMetrics()
-	for gpu := int64(0); gpu < 2; gpu++ {
+	for gpu := range int64(2) {
 		rm := md.ResourceMetrics().AppendEmpty()
 		rm.Resource().Attributes().PutStr(sc.HostName, "n1")
 		rm.Resource().Attributes().PutInt(sc.GPUIndex, gpu)
@@ -65,7 +65,7 @@ func parseRollups(t *testing.T, files map[string]string) []rollRec {
 		if !strings.HasPrefix(name, sc.StreamGPURollup+"/") {
 			continue
 		}
-		for _, line := range strings.Split(strings.TrimSuffix(body, "\n"), "\n") {
+		for line := range strings.SplitSeq(strings.TrimSuffix(body, "\n"), "\n") {
 			var m map[string]json.RawMessage
 			if err := json.Unmarshal([]byte(line), &m); err != nil {
 				t.Fatalf("%s: %q: %v", name, line, err)
@@ -134,7 +134,7 @@ func rollupOfRaw(t *testing.T, files map[string]string, step int64) map[string]r
 		if !strings.HasPrefix(name, sc.StreamGPUUtil+"/") {
 			continue
 		}
-		for _, line := range strings.Split(strings.TrimSuffix(body, "\n"), "\n") {
+		for line := range strings.SplitSeq(strings.TrimSuffix(body, "\n"), "\n") {
 			var m map[string]any
 			if err := json.Unmarshal([]byte(line), &m); err != nil {
 				t.Fatal(err)
@@ -231,7 +231,7 @@ func sortLines(s string) string {
 func TestRollupClosesByWatermark(t *testing.T) {
 	u := newRollup(16)
 	t0 := int64(1_764_583_200) // an hour start
-	rd := func(gpu int64, s int64) gpuReading {
+	rd := func(gpu, s int64) gpuReading {
 		return gpuReading{node: "n", gpu: gpu, ts: pcomTS(s), has: 1, vals: [nRollupFields]float64{float64(s % 100)}}
 	}
 	var r records
@@ -273,7 +273,7 @@ func TestRollupBadInput(t *testing.T) {
 	u.fold([]gpuReading{{node: "n", ts: 0}, {node: "", gpu: -1, ts: pcomTS(5)}, {node: "n", ts: pcomTS(100)}}, &r)
 	u.flushAll(&r)
 	for _, c := range r.chunks {
-		for _, line := range strings.Split(strings.TrimSuffix(string(c.data), "\n"), "\n") {
+		for line := range strings.SplitSeq(strings.TrimSuffix(string(c.data), "\n"), "\n") {
 			var m map[string]any
 			if err := json.Unmarshal([]byte(line), &m); err != nil {
 				t.Fatalf("%q: %v", line, err)

@@ -226,14 +226,15 @@ func (w *writer) flush() {
 	if len(held) > 0 {
 		w.requeue(held)
 	}
-	if len(failed) > 0 {
+	switch {
+	case len(failed) > 0:
 		queued := w.requeue(failed)
 		w.tel.writeError()
 		w.reportError(now, firstErr, queued)
-	} else if firstErr != nil {
+	case firstErr != nil:
 		w.tel.writeError()
 		w.reportError(now, firstErr, 0)
-	} else if w.failing {
+	case w.failing:
 		w.failing = false
 		w.logger.Warn("jsonl: writing resumed", zap.Int("errors_since_last_report", w.errsSinceLog),
 			zap.Int64("records_dropped_total", w.tel.droppedTotal()))

@@ -28,7 +28,7 @@ func manyStepRecords(n int, first int64, at time.Duration) pmetric.Metrics {
 	m := sm.Metrics().AppendEmpty()
 	m.SetName("rollout/raw_reward")
 	dps := m.SetEmptyGauge().DataPoints()
-	for i := 0; i < n; i++ {
+	for i := range n {
 		dp := dps.AppendEmpty()
 		dp.SetTimestamp(ts(at))
 		dp.SetDoubleValue(float64(i) / 7)
@@ -86,7 +86,7 @@ func TestReaderRacingWriter(t *testing.T) {
 			}
 		}
 	}()
-	for i := 0; i < batches; i++ {
+	for i := range batches {
 		if err := e.pushMetrics(context.Background(), manyStepRecords(per, int64(i*per), 0)); err != nil {
 			t.Fatal(err)
 		}
@@ -198,7 +198,7 @@ func TestDiskFullThenRecovers(t *testing.T) {
 			fs.broken.Store(true)
 			fs.readOnly.Store(readOnly)
 			// ~100 B per record; 40k records ≈ 4 MB, four times the budget.
-			for i := 0; i < 40; i++ {
+			for i := range 40 {
 				if err := e.pushMetrics(context.Background(), manyStepRecords(1000, int64(1000+i*1000), 0)); err != nil {
 					t.Fatal(err)
 				}

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"net/http"
@@ -106,8 +107,10 @@ func StartCollector(t testing.TB, runDir string, opts Options) *Collector {
 func startCollector(t testing.TB, runDir string, opts Options, attempt int) *Collector {
 	t.Helper()
 	bin := Binary(t)
-	c := &Collector{GRPCAddr: opts.GRPCAddr, HTTPAddr: opts.HTTPAddr, HealthAddr: FreeAddr(t), RunDir: runDir,
-		out: &syncBuffer{}, done: make(chan struct{})}
+	c := &Collector{
+		GRPCAddr: opts.GRPCAddr, HTTPAddr: opts.HTTPAddr, HealthAddr: FreeAddr(t), RunDir: runDir,
+		out: &syncBuffer{}, done: make(chan struct{}),
+	}
 	if c.GRPCAddr == "" {
 		c.GRPCAddr = FreeAddr(t)
 	}
@@ -258,9 +261,7 @@ func EngineSeries(t testing.TB, runDir string) []map[string]any {
 			if hs, ok := r[key].(map[string]any); ok {
 				for name, h := range hs {
 					m := base(name)
-					for k, v := range h.(map[string]any) {
-						m[k] = v
-					}
+					maps.Copy(m, h.(map[string]any))
 					out = append(out, m)
 				}
 			}
@@ -295,9 +296,7 @@ func TrajectorySpans(t testing.TB, runDir string) []map[string]any {
 					sp[k] = v
 				}
 			}
-			for k, v := range m {
-				sp[k] = v
-			}
+			maps.Copy(sp, m)
 			for _, k := range []string{"t0", "t1"} {
 				rel, ok := m[k].(float64)
 				if !ok {

@@ -39,7 +39,7 @@ func scrape(t *testing.T, url string) string {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != 200 {
+	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET %s: %s", url, resp.Status)
 	}
 	if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "text/plain; version=0.0.4") {
@@ -118,10 +118,14 @@ func TestEngineServesSglangExposition(t *testing.T) {
 	}
 
 	// Load: two requests queue on dp 0, one starts; one starts on dp 1.
-	r1 := Request{ID: 1, DPRank: 0, PromptTokens: 1000, CachedTokens: 800, CompletionTokens: 500,
-		Submit: t0, Start: t0.Add(time.Second), FirstToken: t0.Add(1500 * time.Millisecond), End: t0.Add(11500 * time.Millisecond)}
-	r2 := Request{ID: 2, DPRank: 1, PromptTokens: 2000, CompletionTokens: 100,
-		Submit: t0, Start: t0.Add(2 * time.Second), FirstToken: t0.Add(3 * time.Second), End: t0.Add(13 * time.Second)}
+	r1 := Request{
+		ID: 1, DPRank: 0, PromptTokens: 1000, CachedTokens: 800, CompletionTokens: 500,
+		Submit: t0, Start: t0.Add(time.Second), FirstToken: t0.Add(1500 * time.Millisecond), End: t0.Add(11500 * time.Millisecond),
+	}
+	r2 := Request{
+		ID: 2, DPRank: 1, PromptTokens: 2000, CompletionTokens: 100,
+		Submit: t0, Start: t0.Add(2 * time.Second), FirstToken: t0.Add(3 * time.Second), End: t0.Add(13 * time.Second),
+	}
 	e.Arrive(0)
 	e.Arrive(0)
 	e.Arrive(1)
@@ -237,7 +241,7 @@ func TestPDEnginesExposeQueueMetrics(t *testing.T) {
 func TestRouterEngineMetrics(t *testing.T) {
 	at := time.Unix(1_760_000_000, 0)
 	a, b := NewEngine(Config{}), NewEngine(Config{DPSize: 2})
-	for i := 0; i < 3; i++ {
+	for range 3 {
 		a.Arrive(0)
 	}
 	b.Arrive(1)

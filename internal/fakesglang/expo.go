@@ -187,7 +187,8 @@ func pyRepr(v float64) string {
 	x, _ := strconv.Atoi(exp)
 	digits := strings.Replace(mant, ".", "", 1)
 	var out string
-	if x < -4 || x >= 16 {
+	switch {
+	case x < -4 || x >= 16:
 		m := digits[:1]
 		if len(digits) > 1 {
 			m += "." + digits[1:]
@@ -202,14 +203,12 @@ func pyRepr(v float64) string {
 			xs = "0" + xs
 		}
 		out = m + "e" + sign + xs
-	} else if x < 0 {
+	case x < 0:
 		out = "0." + strings.Repeat("0", -x-1) + digits
-	} else {
-		if len(digits) <= x+1 {
-			out = digits + strings.Repeat("0", x+1-len(digits)) + ".0"
-		} else {
-			out = digits[:x+1] + "." + digits[x+1:]
-		}
+	case len(digits) <= x+1:
+		out = digits + strings.Repeat("0", x+1-len(digits)) + ".0"
+	default:
+		out = digits[:x+1] + "." + digits[x+1:]
 	}
 	if neg {
 		out = "-" + out

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"go.opentelemetry.io/collector/component"
 )
 
 // Config of the lifecycle processor. Every field has a working default.
@@ -26,7 +28,12 @@ type Config struct {
 	// of the earlier ones (miles --partial-rollout), so their generation versions count towards the consumed
 	// sample's oldest version (default true). Set false when retries regenerate from scratch.
 	CarryPriorAttempts bool `mapstructure:"carry_prior_attempts"`
+
+	// Unkeyed literals of Config would break when a field is added.
+	_ struct{}
 }
+
+var _ component.Config = (*Config)(nil)
 
 func createDefaultConfig() *Config {
 	return &Config{

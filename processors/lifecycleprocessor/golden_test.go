@@ -2,9 +2,7 @@ package lifecycleprocessor
 
 import (
 	"encoding/json"
-	"flag"
 	"math"
-	"os"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -14,10 +12,9 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/otelcol-miles/otelcol-miles/internal/goldenfile"
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/golden/*.jsonl from the current output")
 
 // TestGoldenColocate: a synchronous colocate run reads staleness 0 everywhere — every segment lag 0, every
 // sample and step staleness 0, nothing mixed — although consume spans regularly arrive before the last spans of
@@ -102,8 +99,14 @@ func checkTruth(t *testing.T, r *runSim, out map[pcommon.SpanID]ptrace.Span, all
 		for _, kv := range []struct {
 			key string
 			v   int64
-		}{{sc.LifecycleStaleness, st}, {sc.LifecycleVersionMin, minV}, {sc.LifecycleVersionMax, maxV},
-			{sc.LifecycleTurns, w.turns}, {sc.LifecycleToolCalls, w.toolCalls}, {sc.LifecycleAttempts, w.attempts}} {
+		}{
+			{sc.LifecycleStaleness, st},
+			{sc.LifecycleVersionMin, minV},
+			{sc.LifecycleVersionMax, maxV},
+			{sc.LifecycleTurns, w.turns},
+			{sc.LifecycleToolCalls, w.toolCalls},
+			{sc.LifecycleAttempts, w.attempts},
+		} {
 			v, _ := intAttr(t, s, kv.key)
 			got[kv.key], want[kv.key] = v, kv.v
 		}
@@ -213,7 +216,7 @@ func checkTruth(t *testing.T, r *runSim, out map[pcommon.SpanID]ptrace.Span, all
 
 // golden compares the annotated spans (generate, consume, step_consume), one JSON line each, sorted, with
 // testdata/golden/name. Regenerate deliberately with `go test -run Golden -update`.
-func golden(t *testing.T, name string, r *runSim, out map[pcommon.SpanID]ptrace.Span) {
+func golden(t *testing.T, name string, _ *runSim, out map[pcommon.SpanID]ptrace.Span) {
 	t.Helper()
 	var lines []string
 	for _, s := range out {
@@ -228,8 +231,8 @@ func golden(t *testing.T, name string, r *runSim, out map[pcommon.SpanID]ptrace.
 			case sc.SampleIndex, sc.Attempt, sc.Turn, sc.WeightVersion, sc.Step:
 				rec[strings.TrimPrefix(k, "miles.")] = v.AsRaw()
 			default:
-				if strings.HasPrefix(k, "miles.lifecycle.") {
-					a[strings.TrimPrefix(k, "miles.lifecycle.")] = v.AsRaw()
+				if after, ok := strings.CutPrefix(k, "miles.lifecycle."); ok {
+					a[after] = v.AsRaw()
 				}
 			}
 		}
@@ -242,27 +245,7 @@ func golden(t *testing.T, name string, r *runSim, out map[pcommon.SpanID]ptrace.
 	}
 	sort.Strings(lines)
 	got := strings.Join(lines, "\n") + "\n"
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (create it with -update)", err)
-	}
-	if string(want) != got {
-		gl, wl := strings.Split(got, "\n"), strings.Split(string(want), "\n")
-		for i := 0; i < min(len(gl), len(wl)); i++ {
-			if gl[i] != wl[i] {
-				t.Fatalf("%s differs at line %d:\n got %s\nwant %s", path, i+1, gl[i], wl[i])
-			}
-		}
-		t.Fatalf("%s: %d lines, want %d", path, len(gl), len(wl))
+	if !goldenfile.Assert(t, filepath.Join("testdata", "golden", name), []byte(got)) {
+		t.FailNow()
 	}
 }

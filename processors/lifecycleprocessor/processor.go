@@ -71,7 +71,7 @@ func newProcessor(set processor.Settings, cfg *Config, next consumer.Traces, o o
 	if p.logger == nil {
 		p.logger = zap.NewNop()
 	}
-	tel, err := newTelemetry(set.TelemetrySettings.MeterProvider)
+	tel, err := newTelemetry(set.MeterProvider)
 	if err != nil {
 		return nil, err
 	}
@@ -98,11 +98,9 @@ func (p *lifecycleProcessor) Start(context.Context, component.Host) error {
 	}
 	p.running = true
 	for _, w := range p.workers {
-		p.wg.Add(1)
-		go func() { defer p.wg.Done(); w.run(p.ticker()) }()
+		p.wg.Go(func() { w.run(p.ticker()) })
 	}
-	p.wg.Add(1)
-	go func() { defer p.wg.Done(); p.steps.run(p.ticker()) }()
+	p.wg.Go(func() { p.steps.run(p.ticker()) })
 	return nil
 }
 
@@ -260,8 +258,10 @@ func (p *lifecycleProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces
 	}
 	n := len(p.workers)
 	spans := td.SpanCount()
-	d := &dispatch{p: p, deadline: p.now().Add(p.cfg.WaitWindow), facts: make([][]*spanInfo, n),
-		groups: make([][]*heldGroup, n), cur: make([]*heldGroup, n), arena: make([]spanInfo, 0, spans)}
+	d := &dispatch{
+		p: p, deadline: p.now().Add(p.cfg.WaitWindow), facts: make([][]*spanInfo, n),
+		groups: make([][]*heldGroup, n), cur: make([]*heldGroup, n), arena: make([]spanInfo, 0, spans),
+	}
 	rss := td.ResourceSpans()
 	for i := 0; i < rss.Len(); i++ {
 		rs := rss.At(i)

@@ -3,6 +3,7 @@ package lifecycleprocessor
 import (
 	"context"
 	"errors"
+	"maps"
 	"math"
 	"strings"
 	"testing"
@@ -231,9 +232,7 @@ func TestRestartNeverWrong(t *testing.T) {
 	b.runTo(b.clock().Sub(base).Seconds() + 30)
 
 	out := a.output()
-	for id, s := range b.output() {
-		out[id] = s
-	}
+	maps.Copy(out, b.output())
 	known := checkTruth(t, r, out, false)
 	reasons := map[string]int{}
 	for _, w := range r.samples {
@@ -438,12 +437,12 @@ func TestStepAggregate(t *testing.T) {
 func TestDuplicateExport(t *testing.T) {
 	h := newHarness(t, testConfig())
 	s := &sampleSpec{trace: traceN(1), root: rootN(1), index: 1, versions: []int64{1, 1, 2}}
-	for i := 0; i < 2; i++ {
+	for range 2 {
 		b := newBatch("miles-rollout")
 		s.emit(b)
 		h.send(b.td)
 	}
-	for i := 0; i < 2; i++ {
+	for i := range 2 {
 		tr := newBatch("miles-trainer")
 		consumeSpan(tr, s, 40, 2, 1)
 		stepSpan(tr, pcommon.SpanID{0xee, 1}, 40, 2, 1, s.trace, s.trace)
@@ -519,7 +518,7 @@ func TestLifecycleWithoutStart(t *testing.T) {
 	if err := p.ConsumeTraces(context.Background(), b.td); err != nil || sink.SpanCount() != 1 {
 		t.Fatalf("before Start: err %v, %d spans", err, sink.SpanCount())
 	}
-	for i := 0; i < 2; i++ {
+	for range 2 {
 		if err := p.Shutdown(context.Background()); err != nil {
 			t.Fatal(err)
 		}
@@ -633,7 +632,7 @@ func TestConcurrentSenders(t *testing.T) {
 		want += d.td.SpanCount()
 	}
 	errs := make(chan error, 4)
-	for g := 0; g < 4; g++ {
+	for g := range 4 {
 		go func() {
 			for i := g; i < len(ds); i += 4 {
 				if err := p.ConsumeTraces(context.Background(), ds[i].td); err != nil {
@@ -644,7 +643,7 @@ func TestConcurrentSenders(t *testing.T) {
 			errs <- nil
 		}()
 	}
-	for g := 0; g < 4; g++ {
+	for range 4 {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}

@@ -81,8 +81,10 @@ type runSim struct {
 }
 
 func newRunSim(seed uint64) *runSim {
-	return &runSim{rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), samples: map[pcommon.TraceID]*wantSample{},
-		segs: map[pcommon.SpanID]wantSeg{}}
+	return &runSim{
+		rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)), samples: map[pcommon.TraceID]*wantSample{},
+		segs: map[pcommon.SpanID]wantSeg{},
+	}
 }
 
 func (r *runSim) traceID() pcommon.TraceID {
@@ -110,8 +112,10 @@ func (r *runSim) versionAt(t float64) int64 {
 func (r *runSim) push(t0, t1 float64) {
 	r.updates = append(r.updates, t1)
 	r.starts = append(r.starts, t0)
-	r.spans = append(r.spans, simSpan{proc: procTrainer, emit: t1, name: sc.SpanNameWeightUpdate, typ: sc.SpanTypeWeightUpdate,
-		trace: r.traceID(), id: r.spanID(), t0: t0, t1: t1, kv: []any{sc.WeightVersion, len(r.updates), sc.Step, len(r.updates) - 1}})
+	r.spans = append(r.spans, simSpan{
+		proc: procTrainer, emit: t1, name: sc.SpanNameWeightUpdate, typ: sc.SpanTypeWeightUpdate,
+		trace: r.traceID(), id: r.spanID(), t0: t0, t1: t1, kv: []any{sc.WeightVersion, len(r.updates), sc.Step, len(r.updates) - 1},
+	})
 }
 
 type turnPlan struct {
@@ -155,8 +159,10 @@ type attemptRec struct {
 func (r *runSim) attempt(sample, attemptNo int64, submit, slot float64, turns []turnPlan, firstTurn int, abortAt float64) *attemptRec {
 	a := &attemptRec{trace: r.traceID(), root: r.spanID(), sample: sample, attempt: attemptNo, turns: map[int]bool{}, first: slot}
 	common := []any{sc.SampleIndex, sample, sc.GroupIndex, sample / 4, sc.Attempt, attemptNo}
-	r.spans = append(r.spans, simSpan{proc: procRollout, emit: slot, name: sc.SpanNameQueue, typ: sc.SpanTypeQueue,
-		trace: a.trace, id: r.spanID(), parent: a.root, t0: submit, t1: slot, kv: common})
+	r.spans = append(r.spans, simSpan{
+		proc: procRollout, emit: slot, name: sc.SpanNameQueue, typ: sc.SpanTypeQueue,
+		trace: a.trace, id: r.spanID(), parent: a.root, t0: submit, t1: slot, kv: common,
+	})
 	a.queue = slot - submit
 	t := slot
 	status := "completed"
@@ -176,9 +182,11 @@ func (r *runSim) attempt(sample, attemptNo int64, submit, slot float64, turns []
 		a.segs = append(a.segs, seg)
 		r.segs[id] = seg
 		a.turns[turn] = true
-		r.spans = append(r.spans, simSpan{proc: procRollout, emit: t1, name: sc.SpanNameGenerate, typ: sc.SpanTypeGenerate,
+		r.spans = append(r.spans, simSpan{
+			proc: procRollout, emit: t1, name: sc.SpanNameGenerate, typ: sc.SpanTypeGenerate,
 			trace: a.trace, id: id, parent: a.root, t0: t, t1: t1, kv: append(append([]any{}, common...), sc.Turn, turn,
-				sc.WeightVersion, v, sc.EngineAddr, "http://10.0.0.2:30000", sc.TokensCompletion, tok, sc.FinishReason, finish)})
+				sc.WeightVersion, v, sc.EngineAddr, "http://10.0.0.2:30000", sc.TokensCompletion, tok, sc.FinishReason, finish),
+		})
 		t = t1
 		if cut {
 			status = "aborted"
@@ -191,16 +199,20 @@ func (r *runSim) attempt(sample, attemptNo int64, submit, slot float64, turns []
 			break
 		}
 		if tp.calls > 0 {
-			r.spans = append(r.spans, simSpan{proc: procRollout, emit: t + tp.tool, name: sc.SpanNameTool, typ: sc.SpanTypeTool,
+			r.spans = append(r.spans, simSpan{
+				proc: procRollout, emit: t + tp.tool, name: sc.SpanNameTool, typ: sc.SpanTypeTool,
 				trace: a.trace, id: r.spanID(), parent: a.root, t0: t, t1: t + tp.tool,
-				kv: append(append([]any{}, common...), sc.Turn, turn, sc.ToolCalls, tp.calls, sc.ToolNames, []string{"python"})})
+				kv: append(append([]any{}, common...), sc.Turn, turn, sc.ToolCalls, tp.calls, sc.ToolNames, []string{"python"}),
+			})
 			a.toolCalls += int64(tp.calls)
 			t += tp.tool
 		}
 	}
 	a.end = t
-	r.spans = append(r.spans, simSpan{proc: procRollout, emit: t, name: sc.SpanNameAttempt, typ: sc.SpanTypeAttempt,
-		trace: a.trace, id: a.root, t0: submit, t1: t, kv: append(append([]any{}, common...), sc.SampleStatus, status)})
+	r.spans = append(r.spans, simSpan{
+		proc: procRollout, emit: t, name: sc.SpanNameAttempt, typ: sc.SpanTypeAttempt,
+		trace: a.trace, id: a.root, t0: submit, t1: t, kv: append(append([]any{}, common...), sc.SampleStatus, status),
+	})
 	return a
 }
 
@@ -211,9 +223,11 @@ func (r *runSim) consume(c float64, step int64, batch []*attemptRec, prior map[*
 	var links []pcommon.TraceID
 	for _, a := range batch {
 		id := r.spanID()
-		r.spans = append(r.spans, simSpan{proc: procTrainer, emit: c + 0.01, name: sc.SpanNameConsume, typ: sc.SpanTypeConsume,
+		r.spans = append(r.spans, simSpan{
+			proc: procTrainer, emit: c + 0.01, name: sc.SpanNameConsume, typ: sc.SpanTypeConsume,
 			trace: a.trace, id: id, parent: a.root, t0: c, t1: c + 0.01,
-			kv: []any{sc.SampleIndex, a.sample, sc.GroupIndex, a.sample / 4, sc.Attempt, a.attempt, sc.WeightVersion, cv, sc.Step, step}})
+			kv: []any{sc.SampleIndex, a.sample, sc.GroupIndex, a.sample / 4, sc.Attempt, a.attempt, sc.WeightVersion, cv, sc.Step, step},
+		})
 		w := &wantSample{trace: a.trace, consume: id, cv: cv, step: step, lastRollout: a.end}
 		turns := map[int]bool{}
 		all := append(append([]*attemptRec{}, prior[a]...), a)
@@ -232,9 +246,11 @@ func (r *runSim) consume(c float64, step int64, batch []*attemptRec, prior map[*
 		ws.samples = append(ws.samples, a.trace)
 		links = append(links, a.trace)
 	}
-	r.spans = append(r.spans, simSpan{proc: procTrainer, emit: c + 0.05, name: sc.SpanNameStepConsume, typ: sc.SpanTypeStepConsume,
+	r.spans = append(r.spans, simSpan{
+		proc: procTrainer, emit: c + 0.05, name: sc.SpanNameStepConsume, typ: sc.SpanTypeStepConsume,
 		trace: r.traceID(), id: ws.span, t0: c, t1: c + 0.05,
-		kv: []any{sc.WeightVersion, cv, sc.Step, step, sc.BatchSize, len(batch)}, links: links})
+		kv: []any{sc.WeightVersion, cv, sc.Step, step, sc.BatchSize, len(batch)}, links: links,
+	})
 	r.steps = append(r.steps, ws)
 }
 
@@ -244,10 +260,10 @@ func colocateRun(seed uint64, steps, batchSize int) *runSim {
 	r := newRunSim(seed)
 	r.push(-2, 0) // the push before the training loop: engines hold version 1
 	t := 0.5
-	for k := 0; k < steps; k++ {
+	for k := range steps {
 		var recs []*attemptRec
 		end := t
-		for i := 0; i < batchSize; i++ {
+		for i := range batchSize {
 			slot := t + 0.02*float64(i)
 			a := r.attempt(r.next, 0, t, slot, r.plan(3, 2, 8), 1, 0)
 			r.next++

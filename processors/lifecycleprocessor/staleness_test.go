@@ -12,8 +12,10 @@ import (
 
 // seg builds a contributing segment: turn, version (-1 = none), start second.
 func seg(id byte, turn, version int64, start int) segment {
-	s := segment{span: pcommon.SpanID{id}, start: pcommon.Timestamp(start) * 1e9, end: pcommon.Timestamp(start+1) * 1e9,
-		turn: turn, hasTurn: turn > 0, tokOut: 100, hasTokOut: true}
+	s := segment{
+		span: pcommon.SpanID{id}, start: pcommon.Timestamp(start) * 1e9, end: pcommon.Timestamp(start+1) * 1e9,
+		turn: turn, hasTurn: turn > 0, tokOut: 100, hasTokOut: true,
+	}
 	if version >= 0 {
 		s.version, s.hasVersion = version, true
 	}
@@ -44,36 +46,36 @@ func TestComputeSample(t *testing.T) {
 		attempts               int64
 	}{
 		{
-			// §9.2 C4: the reference computes rollout_id − min(version). In a synchronous run step k generates
+			// docs/semconv.md §3.1: the reference computes rollout_id − min(version). In a synchronous run step k generates
 			// with version k+1 (one push before the loop), so it reads −1. Staleness compares versions with the
 			// consume version, not with the step number: 0.
-			name:  "C4 synchronous on-policy step reads 0, not -1",
+			name:  "synchronous on-policy step reads 0, not -1",
 			in:    consumedAt(4, complete(0, seg(1, 1, 4, 10), seg(2, 2, 4, 12))),
 			known: true, staleness: 0, versionMin: 4, versionMax: 4, segVersions: []int64{4, 4}, segStaleness: []int64{0, 0},
 			turns: 2, attempts: 1,
 		},
 		{
-			// §9.2 C3: the reference stamps turn k with turn k−1's version ("" on turn 1). Here each segment
+			// docs/semconv.md §3.1: the reference stamps turn k with turn k−1's version ("" on turn 1). Here each segment
 			// carries the version that produced it, and per-segment staleness follows the segment: turn 1 made by
 			// v3, turn 2 by v4 after an update between turns, consumed at v5 → [2, 1], sample staleness 2.
-			name:  "C3 each turn keeps its own version",
+			name:  "each turn keeps its own version",
 			in:    consumedAt(5, complete(0, seg(1, 1, 3, 10), seg(2, 2, 4, 20))),
 			known: true, staleness: 2, versionMin: 3, versionMax: 4, mixed: true,
 			segVersions: []int64{3, 4}, segStaleness: []int64{2, 1}, turns: 2, attempts: 1,
 		},
 		{
-			// §9.2 C3, the emitted form of the bug: turn 1 without a version. The reference's min over numeric
+			// docs/semconv.md §3.1, the emitted form of the bug: turn 1 without a version. The reference's min over numeric
 			// entries would silently report the newer 4 as the oldest version (staleness 1): unknown instead.
-			name:  "C3 a turn without version makes the sample unknown, not newer",
+			name:  "a turn without version makes the sample unknown, not newer",
 			in:    consumedAt(5, complete(0, seg(1, 1, -1, 10), seg(2, 2, 4, 20))),
 			known: false, reason: sc.LifecycleReasonMissingVersion, turns: 2, attempts: 1,
 		},
 		{
-			// §9.2 C18: a partial-rollout sample aborted in step 3 (tokens from v4) and resumed in step 4 (v5),
+			// docs/semconv.md §3.1: a partial-rollout sample aborted in step 3 (tokens from v4) and resumed in step 4 (v5),
 			// consumed at v5. It is one sample of the consuming step (the step aggregate sees one result, from
 			// the consumed trace), and its oldest tokens are from v4: staleness 1, two attempts, three turns
 			// (turn 2 was split by the abort and is counted once).
-			name: "C18 resumed sample carries the earlier attempt's versions",
+			name: "resumed sample carries the earlier attempt's versions",
 			in: consumedAt(5,
 				complete(0, seg(1, 1, 4, 10), seg(2, 2, 4, 20)),
 				complete(1, seg(3, 2, 5, 40), seg(4, 3, 5, 50))),
@@ -81,7 +83,7 @@ func TestComputeSample(t *testing.T) {
 			segVersions: []int64{4, 4, 5, 5}, segStaleness: []int64{1, 1, 0, 0}, turns: 3, attempts: 2,
 		},
 		{
-			name:  "C18 resumed sample whose earlier attempt was not seen is unknown",
+			name:  "resumed sample whose earlier attempt was not seen is unknown",
 			in:    consumedAt(5, attemptInput{}, complete(1, seg(3, 1, 5, 40))),
 			known: false, reason: sc.LifecycleReasonPriorAttemptUnknown,
 		},
@@ -215,12 +217,24 @@ func TestAggregateStep(t *testing.T) {
 		status  string
 		epsilon float64
 	}{
-		{"synchronous", []sampleResult{k(0, false), k(0, false), k(0, false)},
-			stepResult{samples: 3, known: 3}, sc.LifecycleStatusKnown, 0},
-		{"async", []sampleResult{k(1, true), k(2, false), k(3, true), k(0, false)},
-			stepResult{samples: 4, known: 4, stalenessMean: 1.5, stalenessMax: 3, mixedFrac: 0.5}, sc.LifecycleStatusKnown, 0},
-		{"unknown samples are left out of mean, max and fraction, and counted", []sampleResult{k(2, true), u, k(4, false)},
-			stepResult{samples: 3, known: 2, stalenessMean: 3, stalenessMax: 4, mixedFrac: 0.5}, sc.LifecycleStatusPartial, 0},
+		{
+			"synchronous",
+			[]sampleResult{k(0, false), k(0, false), k(0, false)},
+			stepResult{samples: 3, known: 3},
+			sc.LifecycleStatusKnown, 0,
+		},
+		{
+			"async",
+			[]sampleResult{k(1, true), k(2, false), k(3, true), k(0, false)},
+			stepResult{samples: 4, known: 4, stalenessMean: 1.5, stalenessMax: 3, mixedFrac: 0.5},
+			sc.LifecycleStatusKnown, 0,
+		},
+		{
+			"unknown samples are left out of mean, max and fraction, and counted",
+			[]sampleResult{k(2, true), u, k(4, false)},
+			stepResult{samples: 3, known: 2, stalenessMean: 3, stalenessMax: 4, mixedFrac: 0.5},
+			sc.LifecycleStatusPartial, 0,
+		},
 		{"none known", []sampleResult{u, u}, stepResult{samples: 2}, sc.LifecycleStatusUnknown, 0},
 		{"empty batch", nil, stepResult{}, sc.LifecycleStatusUnknown, 0},
 	} {
@@ -316,7 +330,7 @@ func TestTurnsContiguous(t *testing.T) {
 		for i, n := range tc.turns {
 			segs = append(segs, seg(byte(i+1), n, 1, i))
 		}
-		if tc.turns != nil && len(tc.turns) == 1 && tc.turns[0] == 0 {
+		if len(tc.turns) == 1 && tc.turns[0] == 0 {
 			segs[0].hasTurn = true
 		}
 		if got := turnsContiguous(segs); got != tc.want {

@@ -56,17 +56,21 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 		return nil, err
 	}
 	t.sampleOpts = map[string]metric.AddOption{"": metric.WithAttributes(attribute.String("status", sc.LifecycleStatusKnown), attribute.String("reason", ""))}
-	for _, r := range []string{sc.LifecycleReasonNoTrajectory, sc.LifecycleReasonIncomplete, sc.LifecycleReasonEvicted,
+	for _, r := range []string{
+		sc.LifecycleReasonNoTrajectory, sc.LifecycleReasonIncomplete, sc.LifecycleReasonEvicted,
 		sc.LifecycleReasonPriorAttemptUnknown, sc.LifecycleReasonNoGeneration, sc.LifecycleReasonMissingVersion,
-		sc.LifecycleReasonNoConsumeVersion, sc.LifecycleReasonInconsistent} {
+		sc.LifecycleReasonNoConsumeVersion, sc.LifecycleReasonInconsistent,
+	} {
 		t.sampleOpts[r] = metric.WithAttributes(attribute.String("status", sc.LifecycleStatusUnknown), attribute.String("reason", r))
 	}
 	t.stepOpts = map[string]metric.AddOption{}
 	for _, s := range []string{sc.LifecycleStatusKnown, sc.LifecycleStatusPartial, sc.LifecycleStatusUnknown} {
 		t.stepOpts[s] = metric.WithAttributes(attribute.String("status", s))
 	}
-	t.evictOpts = map[string]metric.AddOption{"capacity": metric.WithAttributes(attribute.String("reason", "capacity")),
-		"ttl": metric.WithAttributes(attribute.String("reason", "ttl"))}
+	t.evictOpts = map[string]metric.AddOption{
+		"capacity": metric.WithAttributes(attribute.String("reason", "capacity")),
+		"ttl":      metric.WithAttributes(attribute.String("reason", "ttl")),
+	}
 	if _, err = m.Int64ObservableGauge(sc.MetricLifecycleInFlight, metric.WithDescription("Sample attempts whose state is held."),
 		metric.WithUnit("{sample}"), metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 			o.Observe(t.inFlight.Load())

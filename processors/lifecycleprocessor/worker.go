@@ -2,6 +2,7 @@ package lifecycleprocessor
 
 import (
 	"container/list"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -35,7 +36,7 @@ type traceState struct {
 	id       pcommon.TraceID
 	elem     *list.Element // in worker.active or worker.retired
 	touched  time.Time
-	consumed bool          // its consume was resolved; kept for `retain` to recognise late spans
+	consumed bool          // its consume was resolved; kept for `retain` to recognize late spans
 	result   *sampleResult // the resolution, repeated for a duplicate consume span
 
 	sample, attempt       int64
@@ -55,7 +56,7 @@ type toolFact struct {
 	hasCalls bool
 }
 
-// input summarises the attempt for computeSample.
+// input summarizes the attempt for computeSample.
 func (st *traceState) input() attemptInput {
 	a := attemptInput{attempt: st.attempt, seen: true, queueTime: st.queueTime, segments: st.segments}
 	for _, t := range st.tools {
@@ -121,8 +122,10 @@ type worker struct {
 }
 
 func newWorker(p *lifecycleProcessor, capacity int) *worker {
-	w := &worker{p: p, ch: make(chan any, 256), cap: capacity, traces: map[pcommon.TraceID]*traceState{},
-		tl: timeline{max: 1 << 16}}
+	w := &worker{
+		p: p, ch: make(chan any, 256), cap: capacity, traces: map[pcommon.TraceID]*traceState{},
+		tl: timeline{max: 1 << 16},
+	}
 	w.evicted.init(max(1024, capacity/4))
 	return w
 }
@@ -204,10 +207,8 @@ func (st *traceState) add(f *spanInfo) bool {
 		st.attemptSeen = true
 		st.status = f.status
 	case kindQueue:
-		for _, id := range st.queueSpans {
-			if id == f.span {
-				return false
-			}
+		if slices.Contains(st.queueSpans, f.span) {
+			return false
 		}
 		st.queueSpans = append(st.queueSpans, f.span)
 		if f.end >= f.start {
@@ -222,8 +223,10 @@ func (st *traceState) add(f *spanInfo) bool {
 		if st.segments == nil {
 			st.segments = make([]segment, 0, 4)
 		}
-		st.segments = append(st.segments, segment{span: f.span, start: f.start, end: f.end, version: f.version,
-			hasVersion: f.hasVersion, turn: f.turn, hasTurn: f.hasTurn, tokOut: f.tokOut, hasTokOut: f.hasTokOut})
+		st.segments = append(st.segments, segment{
+			span: f.span, start: f.start, end: f.end, version: f.version,
+			hasVersion: f.hasVersion, turn: f.turn, hasTurn: f.hasTurn, tokOut: f.tokOut, hasTokOut: f.hasTokOut,
+		})
 	case kindTool:
 		for _, t := range st.tools {
 			if t.span == f.span {

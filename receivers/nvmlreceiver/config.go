@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/scraper/scraperhelper"
 
 	"github.com/otelcol-miles/otelcol-miles/receivers/nvmlreceiver/internal/metadata"
@@ -38,7 +39,12 @@ type Config struct {
 	// HostName is the host.name of every resource; empty means the machine's hostname. Set it to the value the
 	// trainer-side emitter uses (MILES_NODE) when the two differ.
 	HostName string `mapstructure:"host_name"`
+
+	// Unkeyed literals of Config would break when a field is added.
+	_ struct{}
 }
+
+var _ component.Config = (*Config)(nil)
 
 func createDefaultConfig() *Config {
 	cc := scraperhelper.NewDefaultControllerConfig()

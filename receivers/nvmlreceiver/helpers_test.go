@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -19,12 +17,11 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/otelcol-miles/otelcol-miles/internal/goldenfile"
 	"github.com/otelcol-miles/otelcol-miles/internal/semconv"
 	"github.com/otelcol-miles/otelcol-miles/receivers/nvmlreceiver/gpulib/gpulibtest"
 	"github.com/otelcol-miles/otelcol-miles/receivers/nvmlreceiver/internal/metadata"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/ from the current output")
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
@@ -209,14 +206,5 @@ func goldenOf(m pmetric.Metric, now pcommon.Timestamp) goldenMetric {
 // compareGolden compares the rendering of scrapes with testdata/name (or rewrites it under -update).
 func compareGolden(t *testing.T, name string, scrapes []pmetric.Metrics, times []time.Time) {
 	t.Helper()
-	got := renderGolden(scrapes, times)
-	path := filepath.Join("testdata", name)
-	if *update {
-		require.NoError(t, os.WriteFile(path, got, 0o644))
-		t.Logf("rewrote %s", path)
-		return
-	}
-	want, err := os.ReadFile(path)
-	require.NoError(t, err, "missing golden file; run go test -run %s -update", t.Name())
-	require.Equal(t, string(want), string(got), "output differs from %s (rerun with -update if the change is intended)", path)
+	goldenfile.Assert(t, filepath.Join("testdata", name), renderGolden(scrapes, times))
 }

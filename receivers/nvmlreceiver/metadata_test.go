@@ -1,6 +1,7 @@
 package nvmlreceiver
 
 import (
+	"maps"
 	"slices"
 	"sort"
 	"testing"
@@ -115,9 +116,7 @@ func TestMetadataInStep(t *testing.T) {
 
 func lowerKeys(m map[string][]string) map[string][]string {
 	out := map[string][]string{}
-	for k, v := range m {
-		out[k] = v
-	}
+	maps.Copy(out, m)
 	// component.StabilityLevel prints "Development"; metadata.yaml writes "development".
 	if v, ok := out["development"]; ok {
 		delete(out, "development")

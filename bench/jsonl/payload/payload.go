@@ -4,7 +4,7 @@
 // The two modules cannot import each other (the fileexporter module must keep its older pdata), so this file
 // exists twice, byte-identical: bench/jsonl/payload/payload.go and bench/fileexporter/payload/payload.go.
 // bench/run.sh refuses to run when they differ, and a test in each module checks that the generated pdata,
-// marshalled as OTLP protobuf, hashes to Digest — so both exporters are fed exactly the same data.
+// marshaled as OTLP protobuf, hashes to Digest — so both exporters are fed exactly the same data.
 //
 // Shapes follow docs/semconv.md: trainer-rank phase spans, sample-attempt trajectory traces (attempt, queue,
 // two generate turns with ~10 attributes, tool, consume), NVML GPU batches (one resource per device, 13 metrics,
@@ -81,13 +81,13 @@ func BaseFromEnv() time.Time {
 func Generate(base time.Time) *Set {
 	g := &gen{rng: rand.New(rand.NewPCG(Seed, Seed^0x9e3779b97f4a7c15))}
 	s := &Set{}
-	for i := 0; i < PoolSize; i++ {
+	for i := range PoolSize {
 		s.Traces = append(s.Traces, g.traces(i, base.Add(time.Duration(i)*BatchInterval)))
 	}
-	for i := 0; i < PoolSize; i++ {
+	for i := range PoolSize {
 		s.GPU = append(s.GPU, g.gpu(base.Add(time.Duration(i)*BatchInterval)))
 	}
-	for i := 0; i < PoolSize; i++ {
+	for i := range PoolSize {
 		s.Engine = append(s.Engine, g.engine(base.Add(time.Duration(i)*BatchInterval)))
 	}
 	return s
@@ -155,7 +155,7 @@ func (g *gen) traces(batch int, t time.Time) ptrace.Traces {
 	td := ptrace.NewTraces()
 	step := int64(100 + batch)
 	// Trainer ranks: actor_train with a nested data_preprocess, one resource per rank.
-	for rank := 0; rank < TrainRanks; rank++ {
+	for rank := range TrainRanks {
 		rs := td.ResourceSpans().AppendEmpty()
 		ra := rs.Resource().Attributes()
 		ra.PutStr("service.name", "miles-trainer")
@@ -221,7 +221,7 @@ func (g *gen) traces(batch int, t time.Time) ptrace.Traces {
 	pa.PutEmptySlice("miles.gpu.ids")
 	pa.PutInt("miles.step", step)
 
-	for a := 0; a < Attempts; a++ {
+	for range Attempts {
 		g.sample++
 		sample, group := g.sample, g.sample/8
 		attempt := int64(0)
@@ -317,7 +317,7 @@ func (g *gen) gpu(t time.Time) pmetric.Metrics {
 	md := pmetric.NewMetrics()
 	now := ts(t)
 	start := ts(t.Add(-time.Hour))
-	for gpu := 0; gpu < GPUsPerBatch; gpu++ {
+	for gpu := range GPUsPerBatch {
 		rm := md.ResourceMetrics().AppendEmpty()
 		ra := rm.Resource().Attributes()
 		ra.PutStr("service.name", "otelcol-miles")
@@ -343,7 +343,7 @@ func (g *gen) gpu(t time.Time) pmetric.Metrics {
 			dp.SetIntValue(v)
 		}
 		const total = 150_754_820_096 // H200 141 GiB as NVML reports it
-		used := int64(60_000_000_000 + g.rng.Int64N(70_000_000_000))
+		used := 60_000_000_000 + g.rng.Int64N(70_000_000_000)
 		dbl("hw.gpu.utilization", "1", float64(g.rng.IntN(101))/100)
 		integer("hw.gpu.memory.usage", "By", used)
 		integer("hw.gpu.memory.limit", "By", total)
@@ -406,7 +406,7 @@ func (g *gen) engine(t time.Time) pmetric.Metrics {
 	md := pmetric.NewMetrics()
 	now := ts(t)
 	start := ts(t.Add(-time.Hour))
-	for e := 0; e < EnginesPerBatch; e++ {
+	for e := range EnginesPerBatch {
 		host := fmt.Sprintf("10.0.0.%d", 2+e)
 		rm := md.ResourceMetrics().AppendEmpty()
 		ra := rm.Resource().Attributes()
@@ -469,7 +469,7 @@ func (g *gen) engine(t time.Time) pmetric.Metrics {
 				g.hist[e][i] = counts
 			}
 			var n uint64
-			for j := 0; j < 20; j++ { // 20 new observations per scrape
+			for range 20 { // 20 new observations per scrape
 				k := g.rng.IntN(len(counts))
 				counts[k]++
 				if k < len(h.bounds) {

@@ -49,8 +49,10 @@ func main() {
 		}
 		engines = append(engines, e)
 		servers = append(servers, s)
-		groups = append(groups, map[string]any{"targets": []string{s.Addr()},
-			"labels": map[string]string{"engine_rank": fmt.Sprint(i), "worker_type": et}})
+		groups = append(groups, map[string]any{
+			"targets": []string{s.Addr()},
+			"labels":  map[string]string{"engine_rank": fmt.Sprint(i), "worker_type": et},
+		})
 		workers = append(workers, fakesglang.Worker{URL: s.URL(), Engine: e})
 	}
 	if *targets != "" {
@@ -118,10 +120,12 @@ func main() {
 				}
 				id++
 				ttft := time.Duration(100+rng.Intn(900)) * time.Millisecond
-				r := fakesglang.Request{ID: id, DPRank: rng.Intn(*dp), PromptTokens: 200 + rng.Intn(2000),
+				r := fakesglang.Request{
+					ID: id, DPRank: rng.Intn(*dp), PromptTokens: 200 + rng.Intn(2000),
 					CachedTokens: rng.Intn(200), CompletionTokens: 50 + rng.Intn(500), Submit: now,
 					Start: now.Add(20 * time.Millisecond), FirstToken: now.Add(ttft),
-					End: now.Add(ttft + time.Duration(1+rng.Intn(8))*time.Second)}
+					End: now.Add(ttft + time.Duration(1+rng.Intn(8))*time.Second),
+				}
 				e.Arrive(r.DPRank)
 				e.Begin(r)
 				running = append(running, live{r, ei})

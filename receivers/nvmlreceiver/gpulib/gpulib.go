@@ -133,8 +133,8 @@ type Library interface {
 	DeviceByIndex(index int) (Device, error)
 	// WatchXID subscribes to dev's XID events. ErrNotSupported when dev cannot report them.
 	WatchXID(dev Device) error
-	// PollXID returns, without blocking, up to max XID events that arrived since the last call.
-	PollXID(max int) ([]XIDEvent, error)
+	// PollXID returns, without blocking, up to limit XID events that arrived since the last call.
+	PollXID(limit int) ([]XIDEvent, error)
 }
 
 // Device is one GPU. Each method is one NVML query (or one batched query).

@@ -4,6 +4,7 @@ package gpulib
 
 import (
 	"encoding/binary"
+	"errors"
 	"math"
 	"strings"
 
@@ -201,7 +202,7 @@ func (d *nvmlDevice) IOCounters() (IOCounters, error) {
 		return io, newError("nvmlDeviceGetFieldValues", ret)
 	}
 	for i := range f {
-		if k := fieldKind(nvml.Return(f[i].NvmlReturn)); k == ErrDeviceLost {
+		if k := fieldKind(nvml.Return(f[i].NvmlReturn)); errors.Is(k, ErrDeviceLost) {
 			return io, newError("nvmlDeviceGetFieldValues", nvml.Return(f[i].NvmlReturn))
 		}
 	}

@@ -1,9 +1,11 @@
-// Package nvmlbench measures what one scrape of the nvml receiver costs per device, with fake H200s
-// (gpulibtest), so the figure is the receiver's own work: reading through gpulib, building pdata. Real NVML
-// calls (microseconds each, through the driver) come on top; scripts/gpu-check.sh measures them on a GPU host.
+package nvmlreceiver_test
+
+// The benchmarks here measure what one scrape of the receiver costs per device, with fake H200s (gpulibtest), so
+// the figure is the receiver's own work: reading through gpulib, building pdata. Real NVML calls (microseconds
+// each, through the driver) come on top; scripts/gpu-check.sh measures them on a GPU host
+// (BenchmarkScrapeRealNVML). BENCHMARKS.md, "NVML receiver", has the figures:
 //
-//	go test -run '^$' -bench . -benchmem ./bench/nvml/
-package nvmlbench
+//	go test -run '^$' -bench . -benchmem ./receivers/nvmlreceiver/
 
 import (
 	"context"

@@ -16,6 +16,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/klauspost/compress/zstd"
@@ -23,8 +24,10 @@ import (
 
 // Fields of a gpu_util record (docs/semconv.md §6), by how they are checked.
 var (
-	requiredFields = []string{"util", "mem_mb", "mem_total_mb", "mem_util", "power_w", "energy_j", "temp_c",
-		"sm_clock", "mem_clock", "throttle"}
+	requiredFields = []string{
+		"util", "mem_mb", "mem_total_mb", "mem_util", "power_w", "energy_j", "temp_c",
+		"sm_clock", "mem_clock", "throttle",
+	}
 	optionalFields = []string{"pcie_rx", "pcie_tx", "nvlink_rx", "nvlink_tx", "ecc_corr", "ecc_uncorr", "xid"}
 	gpmFields      = []string{"sm_active", "sm_occupancy", "tensor_active", "dram_active"}
 	percentFields  = []string{"util", "mem_util", "sm_active", "sm_occupancy", "tensor_active", "dram_active"}
@@ -69,6 +72,7 @@ type report struct {
 func (r *report) ok(format string, a ...any) {
 	r.lines = append(r.lines, "  "+fmt.Sprintf(format, a...))
 }
+
 func (r *report) fail(format string, a ...any) {
 	r.failures++
 	r.lines = append(r.lines, "  FAIL "+fmt.Sprintf(format, a...))
@@ -342,9 +346,9 @@ func laneLess(a, b string) bool {
 	if a[:ia] != b[:ib] {
 		return a[:ia] < b[:ib]
 	}
-	var ga, gb int
-	fmt.Sscan(a[ia+1:], &ga)
-	fmt.Sscan(b[ib+1:], &gb)
+	// A key without a numeric gpu sorts as gpu 0.
+	ga, _ := strconv.Atoi(a[ia+1:])
+	gb, _ := strconv.Atoi(b[ib+1:])
 	return ga < gb
 }
 
@@ -415,7 +419,7 @@ func readCatalog(dash string, lanes map[string]*lane) {
 // receiverWarnings returns the collector's warn/error lines that come from the nvml receiver.
 func receiverWarnings(log string) []string {
 	var out []string
-	for _, line := range strings.Split(log, "\n") {
+	for line := range strings.SplitSeq(log, "\n") {
 		lower := strings.ToLower(line)
 		if !strings.Contains(lower, "nvml") {
 			continue

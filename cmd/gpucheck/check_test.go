@@ -125,8 +125,10 @@ func TestCollectorLogAndExit(t *testing.T) {
 	assert.Zero(t, failures, body)
 	assert.Contains(t, body, "log      : 1 warning(s) from the nvml receiver, first: 2026-03-01T12:00:05.000Z\twarn\tnvmlreceiver\tGPU failed")
 
-	_, body, failures = run(t, input{runDir: t.TempDir(), seconds: 4, exited: true,
-		logText: "Error: failed to get config: cannot unmarshal the configuration: unknown type: \"nvml\"\n"})
+	_, body, failures = run(t, input{
+		runDir: t.TempDir(), seconds: 4, exited: true,
+		logText: "Error: failed to get config: cannot unmarshal the configuration: unknown type: \"nvml\"\n",
+	})
 	assert.Equal(t, 2, failures, body)
 	assert.Contains(t, body, "FAIL devices  : no gpu_util record at all")
 	assert.Contains(t, body, `unknown type: "nvml"`)
