@@ -421,8 +421,9 @@ func TestSglangRouterE2E(t *testing.T) {
 					t.Errorf("record of an address that is neither a worker nor the router: %v", rec)
 				}
 			}
-			if underscore && !strings.Contains(c.Logs(), "metric renaming using metric_relabel_configs") {
-				t.Errorf("expected the receiver's rename warning in the log")
+			// Names are canonicalised by the exporter, never renamed by relabeling (docs/semconv.md §7).
+			if strings.Contains(c.Logs(), "metric renaming using metric_relabel_configs") {
+				t.Errorf("the config renames metrics in metric_relabel_configs (loses the family's type)")
 			}
 			shapes[underscore] = routerShape(recs, workers)
 		})

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/collector/pdata/pmetric"
+
 	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
@@ -242,4 +244,51 @@ func countRecords(t *testing.T, dir, stream, hour string) int {
 		}
 	}
 	return n
+}
+
+// TestEngineSeriesCanonicalNames: a router that rewrites ':' to '_' delivers `sglang_x` names (the receiver keeps
+// the scraped name so every sample finds its family's type); engine_series records carry the canonical `sglang:x`
+// for gauges, counters and histograms alike (docs/semconv.md §7), and other names stay as they are.
+func TestEngineSeriesCanonicalNames(t *testing.T) {
+	e, dir := testExporter(t, nil)
+	md := pmetric.NewMetrics()
+	sm := md.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty()
+	sm.Scope().SetName(sc.PrometheusScope)
+	g := sm.Metrics().AppendEmpty()
+	g.SetName("sglang_num_running_reqs")
+	dp := g.SetEmptyGauge().DataPoints().AppendEmpty()
+	dp.SetTimestamp(ts(0))
+	dp.SetDoubleValue(3)
+	dp.Attributes().PutStr("worker_addr", "http://127.0.0.1:30001")
+	c := sm.Metrics().AppendEmpty()
+	c.SetName("sglang_prompt_tokens_total")
+	c.SetEmptySum().SetIsMonotonic(true)
+	cdp := c.Sum().DataPoints().AppendEmpty()
+	cdp.SetTimestamp(ts(0))
+	cdp.SetDoubleValue(120)
+	cdp.Attributes().PutStr("worker_addr", "http://127.0.0.1:30001")
+	h := sm.Metrics().AppendEmpty()
+	h.SetName("sglang_time_to_first_token_seconds")
+	hdp := h.SetEmptyHistogram().DataPoints().AppendEmpty()
+	hdp.SetTimestamp(ts(0))
+	hdp.SetCount(2)
+	hdp.SetSum(0.6)
+	hdp.ExplicitBounds().FromRaw([]float64{0.5})
+	hdp.BucketCounts().FromRaw([]uint64{2, 0})
+	hdp.Attributes().PutStr("worker_addr", "http://127.0.0.1:30001")
+	up := sm.Metrics().AppendEmpty()
+	up.SetName("up")
+	up.SetEmptyGauge().DataPoints().AppendEmpty().SetDoubleValue(1)
+	up.Gauge().DataPoints().At(0).SetTimestamp(ts(0))
+	if err := e.pushMetrics(context.Background(), md); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, e)
+	got := streamFiles(t, dir)["engine_series/20261202_13.jsonl"]
+	want := `{"ts":1796219998.5,"addr":"http://127.0.0.1:30001","m":{"sglang:num_running_reqs":3,"sglang:prompt_tokens_total":120},` +
+		`"h":{"sglang:time_to_first_token_seconds":{"count":2,"sum":0.6,"bounds":[0.5],"counts":[2,0]}}}` + "\n" +
+		`{"ts":1796219998.5,"addr":"","m":{"up":1}}` + "\n"
+	if got != want {
+		t.Errorf("engine_series:\n got %s\nwant %s", got, want)
+	}
 }

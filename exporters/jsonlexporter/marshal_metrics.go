@@ -399,7 +399,9 @@ func (e *engineGroups) group(res pcommon.Map, ts pcommon.Timestamp, attrs pcommo
 }
 
 func (e *engineGroups) add(res pcommon.Map, m pmetric.Metric, r *records) {
-	name := m.Name()
+	// Files carry the canonical `sglang:` name whatever the router's spelling (docs/semconv.md §7); the receiver
+	// keeps the scraped name, so that every sample of a family finds the family's type.
+	name := sc.SglangCanonicalName(m.Name())
 	member := func(dst []byte) []byte {
 		if len(dst) > 0 {
 			dst = append(dst, ',')

@@ -293,6 +293,60 @@ func TestRouterEngineMetrics(t *testing.T) {
 	}
 }
 
+// TestRouterPerWorkerLayout: the aggregating-router layout writes each worker's block in turn, every family's
+// HELP/TYPE once before its first worker's samples and none before a later worker's, so a family's samples are
+// not contiguous (what the collector's parser must cope with, docs/semconv.md §7).
+func TestRouterPerWorkerLayout(t *testing.T) {
+	at := time.Unix(1_760_000_000, 0)
+	a, b := NewEngine(Config{}), NewEngine(Config{DPSize: 2})
+	r := &Router{Underscore: true, PerWorker: true}
+	r.SetWorkers([]Worker{{"http://10.0.0.1:15000", a}, {"http://10.0.0.1:15004", b}})
+	text := r.Text(at)
+	types := map[string]int{}
+	const ttft = "sglang_time_to_first_token_seconds"
+	var runs []string // worker of each contiguous run of TTFT samples
+	lastTTFT, lastType, firstB := false, -1, -1
+	for i, line := range strings.Split(strings.TrimSuffix(text, "\n"), "\n") {
+		if strings.HasPrefix(line, "# TYPE ") {
+			types[strings.Fields(line)[2]]++
+			lastType = i
+			continue
+		}
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		if strings.Contains(line, ":") && !strings.Contains(line, "http://") {
+			t.Fatalf("colon name in underscore layout: %s", line)
+		}
+		worker := "a"
+		if strings.Contains(line, `worker_addr="http://10.0.0.1:15004"`) {
+			worker = "b"
+			if firstB < 0 {
+				firstB = i
+			}
+		}
+		isTTFT := strings.HasPrefix(line, ttft+"_")
+		if isTTFT && !lastTTFT {
+			runs = append(runs, worker)
+		}
+		lastTTFT = isTTFT
+	}
+	for name, n := range types {
+		if n != 1 {
+			t.Errorf("# TYPE %s written %d times", name, n)
+		}
+	}
+	if types[ttft] != 1 || types["sglang_inter_token_latency_seconds"] != 1 {
+		t.Errorf("TTFT/ITL TYPE lines: %v", types)
+	}
+	if firstB < 0 || lastType > firstB {
+		t.Errorf("a TYPE line (line %d) follows the second worker's first sample (line %d)", lastType, firstB)
+	}
+	if len(runs) != 2 || runs[0] != "a" || runs[1] != "b" {
+		t.Errorf("TTFT sample runs by worker = %v, want [a b] (not contiguous)", runs)
+	}
+}
+
 func TestPyFloat(t *testing.T) {
 	for v, want := range map[float64]string{
 		24:                 "24.0",

@@ -79,12 +79,17 @@ type Worker struct {
 	Engine *Engine
 }
 
-// Router imitates sgl-model-gateway's GET /engine_metrics: it fans out to every registered worker, adds the label
-// worker_addr=<worker url> to every sample and merges families of the same name under one HELP/TYPE header.
-// With Underscore set (older gateways), ':' in names becomes '_' (sglang_num_running_reqs); newer gateways keep
-// colons.
+// Router imitates sgl-model-gateway's GET /engine_metrics: it fans out to every registered worker and adds the label
+// worker_addr=<worker url> to every sample. With Underscore set (older gateways), ':' in names becomes '_'
+// (sglang_num_running_reqs); newer gateways keep colons.
+//
+// Two layouts: by default the families of the same name are merged under one HELP/TYPE header (every family's
+// samples contiguous). With PerWorker set, the exposition is laid out as aggregating routers concatenate their
+// workers' answers: each worker's block in turn, a family's HELP/TYPE only before its first worker's samples, and
+// later workers repeating the family's samples without a TYPE line (so a family's samples are not contiguous).
 type Router struct {
 	Underscore bool
+	PerWorker  bool
 
 	mu      sync.Mutex
 	workers []Worker
@@ -106,6 +111,19 @@ func (r *Router) Text(at time.Time) string {
 		fam   Family
 		extra []Label
 	}
+	var b strings.Builder
+	if r.PerWorker {
+		seen := map[string]bool{}
+		for _, w := range ws {
+			fams := w.Engine.Families(at)
+			extra := []Label{{"worker_addr", w.URL}}
+			for i := range fams {
+				writeFamily(&b, &fams[i], extra, r.Underscore, !seen[fams[i].Name])
+				seen[fams[i].Name] = true
+			}
+		}
+		return b.String()
+	}
 	var order []string
 	byName := map[string][]entry{}
 	for _, w := range ws {
@@ -116,7 +134,6 @@ func (r *Router) Text(at time.Time) string {
 			byName[f.Name] = append(byName[f.Name], entry{f, []Label{{"worker_addr", w.URL}}})
 		}
 	}
-	var b strings.Builder
 	for _, name := range order {
 		es := byName[name]
 		for i, en := range es {

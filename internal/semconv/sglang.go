@@ -69,3 +69,14 @@ func SglangMetricsRegex() string {
 
 // SglangLabelsRegex is the default label whitelist (MILES_SGLANG_LABELS).
 func SglangLabelsRegex() string { return strings.Join(SglangLabels, "|") }
+
+// SglangCanonicalName returns the canonical (engine's own) spelling of an sglang metric name (docs/semconv.md §7):
+// `sglang_x`, as routers that rewrite ':' expose it, becomes `sglang:x`; any other name is returned as it is. The
+// collector configs do not rename in metric_relabel_configs (a rename there loses the family's metadata for the
+// samples the parser saw without a TYPE line), so the exporter canonicalises when it writes engine_series.
+func SglangCanonicalName(name string) string {
+	if rest, ok := strings.CutPrefix(name, "sglang_"); ok {
+		return "sglang:" + rest
+	}
+	return name
+}

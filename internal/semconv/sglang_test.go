@@ -25,6 +25,11 @@ func TestSglangWhitelist(t *testing.T) {
 		if !strings.Contains(string(b), labels) {
 			t.Errorf("configs/%s does not carry the default label whitelist\n%s", cfg, labels)
 		}
+		// No rename in metric relabeling: the receiver would lose the family's type for every renamed sample
+		// (docs/semconv.md §7); the exporter canonicalises names instead.
+		if strings.Contains(string(b), "target_label: __name__") {
+			t.Errorf("configs/%s renames metrics in relabeling", cfg)
+		}
 		// Pipeline stage 0 loses its pp_rank label, so engines without PP keep their label sets.
 		if !strings.Contains(string(b), "source_labels: [pp_rank]") {
 			t.Errorf("configs/%s: no pp_rank=0 rule", cfg)
@@ -54,6 +59,22 @@ func TestSglangWhitelist(t *testing.T) {
 		"sglang:grammar_compilation_time_seconds_sum", "sglang:num_retractions_bucket", "process_cpu_seconds_total"} {
 		if re.MatchString(drop) {
 			t.Errorf("%s kept", drop)
+		}
+	}
+}
+
+func TestSglangCanonicalName(t *testing.T) {
+	for in, want := range map[string]string{
+		"sglang_num_running_reqs":            "sglang:num_running_reqs",
+		"sglang:num_running_reqs":            "sglang:num_running_reqs",
+		"sglang_time_to_first_token_seconds": "sglang:time_to_first_token_seconds",
+		"up":                                 "up",
+		"sglangx_y":                          "sglangx_y",
+		"process_cpu_seconds_total":          "process_cpu_seconds_total",
+		"sglang_":                            "sglang:",
+	} {
+		if got := SglangCanonicalName(in); got != want {
+			t.Errorf("SglangCanonicalName(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

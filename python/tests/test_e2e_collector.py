@@ -307,6 +307,79 @@ class CollectorE2ETest(unittest.TestCase):
         self.assertEqual([{k: v for k, v in r.items() if k != "ts"} for r in recs][0],
                          {k: v for k, v in recs[1].items() if k != "ts"})
 
+    @unittest.skipUnless(HAVE_SDK, "opentelemetry-sdk not installed (make -C python test installs it)")
+    def test_sdk_nested_spans_keep_their_ids(self):
+        """The official SDK as the trainer client: a nested phase whose child starts at exactly its parent's start
+        and ends first (so it is exported and written first), and a trajectory whose child starts with its attempt
+        and ends first. The collector writes every record with the SDK's own span, parent and trace ids
+        (docs/semconv.md §2, §3, §8.3), so a reader can rebuild the nesting from ids alone."""
+        t = time.time()
+        sdk = sdk_recipe.MilesSDK(self.coll.endpoint, service="miles-trainer", node="e2e-node", run_id="e2e-run")
+        try:
+            kw = dict(role="train", rank=7, gpus=[7], step=41)
+            outer = sdk.phase_begin("e2e_sdk_outer", t, **kw)
+            inner = sdk.phase_begin("e2e_sdk_inner", t, parent=outer, **kw)
+            sdk.phase_end(inner, t + 0.4)
+            sdk.phase_end(outer, t + 2.0)
+            ident = {"miles.sample.index": 9300, "miles.group.index": 4, "miles.attempt": 0}
+            attempt = sdk.span("miles.attempt", "attempt", t, **ident, **{"miles.sample.status": "completed"})
+            queue = sdk.span("miles.queue", "queue", t, t + 0.1, parent=attempt, **ident)
+            attempt.end(end_time=sdk_recipe.ns(t + 1.0))
+            sdk.flush()
+        finally:
+            sdk.shutdown()
+
+        def hex_ids(span):
+            ctx = span.get_span_context()
+            return format(ctx.trace_id, "032x"), format(ctx.span_id, "016x")
+
+        trace_id, outer_id = hex_ids(outer)
+        inner_trace, inner_id = hex_ids(inner)
+        self.assertEqual(inner_trace, trace_id, "the SDK puts a child in its parent's trace")
+
+        def nested(rs):
+            return [r for r in rs if r["name"] in ("e2e_sdk_outer", "e2e_sdk_inner")]
+
+        recs = nested(self.coll.wait_records("phases", lambda rs: len(nested(rs)) == 4))
+        self.assertEqual(len(recs), 4, recs)
+        markers = {r["name"]: r for r in recs if r["t1"] is None}
+        closed = [r for r in recs if r["t1"] is not None]
+        self.assertEqual([r["name"] for r in closed], ["e2e_sdk_inner", "e2e_sdk_outer"],
+                         "the child ends first, so it is written first")
+        c_inner, c_outer = closed
+        self.assertEqual(c_inner["t0"], us(t))
+        self.assertEqual(c_outer["t0"], c_inner["t0"], "child and parent start at the same instant")
+        self.assertEqual((c_inner["t1"], c_outer["t1"]), (us(t + 0.4), us(t + 2.0)))
+        self.assertEqual(c_outer["span"], outer_id)
+        self.assertNotIn("parent", c_outer, "a top-level phase has no parent")
+        self.assertEqual(c_inner["span"], inner_id)
+        self.assertEqual(c_inner["parent"], outer_id)
+        for r in recs:
+            if "trace" in r:
+                self.assertEqual(r["trace"], trace_id, r)
+        self.assertEqual(markers["e2e_sdk_outer"]["span"], outer_id, "the open marker carries its span's id")
+        self.assertEqual(markers["e2e_sdk_inner"]["span"], inner_id)
+        for r in recs:
+            self.assertEqual((r["node"], r["rank"], r["role"], r["gpus"], r["step"]),
+                             ("e2e-node", 7, "train", [7], 41), r)
+
+        def traj(rs):
+            return [r for r in rs if r.get("sample") == 9300]
+
+        spans = traj(self.coll.wait_spans(lambda rs: len(traj(rs)) == 2))
+        self.assertEqual(len(spans), 2, spans)
+        by_type = {r["type"]: r for r in spans}
+        a_trace, a_id = hex_ids(attempt)
+        _, q_id = hex_ids(queue)
+        self.assertEqual((by_type["attempt"]["trace"], by_type["queue"]["trace"]), (a_trace, a_trace))
+        self.assertEqual(by_type["attempt"]["span"], a_id)
+        self.assertNotIn("parent", by_type["attempt"])
+        self.assertEqual(by_type["queue"]["span"], q_id)
+        self.assertEqual(by_type["queue"]["parent"], a_id)
+        self.assertEqual(by_type["queue"]["t0"], by_type["attempt"]["t0"])
+        self.assertEqual((by_type["attempt"]["t0"], by_type["queue"]["t1"], by_type["attempt"]["t1"]),
+                         (us(t), us(t + 0.1), us(t + 1.0)))
+
 
 @unittest.skipUnless(available(), SKIP)
 class FaultE2ETest(unittest.TestCase):
