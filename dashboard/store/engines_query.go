@@ -583,16 +583,9 @@ func (s *Store) EngineOverlay(metric, stat string, t0, t1 float64, sel []*Lane, 
 			a := NormAddr(e.Addr)
 			inTopo[a] = true
 			for _, g := range e.GPUs {
-				if len(g) != 2 {
-					continue
+				if key, ok := topoLaneKey(g); ok {
+					w.lanes[key] = append(w.lanes[key], a)
 				}
-				node, _ := g[0].(string)
-				gi, ok := g[1].(float64)
-				if !ok {
-					continue
-				}
-				key := node + ":" + itoa(int(gi))
-				w.lanes[key] = append(w.lanes[key], a)
 			}
 		}
 		wins = append(wins, w)

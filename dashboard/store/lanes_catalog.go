@@ -24,6 +24,13 @@ type Lane struct {
 	idx     int
 }
 
+// laneCap is the most lanes a run has: the collector's limit on lane_catalog.json (docs/semconv.md §8.4), also
+// applied to the lanes the dashboard learns from the topology and the data.
+const laneCap = 1 << 16
+
+// laneKeyMax is the longest lane key kept, in bytes: the collector's name length limit (docs/semconv.md §8.4).
+const laneKeyMax = 256
+
 // catalogFile is lane_catalog.json, otelcol-miles (version 2) or miles v1: v2 is a superset.
 type catalogFile struct {
 	Lanes map[string]struct {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -29,8 +30,8 @@ func parseRange(s string) (lo, hi int, ok bool) {
 }
 
 // selectLanes evaluates the selection grammar (docs/dashboard-api.md): a union of terms, in lane order.
-// engineRanks maps engine_rank → addr from the topology.
-func (ls *laneSet) selectLanes(sel string, engineRanks map[int]string) ([]*Lane, error) {
+// engineRanks maps engine_rank → every address the rank had in the topology.
+func (ls *laneSet) selectLanes(sel string, engineRanks map[int][]string) ([]*Lane, error) {
 	sel = strings.TrimSpace(sel)
 	if sel == "" {
 		sel = "all"
@@ -89,20 +90,20 @@ func (ls *laneSet) selectLanes(sel string, engineRanks map[int]string) ([]*Lane,
 				}
 			}
 		case kind == "engine":
-			addr := arg
+			addrs := []string{arg}
 			if n, err := strconv.Atoi(arg); err == nil {
 				a, ok := engineRanks[n]
-				if !ok {
+				if !ok || len(a) == 0 {
 					return nil, &SelectionError{term, "no engine with that rank in the topology"}
 				}
-				addr = a
+				addrs = a
 			}
-			if addr == "" {
+			if arg == "" {
 				return nil, &SelectionError{term, "engine address or rank missing"}
 			}
 			for i, l := range ls.lanes {
 				for _, e := range l.Engines {
-					if e == addr {
+					if slices.Contains(addrs, e) {
 						picked[i] = true
 					}
 				}

@@ -42,7 +42,7 @@ func TestLaneOrder(t *testing.T) {
 
 func TestSelectionGrammar(t *testing.T) {
 	ls := testLanes()
-	engines := map[int]string{0: "http://10.0.0.9:30000", 1: "http://sim-node-10:30001"}
+	engines := map[int][]string{0: {"http://10.0.0.9:30000"}, 1: {"http://sim-node-10:30001"}}
 	for _, tc := range []struct{ sel, want string }{
 		{"", "g0 g1 g2 g3 g4 g5 g6 g7"},
 		{"all", "g0 g1 g2 g3 g4 g5 g6 g7"},
@@ -86,7 +86,7 @@ func FuzzSelectionGrammar(f *testing.F) {
 	}
 	ls := testLanes()
 	f.Fuzz(func(t *testing.T, sel string) {
-		got, err := ls.selectLanes(sel, map[int]string{0: "x"})
+		got, err := ls.selectLanes(sel, map[int][]string{0: {"x"}})
 		if err != nil {
 			var se *SelectionError
 			if !errors.As(err, &se) {
