@@ -138,11 +138,14 @@ func TestV1EngineRestartLanes(t *testing.T) {
 
 func testV1EngineRestartLanes(t *testing.T, st *Store) {
 	for sel, want := range map[string]string{
-		"engine:0":        "10.0.0.1:0 10.0.0.1:1",
-		"engine:" + v1New: "10.0.0.1:0 10.0.0.1:1",
-		"engine:" + v1Old: "10.0.0.1:0 10.0.0.1:1",
-		"engine:1":        "10.0.0.2:0 10.0.0.2:1",
-		"role:rollout":    "10.0.0.1:0 10.0.0.1:1 10.0.0.2:0 10.0.0.2:1",
+		"engine:0":            "10.0.0.1:0 10.0.0.1:1",
+		"engine:" + v1New:     "10.0.0.1:0 10.0.0.1:1",
+		"engine:" + v1Old:     "10.0.0.1:0 10.0.0.1:1",
+		"engine:1":            "10.0.0.2:0 10.0.0.2:1",
+		"engine:10.0.0.1:150": "10.0.0.1:0 10.0.0.1:1",
+		"gpu:10.0.0.2:1":      "10.0.0.2:1",
+		"g:0-1":               "10.0.0.1:0 10.0.0.1:1",
+		"role:rollout":        "10.0.0.1:0 10.0.0.1:1 10.0.0.2:0 10.0.0.2:1",
 	} {
 		got, _, err := st.Lanes(sel)
 		if err != nil || laneKeys(got) != want {
