@@ -1,6 +1,7 @@
 package store
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -35,7 +36,13 @@ func (s *Store) loadLanesLocked() {
 	if !fi.ModTime().After(s.lanes.catalogModTime) && s.lanes.set != nil {
 		return
 	}
-	m, err := loadCatalog(path)
+	m, skips, err := loadCatalog(path)
+	if skips.overCap {
+		s.notice("warning", fmt.Sprintf("%s lists more than %d lanes (the collector's limit, docs/semconv.md §8.4): only the first %d are shown", runfiles.LaneCatalogFile, laneCap, laneCap))
+	}
+	if skips.longKey > 0 {
+		s.notice("warning", fmt.Sprintf("%s: %d lane(s) with a key over %d bytes left out", runfiles.LaneCatalogFile, skips.longKey, laneKeyMax))
+	}
 	if err != nil {
 		s.notice("warning", err.Error())
 		if s.lanes.set == nil {
@@ -104,7 +111,13 @@ func (s *Store) laneSeen(key string) {
 		return
 	}
 	node, gpu, ok := splitKey(key)
-	if !ok {
+	if !ok || len(key) > laneKeyMax {
+		return
+	}
+	if len(s.lanes.set.lanes) >= laneCap {
+		// Noticed once (lmu is held: no notice call), and the set is not rebuilt for each lane over the cap.
+		msg := fmt.Sprintf("more than %d lanes in the data (the collector's limit, docs/semconv.md §8.4): the rest are not shown", laneCap)
+		s.notices[msg] = Notice{Level: "warning", Message: msg}
 		return
 	}
 	s.lanes.unlisted[key] = &Lane{Key: key, Node: node, GPU: gpu, Ranks: []int{}, Engines: []string{}, Roles: []string{}}
