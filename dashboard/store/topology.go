@@ -37,12 +37,15 @@ func newTopologyReader(run *Store) topologyReader {
 
 func (r *topologyReader) partitionFiles() []*partition.Stream { return []*partition.Stream{r.files} }
 
-// refreshLocked tails the stream; a new snapshot changes lane selections, not the views' data.
+// refreshLocked tails the stream; a new snapshot changes the lanes (their engines, roles and UUIDs) and so lane
+// selections and the meta version, not the views' data.
 func (r *topologyReader) refreshLocked(int64) bool {
-	if r.loadLocked() {
-		r.run.rebuildLanesLocked()
+	if !r.loadLocked() {
+		return false
 	}
-	return false
+	r.run.rebuildLanesLocked()
+	r.run.metaVer++
+	return true
 }
 
 type topoRec struct {

@@ -259,3 +259,26 @@ func TestV1GPUFieldsBeforeLoad(t *testing.T) {
 		t.Errorf("meta loaded %d GPU hours", m.Memory.LoadedHours)
 	}
 }
+
+// TestV1RestartFollowed: a snapshot appended while the run is followed (the engine restarting) gives its lanes the
+// new address and moves the meta version.
+func TestV1RestartFollowed(t *testing.T) {
+	dir := v1Run(t, true)
+	write(t, dir, "dashboard/topology.jsonl", v1Topo(h0+5, v1Eng(v1Old, 0, "10.0.0.1"), v1Eng(v1E1, 1, "10.0.0.2")))
+	st, err := Open(dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l, _, _ := st.Lanes("engine:" + v1New); len(l) != 0 {
+		t.Fatalf("engine:%s before the restart = %s", v1New, ids(l))
+	}
+	ver := st.MetaVersion()
+	appendTo(t, dir, "dashboard/topology.jsonl", v1Topo(v1Restart, v1Eng(v1New, 0, "10.0.0.1"), v1Eng(v1E1, 1, "10.0.0.2")))
+	st.Refresh()
+	if l, _, _ := st.Lanes("engine:0"); laneKeys(l) != "10.0.0.1:0 10.0.0.1:1" || strings.Join(l[0].Engines, " ") != v1Old+" "+v1New {
+		t.Errorf("engine:0 after the restart = %s", ids(l))
+	}
+	if st.MetaVersion() == ver {
+		t.Error("meta version unchanged by the new snapshot")
+	}
+}
