@@ -156,7 +156,7 @@ const (
 	MRequests    = "sglang:num_requests_total"
 	MAborted     = "sglang:num_aborted_requests_total"
 	MITL         = "sglang:inter_token_latency_seconds"
-	MTPOT        = "sglang:time_per_output_token_seconds"
+	MTPOT        = "sglang:time_per_output_token_seconds" // gone from current sglang: S2's fallback for old runs (docs/semconv.md §7)
 	ME2E         = "sglang:e2e_request_latency_seconds"
 	KeyMFU       = "perf/actor_train_mfu"
 	KeyMFUPeak   = "perf/mfu_peak_tflops"

@@ -370,6 +370,22 @@ func TestRules(t *testing.T) {
 			mod: func(in *Input) {
 				in.Engines[MITL] = append(in.Engines[MITL], latency("e2", 60, 100, repeat(0.04, 60)...))
 			}},
+		{name: "S2 from time_per_output_token when an old engine exports no inter-token latency", want: "S2",
+			evidenceAdvisor: "S2", evidence: map[string]any{"engine": "e2"},
+			mod: func(in *Input) {
+				for _, r := range append(in.Engines[MITL], latency("e2", 60, 100, repeat(0.04, 60)...)) {
+					r.Metric = MTPOT
+					in.Engines[MTPOT] = append(in.Engines[MTPOT], r)
+				}
+				delete(in.Engines, MITL)
+			}},
+		{name: "S2 inter-token latency wins over time_per_output_token", want: "",
+			mod: func(in *Input) {
+				for _, r := range append(in.Engines[MITL], latency("e2", 60, 100, repeat(0.04, 60)...)) {
+					r.Metric = MTPOT
+					in.Engines[MTPOT] = append(in.Engines[MTPOT], r) // a straggler only in the old metric
+				}
+			}},
 		{name: "S2 1.3x is not a straggler", want: "",
 			mod: func(in *Input) {
 				in.Engines[MITL] = append(in.Engines[MITL], latency("e2", 60, 100, repeat(0.026, 60)...))

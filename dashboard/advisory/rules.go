@@ -401,7 +401,9 @@ func dur2(s float64) string {
 	return dur(s)
 }
 
-// S2: one engine's per-token latency is the highest in most recent time bins, by a wide margin.
+// S2: one engine's per-token latency is the highest in most recent time bins, by a wide margin. Per-token
+// latency is inter_token_latency_seconds; time_per_output_token_seconds, which current sglang no longer exports,
+// only for a run that has no inter-token latency (an older engine), and the end-to-end latency last.
 func (c *ctx) stragglerEngines() {
 	var metric string
 	var raws []store.EngineRaw

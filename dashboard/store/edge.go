@@ -34,10 +34,13 @@ func (s *Store) zstLast(p *partition.Partition) float64 {
 }
 
 // edgeLocked finds the newest timestamp without parsing streams: the last complete line of each stream's newest
-// partition (its last 64 KiB), plus anything already loaded.
+// partition (its last 64 KiB), plus anything already loaded. The engine and trajectory streams count: a trainer
+// that hangs stops its phases and step metrics (and, in a miles v1 run, often the GPU sampler with it) while the
+// engines are still scraped, and its open phase must reach to that edge in every view, not only once the
+// advisory has loaded the engine series.
 func (s *Store) edgeLocked() float64 {
 	edge := s.edge
-	for _, f := range []*partition.Stream{s.gpu.utilFiles, s.phases.files, s.metrics.files} {
+	for _, f := range []*partition.Stream{s.gpu.utilFiles, s.phases.files, s.metrics.files, s.engines.files, s.trajectories.files} {
 		hs := f.Hours()
 		for i := len(hs) - 1; i >= 0 && i >= len(hs)-2; i-- {
 			p := f.Parts[hs[i]]

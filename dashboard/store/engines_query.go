@@ -129,10 +129,16 @@ func (r *engineReader) rawLocked(metric string, t0, t1 float64) []EngineRaw {
 	return out
 }
 
-// IntensiveEngineMetric: gauges folded over dp ranks with the mean (docs/semconv.md §7); all else is summed.
+// IntensiveEngineMetric: gauges folded over dp ranks with the mean (docs/semconv.md §7): ratios (token_usage,
+// cache_hit_rate, spec_accept_rate), per-request averages (spec_accept_length) and the per-transfer KV figures
+// (latency, bootstrap and alloc times, speed) — a sum over ranks of any of them means nothing. All else is
+// summed: counts, throughputs, token amounts (num_used_tokens, max_total_num_tokens: the engine's KV pool is
+// the ranks' pools together, so token_usage = Σ used / Σ max).
 func IntensiveEngineMetric(metric string) bool {
 	switch metric {
-	case "sglang:token_usage", "sglang:cache_hit_rate", "sglang:kv_transfer_latency_ms":
+	case "sglang:token_usage", "sglang:cache_hit_rate", "sglang:spec_accept_rate", "sglang:spec_accept_length",
+		"sglang:kv_transfer_latency_ms", "sglang:kv_transfer_bootstrap_ms", "sglang:kv_transfer_alloc_ms",
+		"sglang:kv_transfer_speed_gb_s":
 		return true
 	}
 	return false
@@ -583,16 +589,9 @@ func (s *Store) EngineOverlay(metric, stat string, t0, t1 float64, sel []*Lane, 
 			a := NormAddr(e.Addr)
 			inTopo[a] = true
 			for _, g := range e.GPUs {
-				if len(g) != 2 {
-					continue
+				if key, ok := topoLaneKey(g); ok {
+					w.lanes[key] = append(w.lanes[key], a)
 				}
-				node, _ := g[0].(string)
-				gi, ok := g[1].(float64)
-				if !ok {
-					continue
-				}
-				key := node + ":" + itoa(int(gi))
-				w.lanes[key] = append(w.lanes[key], a)
 			}
 		}
 		wins = append(wins, w)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"sort"
 
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/flatjson"
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
@@ -31,6 +32,36 @@ type gpuReader struct {
 	cacheDir string
 	// cacheHits counts the hours read from the column cache.
 	cacheHits int
+	// hintFields are the fields of the first record of the newest gpu_util hour, hintHour (fieldsHintLocked).
+	hintFields []string
+	hintHour   int64
+}
+
+// fieldsHintLocked reads the GPU fields from the first record of the newest gpu_util hour (one line, not the
+// hour), so /meta lists them before any GPU query loaded an hour. Read again only when a newer hour appears.
+func (g *gpuReader) fieldsHintLocked() {
+	hs := g.utilFiles.Hours()
+	if len(hs) == 0 {
+		g.hintFields = nil
+		return
+	}
+	h := hs[len(hs)-1]
+	if g.hintFields != nil && g.hintHour == h {
+		return
+	}
+	line := partition.FirstLine(g.utilFiles.Parts[h])
+	if line == nil {
+		return
+	}
+	fields := []string{}
+	_ = flatjson.Scan(line, func(key, val []byte, str bool) {
+		if k := string(key); !str && k != "ts" && k != "gpu" {
+			if _, ok := flatjson.ParseNum(val); ok && len(fields) < 32 { // as gpuBlock.addLine reads a record
+				fields = append(fields, k)
+			}
+		}
+	})
+	g.hintFields, g.hintHour = fields, h
 }
 
 func newGPUReader(run *Store) gpuReader {

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"net/netip"
@@ -24,16 +25,12 @@ type Lane struct {
 	idx     int
 }
 
-// catalogFile is lane_catalog.json, otelcol-miles (version 2) or miles v1: v2 is a superset.
-type catalogFile struct {
-	Lanes map[string]struct {
-		UUID        string   `json:"uuid"`
-		Model       string   `json:"model"`
-		Ranks       []int    `json:"ranks"`
-		EngineAddrs []string `json:"engine_addrs"`
-		Roles       []string `json:"roles"`
-	} `json:"lanes"`
-}
+// laneCap is the most lanes a run has: the collector's limit on lane_catalog.json (docs/semconv.md §8.4), also
+// applied to the lanes the dashboard learns from the topology and the data.
+const laneCap = 1 << 16
+
+// laneKeyMax is the longest lane key kept, in bytes: the collector's name length limit (docs/semconv.md §8.4).
+const laneKeyMax = 256
 
 // laneSet is an immutable, ordered set of lanes; replaced as a whole when the catalog changes.
 type laneSet struct {
@@ -55,24 +52,95 @@ func splitKey(k string) (string, int, bool) {
 	return k[:i], g, true
 }
 
-func loadCatalog(path string) (map[string]*Lane, error) {
-	b, err := os.ReadFile(path)
+// catalogEntry is one lane of lane_catalog.json.
+type catalogEntry struct {
+	UUID        string   `json:"uuid"`
+	Model       string   `json:"model"`
+	Ranks       []int    `json:"ranks"`
+	EngineAddrs []string `json:"engine_addrs"`
+	Roles       []string `json:"roles"`
+}
+
+// catalogSkips counts the catalog's lanes left out: over laneCap (the catalog is not read past it), or with a
+// key over laneKeyMax bytes.
+type catalogSkips struct {
+	overCap bool
+	longKey int
+}
+
+// loadCatalog reads lane_catalog.json as a stream, one lane at a time, and stops at laneCap lanes: a catalog
+// written before the collector's ingest limits may hold a million lanes (one span listing 2^20 GPU ids), which
+// read whole took seconds and gigabytes at every start and made every view that many lanes wide.
+func loadCatalog(path string) (map[string]*Lane, catalogSkips, error) {
+	var skips catalogSkips
+	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return nil, skips, err
 	}
-	var f catalogFile
-	if err := json.Unmarshal(b, &f); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	defer f.Close()
+	dec := json.NewDecoder(bufio.NewReaderSize(f, 256<<10))
+	bad := func(err error) (map[string]*Lane, catalogSkips, error) {
+		return nil, skips, fmt.Errorf("%s: %w", path, err)
+	}
+	if err := expectDelim(dec, '{'); err != nil {
+		return bad(err)
 	}
 	out := map[string]*Lane{}
-	for k, v := range f.Lanes {
-		node, gpu, ok := splitKey(k)
-		if !ok {
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return bad(err)
+		}
+		if k, _ := tok.(string); k != "lanes" {
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return bad(err)
+			}
 			continue
 		}
-		out[k] = &Lane{Key: k, Node: node, GPU: gpu, UUID: v.UUID, Model: v.Model, Ranks: nz(v.Ranks), Engines: nz(v.EngineAddrs), Roles: nz(v.Roles)}
+		if err := expectDelim(dec, '{'); err != nil {
+			return bad(err)
+		}
+		for dec.More() {
+			if len(out) >= laneCap {
+				skips.overCap = true
+				return out, skips, nil
+			}
+			tok, err := dec.Token()
+			if err != nil {
+				return bad(err)
+			}
+			k, _ := tok.(string)
+			var v catalogEntry
+			if err := dec.Decode(&v); err != nil {
+				return bad(err)
+			}
+			if len(k) > laneKeyMax {
+				skips.longKey++
+				continue
+			}
+			node, gpu, ok := splitKey(k)
+			if !ok {
+				continue
+			}
+			out[k] = &Lane{Key: k, Node: node, GPU: gpu, UUID: v.UUID, Model: v.Model, Ranks: nz(v.Ranks), Engines: nz(v.EngineAddrs), Roles: nz(v.Roles)}
+		}
+		if _, err := dec.Token(); err != nil { // the lanes' closing brace
+			return bad(err)
+		}
 	}
-	return out, nil
+	return out, skips, nil
+}
+
+func expectDelim(dec *json.Decoder, d json.Delim) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return err
+	}
+	if tok != d {
+		return fmt.Errorf("expected %q, found %v", d, tok)
+	}
+	return nil
 }
 
 func nz[T any](s []T) []T {

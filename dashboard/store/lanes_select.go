@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -29,8 +30,8 @@ func parseRange(s string) (lo, hi int, ok bool) {
 }
 
 // selectLanes evaluates the selection grammar (docs/dashboard-api.md): a union of terms, in lane order.
-// engineRanks maps engine_rank → addr from the topology.
-func (ls *laneSet) selectLanes(sel string, engineRanks map[int]string) ([]*Lane, error) {
+// engineRanks maps engine_rank → every address the rank had in the topology.
+func (ls *laneSet) selectLanes(sel string, engineRanks map[int][]string) ([]*Lane, error) {
 	sel = strings.TrimSpace(sel)
 	if sel == "" {
 		sel = "all"
@@ -47,16 +48,21 @@ func (ls *laneSet) selectLanes(sel string, engineRanks map[int]string) ([]*Lane,
 			for i := range picked {
 				picked[i] = true
 			}
-		case !hasArg && strings.HasPrefix(term, "g"):
-			lo, hi, ok := parseRange(term[1:])
+		case (!hasArg && strings.HasPrefix(term, "g")) || kind == "g":
+			// g3 (our lane ids) or g:3 (the reference dashboard's spelling of the same index)
+			idx := term[1:]
+			if hasArg {
+				idx = arg
+			}
+			lo, hi, ok := parseRange(idx)
 			if !ok {
-				return nil, &SelectionError{term, "lane ids are g<N> or g<N>-<M>"}
+				return nil, &SelectionError{term, "lane ids are g<N>, g<N>-<M>, g:<N> or g:<N>-<M>"}
 			}
 			for i := lo; i <= hi && i < len(picked); i++ {
 				picked[i] = true
 			}
 		case !hasArg:
-			return nil, &SelectionError{term, "expected all, g<N>, or one of rank:, node:, gpu:, engine:, role:, every:"}
+			return nil, &SelectionError{term, "expected all, g<N>, or one of g:, rank:, node:, gpu:, engine:, role:, every:"}
 		case kind == "rank":
 			lo, hi, ok := parseRange(arg)
 			if !ok {
@@ -70,12 +76,21 @@ func (ls *laneSet) selectLanes(sel string, engineRanks map[int]string) ([]*Lane,
 				}
 			}
 		case kind == "gpu":
-			lo, hi, ok := parseRange(arg)
+			// gpu:3 (that index on every node) or gpu:<node>:<index> (one node's: split at the last colon, so
+			// a node name may hold colons)
+			node, idx, oneNode := "", arg, false
+			if i := strings.LastIndexByte(arg, ':'); i >= 0 {
+				node, idx, oneNode = arg[:i], arg[i+1:], true
+				if node == "" {
+					return nil, &SelectionError{term, "node name missing"}
+				}
+			}
+			lo, hi, ok := parseRange(idx)
 			if !ok {
-				return nil, &SelectionError{term, "gpu must be an integer or range"}
+				return nil, &SelectionError{term, "gpu must be an integer or range, or <node>:<index>"}
 			}
 			for i, l := range ls.lanes {
-				if l.GPU >= lo && l.GPU <= hi {
+				if l.GPU >= lo && l.GPU <= hi && (!oneNode || l.Node == node) {
 					picked[i] = true
 				}
 			}
@@ -89,20 +104,22 @@ func (ls *laneSet) selectLanes(sel string, engineRanks map[int]string) ([]*Lane,
 				}
 			}
 		case kind == "engine":
-			addr := arg
+			// An integer is an engine rank: every address it had. Anything else matches the lanes any of whose
+			// engines' addresses contains it (the reference dashboard's substring match; a whole address is one).
+			if arg == "" {
+				return nil, &SelectionError{term, "engine address or rank missing"}
+			}
+			match := func(e string) bool { return strings.Contains(e, arg) }
 			if n, err := strconv.Atoi(arg); err == nil {
-				a, ok := engineRanks[n]
-				if !ok {
+				addrs, ok := engineRanks[n]
+				if !ok || len(addrs) == 0 {
 					return nil, &SelectionError{term, "no engine with that rank in the topology"}
 				}
-				addr = a
-			}
-			if addr == "" {
-				return nil, &SelectionError{term, "engine address or rank missing"}
+				match = func(e string) bool { return slices.Contains(addrs, e) }
 			}
 			for i, l := range ls.lanes {
 				for _, e := range l.Engines {
-					if e == addr {
+					if match(e) {
 						picked[i] = true
 					}
 				}

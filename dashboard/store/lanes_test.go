@@ -42,7 +42,7 @@ func TestLaneOrder(t *testing.T) {
 
 func TestSelectionGrammar(t *testing.T) {
 	ls := testLanes()
-	engines := map[int]string{0: "http://10.0.0.9:30000", 1: "http://sim-node-10:30001"}
+	engines := map[int][]string{0: {"http://10.0.0.9:30000"}, 1: {"http://sim-node-10:30001"}}
 	for _, tc := range []struct{ sel, want string }{
 		{"", "g0 g1 g2 g3 g4 g5 g6 g7"},
 		{"all", "g0 g1 g2 g3 g4 g5 g6 g7"},
@@ -58,6 +58,18 @@ func TestSelectionGrammar(t *testing.T) {
 		{"every:3", "g0 g3 g6"},
 		{"rank:3, node:sim-node-2 g0", "g0 g3 g4 g5"}, // union, in lane order
 		{"node:nowhere", ""},
+		// the reference dashboard's forms
+		{"g:3", "g3"},
+		{"g:0-2", "g0 g1 g2"},
+		{"g:6-99", "g6 g7"},
+		{"gpu:10.0.0.10:1", "g3"},
+		{"gpu:sim-node-2:0-1", "g4 g5"},
+		{"gpu:nowhere:0", ""},
+		{"engine:sim-node-10", "g6 g7"},
+		{"engine:10.0.0.9:30000", "g0 g1"},
+		{"engine::3000", "g0 g1 g6 g7"},
+		{"engine:nowhere", ""},
+		{"g:0-31 rank:0-7 node:10.0.0.9 role:train every:128", "g0 g1 g2 g3 g4 g5 g6 g7"},
 	} {
 		got, err := ls.selectLanes(tc.sel, engines)
 		if err != nil {
@@ -71,7 +83,7 @@ func TestSelectionGrammar(t *testing.T) {
 			t.Errorf("%q = %q, want %q", tc.sel, strings.Join(s, " "), tc.want)
 		}
 	}
-	for _, bad := range []string{"rank:x", "gpu:3-1", "bogus", "engine:7", "role:judge", "every:0", "color:red", "g-1"} {
+	for _, bad := range []string{"rank:x", "gpu:3-1", "bogus", "engine:7", "role:judge", "every:0", "color:red", "g-1", "g:", "g:x", "g:3-1", "gpu::0", "gpu:n1:x", "gpu:n1:", "engine:", "node:"} {
 		_, err := ls.selectLanes("all "+bad, engines)
 		var se *SelectionError
 		if !errors.As(err, &se) || se.Term != bad {
@@ -86,7 +98,7 @@ func FuzzSelectionGrammar(f *testing.F) {
 	}
 	ls := testLanes()
 	f.Fuzz(func(t *testing.T, sel string) {
-		got, err := ls.selectLanes(sel, map[int]string{0: "x"})
+		got, err := ls.selectLanes(sel, map[int][]string{0: {"x"}})
 		if err != nil {
 			var se *SelectionError
 			if !errors.As(err, &se) {

@@ -94,7 +94,7 @@ type MetaResult struct {
 type MetaCapabilities struct {
 	// EngineSeries: the run has engine_series partitions.
 	EngineSeries bool `json:"engine_series"`
-	// GPUFields are the GPU fields seen in the loaded hours, sorted.
+	// GPUFields are the GPU fields seen in the loaded hours and the first record of the newest one, sorted.
 	GPUFields []string `json:"gpu_fields"`
 	// GPUUtil: the run has gpu_util partitions.
 	GPUUtil bool `json:"gpu_util"`
@@ -133,6 +133,9 @@ func (s *Store) Meta() *MetaResult {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	fields := map[string]bool{}
+	for _, f := range s.gpu.hintFields { // before any hour is loaded
+		fields[f] = true
+	}
 	for _, b := range s.gpu.blocks {
 		for f := range b.fields {
 			fields[f] = true

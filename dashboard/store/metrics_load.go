@@ -3,6 +3,9 @@ package store
 import (
 	"bytes"
 	"encoding/json"
+	"math"
+	"slices"
+	"sort"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/flatjson"
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
@@ -125,4 +128,62 @@ func (r *metricReader) loadLocked() {
 		r.run.report(reports, err)
 	}
 	r.recordsRead = true
+}
+
+// stepBounds are the run's rollout steps and when each ended, from the metrics stream: a step ends at the last
+// record logged for it (miles logs a step's perf/ metrics once it is trained). Steps are in order, ends
+// non-decreasing.
+type stepBounds struct {
+	steps []int
+	ends  []float64
+}
+
+// stepBoundsLocked reads the step bounds on the rollout/step axis (the one phases' steps count, docs/semconv.md
+// §2), or on train/step for a run that logs no rollout step. The caller holds mu for writing.
+func (r *metricReader) stepBoundsLocked() stepBounds {
+	if !r.recordsRead {
+		r.loadLocked()
+	}
+	for _, axis := range []string{"rollout/step", "train/step"} {
+		end := map[int]float64{}
+		for i := range r.records {
+			rec := &r.records[i]
+			if rec.StepKey == nil || *rec.StepKey != axis || rec.Step == nil || *rec.Step != math.Trunc(*rec.Step) {
+				continue
+			}
+			k := int(*rec.Step)
+			end[k] = math.Max(end[k], rec.TS)
+		}
+		if len(end) == 0 {
+			continue
+		}
+		var b stepBounds
+		for k := range end {
+			b.steps = append(b.steps, k)
+		}
+		slices.Sort(b.steps)
+		last := math.Inf(-1)
+		for _, k := range b.steps {
+			last = math.Max(last, end[k]) // a step logged late does not end before the one it follows
+			b.ends = append(b.ends, last)
+		}
+		return b
+	}
+	return stepBounds{}
+}
+
+// of is the step a phase starting at t belongs to: the first whose end is after t; after the last end, the step
+// after the last (under way). -1 when the run logs no steps.
+func (b stepBounds) of(t float64) int {
+	if len(b.steps) == 0 {
+		return -1
+	}
+	i := sort.SearchFloat64s(b.ends, t)
+	for i < len(b.ends) && b.ends[i] <= t {
+		i++
+	}
+	if i == len(b.ends) {
+		return b.steps[len(b.steps)-1] + 1
+	}
+	return b.steps[i]
 }

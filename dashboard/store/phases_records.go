@@ -13,14 +13,16 @@ type PhaseRecord struct {
 	Rank int
 	Role string
 	GPUs []int
-	Step int // -1 unknown
+	Step int // the record's step; for one without, the step whose bounds hold T0 (stepBounds); -1 unknown
 	T0   float64
 	T1   float64
 	Open bool
 }
 
 // AllPhases loads every phases partition and returns every phase of the run, closed twins replacing their open
-// markers, in start order; edge is the data edge the open ones are measured against.
+// markers, in start order; edge is the data edge the open ones are measured against. A phase without a step
+// (every miles v1 phase; an emitter that never called set_step) takes the step the metrics stream's step
+// bounds put its start in, so the per-step rules can group it.
 func (s *Store) AllPhases() (recs []PhaseRecord, edge float64) {
 	s.mu.Lock()
 	for _, h := range s.phases.files.Hours() {
@@ -28,6 +30,7 @@ func (s *Store) AllPhases() (recs []PhaseRecord, edge float64) {
 			s.phases.loadHourLocked(h)
 		}
 	}
+	bounds := s.metrics.stepBoundsLocked()
 	s.mu.Unlock()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -41,6 +44,8 @@ func (s *Store) AllPhases() (recs []PhaseRecord, edge float64) {
 		pr := PhaseRecord{Name: r.Name, Node: r.Node, Rank: r.Rank, Role: r.Role, GPUs: r.GPUs, Step: -1, T0: r.T0, Open: open}
 		if r.Step != nil {
 			pr.Step = *r.Step
+		} else {
+			pr.Step = bounds.of(r.T0)
 		}
 		if open {
 			pr.T1 = math.Max(s.edge, r.T0)

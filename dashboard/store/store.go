@@ -123,9 +123,9 @@ func Open(dir string, follow bool) (*Store, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.loadMetaLocked()
-	s.loadLanesLocked()
 	s.listLocked()
 	s.topology.loadLocked()
+	s.loadLanesLocked() // after the topology, which adds to the lanes
 	s.edge = s.edgeLocked()
 	s.first = s.firstLocked()
 	return s, nil
@@ -140,6 +140,7 @@ func (s *Store) listLocked() {
 			}
 		}
 	}
+	s.gpu.fieldsHintLocked()
 }
 
 // SetRollup turns reading the gpu_rollup stream on (default) or off (every GPU view from gpu_util).

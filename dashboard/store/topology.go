@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"slices"
 	"sort"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
@@ -17,6 +18,17 @@ type topologyReader struct {
 	files *partition.Stream
 	// snapshots are every snapshot read, by time.
 	snapshots []topoRec
+	// lanes is what the snapshots say of each GPU lane, by lane key (lanesLocked).
+	lanes map[string]*topoLane
+	// rankAddrs are every address each engine rank had, in order of first appearance.
+	rankAddrs map[int][]string
+}
+
+// topoLane is what the topology says of one GPU lane: every engine that ever covered it (each address once, in
+// order of first appearance: an engine restarted on a new port adds its new address) and its UUID.
+type topoLane struct {
+	engines []string
+	uuid    string
 }
 
 func newTopologyReader(run *Store) topologyReader {
@@ -25,10 +37,15 @@ func newTopologyReader(run *Store) topologyReader {
 
 func (r *topologyReader) partitionFiles() []*partition.Stream { return []*partition.Stream{r.files} }
 
-// refreshLocked tails the stream; a new snapshot changes lane selections, not the views' data.
+// refreshLocked tails the stream; a new snapshot changes the lanes (their engines, roles and UUIDs) and so lane
+// selections and the meta version, not the views' data.
 func (r *topologyReader) refreshLocked(int64) bool {
-	r.loadLocked()
-	return false
+	if !r.loadLocked() {
+		return false
+	}
+	r.run.rebuildLanesLocked()
+	r.run.metaVer++
+	return true
 }
 
 type topoRec struct {
@@ -38,10 +55,14 @@ type topoRec struct {
 		WorkerType string  `json:"worker_type"`
 		EngineRank int     `json:"engine_rank"`
 		GPUs       [][]any `json:"gpus"`
+		// GPUUUIDs are the UUIDs of GPUs, same order (miles v1 writes null for one it could not read).
+		GPUUUIDs []*string `json:"gpu_uuids"`
 	} `json:"engines"`
 }
 
-func (r *topologyReader) loadLocked() {
+// loadLocked reads what the stream gained and says whether it gained a snapshot.
+func (r *topologyReader) loadLocked() bool {
+	n := len(r.snapshots)
 	for _, h := range r.files.Hours() {
 		p := r.files.Parts[h]
 		reports, err := r.files.Read(p, func(line []byte) bool {
@@ -57,17 +78,65 @@ func (r *topologyReader) loadLocked() {
 		}
 		r.run.report(reports, err)
 	}
+	if len(r.snapshots) == n && r.lanes != nil {
+		return false
+	}
 	sort.SliceStable(r.snapshots, func(i, j int) bool { return r.snapshots[i].TS < r.snapshots[j].TS })
+	r.index()
+	return true
 }
 
-// engineRanksLocked maps engine_rank → addr from the newest topology snapshot.
-func (r *topologyReader) engineRanksLocked() map[int]string {
-	m := map[int]string{}
-	if len(r.snapshots) == 0 {
-		return m
+// index derives the lanes' engines and UUIDs and the ranks' addresses from every snapshot (a few dozen: only
+// changed snapshots are written). A snapshot's gpus pair that is not [node, index] names no lane; lanes whose
+// key is over the lane key limit are left out (laneKeyMax).
+func (r *topologyReader) index() {
+	r.lanes, r.rankAddrs = map[string]*topoLane{}, map[int][]string{}
+	for _, snap := range r.snapshots {
+		for _, e := range snap.Engines {
+			if e.Addr == "" {
+				continue
+			}
+			if !slices.Contains(r.rankAddrs[e.EngineRank], e.Addr) {
+				r.rankAddrs[e.EngineRank] = append(r.rankAddrs[e.EngineRank], e.Addr)
+			}
+			for i, g := range e.GPUs {
+				key, ok := topoLaneKey(g)
+				if !ok {
+					continue
+				}
+				tl := r.lanes[key]
+				if tl == nil {
+					if len(r.lanes) >= laneCap {
+						continue
+					}
+					tl = &topoLane{}
+					r.lanes[key] = tl
+				}
+				if !slices.Contains(tl.engines, e.Addr) {
+					tl.engines = append(tl.engines, e.Addr)
+				}
+				if i < len(e.GPUUUIDs) && e.GPUUUIDs[i] != nil && *e.GPUUUIDs[i] != "" && len(*e.GPUUUIDs[i]) <= laneKeyMax {
+					tl.uuid = *e.GPUUUIDs[i] // the newest snapshot's, should a GPU have been swapped
+				}
+			}
+		}
 	}
-	for _, e := range r.snapshots[len(r.snapshots)-1].Engines {
-		m[e.EngineRank] = e.Addr
-	}
-	return m
 }
+
+// topoLaneKey is the lane key of a topology gpus pair [node_ip, gpu_id].
+func topoLaneKey(g []any) (string, bool) {
+	if len(g) != 2 {
+		return "", false
+	}
+	node, _ := g[0].(string)
+	gi, ok := g[1].(float64)
+	if !ok || node == "" || gi < 0 || gi != float64(int(gi)) {
+		return "", false
+	}
+	key := node + ":" + itoa(int(gi))
+	return key, len(key) <= laneKeyMax
+}
+
+// engineRanksLocked maps each engine_rank to every address it had in the topology (a restarted engine keeps
+// its rank on a new port).
+func (r *topologyReader) engineRanksLocked() map[int][]string { return r.rankAddrs }

@@ -44,6 +44,22 @@ func ScanLastStamp(path string) float64 {
 
 // FirstStamp reads the first complete line of a Partition and returns its time.
 func FirstStamp(p *Partition) float64 {
+	line := FirstLine(p)
+	t := 0.0
+	_ = flatjson.Scan(line, func(key, val []byte, str bool) {
+		switch string(key) {
+		case "ts", "t0":
+			if v, ok := flatjson.ParseNum(val); ok && (t == 0 || v < t) {
+				t = v
+			}
+		}
+	})
+	return t
+}
+
+// FirstLine is the first complete line of a Partition (from the compressed form when there is one, reading
+// only its first frame's start), nil when there is none or it is longer than 64 KiB.
+func FirstLine(p *Partition) []byte {
 	var r io.Reader
 	var closers []io.Closer
 	defer func() {
@@ -55,39 +71,30 @@ func FirstStamp(p *Partition) float64 {
 	case p.Zst != "":
 		f, err := os.Open(p.Zst)
 		if err != nil {
-			return 0
+			return nil
 		}
 		closers = append(closers, f)
 		dec, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(1))
 		if err != nil {
-			return 0
+			return nil
 		}
 		defer dec.Close()
 		r = dec
 	case p.Plain != "":
 		f, err := os.Open(p.Plain)
 		if err != nil {
-			return 0
+			return nil
 		}
 		closers = append(closers, f)
 		r = f
 	default:
-		return 0
+		return nil
 	}
 	line, err := bufio.NewReaderSize(r, 64<<10).ReadSlice('\n')
 	if err != nil {
-		return 0
+		return nil
 	}
-	t := 0.0
-	_ = flatjson.Scan(line, func(key, val []byte, str bool) {
-		switch string(key) {
-		case "ts", "t0":
-			if v, ok := flatjson.ParseNum(val); ok && (t == 0 || v < t) {
-				t = v
-			}
-		}
-	})
-	return t
+	return append([]byte(nil), line...)
 }
 
 // LastStamp is the newest time among the complete lines of a plain file's last 64 KiB, 0 when there is none.
