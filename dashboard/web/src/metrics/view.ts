@@ -343,17 +343,24 @@ export class MetricsView {
       return;
     }
     let newVisible = false;
+    let newCategory = false;
     if (p.new_keys?.length) {
       const have = new Set(this.keys.map((k) => k.key));
       for (const k of p.new_keys) {
         if (have.has(k.key)) continue;
         this.keys.push(k);
-        if (!this.cats.includes(k.category)) this.cats.push(k.category);
+        if (!this.cats.includes(k.category)) {
+          this.cats.push(k.category);
+          newCategory = true;
+        }
         if (k.category === this.st.cat) newVisible = true;
       }
       this.keys.sort((a, b) => (a.category === b.category ? (a.key < b.key ? -1 : 1) : this.cats.indexOf(a.category) - this.cats.indexOf(b.category)));
       this.renderSide();
     }
+    // A category first seen in a push (eval keys arrive with the first eval step) goes where the server's
+    // catalogue orders it, not last: the sidebar is re-read from the catalogue.
+    if (newCategory) void this.loadKeys().catch((e) => this.onError(`metrics: ${(e as Error).message}`));
     for (const [key, pts] of Object.entries(p.points ?? {})) {
       this.probe.pushedPoints += pts.x.length;
       const k = this.keys.find((x) => x.key === key);

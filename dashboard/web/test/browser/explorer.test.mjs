@@ -108,9 +108,17 @@ test("tabs switch views on one WebSocket; each view keeps its URL hash", async (
 });
 
 test("metrics explorer: categories in order, one drawn chart per key, filter", async () => {
-  const keys = await api(dash, "/api/v1/metrics/keys");
-  const cats = await page.$$eval(".mcat", (bs) => bs.map((b) => b.dataset.cat));
-  assert.deepEqual(cats, keys.categories);
+  // The live run grows while the page is open (the eval keys arrive with the first eval step): compare once the
+  // page has caught up with the catalogue.
+  let keys, cats;
+  await until(
+    async () => {
+      keys = await api(dash, "/api/v1/metrics/keys");
+      cats = await page.$$eval(".mcat", (bs) => bs.map((b) => b.dataset.cat));
+      return JSON.stringify(cats) === JSON.stringify(keys.categories);
+    },
+    { timeout: 20000, what: "the page's categories = the catalogue's" },
+  );
   const known = ["rollout", "perf", "train", "eval", "lifecycle"];
   const present = known.filter((c) => cats.includes(c));
   assert.deepEqual(cats.slice(0, present.length), present, "rollout, perf, train, eval, lifecycle first");
