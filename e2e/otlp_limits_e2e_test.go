@@ -37,9 +37,11 @@ func bigBatch(n int, seed byte) []sdktrace.ReadOnlySpan {
 			SpanKind:    trace.SpanKindInternal,
 			StartTime:   t0,
 			EndTime:     t0.Add(time.Second),
-			Attributes: []attribute.KeyValue{attribute.String(sc.SpanType, sc.SpanTypePhase),
+			Attributes: []attribute.KeyValue{
+				attribute.String(sc.SpanType, sc.SpanTypePhase),
 				attribute.String(sc.PhaseName, "actor_train"), attribute.String(sc.Role, "train"), attribute.Int(sc.Rank, 0),
-				attribute.IntSlice(sc.GPUIDs, []int{0}), attribute.String("miles.e2e.pad", pad)},
+				attribute.IntSlice(sc.GPUIDs, []int{0}), attribute.String("miles.e2e.pad", pad),
+			},
 			Resource: res("node-big"),
 		}
 	}

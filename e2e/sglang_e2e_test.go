@@ -61,10 +61,12 @@ func feedEngine(e *fakesglang.Engine, n int) fed {
 	base := time.Now().Add(-time.Minute)
 	var f fed
 	f.ttft = 300 * time.Millisecond
-	for i := 0; i < n; i++ {
-		r := fakesglang.Request{ID: uint64(i + 1), DPRank: i % dp, PromptTokens: 100 + i, CachedTokens: 10,
+	for i := range n {
+		r := fakesglang.Request{
+			ID: uint64(i + 1), DPRank: i % dp, PromptTokens: 100 + i, CachedTokens: 10,
 			CompletionTokens: 50, Submit: base, Start: base.Add(50 * time.Millisecond), FirstToken: base.Add(f.ttft),
-			End: base.Add(2 * time.Second)}
+			End: base.Add(2 * time.Second),
+		}
 		e.Arrive(r.DPRank)
 		e.Begin(r)
 		e.Finish(r.ID, r.DPRank, r.End, false)
@@ -272,8 +274,10 @@ func checkEngine(t *testing.T, recs []map[string]any, addr string, e *fakesglang
 		t.Errorf("%s: TTFT histogram %v, want count %d sum %.1f counts %v", addr, h, f.requests,
 			float64(f.requests)*f.ttft.Seconds(), wantCounts)
 	}
-	for m, b := range map[string][]float64{"sglang:e2e_request_latency_seconds": fakesglang.BucketsE2E,
-		"sglang:inter_token_latency_seconds": fakesglang.BucketsITL} {
+	for m, b := range map[string][]float64{
+		"sglang:e2e_request_latency_seconds": fakesglang.BucketsE2E,
+		"sglang:inter_token_latency_seconds": fakesglang.BucketsITL,
+	} {
 		r := latest(recs, addr, m, nil)
 		if r == nil || !slices.Equal(floats(t, r["bounds"]), b) || r["count"] != float64(f.requests) {
 			t.Errorf("%s: %s = %v", addr, m, r)
@@ -293,8 +297,10 @@ func checkEngine(t *testing.T, recs []map[string]any, addr string, e *fakesglang
 		}
 	}
 	// Exposed by the engine but not whitelisted: never written.
-	for _, m := range []string{"sglang:utilization", "sglang:engine_startup_time", "sglang:engine_load_weights_time",
-		"sglang:is_cuda_graph", "sglang:decode_sum_seq_lens", "sglang:time_to_first_token_seconds_bucket"} {
+	for _, m := range []string{
+		"sglang:utilization", "sglang:engine_startup_time", "sglang:engine_load_weights_time",
+		"sglang:is_cuda_graph", "sglang:decode_sum_seq_lens", "sglang:time_to_first_token_seconds_bucket",
+	} {
 		if has(recs, addr, m) {
 			t.Errorf("%s: %s written although not whitelisted", addr, m)
 		}
@@ -619,7 +625,7 @@ func routerPython(t *testing.T) string {
 // launchRouter starts the real router on a free loopback port in front of workerURLs and waits until its
 // /engine_metrics answers 200 with every worker in waitFor; with waitFor empty (a worker that never answers is
 // behind it), until /engine_metrics answers with the workers registered, whatever the status. It returns the router's host:port and its last /engine_metrics body; the router is stopped at cleanup.
-func launchRouter(t *testing.T, workerURLs []string, waitFor []string) (string, string) {
+func launchRouter(t *testing.T, workerURLs, waitFor []string) (string, string) {
 	t.Helper()
 	py := routerPython(t)
 	routerAddr := e2etest.FreeAddr(t)
@@ -658,7 +664,7 @@ func launchRouter(t *testing.T, workerURLs []string, waitFor []string) (string, 
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+routerAddr+"/engine_metrics", nil)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+routerAddr+"/engine_metrics", http.NoBody)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return false

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"maps"
 	"testing"
 	"time"
 
@@ -41,7 +42,7 @@ func TestSglangCurrentFamiliesE2E(t *testing.T) {
 	})
 	checkContract(t, recs)
 
-	for dp := 0; dp < 2; dp++ {
+	for dp := range 2 {
 		for _, pp := range []string{"", "1"} {
 			lb := map[string]string{"engine_type": "unified", "dp_rank": fmt.Sprint(dp)}
 			if pp != "" {
@@ -71,9 +72,7 @@ func TestSglangCurrentFamiliesE2E(t *testing.T) {
 			}
 			for _, stage := range []string{fakesglang.StagePrefillWaiting, fakesglang.StagePrefillForward, fakesglang.StageDecodeLoop} {
 				sl := map[string]string{"stage": stage}
-				for k, v := range lb {
-					sl[k] = v
-				}
+				maps.Copy(sl, lb)
 				h := latest(recs, us.URL(), "sglang:per_stage_req_latency_seconds", sl)
 				if h == nil || h["count"] != 2.0 || len(floats(t, h["bounds"])) != len(fakesglang.BucketsStage) {
 					t.Errorf("per_stage_req_latency_seconds%v = %v", sl, h)
@@ -100,8 +99,10 @@ func TestSglangCurrentFamiliesE2E(t *testing.T) {
 			t.Errorf("decode engine: no %s", m)
 		}
 	}
-	for _, m := range []string{"sglang:utilization", "sglang:engine_startup_time", "sglang:is_cuda_graph",
-		"sglang:decode_sum_seq_lens", "sglang:time_per_output_token_seconds"} {
+	for _, m := range []string{
+		"sglang:utilization", "sglang:engine_startup_time", "sglang:is_cuda_graph",
+		"sglang:decode_sum_seq_lens", "sglang:time_per_output_token_seconds",
+	} {
 		if has(recs, us.URL(), m) || has(recs, ds.URL(), m) {
 			t.Errorf("%s written although not whitelisted", m)
 		}

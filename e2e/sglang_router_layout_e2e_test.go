@@ -52,8 +52,10 @@ func TestSglangRouterPerWorkerE2E(t *testing.T) {
 			defer srv.Close()
 			runDir := t.TempDir()
 			routerAddr := strings.TrimPrefix(srv.URL, "http://")
-			c := e2etest.StartCollector(t, runDir, e2etest.Options{Configs: []string{sglangConfig()},
-				Env: []string{"MILES_SGLANG_ROUTER=" + routerAddr}})
+			c := e2etest.StartCollector(t, runDir, e2etest.Options{
+				Configs: []string{sglangConfig()},
+				Env:     []string{"MILES_SGLANG_ROUTER=" + routerAddr},
+			})
 			waitFor(t, runDir, 30*time.Second, "every worker's gauges", func(recs []map[string]any) bool {
 				for _, w := range ws {
 					if !has(recs, w.url, "sglang:num_running_reqs") {

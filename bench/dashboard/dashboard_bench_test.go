@@ -37,7 +37,7 @@ func get(tb testing.TB, url string) []byte {
 			tb.Fatal(err)
 		}
 	}
-	if resp.StatusCode != 200 {
+	if resp.StatusCode != http.StatusOK {
 		tb.Fatalf("%s: %d %s", url, resp.StatusCode, b)
 	}
 	return b
@@ -113,7 +113,7 @@ func TestColdOpenAndWarmQueries(t *testing.T) {
 	} {
 		const n = 5
 		s := time.Now()
-		for i := 0; i < n; i++ {
+		for range n {
 			get(t, ts.URL+q)
 		}
 		t.Logf("warm %-55s %8.1f ms", q, float64(time.Since(s).Microseconds())/1000/n)

@@ -6,7 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +30,7 @@ func TestLiveLatency(t *testing.T) {
 	part := filepath.Join(dir, "dashboard/gpu_util", time.Unix(int64(h0), 0).UTC().Format("20060102_15")+".jsonl")
 	os.MkdirAll(filepath.Dir(part), 0o755)
 	var b strings.Builder
-	for i := 0; i < 64; i++ {
+	for i := range 64 {
 		fmt.Fprintf(&b, `{"ts":%.0f,"node":"n%d","gpu":%d,"util":50}`+"\n", h0, i/8, i%8)
 	}
 	os.WriteFile(part, []byte(b.String()), 0o644)
@@ -79,7 +79,7 @@ func TestLiveLatency(t *testing.T) {
 		}
 		time.Sleep(time.Duration(37*i%200) * time.Millisecond) // desynchronise from the poll ticker
 	}
-	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	slices.Sort(lat)
 	p50, p95 := lat[len(lat)/2], lat[len(lat)*95/100]
 	t.Logf("append → delta at the page: p50 %s, p95 %s, max %s (n=%d, poll 250 ms)", p50.Round(time.Millisecond),
 		p95.Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond), len(lat))

@@ -9,7 +9,6 @@ package explorer
 import (
 	"bufio"
 	"fmt"
-
 	"math"
 	"math/rand"
 	"net/http"
@@ -57,7 +56,7 @@ func newWriter(name string) *writer {
 	os.MkdirAll(filepath.Join(dir, "dashboard"), 0o755)
 	os.WriteFile(filepath.Join(dir, "dashboard/meta.json"), []byte(fmt.Sprintf(`{"schema_version":2,"writer":"otelcol-miles","run_name":%q,"start_ts":%.0f}`, name, base)), 0o644)
 	cat := `{"version":2,"lanes":{`
-	for g := 0; g < 16; g++ {
+	for g := range 16 {
 		if g > 0 {
 			cat += ","
 		}
@@ -132,12 +131,12 @@ func metricsRun(steps, keysPerAxis int) string {
 	return cached(fmt.Sprintf("metrics-%d-%d", steps, keysPerAxis), func() string {
 		w := newWriter(fmt.Sprintf("metrics-%d-%d", steps, keysPerAxis))
 		var b strings.Builder
-		for s := 0; s < steps; s++ {
+		for s := range steps {
 			ts := base + float64(s)*60
 			for axis, pre := range []string{"rollout", "train"} {
 				b.Reset()
 				fmt.Fprintf(&b, `{"ts":%.3f,"step_key":"%s/step","step":%d,"metrics":{"%s/step":%d`, ts+float64(axis), pre, s, pre, s)
-				for k := 0; k < keysPerAxis; k++ {
+				for k := range keysPerAxis {
 					p := pre
 					if pre == "rollout" && k >= keysPerAxis/2 {
 						p = "perf"
@@ -158,7 +157,7 @@ func metricsRun(steps, keysPerAxis int) string {
 
 func fetch(b *testing.B, h http.Handler, url string) int {
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest("GET", url, nil))
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, url, nil))
 	if rec.Code != 200 {
 		b.Fatalf("%s: %d %s", url, rec.Code, rec.Body.String()[:min(300, rec.Body.Len())])
 	}
@@ -167,7 +166,7 @@ func fetch(b *testing.B, h http.Handler, url string) int {
 
 func allKeys(n int) string {
 	var ks []string
-	for k := 0; k < n; k++ {
+	for k := range n {
 		p := "rollout"
 		if k >= n/2 {
 			p = "perf"
@@ -177,7 +176,7 @@ func allKeys(n int) string {
 	return strings.Join(ks, ",")
 }
 
-// BenchmarkMetricsPageLoad: what the metrics page asks when it opens — the key catalogue, then every chart of
+// BenchmarkMetricsPageLoad: what the metrics page asks when it opens — the key catalog, then every chart of
 // 200 keys at 1000 points — on a run of 10 000 steps. cold = open the run directory first (parse the metrics
 // stream); warm = the store already indexed it (a second page load).
 func BenchmarkMetricsPageLoad(b *testing.B) {
@@ -232,10 +231,10 @@ func anatomyRun(steps, batch int) string {
 	return cached(fmt.Sprintf("anatomy-%d-%d", steps, batch), func() string {
 		w := newWriter(fmt.Sprintf("anatomy-%d-%d", steps, batch))
 		n := 0
-		for st := 0; st < steps; st++ {
+		for st := range steps {
 			c := base + 3600 + float64(st)*300
 			links := make([]string, 0, batch)
-			for i := 0; i < batch; i++ {
+			for i := range batch {
 				n++
 				tr := fmt.Sprintf("%032x", n)
 				links = append(links, `"`+tr+`"`)
@@ -312,7 +311,7 @@ func advisoryRun() string {
 		end := base + 4*3600
 		cnt := map[int]float64{}
 		for ts := base; ts < end; ts += 2 {
-			for e := 0; e < 16; e++ {
+			for e := range 16 {
 				// The grouped record of docs/semconv.md §8.3: one per engine scrape and label set.
 				a := fmt.Sprintf("http://n0:%d", 30000+e)
 				w.line("engine_series", ts, fmt.Sprintf(`{"ts":%.0f,"addr":%q,"labels":{"dp_rank":"0","engine_type":"unified"},"m":{"sglang:num_running_reqs":40,"sglang:num_queue_reqs":3,"sglang:token_usage":0.6,"sglang:cache_hit_rate":0.5,"sglang:gen_throughput":2000}}`, ts, a))
@@ -321,9 +320,9 @@ func advisoryRun() string {
 					ts, a, cnt[e], math.Floor(cnt[e]/100), cnt[e]*100, cnt[e]*1.5, cnt[e]*100))
 			}
 		}
-		for s := 0; s < 48; s++ {
+		for s := range 48 {
 			t0 := base + float64(s)*300
-			for r := 0; r < 8; r++ {
+			for r := range 8 {
 				for _, p := range []struct {
 					n    string
 					a, d float64
@@ -400,7 +399,7 @@ func engineDayRun() string {
 				for i, name := range []string{"time_to_first_token_seconds", "inter_token_latency_seconds", "e2e_request_latency_seconds"} {
 					hh := &en.h[i]
 					obs := r.Intn(50)
-					for o := 0; o < obs; o++ {
+					for range obs {
 						lat := math.Exp(r.NormFloat64() - 3 + float64(i))
 						hh[1] += lat
 						bk := sort.SearchFloat64s([]float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5}, lat)
@@ -411,7 +410,7 @@ func engineDayRun() string {
 						b.WriteByte(',')
 					}
 					fmt.Fprintf(&b, `"sglang:%s":{"count":%.0f,"sum":%v,"bounds":%s,"counts":[`, name, hh[0], hh[1], bounds)
-					for q := 0; q < 11; q++ {
+					for q := range 11 {
 						if q > 0 {
 							b.WriteByte(',')
 						}
@@ -442,12 +441,12 @@ func engineDayRun() string {
 }
 
 // BenchmarkEngineHeld: the heap the store holds for every engine hour of engineDayRun (loaded by the metric
-// catalogue, as the explorer's key list does), and one advisory pass over it (engine series only: every hour
+// catalog, as the explorer's key list does), and one advisory pass over it (engine series only: every hour
 // of the 8 metrics the advisory reads, decoded where the store holds them packed).
 func BenchmarkEngineHeld(b *testing.B) {
 	dir := engineDayRun()
 	const points = 16 * 7200 * 17
-	b.Run("catalogue", func(b *testing.B) {
+	b.Run("catalog", func(b *testing.B) {
 		b.ReportMetric(float64(dirSize(dir))/1e6, "MB-on-disk")
 		for i := 0; i < b.N; i++ {
 			before := heap()

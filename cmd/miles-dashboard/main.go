@@ -98,8 +98,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	opts := server.Options{Store: st, Token: *token, Assets: assets, DumpCacheDir: *cacheDir}
 	if *maxRunning > 0 || *memFraction > 0 || *samplesPerPrompt > 0 || *maxResponseLen > 0 || thresholdsSet {
-		c := advisory.Config{MaxRunningRequests: *maxRunning, MemFractionStatic: *memFraction,
-			NSamplesPerPrompt: *samplesPerPrompt, MaxResponseLen: *maxResponseLen}
+		c := advisory.Config{
+			MaxRunningRequests: *maxRunning, MemFractionStatic: *memFraction,
+			NSamplesPerPrompt: *samplesPerPrompt, MaxResponseLen: *maxResponseLen,
+		}
 		if thresholdsSet {
 			c.Thresholds = thresholds
 		}

@@ -364,7 +364,7 @@ func ThresholdNames() []string {
 // positive; integer thresholds take integers.
 func (t *Thresholds) Set(spec string) error {
 	f := t.fields()
-	for _, kv := range strings.Split(spec, ",") {
+	for kv := range strings.SplitSeq(spec, ",") {
 		kv = strings.TrimSpace(kv)
 		if kv == "" {
 			continue

@@ -76,16 +76,21 @@ func phase(name string, rank, step int, start, d float64) store.PhaseRecord {
 	return p
 }
 
-func bptr(b bool) *bool       { return &b }
-func fptr(f float64) *float64 { return &f }
+//go:fix inline
+func bptr(b bool) *bool { return new(b) }
+
+//go:fix inline
+func fptr(f float64) *float64 { return new(f) }
 
 // healthy is a run no rule should flag: steady phases, balanced engines and ranks, moderate KV usage, good
 // cache hits, few aborts, MFU 40 %, flat log-prob diff.
 func healthy() Input {
-	in := Input{Edge: t0 + 5000, StartTS: t0 - 10, Engines: map[string][]store.EngineRaw{}, Steps: map[string]store.StepSeries{},
-		Config: Config{MaxRunningRequests: 64, Colocate: bptr(false)}}
-	for st := 0; st < 8; st++ {
-		for rank := 0; rank < 4; rank++ {
+	in := Input{
+		Edge: t0 + 5000, StartTS: t0 - 10, Engines: map[string][]store.EngineRaw{}, Steps: map[string]store.StepSeries{},
+		Config: Config{MaxRunningRequests: 64, Colocate: new(false)},
+	}
+	for st := range 8 {
+		for rank := range 4 {
 			in.Phases = append(in.Phases, phase("log_probs", rank, st, t0+float64(st)*300, 20+float64((rank+st)%4)*0.3))
 			in.Phases = append(in.Phases, phase("train_wait", rank, st, t0+float64(st)*300+100, 50))
 		}
@@ -123,7 +128,7 @@ func TestHealthyRunIsSilent(t *testing.T) {
 		t.Fatalf("skipped: %+v (only A7 should be: no dumps)", res.Skipped)
 	}
 	in := healthy()
-	in.Dump = &DumpStep{Step: 7, Samples: 64, Groups: 8, ZeroStdGroups: 3, TruncatedFrac: fptr(0.1), MaxAbsGroupRewardMean: fptr(0.5)}
+	in.Dump = &DumpStep{Step: 7, Samples: 64, Groups: 8, ZeroStdGroups: 3, TruncatedFrac: new(0.1), MaxAbsGroupRewardMean: new(0.5)}
 	if res := Compute(in); len(res.Advisories) != 0 || len(res.Skipped) != 0 {
 		t.Fatalf("healthy dump flagged or skipped: %+v %+v", res.Advisories, res.Skipped)
 	}
@@ -144,11 +149,16 @@ func TestRules(t *testing.T) {
 		evidence        map[string]any
 		evidenceAdvisor string
 	}{
-		{name: "A1 stall just past 6x median and 30 min floor", want: "A1", msgHas: "starved of data",
-			mod: func(in *Input) { in.Phases[len(in.Phases)-1].T0 = in.Edge - 1801 }},
-		{name: "A1 not yet: 1799 s", want: "",
-			mod: func(in *Input) { in.Phases[len(in.Phases)-1].T0 = in.Edge - 1799 }},
-		{name: "A1 6x median dominates the floor", want: "",
+		{
+			name: "A1 stall just past 6x median and 30 min floor", want: "A1", msgHas: "starved of data",
+			mod: func(in *Input) { in.Phases[len(in.Phases)-1].T0 = in.Edge - 1801 },
+		},
+		{
+			name: "A1 not yet: 1799 s", want: "",
+			mod: func(in *Input) { in.Phases[len(in.Phases)-1].T0 = in.Edge - 1799 },
+		},
+		{
+			name: "A1 6x median dominates the floor", want: "",
 			mod: func(in *Input) {
 				for i := range in.Phases { // train_wait median 400 s → threshold 2400 s
 					if in.Phases[i].Name == "train_wait" && !in.Phases[i].Open {
@@ -156,184 +166,250 @@ func TestRules(t *testing.T) {
 					}
 				}
 				in.Phases[len(in.Phases)-1].T0 = in.Edge - 2300
-			}},
-		{name: "A1 needs 3 closed intervals", want: "",
+			},
+		},
+		{
+			name: "A1 needs 3 closed intervals", want: "",
 			mod: func(in *Input) {
 				in.Phases = []store.PhaseRecord{phase("actor_train", 0, 0, t0, 10), phase("actor_train", 0, 1, t0+20, 10), phase("actor_train", 0, 2, t0+100, -1)}
-			}},
-		{name: "A1 orphan marker (same rank closed a later one) ignored", want: "",
+			},
+		},
+		{
+			name: "A1 orphan marker (same rank closed a later one) ignored", want: "",
 			mod: func(in *Input) {
 				in.Phases[len(in.Phases)-1].T0 = in.Edge - 2500
 				in.Phases = append(in.Phases, phase("train_wait", 0, 9, in.Edge-2000, 30))
-			}},
-		{name: "A1 marker from before the run start ignored", want: "",
+			},
+		},
+		{
+			name: "A1 marker from before the run start ignored", want: "",
 			mod: func(in *Input) {
 				in.Phases = append(in.Phases, phase("train_wait", 5, 9, in.Edge-3000, -1))
 				in.StartTS = in.Edge - 2900
-			}},
-		{name: "A1 counts from the run start", want: "A1",
+			},
+		},
+		{
+			name: "A1 counts from the run start", want: "A1",
 			mod: func(in *Input) {
 				in.Phases = append(in.Phases, phase("train_wait", 5, 9, in.Edge-2850, -1))
 				in.StartTS = in.Edge - 2900
-			}},
-		{name: "A2 abort storm 5.3% in the last 30 min", want: "A2",
+			},
+		},
+		{
+			name: "A2 abort storm 5.3% in the last 30 min", want: "A2",
 			mod: func(in *Input) {
 				// The last 30 min hold 901 scrape intervals of both engines: 2×901×3 = 5406 requests;
 				// 0.31×901 + 0.01×901 = 288.3 aborted.
 				in.Engines[MAborted][0] = counter(MAborted, "e0", 2, append(repeat(0, 898), repeat(0.31, 901)...)...)
-			}},
-		{name: "A2 4.99% is not a storm", want: "",
+			},
+		},
+		{
+			name: "A2 4.99% is not a storm", want: "",
 			mod: func(in *Input) {
 				in.Engines[MAborted] = []store.EngineRaw{counter(MAborted, "e0", 2, append(repeat(0, 899), repeat(0.3, 900)...)...)}
-			}},
-		{name: "A2 aborts older than 30 min do not count", want: "",
+			},
+		},
+		{
+			name: "A2 aborts older than 30 min do not count", want: "",
 			mod: func(in *Input) {
 				in.Engines[MAborted][0] = counter(MAborted, "e0", 2, append(repeat(1, 800), repeat(0, 999)...)...)
-			}},
-		{name: "A2 under 100 requests ignored", want: "",
+			},
+		},
+		{
+			name: "A2 under 100 requests ignored", want: "",
 			mod: func(in *Input) {
 				in.Engines[MRequests] = []store.EngineRaw{counter(MRequests, "e0", 2, append(repeat(0, 1700), repeat(0.5, 99)...)...)}
 				in.Engines[MAborted] = []store.EngineRaw{counter(MAborted, "e0", 2, append(repeat(0, 1700), repeat(0.4, 99)...)...)}
-			}},
-		{name: "A2 counter reset (engine restart) is not a negative or huge delta", want: "",
+			},
+		},
+		{
+			name: "A2 counter reset (engine restart) is not a negative or huge delta", want: "",
 			mod: func(in *Input) {
 				r := counter(MAborted, "e0", 2, repeat(0.01, 1799)...)
 				for i := 1000; i < len(r.V); i++ {
 					r.V[i] -= r.V[999] // restarted at 0
 				}
 				in.Engines[MAborted][0] = r
-			}},
-		{name: "A3 KV-bound: usage 92%, peak 31 < 32", want: "A3",
+			},
+		},
+		{
+			name: "A3 KV-bound: usage 92%, peak 31 < 32", want: "A3",
 			mod: func(in *Input) {
 				for i := range in.Engines[MTokenUsage] {
 					in.Engines[MTokenUsage][i] = gauge(MTokenUsage, in.Engines[MTokenUsage][i].Addr, "0", 2, repeat(0.92, 1800)...)
 					in.Engines[MRunning][i] = gauge(MRunning, in.Engines[MRunning][i].Addr, "0", 2, repeat(31, 1800)...)
 				}
-			}},
-		{name: "A3 peak 32 is not far below the cap; 92% is not high", want: "",
+			},
+		},
+		{
+			name: "A3 peak 32 is not far below the cap; 92% is not high", want: "",
 			mod: func(in *Input) {
 				for i := range in.Engines[MTokenUsage] {
 					in.Engines[MTokenUsage][i] = gauge(MTokenUsage, in.Engines[MTokenUsage][i].Addr, "0", 2, repeat(0.92, 1800)...)
 					in.Engines[MRunning][i] = gauge(MRunning, in.Engines[MRunning][i].Addr, "0", 2, repeat(32, 1800)...)
 				}
-			}},
-		{name: "A4 high KV usage 96%", want: "A4",
+			},
+		},
+		{
+			name: "A4 high KV usage 96%", want: "A4",
 			mod: func(in *Input) {
 				for i := range in.Engines[MTokenUsage] {
 					in.Engines[MTokenUsage][i] = gauge(MTokenUsage, in.Engines[MTokenUsage][i].Addr, "0", 2, repeat(0.96, 1800)...)
 				}
-			}},
-		{name: "A4 is time-weighted, not a sample mean", want: "A4",
+			},
+		},
+		{
+			name: "A4 is time-weighted, not a sample mean", want: "A4",
 			mod: func(in *Input) {
 				// 0.99 scraped every 10 s for 3000 s, 0.3 scraped every 1 s for 100 s: the sample mean is 0.80,
 				// the time-weighted mean 0.97.
 				var r store.EngineRaw
 				r.Addr, r.Metric = "e0", MTokenUsage
-				for i := 0; i < 300; i++ {
+				for i := range 300 {
 					r.TS, r.V = append(r.TS, t0+float64(i)*10), append(r.V, 0.99)
 				}
-				for i := 0; i < 100; i++ {
+				for i := range 100 {
 					r.TS, r.V = append(r.TS, t0+3000+float64(i)), append(r.V, 0.3)
 				}
 				in.Engines[MTokenUsage] = []store.EngineRaw{r}
-			}},
-		{name: "A3 cap unknown: skipped, A4 still judged", want: "A4", skipped: "A3",
+			},
+		},
+		{
+			name: "A3 cap unknown: skipped, A4 still judged", want: "A4", skipped: "A3",
 			mod: func(in *Input) {
 				in.Config.MaxRunningRequests = 0
 				for i := range in.Engines[MTokenUsage] {
 					in.Engines[MTokenUsage][i] = gauge(MTokenUsage, in.Engines[MTokenUsage][i].Addr, "0", 2, repeat(0.96, 1800)...)
 				}
-			}},
+			},
+		},
 		{name: "A5 zero-std 50%", want: "A5", mod: func(in *Input) { in.Steps["rollout/zero_std_ratio"] = steps(0.1, 0.5) }},
 		{name: "A5 49% silent", want: "", mod: func(in *Input) { in.Steps["rollout/zero_std_ratio"] = steps(0.1, 0.49) }},
-		{name: "A5 every reward 0", want: "A5", msgHas: "Every reward is 0",
+		{
+			name: "A5 every reward 0", want: "A5", msgHas: "Every reward is 0",
 			mod: func(in *Input) {
 				in.Steps["rollout/zero_std_ratio"] = steps(0.1, 1)
 				in.Steps[KeyRawReward] = steps(0.3, 0)
-			}},
-		{name: "A6 truncation from trajectories 25%", want: "A6",
-			mod: func(in *Input) { in.Newest = &StepOutcome{Step: 9, Samples: 100, WithStatus: 100, Truncated: 25} }},
-		{name: "A6 24% silent (trajectories win over an older metric)", want: "",
+			},
+		},
+		{
+			name: "A6 truncation from trajectories 25%", want: "A6",
+			mod: func(in *Input) { in.Newest = &StepOutcome{Step: 9, Samples: 100, WithStatus: 100, Truncated: 25} },
+		},
+		{
+			name: "A6 24% silent (trajectories win over an older metric)", want: "",
 			mod: func(in *Input) {
 				in.Steps["rollout/truncated_ratio"] = steps(0.9)
 				in.Newest = &StepOutcome{Step: 9, Samples: 100, WithStatus: 100, Truncated: 24}
-			}},
+			},
+		},
 		{name: "A6 from the metric", want: "A6", mod: func(in *Input) { in.Steps["rollout/truncated_ratio"] = steps(0.1, 0.3) }},
-		{name: "A5 from dumps: 4/8 groups", want: "A5", msgHas: "4/8 groups in rollout 9",
+		{
+			name: "A5 from dumps: 4/8 groups", want: "A5", msgHas: "4/8 groups in rollout 9",
 			mod: func(in *Input) {
-				in.Dump = &DumpStep{Step: 9, Samples: 64, Groups: 8, ZeroStdGroups: 4, MaxAbsGroupRewardMean: fptr(0.4)}
-			}},
-		{name: "A5 from dumps: 3/8 silent even if the metric says 90%", want: "",
+				in.Dump = &DumpStep{Step: 9, Samples: 64, Groups: 8, ZeroStdGroups: 4, MaxAbsGroupRewardMean: new(0.4)}
+			},
+		},
+		{
+			name: "A5 from dumps: 3/8 silent even if the metric says 90%", want: "",
 			mod: func(in *Input) {
 				in.Steps["rollout/zero_std_ratio"] = steps(0.9)
 				in.Dump = &DumpStep{Step: 9, Samples: 64, Groups: 8, ZeroStdGroups: 3}
-			}},
-		{name: "A5 from dumps: every group mean 0", want: "A5", msgHas: "Every reward is 0",
+			},
+		},
+		{
+			name: "A5 from dumps: every group mean 0", want: "A5", msgHas: "Every reward is 0",
 			mod: func(in *Input) {
 				in.Dump = &DumpStep{Step: 9, Samples: 64, Groups: 8, ZeroStdGroups: 8, MaxAbsGroupRewardMean: fptr(0)}
-			}},
-		{name: "A6 from a newer dump", want: "A6",
+			},
+		},
+		{
+			name: "A6 from a newer dump", want: "A6",
 			mod: func(in *Input) {
 				in.Newest = &StepOutcome{Step: 8, Samples: 100, WithStatus: 100, Truncated: 1}
-				in.Dump = &DumpStep{Step: 9, Samples: 64, TruncatedFrac: fptr(0.3)}
-			}},
-		{name: "A6 trajectories of the same step win over the dump", want: "",
+				in.Dump = &DumpStep{Step: 9, Samples: 64, TruncatedFrac: new(0.3)}
+			},
+		},
+		{
+			name: "A6 trajectories of the same step win over the dump", want: "",
 			mod: func(in *Input) {
 				in.Newest = &StepOutcome{Step: 9, Samples: 100, WithStatus: 100, Truncated: 1}
-				in.Dump = &DumpStep{Step: 9, Samples: 64, TruncatedFrac: fptr(0.3)}
-			}},
-		{name: "A7 CP alignment failed: info, yet an alarm (tips suppressed)", want: "A7", suppr: "T1",
+				in.Dump = &DumpStep{Step: 9, Samples: 64, TruncatedFrac: new(0.3)}
+			},
+		},
+		{
+			name: "A7 CP alignment failed: info, yet an alarm (tips suppressed)", want: "A7", suppr: "T1",
 			mod: func(in *Input) {
 				in.Steps[KeyMFU] = steps(0.9, 0.1, 0.1, 0.1)
 				in.Dump = &DumpStep{Step: 9, Samples: 64, AlignmentFailed: 5}
-			}},
+			},
+		},
 		{name: "T1 low MFU (step 0 excluded)", want: "T1", mod: func(in *Input) { in.Steps[KeyMFU] = steps(0.9, 0.14, 0.14, 0.14) }},
-		{name: "T1 threshold 0 disables", want: "",
-			mod: func(in *Input) { in.Steps[KeyMFU] = steps(0.9, 0.14, 0.14, 0.14); in.Config.LowMFUThreshold = fptr(0) }},
-		{name: "T1 custom threshold", want: "T1", mod: func(in *Input) { in.Config.LowMFUThreshold = fptr(0.5) }},
+		{
+			name: "T1 threshold 0 disables", want: "",
+			mod: func(in *Input) { in.Steps[KeyMFU] = steps(0.9, 0.14, 0.14, 0.14); in.Config.LowMFUThreshold = fptr(0) },
+		},
+		{name: "T1 custom threshold", want: "T1", mod: func(in *Input) { in.Config.LowMFUThreshold = new(0.5) }},
 		{name: "T1 needs 3 steady steps", want: "", mod: func(in *Input) { in.Steps[KeyMFU] = steps(0.9, 0.1, 0.1) }},
-		{name: "T2 low concurrency 19 < 19.2", want: "T2",
+		{
+			name: "T2 low concurrency 19 < 19.2", want: "T2",
 			mod: func(in *Input) {
 				in.Engines[MRunning] = []store.EngineRaw{gauge(MRunning, "e0", "0", 2, repeat(19, 100)...)}
-			}},
-		{name: "T2 dp ranks are summed per engine (10+10 = 20)", want: "",
+			},
+		},
+		{
+			name: "T2 dp ranks are summed per engine (10+10 = 20)", want: "",
 			mod: func(in *Input) {
 				in.Engines[MRunning] = []store.EngineRaw{gauge(MRunning, "e0", "0", 2, repeat(10, 100)...), gauge(MRunning, "e0", "1", 2, repeat(10, 100)...)}
-			}},
+			},
+		},
 		{name: "T2 cap unknown: skipped", want: "", skipped: "T2", mod: func(in *Input) { in.Config.MaxRunningRequests = 0 }},
-		{name: "T3 low cache hit", want: "T3",
+		{
+			name: "T3 low cache hit", want: "T3",
 			mod: func(in *Input) {
 				for i := range in.Engines[MCacheHit] {
 					in.Engines[MCacheHit][i] = gauge(MCacheHit, in.Engines[MCacheHit][i].Addr, "0", 2, repeat(0.05, 1800)...)
 				}
-			}},
-		{name: "T3 not in colocate runs", want: "",
+			},
+		},
+		{
+			name: "T3 not in colocate runs", want: "",
 			mod: func(in *Input) {
-				in.Config.Colocate = bptr(true)
+				in.Config.Colocate = new(true)
 				for i := range in.Engines[MCacheHit] {
 					in.Engines[MCacheHit][i] = gauge(MCacheHit, in.Engines[MCacheHit][i].Addr, "0", 2, repeat(0.05, 1800)...)
 				}
-			}},
-		{name: "T4 dp imbalance 4 vs 0.9", want: "T4", msgHas: "dp-aware",
+			},
+		},
+		{
+			name: "T4 dp imbalance 4 vs 0.9", want: "T4", msgHas: "dp-aware",
 			mod: func(in *Input) {
 				in.Engines[MRunning] = append(in.Engines[MRunning], gauge(MRunning, "e2", "0", 2, repeat(4, 100)...), gauge(MRunning, "e2", "1", 2, repeat(0.9, 100)...))
-			}},
-		{name: "T4 1.0 is not below 25% of 4", want: "",
+			},
+		},
+		{
+			name: "T4 1.0 is not below 25% of 4", want: "",
 			mod: func(in *Input) {
 				in.Engines[MRunning] = append(in.Engines[MRunning], gauge(MRunning, "e2", "0", 2, repeat(4, 100)...), gauge(MRunning, "e2", "1", 2, repeat(1, 100)...))
-			}},
-		{name: "T4 manual router names the assignment mode", want: "T4", msgHas: "--router-assignment-mode",
+			},
+		},
+		{
+			name: "T4 manual router names the assignment mode", want: "T4", msgHas: "--router-assignment-mode",
 			mod: func(in *Input) {
 				in.Config.RouterPolicy = "manual"
 				in.Engines[MRunning] = append(in.Engines[MRunning], gauge(MRunning, "e2", "0", 2, repeat(4, 100)...), gauge(MRunning, "e2", "1", 2, repeat(0, 100)...))
-			}},
-		{name: "alarms suppress tips", want: "A1", suppr: "T1,T2",
+			},
+		},
+		{
+			name: "alarms suppress tips", want: "A1", suppr: "T1,T2",
 			mod: func(in *Input) {
 				in.Phases[len(in.Phases)-1].T0 = in.Edge - 2000
 				in.Steps[KeyMFU] = steps(0.9, 0.1, 0.1, 0.1)
 				in.Engines[MRunning] = []store.EngineRaw{gauge(MRunning, "e0", "0", 2, repeat(5, 100)...)}
-			}},
-		{name: "S1 straggler rank 20% slower every step", want: "S1",
+			},
+		},
+		{
+			name: "S1 straggler rank 20% slower every step", want: "S1",
 			evidenceAdvisor: "S1", evidence: map[string]any{"rank": 2, "phase": "log_probs"},
 			mod: func(in *Input) {
 				for i := range in.Phases {
@@ -341,36 +417,46 @@ func TestRules(t *testing.T) {
 						p.T1 = p.T0 + 25
 					}
 				}
-			}},
-		{name: "S1 5% slower is noise", want: "",
+			},
+		},
+		{
+			name: "S1 5% slower is noise", want: "",
 			mod: func(in *Input) {
 				for i := range in.Phases {
 					if p := &in.Phases[i]; p.Name == "log_probs" && p.Rank == 2 {
 						p.T1 = p.T0 + 21.5
 					}
 				}
-			}},
-		{name: "S1 slowest in only 5 of 8 steps", want: "",
+			},
+		},
+		{
+			name: "S1 slowest in only 5 of 8 steps", want: "",
 			mod: func(in *Input) {
 				for i := range in.Phases { // slowest at steps 0–3 here, and at step 5 by the base pattern
 					if p := &in.Phases[i]; p.Name == "log_probs" && p.Rank == 2 && p.Step < 4 {
 						p.T1 = p.T0 + 30
 					}
 				}
-			}},
-		{name: "S1 waiting phases do not count", want: "",
+			},
+		},
+		{
+			name: "S1 waiting phases do not count", want: "",
 			mod: func(in *Input) {
 				for i := range in.Phases {
 					if p := &in.Phases[i]; p.Name == "train_wait" && p.Rank == 2 && !p.Open {
 						p.T1 = p.T0 + 200
 					}
 				}
-			}},
-		{name: "S2 straggler engine 2x per-token latency", want: "S2", evidenceAdvisor: "S2", evidence: map[string]any{"engine": "e2"},
+			},
+		},
+		{
+			name: "S2 straggler engine 2x per-token latency", want: "S2", evidenceAdvisor: "S2", evidence: map[string]any{"engine": "e2"},
 			mod: func(in *Input) {
 				in.Engines[MITL] = append(in.Engines[MITL], latency("e2", 60, 100, repeat(0.04, 60)...))
-			}},
-		{name: "S2 from time_per_output_token when an old engine exports no inter-token latency", want: "S2",
+			},
+		},
+		{
+			name: "S2 from time_per_output_token when an old engine exports no inter-token latency", want: "S2",
 			evidenceAdvisor: "S2", evidence: map[string]any{"engine": "e2"},
 			mod: func(in *Input) {
 				for _, r := range append(in.Engines[MITL], latency("e2", 60, 100, repeat(0.04, 60)...)) {
@@ -378,39 +464,54 @@ func TestRules(t *testing.T) {
 					in.Engines[MTPOT] = append(in.Engines[MTPOT], r)
 				}
 				delete(in.Engines, MITL)
-			}},
-		{name: "S2 inter-token latency wins over time_per_output_token", want: "",
+			},
+		},
+		{
+			name: "S2 inter-token latency wins over time_per_output_token", want: "",
 			mod: func(in *Input) {
 				for _, r := range append(in.Engines[MITL], latency("e2", 60, 100, repeat(0.04, 60)...)) {
 					r.Metric = MTPOT
 					in.Engines[MTPOT] = append(in.Engines[MTPOT], r) // a straggler only in the old metric
 				}
-			}},
-		{name: "S2 1.3x is not a straggler", want: "",
+			},
+		},
+		{
+			name: "S2 1.3x is not a straggler", want: "",
 			mod: func(in *Input) {
 				in.Engines[MITL] = append(in.Engines[MITL], latency("e2", 60, 100, repeat(0.026, 60)...))
-			}},
-		{name: "D1 log-prob drift 0.011 → 0.036", want: "D1",
+			},
+		},
+		{
+			name: "D1 log-prob drift 0.011 → 0.036", want: "D1",
 			mod: func(in *Input) {
 				in.Steps["train/train_rollout_logprob_abs_diff"] = steps(0.011, 0.012, 0.011, 0.015, 0.02, 0.026, 0.03, 0.034, 0.036, 0.036)
-			}},
-		{name: "D1 doubling below 0.01 absolute is noise", want: "",
+			},
+		},
+		{
+			name: "D1 doubling below 0.01 absolute is noise", want: "",
 			mod: func(in *Input) {
 				in.Steps["train/train_rollout_logprob_abs_diff"] = steps(0.002, 0.002, 0.002, 0.003, 0.004, 0.005, 0.006, 0.006)
-			}},
-		{name: "D1 any train/ logprob diff key", want: "D1",
+			},
+		},
+		{
+			name: "D1 any train/ logprob diff key", want: "D1",
 			mod: func(in *Input) {
 				delete(in.Steps, "train/train_rollout_logprob_abs_diff")
 				in.Steps["train/rollout_logprob_diff_mean"] = steps(0.01, 0.01, 0.01, 0.03, 0.05, 0.05, 0.05)
-			}},
-		{name: "D1 fallback |rollout/log_probs − rollout/rollout_log_probs|", want: "D1",
+			},
+		},
+		{
+			name: "D1 fallback |rollout/log_probs − rollout/rollout_log_probs|", want: "D1",
 			mod: func(in *Input) {
 				delete(in.Steps, "train/train_rollout_logprob_abs_diff")
 				in.Steps["rollout/log_probs"] = steps(-0.50, -0.50, -0.50, -0.52, -0.55, -0.56, -0.56)
 				in.Steps["rollout/rollout_log_probs"] = steps(-0.51, -0.51, -0.51, -0.51, -0.51, -0.51, -0.51)
-			}},
-		{name: "D1 too few steps: skipped", want: "", skipped: "D1",
-			mod: func(in *Input) { in.Steps["train/train_rollout_logprob_abs_diff"] = steps(0.01, 0.05) }},
+			},
+		},
+		{
+			name: "D1 too few steps: skipped", want: "", skipped: "D1",
+			mod: func(in *Input) { in.Steps["train/train_rollout_logprob_abs_diff"] = steps(0.01, 0.05) },
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -504,7 +605,7 @@ func TestThresholdsSet(t *testing.T) {
 		}
 	}
 	// Every field of Thresholds has a key (a field added without one would not be settable).
-	if n, f := len(ThresholdNames()), reflect.TypeOf(Thresholds{}).NumField(); n != f {
+	if n, f := len(ThresholdNames()), reflect.TypeFor[Thresholds]().NumField(); n != f {
 		t.Fatalf("%d threshold keys for %d fields", n, f)
 	}
 }

@@ -179,4 +179,6 @@ func (LowCacheHitEvidence) evidence()     {}
 func (DPImbalanceEvidence) evidence()     {}
 
 // ptr returns a pointer to a copy of v, so that evidence never aliases the input it was computed from.
-func ptr[T any](v T) *T { return &v }
+//
+//go:fix inline
+func ptr[T any](v T) *T { return new(v) }

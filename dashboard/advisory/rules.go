@@ -3,6 +3,7 @@ package advisory
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -85,8 +86,10 @@ func (c *ctx) stall() {
 		if n == "train_wait" {
 			msg += " The trainer is starved of data: check the rollout side (engines, data buffer, aborted requests)."
 		}
-		c.alarm("A1", "stall", Critical, msg, StallEvidence{Phase: n, AgeS: h.age, MedianS: h.median,
-			Ranks: h.ranks, Nodes: sortedKeys(h.nodes)})
+		c.alarm("A1", "stall", Critical, msg, StallEvidence{
+			Phase: n, AgeS: h.age, MedianS: h.median,
+			Ranks: h.ranks, Nodes: sortedKeys(h.nodes),
+		})
 	}
 }
 
@@ -146,8 +149,10 @@ func (c *ctx) abortStorm() {
 	if n := c.in.Config.NSamplesPerPrompt; n > 1 {
 		msg += fmt.Sprintf(" With %d samples per prompt one aborted sample can discard or re-generate its whole group, amplifying the loss.", n)
 	}
-	c.alarm("A2", "abort_storm", Warning, msg, AbortStormEvidence{WindowS: c.th.AbortWindowS, Aborted: aborted,
-		Requests: total, Ratio: aborted / total, RunRatio: runA / math.Max(runT, 1)})
+	c.alarm("A2", "abort_storm", Warning, msg, AbortStormEvidence{
+		WindowS: c.th.AbortWindowS, Aborted: aborted,
+		Requests: total, Ratio: aborted / total, RunRatio: runA / math.Max(runT, 1),
+	})
 }
 
 // A3 / A4: KV cache usage (time-weighted mean over every engine and scrape).
@@ -168,7 +173,7 @@ func (c *ctx) kv() {
 	if mean > c.th.KVBoundTokenUsage && cap > 0 && havePeak && peak < c.th.KVBoundRunningRatio*float64(cap) {
 		msg := fmt.Sprintf("KV cache usage is pegged at %s while peak concurrency (%.0f) stays far below --sglang-max-running-requests (%d): the KV pool, not the request cap, limits concurrency — raise --sglang-mem-fraction-static%s; do NOT lower the request cap.",
 			pct(mean), peak, cap, memFrac(c.in.Config.MemFractionStatic))
-		c.alarm("A3", "kv_bound", Warning, msg, KVEvidence{TokenUsageMean: mean, PeakRunning: ptr(peak), MaxRunningRequests: ptr(cap)})
+		c.alarm("A3", "kv_bound", Warning, msg, KVEvidence{TokenUsageMean: mean, PeakRunning: new(peak), MaxRunningRequests: new(cap)})
 		return
 	}
 	if cap <= 0 && mean > c.th.KVBoundTokenUsage {
@@ -212,8 +217,10 @@ func (c *ctx) zeroStd() {
 		if d.MaxAbsGroupRewardMean != nil && *d.MaxAbsGroupRewardMean < 1e-12 {
 			msg += " Every reward is 0: a systematic failure (reward function, answer parsing, or a broken environment), not hard prompts."
 		}
-		c.alarm("A5", "zero_std", Warning, msg, ZeroStdEvidence{Source: "dumps", Step: float64(d.Step), Frac: frac,
-			ZeroStdGroups: ptr(d.ZeroStdGroups), Groups: ptr(d.Groups)})
+		c.alarm("A5", "zero_std", Warning, msg, ZeroStdEvidence{
+			Source: "dumps", Step: float64(d.Step), Frac: frac,
+			ZeroStdGroups: new(d.ZeroStdGroups), Groups: new(d.Groups),
+		})
 		return
 	}
 	key, step, frac, ok := c.lastValue(ZeroStdKeys)
@@ -224,20 +231,21 @@ func (c *ctx) zeroStd() {
 	if frac < c.th.ZeroStdFrac {
 		return
 	}
-	msg := fmt.Sprintf("%s of the groups in rollout %.0f have zero reward std — those groups contribute zero policy gradient.", pct(frac), step)
+	var msg strings.Builder
+	msg.WriteString(fmt.Sprintf("%s of the groups in rollout %.0f have zero reward std — those groups contribute zero policy gradient.", pct(frac), step))
 	ev := ZeroStdEvidence{Key: key, Step: step, Frac: frac}
 	for _, rk := range []string{KeyRawReward, "rollout/reward"} {
 		if s, found := c.in.Steps[rk]; found {
 			if i := sort.SearchFloat64s(s.X, step); i < len(s.X) && s.X[i] == step {
-				ev.RewardMean = ptr(s.Y[i])
+				ev.RewardMean = new(s.Y[i])
 				if math.Abs(s.Y[i]) < 1e-12 {
-					msg += " Every reward is 0: a systematic failure (reward function, answer parsing, or a broken environment), not hard prompts."
+					msg.WriteString(" Every reward is 0: a systematic failure (reward function, answer parsing, or a broken environment), not hard prompts.")
 				}
 			}
 			break
 		}
 	}
-	c.alarm("A5", "zero_std", Warning, msg, ev)
+	c.alarm("A5", "zero_std", Warning, msg.String(), ev)
 }
 
 // A6: too many samples of the newest step are truncated. The trajectories (final attempt statuses of the
@@ -253,10 +261,10 @@ func (c *ctx) truncation() {
 		n := c.in.Newest
 		frac, step = float64(n.Truncated)/float64(n.WithStatus), float64(n.Step)
 		ev.Source = "trajectories"
-		ev.Truncated, ev.Samples = ptr(n.Truncated), ptr(n.WithStatus)
+		ev.Truncated, ev.Samples = new(n.Truncated), new(n.WithStatus)
 	case dok && (!mok || float64(d.Step) >= mstep):
 		frac, step = *d.TruncatedFrac, float64(d.Step)
-		ev.Source, ev.Samples = "dumps", ptr(d.Samples)
+		ev.Source, ev.Samples = "dumps", new(d.Samples)
 	case mok:
 		frac, step = mv, mstep
 		ev.Source, ev.Key = "metrics", key
@@ -389,8 +397,10 @@ func (c *ctx) stragglerRanks() {
 		f := best[k]
 		c.alarm("S1", "straggler_rank", Warning, fmt.Sprintf("Rank %d (%s, GPU %v) is the slowest at '%s' in %s of the last %d steps, %.0f%% slower than the median rank (%s vs %s): every synchronous step waits for it — check that GPU (clocks, thermals, XID errors) and its node's network.",
 			k.rank, k.node, gpus[k], f.phase, pct(f.frac), f.steps, (f.ratio-1)*100, dur2(f.median), dur2(f.other)),
-			StragglerRankEvidence{Rank: k.rank, Node: k.node, GPUs: gpus[k], Phase: f.phase, Ratio: f.ratio,
-				SlowestFrac: f.frac, Steps: f.steps, MedianS: f.median, OthersMedianS: f.other})
+			StragglerRankEvidence{
+				Rank: k.rank, Node: k.node, GPUs: gpus[k], Phase: f.phase, Ratio: f.ratio,
+				SlowestFrac: f.frac, Steps: f.steps, MedianS: f.median, OthersMedianS: f.other,
+			})
 	}
 }
 
@@ -450,7 +460,7 @@ func (c *ctx) stragglerEngines() {
 			keys = append(keys, b)
 		}
 	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+	slices.Sort(keys)
 	if len(keys) > c.th.StragglerWindow {
 		keys = keys[len(keys)-c.th.StragglerWindow:]
 	}
@@ -501,8 +511,10 @@ func (c *ctx) stragglerEngines() {
 		}
 		c.alarm("S2", "straggler_engine", Warning, fmt.Sprintf("Engine %s has the highest %s in %s of the last %d %s bins, %.1fx the median engine (%.3gs vs %.3gs): its samples finish last and hold the batch back — check its GPUs and whether it runs a different config.",
 			a, strings.TrimPrefix(metric, "sglang:"), pct(frac), len(keys), dur(binS), me/om, me, om),
-			StragglerEngineEvidence{Engine: a, Metric: metric, Ratio: me / om, SlowestFrac: frac, Bins: len(keys), MeanS: me,
-				OthersMedianS: om})
+			StragglerEngineEvidence{
+				Engine: a, Metric: metric, Ratio: me / om, SlowestFrac: frac, Bins: len(keys), MeanS: me,
+				OthersMedianS: om,
+			})
 	}
 }
 

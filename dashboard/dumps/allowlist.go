@@ -28,8 +28,17 @@ var dtypeInfo = [...]struct {
 	name string
 	size int
 }{
-	{"unknown", 1}, {"float32", 4}, {"float64", 8}, {"float16", 2}, {"bfloat16", 2},
-	{"int64", 8}, {"int32", 4}, {"int16", 2}, {"int8", 1}, {"uint8", 1}, {"bool", 1},
+	{"unknown", 1},
+	{"float32", 4},
+	{"float64", 8},
+	{"float16", 2},
+	{"bfloat16", 2},
+	{"int64", 8},
+	{"int32", 4},
+	{"int16", 2},
+	{"int8", 1},
+	{"uint8", 1},
+	{"bool", 1},
 }
 
 // Size is the element size in bytes.
@@ -649,11 +658,11 @@ func halfToFloat(h uint16) float32 {
 	sign := uint32(h>>15) << 31
 	exp := uint32(h>>10) & 0x1f
 	frac := uint32(h) & 0x3ff
-	switch {
-	case exp == 0: // zero or subnormal: frac · 2^-24
+	switch exp {
+	case 0: // zero or subnormal: frac · 2^-24
 		v := float32(frac) / (1 << 24)
 		return math.Float32frombits(math.Float32bits(v) | sign)
-	case exp == 0x1f:
+	case 0x1f:
 		return math.Float32frombits(sign | 0xff<<23 | frac<<13)
 	}
 	return math.Float32frombits(sign | (exp+127-15)<<23 | frac<<13)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -85,8 +86,7 @@ func newArchive(ra io.ReaderAt, size int64, shown string) (*Archive, error) {
 }
 
 func classify(shown string, mod time.Time, settle time.Duration, err error) error {
-	var fe *ForbiddenError
-	if errors.As(err, &fe) {
+	if _, ok := errors.AsType[*ForbiddenError](err); ok {
 		return err
 	}
 	var ce *FileCorruptError
@@ -106,7 +106,7 @@ func classify(shown string, mod time.Time, settle time.Duration, err error) erro
 func (a *Archive) index() error {
 	zr, err := zip.NewReader(a.ra, a.Size)
 	if err != nil {
-		return fmt.Errorf("not a complete torch zip archive (%v)", err)
+		return fmt.Errorf("not a complete torch zip archive (%w)", err)
 	}
 	a.zr = zr
 	a.recs = make(map[string]*zip.File, len(zr.File))
@@ -154,10 +154,9 @@ func (a *Archive) readAll(zf *zip.File, limit uint64) ([]byte, error) {
 		return nil, err
 	}
 	defer rc.Close()
-	hint := zf.UncompressedSize64
-	if hint > uint64(a.Size) { // never trust a header for the allocation: grow as data arrives
-		hint = uint64(a.Size)
-	}
+	hint := min(zf.UncompressedSize64,
+		// never trust a header for the allocation: grow as data arrives
+		uint64(a.Size))
 	b := make([]byte, 0, hint)
 	buf := make([]byte, 64<<10)
 	for {
@@ -217,8 +216,7 @@ func (a *Archive) Decode(b []byte, opts DecodeOptions) (any, error) {
 	}
 	v, err := Decode(b, opts)
 	if err != nil {
-		var fe *ForbiddenError
-		if errors.As(err, &fe) {
+		if _, ok := errors.AsType[*ForbiddenError](err); ok {
 			return nil, err
 		}
 		return nil, &FileCorruptError{Path: a.Path, Err: err}
@@ -251,7 +249,7 @@ func (a *Archive) readAt(zf *zip.File, off, n int64) ([]byte, error) {
 		}
 		buf := make([]byte, n)
 		if _, err := a.ra.ReadAt(buf, base+off); err != nil {
-			return nil, &FileCorruptError{Path: a.Path, Err: fmt.Errorf("%s: %v", zf.Name, err)}
+			return nil, &FileCorruptError{Path: a.Path, Err: fmt.Errorf("%s: %w", zf.Name, err)}
 		}
 		return buf, nil
 	}
@@ -302,7 +300,7 @@ func (a *Archive) TensorRaw(t *Tensor, from, to int64) ([]byte, error) {
 	}
 	out := make([]byte, 0, (to-from)*es)
 	idx := make([]int64, len(t.Shape))
-	for k := int64(0); k < n; k++ {
+	for k := range n {
 		if k >= from && k < to {
 			e := int64(0)
 			for i := range idx {
@@ -323,11 +321,11 @@ func (a *Archive) TensorRaw(t *Tensor, from, to int64) ([]byte, error) {
 
 func contiguous(t *Tensor) bool {
 	want := int64(1)
-	for i := len(t.Shape) - 1; i >= 0; i-- {
-		if t.Shape[i] != 1 && t.Stride[i] != want {
+	for i, v := range slices.Backward(t.Shape) {
+		if v != 1 && t.Stride[i] != want {
 			return false
 		}
-		want *= t.Shape[i]
+		want *= v
 	}
 	return true
 }

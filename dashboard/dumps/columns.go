@@ -41,10 +41,12 @@ func openColumns(path, shown string, settle time.Duration) (*columnsFile, error)
 	pf, err := parquet.OpenFile(f, fi.Size(), parquet.SkipBloomFilters(true), parquet.SkipPageIndex(true))
 	if err != nil {
 		f.Close()
-		return nil, classify(shown, fi.ModTime(), settle, fmt.Errorf("not a complete parquet file (%v)", err))
+		return nil, classify(shown, fi.ModTime(), settle, fmt.Errorf("not a complete parquet file (%w)", err))
 	}
-	c := &columnsFile{path: path, shown: shown, f: f, pf: pf, cols: map[string]int{}, size: fi.Size(),
-		modTime: fi.ModTime()}
+	c := &columnsFile{
+		path: path, shown: shown, f: f, pf: pf, cols: map[string]int{}, size: fi.Size(),
+		modTime: fi.ModTime(),
+	}
 	for i, p := range pf.Schema().Columns() {
 		if len(p) > 0 {
 			if _, dup := c.cols[p[0]]; !dup {
@@ -153,7 +155,7 @@ func leafValues(ch parquet.ColumnChunk, only int) ([][]parquet.Value, error) {
 	buf := make([]parquet.Value, 1024)
 	for {
 		p, err := pages.ReadPage()
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
@@ -179,7 +181,7 @@ func leafValues(ch parquet.ColumnChunk, only int) ([][]parquet.Value, error) {
 					}
 				}
 			}
-			if err == io.EOF || n == 0 {
+			if errors.Is(err, io.EOF) || n == 0 {
 				break
 			}
 			if err != nil {

@@ -21,7 +21,7 @@ func cpLayout(total, resp, cp, seqLen int) ([][]cpPiece, []int) {
 	p1 := total - resp - 1 // P − 1
 	pieces := make([][]cpPiece, cp)
 	widths := make([]int, cp)
-	for r := 0; r < cp; r++ {
+	for r := range cp {
 		off := 0
 		for _, c := range [2][2]int{{r * cs, (r + 1) * cs}, {(2*cp - r - 1) * cs, (2*cp - r) * cs}} {
 			s, e := max(c[0], p1), min(c[1], total-1)
@@ -63,7 +63,7 @@ func reassemble(slices [][]float32, total, resp, seqLen int) ([]float32, bool) {
 	cp := len(slices)
 	pieces, widths := cpLayout(total, resp, cp, seqLen)
 	out := make([]float32, resp)
-	for r := 0; r < cp; r++ {
+	for r := range cp {
 		if slices[r] == nil && widths[r] != 0 || len(slices[r]) != widths[r] {
 			return nil, false
 		}

@@ -134,7 +134,9 @@ type DecodeOptions struct {
 
 // Decode runs the pickle in b and returns its value.
 func Decode(b []byte, opts DecodeOptions) (v any, err error) {
-	d := &decoder{data: b, memo: map[uint32]any{}, lazyLists: opts.LazyLists, lazyStringMin: opts.LazyStrings,
-		persistentLoad: opts.PersistentLoad, lastNonNumeric: -1}
+	d := &decoder{
+		data: b, memo: map[uint32]any{}, lazyLists: opts.LazyLists, lazyStringMin: opts.LazyStrings,
+		persistentLoad: opts.PersistentLoad, lastNonNumeric: -1,
+	}
 	return d.run()
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/big"
+	"slices"
 )
 
 // Lazy numeric lists. A rollout step's per-token lists (tokens, log-probs, loss masks) are millions of Python
@@ -193,8 +194,8 @@ func leSigned(b []byte) int64 {
 		return 0
 	}
 	var u uint64
-	for i := len(b) - 1; i >= 0; i-- {
-		u = u<<8 | uint64(b[i])
+	for _, v := range slices.Backward(b) {
+		u = u<<8 | uint64(v)
 	}
 	if len(b) < 8 && b[len(b)-1]&0x80 != 0 {
 		u |= ^uint64(0) << (8 * uint(len(b)))

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -84,8 +85,10 @@ func Open(root string, opts Options) *Reader {
 	if opts.Recheck <= 0 {
 		opts.Recheck = time.Second
 	}
-	return &Reader{root: root, opts: opts, lru: list.New(), open: map[StepKey]*list.Element{},
-		loading: map[StepKey]*loadCall{}}
+	return &Reader{
+		root: root, opts: opts, lru: list.New(), open: map[StepKey]*list.Element{},
+		loading: map[StepKey]*loadCall{},
+	}
 }
 
 // Root is the run directory.
@@ -145,8 +148,10 @@ func (r *Reader) List() ([]StepFile, error) {
 		if err != nil {
 			continue
 		}
-		sf := StepFile{Key: k, Size: fi.Size(), ModTime: fi.ModTime(), Sidecar: side[k.base()+".jsonl"],
-			Columns: cols["rollout_"+k.base()+".parquet"]}
+		sf := StepFile{
+			Key: k, Size: fi.Size(), ModTime: fi.ModTime(), Sidecar: side[k.base()+".jsonl"],
+			Columns: cols["rollout_"+k.base()+".parquet"],
+		}
 		if !k.Eval {
 			sf.TrainRanks = shards[k.ID]
 		}
@@ -203,8 +208,10 @@ func (r *Reader) shardFiles(id int64) []shardFile {
 	ents, _ := os.ReadDir(r.path("train_data"))
 	for _, e := range ents {
 		if sid, rk, ok := parseShardName(e.Name()); ok && sid == id {
-			out = append(out, shardFile{rank: rk, path: r.path("train_data", e.Name()),
-				shown: "train_data/" + e.Name()})
+			out = append(out, shardFile{
+				rank: rk, path: r.path("train_data", e.Name()),
+				shown: "train_data/" + e.Name(),
+			})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].rank < out[j].rank })
@@ -393,14 +400,16 @@ func (r *Reader) openStep(k StepKey) (*Step, error) {
 		a.Close()
 		return nil, classify(name, a.ModTime, r.opts.Settle, err)
 	}
-	st := &Step{Key: k, Samples: samples, byIndex: make(map[int64]*Sample, len(samples)),
-		groups: map[int64][]int64{}, r: r, rollout: a, sources: srcs}
+	st := &Step{
+		Key: k, Samples: samples, byIndex: make(map[int64]*Sample, len(samples)),
+		groups: map[int64][]int64{}, r: r, rollout: a, sources: srcs,
+	}
 	for _, s := range samples {
 		st.byIndex[s.Index] = s
 		st.groups[s.Group] = append(st.groups[s.Group], s.Index)
 	}
 	for _, g := range st.groups {
-		sort.Slice(g, func(i, j int) bool { return g[i] < g[j] })
+		slices.Sort(g)
 	}
 	if !k.Eval {
 		if files := r.shardFiles(k.ID); len(files) > 0 {
@@ -416,8 +425,7 @@ func (r *Reader) openStep(k StepKey) (*Step, error) {
 	if c, err := openColumns(r.path(cname), cname, r.opts.Settle); err == nil {
 		st.columns = c
 	} else if !errors.Is(err, fs.ErrNotExist) {
-		var ue *UnavailableError
-		if errors.As(err, &ue) {
+		if _, ok := errors.AsType[*UnavailableError](err); ok {
 			st.close()
 			return nil, err
 		}
@@ -474,10 +482,10 @@ func (st *Step) HasSidecar() bool { return st.sidecar != nil }
 // Text returns a sample's prompt (when a plain string) and response text.
 func (st *Step) Text(s *Sample) (prompt, response string, err error) {
 	if prompt, err = s.prompt.read(st.rollout); err != nil {
-		return
+		return prompt, response, err
 	}
 	response, err = s.response.read(st.rollout)
-	return
+	return prompt, response, err
 }
 
 // Tokenizer returns the run's tokenizer (tokenizer/tokenizer.json), reloaded when the file changes; nil

@@ -61,8 +61,7 @@ func TestCraftedPicklesRefused(t *testing.T) {
 		"BUILD on an arbitrary list": "\x80\x02]}b.",
 	} {
 		_, err := Decode([]byte(pkl), DecodeOptions{})
-		var ce *CorruptError
-		if !errors.As(err, &ce) {
+		if _, ok := errors.AsType[*CorruptError](err); !ok {
 			t.Errorf("%s: got %v, want a CorruptError", name, err)
 		}
 	}
@@ -154,8 +153,10 @@ func TestRewrittenStepReopens(t *testing.T) {
 }
 
 func TestHalfAndBFloat16(t *testing.T) {
-	for h, want := range map[uint16]float32{0x3C00: 1, 0xC000: -2, 0x7BFF: 65504, 0x0001: 5.9604645e-08, 0x0000: 0,
-		0x3555: 0.33325195} {
+	for h, want := range map[uint16]float32{
+		0x3C00: 1, 0xC000: -2, 0x7BFF: 65504, 0x0001: 5.9604645e-08, 0x0000: 0,
+		0x3555: 0.33325195,
+	} {
 		if got := halfToFloat(h); got != want {
 			t.Errorf("half %#04x = %v, want %v", h, got, want)
 		}

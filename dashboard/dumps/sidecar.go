@@ -71,7 +71,7 @@ func (sc *sidecarFile) row(si int64) (map[string]json.RawMessage, error) {
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(buf, &m); err != nil {
-		return nil, fmt.Errorf("%s: sample %d: %v", sc.path, si, err)
+		return nil, fmt.Errorf("%s: sample %d: %w", sc.path, si, err)
 	}
 	return m, nil
 }
@@ -243,7 +243,7 @@ func normalizeConversation(si int64, row map[string]json.RawMessage) (*Conversat
 	c.Prompt = row["prompt"]
 	var msgs []rawMessage
 	if err := json.Unmarshal(row["messages"], &msgs); err != nil {
-		return nil, fmt.Errorf("sample %d: messages: %v", si, err)
+		return nil, fmt.Errorf("sample %d: messages: %w", si, err)
 	}
 	for i, m := range msgs {
 		out := Message{Index: i, Role: m.Role, Name: m.Name, Collapsed: m.Role == "system" || m.Role == "tool"}

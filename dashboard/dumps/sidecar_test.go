@@ -83,11 +83,11 @@ func TestConcurrentReads(t *testing.T) {
 	r := Open(fixtureRun, Options{Settle: 1, MaxOpenSteps: 1})
 	defer r.Close()
 	var wg sync.WaitGroup
-	for g := 0; g < 8; g++ {
+	for g := range 8 {
 		wg.Add(1)
 		go func(g int) {
 			defer wg.Done()
-			for i := 0; i < 20; i++ {
+			for i := range 20 {
 				k := StepKey{ID: int64(1 + (g+i)%2)} // two steps through an LRU of one: evictions while in use
 				st, release, err := r.Acquire(k)
 				if err != nil {

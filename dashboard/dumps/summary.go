@@ -7,7 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -314,11 +314,13 @@ func (st *Step) ZeroStdGroup(g int64) bool {
 }
 
 func (st *Step) rowOf(s *Sample) (Row, error) {
-	row := Row{SampleIndex: s.Index, GroupIndex: s.Group, Status: s.Status, RemoveSample: s.RemoveSample,
+	row := Row{
+		SampleIndex: s.Index, GroupIndex: s.Group, Status: s.Status, RemoveSample: s.RemoveSample,
 		ResponseLength: s.ResponseLength, TotalLength: s.TotalLength,
 		PromptLength: s.TotalLength - s.ResponseLength, Reward: s.Reward, RawReward: s.RawReward,
 		NonGenerationTime: s.NonGenTime, SpecAcceptRate: s.SpecAccept, PrefixCacheHit: s.PrefixHit,
-		Truncated: s.Status == "truncated"}
+		Truncated: s.Status == "truncated",
+	}
 	if n := len(s.WeightVersions); n > 0 {
 		if v, err := strconv.ParseInt(s.WeightVersions[n-1], 10, 64); err == nil {
 			row.WeightVersion = &v
@@ -389,7 +391,7 @@ func (st *Step) tokenStats(s *Sample, tr *trainRow, row *Row) error {
 		rlp = b.lp
 	}
 	var aEnt, aRef, aDiff, aRatio, aAdv, aRet acc
-	for i := 0; i < R; i++ {
+	for i := range R {
 		if b.mask[i] == 0 {
 			continue
 		}
@@ -496,7 +498,7 @@ func groupsAndTiles(k StepKey, rows []Row) ([]Group, Tiles) {
 	t.StalenessMean = stale.mean()
 	t.MeanAbsLPDiff = diff.mean()
 	t.MeanEntropy = ent.mean()
-	sort.Slice(order, func(i, j int) bool { return order[i] < order[j] })
+	slices.Sort(order)
 	groups := make([]Group, 0, len(order))
 	idx := map[int64]int{}
 	for i := range rows {
@@ -504,7 +506,7 @@ func groupsAndTiles(k StepKey, rows []Row) ([]Group, Tiles) {
 	}
 	for _, gi := range order {
 		g := byGroup[gi]
-		sort.Slice(g.Samples, func(i, j int) bool { return g.Samples[i] < g.Samples[j] })
+		slices.Sort(g.Samples)
 		var a, l, tr acc
 		for _, si := range g.Samples {
 			r := &rows[idx[si]]

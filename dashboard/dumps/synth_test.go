@@ -281,8 +281,10 @@ func writeStepVersions(dir string, n, length, dp, cp, tp int, versions func(i in
 		case 2:
 			w.p.list(n, func(i int) {
 				s := samples[i]
-				sk := []string{"group_index", "index", "rollout_id", "prompt", "tokens", "response", "response_length",
-					"reward", "loss_mask", "weight_versions", "rollout_log_probs", "status", "remove_sample", "metadata"}
+				sk := []string{
+					"group_index", "index", "rollout_id", "prompt", "tokens", "response", "response_length",
+					"reward", "loss_mask", "weight_versions", "rollout_log_probs", "status", "remove_sample", "metadata",
+				}
 				w.p.dict(sk, func(j int) {
 					switch sk[j] {
 					case "group_index":
@@ -322,13 +324,13 @@ func writeStepVersions(dir string, n, length, dp, cp, tp int, versions func(i in
 		return nil, err
 	}
 	// train shards: per rank its DP share, per-token fields CP-sliced, TP peers identical
-	for d := 0; d < dp; d++ {
+	for d := range dp {
 		var rows []int
 		for i := d; i < n; i += dp {
 			rows = append(rows, i)
 		}
-		for c := 0; c < cp; c++ {
-			for t := 0; t < tp; t++ {
+		for c := range cp {
+			for t := range tp {
 				rank := t + tp*(c+cp*d)
 				var w torchWriter
 				top := []string{"rollout_id", "rank", "rollout_data", "cp_rank", "cp_size", "qkv_format"}
@@ -345,8 +347,10 @@ func writeStepVersions(dir string, n, length, dp, cp, tp int, versions func(i in
 					case "qkv_format":
 						w.p.str("thd")
 					case "rollout_data":
-						rk := append([]string{"sample_indices", "tokens", "loss_masks", "response_lengths",
-							"total_lengths", "rewards", "raw_reward", "truncated"}, trainFields...)
+						rk := append([]string{
+							"sample_indices", "tokens", "loss_masks", "response_lengths",
+							"total_lengths", "rewards", "raw_reward", "truncated",
+						}, trainFields...)
 						w.p.dict(rk, func(j int) {
 							switch rk[j] {
 							case "sample_indices":

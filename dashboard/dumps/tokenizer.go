@@ -56,7 +56,7 @@ func LoadTokenizer(path string) (*Tokenizer, error) {
 	}
 	var tf tokenizerFile
 	if err := json.Unmarshal(b, &tf); err != nil {
-		return nil, fmt.Errorf("tokenizer.json: %v", err)
+		return nil, fmt.Errorf("tokenizer.json: %w", err)
 	}
 	t := &Tokenizer{}
 	setPiece := func(id int, s string) error {
@@ -76,7 +76,7 @@ func LoadTokenizer(path string) (*Tokenizer, error) {
 		case '{': // BPE, WordPiece, WordLevel: token → id
 			var m map[string]int
 			if err := json.Unmarshal(tf.Model.Vocab, &m); err != nil {
-				return nil, fmt.Errorf("tokenizer.json vocab: %v", err)
+				return nil, fmt.Errorf("tokenizer.json vocab: %w", err)
 			}
 			for s, id := range m {
 				if err := setPiece(id, s); err != nil {
@@ -86,7 +86,7 @@ func LoadTokenizer(path string) (*Tokenizer, error) {
 		case '[': // Unigram: [[piece, score], …]
 			var l [][]json.RawMessage
 			if err := json.Unmarshal(tf.Model.Vocab, &l); err != nil {
-				return nil, fmt.Errorf("tokenizer.json vocab: %v", err)
+				return nil, fmt.Errorf("tokenizer.json vocab: %w", err)
 			}
 			for id, e := range l {
 				var s string
@@ -137,7 +137,7 @@ func (t *Tokenizer) Piece(id int64) string {
 var byteLevelInv = func() map[rune]byte {
 	m := map[rune]byte{}
 	n := 0
-	for b := 0; b < 256; b++ {
+	for b := range 256 {
 		if b >= '!' && b <= '~' || b >= 0xA1 && b <= 0xAC || b >= 0xAE && b <= 0xFF {
 			m[rune(b)] = byte(b)
 		} else {

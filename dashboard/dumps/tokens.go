@@ -2,6 +2,7 @@ package dumps
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/bits"
 	"strconv"
@@ -14,8 +15,10 @@ const MaxTokenWindow = 4096
 const DefaultBuckets = 1024
 
 // TokenFields are the per-token float fields a window can carry (in this order).
-var TokenFields = []string{"rollout_log_probs", "log_probs", "ref_log_probs", "lp_diff", "imp_ratio", "entropy",
-	"ref_entropy", "advantages", "returns", "teacher_log_probs", "values"}
+var TokenFields = []string{
+	"rollout_log_probs", "log_probs", "ref_log_probs", "lp_diff", "imp_ratio", "entropy",
+	"ref_entropy", "advantages", "returns", "teacher_log_probs", "values",
+}
 
 // F32s is a float32 column that encodes NaN as JSON null and each value with the shortest float32 text.
 type F32s []float32
@@ -206,7 +209,8 @@ func (st *Step) trainRow(s *Sample) *trainRow {
 
 // responseFields reads the response range [lo, hi) of the requested fields (derived ones included).
 func (st *Step) responseFields(s *Sample, b *base, lo, hi int, want map[string]bool) (map[string][]float32,
-	map[string]string, map[string]string, error) {
+	map[string]string, map[string]string, error,
+) {
 	out := map[string][]float32{}
 	missing := map[string]string{}
 	sources := map[string]string{}
@@ -331,9 +335,11 @@ func (st *Step) Tokens(idx int64, from, to int, fields []string, buckets int) (*
 	if err != nil {
 		return nil, err
 	}
-	w := &TokenWindow{Step: st.Key.ID, Eval: st.Key.Eval, SampleIndex: idx, TotalLength: T, PromptLength: P,
+	w := &TokenWindow{
+		Step: st.Key.ID, Eval: st.Key.Eval, SampleIndex: idx, TotalLength: T, PromptLength: P,
 		ResponseLength: R, From: from, To: to, Fields: map[string]F32s{},
-		Sources: map[string]string{"token_ids": b.srcToken, "loss_mask": b.srcMask}}
+		Sources: map[string]string{"token_ids": b.srcToken, "loss_mask": b.srcMask},
+	}
 	w.Turns = turns(b.mask, P)
 	lo, hi := max(from-P, 0), max(to-P, 0)
 	vals, missing, sources, err := st.responseFields(s, b, lo, hi, want)
@@ -341,9 +347,7 @@ func (st *Step) Tokens(idx int64, from, to int, fields []string, buckets int) (*
 		return nil, err
 	}
 	w.Missing = missing
-	for f, src := range sources {
-		w.Sources[f] = src
-	}
+	maps.Copy(w.Sources, sources)
 	n := to - from
 	// align to positions: prompt → NaN, loss_mask 0 → NaN
 	aligned := map[string][]float32{}
@@ -424,7 +428,7 @@ func (st *Step) Tokens(idx int64, from, to int, fields []string, buckets int) (*
 func bucketize(v []float32, size int) BucketStats {
 	nb := (len(v) + size - 1) / size
 	st := BucketStats{Min: make(F32s, nb), Max: make(F32s, nb), Mean: make(F32s, nb)}
-	for k := 0; k < nb; k++ {
+	for k := range nb {
 		lo, hi, sum, cnt := float32(math.Inf(1)), float32(math.Inf(-1)), 0.0, 0
 		for _, x := range v[k*size : min((k+1)*size, len(v))] {
 			if math.IsNaN(float64(x)) {

@@ -8,8 +8,10 @@ import (
 )
 
 // TrainFields are the per-token train fields read from train_data shards (CP-sliced in the dumps).
-var TrainFields = []string{"rollout_log_probs", "log_probs", "ref_log_probs", "entropy", "ref_entropy",
-	"advantages", "returns", "teacher_log_probs", "values"}
+var TrainFields = []string{
+	"rollout_log_probs", "log_probs", "ref_log_probs", "entropy", "ref_entropy",
+	"advantages", "returns", "teacher_log_probs", "values",
+}
 
 type trainShard struct {
 	rank   int
@@ -195,7 +197,7 @@ func indexTrain(files []shardFile, settle time.Duration) (*trainStep, error) {
 				cols[k] = c
 			}
 		}
-		for i := 0; i < n; i++ {
+		for i := range n {
 			if math.IsNaN(idx[i]) {
 				continue
 			}
@@ -240,8 +242,10 @@ func indexTrain(files []shardFile, settle time.Duration) (*trainStep, error) {
 
 func resolveRow(si int64, hs []holder) *trainRow {
 	h0 := hs[0]
-	row := &trainRow{index: si, respLen: h0.resp, totalLen: h0.total, reward: h0.reward, truncated: h0.trunc,
-		dumpedRank: h0.shard.rank, cpSize: 1, fields: map[string][]fieldSrc{}, failed: map[string]string{}}
+	row := &trainRow{
+		index: si, respLen: h0.resp, totalLen: h0.total, reward: h0.reward, truncated: h0.trunc,
+		dumpedRank: h0.shard.rank, cpSize: 1, fields: map[string][]fieldSrc{}, failed: map[string]string{},
+	}
 	row.seqLen = row.totalLen
 	if h0.shard.qkv == "bshd" && h0.seqLen > 0 {
 		row.seqLen = h0.seqLen

@@ -215,9 +215,9 @@ func AdvisoryInput(st AdvisorySource, cfg advisory.Config, win *[2]float64) advi
 	return in
 }
 
-// dumpInput summarises the newest train step's dumps (through this server's dump reader) for the advisory; nil
+// dumpInput summarizes the newest train step's dumps (through this server's dump reader) for the advisory; nil
 // and the reason when there is none. The reader caches step summaries, so this is a directory listing per call
-// once the newest step was summarised.
+// once the newest step was summarized.
 func (s *Server) dumpInput() (*advisory.DumpStep, string) {
 	if s.dumps == nil {
 		return nil, "no dump reader on this server"
@@ -249,8 +249,10 @@ func (s *Server) dumpInput() (*advisory.DumpStep, string) {
 	if err != nil {
 		return nil, fmt.Sprintf("dump of step %d: %v", newest.Key.ID, err)
 	}
-	d := &advisory.DumpStep{Step: int(newest.Key.ID), Samples: sum.Tiles.Samples, TruncatedFrac: sum.Tiles.TruncatedFrac,
-		AlignmentFailed: sum.Tiles.AlignmentFailed}
+	d := &advisory.DumpStep{
+		Step: int(newest.Key.ID), Samples: sum.Tiles.Samples, TruncatedFrac: sum.Tiles.TruncatedFrac,
+		AlignmentFailed: sum.Tiles.AlignmentFailed,
+	}
 	for _, g := range sum.Groups {
 		if g.RewardMean == nil {
 			continue // the reference counts groups with a reward only

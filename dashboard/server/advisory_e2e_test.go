@@ -34,7 +34,7 @@ func simBinary(t *testing.T) string {
 		cmd := exec.Command("go", "build", "-o", simBin, "./cmd/miles-sim")
 		cmd.Dir = e2etest.RepoRoot()
 		if out, err := cmd.CombinedOutput(); err != nil {
-			simErr = fmt.Errorf("go build ./cmd/miles-sim: %v\n%s", err, out)
+			simErr = fmt.Errorf("go build ./cmd/miles-sim: %w\n%s", err, out)
 		}
 	})
 	if simErr != nil {
@@ -60,8 +60,10 @@ func simRunConsumed(t *testing.T, steps, consumed int, args ...string) string {
 	col := e2etest.StartCollector(t, runDir, e2etest.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	full := append([]string{"--fast-forward", "--quiet", "--endpoint", col.HTTPAddr, "--start", "2026-12-01T00:00:00Z",
-		"--steps", fmt.Sprint(steps), "--eval-interval", "0"}, args...)
+	full := append([]string{
+		"--fast-forward", "--quiet", "--endpoint", col.HTTPAddr, "--start", "2026-12-01T00:00:00Z",
+		"--steps", fmt.Sprint(steps), "--eval-interval", "0",
+	}, args...)
 	out, err := exec.CommandContext(ctx, sim, full...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("miles-sim %s: %v\n%s", strings.Join(full, " "), err, out)
@@ -109,16 +111,20 @@ func TestAdvisorySimulatedRunsE2E(t *testing.T) {
 		// top of every rank's own speed (±3.5 % sd) and ±8 % jitter per phase. With seed 4 it is the slowest at
 		// log_probs in 6 of 6 steps, 15 % above the median rank; with seed 7 (below) in only 3 of 6 steps:
 		// not persistent, no alarm.
-		{name: "straggler", args: []string{"--seed", "4", "--mode", "async", "--nodes", "1", "--restart-step", "-1"}, query: "?max_running_requests=64",
+		{
+			name: "straggler", args: []string{"--seed", "4", "--mode", "async", "--nodes", "1", "--restart-step", "-1"}, query: "?max_running_requests=64",
 			want: "S1", check: func(t *testing.T, d map[string]any) {
 				ev := d["advisories"].([]any)[0].(map[string]any)["evidence"].(map[string]any)
 				if ev["rank"].(float64) != 3 {
 					t.Fatalf("straggler rank %v, want 3", ev["rank"])
 				}
-			}},
+			},
+		},
 		// A request cap far above what the batch can use.
-		{name: "low_concurrency", args: append(append([]string(nil), small...), "--max-running-requests", "512", "--rollout-batch-size", "2"),
-			query: "?max_running_requests=512", want: "T2"},
+		{
+			name: "low_concurrency", args: append(append([]string(nil), small...), "--max-running-requests", "512", "--rollout-batch-size", "2"),
+			query: "?max_running_requests=512", want: "T2",
+		},
 		// One sample per prompt: every group has zero reward std.
 		{name: "zero_std", args: append(append([]string(nil), small...), "--n-samples-per-prompt", "1"), query: "?max_running_requests=64", want: "A5"},
 	} {
@@ -214,7 +220,8 @@ func TestAdvisoryFaultsE2E(t *testing.T) {
 				if d["mfu"].(map[string]any)["mean"].(float64) > 0.1 {
 					t.Fatalf("mfu %v", d["mfu"])
 				}
-			}}}},
+			},
+		}}},
 		// Requests time out and are aborted from step 2 on, and the engines' log-probs drift away from the
 		// trainer's from step 2 on: two alarms. The low prefix-cache hit rate it also has is withheld.
 		{name: "abort_storm_drift", steps: 8, consumed: 8, args: small("--fault", "abort-storm@2=0.3,lp-drift@2,low-cache-hit"), views: []view{{
@@ -230,18 +237,22 @@ func TestAdvisoryFaultsE2E(t *testing.T) {
 				if ev := adv["D1"]["evidence"].(map[string]any); ev["key"] != "train/logprob_abs_diff" || ev["ratio"].(float64) < 4 {
 					t.Fatalf("drift evidence %v", ev)
 				}
-			}}}},
+			},
+		}}},
 		// The engines' KV pool (40k tokens) is far too small for 64 running requests. With the cap known the
 		// KV pool is named as what bounds concurrency (A3); without it, only the high KV usage is (A4).
 		{name: "kv_pressure", steps: 6, consumed: 6, args: small("--fault", "kv-pressure=40000"), views: []view{
-			{query: "?max_running_requests=64", want: "A3", suppr: "T2",
+			{
+				query: "?max_running_requests=64", want: "A3", suppr: "T2",
 				check: func(t *testing.T, adv map[string]map[string]any, _ map[string]any) {
 					ev := adv["A3"]["evidence"].(map[string]any)
 					if ev["token_usage_mean"].(float64) <= 0.9 || ev["peak_running"].(float64) >= 32 || ev["max_running_requests"].(float64) != 64 {
 						t.Fatalf("kv-bound evidence %v", ev)
 					}
-				}},
-			{query: "", want: "A4", suppr: "",
+				},
+			},
+			{
+				query: "", want: "A4", suppr: "",
 				check: func(t *testing.T, adv map[string]map[string]any, d map[string]any) {
 					if adv["A4"]["evidence"].(map[string]any)["token_usage_mean"].(float64) <= 0.95 {
 						t.Fatalf("kv-high evidence %v", adv["A4"])
@@ -249,7 +260,8 @@ func TestAdvisoryFaultsE2E(t *testing.T) {
 					if !skipped(d, "A3") || !skipped(d, "T2") {
 						t.Fatalf("A3/T2 should be skipped without the request cap: %v", d["skipped"])
 					}
-				}},
+				},
+			},
 		}},
 		// Tuning problems only, no alarm: the tips are shown.
 		{name: "tips", steps: 6, consumed: 6, args: small("--fault", "low-mfu=0.08,low-cache-hit=0.03,dp-imbalance=0.9"), views: []view{{
@@ -270,10 +282,13 @@ func TestAdvisoryFaultsE2E(t *testing.T) {
 						t.Fatalf("%s: %v", id, adv[id])
 					}
 				}
-			}}}},
+			},
+		}}},
 		// Two train ranks and two engines: rank 0 and engine 1 are slow (in place of the built-in straggler).
-		{name: "stragglers", steps: 10, consumed: 10, args: []string{"--seed", "7", "--mode", "async", "--nodes", "1", "--gpus-per-node", "4", "--gpus-per-engine", "1",
-			"--restart-step", "-1", "--fault", "straggler-rank=0,straggler-engine=1"}, views: []view{{
+		{name: "stragglers", steps: 10, consumed: 10, args: []string{
+			"--seed", "7", "--mode", "async", "--nodes", "1", "--gpus-per-node", "4", "--gpus-per-engine", "1",
+			"--restart-step", "-1", "--fault", "straggler-rank=0,straggler-engine=1",
+		}, views: []view{{
 			query: "?max_running_requests=64", want: "S1,S2",
 			check: func(t *testing.T, adv map[string]map[string]any, _ map[string]any) {
 				if r := adv["S1"]["evidence"].(map[string]any)["rank"].(float64); r != 0 {
@@ -282,7 +297,8 @@ func TestAdvisoryFaultsE2E(t *testing.T) {
 				if e := adv["S2"]["evidence"].(map[string]any)["engine"].(string); !strings.HasSuffix(e, ":30030") {
 					t.Fatalf("straggler engine %v, want engine 1 (GPU 3: port 30030)", e)
 				}
-			}}}},
+			},
+		}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := simRunConsumed(t, tc.steps, tc.consumed, tc.args...)

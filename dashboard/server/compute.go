@@ -129,6 +129,8 @@ func (s *Server) heatmap(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, badData(err)
 	}
-	return frame{header: heatmapHeader{Metric: metric, Rows: h.Rows, Buckets: h.Buckets, T0: h.T0, T1: h.T1,
-		Lanes: nz(h.Lanes), Scale: heatmapScale{Max: h.Max}, Palette: nz(h.Palette)}, cells: h.Cells}, nil
+	return frame{header: heatmapHeader{
+		Metric: metric, Rows: h.Rows, Buckets: h.Buckets, T0: h.T0, T1: h.T1,
+		Lanes: nz(h.Lanes), Scale: heatmapScale{Max: h.Max}, Palette: nz(h.Palette),
+	}, cells: h.Cells}, nil
 }

@@ -100,9 +100,11 @@ func (s *Server) dumpSteps(*http.Request) (any, error) {
 	}
 	out := make([]stepEntry, 0, len(files))
 	for _, f := range files {
-		e := stepEntry{ID: f.Key.ID, Eval: f.Key.Eval, Size: f.Size, ModTime: float64(f.ModTime.UnixNano()) / 1e9,
+		e := stepEntry{
+			ID: f.Key.ID, Eval: f.Key.Eval, Size: f.Size, ModTime: float64(f.ModTime.UnixNano()) / 1e9,
 			TrainRanks: f.TrainRanks, Sidecar: f.Sidecar, Columns: f.Columns,
-			OtherKind: have[dumps.StepKey{ID: f.Key.ID, Eval: !f.Key.Eval}]}
+			OtherKind: have[dumps.StepKey{ID: f.Key.ID, Eval: !f.Key.Eval}],
+		}
 		if sum := rd.ListedSummary(f); sum != nil {
 			t := sum.Tiles
 			e.Tiles = &t
@@ -125,7 +127,7 @@ type dumpStepPage struct {
 	Columns    bool        `json:"columns"`
 	Sidecar    bool        `json:"sidecar"`
 	Tiles      dumps.Tiles `json:"tiles"`
-	Prev       *int64      `json:"prev"` // the neighbouring steps of the same kind
+	Prev       *int64      `json:"prev"` // the neighboring steps of the same kind
 	Next       *int64      `json:"next"`
 	OtherKind  bool        `json:"other_kind"`
 }
@@ -141,8 +143,10 @@ func (s *Server) dumpStep(r *http.Request) (any, error) {
 		return nil, err
 	}
 	files, _ := s.dumps.List()
-	p := dumpStepPage{ID: st.Key.ID, Eval: st.Key.Eval, Samples: len(st.Samples), TrainRanks: st.TrainRanks(),
-		Columns: st.HasColumns(), Sidecar: st.HasSidecar(), Tiles: sum.Tiles}
+	p := dumpStepPage{
+		ID: st.Key.ID, Eval: st.Key.Eval, Samples: len(st.Samples), TrainRanks: st.TrainRanks(),
+		Columns: st.HasColumns(), Sidecar: st.HasSidecar(), Tiles: sum.Tiles,
+	}
 	for _, f := range files {
 		if f.Key.Eval != st.Key.Eval {
 			if f.Key.ID == st.Key.ID {
@@ -174,7 +178,7 @@ func columnar(rows any, names []string) columnTable {
 	all := []string{}
 	field := map[string]int{}
 	for i := 0; i < t.NumField(); i++ {
-		tag := strings.Split(t.Field(i).Tag.Get("json"), ",")[0]
+		tag, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
 		if tag == "" || tag == "-" {
 			continue
 		}
@@ -196,10 +200,10 @@ func columnar(rows any, names []string) columnTable {
 }
 
 func rowFieldNames() []string {
-	t := reflect.TypeOf(dumps.Row{})
+	t := reflect.TypeFor[dumps.Row]()
 	out := make([]string, 0, t.NumField())
-	for i := 0; i < t.NumField(); i++ {
-		if tag := strings.Split(t.Field(i).Tag.Get("json"), ",")[0]; tag != "" && tag != "-" {
+	for field := range t.Fields() {
+		if tag, _, _ := strings.Cut(field.Tag.Get("json"), ","); tag != "" && tag != "-" {
 			out = append(out, tag)
 		}
 	}
@@ -287,7 +291,7 @@ func parseSampleQuery(r *http.Request) (*sampleQuery, error) {
 	}
 	if st := q.Get("status"); st != "" {
 		sq.status = map[string]bool{}
-		for _, x := range strings.Split(st, ",") {
+		for x := range strings.SplitSeq(st, ",") {
 			sq.status[x] = true
 		}
 	}
@@ -334,7 +338,7 @@ func parseSampleQuery(r *http.Request) (*sampleQuery, error) {
 		return nil, err
 	}
 	if c := q.Get("columns"); c != "" {
-		for _, x := range strings.Split(c, ",") {
+		for x := range strings.SplitSeq(c, ",") {
 			if !known[x] {
 				return nil, badData(fmt.Errorf("unknown column %q", x))
 			}
@@ -400,8 +404,10 @@ func (s *Server) dumpSamples(r *http.Request) (any, error) {
 		}
 		return csvTable{name: fmt.Sprintf("step_%s_samples.csv", st.Key), header: names, rows: recs}, nil
 	}
-	return samplePage{columnTable: columnar(page, sq.columns), Step: st.Key.ID, Eval: st.Key.Eval,
-		Total: len(sum.Rows), Matched: len(rows), Offset: sq.offset, Limit: sq.limit, Sort: sq.sort, Desc: sq.desc}, nil
+	return samplePage{
+		columnTable: columnar(page, sq.columns), Step: st.Key.ID, Eval: st.Key.Eval,
+		Total: len(sum.Rows), Matched: len(rows), Offset: sq.offset, Limit: sq.limit, Sort: sq.sort, Desc: sq.desc,
+	}, nil
 }
 
 // filterSamples keeps the rows the query's filters let through.
@@ -454,7 +460,7 @@ func filterSamples(st *dumps.Step, sum *dumps.Summary, sq *sampleQuery) ([]dumps
 // sortSamples orders rows by the column named by, nulls last, ties by sample index.
 func sortSamples(rows []dumps.Row, by string, desc bool) {
 	fi := -1
-	rt := reflect.TypeOf(dumps.Row{})
+	rt := reflect.TypeFor[dumps.Row]()
 	for i := 0; i < rt.NumField(); i++ {
 		if strings.Split(rt.Field(i).Tag.Get("json"), ",")[0] == by {
 			fi = i
@@ -516,7 +522,7 @@ type samplePageDetail struct {
 	ResponseText     *string             `json:"response_text,omitempty"`
 }
 
-// sampleGroup places the sample in its group: the group's samples and the neighbours of this one.
+// sampleGroup places the sample in its group: the group's samples and the neighbors of this one.
 type sampleGroup struct {
 	GroupIndex int64   `json:"group_index"`
 	Samples    []int64 `json:"samples"`
@@ -553,8 +559,10 @@ func (s *Server) dumpSample(r *http.Request) (any, error) {
 	if pos+1 < len(g) {
 		group.Next = &g[pos+1]
 	}
-	out := samplePageDetail{Step: st.Key.ID, Eval: st.Key.Eval, Sample: row, Group: group,
-		WeightVersions: nz(smp.WeightVersions), Label: smp.Label}
+	out := samplePageDetail{
+		Step: st.Key.ID, Eval: st.Key.Eval, Sample: row, Group: group,
+		WeightVersions: nz(smp.WeightVersions), Label: smp.Label,
+	}
 	conv, err := st.Conversation(idx)
 	switch {
 	case err != nil:
@@ -599,7 +607,7 @@ func (s *Server) dumpTokens(r *http.Request) (any, error) {
 		for _, k := range dumps.TokenFields {
 			known[k] = true
 		}
-		for _, x := range strings.Split(f, ",") {
+		for x := range strings.SplitSeq(f, ",") {
 			if !known[x] {
 				return nil, badData(fmt.Errorf("unknown field %q (fields: %s)", x, strings.Join(dumps.TokenFields, ",")))
 			}

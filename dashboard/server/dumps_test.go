@@ -143,8 +143,11 @@ func TestDumpSamplesTable(t *testing.T) {
 		t.Fatalf("csv: %v %v", recs, err)
 	}
 	for _, tc := range []struct{ q, want string }{
-		{"sort=nope", "unknown sort column"}, {"columns=x", "unknown column"}, {"limit=0", "limit must be"},
-		{"reward_min=x", "reward_min must be a number"}, {"format=xml", "format must be"},
+		{"sort=nope", "unknown sort column"},
+		{"columns=x", "unknown column"},
+		{"limit=0", "limit must be"},
+		{"reward_min=x", "reward_min must be a number"},
+		{"format=xml", "format must be"},
 	} {
 		code, m := get(t, ts.URL+"/api/v1/dumps/steps/1/samples?"+tc.q)
 		if code != 400 || !strings.Contains(fmt.Sprint(m["error"]), tc.want) {
@@ -291,12 +294,12 @@ func TestDumpsNotConfigured(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	_ = json.Unmarshal(body, &m)
 	if _, ok := any(st).(interface{ Dir() string }); ok {
-		if resp.StatusCode != 200 {
+		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("store tells its directory, yet: %d %s", resp.StatusCode, body)
 		}
 		return
 	}
-	if resp.StatusCode != 404 || !strings.Contains(fmt.Sprint(m["error"]), "not configured") {
+	if resp.StatusCode != http.StatusNotFound || !strings.Contains(fmt.Sprint(m["error"]), "not configured") {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}
 }

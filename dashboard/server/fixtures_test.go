@@ -34,7 +34,7 @@ func newRun(t *testing.T) *runBuilder {
 	writeFile(t, filepath.Join(r.dir, "dashboard/meta.json"),
 		fmt.Sprintf(`{"schema_version":2,"writer":"otelcol-miles","run_name":"hand","start_ts":%.0f}`, rb0-60), false)
 	cat := map[string]any{}
-	for g := 0; g < 8; g++ {
+	for g := range 8 {
 		l := map[string]any{"ranks": []int{}, "engine_addrs": []string{}, "roles": []string{"train"}}
 		if g < 4 {
 			l["ranks"] = []int{g}
@@ -89,7 +89,7 @@ func (r *runBuilder) metric(ts float64, stepKey string, step int, kv map[string]
 func (r *runBuilder) engines(from, to float64, running, usage, cache, reqRate, abortRate func(t float64) float64, itl float64) {
 	req, ab, itlCount := map[int]float64{}, map[int]float64{}, map[int]float64{}
 	for ts := from; ts < to; ts += 2 {
-		for e := 0; e < 2; e++ {
+		for e := range 2 {
 			addr := fmt.Sprintf("http://n0:%d", 30000+e)
 			g := func(m string, v float64) {
 				r.line("engine_series", ts, fmt.Sprintf(`{"ts":%.0f,"addr":%q,"metric":%q,"labels":{"dp_rank":"0","engine_type":"unified"},"v":%g}`, ts, addr, m, v))
@@ -125,22 +125,24 @@ func handRun(t *testing.T, sp runSpec) string {
 	r := newRun(t)
 	wait0 := rb0 + 8*300.0         // step 8's train_wait opens here
 	edge := wait0 + sp.openWaitAge // and the engines keep reporting until here
-	for st := 0; st < 8; st++ {
+	for st := range 8 {
 		base := rb0 + float64(st)*300
-		for rank := 0; rank < 4; rank++ {
+		for rank := range 4 {
 			r.phase("train_wait", rank, st, base, base+100)
 			r.phase("log_probs", rank, st, base+100, base+120+float64((rank+st)%4)*0.3)
 			r.phase("actor_train", rank, st, base+121, base+280)
 		}
-		r.metric(base+290, "rollout/step", st, map[string]float64{"rollout/step": float64(st), "perf/actor_train_mfu": sp.mfu,
-			"perf/mfu_peak_tflops": 989, "rollout/zero_std_ratio": 0.1, "rollout/truncated_ratio": 0.02, "rollout/raw_reward": 0.3 + 0.01*float64(st)})
+		r.metric(base+290, "rollout/step", st, map[string]float64{
+			"rollout/step": float64(st), "perf/actor_train_mfu": sp.mfu,
+			"perf/mfu_peak_tflops": 989, "rollout/zero_std_ratio": 0.1, "rollout/truncated_ratio": 0.02, "rollout/raw_reward": 0.3 + 0.01*float64(st),
+		})
 		diff := 0.012
 		if sp.drift {
 			diff = 0.011 * math.Pow(1.2, float64(st))
 		}
 		r.metric(base+280, "train/step", st, map[string]float64{"train/loss": 0.01, "train/train_rollout_logprob_abs_diff": diff})
 	}
-	for rank := 0; rank < 4; rank++ {
+	for rank := range 4 {
 		r.phase("train_wait", rank, 8, wait0, 0)
 	}
 	r.line("phases", edge, fmt.Sprintf(`{"name":"rollout","t0":%.0f,"t1":%.0f,"node":"n0","rank":-1,"role":"rollout_manager","gpus":[],"span":"ffffffffffffff01"}`, edge-10, edge))
@@ -154,7 +156,7 @@ func handRun(t *testing.T, sp runSpec) string {
 		}, 0.015)
 	// Step 7 consumes 4 samples; sample 3 was generated partly by the previous version.
 	var links []string
-	for i := 0; i < 4; i++ {
+	for i := range 4 {
 		tr := fmt.Sprintf("%032x", i+1)
 		links = append(links, `"`+tr+`"`)
 		s0 := rb0 + 7*300 - 200 + float64(i)*10

@@ -9,7 +9,7 @@ import (
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
 )
 
-// The step metrics the trainer logs: the key catalogue and series by key (docs/dashboard-api.md).
+// The step metrics the trainer logs: the key catalog and series by key (docs/dashboard-api.md).
 
 type metricKeyList struct {
 	Categories []string          `json:"categories"`
@@ -26,7 +26,7 @@ func (s *Server) metricKeys(*http.Request) (any, error) {
 const maxSeriesKeys = 512
 
 type metricSeriesList struct {
-	Points int                  `json:"points"`
+	Points int                        `json:"points"`
 	Series []store.MetricSeriesResult `json:"series"`
 }
 

@@ -100,7 +100,7 @@ func gpuFieldOK(f string) bool {
 		return false
 	}
 	for _, c := range f {
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
 			return false
 		}
 	}

@@ -49,7 +49,7 @@ func fakeServer(s *Server) *Server {
 func call(t *testing.T, s *Server, path string) (int, Response, string) {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	s.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+	s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
 	var r Response
 	if err := json.Unmarshal(rec.Body.Bytes(), &r); err != nil {
 		t.Fatalf("%s: %v: %s", path, err, rec.Body)
@@ -63,7 +63,7 @@ func TestHandlersOnFakes(t *testing.T) {
 		listErr:    &dumps.UnavailableError{Path: "rollout_data", Reason: "listing"},
 		acquireErr: &dumps.ForbiddenError{Module: "os", Name: "system"},
 	}})
-	// An empty catalogue is [] (not null) in the typed envelope.
+	// An empty catalog is [] (not null) in the typed envelope.
 	code, _, body := call(t, s, "/api/v1/metrics/keys")
 	if want := `{"status":"success","data":{"categories":["rollout"],"keys":[],"version":"42"}}`; code != 200 || body != want {
 		t.Fatalf("%d %s, want %s", code, body, want)
@@ -101,8 +101,10 @@ func TestHandlersOnFakes(t *testing.T) {
 }
 
 func TestErrorKinds(t *testing.T) {
-	for typ, code := range map[errorType]int{errorBadData: 400, errorNotFound: 404, errorUnauthorized: 401,
-		errorUnavailable: 503, errorRefused: 500, errorCorrupt: 500, errorInternal: 500} {
+	for typ, code := range map[errorType]int{
+		errorBadData: 400, errorNotFound: 404, errorUnauthorized: 401,
+		errorUnavailable: 503, errorRefused: 500, errorCorrupt: 500, errorInternal: 500,
+	} {
 		if got := typ.status(); got != code {
 			t.Errorf("%s: %d, want %d", typ, got, code)
 		}

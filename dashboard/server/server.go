@@ -64,8 +64,10 @@ type Server struct {
 // New builds the server and starts its live hub; Close stops it.
 func New(opts Options) *Server {
 	st := opts.Store
-	s := &Server{run: st, compute: st, metrics: st, engines: st, traj: st, token: opts.Token, assets: opts.Assets,
-		advisory: advisoryCache{settings: opts.Advisory}}
+	s := &Server{
+		run: st, compute: st, metrics: st, engines: st, traj: st, token: opts.Token, assets: opts.Assets,
+		advisory: advisoryCache{settings: opts.Advisory},
+	}
 	dir := opts.DumpDir
 	if dir == "" {
 		dir = st.Dir()
@@ -95,8 +97,10 @@ func dumpCacheDir(dir string) string {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.token != "" && strings.HasPrefix(r.URL.Path, "/api/") && !s.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="miles-dashboard"`)
-		respondError(w, &apiError{errorUnauthorized,
-			errors.New("this dashboard requires a token: open the URL printed at start (?token=…)")})
+		respondError(w, &apiError{
+			errorUnauthorized,
+			errors.New("this dashboard requires a token: open the URL printed at start (?token=…)"),
+		})
 		return
 	}
 	w.Header().Set("X-Content-Type-Options", "nosniff")

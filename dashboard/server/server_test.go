@@ -42,10 +42,10 @@ func writeFile(t *testing.T, path, content string, appendTo bool) {
 	}
 }
 
-func gpuLines(from, to int, lanes int) string {
+func gpuLines(from, to, lanes int) string {
 	var b strings.Builder
 	for i := from; i < to; i++ {
-		for g := 0; g < lanes; g++ {
+		for g := range lanes {
 			fmt.Fprintf(&b, `{"ts":%d,"node":"n%d","gpu":%d,"util":%d,"mem_mb":%d}`+"\n", int(h0)+i, g/8, g%8, (i+g)%100, 1000+g)
 		}
 	}
@@ -56,7 +56,7 @@ func fixture(t *testing.T, lanes int) string {
 	dir := t.TempDir()
 	writeFile(t, filepath.Join(dir, "dashboard/meta.json"), `{"schema_version":2,"writer":"otelcol-miles","run_name":"fx","start_ts":`+fmt.Sprintf("%.0f", h0)+`}`, false)
 	cat := map[string]any{}
-	for g := 0; g < lanes; g++ {
+	for g := range lanes {
 		cat[fmt.Sprintf("n%d:%d", g/8, g%8)] = map[string]any{"ranks": []int{g}, "engine_addrs": []string{}, "roles": []string{"train"}}
 	}
 	b, _ := json.Marshal(map[string]any{"version": 2, "lanes": cat})
@@ -157,24 +157,24 @@ func TestTokenAndPaths(t *testing.T) {
 	for _, p := range []string{"/api/v1/meta", "/api/v1/gpu", "/api/v1/nope"} {
 		resp, _ := http.Get(ts.URL + p)
 		resp.Body.Close()
-		if resp.StatusCode != 401 {
+		if resp.StatusCode != http.StatusUnauthorized {
 			t.Errorf("%s without token: %d", p, resp.StatusCode)
 		}
 	}
 	// The page itself holds no run data: it loads without the token and forwards ?token= to the API.
 	page, _ := http.Get(ts.URL + "/")
 	page.Body.Close()
-	if page.StatusCode != 200 {
+	if page.StatusCode != http.StatusOK {
 		t.Errorf("page without token: %d", page.StatusCode)
 	}
 	if code, _ := get(t, ts.URL+"/api/v1/meta?token=s3cret"); code != 200 {
 		t.Errorf("meta with token: %d", code)
 	}
-	req, _ := http.NewRequest("GET", ts.URL+"/api/v1/meta", nil)
+	req, _ := http.NewRequest(http.MethodGet, ts.URL+"/api/v1/meta", nil)
 	req.Header.Set("Authorization", "Bearer s3cret")
 	resp, _ := http.DefaultClient.Do(req)
 	resp.Body.Close()
-	if resp.StatusCode != 200 {
+	if resp.StatusCode != http.StatusOK {
 		t.Errorf("bearer: %d", resp.StatusCode)
 	}
 	for _, p := range []string{"/../../../etc/passwd", "/%2e%2e/%2e%2e/etc/passwd", "/..%2fmeta.json"} {
@@ -240,8 +240,10 @@ func TestLivePushAndStalledClient(t *testing.T) {
 	}
 	stalled := dial(t, ts, "")
 	// A short trailing window at the finest resolution makes its deltas large, so its socket buffers fill fast.
-	if err := stalled.WriteJSON(map[string]any{"type": "subscribe", "view": "compute", "lanes": "all",
-		"follow_s": 60, "points": 4000}); err != nil {
+	if err := stalled.WriteJSON(map[string]any{
+		"type": "subscribe", "view": "compute", "lanes": "all",
+		"follow_s": 60, "points": 4000,
+	}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(100 * time.Millisecond) // both subscriptions registered

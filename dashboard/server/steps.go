@@ -81,7 +81,9 @@ func (s *Server) carpet(r *http.Request) (any, error) {
 		return nil, err
 	}
 	c := s.traj.LifecycleCarpet(t0, t1, b, rows, offset)
-	return frame{header: carpetHeader{Metric: "lifecycle", Rows: c.Rows, Buckets: c.Buckets, T0: c.T0, T1: c.T1,
+	return frame{header: carpetHeader{
+		Metric: "lifecycle", Rows: c.Rows, Buckets: c.Buckets, T0: c.T0, T1: c.T1,
 		Palette: store.CarpetPalette, RowsTotal: c.RowsTotal, Offset: c.Offset, Samples: c.Samples, Groups: c.Groups,
-		Attempts: c.Attempts}, cells: c.Cells}, nil
+		Attempts: c.Attempts,
+	}, cells: c.Cells}, nil
 }

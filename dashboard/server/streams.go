@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"math"
 	"sort"
 	"sync"
@@ -92,9 +93,11 @@ func (r *runStream) delta(sub *subscription, from, to float64) []byte {
 		width = *sub.T1 - *sub.T0
 	}
 	n := int(math.Max(2, math.Min(4000, math.Ceil((t1-t0)/width*float64(points)))))
-	return liveMessage{Type: "delta", Data: laneDelta{T0: t0, T1: t1, DataEdge: to,
+	return liveMessage{Type: "delta", Data: laneDelta{
+		T0: t0, T1: t1, DataEdge: to,
 		Phases: r.compute.Phases(t0, t1, lanes),
-		GPU:    r.compute.GPU(t0, t1, lanes, n, []string{"util", "mem_mb"})}}.encode()
+		GPU:    r.compute.GPU(t0, t1, lanes, n, []string{"util", "mem_mb"}),
+	}}.encode()
 }
 
 // maxPushPoints: above this many changed points since the last push, pages are told to re-fetch instead.
@@ -224,8 +227,10 @@ func (m *metricsStream) deltas() ([]byte, func(*subscription) []byte) {
 		}
 		p.X, p.Y = x, y
 	}
-	msg := liveMessage{Type: "metrics", Data: metricsDelta{NewKeys: nz(newKeys), Points: points, Steps: nz(steps),
-		Refetch: !ok}}
+	msg := liveMessage{Type: "metrics", Data: metricsDelta{
+		NewKeys: nz(newKeys), Points: points, Steps: nz(steps),
+		Refetch: !ok,
+	}}
 	return msg.encode(), nil
 }
 
@@ -257,7 +262,7 @@ func (a *advisoryStream) deltas() ([]byte, func(*subscription) []byte) {
 	msg := liveMessage{Type: "advisory", Data: a.s.advisoryResult(cfg, nil)}.encode()
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if !a.force && string(a.last) == string(msg) {
+	if !a.force && bytes.Equal(a.last, msg) {
 		return nil, nil
 	}
 	a.force, a.last = false, msg

@@ -282,8 +282,10 @@ func (r *trajectoryReader) buildAnatomyLocked(sc *stepConsume, blocks []*trajBlo
 			}
 		}
 	}
-	a := &AnatomyResult{Step: sc.step, Consume: sc.t0, ConsumeWV: optI(sc.wv), T1: sc.t1, LookbackS: AnatomyLookback,
-		RowsTotal: len(rows), Versions: []int{}, Pushes: []WeightPush{}}
+	a := &AnatomyResult{
+		Step: sc.step, Consume: sc.t0, ConsumeWV: optI(sc.wv), T1: sc.t1, LookbackS: AnatomyLookback,
+		RowsTotal: len(rows), Versions: []int{}, Pushes: []WeightPush{},
+	}
 	versions := map[int32]bool{}
 	t0 := sc.t0
 	var tl tileAcc
@@ -455,11 +457,13 @@ func ratio(a, b float64) *float64 {
 
 func (t *tileAcc) tiles(sc *stepConsume) StepTiles {
 	n := float64(t.n)
-	st := StepTiles{Samples: t.n, Known: t.known, AbortedAttempts: t.aborted, Incomplete: t.incomplete,
+	st := StepTiles{
+		Samples: t.n, Known: t.known, AbortedAttempts: t.aborted, Incomplete: t.incomplete,
 		StalenessMean: ratio(t.stale, float64(t.known)), MixedVersionFrac: ratio(t.mixed, float64(t.mixedN)),
 		TruncatedFrac: ratio(float64(t.truncated), float64(t.withStatus)), FailedFrac: ratio(float64(t.failed), float64(t.withStatus)),
 		TurnsMean: ratio(t.turns, n), ToolCallsMean: ratio(t.tools, n), QueueTimeMean: ratio(t.queue, float64(t.queueN)),
-		WallMean: ratio(t.wall, n), TokOutMean: ratio(t.tok, n)}
+		WallMean: ratio(t.wall, n), TokOutMean: ratio(t.tok, n),
+	}
 	if t.known > 0 {
 		st.StalenessMax = optF(t.staleMax)
 	}

@@ -22,7 +22,7 @@ func bundled(t *testing.T, schema2 string) string {
 	var order []string
 	groups := map[string][]member{}
 	var passthrough []string
-	for _, line := range strings.Split(strings.TrimSuffix(schema2, "\n"), "\n") {
+	for line := range strings.SplitSeq(strings.TrimSuffix(schema2, "\n"), "\n") {
 		var m member
 		if json.Unmarshal([]byte(line), &m) != nil || m["type"] == nil || m["trace"] == nil {
 			passthrough = append(passthrough, line)

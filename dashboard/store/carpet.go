@@ -79,8 +79,10 @@ func (s *Store) LifecycleCarpet(t0, t1 float64, buckets, maxRows, offset int) *C
 		}
 		return bytes.Compare(order[i].trace[:], order[j].trace[:]) < 0
 	})
-	c := &CarpetResult{Buckets: buckets, T0: t0, T1: t1, RowsTotal: len(order), Offset: offset,
-		Samples: []int{}, Groups: []int{}, Attempts: []int{}}
+	c := &CarpetResult{
+		Buckets: buckets, T0: t0, T1: t1, RowsTotal: len(order), Offset: offset,
+		Samples: []int{}, Groups: []int{}, Attempts: []int{},
+	}
 	if offset > len(order) {
 		offset = len(order)
 	}

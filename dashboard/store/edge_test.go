@@ -21,7 +21,7 @@ func TestEdgeOfFullyCompactedRun(t *testing.T) {
 		write(t, dir, "dashboard/lane_catalog.json", `{"version":2,"lanes":{"n1:0":{"ranks":[0],"roles":["train"]}}}`)
 		enc, _ := zstd.NewWriter(nil)
 		last := 0.0
-		for h := 0; h < 6; h++ {
+		for h := range 6 {
 			var plain []byte
 			for ts := h0 + float64(h*3600) + 1; ts < h0+float64((h+1)*3600); ts += 60 {
 				plain = append(plain, gpuLine(ts, "n1", 0, 50)...)

@@ -232,8 +232,10 @@ func (b *engBlock) addLine(line []byte) bool {
 		ser := b.series[string(b.keyBuf)]
 		if ser == nil {
 			lab := parseLabels(es.labels)
-			ser = &engSeries{addr: string(es.addr), metric: string(es.metric), labels: lab, dp: lab["dp_rank"],
-				group: canonLabels(lab, "dp_rank"), hist: es.hist}
+			ser = &engSeries{
+				addr: string(es.addr), metric: string(es.metric), labels: lab, dp: lab["dp_rank"],
+				group: canonLabels(lab, "dp_rank"), hist: es.hist,
+			}
 			if es.hist {
 				ser.bounds, _ = parseNumArray(nil, es.bounds)
 			}

@@ -5,15 +5,19 @@ import "testing"
 // TestIntensiveEngineMetrics: the whitelisted gauges that are ratios, per-request averages or per-transfer
 // figures fold over dp ranks with the mean; amounts and counts with the sum (docs/semconv.md §7).
 func TestIntensiveEngineMetrics(t *testing.T) {
-	for _, m := range []string{"sglang:token_usage", "sglang:cache_hit_rate", "sglang:spec_accept_rate", "sglang:spec_accept_length",
-		"sglang:kv_transfer_latency_ms", "sglang:kv_transfer_bootstrap_ms", "sglang:kv_transfer_alloc_ms", "sglang:kv_transfer_speed_gb_s"} {
+	for _, m := range []string{
+		"sglang:token_usage", "sglang:cache_hit_rate", "sglang:spec_accept_rate", "sglang:spec_accept_length",
+		"sglang:kv_transfer_latency_ms", "sglang:kv_transfer_bootstrap_ms", "sglang:kv_transfer_alloc_ms", "sglang:kv_transfer_speed_gb_s",
+	} {
 		if !IntensiveEngineMetric(m) {
 			t.Errorf("%s is summed over dp ranks, want the mean", m)
 		}
 	}
-	for _, m := range []string{"sglang:num_running_reqs", "sglang:num_queue_reqs", "sglang:gen_throughput", "sglang:num_used_tokens",
+	for _, m := range []string{
+		"sglang:num_running_reqs", "sglang:num_queue_reqs", "sglang:gen_throughput", "sglang:num_used_tokens",
 		"sglang:max_total_num_tokens", "sglang:num_paused_reqs", "sglang:num_retracted_reqs", "sglang:kv_transfer_total_mb",
-		"sglang:num_decode_transfer_queue_reqs", "sglang:cached_tokens_total"} {
+		"sglang:num_decode_transfer_queue_reqs", "sglang:cached_tokens_total",
+	} {
 		if IntensiveEngineMetric(m) {
 			t.Errorf("%s is averaged over dp ranks, want the sum", m)
 		}

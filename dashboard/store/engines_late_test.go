@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// TestEnginesAppearingLateAreFollowed: the key catalogue was built before any engine was scraped (engines
-// register after the trainer starts); engine series written afterwards still reach the catalogue on refresh.
+// TestEnginesAppearingLateAreFollowed: the key catalog was built before any engine was scraped (engines
+// register after the trainer starts); engine series written afterwards still reach the catalog on refresh.
 func TestEnginesAppearingLateAreFollowed(t *testing.T) {
 	dir := v2Run(t)
 	st, err := Open(dir, true)
@@ -31,6 +31,6 @@ func TestEnginesAppearingLateAreFollowed(t *testing.T) {
 			fmt.Sprintf(`{"ts":%.0f,"addr":"http://e:1","m":{"sglang:num_running_reqs":4}}`+"\n", h0+7))
 	st.Refresh()
 	if !hasSglang() {
-		t.Fatal("engine series written after the catalogue was built never appeared")
+		t.Fatal("engine series written after the catalog was built never appeared")
 	}
 }

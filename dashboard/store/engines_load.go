@@ -17,7 +17,7 @@ type engineReader struct {
 	files *partition.Stream
 	// blocks holds the loaded hours.
 	blocks map[int64]*engBlock
-	// allLoaded says every hour was loaded once (the advisory and the whole-run catalogue need them all).
+	// allLoaded says every hour was loaded once (the advisory and the whole-run catalog need them all).
 	allLoaded bool
 	// version counts changes to the blocks (points added, an hour read again).
 	version uint64
@@ -29,7 +29,7 @@ func newEngineReader(run *Store) engineReader {
 
 func (r *engineReader) partitionFiles() []*partition.Stream { return []*partition.Stream{r.files} }
 
-// refreshLocked tails the loaded hours and loads the newest two. Once the catalogue has looked at engines (even
+// refreshLocked tails the loaded hours and loads the newest two. Once the catalog has looked at engines (even
 // finding none) they are followed: engine series that first appear after the page opened (engines registered
 // late) must still show up.
 func (r *engineReader) refreshLocked(int64) bool {

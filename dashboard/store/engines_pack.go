@@ -65,7 +65,7 @@ func packColumn(vals []float64, stride int, sc *packScratch) string {
 	at := func(j int) float64 { return vals[(j%n)*stride+j/n] }
 	// The smallest scale that makes the values exact (those that fit none are escaped).
 	k := 0
-	for j := 0; j < total; j++ {
+	for j := range total {
 		v := at(j)
 		if _, ok := quantiseScaled(v, k); ok {
 			continue
@@ -80,7 +80,7 @@ func packColumn(vals []float64, stride int, sc *packScratch) string {
 	sc.q, sc.ok = sc.q[:0], sc.ok[:0]
 	var size1, size2 int
 	var last, lastD int64
-	for j := 0; j < total; j++ {
+	for j := range total {
 		iv, ok := quantiseScaled(at(j), k)
 		sc.q, sc.ok = append(sc.q, iv), append(sc.ok, ok)
 		if !ok {
@@ -97,7 +97,7 @@ func packColumn(vals []float64, stride int, sc *packScratch) string {
 	switch {
 	case 8*total <= size1 && 8*total <= size2:
 		b = append(b, packRaw, 0)
-		for j := 0; j < total; j++ {
+		for j := range total {
 			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(at(j)))
 		}
 	default:
@@ -107,7 +107,7 @@ func packColumn(vals []float64, stride int, sc *packScratch) string {
 		}
 		b = append(b, mode, byte(k))
 		last, lastD = 0, 0
-		for j := 0; j < total; j++ {
+		for j := range total {
 			if !sc.ok[j] {
 				b = binary.AppendVarint(b, packEscape)
 				b = binary.LittleEndian.AppendUint64(b, math.Float64bits(at(j)))
@@ -145,20 +145,20 @@ func unpackColumn(dst []float64, col string, total int) []float64 {
 	p := 2
 	raw := func() float64 {
 		var u uint64
-		for i := 0; i < 8; i++ {
+		for i := range 8 {
 			u |= uint64(col[p+i]) << (8 * i)
 		}
 		p += 8
 		return math.Float64frombits(u)
 	}
 	if mode == packRaw {
-		for j := 0; j < total; j++ {
+		for range total {
 			dst = append(dst, raw())
 		}
 		return dst
 	}
 	var last, lastD int64
-	for j := 0; j < total; j++ {
+	for range total {
 		// zigzag varint, read from the string in place
 		var u uint64
 		var s uint

@@ -30,7 +30,7 @@ func TestPackColumnExact(t *testing.T) {
 		"decimals":  {0.1, 0.12, 0.123, 0.1234, 0.12345, 0.123456, 0.1234567, 0.30000000000000004, 1.7976931348623157e308},
 	}
 	var rnd, ts, gauge, mixed []float64
-	for i := 0; i < 1000; i++ {
+	for i := range 1000 {
 		rnd = append(rnd, r.NormFloat64()*math.Pow(10, float64(r.Intn(30)-15)))
 		ts = append(ts, 1_797_120_000+float64(i)*2+float64(r.Intn(5000))/1e6)
 		gauge = append(gauge, math.Round(r.Float64()*1e4)/1e4)
@@ -70,7 +70,7 @@ func TestPackColumnExact(t *testing.T) {
 	}
 	// The columns engines produce are small: a steady counter, a µs timestamp, a 4-decimal gauge.
 	var counter []float64
-	for i := 0; i < 1800; i++ {
+	for i := range 1800 {
 		counter = append(counter, float64(i*37+r.Intn(20)))
 	}
 	for name, c := range map[string]struct {
@@ -94,7 +94,7 @@ func packRun(t *testing.T) string {
 	dir := v2Run(t)
 	r := rand.New(rand.NewSource(3))
 	cnt := map[string]float64{}
-	for h := 0; h < 4; h++ {
+	for h := range 4 {
 		var b strings.Builder
 		for i := 0; i < 1800; i += 1 + r.Intn(2) {
 			for e, tsFmt := range []string{"%.3f", "%.6f", "%.7f"} {
@@ -167,7 +167,7 @@ func packedSeries(st *Store) (packed, raw int) {
 			}
 		}
 	}
-	return
+	return packed, raw
 }
 
 // engineDump is everything the engine readers answer, with floats as bits (NaN compared exactly).
@@ -176,9 +176,16 @@ func engineDump(t *testing.T, st *Store) string {
 	var b strings.Builder
 	cat := st.EngineMetrics()
 	fmt.Fprintf(&b, "%+v\n", cat)
-	windows := [][2]float64{{math.Inf(-1), math.Inf(1)}, {h0 + 100, h0 + 900}, {h0 + 3000, h0 + 2*3600 + 50},
-		{h0 + 3600, h0 + 7200}, {h0 + 9000.001, h0 + 9000.002}, {h0 - 5000, h0 - 1}, {h0 + 1000.5, h0 + 1000.5},
-		{h0 + 3*3600 + 10, h0 + 5*3600}}
+	windows := [][2]float64{
+		{math.Inf(-1), math.Inf(1)},
+		{h0 + 100, h0 + 900},
+		{h0 + 3000, h0 + 2*3600 + 50},
+		{h0 + 3600, h0 + 7200},
+		{h0 + 9000.001, h0 + 9000.002},
+		{h0 - 5000, h0 - 1},
+		{h0 + 1000.5, h0 + 1000.5},
+		{h0 + 3*3600 + 10, h0 + 5*3600},
+	}
 	for _, m := range cat {
 		for _, w := range windows {
 			for _, r := range st.EngineRawSeries(m.Name, w[0], w[1]) {
@@ -210,7 +217,7 @@ func floatBits(fs []float64) string {
 }
 
 // TestEnginePackedReadsAlike: the same run read with closed hours packed and with every hour as float64 columns
-// gives identical raw series, charts and catalogue; then late records reach a packed plain hour and a packed
+// gives identical raw series, charts and catalog; then late records reach a packed plain hour and a packed
 // compacted hour (rewritten with a late frame), and the store still answers exactly what a fresh read does.
 func TestEnginePackedReadsAlike(t *testing.T) {
 	dir := packRun(t)
@@ -319,8 +326,8 @@ func TestEngineBytesPerPoint(t *testing.T) {
 	var hs [4][3][13]float64
 	bounds := []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5}
 	var line strings.Builder
-	for i := 0; i < 1800; i++ {
-		for e := 0; e < 4; e++ {
+	for i := range 1800 {
+		for e := range 4 {
 			line.Reset()
 			fmt.Fprintf(&line, `{"ts":%.6f,"addr":"http://e%d:1","labels":{"dp_rank":"0"},"m":{"sglang:num_running_reqs":%d,"sglang:num_queue_reqs":%d,"sglang:num_used_tokens":%d,"sglang:token_usage":%.2f,"sglang:cache_hit_rate":%v,"sglang:gen_throughput":%v,"sglang:spec_accept_length":%.4f,"sglang:num_grammar_queue_reqs":0`,
 				h0+float64(i)*2+r.Float64()*0.05, e, 40+r.Intn(24), r.Intn(5), 100000+r.Intn(50000), r.Float64(), r.Float64(), 1500+r.Float64()*1000, 1+r.Float64())
@@ -332,7 +339,7 @@ func TestEngineBytesPerPoint(t *testing.T) {
 			for k := range hs[e] {
 				hh := &hs[e][k]
 				obs := r.Intn(50)
-				for o := 0; o < obs; o++ {
+				for range obs {
 					lat := math.Exp(r.NormFloat64() - 3 + float64(k))
 					hh[1] += lat
 					hh[2+sort.SearchFloat64s(bounds, lat)]++
@@ -342,7 +349,7 @@ func TestEngineBytesPerPoint(t *testing.T) {
 					line.WriteByte(',')
 				}
 				fmt.Fprintf(&line, `"sglang:h%d":{"count":%.0f,"sum":%v,"bounds":[0.001,0.005,0.01,0.025,0.05,0.1,0.25,0.5,1,2.5],"counts":[`, k, hh[0], hh[1])
-				for q := 0; q < 11; q++ {
+				for q := range 11 {
 					if q > 0 {
 						line.WriteByte(',')
 					}

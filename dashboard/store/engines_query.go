@@ -222,7 +222,7 @@ func FoldEngines(raws []EngineRaw, key func(*EngineRaw) string, mean bool) []Eng
 				n++
 				if f.Hist {
 					sum += r.Sum[i]
-					for q := 0; q < stride; q++ {
+					for q := range stride {
 						bk[q] += r.Buckets[i*stride+q]
 					}
 				}
@@ -296,7 +296,7 @@ func Derive(r *EngineRaw, stat string) (ts, v []float64) {
 		default:
 			if dv > 0 {
 				ok := true
-				for b := 0; b < stride; b++ {
+				for b := range stride {
 					delta[b] = r.Buckets[i*stride+b] - r.Buckets[(i-1)*stride+b]
 					if delta[b] < 0 {
 						ok = false
@@ -349,7 +349,7 @@ func EngineStats(kind string) []string {
 	return nil
 }
 
-// EngineMetricInfo is one engine metric of the catalogue.
+// EngineMetricInfo is one engine metric of the catalog.
 type EngineMetricInfo struct {
 	Name   string   `json:"name"`
 	Kind   string   `json:"kind"` // gauge | rate | histogram
@@ -381,7 +381,7 @@ func (r *engineReader) catalogLocked() []EngineMetricInfo {
 	return out
 }
 
-// EngineMetrics is the engine metric catalogue (every hour loaded).
+// EngineMetrics is the engine metric catalog (every hour loaded).
 func (s *Store) EngineMetrics() []EngineMetricInfo {
 	s.mu.Lock()
 	s.engines.ensureAllLocked()
@@ -438,8 +438,10 @@ type EngineSeriesResult struct {
 func (s *Store) EngineSeries(metric, stat string, perDP bool, t0, t1 float64, points int) (*EngineSeriesResult, error) {
 	// One scrape before the window so the first interval of a rate or mean is not lost.
 	raws := s.EngineRawSeries(metric, t0-120, t1)
-	res := &EngineSeriesResult{Metric: metric, Kind: "gauge", T0: t0, T1: t1, Step: (t1 - t0) / float64(points),
-		T: make([]float64, points), Series: []EngineLine{}}
+	res := &EngineSeriesResult{
+		Metric: metric, Kind: "gauge", T0: t0, T1: t1, Step: (t1 - t0) / float64(points),
+		T: make([]float64, points), Series: []EngineLine{},
+	}
 	for i := range res.T {
 		res.T[i] = t0 + float64(i)*res.Step
 	}
@@ -543,8 +545,10 @@ type EngineOverlayResult struct {
 // address's host.
 func (s *Store) EngineOverlay(metric, stat string, t0, t1 float64, sel []*Lane, points int) (*EngineOverlayResult, error) {
 	raws := s.EngineRawSeries(metric, t0-120, t1)
-	res := &EngineOverlayResult{Metric: metric, Kind: "gauge", T0: t0, T1: t1, Step: (t1 - t0) / float64(points),
-		T: make([]float64, points), Lanes: []OverlayLane{}}
+	res := &EngineOverlayResult{
+		Metric: metric, Kind: "gauge", T0: t0, T1: t1, Step: (t1 - t0) / float64(points),
+		T: make([]float64, points), Lanes: []OverlayLane{},
+	}
 	for i := range res.T {
 		res.T[i] = t0 + float64(i)*res.Step
 	}
@@ -645,6 +649,8 @@ func (s *Store) EngineOverlay(metric, stat string, t0, t1 float64, sel []*Lane, 
 func (s *Store) DataVersion() [6]uint64 {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return [6]uint64{math.Float64bits(s.edge), s.metrics.index.base + uint64(len(s.metrics.index.log)), s.trajectories.index.version,
-		s.trajectories.version, s.engines.version, uint64(s.metaVer)}
+	return [6]uint64{
+		math.Float64bits(s.edge), s.metrics.index.base + uint64(len(s.metrics.index.log)), s.trajectories.index.version,
+		s.trajectories.version, s.engines.version, uint64(s.metaVer),
+	}
 }

@@ -48,7 +48,7 @@ func (s *Store) utilSpread(t0, t1 float64, sel []*Lane, buckets int) map[string]
 		maxes = append(maxes, lane.Fields["util"].Max)
 	}
 	col := make([]float64, 0, len(sel))
-	for b := 0; b < buckets; b++ {
+	for b := range buckets {
 		col = col[:0]
 		for _, mx := range maxes {
 			if v := mx[b]; !math.IsNaN(v) {
@@ -73,7 +73,7 @@ type Outlier struct {
 
 // OutliersResult is the outliers endpoint's data.
 type OutliersResult struct {
-	// LowestUtil are the k lanes of lowest mean utilisation, lowest first.
+	// LowestUtil are the k lanes of lowest mean utilization, lowest first.
 	LowestUtil []Outlier `json:"lowest_util"`
 	// SlowestPhase are, per phase name, the k lanes of longest mean duration of it, slowest first.
 	SlowestPhase map[string][]Outlier `json:"slowest_phase"`
@@ -147,9 +147,7 @@ func (s *Store) composition(p *PhasesResult, t0, width float64, buckets int) map
 			acc[i] = make([]float64, buckets)
 		}
 		parts[w] = acc
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			var sw shareSweep
 			for li := w; li < len(p.Lanes); li += workers {
 				lane := p.Lanes[li]
@@ -165,7 +163,7 @@ func (s *Store) composition(p *PhasesResult, t0, width float64, buckets int) map
 				}
 				sw.add(lane, key, t0, width, acc)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	out := make(map[string][]float64, len(p.Names))

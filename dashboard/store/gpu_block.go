@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"cmp"
 	"math"
 	"runtime"
@@ -107,7 +108,7 @@ type gpuBlock struct {
 	values int
 	// sealed is values at the last seal.
 	sealed int
-	// pyrMu serialises building pyramids (pyramidOf; queries hold the store's lock only for reading).
+	// pyrMu serializes building pyramids (pyramidOf; queries hold the store's lock only for reading).
 	pyrMu sync.Mutex
 	// last, lastNode and lastGPU are the lane of the previous line (lines of one lane come in runs).
 	last     *laneData
@@ -185,7 +186,7 @@ func (b *gpuBlock) addLine(line []byte, onLane func(key string)) bool {
 	bucket := int((tMs - h0) / (pyramidStep * 1000))
 	for i, x := range vals[:n] {
 		var f *field
-		if i < len(lane.order) && string(lane.order[i].name) == string(x.k) {
+		if i < len(lane.order) && bytes.Equal(lane.order[i].name, x.k) {
 			f = lane.order[i].f
 		} else {
 			f = lane.fields[string(x.k)]
@@ -217,7 +218,7 @@ func (b *gpuBlock) addLine(line []byte, onLane func(key string)) bool {
 
 // laneFor finds the lane of (node, gpu), remembering the last one: records of one device often come together.
 func (b *gpuBlock) laneFor(node []byte, gpu int, onLane func(string)) *laneData {
-	if b.last != nil && b.lastGPU == gpu && string(b.lastNode) == string(node) {
+	if b.last != nil && b.lastGPU == gpu && bytes.Equal(b.lastNode, node) {
 		return b.last
 	}
 	key := string(node) + ":" + itoa(gpu)
@@ -370,7 +371,7 @@ func (l *laneData) minMaxBuckets(name string, hour int64, t0, t1, from float64, 
 	}
 	nb := len(omin)
 	width := (t1 - t0) / float64(nb)
-	put := func(t float64, lo, hi float64) { widenBucket(omin, omax, int((t-t0)/width), lo, hi) }
+	put := func(t, lo, hi float64) { widenBucket(omin, omax, int((t-t0)/width), lo, hi) }
 	// The pyramid places a 16 s bucket by its midpoint, so it is used only when output buckets are at least
 	// 4× wider (misplacement under 1/8 of a bucket); finer views decode the raw samples.
 	if width >= 4*pyramidStep && hour >= 0 {

@@ -14,7 +14,7 @@ func TestBytesPerValue(t *testing.T) {
 	b := newGPUBlock(499_000)
 	r := rand.New(rand.NewSource(2))
 	vals := make([]float64, 20)
-	for i := 0; i < 3600; i++ {
+	for i := range 3600 {
 		line := []byte(`{"ts":` + itoa(499_000*3600+i) + `,"node":"n1","gpu":0`)
 		for f := range vals {
 			if r.Intn(4) == 0 {
@@ -55,7 +55,7 @@ func testBytesPerValueWithCounters(t *testing.T, shuffled bool) {
 	r := rand.New(rand.NewSource(4))
 	noise := func(s float64) float64 { return s * r.NormFloat64() }
 	energy, pcieRx, pcieTx, nvRx, nvTx, temp := 4.3e8, 1.1e13, 9e12, 3e13, 3e13, 45.0
-	for i := 0; i < 3600; i++ {
+	for i := range 3600 {
 		busy := (i/40)%3 != 2 // 80 s of work, 40 s idle
 		util, power, sm, nv, pcie, memMB, clock := 0.0, 74+noise(3), 0.0, 0.0, 2e6, 2560.0, 345.0
 		if busy {
@@ -78,9 +78,11 @@ func testBytesPerValueWithCounters(t *testing.T, shuffled bool) {
 			"nvlink_tx": math.Floor(nvTx), "ecc_corr": 0, "ecc_uncorr": 0, "xid": 0,
 		}
 		line := []byte(`{"ts":` + itoa(499_001*3600+i) + `,"node":"n1","gpu":0`)
-		for _, k := range []string{"util", "mem_mb", "mem_total_mb", "mem_util", "power_w", "energy_j", "temp_c", "sm_clock",
+		for _, k := range []string{
+			"util", "mem_mb", "mem_total_mb", "mem_util", "power_w", "energy_j", "temp_c", "sm_clock",
 			"mem_clock", "throttle", "sm_active", "sm_occupancy", "tensor_active", "dram_active", "pcie_rx", "pcie_tx",
-			"nvlink_rx", "nvlink_tx", "ecc_corr", "ecc_uncorr", "xid"} {
+			"nvlink_rx", "nvlink_tx", "ecc_corr", "ecc_uncorr", "xid",
+		} {
 			line = append(line, `,"`+k+`":`+ftoa(rec[k])...)
 		}
 		line = append(line, '}')

@@ -18,8 +18,8 @@ func TestColumnCache(t *testing.T) {
 	dir := t.TempDir()
 	write(t, dir, "dashboard/meta.json", `{"schema_version":2,"writer":"otelcol-miles"}`)
 	var b strings.Builder
-	for i := 0; i < 600; i++ {
-		for g := 0; g < 4; g++ {
+	for i := range 600 {
+		for g := range 4 {
 			b.WriteString(gpuLine(h0+float64(i), "n1", g, float64((i*7+g*13)%100)))
 		}
 	}

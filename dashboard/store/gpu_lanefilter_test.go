@@ -14,7 +14,7 @@ func TestRawHourReadForFewLanes(t *testing.T) {
 	write(t, dir, "dashboard/meta.json", `{"schema_version":2,"writer":"otelcol-miles","run_name":"r","start_ts":`+fmt.Sprint(h0)+`}`)
 	write(t, dir, "dashboard/lane_catalog.json", `{"version":2,"lanes":{"n1:0":{"ranks":[0]},"n1:1":{"ranks":[1]},"n2:0":{"ranks":[2]},"n2:1":{"ranks":[3]}}}`)
 	var b strings.Builder
-	for i := 0; i < 1200; i++ {
+	for i := range 1200 {
 		for _, l := range []string{"n1:0", "n1:1", "n2:0", "n2:1"} {
 			node, gpu, _ := splitKey(l)
 			if i%100 == 7 && l == "n2:1" {

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"math"
 	"os"
-	"sort"
+	"slices"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/flatjson"
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
@@ -65,9 +65,11 @@ func (g *gpuReader) fieldsHintLocked() {
 }
 
 func newGPUReader(run *Store) gpuReader {
-	return gpuReader{run: run,
+	return gpuReader{
+		run:       run,
 		utilFiles: partition.NewStream(run.dir, sc.StreamGPUUtil), rollupFiles: partition.NewStream(run.dir, sc.StreamGPURollup),
-		blocks: map[int64]*gpuBlock{}, rollups: map[int64]*rollBlock{}, tails: map[int64]*tailBlock{}}
+		blocks: map[int64]*gpuBlock{}, rollups: map[int64]*rollBlock{}, tails: map[int64]*tailBlock{},
+	}
 }
 
 func (g *gpuReader) partitionFiles() []*partition.Stream {
@@ -241,7 +243,7 @@ func (g *gpuReader) hours(t0, t1 float64) []int64 {
 			hs = append(hs, h)
 		}
 	}
-	sort.Slice(hs, func(i, j int) bool { return hs[i] < hs[j] })
+	slices.Sort(hs)
 	return hs
 }
 

@@ -57,8 +57,10 @@ type rollLane struct {
 type rollField struct{ min, max []float32 }
 
 func newRollBlock(hour int64) *rollBlock {
-	return &rollBlock{hour: hour, lanes: map[string]map[string]*rollField{}, fields: map[string]bool{},
-		first: math.Inf(1), end: math.Inf(-1), byNode: map[string][]*rollLane{}}
+	return &rollBlock{
+		hour: hour, lanes: map[string]map[string]*rollField{}, fields: map[string]bool{},
+		first: math.Inf(1), end: math.Inf(-1), byNode: map[string][]*rollLane{},
+	}
 }
 
 // addLine merges one record; false marks it corrupt.
@@ -264,7 +266,7 @@ func parseRollFast(line []byte) (r rollRec, ok bool) {
 			return r, false
 		}
 		for _, c := range line[i : i+e] {
-			if !(c >= '0' && c <= '9' || c == '.' || c == ',' || c == '-' || c == '+' || c == 'e' || c == 'E') {
+			if (c < '0' || c > '9') && c != '.' && c != ',' && c != '-' && c != '+' && c != 'e' && c != 'E' {
 				return r, false // only plain numbers: a string or a nested array goes the long way
 			}
 		}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -42,7 +43,7 @@ func rollupRunOrdered(t *testing.T, cut float64, blocked bool) string {
 	keys := []string{"util", "mem_mb", "power_w"}
 	for li, lane := range [][2]any{{"n1", 0}, {"n1", 1}, {"n2", 0}} {
 		buckets := map[int]*[2]agg{}
-		for i := 0; i < 1800; i++ {
+		for i := range 1800 {
 			ts := h0 + float64(i) + 0.25
 			v := [3]float64{math.Round(r.Float64()*1000) / 10, float64(60000 + r.Intn(100)), math.Round(3000+r.Float64()*4000) / 10}
 			if i%300 < 40 {
@@ -71,7 +72,7 @@ func rollupRunOrdered(t *testing.T, cut float64, blocked bool) string {
 			}
 			a.n++
 		}
-		for j := 0; j < 1800/16+1; j++ {
+		for j := range 1800/16 + 1 {
 			b := buckets[j]
 			start := h0 + float64(j*16)
 			if b == nil || start+16 > h0+cut {
@@ -379,7 +380,7 @@ func TestRollupAnswersAlignedViewsExactly(t *testing.T) {
 		Power float64 `json:"power_w"`
 	}
 	var readings []reading
-	for _, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+	for line := range strings.SplitSeq(strings.TrimSpace(string(raw)), "\n") {
 		var r reading
 		if err := json.Unmarshal([]byte(line), &r); err != nil {
 			t.Fatal(err)
@@ -451,11 +452,11 @@ func FuzzRollupFastParse(f *testing.F) {
 		if err != nil {
 			t.Fatalf("fast reader accepted %q, scanFlat: %v", line, err)
 		}
-		if ts != r.ts || dt != r.dt || gpu != r.gpu || string(node) != string(r.node) || len(vals) != r.n {
+		if ts != r.ts || dt != r.dt || gpu != r.gpu || !bytes.Equal(node, r.node) || len(vals) != r.n {
 			t.Fatalf("%q: fast %+v, scanFlat ts %v dt %v gpu %v node %q %d fields", line, r, ts, dt, gpu, node, len(vals))
 		}
 		for i, v := range vals {
-			if string(v.k) != string(r.vals[i].k) || string(v.arr) != string(r.vals[i].arr) {
+			if !bytes.Equal(v.k, r.vals[i].k) || !bytes.Equal(v.arr, r.vals[i].arr) {
 				t.Fatalf("%q field %d: fast %q=%q, scanFlat %q=%q", line, i, r.vals[i].k, r.vals[i].arr, v.k, v.arr)
 			}
 		}

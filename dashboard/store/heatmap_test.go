@@ -12,7 +12,7 @@ import (
 func TestPaintOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	var order, count []int
-	for trial := 0; trial < 500; trial++ {
+	for trial := range 500 {
 		names := 1 + rng.IntN(6)
 		idle := make([]bool, names)
 		for i := range idle {
@@ -20,7 +20,7 @@ func TestPaintOrder(t *testing.T) {
 		}
 		n := rng.IntN(40)
 		lane := &PhaseLane{Name: make([]int, n), Depth: make([]int, n), T0: make([]float64, n)}
-		for i := 0; i < n; i++ {
+		for i := range n {
 			lane.Name[i], lane.Depth[i], lane.T0[i] = rng.IntN(names), rng.IntN(4), float64(i)
 		}
 		want := make([]int, n)
@@ -35,7 +35,7 @@ func TestPaintOrder(t *testing.T) {
 			return lane.Depth[want[a]] < lane.Depth[want[b]]
 		})
 		order, count = paintOrder(lane, idle, order, count)
-		if !reflect.DeepEqual(append([]int{}, order...), want) && !(n == 0 && len(order) == 0) {
+		if !reflect.DeepEqual(append([]int{}, order...), want) && (n != 0 || len(order) != 0) {
 			t.Fatalf("trial %d: got %v, want %v (idle %v, lane %+v)", trial, order, want, idle, lane)
 		}
 	}

@@ -14,7 +14,7 @@ func TestHugeCatalogCapped(t *testing.T) {
 	var b strings.Builder
 	b.WriteString(`{"version":2,"lanes":{`)
 	fmt.Fprintf(&b, `%q:{"ranks":[0],"engine_addrs":[],"roles":["train"]}`, strings.Repeat("x", 300)+":0")
-	for g := 0; g < 200_000; g++ {
+	for g := range 200_000 {
 		fmt.Fprintf(&b, `,"n1:%d":{"uuid":"GPU-%d","ranks":[0],"engine_addrs":[],"roles":["train"]}`, g, g)
 	}
 	b.WriteString(`}}`)

@@ -13,7 +13,7 @@ import (
 // laneReader is the lane catalog (dashboard/lane_catalog.json), the lanes seen only in the data, and what the
 // topology adds to both (rebuildLanesLocked).
 type laneReader struct {
-	// set is every known lane, catalogued, seen or in the topology, in display order.
+	// set is every known lane, cataloged, seen or in the topology, in display order.
 	set *laneSet
 	// catalog are the lanes of the catalog as last read, by key.
 	catalog map[string]*Lane

@@ -9,11 +9,11 @@ import (
 
 func testLanes() *laneSet {
 	m := map[string]*Lane{}
-	add := func(node string, gpu int, ranks []int, engines []string, roles []string) {
+	add := func(node string, gpu int, ranks []int, engines, roles []string) {
 		k := fmt.Sprintf("%s:%d", node, gpu)
 		m[k] = &Lane{Key: k, Node: node, GPU: gpu, Ranks: nz(ranks), Engines: nz(engines), Roles: nz(roles)}
 	}
-	for g := 0; g < 2; g++ {
+	for g := range 2 {
 		add("10.0.0.10", g, []int{g + 2}, nil, []string{"train"})
 		add("10.0.0.9", g, []int{g}, []string{"http://10.0.0.9:30000"}, []string{"rollout", "train"})
 		add("sim-node-10", g, nil, []string{"http://sim-node-10:30001"}, []string{"rollout"})
@@ -100,8 +100,7 @@ func FuzzSelectionGrammar(f *testing.F) {
 	f.Fuzz(func(t *testing.T, sel string) {
 		got, err := ls.selectLanes(sel, map[int][]string{0: {"x"}})
 		if err != nil {
-			var se *SelectionError
-			if !errors.As(err, &se) {
+			if _, ok := errors.AsType[*SelectionError](err); !ok {
 				t.Fatalf("untyped error %v", err)
 			}
 			return

@@ -193,8 +193,10 @@ func (s *Store) Meta() *MetaResult {
 			EngineSeries: len(s.engines.files.Parts) > 0, Trajectories: len(s.trajectories.files.Parts) > 0,
 		},
 		Notices: notices,
-		Memory: MetaMemory{GPUBytes: memBytes, GPUValues: values, LoadedHours: len(s.gpu.blocks),
-			RollupBytes: rollBytes, RollupHours: len(s.gpu.rollups)},
+		Memory: MetaMemory{
+			GPUBytes: memBytes, GPUValues: values, LoadedHours: len(s.gpu.blocks),
+			RollupBytes: rollBytes, RollupHours: len(s.gpu.rollups),
+		},
 		GPUInterval: gpuInterval,
 	}
 }

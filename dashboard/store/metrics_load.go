@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"math"
 	"slices"
 	"sort"
@@ -116,7 +117,7 @@ func (r *metricReader) loadLocked() {
 			r.records = append(r.records, rec)
 			return true
 		})
-		if err == partition.ErrReload {
+		if errors.Is(err, partition.ErrReload) {
 			// Rare (a compacted hour grew): rebuild everything from scratch.
 			r.records, r.recordsRead = nil, false
 			for _, p := range r.files.Parts {

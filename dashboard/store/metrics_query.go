@@ -1,15 +1,16 @@
 package store
 
-// Step metrics by key, as the metrics view reads them: the catalogue of keys, decimated series, per-step values
+// Step metrics by key, as the metrics view reads them: the catalog of keys, decimated series, per-step values
 // and the live change log (the index they read is built in metrics_index.go).
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"strings"
 )
 
-// MetricKey is one catalogue entry.
+// MetricKey is one catalog entry.
 type MetricKey struct {
 	Key      string   `json:"key"`
 	Category string   `json:"category"`
@@ -69,7 +70,7 @@ func CategoryLess(a, b string) bool {
 }
 
 // MetricKeys lists every step-metric key with its category and step axis, the lifecycle keys (always), and the
-// engine metric catalogue (category sglang), categories in sidebar order and keys by name within one.
+// engine metric catalog (category sglang), categories in sidebar order and keys by name within one.
 func (s *Store) MetricKeys() ([]MetricKey, []string, uint64) {
 	s.mu.Lock()
 	s.metrics.syncLocked()
@@ -300,7 +301,7 @@ func (s *Store) StepMetricSeries(keys ...string) map[string]StepSeries {
 			ser = lc[k]
 		}
 		if ser != nil && len(ser.x) > 0 {
-			out[k] = StepSeries{Axis: ser.axis, X: ser.x[:len(ser.x):len(ser.x)], Y: ser.y[:len(ser.y):len(ser.y)]}
+			out[k] = StepSeries{Axis: ser.axis, X: slices.Clip(ser.x), Y: slices.Clip(ser.y)}
 		}
 	}
 	return out
@@ -321,7 +322,7 @@ func (s *Store) MetricKeyNames() []string {
 	return out
 }
 
-// StepMetricKeys is the catalogue of the step-metric keys alone (no lifecycle or engine keys): cheap, for live
+// StepMetricKeys is the catalog of the step-metric keys alone (no lifecycle or engine keys): cheap, for live
 // new-key detection.
 func (s *Store) StepMetricKeys() []MetricKey {
 	s.mu.Lock()

@@ -94,8 +94,10 @@ type pendingMarker struct {
 }
 
 func newPhaseBlock(sparse bool) *phaseBlock {
-	return &phaseBlock{sparse: sparse, spans: map[uint64]struct{}{}, ids: map[string]struct{}{},
-		nameAt: map[string]int32{}, nodeAt: map[string]int32{}}
+	return &phaseBlock{
+		sparse: sparse, spans: map[uint64]struct{}{}, ids: map[string]struct{}{},
+		nameAt: map[string]int32{}, nodeAt: map[string]int32{},
+	}
 }
 
 // intern returns s's index in the dictionary (adding it) and the dictionary's copy of s, so records share it.
@@ -372,7 +374,7 @@ func parsePhaseFast(line []byte) (phaseRec, bool) {
 				return
 			}
 			r.GPUs = []int{}
-			for _, part := range bytes.Split(val[1:len(val)-1], []byte{','}) {
+			for part := range bytes.SplitSeq(val[1:len(val)-1], []byte{','}) {
 				part = bytes.TrimSpace(part)
 				if len(part) == 0 && len(r.GPUs) == 0 && len(bytes.TrimSpace(val[1:len(val)-1])) == 0 {
 					break // []
@@ -437,5 +439,5 @@ func jsonNumber(b []byte) bool {
 
 // jsonInt: a JSON number without fraction or exponent (what encoding/json decodes into an int).
 func jsonInt(b []byte) bool {
-	return jsonNumber(b) && bytes.IndexAny(b, ".eE") < 0
+	return jsonNumber(b) && !bytes.ContainsAny(b, ".eE")
 }

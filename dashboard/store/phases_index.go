@@ -8,7 +8,7 @@ import (
 // refreshOpenLocked brings every phase block's list of still-open markers (openLeft) up to date: a marker is
 // open while no loaded block holds a closed record with its identity. Only what changed is looked at again —
 // the markers still open at the last look, and markers read since — so a follow-mode refresh costs a few
-// lookups, not one per phase. The caller holds s.mu (read or write); openMu serialises concurrent queries.
+// lookups, not one per phase. The caller holds s.mu (read or write); openMu serializes concurrent queries.
 func (r *phaseReader) refreshOpenLocked() {
 	r.openMu.Lock()
 	defer r.openMu.Unlock()
@@ -57,7 +57,7 @@ func (r *phaseReader) refreshOpenLocked() {
 
 // phaseNodeIndex lists a block's closed records by node (records without GPUs apart: they are drawn on the
 // rollout lanes), so a view of a few lanes reads their nodes' records instead of every record of the window.
-// Built on the first such query and extended as the block grows; mu serialises queries (which hold the store's
+// Built on the first such query and extended as the block grows; mu serializes queries (which hold the store's
 // read lock; the block only grows under its write lock).
 type phaseNodeIndex struct {
 	mu     sync.Mutex

@@ -24,7 +24,7 @@ type phaseReader struct {
 	gen int64
 	// openGen is the gen the still-open marker lists were last brought up to date at.
 	openGen int64
-	// openMu serialises bringing the still-open marker lists up to date (queries hold mu only for reading).
+	// openMu serializes bringing the still-open marker lists up to date (queries hold mu only for reading).
 	openMu sync.Mutex
 }
 

@@ -38,8 +38,10 @@ func (s *Store) Phases(t0, t1 float64, sel []*Lane) *PhasesResult {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	s.phases.refreshOpenLocked()
-	q := &phaseQuery{t0: t0, t1: t1, sel: sel, edge: s.edge,
-		out: &PhasesResult{Names: []string{}, Lanes: make([]*PhaseLane, 0, len(sel))}}
+	q := &phaseQuery{
+		t0: t0, t1: t1, sel: sel, edge: s.edge,
+		out: &PhasesResult{Names: []string{}, Lanes: make([]*PhaseLane, 0, len(sel))},
+	}
 	for _, h := range s.phases.files.Overlapping(t0, t1, phaseReach, phaseReach) {
 		q.blocks = append(q.blocks, s.phases.blocks[h])
 	}

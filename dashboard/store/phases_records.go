@@ -68,7 +68,7 @@ func (s *Store) AllPhases() (recs []PhaseRecord, edge float64) {
 	return recs, s.edge
 }
 
-// RunInfo is what the advisory needs from meta.json and the lane catalogue.
+// RunInfo is what the advisory needs from meta.json and the lane catalog.
 type RunInfo struct {
 	Layout   string // otelcol-miles | miles-v1
 	StartTS  float64

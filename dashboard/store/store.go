@@ -222,7 +222,7 @@ func (s *Store) Follow(interval time.Duration, stop <-chan struct{}) {
 	}
 }
 
-// Subscribe returns a channel that is signalled when data grew or meta changed; Unsubscribe releases it.
+// Subscribe returns a channel that is signaled when data grew or meta changed; Unsubscribe releases it.
 func (s *Store) Subscribe() chan struct{} {
 	c := make(chan struct{}, 1)
 	s.mu.Lock()

@@ -49,8 +49,8 @@ func v2Run(t *testing.T) string {
 	write(t, dir, "dashboard/meta.json", `{"schema_version":2,"writer":"otelcol-miles","run_name":"r","start_ts":`+fmt.Sprint(h0)+`}`)
 	write(t, dir, "dashboard/lane_catalog.json", `{"version":2,"lanes":{"n1:0":{"uuid":"GPU-a","ranks":[0],"engine_addrs":["http://e0"],"roles":["rollout","train"]},"n1:1":{"ranks":[1],"engine_addrs":[],"roles":["train"]}}}`)
 	var b strings.Builder
-	for i := 0; i < 3600; i++ {
-		for g := 0; g < 2; g++ {
+	for i := range 3600 {
+		for g := range 2 {
 			u := 50.0
 			if i == 1234 && g == 1 {
 				u = 100 // a one-second spike that must survive decimation

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strings"
@@ -123,7 +124,7 @@ func histLine(ts float64, addr, metric, labels string, counts []float64, sum flo
 func engineRun(t *testing.T) string {
 	dir := v2Run(t)
 	var b strings.Builder
-	for i := 0; i < 10; i++ {
+	for i := range 10 {
 		ts := h0 + 100 + float64(i)*2
 		// two dp ranks: running is summed, token_usage averaged
 		b.WriteString(engLine(ts, "http://e0:1", "sglang:num_running_reqs", `"dp_rank":"0","engine_type":"unified"`, 10))
@@ -211,7 +212,7 @@ func TestEngineSeriesFoldDerive(t *testing.T) {
 		kinds[e.Name] = e.Kind
 	}
 	if kinds["sglang:generation_tokens_total"] != "rate" || kinds["sglang:time_to_first_token_seconds"] != "histogram" || kinds["sglang:num_running_reqs"] != "gauge" {
-		t.Fatalf("catalogue %+v", cat)
+		t.Fatalf("catalog %+v", cat)
 	}
 	found := false
 	for _, n := range st.Notices() {
@@ -229,7 +230,7 @@ func TestEngineOverlayFollowsTopology(t *testing.T) {
 		fmt.Sprintf(`{"ts":%g,"engines":[{"addr":"http://e0:1","worker_type":"regular","engine_rank":0,"gpus":[["n1",0]]}]}`+"\n", h0+50)+
 			fmt.Sprintf(`{"ts":%g,"engines":[{"addr":"http://e0:2","worker_type":"regular","engine_rank":0,"gpus":[["n1",0]]}]}`+"\n", h0+110))
 	var b strings.Builder
-	for i := 0; i < 5; i++ {
+	for i := range 5 {
 		b.WriteString(engLine(h0+112+float64(i)*2, "e0:2", "sglang:num_running_reqs", "", 99))
 		b.WriteString(engLine(h0+112+float64(i)*2, "http://n1:7", "sglang:num_running_reqs", "", 5)) // external: host n1
 	}
@@ -318,7 +319,7 @@ func TestAnatomyRowsTilesSort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Anatomy(7, "submit", 0, 0); err != ErrNoStep {
+	if _, err := st.Anatomy(7, "submit", 0, 0); !errors.Is(err, ErrNoStep) {
 		t.Fatalf("unknown step: %v", err)
 	}
 	if _, err := st.Anatomy(2, "bogus", 0, 0); err == nil {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"errors"
 	"slices"
 	"sort"
 
@@ -73,7 +74,7 @@ func (r *topologyReader) loadLocked() bool {
 			r.snapshots = append(r.snapshots, rec)
 			return true
 		})
-		if err == partition.ErrReload {
+		if errors.Is(err, partition.ErrReload) {
 			continue
 		}
 		r.run.report(reports, err)

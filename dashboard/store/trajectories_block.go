@@ -18,8 +18,10 @@ const (
 	ttWeightUpdate
 )
 
-var trajTypes = map[string]uint8{"attempt": ttAttempt, "queue": ttQueue, "generate": ttGenerate, "tool": ttTool,
-	"consume": ttConsume, "step_consume": ttStepConsume, "weight_update": ttWeightUpdate}
+var trajTypes = map[string]uint8{
+	"attempt": ttAttempt, "queue": ttQueue, "generate": ttGenerate, "tool": ttTool,
+	"consume": ttConsume, "step_consume": ttStepConsume, "weight_update": ttWeightUpdate,
+}
 
 type traceID [16]byte
 
@@ -58,8 +60,10 @@ type trajRec struct {
 }
 
 func newTrajRec() trajRec {
-	return trajRec{mixed: -1, sample: -1, group: -1, attempt: -1, turn: -1, wv: -1, step: -1, toolCalls: -1,
-		tokIn: -1, tokOut: -1, stale: -1, vmin: -1, vmax: -1, lturns: -1, ltools: -1, queueT: float32(math.NaN())}
+	return trajRec{
+		mixed: -1, sample: -1, group: -1, attempt: -1, turn: -1, wv: -1, step: -1, toolCalls: -1,
+		tokIn: -1, tokOut: -1, stale: -1, vmin: -1, vmax: -1, lturns: -1, ltools: -1, queueT: float32(math.NaN()),
+	}
 }
 
 func numI(val []byte) int32 {
@@ -194,7 +198,7 @@ func decodeTrajObj(obj []byte, in *interner, r *trajRec, links *[]traceID, base 
 			r.step = numI(val)
 		case "links":
 			if links != nil {
-				for _, part := range bytes.Split(bytes.Trim(val, "[] "), []byte{','}) {
+				for part := range bytes.SplitSeq(bytes.Trim(val, "[] "), []byte{','}) {
 					part = bytes.Trim(part, `" `)
 					if len(part) > 0 {
 						*links = append(*links, parseTrace(part))

@@ -79,9 +79,11 @@ func (r *trajectoryReader) indexLocked() {
 					if rec.step < 0 {
 						return
 					}
-					sc := &stepConsume{step: int(rec.step), t0: rec.t0, t1: rec.t1, wv: rec.wv,
+					sc := &stepConsume{
+						step: int(rec.step), t0: rec.t0, t1: rec.t1, wv: rec.wv,
 						links: append([]traceID(nil), links...), hour: h,
-						staleMean: math.NaN(), staleMax: math.NaN(), mixedFrac: math.NaN()}
+						staleMean: math.NaN(), staleMax: math.NaN(), mixedFrac: math.NaN(),
+					}
 					sc.annotate(raw)
 					x.byHour[h] = append(x.byHour[h], sc)
 					if cur := x.steps[sc.step]; cur == nil || sc.t0 >= cur.t0 {
@@ -223,9 +225,11 @@ func (s *Store) LifecycleSteps() []StepSummary {
 	defer s.mu.RUnlock()
 	out := make([]StepSummary, 0, len(s.trajectories.index.steps))
 	for _, sc := range s.trajectories.index.steps {
-		out = append(out, StepSummary{Step: sc.step, T: sc.t0, WV: optI(sc.wv), Batch: max(sc.batch, len(sc.links)),
+		out = append(out, StepSummary{
+			Step: sc.step, T: sc.t0, WV: optI(sc.wv), Batch: max(sc.batch, len(sc.links)),
 			Status: sc.lcStatus, Samples: sc.samples, Known: sc.known, StalenessMean: optF(sc.staleMean),
-			StalenessMax: optF(sc.staleMax), MixedFrac: optF(sc.mixedFrac)})
+			StalenessMax: optF(sc.staleMax), MixedFrac: optF(sc.mixedFrac),
+		})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Step < out[j].Step })
 	return out

@@ -31,8 +31,10 @@ type trajectoryReader struct {
 }
 
 func newTrajectoryReader(run *Store) trajectoryReader {
-	r := trajectoryReader{run: run, indexFiles: partition.NewStream(run.dir, sc.StreamTrajectories),
-		files: partition.NewStream(run.dir, sc.StreamTrajectories), blocks: map[int64]*trajBlock{}}
+	r := trajectoryReader{
+		run: run, indexFiles: partition.NewStream(run.dir, sc.StreamTrajectories),
+		files: partition.NewStream(run.dir, sc.StreamTrajectories), blocks: map[int64]*trajBlock{},
+	}
 	r.strings.init()
 	r.index.init()
 	return r

@@ -47,8 +47,10 @@ func v1Topo(ts float64, engines ...v1Engine) string {
 
 func v1Eng(addr string, rank int, node string) v1Engine {
 	uuid := func(g int) string { return fmt.Sprintf("GPU-%s-%d", strings.ReplaceAll(node, ".", ""), g) }
-	return v1Engine{Addr: addr, WorkerType: "regular", EngineRank: rank,
-		GPUs: [][]any{{node, 0}, {node, 1}}, GPUUUIDs: []string{uuid(0), uuid(1)}}
+	return v1Engine{
+		Addr: addr, WorkerType: "regular", EngineRank: rank,
+		GPUs: [][]any{{node, 0}, {node, 1}}, GPUUUIDs: []string{uuid(0), uuid(1)},
+	}
 }
 
 // v1Phase writes a phase event as miles' PhaseEvent does: name, t0, t1 (-1.0 open), node, gpus, rank, role.
@@ -76,7 +78,7 @@ func v1Run(t *testing.T, catalog bool) string {
 	var gpu, eng, ph, met strings.Builder
 	for ts := h0; ts < v1Hang-1; ts += 10 {
 		for _, node := range []string{"10.0.0.1", "10.0.0.2", "10.0.0.3"} {
-			for g := 0; g < 2; g++ {
+			for g := range 2 {
 				fmt.Fprintf(&gpu, `{"ts":%.3f,"node":%q,"gpu":%d,"util":%d,"mem_mb":%d,"power_w":%d}`+"\n", ts, node, g, 60+g, 40000, 300)
 			}
 		}
@@ -89,7 +91,7 @@ func v1Run(t *testing.T, catalog bool) string {
 		fmt.Fprintf(&eng, `{"ts":%.3f,"addr":%q,"metric":"sglang_num_running_reqs","labels":{},"value":%g}`+"\n", ts, addr, v)
 		fmt.Fprintf(&eng, `{"ts":%.3f,"addr":%q,"metric":"sglang_num_running_reqs","labels":{},"value":3}`+"\n", ts, v1E1)
 	}
-	for k := 0; k < v1Steps; k++ {
+	for k := range v1Steps {
 		s := h0 + 100 + float64(k)*v1StepLen
 		// The rollout manager generates, then both ranks train; miles logs the step's metrics at its end.
 		ph.WriteString(v1Phase("rollout", s, -1, "10.0.0.9", []int{}, -1, "rollout_manager"))
@@ -101,7 +103,7 @@ func v1Run(t *testing.T, catalog bool) string {
 		fmt.Fprintf(&met, `{"ts":%.3f,"step_key":"rollout/step","step":%d,"metrics":{"rollout/step":%d,"rollout/raw_reward":0.5}}`+"\n", s+101, k, k)
 		fmt.Fprintf(&met, `{"ts":%.3f,"step_key":"rollout/step","step":%d,"metrics":{"rollout/step":%d,"perf/step_time":%g}}`+"\n", s+250, k, k, 250.0)
 	}
-	for r := 0; r < 2; r++ {
+	for r := range 2 {
 		ph.WriteString(v1Phase("actor_train", v1Hang, -1, "10.0.0.3", []int{r}, r, "train"))
 	}
 	write(t, dir, "dashboard/gpu_util/"+hourA+".jsonl", gpu.String())
@@ -207,7 +209,7 @@ func TestV1StragglerSteps(t *testing.T) {
 	if len(steps) != v1Steps || steps[-1] != 0 {
 		t.Fatalf("train phases by step %v, want %d steps of 2", steps, v1Steps)
 	}
-	for k := 0; k < v1Steps; k++ {
+	for k := range v1Steps {
 		if steps[k] != 2 {
 			t.Errorf("step %d holds %d train phases, want 2", k, steps[k])
 		}

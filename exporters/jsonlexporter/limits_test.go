@@ -217,7 +217,7 @@ func TestIngestLimits(t *testing.T) {
 func TestLaneCatalogBounded(t *testing.T) {
 	c := newLaneCatalog(t.TempDir())
 	facts := make([]laneFact, 0, maxLanes+10)
-	for i := 0; i < maxLanes+10; i++ {
+	for i := range maxLanes + 10 {
 		facts = append(facts, laneFact{node: "n" + strconv.Itoa(i/8), gpu: int64(i % 8), rank: -1})
 	}
 	if refused := c.fold(facts); refused != 10 || len(c.lanes) != maxLanes {

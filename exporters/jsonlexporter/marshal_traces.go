@@ -73,7 +73,8 @@ func validIDs(span ptrace.Span) bool { return !span.TraceID().IsEmpty() && !span
 // appendPhase encodes a phase span or an open marker (open: t1 is null) checked by checkPhase, and records its
 // lanes.
 func appendPhase(b []byte, r *records, p phaseHead, t0, t1 pcommon.Timestamp, open bool,
-	id pcommon.SpanID, parent pcommon.SpanID) []byte {
+	id, parent pcommon.SpanID,
+) []byte {
 	node, name, rank, role := p.node, p.name, p.rank, p.role
 	o := beginObj(b)
 	o.str("name", name)

@@ -30,10 +30,14 @@ const (
 var (
 	BucketsTTFT = []float64{0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400}
 	BucketsE2E  = []float64{0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10, 20, 40, 60, 80, 100, 200, 400, 600, 1200, 1800, 2400}
-	BucketsITL  = []float64{0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.035, 0.040, 0.060,
-		0.080, 0.100, 0.200, 0.400, 0.600, 0.800, 1.000, 2.000, 4.000, 6.000, 8.000}
-	BucketsQueue = []float64{0.0, 0.1, 0.2, 0.5, 1, 2, 3, 4, 5, 10, 15, 20, 30, 40, 50, 60, 70, 80, 90, 100, 200,
-		300, 400, 500, 600, 700, 800, 900, 1000, 1200, 1400, 1600, 1800, 2000, 2500, 3000}
+	BucketsITL  = []float64{
+		0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.035, 0.040, 0.060,
+		0.080, 0.100, 0.200, 0.400, 0.600, 0.800, 1.000, 2.000, 4.000, 6.000, 8.000,
+	}
+	BucketsQueue = []float64{
+		0.0, 0.1, 0.2, 0.5, 1, 2, 3, 4, 5, 10, 15, 20, 30, 40, 50, 60, 70, 80, 90, 100, 200,
+		300, 400, 500, 600, 700, 800, 900, 1000, 1200, 1400, 1600, 1800, 2000, 2500, 3000,
+	}
 	// BucketsStage are per_stage_req_latency_seconds' bounds: exponential_buckets(start=0.001, width=1.62,
 	// length=30), 1 ms to ~1191 s.
 	BucketsStage = func() []float64 {
@@ -63,7 +67,7 @@ type Config struct {
 	EngineType string // unified (default), prefill or decode
 	TPSize     int    // tensor-parallel size (default 1)
 	DPSize     int    // data-parallel (attention) ranks, one scheduler series each (default 1)
-	PPSize     int    // pipeline stages: every stage's scheduler reports its own series, labelled pp_rank (default 1)
+	PPSize     int    // pipeline stages: every stage's scheduler reports its own series, labeled pp_rank (default 1)
 	// Speculative: speculative decoding on (spec_accept_rate/length report an acceptance; 0 otherwise, as sglang).
 	Speculative bool
 	// MaxTotalNumTokens is the KV pool size per dp rank (default 400000).
@@ -461,8 +465,10 @@ func (e *Engine) Families(at time.Time) []Family {
 			}
 		}
 	}
-	fams := []Family{running, usedTok, usage, thr, queue, cache, maxTok, paused, retracted, util, startup, loadW, cudaGraph,
-		sumSeq, specRate, specLen, retrReqs, retrIn, retrOut}
+	fams := []Family{
+		running, usedTok, usage, thr, queue, cache, maxTok, paused, retracted, util, startup, loadW, cudaGraph,
+		sumSeq, specRate, specLen, retrReqs, retrIn, retrOut,
+	}
 	if e.cfg.EngineType != EngineUnified {
 		switch e.cfg.EngineType {
 		case EnginePrefill:

@@ -375,8 +375,10 @@ func TestPyFloat(t *testing.T) {
 func TestCurrentSglangFamilies(t *testing.T) {
 	t0 := time.Unix(1_760_000_000, 0)
 	e := NewEngine(Config{EngineType: EnginePrefill, DPSize: 2, PPSize: 2, Speculative: true})
-	r := Request{ID: 1, PromptTokens: 100, CompletionTokens: 10, Submit: t0, Start: t0.Add(time.Second),
-		FirstToken: t0.Add(1500 * time.Millisecond), End: t0.Add(3 * time.Second)}
+	r := Request{
+		ID: 1, PromptTokens: 100, CompletionTokens: 10, Submit: t0, Start: t0.Add(time.Second),
+		FirstToken: t0.Add(1500 * time.Millisecond), End: t0.Add(3 * time.Second),
+	}
 	e.Begin(r)
 	e.Retract(0, 2, 300, 40)
 	e.FailTransfer(0, true)

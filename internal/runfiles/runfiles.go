@@ -162,10 +162,10 @@ func EachLine(r io.Reader, fn func(line []byte, off int64) error) (consumed int6
 	br := bufio.NewReaderSize(r, 256<<10)
 	for {
 		line, err := br.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
+		if errors.Is(err, bufio.ErrBufferFull) {
 			// A line longer than the buffer: assemble it.
 			long := append([]byte(nil), line...)
-			for err == bufio.ErrBufferFull {
+			for errors.Is(err, bufio.ErrBufferFull) {
 				line, err = br.ReadSlice('\n')
 				long = append(long, line...)
 			}

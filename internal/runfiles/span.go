@@ -96,7 +96,7 @@ func WidenSpan(old, plain []byte) (first, last float64, ok bool) {
 func SpanOfLines(plain []byte) (first, last float64, ok bool) {
 	first, last = math.Inf(1), math.Inf(-1)
 	scan := func(chunk []byte) {
-		for _, line := range bytes.Split(chunk, []byte{'\n'}) {
+		for line := range bytes.SplitSeq(chunk, []byte{'\n'}) {
 			for _, key := range []string{`"ts":`, `"t":`, `"t0":`, `"t1":`} {
 				i := bytes.Index(line, []byte(key))
 				if i < 0 {

@@ -47,16 +47,20 @@ func TestSglangWhitelist(t *testing.T) {
 		}
 	}
 	re := regexp.MustCompile("^(?:" + SglangMetricsRegex() + ")$")
-	for _, keep := range []string{"sglang:num_paused_reqs", "sglang:cached_tokens_total", "sglang:queue_time_seconds_bucket",
+	for _, keep := range []string{
+		"sglang:num_paused_reqs", "sglang:cached_tokens_total", "sglang:queue_time_seconds_bucket",
 		"sglang:per_stage_req_latency_seconds_count", "sglang:max_total_num_tokens", "sglang:spec_accept_rate",
-		"sglang:num_retracted_requests_total", "sglang:kv_transfer_total_mb"} {
+		"sglang:num_retracted_requests_total", "sglang:kv_transfer_total_mb",
+	} {
 		if !re.MatchString(keep) {
 			t.Errorf("%s not kept", keep)
 		}
 	}
-	for _, drop := range []string{"sglang:time_per_output_token_seconds_bucket", "sglang:utilization", "sglang:is_cuda_graph",
+	for _, drop := range []string{
+		"sglang:time_per_output_token_seconds_bucket", "sglang:utilization", "sglang:is_cuda_graph",
 		"sglang:engine_startup_time", "sglang:num_used_tokens_created", "sglang:queue_time_seconds_created",
-		"sglang:grammar_compilation_time_seconds_sum", "sglang:num_retractions_bucket", "process_cpu_seconds_total"} {
+		"sglang:grammar_compilation_time_seconds_sum", "sglang:num_retractions_bucket", "process_cpu_seconds_total",
+	} {
 		if re.MatchString(drop) {
 			t.Errorf("%s kept", drop)
 		}

@@ -25,7 +25,7 @@ func TestStaleness(t *testing.T) {
 // TestStepConsumeVersion: under the numbering of docs/semconv.md §3 a synchronous step k generates and consumes
 // at version k+1, so its samples read staleness 0.
 func TestStepConsumeVersion(t *testing.T) {
-	for k := int64(0); k < 5; k++ {
+	for k := range int64(5) {
 		if s, ok := Staleness(StepConsumeVersion(k), k+1, k+1); !ok || s != 0 {
 			t.Fatalf("step %d on-policy: staleness %d, %v", k, s, ok)
 		}

@@ -204,10 +204,10 @@ type stepResult struct {
 
 // status is known when every consumed sample's staleness is known, unknown when none is, partial otherwise.
 func (s stepResult) status() string {
-	switch {
-	case s.known == 0:
+	switch s.known {
+	case 0:
 		return sc.LifecycleStatusUnknown
-	case s.known == s.samples:
+	case s.samples:
 		return sc.LifecycleStatusKnown
 	default:
 		return sc.LifecycleStatusPartial

@@ -215,7 +215,7 @@ func (p *pickler) int(x int64) {
 	default: // LONG1: minimal little-endian two's complement
 		var le []byte
 		u := uint64(x)
-		for i := 0; i < 8; i++ {
+		for i := range 8 {
 			le = append(le, byte(u>>(8*i)))
 		}
 		for len(le) > 1 {

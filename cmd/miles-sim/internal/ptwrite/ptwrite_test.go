@@ -119,8 +119,10 @@ func TestRoundTripThroughDashboardReader(t *testing.T) {
 }
 
 func TestIntEncodings(t *testing.T) {
-	for _, x := range []int64{0, 255, 256, 65535, 65536, -1, math.MinInt32, math.MaxInt32, 1 << 31, -(1 << 31) - 1,
-		math.MaxInt64, math.MinInt64, 128, -128, 1 << 40} {
+	for _, x := range []int64{
+		0, 255, 256, 65535, 65536, -1, math.MinInt32, math.MaxInt32, 1 << 31, -(1 << 31) - 1,
+		math.MaxInt64, math.MinInt64, 128, -128, 1 << 40,
+	} {
 		b, _, err := Pickle(x)
 		if err != nil {
 			t.Fatal(err)

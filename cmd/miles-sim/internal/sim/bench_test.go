@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"io"
@@ -86,8 +87,10 @@ func TestFastForwardSendsEverything(t *testing.T) {
 func TestGPUTemplateMatchesPdata(t *testing.T) {
 	topo := NewTopology(Config{Mode: ModeColocate, Nodes: 2, GPUsPerNode: 8, GPUsPerEngine: 2, Seed: 5})
 	n := newNVML(topo, time.Unix(1_790_000_000, 0))
-	s := GPUSample{Util: 0.97, MemUtil: 0.31, SMAct: 0.64, SMOcc: 0.35, Tensor: 0.46, DRAM: 0.3, MemUsed: 75 << 30, Power: 612.5,
-		Temp: 66, Energy: 4.3e8, PCIeRx: 1 << 40, PCIeTx: 3 << 38, NVRx: 5 << 41, NVTx: 5 << 41, ECCCorr: 2, SMClock: 1980, MemClock: 3201, Reasons: 4}
+	s := GPUSample{
+		Util: 0.97, MemUtil: 0.31, SMAct: 0.64, SMOcc: 0.35, Tensor: 0.46, DRAM: 0.3, MemUsed: 75 << 30, Power: 612.5,
+		Temp: 66, Energy: 4.3e8, PCIeRx: 1 << 40, PCIeTx: 3 << 38, NVRx: 5 << 41, NVTx: 5 << 41, ECCCorr: 2, SMClock: 1980, MemClock: 3201, Reasons: 4,
+	}
 	at := time.Unix(1_790_000_123, 456_000_000)
 	for _, desc := range []bool{false, true} {
 		tp, err := newGPUTemplate(n, 1, 5, desc)
@@ -107,7 +110,7 @@ func TestGPUTemplateMatchesPdata(t *testing.T) {
 		var m pmetric.JSONMarshaler
 		got, _ := m.MarshalMetrics(req.Metrics())
 		want, _ := m.MarshalMetrics(b.mets)
-		if string(got) != string(want) {
+		if !bytes.Equal(got, want) {
 			t.Fatalf("descriptions=%v: template encoding differs from pdata\n got %s\nwant %s", desc, got, want)
 		}
 		if req.Metrics().DataPointCount() != 2*gpuPoints {
@@ -144,10 +147,12 @@ func TestEngineTemplateMatchesPdata(t *testing.T) {
 			t.Fatal(err)
 		}
 		// Load the engine: the template, made from the idle shape, must encode the loaded state exactly.
-		for i := 0; i < 5; i++ {
+		for i := range 5 {
 			e.Arrive(i % 2)
-			e.Begin(fakesglang.Request{ID: uint64(i), DPRank: i % 2, PromptTokens: 900, CachedTokens: 300, CompletionTokens: 700,
-				Submit: start, Start: start.Add(time.Second), FirstToken: start.Add(2 * time.Second), End: start.Add(time.Duration(20+i) * time.Second)})
+			e.Begin(fakesglang.Request{
+				ID: uint64(i), DPRank: i % 2, PromptTokens: 900, CachedTokens: 300, CompletionTokens: 700,
+				Submit: start, Start: start.Add(time.Second), FirstToken: start.Add(2 * time.Second), End: start.Add(time.Duration(20+i) * time.Second),
+			})
 		}
 		e.Finish(1, 1, start.Add(21*time.Second), false)
 		at := start.Add(15 * time.Second)
@@ -162,7 +167,7 @@ func TestEngineTemplateMatchesPdata(t *testing.T) {
 		var m pmetric.JSONMarshaler
 		got, _ := m.MarshalMetrics(req.Metrics())
 		want, _ := m.MarshalMetrics(b.mets)
-		if string(got) != string(want) {
+		if !bytes.Equal(got, want) {
 			t.Fatalf("%s: template encoding differs from pdata\n got %s\nwant %s", typ, got, want)
 		}
 		if n != b.nPoints || req.Metrics().DataPointCount() != n {

@@ -228,8 +228,10 @@ func (d *Generator) start() {
 func (d *Generator) weightUpdate(u0, u1 float64, step int) {
 	d.version++
 	d.g.updates = append(d.g.updates, u1)
-	sp := &Span{Name: sc.SpanNameWeightUpdate, Type: sc.SpanTypeWeightUpdate, Proc: d.topo.Train[0], T0: u0, T1: u1,
-		Trace: d.ids.trace(), ID: d.ids.span(), Has: hasWV, WV: d.version}
+	sp := &Span{
+		Name: sc.SpanNameWeightUpdate, Type: sc.SpanTypeWeightUpdate, Proc: d.topo.Train[0], T0: u0, T1: u1,
+		Trace: d.ids.trace(), ID: d.ids.span(), Has: hasWV, WV: d.version,
+	}
 	if step >= 0 {
 		sp.Has |= hasStep
 		sp.Step = step
@@ -409,14 +411,18 @@ func (d *Generator) train(k int, c float64, groups []*groupRec, rollTime float64
 		samples = append(samples, gr.samples...)
 	}
 	p0 := d.topo.Train[0]
-	stepSpan := &Span{Name: sc.SpanNameStepConsume, Type: sc.SpanTypeStepConsume, Proc: p0, T0: c, T1: c + 0.05,
-		Trace: d.ids.trace(), ID: d.ids.span(), Has: hasStep | hasBatch | hasWV, Step: k, Batch: len(samples), WV: d.version}
+	stepSpan := &Span{
+		Name: sc.SpanNameStepConsume, Type: sc.SpanTypeStepConsume, Proc: p0, T0: c, T1: c + 0.05,
+		Trace: d.ids.trace(), ID: d.ids.span(), Has: hasStep | hasBatch | hasWV, Step: k, Batch: len(samples), WV: d.version,
+	}
 	for _, s := range samples {
 		stepSpan.Links = append(stepSpan.Links, s.trace)
 		stepSpan.LinkSpans = append(stepSpan.LinkSpans, s.id)
-		d.o.push(Event{T: c + 0.01, Kind: EvSpan, Span: &Span{Name: sc.SpanNameConsume, Type: sc.SpanTypeConsume, Proc: p0,
+		d.o.push(Event{T: c + 0.01, Kind: EvSpan, Span: &Span{
+			Name: sc.SpanNameConsume, Type: sc.SpanTypeConsume, Proc: p0,
 			T0: c, T1: c + 0.01, Trace: s.trace, ID: d.ids.span(), Parent: s.id, Has: hasSample | hasWV | hasStep,
-			Sample: s.index, Group: s.group, Attempt: s.attempt, WV: d.version, Step: k}})
+			Sample: s.index, Group: s.group, Attempt: s.attempt, WV: d.version, Step: k,
+		}})
 	}
 	d.o.push(Event{T: c + 0.05, Kind: EvSpan, Span: stepSpan})
 	d.Stats.Samples += len(samples)
@@ -609,7 +615,9 @@ func (d *Generator) evalMetrics(t float64, k int) {
 	}
 	d.logMetrics(t, d.topo.Manager, "eval/step", k, m)
 	if d.cfg.Dumps { // miles dumps the eval batch as rollout_data/eval_<step>.pt
-		d.o.push(Event{T: t + 0.02, Kind: EvDumpEval, Dump: &StepDump{Step: k, Eval: true, Version: d.version,
-			EvalScore: m["eval/aime/score"], EvalLength: m["eval/aime/response_length/mean"]}})
+		d.o.push(Event{T: t + 0.02, Kind: EvDumpEval, Dump: &StepDump{
+			Step: k, Eval: true, Version: d.version,
+			EvalScore: m["eval/aime/score"], EvalLength: m["eval/aime/response_length/mean"],
+		}})
 	}
 }

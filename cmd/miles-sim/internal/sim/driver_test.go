@@ -88,10 +88,12 @@ type tally struct {
 	ranksWithTrainWait map[int]bool
 }
 
-func analyse(evs []Event) *tally {
-	tl := &tally{opens: map[SpanID]*Phase{}, closes: map[SpanID]*Phase{}, spans: map[string]int{}, versionsBySample: map[int]map[int]bool{},
+func analyze(evs []Event) *tally {
+	tl := &tally{
+		opens: map[SpanID]*Phase{}, closes: map[SpanID]*Phase{}, spans: map[string]int{}, versionsBySample: map[int]map[int]bool{},
 		steps: map[string]int{}, engineOps: map[EngineOp]int{}, consumeVersion: map[int]int{}, genVersionsByStep: map[int]map[int]bool{},
-		phaseNames: map[string]bool{}, ranksWithTrainWait: map[int]bool{}}
+		phaseNames: map[string]bool{}, ranksWithTrainWait: map[int]bool{},
+	}
 	sampleStep := map[int]int{}
 	for _, e := range evs {
 		switch e.Kind {
@@ -158,7 +160,7 @@ func analyse(evs []Event) *tally {
 
 func TestColocateSchedule(t *testing.T) {
 	evs, g := collect(t, Config{Mode: ModeColocate, Nodes: 2, Steps: 3, Seed: 1, RestartStep: 1, MaxTurns: 3})
-	tl := analyse(evs)
+	tl := analyze(evs)
 	topo := g.Topology()
 	if len(topo.Train) != 16 || len(topo.Engines) != 8 {
 		t.Fatalf("2 nodes colocate: %d ranks, %d engines", len(topo.Train), len(topo.Engines))
@@ -176,7 +178,7 @@ func TestColocateSchedule(t *testing.T) {
 		t.Errorf("metrics logs %v", tl.steps)
 	}
 	// Synchronous: step k generates and is consumed with version k+1 (staleness 0).
-	for k := 0; k < 3; k++ {
+	for k := range 3 {
 		if tl.consumeVersion[k] != k+1 {
 			t.Errorf("step %d consumed at version %d", k, tl.consumeVersion[k])
 		}
@@ -225,7 +227,7 @@ func checkRestart(t *testing.T, tl *tally) {
 
 func TestAsyncSchedule(t *testing.T) {
 	evs, g := collect(t, Config{Mode: ModeAsync, Nodes: 2, Steps: 6, Seed: 3, RestartStep: 2, MaxTurns: 4})
-	tl := analyse(evs)
+	tl := analyze(evs)
 	topo := g.Topology()
 	// Disjoint: node 0 trains, node 1 serves.
 	for _, p := range topo.Train {

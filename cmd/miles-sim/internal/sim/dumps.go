@@ -50,8 +50,10 @@ func newStepDump(k, version int, groups []*groupRec, ent, lpDiff, rollTime float
 	sd := &StepDump{Step: k, Version: version, Entropy: ent, LogprobDiff: lpDiff, RolloutTime: rollTime}
 	for _, gr := range groups {
 		for _, s := range gr.samples {
-			sd.Samples = append(sd.Samples, DumpSample{Index: s.index, Group: s.group, Status: s.status, Reward: s.reward,
-				Prompt: s.promptBase, Turns: append([]turnSeg(nil), s.segs...)})
+			sd.Samples = append(sd.Samples, DumpSample{
+				Index: s.index, Group: s.group, Status: s.status, Reward: s.reward,
+				Prompt: s.promptBase, Turns: append([]turnSeg(nil), s.segs...),
+			})
 		}
 	}
 	return sd
@@ -101,8 +103,10 @@ func NewDumper(opts DumpOptions, seed int64, trainRanks int, log io.Writer) (*Du
 	if log == nil {
 		log = io.Discard
 	}
-	w := &Dumper{opts: opts, seed: uint64(seed), ranks: trainRanks, dp: trainRanks / (opts.TP * opts.CP), voc: newVocab(),
-		pending: map[int]*dumpStep{}, log: log}
+	w := &Dumper{
+		opts: opts, seed: uint64(seed), ranks: trainRanks, dp: trainRanks / (opts.TP * opts.CP), voc: newVocab(),
+		pending: map[int]*dumpStep{}, log: log,
+	}
 	for _, d := range []string{"rollout_data", "train_data", "trajectory"} {
 		if err := os.MkdirAll(filepath.Join(opts.Dir, d), 0o755); err != nil {
 			return nil, err
@@ -164,8 +168,10 @@ func (w *Dumper) Rollout(sd *StepDump) error {
 	var side bytes.Buffer
 	samples := make([]any, len(st.samples))
 	for i, s := range st.samples {
-		row, err := marshalJSON(map[string]any{"sample_index": s.src.Index, "group_index": s.src.Group,
-			"status": s.src.Status, "reward": s.src.Reward, "prompt": s.prompt, "messages": s.messages}, "")
+		row, err := marshalJSON(map[string]any{
+			"sample_index": s.src.Index, "group_index": s.src.Group,
+			"status": s.src.Status, "reward": s.src.Reward, "prompt": s.prompt, "messages": s.messages,
+		}, "")
 		if err != nil {
 			return err
 		}
@@ -200,7 +206,7 @@ func evalSamples(r *rand.Rand, sd *StepDump) *StepDump {
 	out := *sd
 	out.Samples = nil
 	solved := int(math.Round(sd.EvalScore * evalAttempts))
-	for i := 0; i < evalAttempts; i++ {
+	for i := range evalAttempts {
 		st, reward := "completed", 0.0
 		if i < solved {
 			reward = 1
@@ -210,8 +216,10 @@ func evalSamples(r *rand.Rand, sd *StepDump) *StepDump {
 			comp, st = 8192, "truncated"
 		}
 		prompt := 120 + r.IntN(300)
-		out.Samples = append(out.Samples, DumpSample{Index: i, Group: i, Status: st, Reward: reward, Prompt: prompt,
-			Turns: []turnSeg{{prompt: prompt, completion: comp, version: sd.Version, finish: "stop"}}})
+		out.Samples = append(out.Samples, DumpSample{
+			Index: i, Group: i, Status: st, Reward: reward, Prompt: prompt,
+			Turns: []turnSeg{{prompt: prompt, completion: comp, version: sd.Version, finish: "stop"}},
+		})
 	}
 	r.Shuffle(len(out.Samples), func(a, b int) {
 		out.Samples[a].Reward, out.Samples[b].Reward = out.Samples[b].Reward, out.Samples[a].Reward
@@ -497,7 +505,7 @@ func cpRanges(total, resp, cp int) [][][2]int {
 	cs := (total + 2*cp - 1) / (2 * cp)
 	p1 := total - resp - 1
 	out := make([][][2]int, cp)
-	for r := 0; r < cp; r++ {
+	for r := range cp {
 		for _, c := range [2][2]int{{r * cs, (r + 1) * cs}, {(2*cp - r - 1) * cs, (2*cp - r) * cs}} {
 			s, e := max(c[0], p1), min(c[1], total-1)
 			if s < e {
@@ -540,14 +548,14 @@ func (w *Dumper) Train(sd *StepDump) error {
 		}
 	}()
 	var finals []string
-	for d := 0; d < dp; d++ {
+	for d := range dp {
 		var rows []int
 		for i := d; i < len(st.samples); i += dp {
 			rows = append(rows, i)
 		}
-		for c := 0; c < cp; c++ {
+		for c := range cp {
 			rd := w.shardData(st, full, rows, c, rawReward)
-			for t := 0; t < tp; t++ {
+			for t := range tp {
 				rank := t + tp*(c+cp*d)
 				obj := ptwrite.NewDict("rollout_id", sd.Step, "rank", rank, "rollout_data", rd, "cp_rank", c,
 					"cp_size", cp, "qkv_format", "thd")
@@ -624,7 +632,7 @@ func (w *Dumper) trainValues(r *rand.Rand, st *dumpStep) []map[string][]float32 
 		// step's train/entropy within a few per cent
 		ent := make([]float64, R)
 		wsum := 0.0
-		for k := 0; k < R; k++ {
+		for k := range R {
 			if s.mask[k] == 1 {
 				ent[k] = 0.4*r.ExpFloat64() + 0.6*math.Min(5, -s.rlp[k]/negMean)
 				wsum += ent[k]
@@ -636,7 +644,7 @@ func (w *Dumper) trainValues(r *rand.Rand, st *dumpStep) []map[string][]float32 
 		if nGen > 0 && wsum > 0 {
 			scale /= wsum / float64(nGen)
 		}
-		for k := 0; k < R; k++ {
+		for k := range R {
 			var lp float64
 			if s.mask[k] == 1 {
 				lp = math.Min(0, s.rlp[k]+sigma*r.NormFloat64())

@@ -79,8 +79,10 @@ func simulateDumps(t *testing.T, cfg Config, opts DumpOptions) (*Generator, *Dum
 // rewards and per-turn weight versions, a CP×TP train layout whose slices reassemble to the full fields.
 func TestDumpsRoundTripThroughDashboardReader(t *testing.T) {
 	dir := t.TempDir()
-	cfg := Config{Mode: ModeColocate, Nodes: 1, Steps: 3, Seed: 7, RolloutBatchSize: 4, MaxTurns: 3, EvalInterval: 0,
-		RestartStep: -1}
+	cfg := Config{
+		Mode: ModeColocate, Nodes: 1, Steps: 3, Seed: 7, RolloutBatchSize: 4, MaxTurns: 3, EvalInterval: 0,
+		RestartStep: -1,
+	}
 	g, w, versions, status, steps := simulateDumps(t, cfg, DumpOptions{Dir: dir, MaxTokens: 512, TP: 2, CP: 2})
 	if len(steps) != 3 || w.Steps != 3 {
 		t.Fatalf("%d steps dumped, want 3", len(steps))
@@ -365,8 +367,10 @@ func TestRunWritesDumps(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rep, err := Run(context.Background(), g, Options{Endpoint: srv.URL, FastForward: ff, Speed: 4000, RunDir: dir,
-			Start: time.Unix(1_790_000_000, 0), Dumper: w})
+		rep, err := Run(context.Background(), g, Options{
+			Endpoint: srv.URL, FastForward: ff, Speed: 4000, RunDir: dir,
+			Start: time.Unix(1_790_000_000, 0), Dumper: w,
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -386,8 +390,10 @@ func TestRunWritesDumps(t *testing.T) {
 // eval/aime/score says.
 func TestDumpsEval(t *testing.T) {
 	dir := t.TempDir()
-	_, _, _, _, steps := simulateDumps(t, Config{Mode: ModeColocate, Nodes: 1, Steps: 3, Seed: 4, RolloutBatchSize: 2,
-		EvalInterval: 2, RestartStep: -1}, DumpOptions{Dir: dir, TP: 2, CP: 2})
+	_, _, _, _, steps := simulateDumps(t, Config{
+		Mode: ModeColocate, Nodes: 1, Steps: 3, Seed: 4, RolloutBatchSize: 2,
+		EvalInterval: 2, RestartStep: -1,
+	}, DumpOptions{Dir: dir, TP: 2, CP: 2})
 	var ev *StepDump
 	for _, sd := range steps {
 		if sd.Eval {

@@ -74,7 +74,8 @@ func fnum(name, v string, lo, hi float64) (float64, error) {
 }
 
 var faultSpecs = []faultSpec{
-	{name: "stall", step: "the step whose rollout hangs (default 3)", value: "how long the run keeps reporting after the hang (Go duration, simulated)", def: "1h",
+	{
+		name: "stall", step: "the step whose rollout hangs (default 3)", value: "how long the run keeps reporting after the hang (Go duration, simulated)", def: "1h",
 		help: "the rollout manager hangs mid-rollout: engines drain and idle, train_wait and rollout stay open (A1 stall watchdog)",
 		apply: func(f *Faults, step int, has bool, v string) error {
 			if !has {
@@ -86,15 +87,19 @@ var faultSpecs = []faultSpec{
 			}
 			f.Stall, f.StallStep, f.StallHold = true, step, d.Seconds()
 			return nil
-		}},
-	{name: "abort-storm", step: "first step with aborts (default 0)", value: "fraction of requests aborted", def: "0.3",
+		},
+	},
+	{
+		name: "abort-storm", step: "first step with aborts (default 0)", value: "fraction of requests aborted", def: "0.3",
 		help: "requests time out client-side and are aborted, samples retried (sglang:num_aborted_requests_total; A2 abort storm)",
 		apply: func(f *Faults, step int, _ bool, v string) error {
 			x, err := fnum("abort-storm", v, 0, 1)
 			f.AbortStep, f.AbortRate = step, x
 			return err
-		}},
-	{name: "kv-pressure", value: "KV pool tokens per engine", def: "40000",
+		},
+	},
+	{
+		name: "kv-pressure", value: "KV pool tokens per engine", def: "40000",
 		help: "KV pool too small for the request cap: token usage pegged, queue grows, concurrency far below the cap (A3 KV-bound; A4 high KV usage when the cap is unknown); use --mode async",
 		apply: func(f *Faults, _ int, _ bool, v string) error {
 			n, err := strconv.Atoi(v)
@@ -103,29 +108,37 @@ var faultSpecs = []faultSpec{
 			}
 			f.KVPool = n
 			return nil
-		}},
-	{name: "low-mfu", value: "perf/actor_train_mfu level", def: "0.08",
+		},
+	},
+	{
+		name: "low-mfu", value: "perf/actor_train_mfu level", def: "0.08",
 		help: "the training step computes slowly (perf/actor_train_mfu, perf/actor_train_tflops; T1 low MFU)",
 		apply: func(f *Faults, _ int, _ bool, v string) error {
 			x, err := fnum("low-mfu", v, 0, 1)
 			f.MFU = x
 			return err
-		}},
-	{name: "low-cache-hit", value: "prefix-cache hit fraction", def: "0.03",
+		},
+	},
+	{
+		name: "low-cache-hit", value: "prefix-cache hit fraction", def: "0.03",
 		help: "the prefix cache hardly hits (sglang:cache_hit_rate; T3 low prefix-cache hit, non-colocated runs only)",
 		apply: func(f *Faults, _ int, _ bool, v string) error {
 			x, err := fnum("low-cache-hit", v, 0, 1)
 			f.CacheHit = x
 			return err
-		}},
-	{name: "dp-imbalance", value: "fraction of requests on dp rank 0", def: "0.9",
+		},
+	},
+	{
+		name: "dp-imbalance", value: "fraction of requests on dp rank 0", def: "0.9",
 		help: "engines run 2 dp attention ranks and a non-dp-aware router piles requests onto dp rank 0 (T4 dp-rank imbalance)",
 		apply: func(f *Faults, _ int, _ bool, v string) error {
 			x, err := fnum("dp-imbalance", v, 0.5, 1)
 			f.DPImbalance = x
 			return err
-		}},
-	{name: "lp-drift", step: "first drifting step (default 2)", value: "growth factor per step", def: "1.5",
+		},
+	},
+	{
+		name: "lp-drift", step: "first drifting step (default 2)", value: "growth factor per step", def: "1.5",
 		help: "train/logprob_abs_diff grows step after step (D1 log-prob drift)",
 		apply: func(f *Faults, step int, has bool, v string) error {
 			if !has {
@@ -134,15 +147,19 @@ var faultSpecs = []faultSpec{
 			x, err := fnum("lp-drift", v, 1, 100)
 			f.DriftStep, f.DriftGrowth = step, x
 			return err
-		}},
-	{name: "truncation", value: "fraction of requests that hit the response-length cap", def: "0.4",
+		},
+	},
+	{
+		name: "truncation", value: "fraction of requests that hit the response-length cap", def: "0.4",
 		help: "responses run into the length cap and end their samples truncated (A6 truncation)",
 		apply: func(f *Faults, _ int, _ bool, v string) error {
 			x, err := fnum("truncation", v, 0, 1)
 			f.Truncation = x
 			return err
-		}},
-	{name: "straggler-rank", value: "train rank", def: "",
+		},
+	},
+	{
+		name: "straggler-rank", value: "train rank", def: "",
 		help: "one train rank runs every phase 1.3x as long (S1 straggler rank)",
 		apply: func(f *Faults, _ int, _ bool, v string) error {
 			n, err := strconv.Atoi(v)
@@ -151,8 +168,10 @@ var faultSpecs = []faultSpec{
 			}
 			f.StragglerRank, f.StragglerFactor = n, 1.3
 			return nil
-		}},
-	{name: "straggler-engine", value: "engine rank", def: "",
+		},
+	},
+	{
+		name: "straggler-engine", value: "engine rank", def: "",
 		help: "one engine decodes at 0.4x speed (S2 straggler engine; needs two engines or more)",
 		apply: func(f *Faults, _ int, _ bool, v string) error {
 			n, err := strconv.Atoi(v)
@@ -161,7 +180,8 @@ var faultSpecs = []faultSpec{
 			}
 			f.SlowEngine, f.StragglerEngine = true, n
 			return nil
-		}},
+		},
+	},
 }
 
 // FaultHelp describes the --fault grammar and every fault, for the command's help.
@@ -189,7 +209,7 @@ func FaultHelp() string {
 
 // ParseFaults adds the faults of one --fault argument to f.
 func ParseFaults(f *Faults, arg string) error {
-	for _, item := range strings.Split(arg, ",") {
+	for item := range strings.SplitSeq(arg, ",") {
 		item = strings.TrimSpace(item)
 		if item == "" {
 			continue

@@ -136,7 +136,7 @@ func TestFaultAbortStorm(t *testing.T) {
 				}
 			}
 		}
-		return
+		return fin, ab
 	}
 	f0, a0 := count(base)
 	f1, a1 := count(evs)

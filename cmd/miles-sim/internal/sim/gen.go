@@ -212,8 +212,10 @@ func (g *gen) onSubmit(s *sampleRun, t float64) {
 }
 
 func (g *gen) span(s *sampleRun, name, typ string, t0, t1 float64) *Span {
-	return &Span{Name: name, Type: typ, Proc: g.topo.Manager, T0: t0, T1: t1, Trace: s.trace, ID: g.ids.span(), Parent: s.id,
-		Has: hasSample, Sample: s.index, Group: s.group, Attempt: s.attempt}
+	return &Span{
+		Name: name, Type: typ, Proc: g.topo.Manager, T0: t0, T1: t1, Trace: s.trace, ID: g.ids.span(), Parent: s.id,
+		Has: hasSample, Sample: s.index, Group: s.group, Attempt: s.attempt,
+	}
 }
 
 func (g *gen) acquire(s *sampleRun, t float64) {
@@ -430,7 +432,7 @@ func (g *gen) onTurnEnd(s *sampleRun, t float64) {
 		sp := g.span(s, sc.SpanNameTool, sc.SpanTypeTool, t, t+dur)
 		sp.Has |= hasTurn | hasTools
 		sp.Turn, sp.ToolCalls = s.turn, calls
-		for i := 0; i < calls; i++ {
+		for range calls {
 			sp.Tools = append(sp.Tools, toolNames[g.r.IntN(len(toolNames))])
 		}
 		seg.tools, seg.toolTime = sp.Tools, dur
@@ -449,8 +451,10 @@ func (g *gen) onTurnEnd(s *sampleRun, t float64) {
 
 func (g *gen) attemptEnd(s *sampleRun, t float64, status string) {
 	s.status, s.end, s.req = status, t, nil
-	sp := &Span{Name: sc.SpanNameAttempt, Type: sc.SpanTypeAttempt, Proc: g.topo.Manager, T0: s.submit, T1: t, Trace: s.trace,
-		ID: s.id, Has: hasSample | hasStatus, Sample: s.index, Group: s.group, Attempt: s.attempt, Status: status}
+	sp := &Span{
+		Name: sc.SpanNameAttempt, Type: sc.SpanTypeAttempt, Proc: g.topo.Manager, T0: s.submit, T1: t, Trace: s.trace,
+		ID: s.id, Has: hasSample | hasStatus, Sample: s.index, Group: s.group, Attempt: s.attempt, Status: status,
+	}
 	g.o.push(Event{T: t, Kind: EvSpan, Span: sp})
 	if len(g.waiting) > 0 {
 		w := g.waiting[0]

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 )
 
 // GPUSample is one NVML reading of one device (the fields the NVML receiver reports, docs/semconv.md §6).
@@ -83,8 +84,8 @@ func (m *gpuModel) onPhase(p *Phase, open bool) {
 		m.stack[r] = append(st, p)
 		m.started[r] = true
 	} else {
-		for i := len(st) - 1; i >= 0; i-- {
-			if st[i] == p {
+		for i, s := range slices.Backward(st) {
+			if s == p {
 				m.stack[r] = append(st[:i], st[i+1:]...)
 				break
 			}
@@ -177,7 +178,7 @@ func (m *gpuModel) sample(node, idx int, t, dt float64) (GPUSample, []ProcMem) {
 		} else {
 			pcieRxShare = 0.95
 		}
-	case es != nil && es.alive && !(m.colocate && trainActive):
+	case es != nil && es.alive && (!m.colocate || !trainActive):
 		frac := math.Min(1, float64(es.running)/24)
 		if es.running == 0 {
 			idle = true

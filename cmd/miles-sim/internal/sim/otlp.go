@@ -53,9 +53,11 @@ func newBatch(c Clock, runID string) *batch {
 func (b *batch) resetTraces() {
 	b.traces, b.spanRS, b.nSpans = ptrace.NewTraces(), map[*Process]ptrace.SpanSlice{}, 0
 }
+
 func (b *batch) resetLogs() {
 	b.logs, b.logRS, b.nLogs = plog.NewLogs(), map[*Process]plog.LogRecordSlice{}, 0
 }
+
 func (b *batch) resetMetrics() {
 	b.mets, b.metRS, b.nPoints = pmetric.NewMetrics(), map[*Process]pmetric.MetricSlice{}, 0
 }

@@ -176,7 +176,7 @@ type ids struct{ r *rand.Rand }
 
 func (g ids) trace() (t TraceID) {
 	a, b := g.r.Uint64(), g.r.Uint64()
-	for i := 0; i < 8; i++ {
+	for i := range 8 {
 		t[i], t[8+i] = byte(a>>(8*i)), byte(b>>(8*i))
 	}
 	return t
@@ -184,7 +184,7 @@ func (g ids) trace() (t TraceID) {
 
 func (g ids) span() (s SpanID) {
 	a := g.r.Uint64() | 1
-	for i := 0; i < 8; i++ {
+	for i := range 8 {
 		s[i] = byte(a >> (8 * i))
 	}
 	return s

@@ -44,7 +44,7 @@ type Options struct {
 	Dumper *Dumper
 }
 
-// Report summarises a run.
+// Report summarizes a run.
 type Report struct {
 	Steps                            int
 	SimSeconds                       float64
@@ -346,8 +346,10 @@ func (r *runner) engineEvent(e Event) error {
 		le.eng.Arrive(ev.Req.DP)
 	case OpBegin:
 		q := ev.Req
-		le.eng.Begin(fakesglang.Request{ID: q.ID, DPRank: q.DP, PromptTokens: q.Prompt, CachedTokens: q.Cached, CompletionTokens: q.Completion,
-			Submit: r.clock.At(q.Submit), Start: r.clock.At(q.Start), FirstToken: r.clock.At(q.FirstToken), End: r.clock.At(q.End)})
+		le.eng.Begin(fakesglang.Request{
+			ID: q.ID, DPRank: q.DP, PromptTokens: q.Prompt, CachedTokens: q.Cached, CompletionTokens: q.Completion,
+			Submit: r.clock.At(q.Submit), Start: r.clock.At(q.Start), FirstToken: r.clock.At(q.FirstToken), End: r.clock.At(q.End),
+		})
 	case OpFinish:
 		le.eng.Finish(ev.Req.ID, ev.Req.DP, at, ev.Aborted)
 	case OpPause:
@@ -384,7 +386,7 @@ func (r *runner) engineUp(ref EngineRef, t float64) error {
 			old = r.engs[prev].addr
 		}
 		var ln net.Listener
-		for i := 0; i < 20; i++ { // a restarted engine comes back on a new port
+		for range 20 { // a restarted engine comes back on a new port
 			l, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				return err

@@ -3,6 +3,7 @@ package sim
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -39,9 +40,11 @@ func newSender(ctx context.Context, endpoint string, workers int, giveUp time.Du
 	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
 		base = "http://" + base
 	}
-	s := &sender{base: strings.TrimRight(base, "/"), ctx: ctx, q: make(chan job, 2*workers), giveUp: giveUp,
-		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: workers, DisableCompression: true}}}
-	for i := 0; i < workers; i++ {
+	s := &sender{
+		base: strings.TrimRight(base, "/"), ctx: ctx, q: make(chan job, 2*workers), giveUp: giveUp,
+		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: workers, DisableCompression: true}},
+	}
+	for range workers {
 		s.wg.Add(1)
 		go s.work()
 	}
@@ -94,7 +97,8 @@ func (s *sender) post(j job) {
 			s.bytes.Add(int64(len(j.body)))
 			return
 		}
-		_, perm := err.(permanent)
+		var permanent permanent
+		perm := errors.As(err, &permanent)
 		if perm || s.ctx.Err() != nil || time.Since(start) > s.giveUp {
 			s.failed.Add(1)
 			s.firstErr.CompareAndSwap(nil, fmt.Sprint(err))
@@ -131,7 +135,7 @@ func (s *sender) once(j job) error {
 	switch {
 	case resp.StatusCode < 300:
 		return nil
-	case resp.StatusCode == 429 || resp.StatusCode == 502 || resp.StatusCode == 503 || resp.StatusCode == 504:
+	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusBadGateway || resp.StatusCode == http.StatusServiceUnavailable || resp.StatusCode == http.StatusGatewayTimeout:
 		return fmt.Errorf("%s: %s", resp.Status, msg)
 	default:
 		return permanent{fmt.Errorf("POST %s: %s: %s", j.path, resp.Status, msg)}

@@ -199,8 +199,10 @@ func NewTopology(cfg Config) *Topology {
 	}
 	for r, s := range trainSlots {
 		g := t.GPUs[s.node][s.gpu]
-		p := &Process{Service: "miles-trainer", Host: t.Nodes[s.node], Node: s.node, PID: 21000 + r*7, Role: "train",
-			Rank: r, GPUs: []int{s.gpu}, UUIDs: []string{g.UUID}}
+		p := &Process{
+			Service: "miles-trainer", Host: t.Nodes[s.node], Node: s.node, PID: 21000 + r*7, Role: "train",
+			Rank: r, GPUs: []int{s.gpu}, UUIDs: []string{g.UUID},
+		}
 		t.Train = append(t.Train, p)
 		t.TrainGPU[s.node][s.gpu] = r
 	}

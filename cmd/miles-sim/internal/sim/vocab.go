@@ -76,7 +76,7 @@ func bytesToUnicode() (bs []int, cs []rune) {
 		cs = append(cs, rune(b))
 	}
 	n := 0
-	for b := 0; b < 256; b++ {
+	for b := range 256 {
 		if !in[b] {
 			bs = append(bs, b)
 			cs = append(cs, rune(256+n))
@@ -108,23 +108,32 @@ func newVocab() *vocab {
 		v.caps = append(v.caps, add(strings.ToUpper(w[:1])+w[1:]))
 		v.capsSp = append(v.capsSp, add(" "+strings.ToUpper(w[:1])+w[1:]))
 	}
-	for i := 0; i < 100; i++ {
+	for i := range 100 {
 		v.nums = append(v.nums, add(" "+strconv.Itoa(i)))
 		add(strconv.Itoa(i))
 	}
 	for _, p := range simPunct {
 		v.punct = append(v.punct, add(p))
 	}
-	for _, s := range []string{"system", "user", "assistant", "tool", "You", " are", " helpful", " assistant", ".\n",
-		`{"`, `name`, `":`, ` "`, `",`, `arguments`, `":`, ` {"`, `code`, `query`, `expression`, `"}}`, "print", "(", ")"} {
+	for _, s := range []string{
+		"system", "user", "assistant", "tool", "You", " are", " helpful", " assistant", ".\n",
+		`{"`, `name`, `":`, ` "`, `",`, `arguments`, `":`, ` {"`, `code`, `query`, `expression`, `"}}`, "print", "(", ")",
+	} {
 		add(s)
 	}
 	v.nl = v.byText["\n"]
 	for _, t := range []struct {
 		s       string
 		special bool
-	}{{tokEndOfText, true}, {tokIMStart, true}, {tokIMEnd, true}, {tokThink, false}, {tokThinkEnd, false},
-		{tokToolCall, false}, {tokToolEnd, false}} {
+	}{
+		{tokEndOfText, true},
+		{tokIMStart, true},
+		{tokIMEnd, true},
+		{tokThink, false},
+		{tokThinkEnd, false},
+		{tokToolCall, false},
+		{tokToolEnd, false},
+	} {
 		id := add(t.s)
 		v.added = append(v.added, addedToken{id, t.s, t.special})
 	}
@@ -217,8 +226,10 @@ func (v *vocab) writeTokenizer(dir string) error {
 	var added []map[string]any
 	for _, a := range v.added {
 		isAdded[a.id] = true
-		added = append(added, map[string]any{"id": a.id, "content": a.content, "single_word": false, "lstrip": false,
-			"rstrip": false, "normalized": false, "special": a.special})
+		added = append(added, map[string]any{
+			"id": a.id, "content": a.content, "single_word": false, "lstrip": false,
+			"rstrip": false, "normalized": false, "special": a.special,
+		})
 	}
 	// vocab as an object in id order (json.Marshal of a map would sort the keys)
 	var vb strings.Builder
@@ -245,17 +256,23 @@ func (v *vocab) writeTokenizer(dir string) error {
 		"pre_tokenizer":  map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": true},
 		"post_processor": map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": true},
 		"decoder":        map[string]any{"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": true},
-		"model": map[string]any{"type": "BPE", "dropout": nil, "unk_token": nil, "continuing_subword_prefix": nil,
+		"model": map[string]any{
+			"type": "BPE", "dropout": nil, "unk_token": nil, "continuing_subword_prefix": nil,
 			"end_of_word_suffix": nil, "fuse_unk": false, "byte_fallback": false, "ignore_merges": false,
-			"vocab": json.RawMessage(vb.String()), "merges": []string{}},
+			"vocab": json.RawMessage(vb.String()), "merges": []string{},
+		},
 	}
 	files := map[string]any{
 		"tokenizer.json": tj,
-		"tokenizer_config.json": map[string]any{"tokenizer_class": "Qwen2Tokenizer", "model_max_length": 131072,
+		"tokenizer_config.json": map[string]any{
+			"tokenizer_class": "Qwen2Tokenizer", "model_max_length": 131072,
 			"eos_token": tokIMEnd, "pad_token": tokEndOfText, "bos_token": nil, "clean_up_tokenization_spaces": false,
-			"errors": "replace", "split_special_tokens": false},
-		"special_tokens_map.json": map[string]any{"eos_token": tokIMEnd, "pad_token": tokEndOfText,
-			"additional_special_tokens": []string{tokIMStart, tokIMEnd}},
+			"errors": "replace", "split_special_tokens": false,
+		},
+		"special_tokens_map.json": map[string]any{
+			"eos_token": tokIMEnd, "pad_token": tokEndOfText,
+			"additional_special_tokens": []string{tokIMStart, tokIMEnd},
+		},
 	}
 	for name, obj := range files {
 		b, err := marshalJSON(obj, "  ")

@@ -13,7 +13,7 @@ func TestColumnsRoundTrip(t *testing.T) {
 	var wantT []int64
 	var wantV []float64
 	tm := int64(1_796_219_998_500)
-	for i := 0; i < 5000; i++ {
+	for i := range 5000 {
 		tm += 1000 + int64(r.Intn(3)) - 1
 		var v float64
 		switch i % 6 {
@@ -56,7 +56,7 @@ func TestCountersRoundTrip(t *testing.T) {
 	r := rand.New(rand.NewSource(3))
 	var want []float64
 	bytes, energy := 3.2e13, 4.1e8
-	for i := 0; i < 20000; i++ {
+	for i := range 20000 {
 		rate := 2e6
 		if (i/300)%2 == 1 {
 			rate = 20e9

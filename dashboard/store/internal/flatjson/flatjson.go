@@ -102,9 +102,10 @@ func SkipValue(b []byte, i int) (int, error) {
 	for ; i < len(b); i++ {
 		c := b[i]
 		if inStr {
-			if c == '\\' {
+			switch c {
+			case '\\':
 				i++
-			} else if c == '"' {
+			case '"':
 				inStr = false
 			}
 			continue

@@ -7,7 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 
 	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 )
@@ -97,7 +97,7 @@ func (s *Stream) Hours() []int64 {
 	for h := range s.Parts {
 		out = append(out, h)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	slices.Sort(out)
 	return out
 }
 

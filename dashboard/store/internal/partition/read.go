@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/klauspost/compress/zstd"
+
 	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 )
 

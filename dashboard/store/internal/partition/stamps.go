@@ -2,11 +2,14 @@ package partition
 
 import (
 	"bufio"
+	"errors"
 	"io"
 	"math"
 	"os"
+	"slices"
 
 	"github.com/klauspost/compress/zstd"
+
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/flatjson"
 )
 
@@ -32,7 +35,7 @@ func ScanLastStamp(path string) float64 {
 		if len(tail) > 128<<10 {
 			tail = append(tail[:0], tail[len(tail)-128<<10:]...)
 		}
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
@@ -146,8 +149,8 @@ func LastStampIn(buf []byte) float64 {
 }
 
 func lastIndex(b []byte, c byte) int {
-	for i := len(b) - 1; i >= 0; i-- {
-		if b[i] == c {
+	for i, v := range slices.Backward(b) {
+		if v == c {
 			return i
 		}
 	}
