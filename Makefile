@@ -19,7 +19,8 @@ all: build
 ## build: compile the otelcol-miles distribution from the committed sources in otelcol-miles/
 build:
 	@mkdir -p bin
-	cd otelcol-miles && $(GO) build -o ../$(BIN) .
+	@[ -x $(BIN) ] || echo "building $(BIN): the first build compiles the whole collector distribution (~5 min on 2 cores); packages are listed as they compile"
+	cd otelcol-miles && $(GO) build $(if $(wildcard $(BIN)),,-v) -o ../$(BIN) .
 
 ## generate: regenerate otelcol-miles/ from builder-config.yaml with the pinned ocb
 generate:
