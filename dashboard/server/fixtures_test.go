@@ -3,21 +3,18 @@ package server
 import (
 	"bytes"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/otelcol-miles/otelcol-miles/internal/goldenfile"
 	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 )
 
 // Handwritten run directories and the golden-file helper.
-
-var update = flag.Bool("update", false, "rewrite the golden files in testdata/golden")
 
 // runBuilder writes a handwritten run directory: lines are appended to the hour partition of their time.
 type runBuilder struct {
@@ -195,28 +192,12 @@ func getData(t *testing.T, url string) (int, map[string]any) {
 	return code, d
 }
 
-// golden compares v (JSON) with testdata/golden/name.json; -update rewrites it.
+// golden compares v (JSON) with testdata/golden/name.json; -update (or MILES_UPDATE_GOLDEN=1) rewrites it.
 func golden(t *testing.T, name string, v any) {
 	t.Helper()
 	got, err := json.MarshalIndent(v, "", " ")
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("testdata", "golden", name+".json")
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, append(got, '\n'), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if strings.TrimSpace(string(want)) != strings.TrimSpace(string(got)) {
-		t.Fatalf("%s differs from the golden file (run with -update after checking):\n got: %s\nwant: %s", name, got, want)
-	}
+	goldenfile.Assert(t, filepath.Join("testdata", "golden", name+".json"), append(got, '\n'))
 }
