@@ -573,6 +573,15 @@ test("a run without dumps says so; its first dump appears without a reload", asy
     const d2 = await startDashboard(buildDashboard(), empty, { follow: true, env: { XDG_CACHE_HOME: cacheDir } });
     const p2 = await openPage(browser, d2.url + "#/steps");
     await until(() => p2.page.$eval(".sstepinfo", (e) => /no dumps/.test(e.textContent)).catch(() => false), { what: "no-dumps message" });
+    // It says what is missing and the miles flags that write it, and shows no empty frames or blank step picker.
+    const box = await p2.page.$eval(".snodumps", (e) => ({ text: e.textContent, shown: e.offsetHeight > 0 }));
+    assert.ok(box.shown, "the no-dumps explanation is shown");
+    for (const want of ["rollout_data/", "train_data/", "--save-debug-rollout-data", "--save-debug-train-data", "--dump-details"])
+      assert.ok(box.text.includes(want), `the explanation names ${want}: ${box.text}`);
+    const visible = await p2.page.evaluate(() =>
+      [".snav", ".sscatterbox", ".sgroupbox", ".stable", ".sl1 .ltiles"].filter((q) => Array.from(document.querySelectorAll(q)).some((e) => e.offsetHeight > 0)),
+    );
+    assert.deepEqual(visible, [], "no empty frames while the run has no dumps");
     for (const sub of ["rollout_data", "trajectory", "tokenizer"]) mkdirSync(join(empty, sub), { recursive: true });
     cpSync(join(FIXTURE, "tokenizer", "tokenizer.json"), join(empty, "tokenizer", "tokenizer.json"));
     cpSync(join(FIXTURE, "trajectory", "3.jsonl"), join(empty, "trajectory", "3.jsonl"));
@@ -581,6 +590,8 @@ test("a run without dumps says so; its first dump appears without a reload", asy
     const n = (await api(d2, "/api/v1/dumps/steps/3/samples")).data.sample_index.length;
     await until(async () => (await p2.page.$$(".stbody .srow")).length === n, { what: "rows of the first dump" });
     await until(() => p2.page.evaluate(() => window.__milesViews.steps.scatterPts.idx.length > 0), { what: "scatter of the first dump" });
+    assert.equal(await p2.page.$eval(".snodumps", (e) => e.offsetHeight), 0, "the explanation goes once a dump exists");
+    assert.ok(await p2.page.$eval(".sscatterbox", (e) => e.offsetHeight > 0), "the step page's frames are back");
     assert.deepEqual(p2.problems, []);
     await p2.page.close();
   } finally {
