@@ -79,6 +79,17 @@ test("the token from the page URL goes with every API and WebSocket call", async
   assert.deepEqual(problems, []);
 });
 
+test("a young live run's default window starts at the run's start, not 15 min before it", async () => {
+  const m = await api(dash, "/api/v1/meta", TOKEN);
+  const s = await state(page);
+  assert.ok(s.pinned && s.followSpan === 900, JSON.stringify(s));
+  const start = m.time_range[0];
+  assert.ok(m.data_edge - start < 900, `the run is young (${m.data_edge - start} s)`);
+  // The run fills the plot: the window starts at its first data (± a bucket), and ends at the data edge.
+  assert.ok(Math.abs(s.t0 - start) < 1, `view t0 ${s.t0}, run start ${start}`);
+  assert.ok(s.t1 - s.t0 > (m.data_edge - start) * 0.9, JSON.stringify({ s, start, edge: m.data_edge }));
+});
+
 test("lanes render: phase bands and util areas are painted from the server's data", async (t) => {
   t.after(async () => {
     if (t.passed === false || process.env.MILES_BROWSER_KEEP) await page.screenshot({ path: join(TMP, "lanes-render.png") });
@@ -158,17 +169,6 @@ test("lanes render: phase bands and util areas are painted from the server's dat
   }
   await page.click("button.latest");
 
-});
-
-test("a young live run's default window starts at the run's start, not 15 min before it", async () => {
-  const m = await api(dash, "/api/v1/meta", TOKEN);
-  const s = await state(page);
-  assert.ok(s.pinned && s.followSpan === 900, JSON.stringify(s));
-  const start = m.time_range[0];
-  assert.ok(m.data_edge - start < 900, `the run is young (${m.data_edge - start} s)`);
-  // The run fills the plot: the window starts at its first data (± a bucket), and ends at the data edge.
-  assert.ok(Math.abs(s.t0 - start) < 1, `view t0 ${s.t0}, run start ${start}`);
-  assert.ok(s.t1 - s.t0 > (m.data_edge - start) * 0.9, JSON.stringify({ s, start, edge: m.data_edge }));
 });
 
 test("wheel zoom and drag pan change the window (under the 4 h cap) and the URL", async () => {
