@@ -27,6 +27,9 @@ type stream interface {
 	deltas() (all []byte, each func(sub *subscription) []byte)
 }
 
+// ticker is a stream asked at every tick of its period, changed or not (the heartbeat).
+type ticker interface{ ticks() bool }
+
 // clientQueue bounds what one page may have pending; a page that does not read is resynced, then dropped,
 // and never slows the others: the hub only ever does non-blocking sends.
 const clientQueue = 64
@@ -150,6 +153,8 @@ func (h *hub) loop(l *streamLoop) {
 		tick = t.C
 	}
 	dirty := tick != nil // a timed stream sends what it has once pages connect
+	tk, always := l.stream.(ticker)
+	always = always && tk.ticks()
 	for {
 		select {
 		case <-h.stop:
@@ -164,7 +169,7 @@ func (h *hub) loop(l *streamLoop) {
 			h.ask(l)
 			dirty = false
 		case <-tick:
-			if dirty && len(h.clientList()) > 0 {
+			if (dirty || always) && len(h.clientList()) > 0 {
 				dirty = false
 				h.ask(l)
 			}

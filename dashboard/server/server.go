@@ -40,6 +40,8 @@ type Options struct {
 	// MetricsPushEvery and AdvisoryPushEvery bound how often the live "metrics" and "advisory" messages are
 	// sent; zero: 1 s and 3 s (the advisory reads the whole run).
 	MetricsPushEvery, AdvisoryPushEvery time.Duration
+	// HeartbeatEvery is how often every page gets the live "heartbeat" (server clock and data edge); zero: 5 s.
+	HeartbeatEvery time.Duration
 }
 
 // Server serves one run.

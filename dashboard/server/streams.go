@@ -11,7 +11,9 @@ import (
 )
 
 // The live streams (docs/dashboard-api.md "WebSocket"): the run's meta and the phases and GPU series of each page's
-// window ("meta", "delta"), the step metrics ("metrics") and the advisory ("advisory").
+// window ("meta", "delta"), the step metrics ("metrics"), the advisory ("advisory") and a periodic "heartbeat"
+// with the server's clock and the data edge, so every view shows one data freshness that keeps ageing while the
+// collector is stalled (nothing else is sent then).
 
 func (s *Server) streams(opts Options) []stream {
 	metricsEvery, advisoryEvery := opts.MetricsPushEvery, opts.AdvisoryPushEvery
@@ -21,10 +23,15 @@ func (s *Server) streams(opts Options) []stream {
 	if advisoryEvery <= 0 {
 		advisoryEvery = 3 * time.Second
 	}
+	heartbeatEvery := opts.HeartbeatEvery
+	if heartbeatEvery <= 0 {
+		heartbeatEvery = 5 * time.Second
+	}
 	return []stream{
 		&runStream{run: s.run, compute: s.compute, sent: s.run.Edge(), metaV: s.run.MetaVersion()},
 		&metricsStream{metrics: s.metrics, traj: s.traj, period: metricsEvery},
 		&advisoryStream{s: s, period: advisoryEvery},
+		&heartbeatStream{run: s.run, period: heartbeatEvery, now: time.Now},
 	}
 }
 
@@ -268,3 +275,32 @@ func (a *advisoryStream) deltas() ([]byte, func(*subscription) []byte) {
 	a.force, a.last = false, msg
 	return msg, nil
 }
+
+// heartbeat is the data of a "heartbeat" message: the server's clock and the run's data edge (0: no stream
+// data yet), so a page measures the data's age on the server's clock, not its own.
+type heartbeat struct {
+	Now      float64 `json:"now"`
+	DataEdge float64 `json:"data_edge"`
+}
+
+// heartbeatStream sends the heartbeat to a new page at once and to every page each period, whether or not the
+// run changed: a stalled collector changes nothing, and its pages must still see the data age.
+type heartbeatStream struct {
+	run    runReader
+	period time.Duration
+	now    func() time.Time
+}
+
+func (h *heartbeatStream) every() time.Duration { return h.period }
+
+// ticks: the hub asks this stream at every tick, not only after a store change.
+func (h *heartbeatStream) ticks() bool { return true }
+
+func (h *heartbeatStream) message() []byte {
+	return liveMessage{Type: "heartbeat", Data: heartbeat{
+		Now: float64(h.now().UnixMilli()) / 1000, DataEdge: h.run.Edge()}}.encode()
+}
+
+func (h *heartbeatStream) greet() ([]byte, bool) { return h.message(), false }
+
+func (h *heartbeatStream) deltas() ([]byte, func(*subscription) []byte) { return h.message(), nil }

@@ -12,13 +12,31 @@ import type { Meta } from "./api/responseTypes/meta";
 import { ComputeView, isComputeHash } from "./compute/view";
 import { LifecycleView } from "./lifecycle/view";
 import { MetricsView } from "./metrics/view";
-import { formatAbs, formatDuration } from "./shared/timeaxis";
+import { Freshness } from "./shared/freshness";
+import { formatAbs } from "./shared/timeaxis";
 import { StepsView } from "./steps/view";
 
 const api = Api.fromLocation(location);
 
 function $(id: string): HTMLElement {
   return document.getElementById(id)!;
+}
+
+/** The page's one data freshness (every tab): fed by meta, deltas and the live heartbeat, redrawn each second. */
+let fresh: Freshness | null = null;
+
+function renderFresh(): void {
+  if (!fresh) return;
+  const tz = -new Date().getTimezoneOffset();
+  const r = fresh.render(Date.now(), (t) => formatAbs(t, tz));
+  const fr = $("fresh");
+  fr.textContent = r.text;
+  fr.className = "fresh" + (r.stale ? " stale" : "");
+  fr.dataset.age = r.age === null ? "" : String(Math.floor(r.age));
+  const edge = fresh.dataEdge;
+  fr.title =
+    (edge === null ? "no stream data in the run directory yet" : `newest data: ${formatAbs(edge, tz)}`) +
+    " · measured on the server's clock; a stalled collector shows as a growing age";
 }
 
 function renderTop(m: Meta): void {
@@ -30,19 +48,8 @@ function renderTop(m: Meta): void {
   badge.title = m.live
     ? "the server follows the run directory and pushes new data over a WebSocket"
     : "a snapshot: the server was started without --follow";
-  const edge = m.data_edge ?? m.time_range?.[1] ?? null;
-  const fr = $("fresh");
-  if (edge === null || !(edge > 0)) {
-    // No stream data (yet): a dump-only miles directory, or a run whose collector has written nothing.
-    fr.textContent = "no stream data yet";
-    fr.className = "fresh stale";
-  } else {
-    const age = Math.max(0, Date.now() / 1000 - edge);
-    const tz = -new Date().getTimezoneOffset();
-    fr.textContent = `data → ${formatAbs(edge, tz)} (${formatDuration(age)} ago)`;
-    fr.className = "fresh" + (m.live && age > 60 ? " stale" : "");
-    fr.title = "newest data timestamp in the run directory; a stalled collector shows as a growing age";
-  }
+  fresh?.observeEdge(m.data_edge ?? m.time_range?.[1] ?? null);
+  renderFresh();
   const notices = m.notices ?? [];
   const nb = $("notices");
   nb.style.display = notices.length ? "" : "none";
@@ -89,10 +96,17 @@ async function main(): Promise<void> {
     showError(`cannot load the run: ${(e as Error).message}`);
     return;
   }
+  fresh = new Freshness(meta.live);
   renderTop(meta);
   document.title = `${meta.run_name} · miles dashboard`;
   const live = meta.live ? new Live(api.liveURL()) : null;
-  live?.add({ state: (c) => document.body.classList.toggle("ws-down", !c) });
+  live?.add({
+    state: (c) => document.body.classList.toggle("ws-down", !c),
+    meta: (m) => fresh?.observeEdge(m.data_edge),
+    delta: (d) => fresh?.observeEdge(d.data_edge),
+    heartbeat: (h) => fresh?.heartbeat(h.now, h.data_edge, Date.now()),
+  });
+  setInterval(renderFresh, 1000);
   const advisory = new AdvisoryPanel(api, live);
   void advisory.load();
   const w = window as unknown as { __miles: unknown; __milesViews: Record<string, unknown>; __milesLive: unknown };

@@ -1,7 +1,7 @@
 // One WebSocket per page (GET /api/v1/live). Holds the current subscription, resends it after a reconnect,
 // and reports a reconnect as a resync (deltas may have been missed while the socket was down).
 
-import type { Delta, LiveMessage, MetricsPush, Subscription } from "./liveMessages";
+import type { Delta, Heartbeat, LiveMessage, MetricsPush, Subscription } from "./liveMessages";
 import type { AdvisoryResult } from "./responseTypes/advisory";
 import type { Meta } from "./responseTypes/meta";
 
@@ -16,6 +16,7 @@ export interface LiveHandlers {
   state?(connected: boolean): void;
   metrics?(p: MetricsPush): void;
   advisory?(r: AdvisoryResult): void;
+  heartbeat?(h: Heartbeat): void;
 }
 
 export class Live {
@@ -49,6 +50,7 @@ export class Live {
       state: all("state"),
       metrics: all("metrics"),
       advisory: all("advisory"),
+      heartbeat: all("heartbeat"),
     };
     this.connect();
   }
@@ -98,6 +100,9 @@ export class Live {
           break;
         case "advisory":
           if (msg.data) this.h.advisory(msg.data);
+          break;
+        case "heartbeat":
+          if (msg.data) this.h.heartbeat(msg.data);
           break;
         // "error" (a refused subscription) and types this page does not know are ignored.
       }

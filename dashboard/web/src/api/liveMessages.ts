@@ -35,12 +35,17 @@ export const metricsPushSchema = obj({
 });
 export type MetricsPush = Infer<typeof metricsPushSchema>;
 
+/** Every few seconds to every page, changed or not: the server's clock and the run's data edge (0: none yet). */
+export const heartbeatSchema = obj({ now: num, data_edge: num });
+export type Heartbeat = Infer<typeof heartbeatSchema>;
+
 /** The `data` schema of each server → page message type; resync and error carry none. */
 export const LIVE_DATA: Record<string, Schema<unknown> | null> = {
   meta: metaSchema,
   delta: deltaSchema,
   metrics: metricsPushSchema,
   advisory: advisoryResultSchema,
+  heartbeat: heartbeatSchema,
   resync: null,
   error: null,
 };
@@ -58,6 +63,7 @@ export type LiveMessage =
   | { type: "resync" }
   | { type: "metrics"; data: MetricsPush }
   | { type: "advisory"; data: AdvisoryResult }
+  | { type: "heartbeat"; data: Heartbeat }
   /** A subscription the server refused (a bad lane selection, a malformed message). */
   | { type: "error"; error: string };
 

@@ -23,6 +23,7 @@ import {
   formatAbs,
   formatDuration,
   formatRel,
+  followWindow,
   latestWindow,
   pan,
   planFetch,
@@ -80,6 +81,8 @@ export class ComputeView {
   private st: UrlState;
   view: Win = { t0: 0, t1: 1 };
   pinned = false;
+  /** While pinned: the span the user asked to follow (the view is shorter while the run is younger). */
+  followSpan = 900;
   private edge = 0;
   private tz = -new Date().getTimezoneOffset();
 
@@ -216,7 +219,8 @@ export class ComputeView {
     } else {
       // Default: the whole run up to the cap; a live run shows at least 15 min so it has room to grow.
       const span = this.st.follow ?? Math.min(Math.max(b.hi - b.lo, this.meta.live ? 900 : 60), this.cap());
-      this.view = latestWindow(span, b, this.cap());
+      this.followSpan = span;
+      this.view = followWindow(span, b, this.cap());
       this.pinned = true;
     }
   }
@@ -317,7 +321,7 @@ export class ComputeView {
       g3.appendChild(b);
     }
     this.followBtn.title = "jump to the latest data and keep the window pinned to the data edge (double-click the lanes does the same)";
-    this.followBtn.onclick = () => this.goLatest(this.view.t1 - this.view.t0);
+    this.followBtn.onclick = () => this.goLatest(this.spanToFollow());
     g3.appendChild(this.followBtn);
     g3.appendChild(this.followTag);
     tb.appendChild(g3);
@@ -388,7 +392,7 @@ export class ComputeView {
     for (const c of [this.lanesCanvas, this.axisCanvas]) {
       c.addEventListener("wheel", (e) => this.onWheel(e, c), { passive: false });
       c.addEventListener("mousedown", (e) => this.onDragStart(e, c));
-      c.addEventListener("dblclick", () => this.goLatest(this.view.t1 - this.view.t0));
+      c.addEventListener("dblclick", () => this.goLatest(this.spanToFollow()));
     }
     this.lanesCanvas.addEventListener("mousemove", (e) => this.onHover(e));
     this.lanesCanvas.addEventListener("mouseleave", () => this.hideTip());
@@ -790,7 +794,7 @@ export class ComputeView {
     if (edge <= this.edge) return;
     this.edge = edge;
     if (this.pinned) {
-      this.view = latestWindow(this.view.t1 - this.view.t0, this.bounds(), this.cap());
+      this.view = followWindow(this.followSpan, this.bounds(), this.cap());
       this.invalidate("lanes", "axis", "bubbles", "overview");
       this.fleetChart?.setView(this.view);
     }
@@ -822,7 +826,12 @@ export class ComputeView {
 
   // ---------------------------------------------------------------------------------------------- view changes
 
-  private setView(v: Win, pinned: boolean): void {
+  /** follow: the span a pinned view follows (default: v's own span); the view is then its follow window. */
+  private setView(v: Win, pinned: boolean, follow?: number): void {
+    if (pinned) {
+      this.followSpan = follow ?? v.t1 - v.t0;
+      v = followWindow(this.followSpan, this.bounds(), this.cap());
+    }
     this.view = v;
     const wasPinned = this.pinned;
     this.pinned = pinned;
@@ -834,8 +843,13 @@ export class ComputeView {
     this.writeUrl(false);
   }
 
+  /** The span "latest window" follows: the followed span while pinned, else the view's. */
+  private spanToFollow(): number {
+    return this.pinned ? this.followSpan : this.view.t1 - this.view.t0;
+  }
+
   goLatest(span: number): void {
-    this.setView(latestWindow(span, this.bounds(), this.cap()), true);
+    this.setView(latestWindow(span, this.bounds(), this.cap()), true, span);
     this.subscribe();
   }
 
@@ -941,7 +955,7 @@ export class ComputeView {
       const s: UrlState = { ...this.st };
       if (this.pinned) {
         s.t0 = s.t1 = undefined;
-        s.follow = Math.round(this.view.t1 - this.view.t0);
+        s.follow = Math.round(this.followSpan);
       } else {
         s.t0 = this.view.t0;
         s.t1 = this.view.t1;

@@ -51,3 +51,17 @@ export function versionColor(v: number): string {
 export function anatomyRowHeight(n: number): number {
   return n <= 48 ? 13 : n <= 512 ? 4 : 2;
 }
+
+/** Trajectories the lifecycle carpet draws at most (one pixel row each). */
+export const CARPET_ROWS = 512;
+
+/**
+ * The query of GET /api/v1/lifecycle/carpet for the view's window: the trajectories active in [t0, t1] (the
+ * server picks rows from the window), one bucket per plot pixel. When more are active than CARPET_ROWS, a view
+ * following the newest step asks for the newest rows (rowsTotal from a first answer); otherwise the first.
+ */
+export function carpetQuery(win: { t0: number; t1: number }, buckets: number, follow: boolean, rowsTotal?: number): Record<string, number> {
+  const q: Record<string, number> = { t0: win.t0, t1: win.t1, buckets: Math.max(2, Math.round(buckets)), rows: CARPET_ROWS };
+  if (follow && rowsTotal !== undefined && rowsTotal > CARPET_ROWS) q.offset = rowsTotal - CARPET_ROWS;
+  return q;
+}

@@ -2,8 +2,8 @@
 // wall-clock time: queue (grey underlay), generation segments coloured by the weight version that produced them,
 // tool waits (green), the consume line (blue), weight pushes (dashed); sort chips; wheel zoom, drag pan,
 // double-click reset; detailed 13 px rows with a turns/tool-calls label up to 48 samples, compact rows beyond —
-// plus step stat tiles (GET /api/v1/steps/{id}/anatomy) and the run-wide lifecycle carpet
-// (GET /api/v1/lifecycle/carpet, binary). New consumed steps arrive with the "metrics" pushes.
+// plus step stat tiles (GET /api/v1/steps/{id}/anatomy) and the lifecycle carpet of the same window
+// (GET /api/v1/lifecycle/carpet, binary: every trajectory active in it, not only the step's). New consumed steps arrive with the "metrics" pushes.
 //
 // URL: #/lifecycle?step=12&sort=wall
 
@@ -17,7 +17,7 @@ import type { Meta } from "../api/responseTypes/meta";
 import type { StepsResp, StepSummary } from "../api/responseTypes/steps";
 import { el } from "../shared/dom";
 import { formatDuration } from "../shared/timeaxis";
-import { ANATOMY_SORTS, anatomyRowHeight, sortAnatomy, versionColor, type AnatomySort } from "./anatomy";
+import { ANATOMY_SORTS, anatomyRowHeight, carpetQuery, sortAnatomy, versionColor, type AnatomySort } from "./anatomy";
 
 export const QUEUE_COLOR = "#d5d9e0";
 export const TOOL_COLOR = "#2ca02c";
@@ -51,6 +51,10 @@ export class LifecycleView {
   /** View window (zoom/pan), null = the whole step. */
   win: { t0: number; t1: number } | null = null;
   private carpetFrame: LifecycleCarpetFrame | null = null;
+  /** The last carpet query sent (tests read it); answers to older ones are dropped. */
+  carpetQ: Record<string, number> | null = null;
+  private carpetSeq = 0;
+  private carpetTimer: ReturnType<typeof setTimeout> | null = null;
   /** Run start (for the carpet's time labels). */
   readonly startTs: number;
   active = false;
@@ -82,9 +86,9 @@ export class LifecycleView {
         const have = new Set(this.steps.map((x) => x.step));
         for (const x of st) if (!have.has(x.step)) this.steps.push(x);
         this.steps.sort((a, b) => a.step - b.step);
+        // Loading the newest step moves the carpet to its window too.
         if (this.active && this.follow) void this.load(this.steps[this.steps.length - 1].step);
         else this.renderNav();
-        if (this.active) void this.loadCarpet();
       },
     });
   }
@@ -118,7 +122,7 @@ export class LifecycleView {
     }
     this.nav.append(el("b", "", "Step"), prev, this.stepIn, next, latest, this.stepInfo, el("span", "lbl", "sort:"), this.sorts, el("span", "hint", "wheel = zoom · drag = pan · double-click = reset"));
     this.pane.append(this.canvas, this.tooltip);
-    this.carpetHead.textContent = "run-wide lifecycle carpet";
+    this.carpetHead.textContent = "lifecycle carpet";
     this.root.append(this.advSlot, this.nav, this.tiles, this.pane, this.carpetHead, this.carpet);
     this.installInput();
   }
@@ -133,7 +137,6 @@ export class LifecycleView {
     }
     const target = this.step !== null && this.steps.some((s) => s.step === this.step) ? this.step : this.steps[this.steps.length - 1].step;
     await this.load(target);
-    void this.loadCarpet();
   }
 
   shown(): void {
@@ -162,6 +165,7 @@ export class LifecycleView {
       this.renderNav();
       this.renderTiles();
       this.writeUrl();
+      void this.loadCarpet();
     } catch (e) {
       if (e instanceof ApiError && e.status === 404) this.stepInfo.textContent = `step ${step}: no such consumed step`;
       else this.onError(`lifecycle step ${step}: ${(e as Error).message}`);
@@ -348,6 +352,7 @@ export class LifecycleView {
         n0 = Math.max(this.anat.t0, Math.min(this.anat.t1 - span, n0));
         this.win = span >= full ? null : { t0: n0, t1: n0 + span };
         this.draw();
+        this.scheduleCarpet();
       },
       { passive: false },
     );
@@ -367,6 +372,7 @@ export class LifecycleView {
         n0 = Math.max(this.anat.t0, Math.min(this.anat.t1 - span, n0));
         this.win = { t0: n0, t1: n0 + span };
         this.draw();
+        this.scheduleCarpet();
         return;
       }
       this.hover(e);
@@ -375,6 +381,7 @@ export class LifecycleView {
     this.canvas.addEventListener("dblclick", () => {
       this.win = null;
       this.draw();
+      this.scheduleCarpet();
     });
     this.canvas.addEventListener("mouseleave", () => (this.tooltip.style.display = "none"));
   }
@@ -404,16 +411,34 @@ export class LifecycleView {
 
   // -------------------------------------------------------------------------------------------- carpet
 
+  private scheduleCarpet(): void {
+    if (this.carpetTimer) clearTimeout(this.carpetTimer);
+    this.carpetTimer = setTimeout(() => void this.loadCarpet(), 250);
+  }
+
+  /**
+   * The carpet of the view's window (the shown step's anatomy window, zoomed or not; the newest step's while
+   * following), on the anatomy's time axis: rows are the trajectories active in that window.
+   */
   private async loadCarpet(): Promise<void> {
-    const w = Math.max(200, Math.min(2000, (this.root.clientWidth || 1200) - 20));
-    const url = this.api.url("/api/v1/lifecycle/carpet", { buckets: w, rows: 512 });
-    try {
-      const resp = await fetch(url, { headers: this.api.token ? { Authorization: "Bearer " + this.api.token } : {} });
+    if (!this.anat) return;
+    const seq = ++this.carpetSeq;
+    const win = this.window();
+    const fetchFrame = async (q: Record<string, number>) => {
+      this.carpetQ = q;
+      const resp = await fetch(this.api.url("/api/v1/lifecycle/carpet", q), { headers: this.api.token ? { Authorization: "Bearer " + this.api.token } : {} });
       if (!resp.ok) throw new Error(`HTTP ${resp.status}`);
-      this.carpetFrame = decodeFrame<LifecycleCarpetHeader>(await resp.arrayBuffer());
+      return decodeFrame<LifecycleCarpetHeader>(await resp.arrayBuffer());
+    };
+    try {
+      let f = await fetchFrame(carpetQuery(win, this.plotW(), this.follow));
+      const newest = carpetQuery(win, this.plotW(), this.follow, f.header.rows_total);
+      if (newest.offset !== undefined && seq === this.carpetSeq) f = await fetchFrame(newest);
+      if (seq !== this.carpetSeq) return;
+      this.carpetFrame = f;
       this.drawCarpet();
     } catch (e) {
-      this.carpetHead.textContent = `lifecycle carpet unavailable: ${(e as Error).message}`;
+      if (seq === this.carpetSeq) this.carpetHead.textContent = `lifecycle carpet unavailable: ${(e as Error).message}`;
     }
   }
 
@@ -434,7 +459,9 @@ export class LifecycleView {
     const rowPx = rows > 256 ? 1 : rows > 64 ? 2 : 4;
     this.carpet.width = buckets;
     this.carpet.height = Math.max(1, rows * rowPx);
-    this.carpet.style.width = "100%";
+    // On the anatomy's time axis: the same plot width and gutter.
+    this.carpet.style.width = this.plotW() + "px";
+    this.carpet.style.marginLeft = GUTTER + "px";
     this.carpet.style.height = rows * rowPx + "px";
     const ctx = this.carpet.getContext("2d")!;
     const img = ctx.createImageData(buckets, rows * rowPx);
@@ -452,7 +479,11 @@ export class LifecycleView {
       }
     ctx.putImageData(img, 0, 0);
     this.carpetHead.textContent = "";
-    this.carpetHead.append(el("b", "", "Run-wide lifecycle carpet"), el("span", "muted", ` · showing ${rows}/${h.rows_total ?? rows} trajectories (submit order) · `));
+    const which = h.offset > 0 ? "the newest" : "the first";
+    this.carpetHead.append(
+      el("b", "", "Lifecycle carpet"),
+      el("span", "muted", ` · trajectories active in the window above (${formatDuration(h.t1 - h.t0)}) · ${rows < h.rows_total ? `${which} ${rows} of ${h.rows_total}` : `${rows}`} (submit order) · `),
+    );
     for (const n of pal.slice(1)) {
       const sw = el("span", "tsw");
       const c = colors[n] ?? [0, 0, 0];

@@ -63,6 +63,17 @@ export function latestWindow(span: number, b: Bounds, cap = WINDOW_CAP_S): Win {
   return { t0: b.hi - s, t1: b.hi };
 }
 
+/**
+ * The window that follows the data edge: the given span (capped) ending at the edge, its start clamped to the
+ * run's start until the run is longer than the span, so a young run fills the plot and the axis never labels
+ * time before the run existed (a run younger than MIN_SPAN_S shows MIN_SPAN_S from its start).
+ */
+export function followWindow(span: number, b: Bounds, cap = WINDOW_CAP_S): Win {
+  const w = latestWindow(span, b, cap);
+  if (!(b.hi >= b.lo) || w.t0 >= b.lo) return w;
+  return b.hi - b.lo >= MIN_SPAN_S ? { t0: b.lo, t1: b.hi } : { t0: b.lo, t1: b.lo + MIN_SPAN_S };
+}
+
 /** Whether a view is pinned to the data edge (its right edge within tol of it). */
 export function atEdge(w: Win, edge: number, tol = 1e-6): boolean {
   const span = w.t1 - w.t0;

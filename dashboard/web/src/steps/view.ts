@@ -73,6 +73,10 @@ export class StepsView {
   readonly root = el("div", "stepsview");
   private readonly l1 = el("div", "sl1");
   private readonly l2 = el("div", "sl2");
+  /** Shown instead of the step page while the run has no dumps: what is missing and how to get it. */
+  private readonly noDumps = el("div", "snodumps");
+  /** The step page's frames (navigator, tiles, scatter, groups, filters, table): hidden while there are no dumps. */
+  private readonly stepFrames: HTMLElement[] = [];
   // L1
   private readonly stepSel = el("select", "sstepsel");
   private readonly stepIn = el("input", "sstepin");
@@ -146,7 +150,8 @@ export class StepsView {
     host.appendChild(this.root);
     this.buildL1();
     this.buildL2();
-    this.root.append(this.errBox, this.l1, this.l2);
+    this.buildNoDumps();
+    this.root.append(this.errBox, this.noDumps, this.l1, this.l2);
     window.addEventListener("hashchange", () => {
       if (!this.active || !location.hash.startsWith("#/steps") || location.hash === this.lastHash) return;
       void this.apply(parseStepsHash(location.hash));
@@ -180,7 +185,7 @@ export class StepsView {
     await this.loadSteps();
     if (!this.steps.length) {
       this.stepInfo.textContent = "no dumps in this run (rollout_data/ is empty or missing)";
-      this.l2.style.display = "none";
+      this.showNoDumps(true);
       return;
     }
     await this.apply(this.st, true);
@@ -315,7 +320,7 @@ export class StepsView {
       const grew = await this.loadSteps();
       if (wasEmpty && this.steps.length) {
         // The first dump of the run: build the page now.
-        this.l2.style.display = "";
+        this.showNoDumps(false);
         await this.apply(this.st, true);
         return;
       }
@@ -537,6 +542,43 @@ export class StepsView {
       this.scatter.title = i >= 0 ? `sample ${this.scatterPts.idx[i]}` : "";
     };
     this.l1.append(nav, this.tiles, top, this.filterBar, tableBox);
+    this.stepFrames.push(nav, this.tiles, top, this.filterBar, tableBox);
+  }
+
+  /**
+   * What the Steps page needs and how a run gets it: the per-step dumps miles writes with its debug flags
+   * (docs/dashboard-api.md "Dumps"), read from the directory this dashboard serves.
+   */
+  private buildNoDumps(): void {
+    const code = (t: string) => el("code", "", t);
+    const flags = el("pre", "snodumpsflags");
+    flags.textContent = "--save-debug-rollout-data <run-dir>/rollout_data/{rollout_id}.pt \\\n--save-debug-train-data <run-dir>/train_data/{rollout_id}_{rank}.pt";
+    const p1 = el("p", "");
+    p1.append(
+      "The Steps page reads the per-step dumps miles writes: ",
+      code("rollout_data/<step>.pt"),
+      " (each sample's prompt, response, reward and status) and ",
+      code("train_data/<step>_<rank>.pt"),
+      " (per-token log-probs, advantages and loss masks). This run directory has none yet.",
+    );
+    const p2 = el("p", "", "To get them, start miles with:");
+    const p3 = el("p", "");
+    p3.append(
+      "where ",
+      code("<run-dir>"),
+      " is the directory this dashboard serves. The simulator writes the same with ",
+      code("miles-sim --dump-details <run-dir>"),
+      ". The first dump appears here without a reload.",
+    );
+    this.noDumps.append(el("b", "", "No dumps in this run"), p1, p2, flags, p3);
+    this.noDumps.style.display = "none";
+  }
+
+  /** No dumps: the explanation instead of empty frames and a blank step picker. */
+  private showNoDumps(none: boolean): void {
+    this.noDumps.style.display = none ? "" : "none";
+    for (const f of this.stepFrames) f.style.display = none ? "none" : "";
+    this.l2.style.display = none ? "none" : "";
   }
 
   /** The previous / next dump of the same kind (from the step list: works while a step is still loading). */

@@ -79,6 +79,17 @@ test("the token from the page URL goes with every API and WebSocket call", async
   assert.deepEqual(problems, []);
 });
 
+test("a young live run's default window starts at the run's start, not 15 min before it", async () => {
+  const m = await api(dash, "/api/v1/meta", TOKEN);
+  const s = await state(page);
+  assert.ok(s.pinned && s.followSpan === 900, JSON.stringify(s));
+  const start = m.time_range[0];
+  assert.ok(m.data_edge - start < 900, `the run is young (${m.data_edge - start} s)`);
+  // The run fills the plot: the window starts at its first data (± a bucket), and ends at the data edge.
+  assert.ok(Math.abs(s.t0 - start) < 1, `view t0 ${s.t0}, run start ${start}`);
+  assert.ok(s.t1 - s.t0 > (m.data_edge - start) * 0.9, JSON.stringify({ s, start, edge: m.data_edge }));
+});
+
 test("lanes render: phase bands and util areas are painted from the server's data", async (t) => {
   t.after(async () => {
     if (t.passed === false || process.env.MILES_BROWSER_KEEP) await page.screenshot({ path: join(TMP, "lanes-render.png") });
@@ -181,7 +192,8 @@ test("wheel zoom and drag pan change the window (under the 4 h cap) and the URL"
   }, { what: "zoom out" });
   assert.ok(sCap.t1 - sCap.t0 <= 14400 + 1e-6);
   await page.click('button[data-span="300"]');
-  await until(async () => (await state(page)).t1 - (await state(page)).t0 === 300, { what: "the 5m preset" });
+  // The preset is the span followed; the view shows less of it while the run is younger (its start clamped).
+  await until(async () => (await state(page)).followSpan === 300, { what: "the 5m preset" });
   await page.mouse.move(box.x + box.width * 0.6, box.y + 30);
   for (let i = 0; i < 3; i++) await page.mouse.wheel(0, -400);
   await until(async () => {

@@ -322,6 +322,17 @@ test("lifecycle: batch anatomy drawn per sample (generation by version, tool wai
     return gen;
   });
   assert.ok(cpx > 50, `carpet generating cells (${cpx})`);
+  // The carpet follows the view's window (the followed step's anatomy window), on the anatomy's plot width.
+  const carpetState = () =>
+    page.evaluate(() => {
+      const v = window.__milesViews.lifecycle;
+      return { q: v.carpetQ, win: v.window(), plotW: document.querySelector("canvas.lcarpet").offsetWidth, anatW: document.querySelector("canvas.anatomy").offsetWidth };
+    });
+  const cq = await until(async () => {
+    const c = await carpetState();
+    return c.q && c.q.t0 === c.win.t0 && c.q.t1 === c.win.t1 ? c : null;
+  }, { what: "the carpet query on the view's window", timeout: 10000 });
+  assert.ok(Math.abs(cq.anatW - (70 + 90) - cq.plotW) <= 2, `the carpet spans the anatomy's plot (gutters aside): ${JSON.stringify(cq)}`);
   await page.screenshot({ path: join(SHOTS, "lifecycle-anatomy.png") });
   assert.deepEqual(problems, []);
 });

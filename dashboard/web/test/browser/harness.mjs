@@ -320,6 +320,7 @@ export async function state(page) {
       t0: m.view.t0,
       t1: m.view.t1,
       pinned: m.pinned,
+      followSpan: m.followSpan,
       probe: { ...m.probe },
       hash: location.hash,
       chips: Array.from(document.querySelectorAll(".chips .chip.term")).map((e) => e.dataset.term),

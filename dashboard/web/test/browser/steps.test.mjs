@@ -573,6 +573,15 @@ test("a run without dumps says so; its first dump appears without a reload", asy
     const d2 = await startDashboard(buildDashboard(), empty, { follow: true, env: { XDG_CACHE_HOME: cacheDir } });
     const p2 = await openPage(browser, d2.url + "#/steps");
     await until(() => p2.page.$eval(".sstepinfo", (e) => /no dumps/.test(e.textContent)).catch(() => false), { what: "no-dumps message" });
+    // It says what is missing and the miles flags that write it, and shows no empty frames or blank step picker.
+    const box = await p2.page.$eval(".snodumps", (e) => ({ text: e.textContent, shown: e.offsetHeight > 0 }));
+    assert.ok(box.shown, "the no-dumps explanation is shown");
+    for (const want of ["rollout_data/", "train_data/", "--save-debug-rollout-data", "--save-debug-train-data", "--dump-details"])
+      assert.ok(box.text.includes(want), `the explanation names ${want}: ${box.text}`);
+    const visible = await p2.page.evaluate(() =>
+      [".snav", ".sscatterbox", ".sgroupbox", ".stable", ".sl1 .ltiles"].filter((q) => Array.from(document.querySelectorAll(q)).some((e) => e.offsetHeight > 0)),
+    );
+    assert.deepEqual(visible, [], "no empty frames while the run has no dumps");
     for (const sub of ["rollout_data", "trajectory", "tokenizer"]) mkdirSync(join(empty, sub), { recursive: true });
     cpSync(join(FIXTURE, "tokenizer", "tokenizer.json"), join(empty, "tokenizer", "tokenizer.json"));
     cpSync(join(FIXTURE, "trajectory", "3.jsonl"), join(empty, "trajectory", "3.jsonl"));
@@ -581,9 +590,49 @@ test("a run without dumps says so; its first dump appears without a reload", asy
     const n = (await api(d2, "/api/v1/dumps/steps/3/samples")).data.sample_index.length;
     await until(async () => (await p2.page.$$(".stbody .srow")).length === n, { what: "rows of the first dump" });
     await until(() => p2.page.evaluate(() => window.__milesViews.steps.scatterPts.idx.length > 0), { what: "scatter of the first dump" });
+    assert.equal(await p2.page.$eval(".snodumps", (e) => e.offsetHeight), 0, "the explanation goes once a dump exists");
+    assert.ok(await p2.page.$eval(".sscatterbox", (e) => e.offsetHeight > 0), "the step page's frames are back");
     assert.deepEqual(p2.problems, []);
     await p2.page.close();
   } finally {
     if (!process.env.MILES_BROWSER_KEEP) rmSync(empty, { recursive: true, force: true });
+  }
+});
+
+/** UTC hour partition name of a unix time (internal/runfiles HourName: 20060102_15). */
+function hourName(t) {
+  const d = new Date(t * 1000);
+  const p = (n) => String(n).padStart(2, "0");
+  return `${d.getUTCFullYear()}${p(d.getUTCMonth() + 1)}${p(d.getUTCDate())}_${p(d.getUTCHours())}`;
+}
+
+test("every tab shows the page's one data freshness: a stalled collector reads stale and keeps ageing", async () => {
+  const stalled = newRunDir("steps-stalled");
+  try {
+    cpSync(FIXTURE, stalled, { recursive: true });
+    // A run whose collector wrote its last GPU reading 90 s ago and nothing since.
+    const last = Math.floor(Date.now() / 1000) - 90;
+    mkdirSync(join(stalled, "dashboard", "gpu_util"), { recursive: true });
+    writeFileSync(join(stalled, "dashboard", "gpu_util", hourName(last) + ".jsonl"), JSON.stringify({ ts: last, node: "n0", gpu: 0, util: 50, mem_mb: 1000 }) + "\n");
+    const d3 = await startDashboard(buildDashboard(), stalled, { follow: true, env: { XDG_CACHE_HOME: cacheDir } });
+    assert.equal((await api(d3, "/api/v1/meta")).data_edge, last);
+    const p3 = await openPage(browser, d3.url + "#/steps");
+    const fresh = () => p3.page.$eval("#fresh", (e) => ({ text: e.textContent, age: Number(e.dataset.age), stale: e.classList.contains("stale"), color: getComputedStyle(e).color }));
+    const f0 = await until(async () => {
+      const f = await fresh();
+      return /^stale: no data for 1 min$/.test(f.text) ? f : null;
+    }, { what: "the stale freshness on the Steps tab" });
+    assert.ok(f0.stale && f0.color === "rgb(180, 83, 9)", JSON.stringify(f0));
+    // Nothing changes in the run, yet the age grows (the server's heartbeat and the page's clock), on every tab.
+    await until(async () => (await fresh()).age >= f0.age + 2, { what: "the age to grow while nothing arrives", timeout: 10000 });
+    for (const tab of ["metrics", "lifecycle"]) {
+      await p3.page.click(`.tabs .tab[data-view="${tab}"]`);
+      const a = (await fresh()).age;
+      await until(async () => (await fresh()).age >= a + 2, { what: `the age to grow on the ${tab} tab`, timeout: 10000 });
+    }
+    assert.deepEqual(p3.problems, []);
+    await p3.page.close();
+  } finally {
+    if (!process.env.MILES_BROWSER_KEEP) rmSync(stalled, { recursive: true, force: true });
   }
 });

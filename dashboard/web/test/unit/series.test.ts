@@ -1,6 +1,6 @@
 import test from "node:test";
 import assert from "node:assert/strict";
-import { anatomyRowHeight, sortAnatomy, versionColor, type SortableRow } from "../../src/lifecycle/anatomy";
+import { anatomyRowHeight, CARPET_ROWS, carpetQuery, sortAnatomy, versionColor, type SortableRow } from "../../src/lifecycle/anatomy";
 import { bucketLines, decimateMinMax, filterKeys, mergePoints, positiveOnly, smooth } from "../../src/metrics/series";
 
 test("smoothing 0 is the identity; smoothing is debiased and skips gaps", () => {
@@ -77,4 +77,14 @@ test("version colours differ between neighbouring versions; row heights", () => 
   assert.equal(anatomyRowHeight(48), 13);
   assert.equal(anatomyRowHeight(49), 4);
   assert.equal(anatomyRowHeight(4096), 2);
+});
+
+test("the lifecycle carpet asks for the view's window, and its newest rows while following", () => {
+  const win = { t0: 5000, t1: 5600 };
+  // The window of the view, one bucket per plot pixel: not the whole run from its first trajectory.
+  assert.deepEqual(carpetQuery(win, 1180.4, true), { t0: 5000, t1: 5600, buckets: 1180, rows: CARPET_ROWS });
+  // More trajectories active in the window than rows: the newest when following, the first when a step is picked.
+  assert.deepEqual(carpetQuery(win, 1180, true, 11448), { t0: 5000, t1: 5600, buckets: 1180, rows: 512, offset: 11448 - 512 });
+  assert.equal(carpetQuery(win, 1180, false, 11448).offset, undefined);
+  assert.equal(carpetQuery(win, 1180, true, 300).offset, undefined);
 });

@@ -6,6 +6,7 @@ import {
   formatAbs,
   formatDuration,
   formatRel,
+  followWindow,
   latestWindow,
   MIN_SPAN_S,
   pan,
@@ -131,4 +132,15 @@ test("planServes: covered and right resolution, or not", () => {
   assert.ok(!planServes(p, p.t1, { t0: 0, t1: 28800 }, 1000, 1e12));
   // live: the data edge limits what must be covered; deltas extend loadedEnd
   assert.ok(planServes(p, p.t1 + 500, { t0: view.t0 + 500, t1: view.t1 + 500 }, 1000, view.t1 + 500));
+});
+
+test("the follow window of a young run starts at the run's start until the run is longer than the span", () => {
+  // A live run 60 s old following 15 min: the whole plot is the run, not a thin strip after 14 min of nothing.
+  assert.deepEqual(followWindow(900, { lo: 1000, hi: 1060 }), { t0: 1000, t1: 1060 });
+  // Older than the span: the span ending at the edge.
+  assert.deepEqual(followWindow(900, { lo: 1000, hi: 3000 }), { t0: 2100, t1: 3000 });
+  // A run just started: MIN_SPAN_S from its start, never before it.
+  assert.deepEqual(followWindow(900, { lo: 1000, hi: 1000.5 }), { t0: 1000, t1: 1000 + MIN_SPAN_S });
+  // Capped like every window.
+  assert.equal(followWindow(1e9, { lo: 0, hi: 1e8 }).t1 - followWindow(1e9, { lo: 0, hi: 1e8 }).t0, WINDOW_CAP_S);
 });
