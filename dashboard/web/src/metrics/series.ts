@@ -272,3 +272,39 @@ export interface ChartLine {
   n: number;
   dash?: number[];
 }
+
+/** The KV pool chart (docs/semconv.md §7): the name the Metrics view lists it under, and its two sources. */
+export const KV_POOL_KEY = "KV pool: sglang:num_used_tokens / max_total_num_tokens";
+export const KV_USED = "sglang:num_used_tokens";
+export const KV_POOL = "sglang:max_total_num_tokens";
+
+/**
+ * The KV pool lines: per engine its used tokens (solid) and the pool size (dashed, same colour), so token_usage
+ * reads against what it is a fraction of. Both inputs are on the same time base, paired by line label.
+ */
+export function kvPoolLines(used: { label: string; min: ArrayLike<Num>; max: ArrayLike<Num>; n: number }[], pool: typeof used): ChartLine[] {
+  const out: ChartLine[] = [];
+  const pools = new Map(pool.map((p) => [p.label, p]));
+  const seen = new Set<string>();
+  for (const u of used) {
+    out.push({ label: u.label + " used", base: u.label, min: u.min, max: u.max, n: u.n });
+    const p = pools.get(u.label);
+    if (p) out.push({ label: u.label + " pool", base: u.label, min: p.min, max: p.max, n: p.n, dash: [5, 4] });
+    seen.add(u.label);
+  }
+  for (const p of pool) if (!seen.has(p.label)) out.push({ label: p.label + " pool", base: p.label, min: p.min, max: p.max, n: p.n, dash: [5, 4] });
+  return out;
+}
+
+/**
+ * The sglang category's key list with the KV pool chart placed right after token_usage (beside it in the
+ * two-column grid) when both of its sources are present.
+ */
+export function withKvPool<T extends { key: string }>(keys: T[], make: () => T): T[] {
+  const names = new Set(keys.map((k) => k.key));
+  if (!names.has(KV_USED) || !names.has(KV_POOL) || names.has(KV_POOL_KEY)) return keys;
+  const out = keys.slice();
+  const at = out.findIndex((k) => k.key === "sglang:token_usage");
+  out.splice(at < 0 ? 0 : at + 1, 0, make());
+  return out;
+}

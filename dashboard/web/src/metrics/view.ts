@@ -26,10 +26,15 @@ import {
   filterKeys,
   fmtSI,
   isScrapeMeta,
+  KV_POOL,
+  KV_POOL_KEY,
+  KV_USED,
+  kvPoolLines,
   mergePoints,
   positiveOnly,
   siTicks,
   smooth,
+  withKvPool,
   yAxisSize,
   type ChartLine,
   type Gapped,
@@ -277,10 +282,9 @@ export class MetricsView {
   }
 
   private visibleKeys(): MetricKey[] {
-    return filterKeys(
-      this.keys.filter((k) => k.category === this.st.cat),
-      this.st.filter,
-    );
+    let keys = this.keys.filter((k) => k.category === this.st.cat);
+    if (this.isEngineCat()) keys = withKvPool(keys, () => ({ key: KV_POOL_KEY, category: "sglang", x_key: "time", n: 0, last_step: null, kind: "gauge" }));
+    return filterKeys(keys, this.st.filter);
   }
 
   private isEngineCat(): boolean {
@@ -612,8 +616,16 @@ export class MetricsView {
       });
     };
     try {
-      const r = await get(k.key, this.timeZoom?.[0], this.timeZoom?.[1]);
-      const chart: EngineChart = { r, lines: r.series.map((s) => ({ label: s.label, base: s.label, min: s.min, max: s.max, n: s.n })) };
+      let chart: EngineChart;
+      if (k.key === KV_POOL_KEY) {
+        // used and pool on one time base: the second request asks for the first one's window
+        const used = await get(KV_USED, this.timeZoom?.[0], this.timeZoom?.[1]);
+        const pool = await get(KV_POOL, used.t0, used.t1);
+        chart = { r: used, lines: kvPoolLines(used.series, pool.series) };
+      } else {
+        const r = await get(k.key, this.timeZoom?.[0], this.timeZoom?.[1]);
+        chart = { r, lines: r.series.map((s) => ({ label: s.label, base: s.label, min: s.min, max: s.max, n: s.n })) };
+      }
       this.eng.set(this.engKey(c), chart);
       const labels = new Set(this.engineLabels);
       let grew = false;

@@ -317,6 +317,50 @@ test("sglang charts read: continuous lines when zoomed below the scrape interval
   }
 });
 
+test("KV pool beside token_usage and paused-by-weight-sync in the sglang charts and the Compute overlay", async () => {
+  const main = page;
+  const opened = await openPage(browser, ffDash.url + "#/metrics?cat=sglang");
+  page = opened.page;
+  try {
+    const pool = "KV pool: sglang:num_used_tokens / max_total_num_tokens";
+    const want = [pool, "sglang:num_paused_reqs"];
+    for (const k of want) await page.locator(`.mcard[data-key="${k}"]`).scrollIntoViewIfNeeded();
+    await until(async () => (await cards()).filter((c) => want.includes(c.key) && c.drawn).length === want.length, { timeout: 30000, what: "KV pool and num_paused_reqs drawn" });
+    const order = (await cards()).map((c) => c.key);
+    assert.equal(order[order.indexOf("sglang:token_usage") + 1], pool, "KV pool right after token_usage");
+    const kv = await page.evaluate((k) => {
+      const u = window.__milesViews.metrics.cards.get(k).u;
+      return u.series.slice(1).map((s) => ({ label: s.label, dash: !!s.dash, color: typeof s.stroke === "function" ? s.stroke(u, 1) : s.stroke }));
+    }, pool);
+    const engines = await api(ffDash, "/api/v1/engines/series?metric=sglang:num_used_tokens&points=20");
+    assert.equal(kv.length, 2 * engines.series.length, `a used and a pool line per engine: ${kv.map((s) => s.label).join(", ")}`);
+    for (const e of engines.series) {
+      const used = kv.find((s) => s.label === e.label + " used");
+      const size = kv.find((s) => s.label === e.label + " pool");
+      assert.ok(used && size && !used.dash && size.dash, `${e.label}: solid used, dashed pool`);
+      assert.equal(used.color, size.color, `${e.label}: one colour for its two lines`);
+    }
+    const paused = await api(ffDash, "/api/v1/engines/series?metric=sglang:num_paused_reqs&points=200");
+    assert.ok(paused.series.some((s) => s.max.some((v) => v > 0)), "the run pauses requests for weight syncs");
+    // the Compute view offers it as an engine overlay, drawn from the overlay endpoint (a gauge like any other)
+    await page.goto(ffDash.url + "#/compute");
+    const chip = page.locator('.chip[data-overlay="sglang:num_paused_reqs"]');
+    await chip.waitFor();
+    assert.match(await chip.textContent(), /paused/);
+    const got = page.waitForResponse((r) => r.url().includes("/api/v1/engines?") && /metric=sglang(:|%3A)num_paused_reqs/.test(r.url()));
+    await chip.click();
+    const body = await (await got).json();
+    assert.equal(body.status, "success");
+    assert.equal(body.data.kind, "gauge");
+    assert.ok(body.data.lanes.some((l) => l.segments.some((s) => s.v.some((v) => v !== null && v > 0))), "paused requests drawn on some lane");
+    assert.match(await page.evaluate(() => location.hash), /ov=sglang(:|%3A)num_paused_reqs/);
+    assert.deepEqual(opened.problems, []);
+  } finally {
+    await page.close();
+    page = main;
+  }
+});
+
 test("advisory panel shows the server's advisories and receives live pushes", async () => {
   const adv = await api(dash, "/api/v1/advisory");
   await until(

@@ -1,7 +1,7 @@
 import test from "node:test";
 import assert from "node:assert/strict";
 import { anatomyRowHeight, sortAnatomy, versionColor, type SortableRow } from "../../src/lifecycle/anatomy";
-import { bucketLines, decimateMinMax, filterKeys, fmtSI, isScrapeMeta, mergePoints, positiveOnly, siTicks, smooth, yAxisSize } from "../../src/metrics/series";
+import { bucketLines, decimateMinMax, filterKeys, fmtSI, isScrapeMeta, KV_POOL_KEY, kvPoolLines, mergePoints, positiveOnly, siTicks, smooth, withKvPool, yAxisSize } from "../../src/metrics/series";
 
 test("smoothing 0 is the identity; smoothing is debiased and skips gaps", () => {
   assert.deepEqual(smooth([1, null, 3], 0), [1, null, 3]);
@@ -92,6 +92,25 @@ test("scrape bookkeeping keys are not engine metrics", () => {
   assert.ok(isScrapeMeta("scrape_duration_seconds"));
   assert.ok(!isScrapeMeta("sglang:num_running_reqs"));
   assert.ok(!isScrapeMeta("sglang:num_paused_reqs"));
+});
+
+test("KV pool: per engine its used tokens and its pool size (dashed, same engine), placed beside token_usage", () => {
+  const line = (label: string, v: number) => ({ label, min: [v], max: [v], n: 1 });
+  const l = kvPoolLines([line("a", 10), line("b", 20)], [line("b", 400), line("a", 300)]);
+  assert.deepEqual(
+    l.map((x) => [x.label, x.base, x.max[0], !!x.dash]),
+    [
+      ["a used", "a", 10, false],
+      ["a pool", "a", 300, true],
+      ["b used", "b", 20, false],
+      ["b pool", "b", 400, true],
+    ],
+  );
+  const k = (key: string) => ({ key });
+  const keys = ["sglang:gen_throughput", "sglang:max_total_num_tokens", "sglang:num_used_tokens", "sglang:token_usage", "sglang:utilization"].map(k);
+  const out = withKvPool(keys, () => k(KV_POOL_KEY)).map((x) => x.key);
+  assert.equal(out[out.indexOf("sglang:token_usage") + 1], KV_POOL_KEY);
+  assert.equal(withKvPool([k("sglang:num_used_tokens")], () => k(KV_POOL_KEY)).length, 1, "no pool size, no KV pool chart");
 });
 
 test("log scale drops non-positive values", () => {
