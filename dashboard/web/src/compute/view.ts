@@ -50,7 +50,11 @@ export const CARPET_MAX_LANES = 64;
 /** Default selection size on large clusters (evenly spaced lanes written into the URL). */
 const DEFAULT_LANES = 16;
 const QUICK_PICK_K = 8;
-const OVERLAYS = ["sglang:num_running_reqs", "sglang:gen_throughput", "sglang:token_usage", "sglang:cache_hit_rate"];
+const OVERLAYS = ["sglang:num_running_reqs", "sglang:gen_throughput", "sglang:token_usage", "sglang:cache_hit_rate", "sglang:num_paused_reqs"];
+/** Chip names where the metric name alone does not say what it shows. */
+const OVERLAY_NAMES: Record<string, [string, string]> = {
+  "sglang:num_paused_reqs": ["paused (weight sync)", "requests paused by an async weight sync (sglang:num_paused_reqs)"],
+};
 const AXIS_H = 24;
 const BUBBLE_H = 18;
 const COMP_H = 56;
@@ -272,9 +276,10 @@ export class ComputeView {
     const ovGroup = el("span", "group");
     ovGroup.appendChild(el("span", "lbl", "overlay"));
     for (const m of OVERLAYS) {
-      const b = el("button", "chip toggle", m.replace(/^sglang:/, ""));
+      const [name, what] = OVERLAY_NAMES[m] ?? [m.replace(/^sglang:/, ""), `engine metric ${m}`];
+      const b = el("button", "chip toggle", name);
       b.dataset.overlay = m;
-      b.title = `engine metric ${m} on the lanes of its engine (click again to hide)`;
+      b.title = `${what} on the lanes of its engine (click again to hide)`;
       b.onclick = () => {
         this.st.overlay = this.st.overlay === m ? "" : m;
         this.syncToggles();

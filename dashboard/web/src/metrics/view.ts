@@ -19,8 +19,27 @@ import type { MetricKey, MetricsKeysResp } from "../api/responseTypes/metricsKey
 import type { MetricsSeriesResp } from "../api/responseTypes/metricsSeries";
 import { el } from "../shared/dom";
 import { frames } from "../shared/frames";
-import { formatRel } from "../shared/timeaxis";
-import { bucketLines, decimateMinMax, filterKeys, mergePoints, positiveOnly, smooth, type Num } from "./series";
+import { formatRel, tickStep, ticks } from "../shared/timeaxis";
+import {
+  bucketLines,
+  decimateMinMax,
+  filterKeys,
+  fmtSI,
+  isScrapeMeta,
+  KV_POOL,
+  KV_POOL_KEY,
+  KV_USED,
+  kvPoolLines,
+  mergePoints,
+  positiveOnly,
+  siTicks,
+  smooth,
+  withKvPool,
+  yAxisSize,
+  type ChartLine,
+  type Gapped,
+  type Num,
+} from "./series";
 import { formatMetricsHash, parseMetricsHash, type MetricsState } from "./urlState";
 
 interface Loaded {
@@ -37,12 +56,58 @@ export const ENGINE_PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7
 const LINE = "#31456a";
 const RAW_FAINT = "rgba(49, 69, 106, 0.28)";
 const CHART_H = 190;
+/** uPlot's axis font (its default), for measuring tick labels. */
+const AXIS_FONT = '12px system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, "Noto Sans", sans-serif';
+let measureCtx: CanvasRenderingContext2D | null = null;
+function textWidth(s: string): number {
+  measureCtx ??= document.createElement("canvas").getContext("2d");
+  if (!measureCtx) return s.length * 7;
+  measureCtx.font = AXIS_FONT;
+  return measureCtx.measureText(s).width;
+}
+
+/** A y axis labelled with SI suffixes, as wide as its widest label (docs/dashboard.md, Metrics view). */
+function yAxis(): uPlot.Axis {
+  return {
+    size: (_u, values) => yAxisSize(values as string[] | null, textWidth),
+    grid: { stroke: "#eef0f3" },
+    ticks: { stroke: "#d7dbe2" },
+    values: (_u, vs) => siTicks(vs),
+  };
+}
+
+/** Wall-clock x axis of an engine chart: round steps relative to the run start, spaced for their labels. */
+function timeAxis(start: number): uPlot.Axis {
+  let step = 1;
+  return {
+    size: 30,
+    grid: { stroke: "#eef0f3" },
+    ticks: { stroke: "#d7dbe2" },
+    splits: (u, _i, min, max) => {
+      const w = u.bbox.width / uPlot.pxRatio || 400;
+      step = tickStep(max - min, w, textWidth(formatRel(max - start)) + 28);
+      return ticks({ t0: min, t1: max }, step, start);
+    },
+    values: (_u, vs) => vs.map((v) => formatRel(v - start, step)),
+  };
+}
 
 function fmtVal(v: number | null | undefined): string {
   if (v === null || v === undefined || !isFinite(v)) return "—";
   const a = Math.abs(v);
   if (a !== 0 && (a >= 1e5 || a < 1e-3)) return v.toExponential(2);
   return String(+v.toPrecision(4));
+}
+
+/** An engine chart's data: the series response, its lines as drawn (derived charts combine two metrics). */
+interface EngineChart {
+  r: EnginesSeriesResp;
+  lines: ChartLine[];
+}
+
+/** Keys the Metrics view does not chart: the scrape's own bookkeeping series (`up`, `scrape_*`) in sglang. */
+function hiddenKey(k: MetricKey): boolean {
+  return k.category === "sglang" && isScrapeMeta(k.key);
 }
 
 /** One chart card: title, uPlot, stat chips (engine histograms). */
@@ -86,7 +151,7 @@ export class MetricsView {
   private cats: string[] = [];
   private st: MetricsState;
   private readonly data = new Map<string, Loaded>();
-  private readonly eng = new Map<string, EnginesSeriesResp>();
+  private readonly eng = new Map<string, EngineChart>();
   readonly cards = new Map<string, Card>();
   private hidden = new Set<string>();
   private engineLabels: string[] = [];
@@ -187,7 +252,7 @@ export class MetricsView {
 
   private async loadKeys(): Promise<void> {
     const r = await this.api.get<MetricsKeysResp>("/api/v1/metrics/keys");
-    this.keys = r.keys;
+    this.keys = r.keys.filter((k) => !hiddenKey(k));
     this.cats = r.categories;
     this.probe.keysVersion = r.version;
     if (!this.st.cat || !this.cats.includes(this.st.cat)) this.st.cat = this.cats[0] ?? "";
@@ -217,10 +282,9 @@ export class MetricsView {
   }
 
   private visibleKeys(): MetricKey[] {
-    return filterKeys(
-      this.keys.filter((k) => k.category === this.st.cat),
-      this.st.filter,
-    );
+    let keys = this.keys.filter((k) => k.category === this.st.cat);
+    if (this.isEngineCat()) keys = withKvPool(keys, () => ({ key: KV_POOL_KEY, category: "sglang", x_key: "time", n: 0, last_step: null, kind: "gauge" }));
+    return filterKeys(keys, this.st.filter);
   }
 
   private isEngineCat(): boolean {
@@ -347,7 +411,7 @@ export class MetricsView {
     if (p.new_keys?.length) {
       const have = new Set(this.keys.map((k) => k.key));
       for (const k of p.new_keys) {
-        if (have.has(k.key)) continue;
+        if (have.has(k.key) || hiddenKey(k)) continue;
         this.keys.push(k);
         if (!this.cats.includes(k.category)) {
           this.cats.push(k.category);
@@ -456,7 +520,7 @@ export class MetricsView {
       scales: { x: { time: false }, y: this.st.log ? { distr: 3 } : {} },
       axes: [
         { size: 30, grid: { stroke: "#eef0f3" }, ticks: { stroke: "#d7dbe2" } },
-        { size: 56, grid: { stroke: "#eef0f3" }, ticks: { stroke: "#d7dbe2" }, values: (_u, vs) => vs.map((v) => fmtVal(v)) },
+        yAxis(),
       ],
       legend: { show: true, live: true },
       cursor: {
@@ -547,22 +611,34 @@ export class MetricsView {
 
   private async fetchEngine(c: Card): Promise<void> {
     const k = c.key;
-    try {
+    const get = (metric: string, t0?: number, t1?: number) => {
       this.probe.engineFetches++;
-      const r = await this.api.get<EnginesSeriesResp>("/api/v1/engines/series", {
-        metric: k.key,
+      return this.api.get<EnginesSeriesResp>("/api/v1/engines/series", {
+        metric,
         stat: k.kind === "histogram" ? c.stat : undefined,
         per_dp: this.st.dp ? "1" : undefined,
         points: Math.max(100, Math.min(1000, Math.round(this.cardWidth() / 2))),
-        t0: this.timeZoom?.[0],
-        t1: this.timeZoom?.[1],
+        t0,
+        t1,
       });
-      this.eng.set(this.engKey(c), r);
+    };
+    try {
+      let chart: EngineChart;
+      if (k.key === KV_POOL_KEY) {
+        // used and pool on one time base: the second request asks for the first one's window
+        const used = await get(KV_USED, this.timeZoom?.[0], this.timeZoom?.[1]);
+        const pool = await get(KV_POOL, used.t0, used.t1);
+        chart = { r: used, lines: kvPoolLines(used.series, pool.series) };
+      } else {
+        const r = await get(k.key, this.timeZoom?.[0], this.timeZoom?.[1]);
+        chart = { r, lines: r.series.map((s) => ({ label: s.label, base: s.label, min: s.min, max: s.max, n: s.n })) };
+      }
+      this.eng.set(this.engKey(c), chart);
       const labels = new Set(this.engineLabels);
       let grew = false;
-      for (const s of r.series)
-        if (!labels.has(s.label)) {
-          labels.add(s.label);
+      for (const s of chart.lines)
+        if (!labels.has(s.base)) {
+          labels.add(s.base);
           grew = true;
         }
       if (grew) {
@@ -582,30 +658,31 @@ export class MetricsView {
   }
 
   private drawEngine(c: Card): void {
-    const r = this.eng.get(this.engKey(c));
-    if (!r) return;
+    const chart = this.eng.get(this.engKey(c));
+    if (!chart) return;
+    const { r, lines: drawn } = chart;
     const start = this.meta.start_ts ?? this.meta.time_range?.[0] ?? r.t0;
-    const lines = bucketLines(r.t, r.step_s, r.series);
-    let ys = lines.ys;
-    if (this.st.log) ys = ys.map((y) => positiveOnly(y));
+    const lines = bucketLines(r.t, r.step_s, drawn);
+    let ys: Gapped[][] = lines.ys;
+    if (this.st.log) ys = ys.map((y) => y.map((v) => (v === undefined ? v : v !== null && v > 0 ? v : null)));
     const data = [lines.x, ...ys] as unknown as uPlot.AlignedData;
-    c.labels = r.series.map((s) => s.label);
+    c.labels = drawn.map((s) => s.base);
     c.u?.destroy();
     c.body.textContent = "";
-    if (!r.series.length) {
+    if (!drawn.length) {
       c.body.append(el("div", "empty", "no samples in this window"));
       return;
     }
     const series: uPlot.Series[] = [{ label: "time", value: (_u, v) => (v === null ? "—" : formatRel(v - start)) }];
-    for (const s of r.series)
-      series.push({ label: s.label, stroke: this.colorOf(s.label), width: 1.3, spanGaps: false, show: !this.hidden.has(s.label), points: { show: false }, value: (_u, v) => fmtVal(v) });
+    for (const s of drawn)
+      series.push({ label: s.label, stroke: this.colorOf(s.base), dash: s.dash, width: 1.3, spanGaps: false, show: !this.hidden.has(s.base), points: { show: false }, value: (_u, v) => fmtSI(v) });
     const opts: uPlot.Options = {
       width: this.cardWidth(),
       height: CHART_H,
       scales: { x: { time: false }, y: this.st.log ? { distr: 3 } : {} },
       axes: [
-        { size: 30, grid: { stroke: "#eef0f3" }, values: (_u, vs) => vs.map((v) => formatRel(v - start)) },
-        { size: 56, grid: { stroke: "#eef0f3" }, values: (_u, vs) => vs.map((v) => fmtVal(v)) },
+        timeAxis(start),
+        yAxis(),
       ],
       legend: { show: false },
       cursor: { sync: { key: "miles-engines" }, drag: { x: true, y: false, setScale: false }, points: { size: 5 } },
@@ -614,7 +691,7 @@ export class MetricsView {
     };
     c.u = new uPlot(opts, data, c.body);
     c.u.over.ondblclick = () => this.resetZoom();
-    c.u.root.title = `${r.kind}${r.kind === "rate" ? " per second" : ""} · ${r.series.length} line${r.series.length === 1 ? "" : "s"}`;
+    c.u.root.title = `${r.kind}${r.kind === "rate" ? " per second" : ""} · ${drawn.length} line${drawn.length === 1 ? "" : "s"}`;
     this.probe.drawn++;
   }
 
@@ -645,8 +722,7 @@ export class MetricsView {
         else this.hidden.add(l);
         for (const c of this.cards.values()) {
           if (!c.u) continue;
-          const i = c.labels.indexOf(l);
-          if (i >= 0) c.u.setSeries(i + 1, { show: box.checked });
+          c.labels.forEach((b, i) => b === l && c.u!.setSeries(i + 1, { show: box.checked }));
         }
       };
       const sw = el("span", "tsw");

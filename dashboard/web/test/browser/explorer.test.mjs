@@ -243,6 +243,132 @@ async function sglangChecks() {
   assert.match(await page.evaluate(() => location.hash), /dp=1/);
 }
 
+test("sglang charts read: continuous lines when zoomed below the scrape interval, spaced x ticks, unclipped SI y labels, no scrape meta", async () => {
+  const main = page;
+  const opened = await openPage(browser, ffDash.url + "#/metrics?cat=sglang");
+  page = opened.page;
+  try {
+    const want = ["sglang:num_running_reqs", "sglang:max_total_num_tokens"];
+    await until(async () => (await cards()).filter((c) => want.includes(c.key) && c.drawn).length === want.length, {
+      timeout: 30000,
+      what: "num_running_reqs and max_total_num_tokens drawn",
+    });
+    const keys = (await cards()).map((c) => c.key);
+    assert.ok(!keys.includes("up") && !keys.some((k) => k.startsWith("scrape_")), `no scrape bookkeeping charts: ${keys.join(", ")}`);
+    const count = await page.$eval('.mcat[data-cat="sglang"] .mcount', (e) => Number(e.textContent));
+    assert.equal(count, keys.filter((k) => !k.startsWith("KV pool")).length, "the category count is the engine metrics charted");
+    const axes = (key) =>
+      page.evaluate((k) => {
+        const u = window.__milesViews.metrics.cards.get(k).u;
+        const ctx = document.createElement("canvas").getContext("2d");
+        ctx.font = '12px system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue", Arial, "Noto Sans", sans-serif';
+        const w = (s) => ctx.measureText(s).width;
+        const x = u.axes[0];
+        const pos = x._splits.map((v) => u.valToPos(v, "x"));
+        let minGap = Infinity;
+        for (let i = 1; i < pos.length; i++) minGap = Math.min(minGap, pos[i] - pos[i - 1]);
+        return {
+          ylabels: u.axes[1]._values,
+          ysize: u.axes[1]._size,
+          ywidest: Math.max(...u.axes[1]._values.map(w)),
+          xlabels: x._values,
+          xwidest: Math.max(...x._values.map(w)),
+          minGap,
+        };
+      }, key);
+    for (const k of want) {
+      const a = await axes(k);
+      assert.ok(a.ylabels.every((l) => !/e[+-]\d/.test(l)), `${k}: y labels without exponents: ${a.ylabels.join(" ")}`);
+      assert.ok(a.ysize >= a.ywidest + 10, `${k}: y axis ${a.ysize}px holds its widest label (${a.ywidest.toFixed(1)}px)`);
+      assert.ok(a.xlabels.length >= 2, `${k}: x ticks ${a.xlabels.join(" ")}`);
+      assert.ok(a.minGap >= a.xwidest + 4, `${k}: x ticks ${a.minGap.toFixed(1)}px apart hold labels ${a.xwidest.toFixed(1)}px wide (${a.xlabels.join(" ")})`);
+    }
+    const pool = await axes("sglang:max_total_num_tokens");
+    assert.ok(pool.ylabels.some((l) => /k$/.test(l)), `the KV pool size reads in k: ${pool.ylabels.join(" ")}`);
+    // zoom into ~3 % of the run: buckets far finer than the 5 s scrape interval
+    const n0 = await page.evaluate(() => window.__milesViews.metrics.probe.engineFetches);
+    const over = page.locator('.mcard[data-key="sglang:num_running_reqs"] .u-over');
+    await over.scrollIntoViewIfNeeded();
+    const b = await over.boundingBox();
+    await page.mouse.move(b.x + b.width * 0.4, b.y + b.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(b.x + b.width * 0.43, b.y + b.height / 2, { steps: 4 });
+    await page.mouse.up();
+    await until(async () => (await page.evaluate(() => window.__milesViews.metrics.probe.engineFetches)) >= n0 + 2, { what: "zoomed refetch" });
+    await until(
+      async () =>
+        await page.evaluate(() => {
+          const u = window.__milesViews.metrics.cards.get("sglang:num_running_reqs").u;
+          return !!u && u.data[0].length > 0 && u.data[0][0] >= u.scales.x.min - 60;
+        }),
+      { what: "num_running_reqs redrawn on the zoomed window" },
+    );
+    const lines = await page.evaluate(() => {
+      const c = window.__milesViews.metrics.cards.get("sglang:num_running_reqs");
+      const r = window.__milesViews.metrics.eng.get(window.__milesViews.metrics.engKey(c));
+      return { step: (r.r ?? r).step_s, ys: c.u.data.slice(1).map((y) => Array.from(y, (v) => (v === undefined ? "u" : v === null ? "n" : "v")).join("")) };
+    });
+    assert.ok(lines.step < 2, `zoomed buckets (${lines.step} s) finer than the scrape interval`);
+    for (const y of lines.ys) {
+      const inner = y.slice(y.indexOf("v"), y.lastIndexOf("v") + 1);
+      if (!inner) continue;
+      assert.ok(!inner.includes("n"), `a continuously scraped engine's line has no breaks: ${inner.slice(0, 120)}`);
+      assert.ok(inner.includes("u"), "empty buckets between scrapes are spanned");
+    }
+    const z = await axes("sglang:num_running_reqs");
+    assert.ok(z.minGap >= z.xwidest + 4, `zoomed: x ticks ${z.minGap.toFixed(1)}px apart hold labels ${z.xwidest.toFixed(1)}px wide (${z.xlabels.join(" ")})`);
+    await page.screenshot({ path: join(SHOTS, "metrics-sglang-zoomed.png") });
+    assert.deepEqual(opened.problems, []);
+  } finally {
+    await page.close();
+    page = main;
+  }
+});
+
+test("KV pool beside token_usage and paused-by-weight-sync in the sglang charts and the Compute overlay", async () => {
+  const main = page;
+  const opened = await openPage(browser, ffDash.url + "#/metrics?cat=sglang");
+  page = opened.page;
+  try {
+    const pool = "KV pool: sglang:num_used_tokens / max_total_num_tokens";
+    const want = [pool, "sglang:num_paused_reqs"];
+    for (const k of want) await page.locator(`.mcard[data-key="${k}"]`).scrollIntoViewIfNeeded();
+    await until(async () => (await cards()).filter((c) => want.includes(c.key) && c.drawn).length === want.length, { timeout: 30000, what: "KV pool and num_paused_reqs drawn" });
+    const order = (await cards()).map((c) => c.key);
+    assert.equal(order[order.indexOf("sglang:token_usage") + 1], pool, "KV pool right after token_usage");
+    const kv = await page.evaluate((k) => {
+      const u = window.__milesViews.metrics.cards.get(k).u;
+      return u.series.slice(1).map((s) => ({ label: s.label, dash: !!s.dash, color: typeof s.stroke === "function" ? s.stroke(u, 1) : s.stroke }));
+    }, pool);
+    const engines = await api(ffDash, "/api/v1/engines/series?metric=sglang:num_used_tokens&points=20");
+    assert.equal(kv.length, 2 * engines.series.length, `a used and a pool line per engine: ${kv.map((s) => s.label).join(", ")}`);
+    for (const e of engines.series) {
+      const used = kv.find((s) => s.label === e.label + " used");
+      const size = kv.find((s) => s.label === e.label + " pool");
+      assert.ok(used && size && !used.dash && size.dash, `${e.label}: solid used, dashed pool`);
+      assert.equal(used.color, size.color, `${e.label}: one colour for its two lines`);
+    }
+    const paused = await api(ffDash, "/api/v1/engines/series?metric=sglang:num_paused_reqs&points=200");
+    assert.ok(paused.series.some((s) => s.max.some((v) => v > 0)), "the run pauses requests for weight syncs");
+    // the Compute view offers it as an engine overlay, drawn from the overlay endpoint (a gauge like any other)
+    await page.goto(ffDash.url + "#/compute");
+    const chip = page.locator('.chip[data-overlay="sglang:num_paused_reqs"]');
+    await chip.waitFor();
+    assert.match(await chip.textContent(), /paused/);
+    const got = page.waitForResponse((r) => r.url().includes("/api/v1/engines?") && /metric=sglang(:|%3A)num_paused_reqs/.test(r.url()));
+    await chip.click();
+    const body = await (await got).json();
+    assert.equal(body.status, "success");
+    assert.equal(body.data.kind, "gauge");
+    assert.ok(body.data.lanes.some((l) => l.segments.some((s) => s.v.some((v) => v !== null && v > 0))), "paused requests drawn on some lane");
+    assert.match(await page.evaluate(() => location.hash), /ov=sglang(:|%3A)num_paused_reqs/);
+    assert.deepEqual(opened.problems, []);
+  } finally {
+    await page.close();
+    page = main;
+  }
+});
+
 test("advisory panel shows the server's advisories and receives live pushes", async () => {
   const adv = await api(dash, "/api/v1/advisory");
   await until(

@@ -1,7 +1,7 @@
 import test from "node:test";
 import assert from "node:assert/strict";
 import { anatomyRowHeight, CARPET_ROWS, carpetQuery, sortAnatomy, versionColor, type SortableRow } from "../../src/lifecycle/anatomy";
-import { bucketLines, decimateMinMax, filterKeys, mergePoints, positiveOnly, smooth } from "../../src/metrics/series";
+import { bucketLines, decimateMinMax, filterKeys, fmtSI, isScrapeMeta, KV_POOL_KEY, kvPoolLines, mergePoints, positiveOnly, siTicks, smooth, withKvPool, yAxisSize } from "../../src/metrics/series";
 
 test("smoothing 0 is the identity; smoothing is debiased and skips gaps", () => {
   assert.deepEqual(smooth([1, null, 3], 0), [1, null, 3]);
@@ -41,6 +41,76 @@ test("engine bucket lines: min at the bucket start, max at mid-bucket", () => {
   const r = bucketLines([0, 10], 10, [{ min: [1, null], max: [5, null] }]);
   assert.deepEqual(r.x, [0, 5, 10, 15]);
   assert.deepEqual(r.ys[0], [1, 5, null, null]);
+});
+
+test("engine lines on buckets finer than the scrape interval are joined, a long outage stays a gap", () => {
+  // 5 s buckets, a sample every 15 s (every third bucket), then 2 min without samples, then samples again.
+  const nb = 60;
+  const t = Array.from({ length: nb }, (_, i) => i * 5);
+  const min: (number | null)[] = t.map((_, i) => (i % 3 === 0 && (i < 24 || i >= 48) ? 10 + i : null));
+  const r = bucketLines(t, 5, [{ min, max: min, n: min.filter((v) => v !== null).length }]);
+  const y = r.ys[0];
+  // between two samples 15 s apart nothing breaks the line: no null until the outage
+  const firstNull = y.indexOf(null);
+  assert.ok(firstNull < 0 || firstNull >= 2 * 22, `a break inside the sampled stretch at point ${firstNull}`);
+  assert.equal(y[2], undefined, "the empty bucket between two samples is spanned");
+  // the outage (buckets 22..47, 2 minutes = 8 intervals) is drawn as a gap
+  assert.equal(y[2 * 30], null);
+  assert.equal(y[2 * 47 + 1], null);
+  assert.equal(y[2 * 48], 58, "the line resumes after the outage");
+});
+
+test("engine lines on buckets coarser than the scrape interval: an empty bucket is a gap", () => {
+  // 30 s buckets, 6 samples per bucket (5 s scrapes): one empty bucket = 6 missed scrapes
+  const min = [1, 2, null, 4, 5];
+  const r = bucketLines([0, 30, 60, 90, 120], 30, [{ min, max: min, n: 24 }]);
+  assert.deepEqual(r.ys[0].slice(4, 6), [null, null]);
+});
+
+test("y tick labels: SI suffixes, distinct neighbours, no exponent", () => {
+  assert.deepEqual(siTicks([0, 100000, 200000, 300000]), ["0", "100k", "200k", "300k"]);
+  assert.deepEqual(siTicks([125000, 125500, 126000]), ["125.0k", "125.5k", "126.0k"]);
+  assert.deepEqual(siTicks([0, 2e9, 4e9]), ["0", "2G", "4G"]);
+  assert.deepEqual(siTicks([0, 0.25, 0.5]), ["0", "0.25", "0.50"]);
+  assert.deepEqual(siTicks([0, 0.002, 0.004]), ["0", "2m", "4m"]);
+  for (const l of siTicks([0, 100000, 200000, 300000, 400000, 500000])) assert.ok(!/e[+-]/.test(l), l);
+  assert.equal(fmtSI(412345), "412.3k");
+  assert.equal(fmtSI(2.5e6), "2.5M");
+  assert.equal(fmtSI(0.5), "0.5");
+  assert.equal(fmtSI(null), "—");
+});
+
+test("y axis size holds the widest label", () => {
+  const m = (s: string) => s.length * 7;
+  assert.ok(yAxisSize(["0", "100.0k", "200.0k"], m) >= 6 * 7 + 15);
+  assert.ok(yAxisSize(["0", "1"], m) >= 32);
+  assert.ok(yAxisSize(null, m) >= 32);
+});
+
+test("scrape bookkeeping keys are not engine metrics", () => {
+  assert.ok(isScrapeMeta("up"));
+  assert.ok(isScrapeMeta("scrape_duration_seconds"));
+  assert.ok(!isScrapeMeta("sglang:num_running_reqs"));
+  assert.ok(!isScrapeMeta("sglang:num_paused_reqs"));
+});
+
+test("KV pool: per engine its used tokens and its pool size (dashed, same engine), placed beside token_usage", () => {
+  const line = (label: string, v: number) => ({ label, min: [v], max: [v], n: 1 });
+  const l = kvPoolLines([line("a", 10), line("b", 20)], [line("b", 400), line("a", 300)]);
+  assert.deepEqual(
+    l.map((x) => [x.label, x.base, x.max[0], !!x.dash]),
+    [
+      ["a used", "a", 10, false],
+      ["a pool", "a", 300, true],
+      ["b used", "b", 20, false],
+      ["b pool", "b", 400, true],
+    ],
+  );
+  const k = (key: string) => ({ key });
+  const keys = ["sglang:gen_throughput", "sglang:max_total_num_tokens", "sglang:num_used_tokens", "sglang:token_usage", "sglang:utilization"].map(k);
+  const out = withKvPool(keys, () => k(KV_POOL_KEY)).map((x) => x.key);
+  assert.equal(out[out.indexOf("sglang:token_usage") + 1], KV_POOL_KEY);
+  assert.equal(withKvPool([k("sglang:num_used_tokens")], () => k(KV_POOL_KEY)).length, 1, "no pool size, no KV pool chart");
 });
 
 test("log scale drops non-positive values", () => {
