@@ -145,7 +145,10 @@ type rankState struct {
 
 	retractedReqs, retractedIn, retractedOut float64 // cumulative
 	lastRetracted                            int     // retracted in the last step (the num_retracted_reqs gauge)
-	bootFailed, transferFailed               float64 // PD failure counters
+	// lastThroughput is gen_throughput as last reported: sglang refreshes the gauge from its decode-batch log, so
+	// while a weight sync pauses decoding the gauge keeps its last value rather than dropping to 0.
+	lastThroughput             float64
+	bootFailed, transferFailed float64 // PD failure counters
 }
 
 func (rs *rankState) observeStage(stage string, d time.Duration) {
@@ -402,6 +405,11 @@ func (e *Engine) Families(at time.Time) []Family {
 			}
 		}
 		tokens = min(tokens+rs.retained, e.cfg.MaxTotalNumTokens)
+		if e.paused && decoding > 0 {
+			rate = rs.lastThroughput
+		} else {
+			rs.lastThroughput = rate
+		}
 		n := len(rs.running)
 		nPaused := 0
 		if e.paused {

@@ -436,3 +436,29 @@ func TestCurrentSglangFamilies(t *testing.T) {
 		t.Errorf("spec_accept_rate %v", v)
 	}
 }
+
+// TestPausedEngineKeepsThroughput: sglang refreshes gen_throughput from its decode-batch log, so a weight-sync
+// pause (no decode steps) leaves the gauge at its last value; the fake reported 0, which charts drew as spikes.
+func TestPausedEngineKeepsThroughput(t *testing.T) {
+	t0 := time.Unix(1_760_000_000, 0)
+	e := NewEngine(Config{DPSize: 1, MaxTotalNumTokens: 100000})
+	e.Begin(Request{ID: 1, PromptTokens: 100, CompletionTokens: 1000, Submit: t0, Start: t0,
+		FirstToken: t0.Add(time.Second), End: t0.Add(101 * time.Second)})
+	thr := func(at time.Time) float64 {
+		for _, f := range e.Families(at) {
+			if f.Name == "sglang:gen_throughput" {
+				return f.Samples[0].Value
+			}
+		}
+		t.Fatal("no gen_throughput")
+		return 0
+	}
+	before := thr(t0.Add(10 * time.Second))
+	if before <= 0 {
+		t.Fatalf("decoding engine reports throughput %v", before)
+	}
+	e.SetPaused(true)
+	if got := thr(t0.Add(12 * time.Second)); got != before {
+		t.Fatalf("paused engine reports %v, want the last value %v", got, before)
+	}
+}
