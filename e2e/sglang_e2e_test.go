@@ -406,13 +406,13 @@ func TestSglangRouterE2E(t *testing.T) {
 			writeTargets(t, runDir, []map[string]any{target(direct.Addr(), 0)})
 			routerAddr := strings.TrimPrefix(srv.URL, "http://")
 			c := e2etest.StartCollector(t, runDir, e2etest.Options{Configs: []string{sglangConfig()}, Env: []string{"MILES_SGLANG_ROUTER=" + routerAddr}})
-			recs := waitFor(t, runDir, 30*time.Second, "both workers' histograms", func(recs []map[string]any) bool {
+			waitFor(t, runDir, 30*time.Second, "both workers' histograms", func(recs []map[string]any) bool {
 				return has(recs, workers[0], "sglang:time_to_first_token_seconds") &&
 					has(recs, workers[1], "sglang:num_decode_transfer_queue_reqs") && has(recs, routerAddr, "up")
 			})
 			// Let a few more scrapes happen (the direct target would have shown up by now too).
 			time.Sleep(4 * time.Second)
-			recs = engineRecords(t, runDir)
+			recs := engineRecords(t, runDir)
 			checkContract(t, recs)
 			checkEngine(t, recs, workers[0], ea, fa)
 			checkEngine(t, recs, workers[1], eb, fb)
@@ -484,7 +484,7 @@ func TestSglangEngineRestartE2E(t *testing.T) {
 	time.Sleep(bound + 2*time.Second)
 	recs = engineRecords(t, runDir)
 	checkContract(t, recs)
-	removeTs := float64(tRemove.UnixNano())/1e9 + bound.Seconds()
+	removeTS := float64(tRemove.UnixNano())/1e9 + bound.Seconds()
 	var bUps []float64
 	for _, r := range recs {
 		ts := r["ts"].(float64)
@@ -495,7 +495,7 @@ func TestSglangEngineRestartE2E(t *testing.T) {
 				t.Errorf("old address still scraped after the move: %v", r)
 			}
 		case b.URL():
-			if ts > removeTs {
+			if ts > removeTS {
 				t.Errorf("removed engine still scraped %.1f s after its removal: %v", ts-float64(tRemove.UnixNano())/1e9, r)
 			}
 			if r["metric"] == "up" {
@@ -519,7 +519,7 @@ func TestSglangEngineRestartE2E(t *testing.T) {
 func hangingEngine(t *testing.T) string {
 	t.Helper()
 	done := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 		select {
 		case <-r.Context().Done():
 		case <-done:
@@ -532,7 +532,7 @@ func hangingEngine(t *testing.T) string {
 // malformedEngine serves an exposition whose first family is valid and whose second line is broken.
 func malformedEngine(t *testing.T) string {
 	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		_, _ = io.WriteString(w, "# HELP sglang:num_running_reqs The number of running requests.\n"+
 			"# TYPE sglang:num_running_reqs gauge\n"+

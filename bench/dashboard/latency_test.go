@@ -28,13 +28,19 @@ func TestLiveLatency(t *testing.T) {
 	dir := t.TempDir()
 	h0 := float64(time.Now().Unix()/3600*3600) + 1
 	part := filepath.Join(dir, "dashboard/gpu_util", time.Unix(int64(h0), 0).UTC().Format("20060102_15")+".jsonl")
-	os.MkdirAll(filepath.Dir(part), 0o755)
+	if err := os.MkdirAll(filepath.Dir(part), 0o755); err != nil {
+		t.Fatal(err)
+	}
 	var b strings.Builder
 	for i := range 64 {
 		fmt.Fprintf(&b, `{"ts":%.0f,"node":"n%d","gpu":%d,"util":50}`+"\n", h0, i/8, i%8)
 	}
-	os.WriteFile(part, []byte(b.String()), 0o644)
-	os.WriteFile(filepath.Join(dir, "dashboard/meta.json"), []byte(`{"writer":"otelcol-miles","schema_version":2}`), 0o644)
+	if err := os.WriteFile(part, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "dashboard/meta.json"), []byte(`{"writer":"otelcol-miles","schema_version":2}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	st, err := store.Open(dir, true)
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +57,9 @@ func TestLiveLatency(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	c.WriteJSON(map[string]any{"type": "subscribe", "view": "compute", "lanes": "all", "follow_s": 900})
+	if err := c.WriteJSON(map[string]any{"type": "subscribe", "view": "compute", "lanes": "all", "follow_s": 900}); err != nil {
+		t.Fatal(err)
+	}
 	time.Sleep(300 * time.Millisecond)
 	var lat []time.Duration
 	for i := 1; i <= 20; i++ {
@@ -60,19 +68,31 @@ func TestLiveLatency(t *testing.T) {
 		fmt.Fprintf(f, `{"ts":%.0f,"node":"n0","gpu":0,"util":%d}`+"\n", h0+float64(i), i)
 		f.Close()
 		for {
-			c.SetReadDeadline(time.Now().Add(5 * time.Second))
+			if err := c.SetReadDeadline(time.Now().Add(5 * time.Second)); err != nil {
+				t.Fatal(err)
+			}
 			_, msg, err := c.ReadMessage()
 			if err != nil {
 				t.Fatal(err)
 			}
+			// Only a delta's data is an object with data_edge; other messages' data has other shapes.
 			var m struct {
 				Type string
-				Data struct {
-					DataEdge float64 `json:"data_edge"`
-				}
+				Data json.RawMessage
 			}
-			json.Unmarshal(msg, &m)
-			if m.Type == "delta" && m.Data.DataEdge >= h0+float64(i) {
+			if err := json.Unmarshal(msg, &m); err != nil {
+				t.Fatal(err)
+			}
+			if m.Type != "delta" {
+				continue
+			}
+			var d struct {
+				DataEdge float64 `json:"data_edge"`
+			}
+			if err := json.Unmarshal(m.Data, &d); err != nil {
+				t.Fatal(err)
+			}
+			if d.DataEdge >= h0+float64(i) {
 				lat = append(lat, time.Since(start))
 				break
 			}

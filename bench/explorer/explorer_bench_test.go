@@ -53,8 +53,8 @@ type writer struct {
 
 func newWriter(name string) *writer {
 	dir := filepath.Join(tmpRoot, name)
-	os.MkdirAll(filepath.Join(dir, "dashboard"), 0o755)
-	os.WriteFile(filepath.Join(dir, "dashboard/meta.json"), []byte(fmt.Sprintf(`{"schema_version":2,"writer":"otelcol-miles","run_name":%q,"start_ts":%.0f}`, name, base)), 0o644)
+	must(os.MkdirAll(filepath.Join(dir, "dashboard"), 0o755))
+	must(os.WriteFile(filepath.Join(dir, "dashboard/meta.json"), []byte(fmt.Sprintf(`{"schema_version":2,"writer":"otelcol-miles","run_name":%q,"start_ts":%.0f}`, name, base)), 0o644))
 	cat := `{"version":2,"lanes":{`
 	for g := range 16 {
 		if g > 0 {
@@ -66,7 +66,7 @@ func newWriter(name string) *writer {
 			cat += fmt.Sprintf(`"n0:%d":{"ranks":[],"engine_addrs":["http://n0:%d"],"roles":["rollout"]}`, g, 30000+g-8)
 		}
 	}
-	os.WriteFile(filepath.Join(dir, "dashboard/lane_catalog.json"), []byte(cat+"}}"), 0o644)
+	must(os.WriteFile(filepath.Join(dir, "dashboard/lane_catalog.json"), []byte(cat+"}}"), 0o644))
 	return &writer{dir: dir, files: map[string]*bufio.Writer{}}
 }
 
@@ -74,7 +74,7 @@ func (w *writer) line(stream string, ts float64, s string) {
 	name := filepath.Join(w.dir, "dashboard", stream, runfiles.HourName(time.Unix(int64(ts), 0))+".jsonl")
 	f := w.files[name]
 	if f == nil {
-		os.MkdirAll(filepath.Dir(name), 0o755)
+		must(os.MkdirAll(filepath.Dir(name), 0o755))
 		fd, err := os.Create(name)
 		if err != nil {
 			panic(err)
@@ -83,13 +83,21 @@ func (w *writer) line(stream string, ts float64, s string) {
 		f = bufio.NewWriterSize(fd, 1<<20)
 		w.files[name] = f
 	}
-	f.WriteString(s)
-	f.WriteByte('\n')
+	_, err := f.WriteString(s)
+	must(err)
+	must(f.WriteByte('\n'))
+}
+
+// must panics on a failed write: the run builders run outside any *testing.B (cached across benchmarks).
+func must(err error) {
+	if err != nil {
+		panic(err)
+	}
 }
 
 func (w *writer) close() string {
 	for _, f := range w.files {
-		f.Flush()
+		must(f.Flush())
 	}
 	for _, fd := range w.fds {
 		fd.Close()
@@ -99,7 +107,8 @@ func (w *writer) close() string {
 
 func dirSize(dir string) int64 {
 	var n int64
-	filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
+	// A file that cannot be stat'ed counts zero; the walk itself then never fails.
+	_ = filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
 		if err == nil && !fi.IsDir() {
 			n += fi.Size()
 		}
@@ -116,11 +125,11 @@ func heap() uint64 {
 	return m.HeapAlloc
 }
 
-func cached(name string, make func() string) string {
+func cached(name string, build func() string) string {
 	if d, ok := runs.Load(name); ok {
 		return d.(string)
 	}
-	d := make()
+	d := build()
 	runs.Store(name, d)
 	return d
 }
@@ -157,7 +166,7 @@ func metricsRun(steps, keysPerAxis int) string {
 
 func fetch(b *testing.B, h http.Handler, url string) int {
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, url, nil))
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, url, http.NoBody))
 	if rec.Code != 200 {
 		b.Fatalf("%s: %d %s", url, rec.Code, rec.Body.String()[:min(300, rec.Body.Len())])
 	}
@@ -354,11 +363,11 @@ func BenchmarkAdvisory(b *testing.B) {
 	b.Run("recompute", func(b *testing.B) {
 		before := heap()
 		st, _ := store.Open(dir, false)
-		in := server.AdvisoryInput(st, advisory.Config{MaxRunningRequests: 64}, nil)
-		held := float64(heap()-before) / (16 * 7200 * 8) // engine points (a histogram reading counts one)
+		_ = server.AdvisoryInput(st, advisory.Config{MaxRunningRequests: 64}, nil) // loads what the store then holds
+		held := float64(heap()-before) / (16 * 7200 * 8)                           // engine points (a histogram reading counts one)
 		b.ResetTimer()
 		for i := 0; i < b.N; i++ {
-			in = server.AdvisoryInput(st, advisory.Config{MaxRunningRequests: 64}, nil)
+			in := server.AdvisoryInput(st, advisory.Config{MaxRunningRequests: 64}, nil)
 			res := advisory.Compute(in)
 			if len(res.Advisories) != 0 {
 				b.Fatalf("%+v", res.Advisories)
@@ -432,8 +441,8 @@ func engineDayRun() string {
 			if err != nil {
 				panic(err)
 			}
-			os.WriteFile(h+".zst", enc.EncodeAll(raw, nil), 0o644)
-			os.Remove(h)
+			must(os.WriteFile(h+".zst", enc.EncodeAll(raw, nil), 0o644))
+			must(os.Remove(h))
 		}
 		enc.Close()
 		return dir

@@ -96,7 +96,7 @@ type Thresholds struct {
 	DriftRatio, DriftMinDelta                 float64
 }
 
-// DefaultThresholds: A1–A6 and T1–T4 exactly as the reference dashboard's; S1/S2/D1 ours (the table of
+// DefaultThresholds returns A1–A6 and T1–T4 exactly as the reference dashboard's; S1/S2/D1 ours (the table of
 // docs/dashboard-api.md "GET /api/v1/advisory").
 func DefaultThresholds() Thresholds {
 	return Thresholds{

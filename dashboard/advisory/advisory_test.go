@@ -76,12 +76,6 @@ func phase(name string, rank, step int, start, d float64) store.PhaseRecord {
 	return p
 }
 
-//go:fix inline
-func bptr(b bool) *bool { return new(b) }
-
-//go:fix inline
-func fptr(f float64) *float64 { return new(f) }
-
 // healthy is a run no rule should flag: steady phases, balanced engines and ranks, moderate KV usage, good
 // cache hits, few aborts, MFU 40 %, flat log-prob diff.
 func healthy() Input {
@@ -91,8 +85,9 @@ func healthy() Input {
 	}
 	for st := range 8 {
 		for rank := range 4 {
-			in.Phases = append(in.Phases, phase("log_probs", rank, st, t0+float64(st)*300, 20+float64((rank+st)%4)*0.3))
-			in.Phases = append(in.Phases, phase("train_wait", rank, st, t0+float64(st)*300+100, 50))
+			in.Phases = append(in.Phases,
+				phase("log_probs", rank, st, t0+float64(st)*300, 20+float64((rank+st)%4)*0.3),
+				phase("train_wait", rank, st, t0+float64(st)*300+100, 50))
 		}
 	}
 	in.Phases = append(in.Phases, phase("train_wait", 0, 8, in.Edge-1200, -1)) // open, 20 min: normal waiting
@@ -320,7 +315,7 @@ func TestRules(t *testing.T) {
 		{
 			name: "A5 from dumps: every group mean 0", want: "A5", msgHas: "Every reward is 0",
 			mod: func(in *Input) {
-				in.Dump = &DumpStep{Step: 9, Samples: 64, Groups: 8, ZeroStdGroups: 8, MaxAbsGroupRewardMean: fptr(0)}
+				in.Dump = &DumpStep{Step: 9, Samples: 64, Groups: 8, ZeroStdGroups: 8, MaxAbsGroupRewardMean: new(0.0)}
 			},
 		},
 		{
@@ -347,7 +342,7 @@ func TestRules(t *testing.T) {
 		{name: "T1 low MFU (step 0 excluded)", want: "T1", mod: func(in *Input) { in.Steps[KeyMFU] = steps(0.9, 0.14, 0.14, 0.14) }},
 		{
 			name: "T1 threshold 0 disables", want: "",
-			mod: func(in *Input) { in.Steps[KeyMFU] = steps(0.9, 0.14, 0.14, 0.14); in.Config.LowMFUThreshold = fptr(0) },
+			mod: func(in *Input) { in.Steps[KeyMFU] = steps(0.9, 0.14, 0.14, 0.14); in.Config.LowMFUThreshold = new(0.0) },
 		},
 		{name: "T1 custom threshold", want: "T1", mod: func(in *Input) { in.Config.LowMFUThreshold = new(0.5) }},
 		{name: "T1 needs 3 steady steps", want: "", mod: func(in *Input) { in.Steps[KeyMFU] = steps(0.9, 0.1, 0.1) }},

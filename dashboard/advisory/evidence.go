@@ -177,8 +177,3 @@ func (LowMFUEvidence) evidence()          {}
 func (LowConcurrencyEvidence) evidence()  {}
 func (LowCacheHitEvidence) evidence()     {}
 func (DPImbalanceEvidence) evidence()     {}
-
-// ptr returns a pointer to a copy of v, so that evidence never aliases the input it was computed from.
-//
-//go:fix inline
-func ptr[T any](v T) *T { return new(v) }

@@ -168,15 +168,15 @@ func (c *ctx) kv() {
 	if covered == 0 {
 		return
 	}
-	cap := c.in.Config.MaxRunningRequests
+	maxRunning := c.in.Config.MaxRunningRequests
 	peak, havePeak := peakFolded(c.in.Engines[MRunning], lo, hi)
-	if mean > c.th.KVBoundTokenUsage && cap > 0 && havePeak && peak < c.th.KVBoundRunningRatio*float64(cap) {
+	if mean > c.th.KVBoundTokenUsage && maxRunning > 0 && havePeak && peak < c.th.KVBoundRunningRatio*float64(maxRunning) {
 		msg := fmt.Sprintf("KV cache usage is pegged at %s while peak concurrency (%.0f) stays far below --sglang-max-running-requests (%d): the KV pool, not the request cap, limits concurrency — raise --sglang-mem-fraction-static%s; do NOT lower the request cap.",
-			pct(mean), peak, cap, memFrac(c.in.Config.MemFractionStatic))
-		c.alarm("A3", "kv_bound", Warning, msg, KVEvidence{TokenUsageMean: mean, PeakRunning: new(peak), MaxRunningRequests: new(cap)})
+			pct(mean), peak, maxRunning, memFrac(c.in.Config.MemFractionStatic))
+		c.alarm("A3", "kv_bound", Warning, msg, KVEvidence{TokenUsageMean: mean, PeakRunning: new(peak), MaxRunningRequests: new(maxRunning)})
 		return
 	}
-	if cap <= 0 && mean > c.th.KVBoundTokenUsage {
+	if maxRunning <= 0 && mean > c.th.KVBoundTokenUsage {
 		c.skip("A3", "kv_bound", "--sglang-max-running-requests unknown (meta.json args or advisory config)")
 	}
 	if mean > c.th.HighTokenUsage {
@@ -232,7 +232,7 @@ func (c *ctx) zeroStd() {
 		return
 	}
 	var msg strings.Builder
-	msg.WriteString(fmt.Sprintf("%s of the groups in rollout %.0f have zero reward std — those groups contribute zero policy gradient.", pct(frac), step))
+	fmt.Fprintf(&msg, "%s of the groups in rollout %.0f have zero reward std — those groups contribute zero policy gradient.", pct(frac), step)
 	ev := ZeroStdEvidence{Key: key, Step: step, Frac: frac}
 	for _, rk := range []string{KeyRawReward, "rollout/reward"} {
 		if s, found := c.in.Steps[rk]; found {
@@ -276,12 +276,12 @@ func (c *ctx) truncation() {
 	if frac < c.th.TruncatedFrac {
 		return
 	}
-	cap := "--rollout-max-response-len"
+	lenFlag := "--rollout-max-response-len"
 	if c.in.Config.MaxResponseLen > 0 {
-		cap += fmt.Sprintf(" (%d)", c.in.Config.MaxResponseLen)
+		lenFlag += fmt.Sprintf(" (%d)", c.in.Config.MaxResponseLen)
 	}
 	c.alarm("A6", "truncation", Warning, fmt.Sprintf("%s of the samples of rollout %.0f are truncated — check %s: in multi-turn agentic runs the per-turn cap is usually the binding limit.",
-		pct(frac), step, cap), ev)
+		pct(frac), step, lenFlag), ev)
 }
 
 // A7: per-token columns of the newest train dump could not be aligned (context-parallel layout): blank there
@@ -620,8 +620,8 @@ func (c *ctx) mfu() {
 
 // T2: peak concurrency far below the request cap.
 func (c *ctx) lowConcurrency() {
-	cap := c.in.Config.MaxRunningRequests
-	if cap <= 0 {
+	maxRunning := c.in.Config.MaxRunningRequests
+	if maxRunning <= 0 {
 		c.skip("T2", "low_concurrency", "--sglang-max-running-requests unknown (meta.json args or advisory config)")
 		return
 	}
@@ -631,14 +631,14 @@ func (c *ctx) lowConcurrency() {
 		c.skip("T2", "low_concurrency", "no "+MRunning+" engine series")
 		return
 	}
-	if peak >= c.th.LowConcurrencyRatio*float64(cap) {
+	if peak >= c.th.LowConcurrencyRatio*float64(maxRunning) {
 		return
 	}
-	msg := fmt.Sprintf("Peak concurrency (%.0f) stayed under %s of --sglang-max-running-requests (%d); consider lowering it", peak, pct(c.th.LowConcurrencyRatio), cap)
+	msg := fmt.Sprintf("Peak concurrency (%.0f) stayed under %s of --sglang-max-running-requests (%d); consider lowering it", peak, pct(c.th.LowConcurrencyRatio), maxRunning)
 	if c.in.Config.Colocate != nil && *c.in.Config.Colocate {
 		msg += " to free memory for training (colocate)"
 	}
-	c.tip("T2", "low_concurrency", Info, msg+".", LowConcurrencyEvidence{PeakRunning: peak, MaxRunningRequests: cap})
+	c.tip("T2", "low_concurrency", Info, msg+".", LowConcurrencyEvidence{PeakRunning: peak, MaxRunningRequests: maxRunning})
 }
 
 // T3: low prefix-cache hit rate (not in colocate runs, where the cache is flushed at every offload).

@@ -202,11 +202,11 @@ func asInt(v any) (int64, bool) {
 func intTuple(v any) ([]int64, bool) {
 	t, ok := v.(Tuple)
 	if !ok {
-		if l, ok2 := v.(*List); ok2 && l.Span.N == 0 {
-			t = Tuple(l.Items)
-		} else {
+		l, ok2 := v.(*List)
+		if !ok2 || l.Span.N != 0 {
 			return nil, false
 		}
+		t = Tuple(l.Items)
 	}
 	out := make([]int64, len(t))
 	for i, x := range t {
@@ -219,9 +219,9 @@ func intTuple(v any) ([]int64, bool) {
 	return out, true
 }
 
-func argTuple(args any, min, max int, what string) (Tuple, error) {
+func argTuple(args any, minLen, maxLen int, what string) (Tuple, error) {
 	t, ok := args.(Tuple)
-	if !ok || len(t) < min || len(t) > max {
+	if !ok || len(t) < minLen || len(t) > maxLen {
 		return nil, corruptf("%s: unexpected arguments %s", what, describe(args))
 	}
 	return t, nil
@@ -601,7 +601,7 @@ func latin1(s string) ([]byte, error) {
 
 func npCode(code string) DType {
 	c := code
-	if len(c) > 0 && (c[0] == '<' || c[0] == '>' || c[0] == '=' || c[0] == '|') {
+	if c != "" && (c[0] == '<' || c[0] == '>' || c[0] == '=' || c[0] == '|') {
 		c = c[1:]
 	}
 	switch c {

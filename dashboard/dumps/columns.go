@@ -26,8 +26,6 @@ type columnsFile struct {
 	mu      sync.Mutex // one reader of the parquet file at a time
 }
 
-var columnsWanted = []string{"sample_index", "tokens", "loss_mask", "rollout_log_probs"}
-
 func openColumns(path, shown string, settle time.Duration) (*columnsFile, error) {
 	f, err := os.Open(path)
 	if err != nil {

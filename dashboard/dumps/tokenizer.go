@@ -315,7 +315,8 @@ func (t *Tokenizer) TokenTexts(ids []int64, atStart bool) []string {
 				pieces = []string{strings.TrimPrefix(strings.Join(pieces, ""), "\x00")}
 			}
 		}
-		b := append(carry, strings.Join(pieces, "")...)
+		carry = append(carry, strings.Join(pieces, "")...)
+		b := carry
 		carry = nil
 		// keep an incomplete trailing UTF-8 sequence for the next token
 		cut := len(b)

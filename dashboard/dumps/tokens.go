@@ -412,11 +412,12 @@ func (st *Step) Tokens(idx int64, from, to int, fields []string, buckets int) (*
 	w.TokenIDs = b.tokens[from:to]
 	w.Special = make([]bool, n)
 	tok, terr := st.r.Tokenizer()
-	if terr != nil {
+	switch {
+	case terr != nil:
 		w.TokenizerNote = "tokenizer/tokenizer.json: " + terr.Error()
-	} else if tok == nil {
+	case tok == nil:
 		w.TokenizerNote = "no tokenizer/tokenizer.json: token text unavailable"
-	} else {
+	default:
 		w.Text = tok.TokenTexts(w.TokenIDs, from == 0)
 		for i, id := range w.TokenIDs {
 			w.Special[i] = tok.IsSpecial(id)
@@ -448,8 +449,9 @@ func bucketize(v []float32, size int) BucketStats {
 	return st
 }
 
-// turns returns the absolute position ranges of loss-mask runs of 1 (assistant turns in multi-turn samples).
-func turns(mask []int8, P int) [][2]int {
+// turns returns the absolute position ranges of loss-mask runs of 1 (assistant turns in multi-turn samples); the
+// mask starts after the promptLen prompt tokens.
+func turns(mask []int8, promptLen int) [][2]int {
 	out := [][2]int{}
 	start := -1
 	for i, m := range mask {
@@ -457,12 +459,12 @@ func turns(mask []int8, P int) [][2]int {
 			start = i
 		}
 		if m == 0 && start >= 0 {
-			out = append(out, [2]int{P + start, P + i})
+			out = append(out, [2]int{promptLen + start, promptLen + i})
 			start = -1
 		}
 	}
 	if start >= 0 {
-		out = append(out, [2]int{P + start, P + len(mask)})
+		out = append(out, [2]int{promptLen + start, promptLen + len(mask)})
 	}
 	return out
 }

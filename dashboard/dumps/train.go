@@ -47,7 +47,6 @@ type trainStep struct {
 	shards    []*trainShard
 	rows      map[int64]*trainRow
 	rawReward []float64 // batch-global, rollout order
-	notes     []string
 }
 
 func (t *trainStep) close() {
@@ -150,12 +149,12 @@ func indexTrain(files []shardFile, settle time.Duration) (*trainStep, error) {
 		}
 		if r, ok := toInt(get(top, "cp_rank")); ok {
 			sh.cpRank = int(r)
-			if c, ok := toInt(get(top, "cp_size")); ok && c >= 1 && c <= 1024 && r < c && r >= 0 {
-				sh.cpSize = int(c)
-			} else {
+			c, ok := toInt(get(top, "cp_size"))
+			if !ok || c < 1 || c > 1024 || r >= c || r < 0 {
 				ts.close()
 				return nil, &FileCorruptError{Path: f.shown, Err: fmt.Errorf("cp_rank %d without a valid cp_size", r)}
 			}
+			sh.cpSize = int(c)
 		}
 		sh.qkv, _ = toString(get(top, "qkv_format"))
 		idx, ok := rowNums(a, get(rd, "sample_indices"))

@@ -25,7 +25,7 @@ func (f *fakeMetrics) MetricKeys() ([]store.MetricKey, []string, uint64) {
 	return f.keys, []string{"rollout"}, 42
 }
 
-func (f *fakeMetrics) MetricSeries(keys []string, x0, x1 *float64, points int) []store.MetricSeriesResult {
+func (f *fakeMetrics) MetricSeries(keys []string, _, _ *float64, _ int) []store.MetricSeriesResult {
 	f.asked = keys
 	return f.series
 }
@@ -49,7 +49,7 @@ func fakeServer(s *Server) *Server {
 func call(t *testing.T, s *Server, path string) (int, Response, string) {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, http.NoBody))
 	var r Response
 	if err := json.Unmarshal(rec.Body.Bytes(), &r); err != nil {
 		t.Fatalf("%s: %v: %s", path, err, rec.Body)

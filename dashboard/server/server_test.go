@@ -170,9 +170,15 @@ func TestTokenAndPaths(t *testing.T) {
 	if code, _ := get(t, ts.URL+"/api/v1/meta?token=s3cret"); code != 200 {
 		t.Errorf("meta with token: %d", code)
 	}
-	req, _ := http.NewRequest(http.MethodGet, ts.URL+"/api/v1/meta", nil)
+	req, err := http.NewRequest(http.MethodGet, ts.URL+"/api/v1/meta", http.NoBody)
+	if err != nil {
+		t.Fatal(err)
+	}
 	req.Header.Set("Authorization", "Bearer s3cret")
-	resp, _ := http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("bearer: %d", resp.StatusCode)

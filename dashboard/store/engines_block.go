@@ -37,7 +37,7 @@ func decodeEngineRecord(line []byte, buf *[]byte, emit func(*engineSample)) bool
 	var es engineSample
 	haveTS := false
 	var m, h []byte
-	err := flatjson.Scan(line, func(key, val []byte, str bool) {
+	err := flatjson.Scan(line, func(key, val []byte, _ bool) {
 		switch string(key) {
 		case "ts":
 			es.ts, haveTS = flatjson.ParseNum(val)
@@ -77,7 +77,7 @@ func decodeEngineRecord(line []byte, buf *[]byte, emit func(*engineSample)) bool
 	}
 	ok := true
 	if m != nil {
-		if flatjson.Scan(m, func(key, val []byte, str bool) {
+		if flatjson.Scan(m, func(key, val []byte, _ bool) {
 			one := es
 			one.metric = key
 			if one.v, one.hasV = flatjson.ParseNum(val); one.hasV {
@@ -88,7 +88,7 @@ func decodeEngineRecord(line []byte, buf *[]byte, emit func(*engineSample)) bool
 		}
 	}
 	if h != nil {
-		if flatjson.Scan(h, func(key, val []byte, str bool) {
+		if flatjson.Scan(h, func(key, val []byte, _ bool) {
 			one := es
 			one.metric = key
 			if flatjson.Scan(val, func(k, v []byte, _ bool) {
@@ -152,8 +152,8 @@ type engSeries struct {
 type engBlock struct {
 	// series are the hour's series by engine, metric and labels.
 	series map[string]*engSeries
-	// maxTs is the newest scrape time.
-	maxTs float64
+	// maxTS is the newest scrape time.
+	maxTS float64
 	// points counts the points held.
 	points int
 	// hasRaw says some series holds float64 columns (seal packs them).
@@ -169,7 +169,7 @@ func parseLabels(raw []byte) map[string]string {
 	if len(raw) == 0 {
 		return m
 	}
-	_ = flatjson.Scan(raw, func(k, v []byte, str bool) { m[string(k)] = string(v) })
+	_ = flatjson.Scan(raw, func(k, v []byte, _ bool) { m[string(k)] = string(v) })
 	return m
 }
 
@@ -266,8 +266,8 @@ func (b *engBlock) addLine(line []byte) bool {
 		}
 		ser.ts = append(ser.ts, es.ts)
 		b.points++
-		if es.ts > b.maxTs {
-			b.maxTs = es.ts
+		if es.ts > b.maxTS {
+			b.maxTS = es.ts
 		}
 	})
 }

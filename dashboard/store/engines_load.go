@@ -73,8 +73,8 @@ func (r *engineReader) loadHourLocked(h int64) {
 	if b.points != before {
 		r.version++
 	}
-	if b.maxTs > r.run.edge {
-		r.run.edge = b.maxTs
+	if b.maxTS > r.run.edge {
+		r.run.edge = b.maxTS
 	}
 	if r.hourClosedLocked(h, p) {
 		b.seal()

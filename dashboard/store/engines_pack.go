@@ -279,7 +279,7 @@ func (b *engBlock) memBytes() int {
 		if pk := ser.packed; pk != nil {
 			n += 96 // the engPacked struct
 			for _, c := range []string{pk.ts, pk.v, pk.sum, pk.buckets} {
-				if len(c) > 0 && !seen[unsafe.StringData(c)] {
+				if c != "" && !seen[unsafe.StringData(c)] {
 					seen[unsafe.StringData(c)] = true
 					n += len(c)
 				}

@@ -246,7 +246,9 @@ func TestEnginePackedReadsAlike(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	os.WriteFile(filepath.Join(dir, engHourRel(1)), append(plain, engLine(h0+3600+3.5, "http://e2:1", "sglang:num_running_reqs", `"dp_rank":"0","engine_type":"unified"`, 5)...), 0o644)
+	if err := os.WriteFile(filepath.Join(dir, engHourRel(1)), append(plain, engLine(h0+3600+3.5, "http://e2:1", "sglang:num_running_reqs", `"dp_rank":"0","engine_type":"unified"`, 5)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	compact(t, dir, engHourRel(1))
 	write(t, dir, engHourRel(4), engLine(h0+4*3600+2, "http://e0:1", "sglang:num_running_reqs", `"dp_rank":"0","engine_type":"unified"`, 1))
 	packed.Refresh()

@@ -129,7 +129,7 @@ func (r *engineReader) rawLocked(metric string, t0, t1 float64) []EngineRaw {
 	return out
 }
 
-// IntensiveEngineMetric: gauges folded over dp ranks with the mean (docs/semconv.md §7): ratios (token_usage,
+// IntensiveEngineMetric is true of the gauges folded over dp ranks with the mean (docs/semconv.md §7): ratios (token_usage,
 // cache_hit_rate, spec_accept_rate), per-request averages (spec_accept_length) and the per-transfer KV figures
 // (latency, bootstrap and alloc times, speed) — a sum over ranks of any of them means nothing. All else is
 // summed: counts, throughputs, token amounts (num_used_tokens, max_total_num_tokens: the engine's KV pool is
@@ -274,7 +274,7 @@ func Derive(r *EngineRaw, stat string) (ts, v []float64) {
 	v = make([]float64, 0, n-1)
 	q := -1.0
 	if kind == "histogram" && strings.HasPrefix(stat, "p") {
-		fmt.Sscanf(stat[1:], "%g", &q)
+		_, _ = fmt.Sscanf(stat[1:], "%g", &q) // a "p" stat that does not parse keeps q < 0: the mean
 		q /= 100
 	}
 	stride := len(r.Bounds) + 1

@@ -50,6 +50,22 @@ func (p *pyramid) bucket(b int, v float64) {
 	}
 }
 
+// laneData is one lane in one hour.
+type laneData struct {
+	// ts are the lane's reading times, shared by its fields.
+	ts columns.Times
+	// fields are the lane's fields by name.
+	fields map[string]*field
+	// order is the field order of the lane's last record: the next one almost always repeats it.
+	order []orderedField
+}
+
+// orderedField is one entry of laneData.order.
+type orderedField struct {
+	name []byte
+	f    *field
+}
+
 // pyramidOf returns f's pyramid, building it from the samples the first time. Queries run concurrently under
 // the store's read lock: mu (the block's) makes one of them build it; appends run under the write lock.
 func (l *laneData) pyramidOf(f *field, hour int64, mu *sync.Mutex, ts *[]int64) *pyramid {
@@ -78,22 +94,6 @@ func (l *laneData) pyramidOf(f *field, hour int64, mu *sync.Mutex, ts *[]int64) 
 	return p
 }
 
-// laneData is one lane in one hour.
-type laneData struct {
-	// ts are the lane's reading times, shared by its fields.
-	ts columns.Times
-	// fields are the lane's fields by name.
-	fields map[string]*field
-	// order is the field order of the lane's last record: the next one almost always repeats it.
-	order []orderedField
-}
-
-// orderedField is one entry of laneData.order.
-type orderedField struct {
-	name []byte
-	f    *field
-}
-
 // gpuBlock holds one hour of gpu_util: lane key → timestamps + fields.
 type gpuBlock struct {
 	// hour is the Unix hour the block holds.
@@ -102,8 +102,8 @@ type gpuBlock struct {
 	lanes map[string]*laneData
 	// fields are the field names seen.
 	fields map[string]bool
-	// minTs and maxTs are the oldest and newest reading times.
-	minTs, maxTs float64
+	// minTS and maxTS are the oldest and newest reading times.
+	minTS, maxTS float64
 	// values counts the values held.
 	values int
 	// sealed is values at the last seal.
@@ -119,7 +119,7 @@ type gpuBlock struct {
 }
 
 func newGPUBlock(hour int64) *gpuBlock {
-	return &gpuBlock{hour: hour, lanes: map[string]*laneData{}, fields: map[string]bool{}, minTs: math.Inf(1), maxTs: math.Inf(-1)}
+	return &gpuBlock{hour: hour, lanes: map[string]*laneData{}, fields: map[string]bool{}, minTS: math.Inf(1), maxTS: math.Inf(-1)}
 }
 
 // rawKV is one numeric member of a record, still as bytes (no allocation per field).
@@ -211,8 +211,8 @@ func (b *gpuBlock) addLine(line []byte, onLane func(key string)) bool {
 		}
 		b.values++
 	}
-	b.minTs = math.Min(b.minTs, ts)
-	b.maxTs = math.Max(b.maxTs, ts)
+	b.minTS = math.Min(b.minTS, ts)
+	b.maxTS = math.Max(b.maxTS, ts)
 	return true
 }
 

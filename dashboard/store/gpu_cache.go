@@ -98,8 +98,8 @@ func writeGPUBlock(w *bufio.Writer, b *gpuBlock) error {
 	c := columns.NewWriter(w)
 	c.Bytes([]byte(colCacheMagic))
 	c.Int(b.hour)
-	c.Float(b.minTs)
-	c.Float(b.maxTs)
+	c.Float(b.minTS)
+	c.Float(b.maxTS)
 	c.Uint(uint64(b.values))
 	c.Uint(uint64(len(b.lanes)))
 	for key, l := range b.lanes {
@@ -136,7 +136,7 @@ func readGPUBlock(r *bufio.Reader, hour int64) (*gpuBlock, error) {
 	if b.hour != hour {
 		return nil, fmt.Errorf("cache holds hour %d, want %d", b.hour, hour)
 	}
-	b.minTs, b.maxTs, b.values = c.Float(), c.Float(), int(c.Uint())
+	b.minTS, b.maxTS, b.values = c.Float(), c.Float(), int(c.Uint())
 	lanes := c.Len()
 	for li := 0; li < lanes && c.Err() == nil; li++ {
 		key := string(c.Bytes())

@@ -74,7 +74,9 @@ func TestColumnCache(t *testing.T) {
 	}
 	// The hour changes (a late record compacted in): the old cache file no longer matches and is not used.
 	later := time.Now().Add(time.Minute)
-	os.Chtimes(filepath.Join(dir, "dashboard/gpu_util/"+hourA+".jsonl.zst"), later, later)
+	if err := os.Chtimes(filepath.Join(dir, "dashboard/gpu_util/"+hourA+".jsonl.zst"), later, later); err != nil {
+		t.Fatal(err)
+	}
 	st3, third := query()
 	if st3.gpu.cacheHits != 0 || third != first {
 		t.Fatalf("stale cache used (%d hits) or answer changed", st3.gpu.cacheHits)

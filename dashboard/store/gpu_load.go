@@ -129,7 +129,7 @@ func (g *gpuReader) loadHour(h int64, only *laneFilter) {
 			}
 			p.ZstSize = fi.Size() // Read will not parse it again unless it grows
 			p.Loaded = true
-			g.run.raiseEdge(cb.maxTs)
+			g.run.raiseEdge(cb.maxTS)
 			return
 		}
 	}
@@ -153,7 +153,7 @@ func (g *gpuReader) loadHour(h int64, only *laneFilter) {
 	}
 	g.run.report(reports, err)
 	p.Loaded = true
-	if h >= 0 && float64(h+1)*3600 < g.run.raiseEdge(b.maxTs) {
+	if h >= 0 && float64(h+1)*3600 < g.run.raiseEdge(b.maxTS) {
 		b.seal() // a past hour: drop append slack (late records may still arrive and grow it again)
 	}
 	if cacheable && err == nil && len(reports) == 0 {
@@ -419,8 +419,8 @@ func (g *gpuReader) loadTailLocked(h int64, seam float64) bool {
 	}
 	g.run.report(reports, nil)
 	g.tails[h] = tb
-	if tb.b.maxTs > g.run.edge {
-		g.run.edge = tb.b.maxTs
+	if tb.b.maxTS > g.run.edge {
+		g.run.edge = tb.b.maxTS
 	}
 	return true
 }
@@ -440,8 +440,8 @@ func (g *gpuReader) refreshTailsLocked() {
 			continue
 		}
 		g.run.report(reports, nil)
-		if tb.b.maxTs > g.run.edge {
-			g.run.edge = tb.b.maxTs
+		if tb.b.maxTS > g.run.edge {
+			g.run.edge = tb.b.maxTS
 		}
 	}
 }

@@ -404,7 +404,7 @@ func tailSeek(path string, at float64) (int64, bool) {
 			return 0, 0, false
 		}
 		t := 0.0
-		_ = flatjson.Scan(b[start:start+end], func(key, val []byte, str bool) {
+		_ = flatjson.Scan(b[start:start+end], func(key, val []byte, _ bool) {
 			if string(key) == "ts" {
 				t, _ = flatjson.ParseNum(val)
 			}

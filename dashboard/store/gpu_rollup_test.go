@@ -33,10 +33,9 @@ func rollupRunOrdered(t *testing.T, cut float64, blocked bool) string {
 	write(t, dir, "dashboard/lane_catalog.json", `{"version":2,"lanes":{"n1:0":{"ranks":[0],"roles":["train"]},"n1:1":{"ranks":[1],"roles":["train"]},"n2:0":{"ranks":[2],"roles":["train"]}}}`)
 	r := rand.New(rand.NewSource(5))
 	type agg struct {
-		n        int
-		lo, hi   [3]float64
-		sum      [3]float64
-		lateFrom int
+		n      int
+		lo, hi [3]float64
+		sum    [3]float64
 	}
 	var roll strings.Builder
 	rawLines := make([][]string, 3)
@@ -290,7 +289,7 @@ func TestRollupBadRecords(t *testing.T) {
 func FuzzRollupLine(f *testing.F) {
 	f.Add([]byte(`{"ts":1796400000,"dt":16,"node":"n1","gpu":3,"n":16,"util":[12.5,99,1203.4,16]}`))
 	f.Add([]byte(`{"ts":1796400000,"dt":16,"node":"n1","gpu":3,"util":[1e308,1e309,0,0]}`))
-	f.Fuzz(func(t *testing.T, line []byte) {
+	f.Fuzz(func(_ *testing.T, line []byte) {
 		b := newRollBlock(499_000)
 		b.addLine(line, nil)
 		for _, l := range b.lanes {
@@ -432,7 +431,7 @@ func FuzzRollupFastParse(f *testing.F) {
 		var ts, dt, gpu float64
 		var node []byte
 		var vals []rollKV
-		err := flatjson.Scan(line, func(key, val []byte, str bool) {
+		err := flatjson.Scan(line, func(key, val []byte, _ bool) {
 			switch string(key) {
 			case "ts":
 				ts, _ = flatjson.ParseNum(val)

@@ -206,7 +206,7 @@ func decodeTrajObj(obj []byte, in *interner, r *trajRec, links *[]traceID, base 
 				}
 			}
 		case "a":
-			if flatjson.Scan(val, func(k, v []byte, s bool) { r.annotate(k, v, in) }) != nil {
+			if flatjson.Scan(val, func(k, v []byte, _ bool) { r.annotate(k, v, in) }) != nil {
 				ok = false
 			}
 		}

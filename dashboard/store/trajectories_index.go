@@ -116,14 +116,14 @@ func (r *trajectoryReader) indexLocked() {
 
 // annotate reads the step_consume fields trajRec does not keep (batch, step-level lifecycle annotations).
 func (sc *stepConsume) annotate(line []byte) {
-	_ = flatjson.Scan(line, func(k, v []byte, str bool) {
+	_ = flatjson.Scan(line, func(k, v []byte, _ bool) {
 		switch string(k) {
 		case "batch":
 			if f, ok := flatjson.ParseNum(v); ok {
 				sc.batch = int(f)
 			}
 		case "a":
-			_ = flatjson.Scan(v, func(k, v []byte, str bool) {
+			_ = flatjson.Scan(v, func(k, v []byte, _ bool) {
 				f, ok := flatjson.ParseNum(v)
 				switch string(k) {
 				case "miles.lifecycle.status":

@@ -176,15 +176,16 @@ func TestV1EngineOverlayAcrossRestart(t *testing.T) {
 		seen := map[string][2]float64{} // engine → first and last bucket start with a value
 		for _, seg := range ol.Segments {
 			for b, v := range seg.V {
-				if v == v {
-					bt := res.T[b]
-					r, ok := seen[seg.Engine]
-					if !ok {
-						r[0] = bt
-					}
-					r[1] = bt
-					seen[seg.Engine] = r
+				if v != v { // NaN: no value in the bucket
+					continue
 				}
+				bt := res.T[b]
+				r, ok := seen[seg.Engine]
+				if !ok {
+					r[0] = bt
+				}
+				r[1] = bt
+				seen[seg.Engine] = r
 			}
 		}
 		old, okOld := seen[v1Old]

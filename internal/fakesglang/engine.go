@@ -486,8 +486,7 @@ func (e *Engine) Families(at time.Time) []Family {
 		}
 		fams = append(fams, pd[4], pd[5], pd[6], pd[7], pd[8], bootFailed, transferFailed)
 	}
-	fams = append(fams, queueTime)
-	fams = append(fams, perStage)
+	fams = append(fams, queueTime, perStage)
 
 	tl := []Label{{"model_name", e.cfg.ModelName}}
 	c := func(name, help string, v float64) Family {

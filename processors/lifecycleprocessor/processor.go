@@ -302,8 +302,7 @@ func (p *lifecycleProcessor) shard(id pcommon.TraceID) int {
 func (d *dispatch) take(rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, span ptrace.Span) bool {
 	attrs := span.Attributes()
 	k := kindOf(attrs)
-	switch k {
-	case kindOther:
+	if k == kindOther {
 		return false
 	}
 	if span.TraceID().IsEmpty() || span.SpanID().IsEmpty() {

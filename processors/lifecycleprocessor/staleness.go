@@ -307,8 +307,8 @@ func (t *timeline) trainerAt(at pcommon.Timestamp, floor int64, hasFloor bool) (
 				if !hasLo || u.version > lo {
 					lo, hasLo = u.version, true
 				}
-			} else if !hasHi || u.version-1 < hi {
-				hi, hasHi = u.version-1, true
+			} else if before := u.version - 1; !hasHi || before < hi {
+				hi, hasHi = before, true // n.version−1 above, the least over the updates not ended by at
 			}
 		}
 	}

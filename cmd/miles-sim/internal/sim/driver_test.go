@@ -80,7 +80,6 @@ type tally struct {
 	turnsMax           int
 	toolSpans          int
 	weightUpdates      []int
-	genBeforeConsume   bool
 	consumeVersion     map[int]int // step -> trainer version at consume
 	genVersionsByStep  map[int]map[int]bool
 	phaseNames         map[string]bool

@@ -163,7 +163,7 @@ func (w *Dumper) Rollout(sd *StepDump) error {
 	}
 	st := &dumpStep{sd: sd}
 	for i := range sd.Samples {
-		st.samples = append(st.samples, w.buildSample(r, &sd.Samples[i], sd.Step))
+		st.samples = append(st.samples, w.buildSample(r, &sd.Samples[i]))
 	}
 	var side bytes.Buffer
 	samples := make([]any, len(st.samples))
@@ -265,7 +265,7 @@ const simSystemPrompt = "You are a helpful assistant."
 // buildSample draws a sample's tokens, loss mask and rollout log-probs, with texts that follow the
 // conversation: chat-templated prompt, per turn a <think> block, an answer and the turn's tool calls, and the
 // tool outputs between turns (loss mask 0).
-func (w *Dumper) buildSample(r *rand.Rand, src *DumpSample, step int) *dumpSample {
+func (w *Dumper) buildSample(r *rand.Rand, src *DumpSample) *dumpSample {
 	v := w.voc
 	turns := src.Turns
 	if len(turns) == 0 {

@@ -115,7 +115,6 @@ type gen struct {
 	reqID   uint64
 	tok     uint64
 	onDone  func(*sampleRun)
-	step    int     // the driver's current step (for length drift)
 	lenMul  float64 // response-length multiplier (grows over training)
 
 	aborted int

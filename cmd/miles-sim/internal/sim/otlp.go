@@ -559,7 +559,8 @@ func relabeled(fams []fakesglang.Family, url string) []fakesglang.Family {
 					ls = append(ls, l)
 				}
 			}
-			smp.Labels = append(ls, fakesglang.Label{Name: "worker_addr", Value: url})
+			ls = append(ls, fakesglang.Label{Name: "worker_addr", Value: url})
+			smp.Labels = ls
 			samples[j] = smp
 		}
 		f.Samples = samples

@@ -43,8 +43,13 @@ func TestReadTailsPlainFile(t *testing.T) {
 	if len(reports) != 1 || reports[0].Count != 1 || reports[0].First != 9 || reports[0].File() != "phases/20261212_00.jsonl" {
 		t.Fatalf("reports %+v", reports)
 	}
-	f, _ := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
-	f.WriteString("}\n")
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("}\n"); err != nil {
+		t.Fatal(err)
+	}
 	f.Close()
 	got = nil
 	if _, err := s.Read(p, sink); err != nil || len(got) != 1 || got[0] != len(`{"ts":3}`) {

@@ -49,7 +49,7 @@ func ScanLastStamp(path string) float64 {
 func FirstStamp(p *Partition) float64 {
 	line := FirstLine(p)
 	t := 0.0
-	_ = flatjson.Scan(line, func(key, val []byte, str bool) {
+	_ = flatjson.Scan(line, func(key, val []byte, _ bool) {
 		switch string(key) {
 		case "ts", "t0":
 			if v, ok := flatjson.ParseNum(val); ok && (t == 0 || v < t) {
@@ -132,7 +132,7 @@ func LastStampIn(buf []byte) float64 {
 		}
 		start := lastIndex(buf[:nl], '\n') + 1
 		line := buf[start:nl]
-		_ = flatjson.Scan(line, func(key, val []byte, str bool) {
+		_ = flatjson.Scan(line, func(key, val []byte, _ bool) {
 			switch string(key) {
 			case "ts", "t1", "t0":
 				if v, ok := flatjson.ParseNum(val); ok && v > best {
