@@ -12,7 +12,7 @@ import (
 
 // The live streams (docs/dashboard-api.md "WebSocket"): the run's meta and the phases and GPU series of each page's
 // window ("meta", "delta"), the step metrics ("metrics"), the advisory ("advisory") and a periodic "heartbeat"
-// with the server's clock and the data edge, so every view shows one data freshness that keeps ageing while the
+// with the server's clock and the data edge, so every view shows one data freshness that keeps aging while the
 // collector is stalled (nothing else is sent then).
 
 func (s *Server) streams(opts Options) []stream {
@@ -298,7 +298,8 @@ func (h *heartbeatStream) ticks() bool { return true }
 
 func (h *heartbeatStream) message() []byte {
 	return liveMessage{Type: "heartbeat", Data: heartbeat{
-		Now: float64(h.now().UnixMilli()) / 1000, DataEdge: h.run.Edge()}}.encode()
+		Now: float64(h.now().UnixMilli()) / 1000, DataEdge: h.run.Edge(),
+	}}.encode()
 }
 
 func (h *heartbeatStream) greet() ([]byte, bool) { return h.message(), false }

@@ -6,7 +6,7 @@ import (
 )
 
 // TestLiveHeartbeat: with nothing changing in the run (a stalled collector), every page still gets the server's
-// clock and the data edge, on connect and then each period, so its freshness text keeps ageing.
+// clock and the data edge, on connect and then each period, so its freshness text keeps aging.
 func TestLiveHeartbeat(t *testing.T) {
 	dir := fixture(t, 4)
 	ts, st, _ := serve(t, dir, Options{HeartbeatEvery: 50 * time.Millisecond})

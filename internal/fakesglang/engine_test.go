@@ -442,8 +442,10 @@ func TestCurrentSglangFamilies(t *testing.T) {
 func TestPausedEngineKeepsThroughput(t *testing.T) {
 	t0 := time.Unix(1_760_000_000, 0)
 	e := NewEngine(Config{DPSize: 1, MaxTotalNumTokens: 100000})
-	e.Begin(Request{ID: 1, PromptTokens: 100, CompletionTokens: 1000, Submit: t0, Start: t0,
-		FirstToken: t0.Add(time.Second), End: t0.Add(101 * time.Second)})
+	e.Begin(Request{
+		ID: 1, PromptTokens: 100, CompletionTokens: 1000, Submit: t0, Start: t0,
+		FirstToken: t0.Add(time.Second), End: t0.Add(101 * time.Second),
+	})
 	thr := func(at time.Time) float64 {
 		for _, f := range e.Families(at) {
 			if f.Name == "sglang:gen_throughput" {
