@@ -1,10 +1,10 @@
-// Package explorer benchmarks the dashboard's metrics, lifecycle and advisory endpoints on generated
+// Package stepviews benchmarks the dashboard's metrics, lifecycle and advisory endpoints on generated
 // run directories (written in the schema of docs/semconv.md §8, generated here so the sizes are exact):
 //
-//	go test -run '^$' -bench . -benchtime 5x ./bench/explorer/
+//	go test -run '^$' -bench . -benchtime 5x ./bench/stepviews/
 //
 // Figures are in BENCHMARKS.md, "Metrics explorer and advisory".
-package explorer
+package stepviews
 
 import (
 	"bufio"
