@@ -524,11 +524,7 @@ func (d *decoder) callable(op opcode, off int) error {
 		}
 		return d.push(g, off)
 	case opStackGlobal:
-		name, err := d.pop()
-		if err != nil {
-			return err
-		}
-		module, err := d.pop()
+		module, name, err := d.pop2()
 		if err != nil {
 			return err
 		}
@@ -543,11 +539,7 @@ func (d *decoder) callable(op opcode, off int) error {
 		}
 		return d.push(g, off)
 	case opReduce:
-		args, err := d.pop()
-		if err != nil {
-			return err
-		}
-		fn, err := d.pop()
+		fn, args, err := d.pop2()
 		if err != nil {
 			return err
 		}
@@ -557,11 +549,7 @@ func (d *decoder) callable(op opcode, off int) error {
 		}
 		return d.push(v, off)
 	case opNewObj:
-		args, err := d.pop()
-		if err != nil {
-			return err
-		}
-		cls, err := d.pop()
+		cls, args, err := d.pop2()
 		if err != nil {
 			return err
 		}
@@ -575,11 +563,7 @@ func (d *decoder) callable(op opcode, off int) error {
 		if err != nil {
 			return err
 		}
-		args, err := d.pop()
-		if err != nil {
-			return err
-		}
-		cls, err := d.pop()
+		cls, args, err := d.pop2()
 		if err != nil {
 			return err
 		}
@@ -750,6 +734,17 @@ func (d *decoder) pop() (any, error) {
 	d.stack = d.stack[:n-1]
 	d.stackOffsets = d.stackOffsets[:n-1]
 	return v, nil
+}
+
+// pop2 removes the two top values and returns them in stack order: under (pushed first), then top.
+func (d *decoder) pop2() (under, top any, err error) {
+	if top, err = d.pop(); err != nil {
+		return nil, nil, err
+	}
+	if under, err = d.pop(); err != nil {
+		return nil, nil, err
+	}
+	return under, top, nil
 }
 
 // top returns the top value without removing it.

@@ -9,23 +9,12 @@ import (
 // first (records are written when they close); it must still come back nested under its parent, and a child
 // whose interval equals its parent's too. A parent cycle (hostile span ids) is cut, never looped on.
 func TestPhasesNestingAtEqualStart(t *testing.T) {
-	dir := t.TempDir()
-	write(t, dir, "dashboard/meta.json", `{"schema_version":3,"writer":"otelcol-miles","run_name":"r","start_ts":`+fmt.Sprint(h0)+`}`)
-	write(t, dir, "dashboard/lane_catalog.json", `{"version":2,"lanes":{"n1:0":{"ranks":[0],"roles":["train"]},"n1:1":{"ranks":[1],"roles":["train"]}}}`)
-	rec := func(name string, t0, t1 float64, gpu int, span, parent string) string {
-		return fmt.Sprintf(`{"name":%q,"t0":%v,"t1":%v,"node":"n1","rank":%d,"role":"train","gpus":[%d],"step":1,"span":%q,"parent":%q}`+"\n",
-			name, h0+t0, h0+t1, gpu, gpu, span, parent)
-	}
-	write(t, dir, "dashboard/phases/"+hourA+".jsonl",
+	st := twoRankRun(t,
 		rec("fwd", 100, 110, 0, "c1", "p1")+ // closes first, same start as its parent
 			rec("same", 100, 200, 0, "c2", "p1")+ // same interval as its parent, written first
 			rec("actor_train", 100, 200, 0, "p1", "")+
 			rec("x", 10, 20, 1, "y1", "y2")+ // a cycle: each the other's parent
 			rec("y", 10, 20, 1, "y2", "y1"))
-	st, err := Open(dir, false)
-	if err != nil {
-		t.Fatal(err)
-	}
 	all, _, _ := st.Lanes("all")
 	p := st.Phases(h0, h0+300, all)
 	lane := p.Lanes[0]
@@ -50,4 +39,24 @@ func TestPhasesNestingAtEqualStart(t *testing.T) {
 	if len(cyc.Depth) != 2 || (cyc.Parent[0] >= 0 && cyc.Parent[1] >= 0) {
 		t.Errorf("cycle not cut: %+v", cyc)
 	}
+}
+
+// twoRankRun opens a run of two train lanes (n1:0, n1:1) whose phases hour holds phases (rec lines).
+func twoRankRun(t *testing.T, phases string) *Store {
+	t.Helper()
+	dir := t.TempDir()
+	write(t, dir, "dashboard/meta.json", `{"schema_version":3,"writer":"otelcol-miles","run_name":"r","start_ts":`+fmt.Sprint(h0)+`}`)
+	write(t, dir, "dashboard/lane_catalog.json", `{"version":2,"lanes":{"n1:0":{"ranks":[0],"roles":["train"]},"n1:1":{"ranks":[1],"roles":["train"]}}}`)
+	write(t, dir, "dashboard/phases/"+hourA+".jsonl", phases)
+	st, err := Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// rec is one closed phase record on GPU gpu of node n1 (rank = gpu), times in seconds from h0.
+func rec(name string, t0, t1 float64, gpu int, span, parent string) string {
+	return fmt.Sprintf(`{"name":%q,"t0":%v,"t1":%v,"node":"n1","rank":%d,"role":"train","gpus":[%d],"step":1,"span":%q,"parent":%q}`+"\n",
+		name, h0+t0, h0+t1, gpu, gpu, span, parent)
 }

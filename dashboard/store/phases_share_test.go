@@ -1,7 +1,6 @@
 package store
 
 import (
-	"fmt"
 	"math"
 	"testing"
 )
@@ -69,20 +68,9 @@ func TestShareSweep(t *testing.T) {
 // TestFleetCompositionIsAFraction: a bucket that is 85 % train_wait and 15 % actor_train reads those fractions
 // (it read actor_train 1.0, the phase painted last), and a child's time is its own, not its parent's.
 func TestFleetCompositionIsAFraction(t *testing.T) {
-	dir := t.TempDir()
-	write(t, dir, "dashboard/meta.json", `{"schema_version":3,"writer":"otelcol-miles","run_name":"r","start_ts":`+fmt.Sprint(h0)+`}`)
-	write(t, dir, "dashboard/lane_catalog.json", `{"version":2,"lanes":{"n1:0":{"ranks":[0],"roles":["train"]},"n1:1":{"ranks":[1],"roles":["train"]}}}`)
-	rec := func(name string, t0, t1 float64, gpu int, span, parent string) string {
-		return fmt.Sprintf(`{"name":%q,"t0":%v,"t1":%v,"node":"n1","rank":%d,"role":"train","gpus":[%d],"step":1,"span":%q,"parent":%q}`+"\n",
-			name, h0+t0, h0+t1, gpu, gpu, span, parent)
-	}
-	write(t, dir, "dashboard/phases/"+hourA+".jsonl",
+	st := twoRankRun(t,
 		rec("train_wait", 0, 85, 0, "w0", "")+rec("actor_train", 85, 100, 0, "a0", "")+
 			rec("fwd", 0, 50, 1, "f1", "a1")+rec("actor_train", 0, 100, 1, "a1", ""))
-	st, err := Open(dir, false)
-	if err != nil {
-		t.Fatal(err)
-	}
 	all, _, _ := st.Lanes("all")
 	f := st.Fleet(h0, h0+100, all, 1)
 	want := map[string]float64{"train_wait": 0.425, "actor_train": 0.325, "fwd": 0.25}
