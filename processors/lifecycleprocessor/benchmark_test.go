@@ -8,6 +8,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -51,7 +53,7 @@ func ts(sec float64) pcommon.Timestamp {
 // traceOf makes batch i's sample j trace id unique over the run (the processor keys its state by it).
 func traceOf(i, j int) pcommon.TraceID {
 	var id pcommon.TraceID
-	binary.BigEndian.PutUint64(id[:8], uint64(i)*1_000_003+uint64(j))
+	binary.BigEndian.PutUint64(id[:8], uint64(i)*1_000_003+uint64(j)+1) // +1: never the all-zero (invalid) trace id
 	binary.LittleEndian.PutUint64(id[8:], uint64(i)*0x9e3779b97f4a7c15^uint64(j)*0xbf58476d1ce4e5b9)
 	return id
 }
@@ -232,10 +234,10 @@ func pipeline(b *testing.B, withProc, withBatch bool) {
 		}
 	}
 	b.StopTimer()
-	lines, annotated := records(b, filepath.Join(dir, "dashboard"))
+	written, annotated := records(b, filepath.Join(dir, "dashboard"))
 	spans := int64(b.N) * spansPerBatch
-	if lines != spans {
-		b.Fatalf("%d trajectory records on disk, want %d", lines, spans)
+	if written != spans {
+		b.Fatalf("%d trajectory spans on disk, want %d", written, spans)
 	}
 	if withProc && annotated != int64(b.N)*(samplesPerBatch+1) {
 		b.Fatalf("%d records with a known lifecycle status, want %d (every consume and step)", annotated, int64(b.N)*(samplesPerBatch+1))
@@ -244,7 +246,7 @@ func pipeline(b *testing.B, withProc, withBatch bool) {
 }
 
 // records counts the trajectory records and those carrying a known lifecycle status.
-func records(b *testing.B, root string) (lines, known int64) {
+func records(b *testing.B, root string) (spans, known int64) {
 	b.Helper()
 	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".jsonl") {
@@ -254,14 +256,23 @@ func records(b *testing.B, root string) (lines, known int64) {
 		if err != nil {
 			return err
 		}
-		lines += int64(bytes.Count(data, []byte{'\n'}))
+		// A trajectories record is a bundle of one trace's spans (docs/semconv.md §8.3); a schema-2 line is one span.
+		for line := range bytes.Lines(data) {
+			var rec struct {
+				Spans []json.RawMessage `json:"spans"`
+			}
+			if err := json.Unmarshal(line, &rec); err != nil {
+				return fmt.Errorf("%s: %w", p, err)
+			}
+			spans += int64(max(1, len(rec.Spans)))
+		}
 		known += int64(bytes.Count(data, []byte(`"miles.lifecycle.status":"known"`)))
 		return nil
 	})
 	if err != nil {
 		b.Fatal(err)
 	}
-	return lines, known
+	return spans, known
 }
 
 // BenchmarkProcessor: the processor alone in front of a no-op consumer (its own cost per span).
