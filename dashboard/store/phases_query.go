@@ -35,11 +35,19 @@ type PhasesResult struct {
 // sort and fill each lane (split over the cores for many lanes).
 func (s *Store) Phases(t0, t1 float64, sel []*Lane) *PhasesResult {
 	s.ensurePhases(t0, t1, false)
+	var bounds stepBounds
+	if s.layout == "miles-v1" {
+		// v1 phase records carry no step: each gets the step whose bounds hold its start, as AllPhases gives the
+		// advisory (our own records always carry theirs, so their path reads no step records).
+		s.mu.Lock()
+		bounds = s.metrics.stepBoundsLocked()
+		s.mu.Unlock()
+	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	s.phases.refreshOpenLocked()
 	q := &phaseQuery{
-		t0: t0, t1: t1, sel: sel, edge: s.edge,
+		t0: t0, t1: t1, sel: sel, edge: s.edge, bounds: bounds,
 		out: &PhasesResult{Names: []string{}, Lanes: make([]*PhaseLane, 0, len(sel))},
 	}
 	for _, h := range s.phases.files.Overlapping(t0, t1, phaseReach, phaseReach) {
@@ -62,6 +70,8 @@ type phaseQuery struct {
 	sel []*Lane
 	// edge is the data edge open phases are clipped to.
 	edge float64
+	// bounds are the run's step bounds, for records without a step (miles v1); empty otherwise.
+	bounds stepBounds
 	// blocks are the phase blocks of the window and its reach hours, oldest first (nil: an hour not loaded).
 	blocks []*phaseBlock
 	// cands are the records drawn, in reading order: closed ones block by block, then the still-open markers.
@@ -353,7 +363,11 @@ func (q *phaseQuery) fillLane(li int, pos map[spanRef]int) {
 			}
 		}
 		pl.Name[i], pl.T0[i], pl.T1[i], pl.Open[i] = q.nameIdx[q.nameSlot[blockOf(c)][r.nameID]], r.T0, math.Max(end(c), r.T0), r.isOpen
-		pl.Depth[i], pl.Parent[i], pl.Step[i], pl.Rank[i] = 0, -1, r.step, r.Rank
+		step := r.step
+		if step < 0 && len(q.bounds.steps) > 0 {
+			step = q.bounds.of(r.T0)
+		}
+		pl.Depth[i], pl.Parent[i], pl.Step[i], pl.Rank[i] = 0, -1, step, r.Rank
 		nested = nested || r.Parent != ""
 	}
 	if nested && len(pos) > 0 {

@@ -217,6 +217,29 @@ func TestV1StragglerSteps(t *testing.T) {
 	}
 }
 
+// TestV1PhasesCarryDerivedSteps: the phases endpoint gives v1 phases the same derived steps as the advisory
+// (the lane tooltips and step filters read them there), not -1; closed phases fall in the run's logged steps.
+func TestV1PhasesCarryDerivedSteps(t *testing.T) {
+	st := openV1(t, true)
+	all, _, _ := st.Lanes("all")
+	a, b := h0, v1End
+	p := st.Phases(a, b, all)
+	seen := map[int]bool{}
+	for _, lane := range p.Lanes {
+		for i, step := range lane.Step {
+			if p.Names[lane.Name[i]] == "actor_train" && !lane.Open[i] {
+				if step < 0 {
+					t.Fatalf("lane %s: actor_train at %.0f has step %d", lane.ID, lane.T0[i]-h0, step)
+				}
+				seen[step] = true
+			}
+		}
+	}
+	if len(seen) != v1Steps {
+		t.Errorf("actor_train phases span steps %v, want %d steps", seen, v1Steps)
+	}
+}
+
 // TestV1OpenFinalPhase: the hung final phase reaches to the data edge (the last engine scrape) in the default
 // window and in an explicit one.
 func TestV1OpenFinalPhase(t *testing.T) {
