@@ -539,25 +539,9 @@ func (d *decoder) callable(op opcode, off int) error {
 		}
 		return d.push(g, off)
 	case opReduce:
-		fn, args, err := d.pop2()
-		if err != nil {
-			return err
-		}
-		v, err := reduce(fn, args)
-		if err != nil {
-			return err
-		}
-		return d.push(v, off)
+		return d.apply2(off, reduce)
 	case opNewObj:
-		cls, args, err := d.pop2()
-		if err != nil {
-			return err
-		}
-		v, err := newObj(cls, args)
-		if err != nil {
-			return err
-		}
-		return d.push(v, off)
+		return d.apply2(off, newObj)
 	case opNewObjEx:
 		kwargs, err := d.pop()
 		if err != nil {
@@ -745,6 +729,19 @@ func (d *decoder) pop2() (under, top any, err error) {
 		return nil, nil, err
 	}
 	return under, top, nil
+}
+
+// apply2 replaces the two top values with fn(under, top): REDUCE (callable, args) and NEWOBJ (class, args).
+func (d *decoder) apply2(off int, fn func(under, top any) (any, error)) error {
+	under, top, err := d.pop2()
+	if err != nil {
+		return err
+	}
+	v, err := fn(under, top)
+	if err != nil {
+		return err
+	}
+	return d.push(v, off)
 }
 
 // top returns the top value without removing it.

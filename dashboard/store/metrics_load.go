@@ -26,6 +26,10 @@ type metricReader struct {
 	recordsRead bool
 	// index is the records folded into one series per key on its step axis.
 	index metricsIndex
+	// bounds are the step bounds last derived from records (stepBoundsLocked), valid while boundsOf equals
+	// len(records) (records are only ever appended to).
+	bounds   stepBounds
+	boundsOf int
 }
 
 func newMetricReader(run *Store) metricReader {
@@ -145,6 +149,15 @@ func (r *metricReader) stepBoundsLocked() stepBounds {
 	if !r.recordsRead {
 		r.loadLocked()
 	}
+	if r.boundsOf == len(r.records) && r.boundsOf > 0 {
+		return r.bounds
+	}
+	r.bounds, r.boundsOf = r.deriveStepBounds(), len(r.records)
+	return r.bounds
+}
+
+// deriveStepBounds computes stepBoundsLocked's answer from every record.
+func (r *metricReader) deriveStepBounds() stepBounds {
 	for _, axis := range []string{"rollout/step", "train/step"} {
 		end := map[int]float64{}
 		for i := range r.records {
