@@ -20,6 +20,7 @@ import (
 	batchprocessor "go.opentelemetry.io/collector/processor/batchprocessor"
 	memorylimiterprocessor "go.opentelemetry.io/collector/processor/memorylimiterprocessor"
 	lifecycleprocessor "github.com/otelcol-miles/otelcol-miles/processors/lifecycleprocessor"
+	ingestguardprocessor "github.com/otelcol-miles/otelcol-miles/processors/ingestguardprocessor"
 	otlpreceiver "go.opentelemetry.io/collector/receiver/otlpreceiver"
 	prometheusreceiver "github.com/open-telemetry/opentelemetry-collector-contrib/receiver/prometheusreceiver"
 	nvmlreceiver "github.com/otelcol-miles/otelcol-miles/receivers/nvmlreceiver"
@@ -91,6 +92,7 @@ func components() (otelcol.Factories, error) {
 		batchprocessor.NewFactory(),
 		memorylimiterprocessor.NewFactory(),
 		lifecycleprocessor.NewFactory(),
+		ingestguardprocessor.NewFactory(),
 	)
 	if err != nil {
 		return otelcol.Factories{}, err
@@ -99,6 +101,7 @@ func components() (otelcol.Factories, error) {
 		batchprocessor.NewFactory().Type(): "go.opentelemetry.io/collector/processor/batchprocessor v0.165.0",
 		memorylimiterprocessor.NewFactory().Type(): "go.opentelemetry.io/collector/processor/memorylimiterprocessor v0.165.0",
 		lifecycleprocessor.NewFactory().Type(): "github.com/otelcol-miles/otelcol-miles v0.0.0",
+		ingestguardprocessor.NewFactory().Type(): "github.com/otelcol-miles/otelcol-miles v0.0.0",
 	})
 
 	factories.Connectors, err = otelcol.MakeFactoryMap[connector.Factory](

@@ -185,7 +185,12 @@ func writeMeta(dashDir, runName, version string, now time.Time) error {
 func writeAtomic(path string, b []byte) error {
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, append(b, '\n'), 0o644); err != nil {
+		_ = os.Remove(tmp) // a full disk leaves it created but empty
 		return err
 	}
-	return os.Rename(tmp, path)
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return nil
 }

@@ -34,6 +34,13 @@ type Config struct {
 	// pre-aggregated bucket, so its wide views read the roll-up instead of the raw hour); whole seconds
 	// dividing an hour; 0 turns the roll-up off.
 	RollupInterval time.Duration `mapstructure:"rollup_interval"`
+	// MaxPast and MaxFuture bound the record times accepted, around the collector's clock (docs/semconv.md
+	// §8.4): a record ending more than max_future ahead (default 10m) or starting more than max_past ago
+	// (default 168h) is dropped and counted (reason out_of_window), so one client's wrong clock cannot move the
+	// dashboard's data edge to another century or one request create a file per distinct hour. 0 turns that
+	// side off (replaying an old run in fast-forward: max_past: 0).
+	MaxPast   time.Duration `mapstructure:"max_past"`
+	MaxFuture time.Duration `mapstructure:"max_future"`
 
 	// Unkeyed literals of Config would break when a field is added.
 	_ struct{}
@@ -50,6 +57,8 @@ func createDefaultConfig() *Config {
 		Compression:    "zstd",
 		CompressAfter:  10 * time.Minute,
 		RollupInterval: 16 * time.Second,
+		MaxPast:        7 * 24 * time.Hour,
+		MaxFuture:      10 * time.Minute,
 	}
 }
 
@@ -83,6 +92,9 @@ func (c *Config) Validate() error {
 	}
 	if r := c.RollupInterval; r < 0 || r%time.Second != 0 || (r > 0 && time.Hour%r != 0) {
 		errs = append(errs, fmt.Errorf("rollup_interval must be 0 (off) or whole seconds dividing 1h (e.g. 16s, 60s), got %s", r))
+	}
+	if c.MaxPast < 0 || c.MaxFuture < 0 {
+		errs = append(errs, fmt.Errorf("max_past and max_future must be >= 0 (0: no bound), got %s and %s", c.MaxPast, c.MaxFuture))
 	}
 	return errors.Join(errs...)
 }

@@ -3,8 +3,6 @@ package jsonlexporter
 import (
 	"context"
 	"errors"
-	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -60,15 +58,14 @@ func (e *jsonlExporter) start(_ context.Context, _ component.Host) error {
 		return nil
 	}
 	dash := filepath.Join(e.cfg.Directory, runfiles.DashboardDir)
-	if err := os.MkdirAll(dash, 0o755); err != nil {
-		return fmt.Errorf("jsonl: cannot create the run directory %s: %w", dash, err)
-	}
 	runName := e.cfg.RunName
 	if runName == "" {
 		runName = filepath.Base(filepath.Clean(e.cfg.Directory))
 	}
-	if err := writeMeta(dash, runName, e.version, e.now()); err != nil {
-		return fmt.Errorf("jsonl: cannot write meta.json in %s: %w", dash, err)
+	// A full or read-only disk does not stop the start (startup.go): meta.json is retried every flush.
+	meta := &metaWriter{dash: dash, runName: runName, version: e.version, started: e.now()}
+	if err := meta.write(); err != nil {
+		logStartProblem(e.logger, "cannot write the run directory", err)
 	}
 	if e.cfg.RollupInterval > 0 {
 		e.roll = newRollup(int64(e.cfg.RollupInterval / time.Second))
@@ -81,6 +78,15 @@ func (e *jsonlExporter) start(_ context.Context, _ component.Host) error {
 			zap.Int("lanes_dropped", skipped), zap.Int("max_lanes", maxLanes))
 	}
 	part := newPartitioner(dash, e.fs, e.cfg.MaxOpenFiles, e.cfg.Fsync)
+	if meta.done { // the disk takes writes: cut what a crash left before anything reads or appends
+		cut, err := repairRunDir(e.cfg.Directory, part)
+		if err != nil {
+			e.logger.Warn("jsonl: could not repair every partition left by the last run; each is repaired when next written", zap.Error(err))
+		}
+		if cut > 0 {
+			e.logger.Info("jsonl: cut torn tails left by a crash", zap.Int64("bytes", cut))
+		}
+	}
 	e.w = &writer{
 		maxBytes: e.cfg.MaxBufferBytes,
 		part:     part,
@@ -89,10 +95,11 @@ func (e *jsonlExporter) start(_ context.Context, _ component.Host) error {
 		tel:      e.tel,
 		now:      func() time.Time { return e.now() },
 	}
-	e.w.afterFlush = func() {
-		if err := e.cat.writeIfChanged(); err != nil {
-			e.w.reportError(e.now(), err, 0)
+	e.w.afterFlush = func() error {
+		if err := meta.write(); err != nil {
+			return err // the catalog waits for its directory too
 		}
+		return e.cat.writeIfChanged()
 	}
 	if e.cfg.Compression == "zstd" {
 		cmp, err := newCompactor(e.cfg.Directory, e.cfg.CompressAfter, part, func(err error) { e.w.reportError(e.now(), err, 0) })
@@ -145,6 +152,10 @@ func (e *jsonlExporter) accept(r *records) error {
 	if r.invalid > 0 {
 		e.tel.dropped(dropReasonInvalid, r.invalid)
 	}
+	if r.outside > 0 {
+		e.tel.dropped(dropReasonTimeWindow, r.outside)
+		e.limits.note(e.logger, e.now(), r.outside, "record time outside the accepted window (max_past "+e.cfg.MaxPast.String()+", max_future "+e.cfg.MaxFuture.String()+")")
+	}
 	if r.over > 0 {
 		e.tel.dropped(dropReasonOverLimit, r.over)
 		e.limits.note(e.logger, e.now(), r.over, r.overWhat)
@@ -167,19 +178,19 @@ func (e *jsonlExporter) accept(r *records) error {
 }
 
 func (e *jsonlExporter) pushTraces(_ context.Context, td ptrace.Traces) error {
-	var r records
+	r := e.newRecords()
 	mapTraces(td, &r)
 	return e.accept(&r)
 }
 
 func (e *jsonlExporter) pushMetrics(_ context.Context, md pmetric.Metrics) error {
-	var r records
+	r := e.newRecords()
 	mapMetrics(md, &r)
 	return e.accept(&r)
 }
 
 func (e *jsonlExporter) pushLogs(_ context.Context, ld plog.Logs) error {
-	var r records
+	r := e.newRecords()
 	mapLogs(ld, &r)
 	return e.accept(&r)
 }

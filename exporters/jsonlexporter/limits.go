@@ -238,3 +238,48 @@ func logWarnOverLimit(logger *zap.Logger, n int64, what string) {
 	logger.Warn("jsonl: dropped records over the ingest limits (docs/semconv.md §8.4); counted in otelcol_exporter_jsonl_dropped{reason=\"over_limit\"}",
 		zap.Int64("dropped_since_last_warning", n), zap.String("first", what))
 }
+
+// newRecords starts the records of one export with the accepted time window around the collector's clock.
+func (e *jsonlExporter) newRecords() records {
+	var r records
+	r.lo, r.hi = acceptWindow(e.now(), e.cfg.MaxPast, e.cfg.MaxFuture)
+	return r
+}
+
+// acceptWindow is [now-maxPast, now+maxFuture] as timestamps; a side that is 0 is unbounded (0, or the
+// largest timestamp).
+func acceptWindow(now time.Time, maxPast, maxFuture time.Duration) (lo, hi pcommon.Timestamp) {
+	hi = pcommon.Timestamp(math.MaxUint64)
+	if maxFuture > 0 {
+		hi = pcommon.NewTimestampFromTime(now.Add(maxFuture))
+	}
+	if maxPast > 0 {
+		if t := now.Add(-maxPast); t.After(time.Unix(0, 0)) {
+			lo = pcommon.NewTimestampFromTime(t)
+		}
+	}
+	return lo, hi
+}
+
+// timeOK reports whether t is inside the accepted window, counting it as out_of_window when not.
+func (r *records) timeOK(t pcommon.Timestamp) bool {
+	if r.hi == 0 || (t >= r.lo && t <= r.hi) {
+		return true
+	}
+	r.outside++
+	return false
+}
+
+// spanTimesOK checks a span's start and end: an end before the start is invalid (no duration can be drawn
+// from it), a span starting before or ending after the window is out_of_window.
+func (r *records) spanTimesOK(t0, t1 pcommon.Timestamp) bool {
+	if t1 < t0 {
+		r.invalid++
+		return false
+	}
+	if r.hi == 0 || (t0 >= r.lo && t1 <= r.hi) {
+		return true
+	}
+	r.outside++
+	return false
+}

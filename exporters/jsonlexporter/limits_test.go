@@ -3,8 +3,10 @@ package jsonlexporter
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +15,7 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -312,4 +315,93 @@ func TestInvalidIDsAndRank(t *testing.T) {
 	if spans != 4 { // 6 trajectory spans of the fixture, 2 with zero ids
 		t.Errorf("%d trajectory spans written, want 4", spans)
 	}
+}
+
+// TestTimeWindow: record times are bounded around the collector's clock (docs/semconv.md §8.4). A span ending at
+// 2^64-1 ns, one starting at 0, an end before its start and 20 000 GPU readings in 20 000 distinct past hours
+// are dropped and counted; the records inside the window are written, and the one request creates files only
+// for hours inside the window.
+func TestTimeWindow(t *testing.T) {
+	dir := t.TempDir()
+	now := base
+	e, logs := observedExporter(t, dir, &now)
+
+	td := ptrace.NewTraces()
+	phaseSpan(td, "n1", "ok", 1, []int64{0})
+	phaseSpan(td, "n1", "far_future", 2, []int64{0}).SetEndTimestamp(pcommon.Timestamp(math.MaxUint64))
+	phaseSpan(td, "n1", "epoch_start", 3, []int64{0}).SetStartTimestamp(0)
+	backwards := phaseSpan(td, "n1", "backwards", 4, []int64{0})
+	backwards.SetStartTimestamp(ts(time.Second))
+	backwards.SetEndTimestamp(ts(-time.Second))
+	phaseSpan(td, "n1", "edge_future", 5, []int64{0}).SetEndTimestamp(ts(e.cfg.MaxFuture))
+	if err := e.pushTraces(context.Background(), td); err != nil {
+		t.Fatal(err)
+	}
+
+	const hours = 20_000
+	if err := e.pushMetrics(context.Background(), hourlyReadings(hours)); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, e)
+
+	var names []string
+	for _, l := range streamLines(t, dir, sc.StreamPhases) {
+		var rec struct{ Name string }
+		if err := json.Unmarshal([]byte(l), &rec); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, rec.Name)
+	}
+	slices.Sort(names)
+	if !slices.Equal(names, []string{"edge_future", "ok"}) {
+		t.Fatalf("phases written: %v, want edge_future and ok", names)
+	}
+	inWindow := int(e.cfg.MaxPast/time.Hour) + 1 // readings at base, base-1h, …, base-168h
+	if got := len(streamLines(t, dir, sc.StreamGPUUtil)); got != inWindow {
+		t.Fatalf("%d gpu_util readings written, want the %d inside max_past", got, inWindow)
+	}
+	files, err := runfiles.ListPartitions(dir, sc.StreamGPUUtil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) > inWindow+1 {
+		t.Fatalf("one request created %d gpu_util files (%d distinct hours sent)", len(files), hours)
+	}
+	if got, want := e.tel.outOfWindow.Load(), int64(2+hours-inWindow); got != want {
+		t.Fatalf("out_of_window = %d, want %d", got, want)
+	}
+	if got := e.tel.invalidItems.Load(); got != 1 {
+		t.Fatalf("invalid = %d, want 1 (the span ending before it starts)", got)
+	}
+	if logs.FilterMessageSnippet("ingest limits").Len() != 1 {
+		t.Fatalf("want one rate-limited warning, got %v", logs.All())
+	}
+
+	// 0 turns a side off: a replay of an old run is written whole.
+	e2, dir2 := testExporter(t, func(c *Config) { c.MaxPast = 0 })
+	const old = 200 // hours, past the default max_past
+	if err := e2.pushMetrics(context.Background(), hourlyReadings(old)); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, e2)
+	if got := len(streamLines(t, dir2, sc.StreamGPUUtil)); got != old {
+		t.Fatalf("max_past 0: %d readings written, want %d", got, old)
+	}
+}
+
+// hourlyReadings is one GPU's utilization at base, base-1h, … (n readings, each in its own hour).
+func hourlyReadings(n int) pmetric.Metrics {
+	md := pmetric.NewMetrics()
+	rm := md.ResourceMetrics().AppendEmpty()
+	rm.Resource().Attributes().PutStr(sc.HostName, "n1")
+	rm.Resource().Attributes().PutInt(sc.GPUIndex, 0)
+	m := rm.ScopeMetrics().AppendEmpty().Metrics().AppendEmpty()
+	m.SetName(sc.MetricGPUUtilization)
+	dps := m.SetEmptyGauge().DataPoints()
+	for h := range n {
+		dp := dps.AppendEmpty()
+		dp.SetTimestamp(ts(-time.Duration(h) * time.Hour))
+		dp.SetDoubleValue(0.5)
+	}
+	return md
 }

@@ -18,8 +18,12 @@ func mapLogs(ld plog.Logs, r *records) {
 				if ts == 0 {
 					ts = lr.ObservedTimestamp()
 				}
-				switch eventName(lr) {
-				case sc.EventPhaseStart:
+				switch ev := eventName(lr); {
+				case ev != sc.EventPhaseStart && ev != sc.EventTopology:
+					r.unmapped++
+				case !r.timeOK(ts):
+					continue
+				case ev == sc.EventPhaseStart:
 					if lr.SpanID().IsEmpty() {
 						r.invalid++ // without the span id no closed phase could ever replace it
 						continue
@@ -31,13 +35,11 @@ func mapLogs(ld plog.Logs, r *records) {
 					}
 					buf = appendPhase(buf[:0], r, p, ts, 0, true, lr.SpanID(), pcommon.NewSpanIDEmpty())
 					r.add(sc.StreamPhases, ts, buf)
-				case sc.EventTopology:
+				default: // topology
 					var ok bool
 					if buf, ok = appendTopology(buf[:0], r, ts, lr.Body()); ok {
 						r.add(sc.StreamTopology, ts, buf)
 					}
-				default:
-					r.unmapped++
 				}
 			}
 		}

@@ -111,8 +111,11 @@ type stepGroup struct {
 // one record, as the trainer logged them.
 type stepGroups struct{ groups []*stepGroup }
 
-func (s *stepGroups) add(m pmetric.Metric, _ *records) {
+func (s *stepGroups) add(m pmetric.Metric, r *records) {
 	for _, dp := range numberPoints(m).All() {
+		if !r.timeOK(dp.Timestamp()) {
+			continue
+		}
 		attrs := dp.Attributes()
 		sk, _ := attrStr(attrs, sc.StepKey)
 		step, hasStep := attrInt(attrs, sc.Step)
@@ -247,6 +250,9 @@ func (g *gpuRows) add(m pmetric.Metric, r *records) {
 			r.unmapped++
 			continue
 		}
+		if !r.timeOK(dp.Timestamp()) {
+			continue
+		}
 		var row *gpuRow
 		for _, c := range g.rows {
 			if c.ts == dp.Timestamp() {
@@ -324,6 +330,9 @@ func mapProcesses(b []byte, res pcommon.Map, m pmetric.Metric, r *records) []byt
 		name, _ := attrStr(dp.Attributes(), sc.ProcessExeName)
 		if w := firstBroken(broken, nameTooLong(sc.ProcessExeName, name)); w != "" {
 			r.overLimit(1, "gpu_processes: "+w)
+			continue
+		}
+		if !r.timeOK(dp.Timestamp()) {
 			continue
 		}
 		o := beginObj(b[:0])
@@ -415,13 +424,16 @@ func (e *engineGroups) add(res pcommon.Map, m pmetric.Metric, r *records) {
 			if dp.Flags().NoRecordedValue() {
 				continue // a stale marker: the series went away, which the gap already says
 			}
+			if !r.timeOK(dp.Timestamp()) {
+				continue
+			}
 			g := e.group(res, dp.Timestamp(), dp.Attributes())
 			g.m = appendFloat(member(g.m), pointValue(dp))
 			g.points++
 		}
 	case pmetric.MetricTypeHistogram:
 		for _, dp := range m.Histogram().DataPoints().All() {
-			if dp.Flags().NoRecordedValue() {
+			if dp.Flags().NoRecordedValue() || !r.timeOK(dp.Timestamp()) {
 				continue
 			}
 			g := e.group(res, dp.Timestamp(), dp.Attributes())
@@ -451,7 +463,7 @@ func (e *engineGroups) add(res pcommon.Map, m pmetric.Metric, r *records) {
 		}
 	case pmetric.MetricTypeSummary:
 		for _, dp := range m.Summary().DataPoints().All() {
-			if dp.Flags().NoRecordedValue() {
+			if dp.Flags().NoRecordedValue() || !r.timeOK(dp.Timestamp()) {
 				continue
 			}
 			g := e.group(res, dp.Timestamp(), dp.Attributes())

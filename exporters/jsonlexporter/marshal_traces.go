@@ -34,6 +34,9 @@ func mapTraces(td ptrace.Traces, r *records) {
 						r.invalid++
 						continue
 					}
+					if !r.spanTimesOK(span.StartTimestamp(), span.EndTimestamp()) {
+						continue
+					}
 					p, ok := checkPhase(r, node, span.Name(), attrs)
 					if !ok {
 						continue
@@ -46,6 +49,9 @@ func mapTraces(td ptrace.Traces, r *records) {
 					sc.SpanTypeStepConsume, sc.SpanTypeWeightUpdate:
 					if !validIDs(span) {
 						r.invalid++
+						continue
+					}
+					if !r.spanTimesOK(span.StartTimestamp(), span.EndTimestamp()) {
 						continue
 					}
 					g.add(typ, span)

@@ -45,7 +45,10 @@ type records struct {
 	unmapped int64        // items that match no stream (counted, dropped)
 	invalid  int64        // items of a known kind missing a required field (counted, dropped)
 	over     int64        // items over an ingest limit (limits.go; counted, dropped)
+	outside  int64        // items timed outside the accepted window (limits.go; counted, dropped)
 	overWhat string       // the first limit broken, for the warning
+	// lo and hi bound the accepted record times (limits.go, acceptWindow); hi == 0: no bound.
+	lo, hi pcommon.Timestamp
 }
 
 // chunkFor returns the chunk of t's partition in stream, so an encoder can append a record to it directly.

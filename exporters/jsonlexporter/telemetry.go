@@ -9,10 +9,11 @@ import (
 )
 
 const (
-	dropReasonBufferFull = "buffer_full" // the disk could not keep up or failed and the queue hit its byte budget
-	dropReasonUnmapped   = "unmapped"    // matches no stream (e.g. a span without miles.span.type)
-	dropReasonInvalid    = "invalid"     // a known kind missing a required field, or with a malformed one
-	dropReasonOverLimit  = "over_limit"  // over an ingest limit (limits.go, docs/semconv.md §8.4)
+	dropReasonBufferFull = "buffer_full"   // the disk could not keep up or failed and the queue hit its byte budget
+	dropReasonUnmapped   = "unmapped"      // matches no stream (e.g. a span without miles.span.type)
+	dropReasonInvalid    = "invalid"       // a known kind missing a required field, or with a malformed one
+	dropReasonOverLimit  = "over_limit"    // over an ingest limit (limits.go, docs/semconv.md §8.4)
+	dropReasonTimeWindow = "out_of_window" // timed outside [now-max_past, now+max_future] (limits.go, docs/semconv.md §8.4)
 )
 
 // telemetry counts what the exporter does, both as collector self-metrics (otelcol_exporter_jsonl_*) and as
@@ -29,6 +30,7 @@ type telemetry struct {
 	unmappedItems  atomic.Int64
 	invalidItems   atomic.Int64
 	overLimitItems atomic.Int64
+	outOfWindow    atomic.Int64
 	writeErrors    atomic.Int64
 }
 
@@ -45,7 +47,7 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 		return nil, err
 	}
 	if t.drops, err = m.Int64Counter("otelcol_exporter_jsonl_dropped",
-		metric.WithDescription("Records or items dropped, by reason (buffer_full, unmapped, invalid, over_limit)."), metric.WithUnit("{item}")); err != nil {
+		metric.WithDescription("Records or items dropped, by reason (buffer_full, unmapped, invalid, over_limit, out_of_window)."), metric.WithUnit("{item}")); err != nil {
 		return nil, err
 	}
 	if t.errors, err = m.Int64Counter("otelcol_exporter_jsonl_write_errors",
@@ -73,6 +75,8 @@ func (t *telemetry) dropped(reason string, n int64) {
 		t.invalidItems.Add(n)
 	case dropReasonOverLimit:
 		t.overLimitItems.Add(n)
+	case dropReasonTimeWindow:
+		t.outOfWindow.Add(n)
 	}
 	t.drops.Add(context.Background(), n, metric.WithAttributes(attribute.String("reason", reason)))
 }

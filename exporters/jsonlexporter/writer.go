@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
 
 // writer decouples ingest from the disk: export calls append encoded lines to a bounded in-memory queue and
@@ -23,7 +25,7 @@ type writer struct {
 
 	part       *partitioner
 	interval   time.Duration
-	afterFlush func() // catalog write; runs on the flush goroutine
+	afterFlush func() error // meta.json (until written) and catalog writes; runs on the flush goroutine
 	// cmp is the compactor (nil without compression), which the flush goroutine drives: maybeRun every flush,
 	// wrote after each write; a partition it is compressing is busy (its chunks wait in the queue), and wait
 	// returns when no compression runs (flushNow, shutdown).
@@ -75,18 +77,49 @@ func (w *writer) enqueue(chunks []*chunk) {
 	}
 }
 
-// trimLocked drops whole chunks, oldest first, until the queue fits its byte budget.
+// evictClass orders the streams for drop-oldest: class 0 goes first. The dense sampled streams (a reading per
+// GPU per second, an engine scrape every few seconds) lose a few samples of every lane, which a view
+// interpolates over; trajectories next; the rare streams (phases, topology, step metrics, the roll-up, and any
+// stream not listed) last, since each of their records is the only one of its kind (a lost phase end leaves a
+// phase running forever, a lost topology the lanes without engines).
+func evictClass(stream string) int {
+	switch stream {
+	case sc.StreamGPUUtil, sc.StreamGPUProcesses, sc.StreamEngineSeries:
+		return 0
+	case sc.StreamTrajectories:
+		return 1
+	}
+	return 2
+}
+
+const evictClasses = 3
+
+// trimLocked drops whole chunks until the queue fits its byte budget: oldest first within each evictClass, a
+// class only once the ones before it are gone from the queue.
 func (w *writer) trimLocked() (droppedLines int64) {
-	i := 0
-	for w.pendingBytes > w.maxBytes && i < len(w.pending) {
-		w.pendingBytes -= int64(len(w.pending[i].data))
-		droppedLines += int64(w.pending[i].lines)
-		w.pending[i] = nil
-		i++
+	if w.pendingBytes <= w.maxBytes {
+		return 0
 	}
-	if i > 0 {
-		w.pending = append(w.pending[:0:0], w.pending[i:]...)
+	for class := 0; class < evictClasses && w.pendingBytes > w.maxBytes; class++ {
+		for i, c := range w.pending {
+			if w.pendingBytes <= w.maxBytes {
+				break
+			}
+			if c == nil || evictClass(c.key.stream) != class {
+				continue
+			}
+			w.pendingBytes -= int64(len(c.data))
+			droppedLines += int64(c.lines)
+			w.pending[i] = nil
+		}
 	}
+	kept := make([]*chunk, 0, len(w.pending))
+	for _, c := range w.pending {
+		if c != nil {
+			kept = append(kept, c)
+		}
+	}
+	w.pending = kept
 	return droppedLines
 }
 
@@ -226,6 +259,11 @@ func (w *writer) flush() {
 	if len(held) > 0 {
 		w.requeue(held)
 	}
+	if w.afterFlush != nil {
+		if err := w.afterFlush(); err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
 	switch {
 	case len(failed) > 0:
 		queued := w.requeue(failed)
@@ -242,9 +280,6 @@ func (w *writer) flush() {
 	}
 	// Hours before the previous one are done; free their file handles.
 	w.part.closeBefore(now.Unix()/3600 - 1)
-	if w.afterFlush != nil {
-		w.afterFlush()
-	}
 	if w.cmp != nil {
 		w.cmp.maybeRun(now)
 	}

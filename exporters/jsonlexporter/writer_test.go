@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -258,5 +259,46 @@ func TestEncodeEdgeCases(t *testing.T) {
 		if got := string(appendTime(nil, pcommon.Timestamp(tc.ns))); got != tc.want {
 			t.Errorf("appendTime(%d) = %s, want %s", tc.ns, got, tc.want)
 		}
+	}
+}
+
+// TestDropOldestKeepsRareStreams: while the disk fails, the queue over its budget drops gpu_util (the dense
+// stream) before the older phases, topology and step metrics it holds; after recovery every rare record is on
+// disk and only gpu_util readings are missing (counted).
+func TestDropOldestKeepsRareStreams(t *testing.T) {
+	fs := &faultyFS{}
+	e, dir := testExporter(t, func(c *Config) { c.MaxBufferBytes = 1 << 20; c.RollupInterval = 0 })
+	e.w.part.fs = fs
+	fs.broken.Store(true)
+	ctx := context.Background()
+	// The rare records come first: the oldest in the queue, which plain drop-oldest evicted first.
+	if err := errors.Join(e.pushTraces(ctx, phaseTraces()), e.pushLogs(ctx, topologyAndOpenLogs()),
+		e.pushMetrics(ctx, stepMetrics())); err != nil {
+		t.Fatal(err)
+	}
+	const pushes, per = 20, 6400 // ≈ 60 B a reading: ≈ 7.5 MB of gpu_util, over 7× the budget
+	for i := range pushes {
+		if err := e.pushMetrics(ctx, gpuFlood(per, time.Duration(i)*10*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		flush(t, e)
+	}
+	if e.tel.droppedRecords.Load() == 0 {
+		t.Fatal("nothing dropped: the test no longer overflows the queue")
+	}
+	fs.broken.Store(false)
+	flush(t, e)
+	if n := len(streamLines(t, dir, sc.StreamPhases)); n != 3 { // two closed phases and one open marker
+		t.Errorf("%d phase records after recovery, want 3", n)
+	}
+	if n := len(streamLines(t, dir, sc.StreamTopology)); n != 1 {
+		t.Errorf("%d topology records after recovery, want 1", n)
+	}
+	if n := len(streamLines(t, dir, sc.StreamMetrics)); n == 0 {
+		t.Error("step metrics lost")
+	}
+	gpu := int64(len(streamLines(t, dir, sc.StreamGPUUtil)))
+	if gpu == 0 || gpu+e.tel.droppedRecords.Load() != pushes*per {
+		t.Errorf("gpu_util: %d written + %d dropped, want %d in all (and some written)", gpu, e.tel.droppedRecords.Load(), pushes*per)
 	}
 }

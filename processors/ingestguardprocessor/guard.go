@@ -1,0 +1,280 @@
+package ingestguardprocessor
+
+import (
+	"context"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor"
+)
+
+// guard is the state shared by the three signal processors: the limit and the counters.
+type guard struct {
+	max int
+	tel *telemetry
+}
+
+func newGuard(set processor.Settings, cfg *Config) (*guard, error) {
+	tel, err := newTelemetry(set.TelemetrySettings)
+	if err != nil {
+		return nil, err
+	}
+	return &guard{max: cfg.MaxNesting, tel: tel}, nil
+}
+
+// tooDeep reports whether v nests more than left arrays/maps. It stops descending at the limit, so a hostile
+// value nested a million levels costs at most max+1 stack frames here.
+func tooDeep(v pcommon.Value, left int) bool {
+	switch v.Type() {
+	case pcommon.ValueTypeSlice:
+		if left == 0 {
+			return true
+		}
+		for _, e := range v.Slice().All() {
+			if tooDeep(e, left-1) {
+				return true
+			}
+		}
+	case pcommon.ValueTypeMap:
+		if left == 0 {
+			return true
+		}
+		for _, e := range v.Map().All() {
+			if tooDeep(e, left-1) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (g *guard) deepMap(m pcommon.Map) bool {
+	for _, v := range m.All() {
+		if tooDeep(v, g.max) {
+			return true
+		}
+	}
+	return false
+}
+
+func (g *guard) deepSpan(s ptrace.Span) bool {
+	if g.deepMap(s.Attributes()) {
+		return true
+	}
+	for _, e := range s.Events().All() {
+		if g.deepMap(e.Attributes()) {
+			return true
+		}
+	}
+	for _, l := range s.Links().All() {
+		if g.deepMap(l.Attributes()) {
+			return true
+		}
+	}
+	return false
+}
+
+// filterTraces removes the offending spans (and resources/scopes whose own attributes are too deep) and returns
+// how many spans it removed.
+func (g *guard) filterTraces(td ptrace.Traces) (dropped int64) {
+	td.ResourceSpans().RemoveIf(func(rs ptrace.ResourceSpans) bool {
+		if g.deepMap(rs.Resource().Attributes()) {
+			for _, ss := range rs.ScopeSpans().All() {
+				dropped += int64(ss.Spans().Len())
+			}
+			return true
+		}
+		rs.ScopeSpans().RemoveIf(func(ss ptrace.ScopeSpans) bool {
+			if g.deepMap(ss.Scope().Attributes()) {
+				dropped += int64(ss.Spans().Len())
+				return true
+			}
+			ss.Spans().RemoveIf(func(s ptrace.Span) bool {
+				if g.deepSpan(s) {
+					dropped++
+					return true
+				}
+				return false
+			})
+			return false
+		})
+		return false
+	})
+	return dropped
+}
+
+func (g *guard) filterLogs(ld plog.Logs) (dropped int64) {
+	ld.ResourceLogs().RemoveIf(func(rl plog.ResourceLogs) bool {
+		if g.deepMap(rl.Resource().Attributes()) {
+			for _, sl := range rl.ScopeLogs().All() {
+				dropped += int64(sl.LogRecords().Len())
+			}
+			return true
+		}
+		rl.ScopeLogs().RemoveIf(func(sl plog.ScopeLogs) bool {
+			if g.deepMap(sl.Scope().Attributes()) {
+				dropped += int64(sl.LogRecords().Len())
+				return true
+			}
+			sl.LogRecords().RemoveIf(func(lr plog.LogRecord) bool {
+				// The body is decoded without the attribute's KeyValue frame, so the same limit is safe for it.
+				if g.deepMap(lr.Attributes()) || tooDeep(lr.Body(), g.max) {
+					dropped++
+					return true
+				}
+				return false
+			})
+			return false
+		})
+		return false
+	})
+	return dropped
+}
+
+func (g *guard) filterMetrics(md pmetric.Metrics) (dropped int64) {
+	md.ResourceMetrics().RemoveIf(func(rm pmetric.ResourceMetrics) bool {
+		if g.deepMap(rm.Resource().Attributes()) {
+			for _, sm := range rm.ScopeMetrics().All() {
+				for _, m := range sm.Metrics().All() {
+					dropped += int64(dataPoints(m))
+				}
+			}
+			return true
+		}
+		rm.ScopeMetrics().RemoveIf(func(sm pmetric.ScopeMetrics) bool {
+			if g.deepMap(sm.Scope().Attributes()) {
+				for _, m := range sm.Metrics().All() {
+					dropped += int64(dataPoints(m))
+				}
+				return true
+			}
+			sm.Metrics().RemoveIf(func(m pmetric.Metric) bool {
+				if g.deepMap(m.Metadata()) {
+					dropped += int64(dataPoints(m))
+					return true
+				}
+				dropped += g.filterPoints(m)
+				return false
+			})
+			return false
+		})
+		return false
+	})
+	return dropped
+}
+
+// filterPoints removes the data points of m whose attributes (or exemplars' attributes) are too deep. A metric
+// left without points stays: an empty metric is valid OTLP and carries its name and type.
+func (g *guard) filterPoints(m pmetric.Metric) (dropped int64) {
+	deepExemplars := func(es pmetric.ExemplarSlice) bool {
+		for _, e := range es.All() {
+			if g.deepMap(e.FilteredAttributes()) {
+				return true
+			}
+		}
+		return false
+	}
+	count := func(drop bool) bool {
+		if drop {
+			dropped++
+		}
+		return drop
+	}
+	switch m.Type() {
+	case pmetric.MetricTypeGauge:
+		m.Gauge().DataPoints().RemoveIf(func(dp pmetric.NumberDataPoint) bool {
+			return count(g.deepMap(dp.Attributes()) || deepExemplars(dp.Exemplars()))
+		})
+	case pmetric.MetricTypeSum:
+		m.Sum().DataPoints().RemoveIf(func(dp pmetric.NumberDataPoint) bool {
+			return count(g.deepMap(dp.Attributes()) || deepExemplars(dp.Exemplars()))
+		})
+	case pmetric.MetricTypeHistogram:
+		m.Histogram().DataPoints().RemoveIf(func(dp pmetric.HistogramDataPoint) bool {
+			return count(g.deepMap(dp.Attributes()) || deepExemplars(dp.Exemplars()))
+		})
+	case pmetric.MetricTypeExponentialHistogram:
+		m.ExponentialHistogram().DataPoints().RemoveIf(func(dp pmetric.ExponentialHistogramDataPoint) bool {
+			return count(g.deepMap(dp.Attributes()) || deepExemplars(dp.Exemplars()))
+		})
+	case pmetric.MetricTypeSummary:
+		m.Summary().DataPoints().RemoveIf(func(dp pmetric.SummaryDataPoint) bool {
+			return count(g.deepMap(dp.Attributes()))
+		})
+	}
+	return dropped
+}
+
+func dataPoints(m pmetric.Metric) int {
+	switch m.Type() {
+	case pmetric.MetricTypeGauge:
+		return m.Gauge().DataPoints().Len()
+	case pmetric.MetricTypeSum:
+		return m.Sum().DataPoints().Len()
+	case pmetric.MetricTypeHistogram:
+		return m.Histogram().DataPoints().Len()
+	case pmetric.MetricTypeExponentialHistogram:
+		return m.ExponentialHistogram().DataPoints().Len()
+	case pmetric.MetricTypeSummary:
+		return m.Summary().DataPoints().Len()
+	}
+	return 0
+}
+
+// The three signal processors. Each removes items in place (MutatesData) and passes the rest on; a request
+// left empty is acknowledged without calling the next consumer.
+
+type base struct{ guard *guard }
+
+func (base) Start(context.Context, component.Host) error { return nil }
+func (base) Shutdown(context.Context) error              { return nil }
+func (base) Capabilities() consumer.Capabilities         { return consumer.Capabilities{MutatesData: true} }
+
+type tracesGuard struct {
+	base
+	next consumer.Traces
+}
+
+func (p *tracesGuard) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
+	if n := p.guard.filterTraces(td); n > 0 {
+		p.guard.tel.dropped(signalTraces, n)
+		if td.SpanCount() == 0 {
+			return nil
+		}
+	}
+	return p.next.ConsumeTraces(ctx, td)
+}
+
+type metricsGuard struct {
+	base
+	next consumer.Metrics
+}
+
+func (p *metricsGuard) ConsumeMetrics(ctx context.Context, md pmetric.Metrics) error {
+	if n := p.guard.filterMetrics(md); n > 0 {
+		p.guard.tel.dropped(signalMetrics, n)
+		if md.DataPointCount() == 0 {
+			return nil
+		}
+	}
+	return p.next.ConsumeMetrics(ctx, md)
+}
+
+type logsGuard struct {
+	base
+	next consumer.Logs
+}
+
+func (p *logsGuard) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
+	if n := p.guard.filterLogs(ld); n > 0 {
+		p.guard.tel.dropped(signalLogs, n)
+		if ld.LogRecordCount() == 0 {
+			return nil
+		}
+	}
+	return p.next.ConsumeLogs(ctx, ld)
+}
