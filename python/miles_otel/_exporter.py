@@ -5,8 +5,10 @@ caller thread ──put(event tuple)──▶ deque(maxlen) ──worker──�
 The caller's cost is one ``deque.append`` plus two ``len`` checks: nothing is encoded, formatted or sent on the
 caller's thread. When the queue is full the oldest event is dropped and counted. The worker sends when 64 events are
 waiting, when an urgent event (a phase start) arrives, or every 2 s, whichever comes first; a failed export is
-retried with capped exponential backoff (connection errors, 429, 502, 503, 504) or dropped and counted (other
-statuses). At interpreter exit the queue is flushed within a deadline.
+retried with capped exponential backoff (connection errors, 429, 502, 503, 504) for as long as the queue has room,
+or dropped and counted (other statuses). A payload stuck on a dead collector is the oldest data held, so it is
+given up (counted) only once the queue is full and events would be lost anyway: a collector down for a minute
+costs nothing when the queue holds that minute. At interpreter exit the queue is flushed within a deadline.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ class Exporter:
         max_request_events: int = 512,
         timeout: float = 5.0,
         exit_timeout: float = 3.0,
-        max_attempts: int = 8,
+        max_attempts: int | None = None,
         backoff_base: float = 0.25,
         backoff_cap: float = 5.0,
         headers: dict[str, str] | None = None,
@@ -82,7 +84,8 @@ class Exporter:
 
         # counters (read by stats(); written by one thread each, except dropped_queue: see put())
         self.dropped_queue = 0  # events evicted from a full queue (caller side)
-        self.dropped_export = 0  # events in payloads given up on (permanent error, retries exhausted, exit)
+        self.dropped_export = 0  # events in payloads given up on (permanent error, queue full, max_attempts, exit)
+        self.dropped_oldest = 0  # of those, payloads given up because the queue filled while the collector was down
         self.rejected = 0  # items the server reported as rejected in a partial success
         self.sent_events = 0
         self.sent_requests = 0
@@ -171,6 +174,7 @@ class Exporter:
             "pending_payloads": len(self._pending),
             "dropped_queue": self.dropped_queue,
             "dropped_export": self.dropped_export,
+            "dropped_oldest": self.dropped_oldest,
             "rejected": self.rejected,
             "sent_events": self.sent_events,
             "sent_requests": self.sent_requests,
@@ -277,7 +281,16 @@ class Exporter:
                     self._give_up_at_exit()
                     return
                 self._attempts += 1
-                if self._attempts >= self._max_attempts:
+                if len(self._q) >= self._max_queue:
+                    # The queue is full: the caller already drops its oldest events, and this payload is older
+                    # still. Drop it first (drop-oldest over payload + queue), so the queue drains on recovery.
+                    self._pending.pop(0)
+                    self.dropped_export += n
+                    self.dropped_oldest += n
+                    self._attempts = 0
+                    self._warn.warn("gaveup_full", "collector unreachable and the queue is full: dropped the oldest "
+                                    "%d %s", n, signal)
+                elif self._max_attempts is not None and self._attempts >= self._max_attempts:
                     self._pending.pop(0)
                     self.dropped_export += n
                     self._attempts = 0

@@ -124,6 +124,43 @@ class RetryTest(unittest.TestCase):
         e.flush(3.0)
         self.assertEqual(len(self.srv.metric_points()), 1, "the exporter keeps working after a rejection")
 
+    def test_retries_past_any_attempt_count_while_the_queue_has_room(self):
+        # 20 refusals, well past the 8 attempts that used to drop the payload (~18 s of backoff at the defaults):
+        # the payload survives and is delivered once the collector answers.
+        self.srv.statuses = [503] * 20
+        e = Emitter(self.srv.endpoint, node="n", register_atexit=False, interval=0.02, backoff_base=0.005,
+                    backoff_cap=0.01)
+        self.addCleanup(e.shutdown, 1.0)
+        e.log_metrics("rollout/step", 1, {"m": 1})
+        e.phase_sink("train", rank=0, gpus=[0])("actor_train", time.time() - 1, time.time())  # a closing span
+        self.assertTrue(self.srv.wait_for(lambda s: len(s.metric_points()) == 1 and s.count("traces") >= 1, 20.0))
+        st = e.stats()
+        self.assertGreaterEqual(st["failed_requests"], 20)
+        self.assertEqual(st["dropped_export"], 0)
+        self.assertEqual(st["dropped_queue"], 0)
+
+    def test_full_queue_gives_up_the_stuck_payload_first(self):
+        # Collector down: the first payload is retried while the queue has room; once the queue is full the
+        # payload (the oldest data held) is dropped and counted, and the queue's newest events are kept.
+        e = Emitter(closed_endpoint(), node="n", register_atexit=False, max_queue=50, interval=0.02,
+                    backoff_base=0.005, backoff_cap=0.01)
+        self.addCleanup(e.shutdown, 0.2)
+        e.log_metrics("rollout/step", 0, {"m": 0})
+        deadline = time.monotonic() + 10
+        while e.stats()["failed_requests"] < 12 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        st = e.stats()
+        self.assertGreaterEqual(st["failed_requests"], 12)
+        self.assertEqual(st["dropped_export"], 0, "the payload was given up while the queue had room")
+        for i in range(1, 51):
+            e.log_metrics("rollout/step", i, {"m": i})
+        deadline = time.monotonic() + 10
+        while e.stats()["dropped_oldest"] == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        st = e.stats()
+        self.assertEqual(st["dropped_oldest"], 1, "the stuck one-event payload is dropped once the queue is full")
+        self.assertEqual(st["dropped_export"], 1)
+
     def test_gives_up_after_max_attempts(self):
         e = Emitter(closed_endpoint(), node="n", register_atexit=False, interval=0.02, backoff_base=0.01,
                     backoff_cap=0.02, max_attempts=3)
