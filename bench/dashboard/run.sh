@@ -14,6 +14,7 @@ if [ -z "${MILES_BENCH_RUN:-}" ]; then
   port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
   export MILES_RUN_DIR=$run MILES_OTLP_GRPC_ADDR=127.0.0.1:$(port) MILES_OTLP_HTTP_ADDR=127.0.0.1:$(port)
   export MILES_HEALTH_ADDR=127.0.0.1:$(port) MILES_TELEMETRY_PORT=$(port)
+  export MILES_MAX_PAST=0s  # a replay of a fixed date (docs/semconv.md §8.4, "Record times")
   # compress_after 1m: a replay's hours go quiet within a minute of wall time; the run ends compacted like a
 # finished run (the wait below), not with its last hours in plain files.
 bin/otelcol-miles --config configs/run.yaml --config 'yaml:exporters::jsonl::compress_after: 1m' \

@@ -294,7 +294,7 @@ func TestE2EFastForwardLooksScraped(t *testing.T) {
 	col.Stop(t)
 
 	ffDir := filepath.Join(t.TempDir(), "ff")
-	col2 := e2etest.StartCollector(t, ffDir, e2etest.Options{Env: []string{"MILES_MAX_PAST=0s"}}) // a replay of 2026-01-01
+	col2 := e2etest.StartCollector(t, ffDir, e2etest.Options{})
 	if err := run(context.Background(), []string{
 		"--fast-forward", "--nodes", "1", "--duration", "10m", "--start", "2026-01-01T00:00:00Z",
 		"--run-dir", ffDir, "--endpoint", col2.HTTPAddr, "--quiet",

@@ -57,7 +57,7 @@ func simRunConsumed(t *testing.T, steps, consumed int, args ...string) string {
 	e2etest.Binary(t)
 	sim := simBinary(t)
 	runDir := filepath.Join(t.TempDir(), "run")
-	col := e2etest.StartCollector(t, runDir, e2etest.Options{Env: []string{"MILES_MAX_PAST=0s"}}) // a fixed --start, older every day
+	col := e2etest.StartCollector(t, runDir, e2etest.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	full := append([]string{
