@@ -257,3 +257,28 @@ func TestFactoryAndMetadata(t *testing.T) {
 		}
 	}
 }
+
+// FuzzGuardPassesOnlyDecodable: whatever OTLP/JSON a client sends (the agent's HTTP receiver decodes any depth),
+// what the guard passes encodes to protobuf that the next gRPC hop decodes.
+func FuzzGuardPassesOnlyDecodable(f *testing.F) {
+	deep := func(levels int, kinds string) []byte {
+		b, _ := (&ptrace.JSONMarshaler{}).MarshalTraces(oneSpan(levels, kinds))
+		return b
+	}
+	f.Add(deep(2, "m"))
+	f.Add(deep(maxSafeNesting, "m"))
+	f.Add(deep(maxSafeNesting+1, "ma"))
+	f.Add(deep(120, "a"))
+	f.Add([]byte(`{"resourceSpans":[{"resource":{"attributes":[{"key":"k","value":{"kvlistValue":{"values":[]}}}]}}]}`))
+	g := &guard{max: maxSafeNesting, tel: &telemetry{}}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		td, err := (&ptrace.JSONUnmarshaler{}).UnmarshalTraces(in)
+		if err != nil {
+			return
+		}
+		g.filterTraces(td)
+		if err := decodes(t, td); err != nil {
+			t.Fatalf("the guard passed a batch the next hop refuses: %v", err)
+		}
+	})
+}
