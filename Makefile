@@ -12,7 +12,7 @@ BIN := bin/otelcol-miles
 OCB := $(GO) tool -modfile=tools/ocb/go.mod builder
 GOLANGCI_LINT := $(GO) tool -modfile=tools/golangci-lint/go.mod golangci-lint
 
-.PHONY: all build generate check-generate test unit-test e2e-test python-test web-test screenshots lint nocgo-build bench demo clean
+.PHONY: all build generate check-generate test unit-test e2e-test python-test web-test screenshots lint nocgo-build bench demo clean reliability
 
 all: build
 
@@ -76,6 +76,13 @@ lint:
 nocgo-build:
 	CGO_ENABLED=0 $(GO) build ./...
 	CGO_ENABLED=0 $(GO) test -count=1 ./receivers/nvmlreceiver/...
+
+## reliability: the kill -9 / disk / outage / fuzz / exposure campaign (docs/reliability.md), loopback only, bounded
+## (~15 min with its defaults; scripts/reliability/run.sh lists the knobs); not part of `make test`
+reliability: build
+	$(GO) build -o bin/miles-sim ./cmd/miles-sim
+	$(GO) build -o bin/miles-dashboard ./cmd/miles-dashboard
+	scripts/reliability/run.sh
 
 ## bench: exporter and component benchmarks (see BENCHMARKS.md)
 bench:

@@ -1,0 +1,725 @@
+// Command reliability is the campaign behind `make reliability` (docs/reliability.md): it starts the shipped
+// binaries on loopback, breaks them (SIGKILL under load, a full or read-only disk, hostile dashboard requests)
+// and prints what it observed, one JSON object per test on stdout and a summary on stderr. It measures; it does
+// not decide pass or fail except for "the process could not be driven at all".
+//
+//	go run ./bench/reliability -out DIR kill|disk|exposure|all
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
+	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
+)
+
+type options struct {
+	out, bin, sim, dash, config string
+	kills, nodes                int
+	duration                    time.Duration
+	speed                       float64
+	seed                        int64
+	minGap, maxGap              time.Duration
+	diskMiB                     int
+	hold                        time.Duration
+}
+
+func main() {
+	var o options
+	flag.StringVar(&o.out, "out", "", "directory for the run directories and results.jsonl (default: a new temp dir)")
+	flag.StringVar(&o.bin, "bin", "bin/otelcol-miles", "collector binary")
+	flag.StringVar(&o.sim, "sim", "bin/miles-sim", "simulator binary")
+	flag.StringVar(&o.dash, "dashboard", "bin/miles-dashboard", "dashboard binary")
+	flag.StringVar(&o.config, "config", "configs/run.yaml", "collector config")
+	flag.IntVar(&o.kills, "kills", 20, "kill: SIGKILLs of the collector")
+	flag.IntVar(&o.nodes, "nodes", 16, "simulated nodes (8 GPUs each)")
+	flag.DurationVar(&o.duration, "duration", 40*time.Minute, "kill: simulated run length")
+	flag.Float64Var(&o.speed, "speed", 25, "simulated seconds per wall second")
+	flag.Int64Var(&o.seed, "seed", 1, "simulator seed (and kill moments)")
+	flag.DurationVar(&o.minGap, "min-gap", 2*time.Second, "kill: shortest time between a restart and the next kill")
+	flag.DurationVar(&o.maxGap, "max-gap", 5*time.Second, "kill: longest time between a restart and the next kill")
+	flag.IntVar(&o.diskMiB, "disk-mib", 48, "disk: size of the tmpfs run directory")
+	flag.DurationVar(&o.hold, "hold", 15*time.Second, "disk: how long the disk stays full / read-only")
+	flag.Parse()
+	if o.out == "" {
+		d, err := os.MkdirTemp("", "miles-reliability-")
+		must(err)
+		o.out = d
+	}
+	must(os.MkdirAll(o.out, 0o755))
+	what := flag.Args()
+	if len(what) == 0 || (len(what) == 1 && what[0] == "all") {
+		what = []string{"kill", "disk", "exposure"}
+	}
+	res, err := os.OpenFile(filepath.Join(o.out, "results.jsonl"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	must(err)
+	defer res.Close()
+	for _, w := range what {
+		t0 := time.Now()
+		var r map[string]any
+		switch w {
+		case "kill":
+			r = killCampaign(o)
+		case "disk":
+			r = diskCampaign(o)
+		case "exposure":
+			r = exposure(o)
+		default:
+			fmt.Fprintf(os.Stderr, "unknown test %q (kill, disk, exposure, all)\n", w)
+			os.Exit(2)
+		}
+		r["test"], r["wall_s"] = w, round(time.Since(t0).Seconds())
+		b, _ := json.Marshal(r)
+		fmt.Println(string(b))
+		_, _ = res.Write(append(b, '\n'))
+	}
+	fmt.Fprintf(os.Stderr, "reliability: results in %s\n", filepath.Join(o.out, "results.jsonl"))
+}
+
+func must(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "reliability:", err)
+		os.Exit(1)
+	}
+}
+
+func round(f float64) float64 { return float64(int64(f*100+0.5)) / 100 }
+
+// ---- processes ----
+
+type ports struct{ grpc, http, health, tel string }
+
+func freeAddr() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	must(err)
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func newPorts() ports { return ports{freeAddr(), freeAddr(), freeAddr(), freeAddr()} }
+
+type collector struct {
+	cmd  *exec.Cmd
+	log  *os.File
+	done chan struct{}
+}
+
+func startCollector(o options, runDir string, p ports, logPath string) (*collector, error) {
+	lf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	_, telPort, _ := net.SplitHostPort(p.tel)
+	cmd := exec.Command(o.bin, "--config", o.config)
+	cmd.Env = append(os.Environ(), "MILES_RUN_DIR="+runDir, "MILES_OTLP_GRPC_ADDR="+p.grpc, "MILES_OTLP_HTTP_ADDR="+p.http,
+		"MILES_HEALTH_ADDR="+p.health, "MILES_TELEMETRY_PORT="+telPort)
+	cmd.Stdout, cmd.Stderr = lf, lf
+	if err := cmd.Start(); err != nil {
+		lf.Close()
+		return nil, err
+	}
+	c := &collector{cmd: cmd, log: lf, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(c.done) }()
+	deadline := time.Now().Add(60 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-c.done:
+			return nil, fmt.Errorf("collector exited during start-up (log %s)", logPath)
+		default:
+		}
+		if resp, err := http.Get("http://" + p.health + "/"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return c, nil
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	c.kill()
+	return nil, fmt.Errorf("collector not healthy within 60 s (log %s)", logPath)
+}
+
+func (c *collector) kill() {
+	_ = c.cmd.Process.Kill()
+	<-c.done
+	c.log.Close()
+}
+
+func (c *collector) stop() {
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.done:
+	case <-time.After(30 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.done
+	}
+	c.log.Close()
+}
+
+// rssMiB reads VmRSS of pid.
+func rssMiB(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			f := strings.Fields(line)
+			kb, _ := strconv.ParseFloat(f[1], 64)
+			return round(kb / 1024)
+		}
+	}
+	return 0
+}
+
+// selfMetric sums the samples of a collector self-metric whose line contains match.
+func selfMetric(p ports, name, match string) float64 {
+	resp, err := http.Get("http://" + p.tel + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	var sum float64
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		l := sc.Text()
+		if strings.HasPrefix(l, name) && strings.Contains(l, match) {
+			f := strings.Fields(l)
+			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+			sum += v
+		}
+	}
+	return sum
+}
+
+var simReport = regexp.MustCompile(`sent (\d+) spans, (\d+) log records, (\d+) metric points \((\d+) GPU readings\) in (\d+) requests, [\d.]+ MB; (\d+) retries, (\d+) failed`)
+
+// runSim runs the simulator to its end and returns its final counts.
+func runSim(o options, p ports, runDir, start string, nodes int, duration time.Duration) (map[string]int64, error) {
+	cmd := exec.Command(o.sim, "--fast-forward", "--mode", "async", "--nodes", strconv.Itoa(nodes),
+		"--duration", duration.String(), "--max-speed", strconv.FormatFloat(o.speed, 'f', -1, 64),
+		"--seed", strconv.FormatInt(o.seed, 10), "--start", start, "--endpoint", p.http, "--run-dir", runDir,
+		"--give-up", "5m", "--quiet")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	m := simReport.FindStringSubmatch(out.String())
+	if m == nil {
+		return nil, fmt.Errorf("simulator: %v\n%s", err, out.String())
+	}
+	keys := []string{"spans", "log_records", "metric_points", "gpu_readings", "requests", "retries", "failed"}
+	r := map[string]int64{}
+	for i, k := range keys {
+		r[k], _ = strconv.ParseInt(m[i+1], 10, 64)
+	}
+	return r, err
+}
+
+// ---- reading a run directory ----
+
+type streamStats struct {
+	Lines, Invalid, PartialTail, Duplicates, PlainFiles, ZstFiles, ZstUnreadable int64
+}
+
+type runStats struct {
+	Streams      map[string]*streamStats
+	OpenPhases   int64 // markers whose span never closed
+	ClosedPhases int64
+}
+
+func analyze(runDir string) runStats {
+	rs := runStats{Streams: map[string]*streamStats{}}
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+	must(err)
+	defer dec.Close()
+	open, closed := map[string]bool{}, map[string]bool{}
+	for _, stream := range sc.Streams {
+		st := &streamStats{}
+		rs.Streams[stream] = st
+		seen := map[uint64]int{}
+		lines := func(data []byte) {
+			for line := range bytes.SplitSeq(data, []byte{'\n'}) {
+				if len(bytes.TrimSpace(line)) == 0 {
+					continue
+				}
+				st.Lines++
+				if !json.Valid(line) {
+					st.Invalid++
+					continue
+				}
+				h := fnv.New64a()
+				h.Write(line)
+				k := h.Sum64()
+				seen[k]++
+				if seen[k] > 1 {
+					st.Duplicates++
+				}
+				if stream == sc.StreamPhases {
+					var p struct {
+						T1   *float64 `json:"t1"`
+						Span string   `json:"span"`
+					}
+					if json.Unmarshal(line, &p) == nil {
+						if p.T1 == nil {
+							open[p.Span] = true
+						} else {
+							closed[p.Span] = true
+						}
+					}
+				}
+			}
+		}
+		parts, err := runfiles.ListPartitions(runDir, stream)
+		must(err)
+		for _, p := range parts {
+			if p.Compressed != "" {
+				st.ZstFiles++
+				z, err := os.ReadFile(p.Compressed)
+				must(err)
+				plain, err := dec.DecodeAll(z, nil)
+				if err != nil {
+					st.ZstUnreadable++
+				}
+				lines(plain)
+			}
+			if p.Plain != "" {
+				st.PlainFiles++
+				b, err := os.ReadFile(p.Plain)
+				must(err)
+				i := bytes.LastIndexByte(b, '\n')
+				st.PartialTail += int64(len(b) - (i + 1))
+				lines(b[:i+1])
+			}
+		}
+	}
+	for s := range open {
+		if !closed[s] {
+			rs.OpenPhases++
+		}
+	}
+	rs.ClosedPhases = int64(len(closed))
+	return rs
+}
+
+// ---- kill -9 under load ----
+
+// killCampaign runs the simulator twice from the same seed and start: once into a collector left alone, once
+// into one SIGKILLed at random moments and restarted on the same run directory and ports. It reports, per
+// stream, the records of both runs, torn and invalid lines (plain and inside .zst), duplicates, the loss, and
+// the loss per kill in wall seconds of that stream's data.
+func killCampaign(o options) map[string]any {
+	start := time.Now().UTC().Add(-o.duration - time.Hour).Truncate(time.Hour).Format(time.RFC3339)
+	rng := rand.New(rand.NewPCG(uint64(o.seed), 7))
+
+	clean := filepath.Join(o.out, "kill-clean", "run")
+	p := newPorts()
+	c, err := startCollector(o, clean, p, filepath.Join(o.out, "kill-clean.log"))
+	must(err)
+	t0 := time.Now()
+	cleanSent, err := runSim(o, p, clean, start, o.nodes, o.duration)
+	must(err)
+	cleanWall := time.Since(t0).Seconds()
+	c.stop()
+
+	killed := filepath.Join(o.out, "kill-9", "run")
+	p = newPorts()
+	logPath := filepath.Join(o.out, "kill-9.log")
+	c, err = startCollector(o, killed, p, logPath)
+	must(err)
+	type simResult struct {
+		sent map[string]int64
+		err  error
+	}
+	simDone := make(chan simResult, 1)
+	t0 = time.Now()
+	go func() {
+		s, err := runSim(o, p, killed, start, o.nodes, o.duration)
+		simDone <- simResult{s, err}
+	}()
+	kills := 0
+	var restartMs []float64
+	var sim simResult
+	finished := false
+	for kills < o.kills && !finished {
+		gap := o.minGap + time.Duration(rng.Int64N(int64(o.maxGap-o.minGap)+1))
+		select {
+		case sim = <-simDone:
+			finished = true
+			continue
+		case <-time.After(gap):
+		}
+		c.kill()
+		kills++
+		r0 := time.Now()
+		c, err = startCollector(o, killed, p, logPath)
+		must(err)
+		restartMs = append(restartMs, float64(time.Since(r0).Milliseconds()))
+	}
+	if !finished {
+		sim = <-simDone
+	}
+	killWall := time.Since(t0).Seconds()
+	c.stop()
+	must(sim.err)
+
+	a, b := analyze(clean), analyze(killed)
+	streams := map[string]any{}
+	for _, s := range sc.Streams {
+		ca, cb := a.Streams[s], b.Streams[s]
+		lost := ca.Lines - cb.Lines
+		perKill := 0.0
+		if kills > 0 && ca.Lines > 0 {
+			perKill = round(float64(lost) / float64(kills) / (float64(ca.Lines) / cleanWall))
+		}
+		streams[s] = map[string]any{
+			"clean": ca.Lines, "killed": cb.Lines, "lost": lost,
+			"lost_pct":            round(100 * float64(lost) / float64(max(ca.Lines, 1))),
+			"lost_wall_s_per_kill": perKill,
+			"invalid":              cb.Invalid, "partial_tail_bytes": cb.PartialTail, "zst_unreadable": cb.ZstUnreadable,
+			"duplicates": cb.Duplicates, "duplicates_clean": ca.Duplicates, "zst_files": cb.ZstFiles, "plain_files": cb.PlainFiles,
+		}
+	}
+	sort.Float64s(restartMs)
+	return map[string]any{
+		"nodes": o.nodes, "gpus": o.nodes * 8, "sim_duration": o.duration.String(), "speed": o.speed, "start": start,
+		"kills": kills, "gap_s": []float64{o.minGap.Seconds(), o.maxGap.Seconds()},
+		"restart_ms_median": median(restartMs), "clean_wall_s": round(cleanWall), "killed_wall_s": round(killWall),
+		"sim_sent_clean": cleanSent, "sim_sent_killed": sim.sent,
+		"phases_running_clean": a.OpenPhases, "phases_running_killed": b.OpenPhases,
+		"streams": streams, "run_dirs": []string{clean, killed},
+	}
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	return v[len(v)/2]
+}
+
+// ---- disk full and read-only ----
+
+// diskCampaign mounts a small tmpfs as the run directory (root only; otherwise it reports why it skipped) and,
+// while the simulator writes into the collector: fills it, then remounts it read-only, each for -hold, sampling
+// the collector's RSS; then starts a fresh collector on a full and on a read-only disk. It reports RSS, the
+// error lines logged, drops, whether writing resumed, and torn lines.
+func diskCampaign(o options) map[string]any {
+	mnt := filepath.Join(o.out, "disk")
+	must(os.MkdirAll(mnt, 0o755))
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", fmt.Sprintf("size=%dm", o.diskMiB), "tmpfs", mnt).CombinedOutput(); err != nil {
+		return map[string]any{"skipped": "cannot mount a tmpfs (needs root): " + strings.TrimSpace(string(out))}
+	}
+	defer exec.Command("umount", "-l", mnt).Run() //nolint:errcheck
+	remount := func(mode string) error {
+		out, err := exec.Command("mount", "-o", "remount,"+mode, mnt).CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("remount %s: %v %s", mode, err, out)
+		}
+		return nil
+	}
+	filler := filepath.Join(mnt, "filler")
+	fill := func() int64 {
+		f, err := os.Create(filler)
+		if err != nil {
+			return 0
+		}
+		defer f.Close()
+		buf := make([]byte, 1<<20)
+		var n int64
+		for {
+			w, err := f.Write(buf)
+			n += int64(w)
+			if err != nil {
+				return n
+			}
+		}
+	}
+	result := map[string]any{"tmpfs_mib": o.diskMiB, "hold_s": o.hold.Seconds(), "nodes": o.nodes}
+
+	for _, mode := range []string{"full", "read-only"} {
+		runDir := filepath.Join(mnt, "run-"+mode)
+		p := newPorts()
+		logPath := filepath.Join(o.out, "disk-"+mode+".log")
+		c, err := startCollector(o, runDir, p, logPath)
+		must(err)
+		simDone := make(chan error, 1)
+		go func() {
+			_, err := runSim(o, p, runDir, time.Now().UTC().Add(-30*time.Minute).Format(time.RFC3339), o.nodes, 20*time.Minute)
+			simDone <- err
+		}()
+		time.Sleep(5 * time.Second)
+		before := analyze(runDir).Streams[sc.StreamGPUUtil].Lines
+		if mode == "full" {
+			fill()
+		} else {
+			must(remount("ro"))
+		}
+		var peak float64
+		deadline := time.Now().Add(o.hold)
+		for time.Now().Before(deadline) {
+			peak = max(peak, rssMiB(c.cmd.Process.Pid))
+			time.Sleep(250 * time.Millisecond)
+		}
+		if mode == "full" {
+			_ = os.Remove(filler)
+		} else {
+			must(remount("rw"))
+		}
+		during := analyze(runDir).Streams[sc.StreamGPUUtil].Lines
+		time.Sleep(4 * time.Second)
+		after := analyze(runDir).Streams[sc.StreamGPUUtil].Lines
+		dropped := selfMetric(p, "otelcol_exporter_jsonl_dropped", `reason="buffer_full"`)
+		simErr := <-simDone
+		c.stop()
+		logs, _ := os.ReadFile(logPath)
+		st := analyze(runDir)
+		var invalid, partial int64
+		for _, s := range st.Streams {
+			invalid += s.Invalid
+			partial += s.PartialTail
+		}
+		result[mode] = map[string]any{
+			"rss_peak_mib": peak, "gpu_util_lines_before": before, "during": during, "after_recovery": after,
+			"resumed": after > during, "dropped_buffer_full": dropped,
+			"error_lines": bytes.Count(logs, []byte("cannot write to the run directory")),
+			"resumed_lines": bytes.Count(logs, []byte("writing resumed")), "invalid_lines": invalid, "partial_tail_bytes": partial,
+			"sim_error": fmt.Sprint(simErr), "phases_records": st.Streams[sc.StreamPhases].Lines, "topology_records": st.Streams[sc.StreamTopology].Lines,
+		}
+	}
+
+	// Start on a broken disk: a full one, then a read-only one (a fresh run directory that cannot be created).
+	for _, mode := range []string{"start-full", "start-read-only"} {
+		runDir := filepath.Join(mnt, "run-"+mode)
+		if mode == "start-full" {
+			fill()
+		} else {
+			must(remount("ro"))
+		}
+		p := newPorts()
+		logPath := filepath.Join(o.out, "disk-"+mode+".log")
+		c, err := startCollector(o, runDir, p, logPath)
+		r := map[string]any{"started": err == nil}
+		if err == nil {
+			simDone := make(chan error, 1)
+			go func() {
+				_, err := runSim(o, p, runDir, time.Now().UTC().Add(-30*time.Minute).Format(time.RFC3339), 1, 5*time.Minute)
+				simDone <- err
+			}()
+			time.Sleep(3 * time.Second)
+			if mode == "start-full" {
+				_ = os.Remove(filler)
+			} else {
+				must(remount("rw"))
+			}
+			<-simDone
+			time.Sleep(2 * time.Second)
+			c.stop()
+			_, metaErr := os.Stat(filepath.Join(runDir, runfiles.DashboardDir, runfiles.MetaFile))
+			tmps, _ := filepath.Glob(filepath.Join(runDir, runfiles.DashboardDir, "*.tmp"))
+			st := analyze(runDir)
+			r["meta_written"], r["tmp_files_left"] = metaErr == nil, len(tmps)
+			r["phases_records"], r["gpu_util_records"] = st.Streams[sc.StreamPhases].Lines, st.Streams[sc.StreamGPUUtil].Lines
+		} else {
+			r["error"] = err.Error()
+			_ = os.Remove(filler)
+			_ = remount("rw")
+		}
+		result[mode] = r
+	}
+	return result
+}
+
+// ---- dashboard exposure ----
+
+// exposure starts the dashboard on the kill campaign's clean run (or an empty run) and records how it answers
+// hostile requests. It only measures: the dashboard server's hardening belongs to its own package.
+func exposure(o options) map[string]any {
+	runDir := filepath.Join(o.out, "kill-clean", "run")
+	if _, err := os.Stat(filepath.Join(runDir, runfiles.DashboardDir)); err != nil {
+		runDir = filepath.Join(o.out, "exposure-run")
+		must(os.MkdirAll(filepath.Join(runDir, runfiles.DashboardDir), 0o755))
+		must(os.WriteFile(filepath.Join(runDir, runfiles.DashboardDir, runfiles.MetaFile), []byte(`{"schema_version":2,"run_name":"x","start_ts":1}`), 0o644))
+	}
+	r := map[string]any{}
+	serve := func(addr, token string) (*exec.Cmd, *bytes.Buffer, error) {
+		args := []string{"serve", "--dir", runDir, "--addr", addr, "--no-cache"}
+		if token != "" {
+			args = append(args, "--token", token)
+		}
+		cmd := exec.Command(o.dash, args...)
+		cmd.Env = append(os.Environ(), "MILES_DASHBOARD_TOKEN=")
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			return nil, nil, err
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		deadline := time.Now().Add(60 * time.Second)
+		for time.Now().Before(deadline) {
+			select {
+			case err := <-exited:
+				return nil, &out, fmt.Errorf("exited: %v", err)
+			default:
+			}
+			if c, err := net.Dial("tcp", strings.Replace(addr, "0.0.0.0", "127.0.0.1", 1)); err == nil {
+				c.Close()
+				return cmd, &out, nil
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		_ = cmd.Process.Kill()
+		return nil, &out, errors.New("not listening within 60 s")
+	}
+	stop := func(cmd *exec.Cmd) {
+		if cmd != nil {
+			_ = cmd.Process.Kill()
+			_, _ = cmd.Process.Wait()
+		}
+	}
+	// 0.0.0.0 without a token, and with a whitespace-only one.
+	for name, tok := range map[string]string{"public_no_token": "", "public_blank_token": "   "} {
+		cmd, out, err := serve("0.0.0.0:"+port(freeAddr()), tok)
+		r[name] = map[string]any{"refused": err != nil, "output": firstLine(out)}
+		stop(cmd)
+	}
+	token := "reliability-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	addr := freeAddr()
+	cmd, out, err := serve(addr, token)
+	if err != nil {
+		r["error"] = fmt.Sprintf("dashboard did not start: %v %s", err, firstLine(out))
+		return r
+	}
+	defer stop(cmd)
+	get := func(path string, hdr map[string]string) (int, string) {
+		req, _ := http.NewRequest("GET", "http://"+addr+path, nil)
+		for k, v := range hdr {
+			if k == "Host" {
+				req.Host = v
+			} else {
+				req.Header.Set(k, v)
+			}
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return -1, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+		return resp.StatusCode, string(b)
+	}
+	routes := []string{"/api/v1/meta", "/api/v1/lanes", "/api/v1/phases", "/api/v1/gpu", "/api/v1/fleet", "/api/v1/heatmap",
+		"/api/v1/steps", "/api/v1/steps/1/anatomy", "/api/v1/metrics/keys", "/api/v1/metrics/series", "/api/v1/engines",
+		"/api/v1/engines/series", "/api/v1/bubbles", "/api/v1/outliers", "/api/v1/advisory", "/api/v1/lifecycle/carpet",
+		"/api/v1/dumps/steps", "/api/v1/dumps/steps/1", "/api/v1/dumps/steps/1/groups", "/api/v1/dumps/steps/1/samples",
+		"/api/v1/dumps/steps/1/samples/0", "/api/v1/dumps/steps/1/samples/0/tokens", "/api/v1/live"}
+	unauth := map[string]int{}
+	var open []string
+	for _, rt := range routes {
+		for name, h := range map[string]map[string]string{
+			"none": nil, "wrong": {"Authorization": "Bearer wrong"},
+		} {
+			code, _ := get(rt, h)
+			unauth[name+"_"+strconv.Itoa(code)]++
+			if code != http.StatusUnauthorized {
+				open = append(open, name+" "+rt+" → "+strconv.Itoa(code))
+			}
+		}
+	}
+	r["routes_probed"], r["unauthorized_answers"], r["answered_without_token"] = len(routes), unauth, open
+	forms := map[string]int{}
+	for name, pair := range map[string][2]string{
+		"bearer_header": {"/api/v1/meta", "Bearer " + token}, "lowercase_bearer": {"/api/v1/meta", "bearer " + token},
+		"query": {"/api/v1/meta?token=" + token, ""},
+	} {
+		h := map[string]string{}
+		if pair[1] != "" {
+			h["Authorization"] = pair[1]
+		}
+		forms[name], _ = get(pair[0], h)
+	}
+	r["token_forms"] = forms
+	auth := map[string]string{"Authorization": "Bearer " + token}
+	code, _ := get("/api/v1/meta", map[string]string{"Authorization": "Bearer " + token, "Host": "attacker.example"})
+	r["host_attacker_with_token"] = code
+	trav := map[string]string{}
+	for _, pth := range []string{"/api/v1/dumps/steps/..%2F..%2F..%2Fetc%2Fpasswd", "/api/v1/steps/..%2F..%2Fetc/anatomy",
+		"/api/v1/dumps/steps/%2Fetc%2Fpasswd/samples", "/../../../../etc/passwd", "/%2e%2e/%2e%2e/etc/passwd",
+		"/api/v1/dumps/steps/1/samples/..%2F..%2F..%2F..%2Fetc%2Fpasswd"} {
+		code, body := get(pth, auth)
+		leak := strings.Contains(body, "root:")
+		trav[pth] = strconv.Itoa(code) + map[bool]string{true: " LEAK", false: ""}[leak]
+		if strings.Contains(body, o.out) || strings.Contains(body, runDir) {
+			trav[pth] += " (absolute server path in the message)"
+		}
+	}
+	r["path_traversal"] = trav
+	r["websocket_origin_attacker"] = wsStatus(addr, "/api/v1/live?token="+token, "http://attacker.example", "")
+	r["websocket_origin_same"] = wsStatus(addr, "/api/v1/live?token="+token, "http://"+addr, "")
+	r["websocket_no_token"] = wsStatus(addr, "/api/v1/live", "http://"+addr, "")
+	r["websocket_rebinding_host_origin"] = wsStatus(addr, "/api/v1/live?token="+token, "http://attacker.example", "attacker.example")
+	return r
+}
+
+func port(addr string) string { _, p, _ := net.SplitHostPort(addr); return p }
+
+func firstLine(b *bytes.Buffer) string {
+	if b == nil {
+		return ""
+	}
+	s := strings.TrimSpace(b.String())
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	return s
+}
+
+// wsStatus sends a WebSocket upgrade and returns the status line's code.
+func wsStatus(addr, path, origin, host string) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return -1
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if host == "" {
+		host = addr
+	}
+	fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nOrigin: %s\r\n\r\n", path, host, origin)
+	line, err := bufio.NewReader(c).ReadString('\n')
+	if err != nil {
+		return -1
+	}
+	f := strings.Fields(line)
+	if len(f) < 2 {
+		return -1
+	}
+	code, _ := strconv.Atoi(f[1])
+	return code
+}

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Every Fuzz* target of our packages, each for $FUZZTIME (default 10s; the issue's campaign: 10m), one JSON line
+# per target: {"test":"fuzz","target":…,"package":…,"seconds":…,"execs":…,"result":"ok"|"FAIL"}.
+# A failing input is kept by `go test` under the package's testdata/fuzz/ (commit it with the fix).
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+GO=${GO:-go}
+FUZZTIME=${FUZZTIME:-10s}
+grep -rl --include='*_test.go' '^func Fuzz' --exclude-dir=node_modules --exclude-dir=otelcol-miles . | sort | while read -r f; do
+	pkg=./$(dirname "${f#./}")
+	for target in $(grep -o '^func Fuzz[A-Za-z0-9_]*' "$f" | sed 's/^func //'); do
+		log=$(mktemp)
+		start=$(date +%s)
+		if nice $GO test -run '^$' -fuzz "^${target}\$" -fuzztime "$FUZZTIME" "$pkg" >"$log" 2>&1; then res=ok; else res=FAIL; fi
+		execs=$(grep -o 'execs: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*' || true)
+		printf '{"test":"fuzz","target":"%s","package":"%s","seconds":%d,"execs":%s,"result":"%s"}\n' \
+			"$target" "$pkg" $(( $(date +%s) - start )) "${execs:-0}" "$res"
+		[ "$res" = ok ] || sed -n '1,40p' "$log" >&2
+		rm -f "$log"
+	done
+done
