@@ -39,7 +39,12 @@ type Config struct {
 	// (default 168h) is dropped and counted (reason out_of_window), so one client's wrong clock cannot move the
 	// dashboard's data edge to another century or one request create a file per distinct hour. 0 turns that
 	// side off (replaying an old run in fast-forward: max_past: 0).
-	MaxPast   time.Duration `mapstructure:"max_past"`
+	MaxPast time.Duration `mapstructure:"max_past"`
+	// Ack is when an export call returns (and so when the receiver acknowledges the client): "queued" (default)
+	// as soon as the records are in the in-memory queue, or "written" once a flush attempt has written them
+	// (group commit: exports arriving together share one flush). With "written" and no batch processor in front,
+	// a kill -9 loses no acknowledged record; the shipped run and gateway configs use it (docs/operations.md).
+	Ack       string        `mapstructure:"ack"`
 	MaxFuture time.Duration `mapstructure:"max_future"`
 
 	// Unkeyed literals of Config would break when a field is added.
@@ -47,6 +52,11 @@ type Config struct {
 }
 
 var _ component.Config = (*Config)(nil)
+
+const (
+	ackQueued  = "queued"
+	ackWritten = "written"
+)
 
 func createDefaultConfig() *Config {
 	return &Config{
@@ -59,6 +69,7 @@ func createDefaultConfig() *Config {
 		RollupInterval: 16 * time.Second,
 		MaxPast:        7 * 24 * time.Hour,
 		MaxFuture:      10 * time.Minute,
+		Ack:            ackQueued,
 	}
 }
 
@@ -92,6 +103,9 @@ func (c *Config) Validate() error {
 	}
 	if r := c.RollupInterval; r < 0 || r%time.Second != 0 || (r > 0 && time.Hour%r != 0) {
 		errs = append(errs, fmt.Errorf("rollup_interval must be 0 (off) or whole seconds dividing 1h (e.g. 16s, 60s), got %s", r))
+	}
+	if c.Ack != ackQueued && c.Ack != ackWritten {
+		errs = append(errs, fmt.Errorf("ack must be queued or written; got %q", c.Ack))
 	}
 	if c.MaxPast < 0 || c.MaxFuture < 0 {
 		errs = append(errs, fmt.Errorf("max_past and max_future must be >= 0 (0: no bound), got %s and %s", c.MaxPast, c.MaxFuture))

@@ -35,7 +35,7 @@ func TestLoadConfig(t *testing.T) {
 		{id: component.NewIDWithName(metadata.Type, "tuned"), want: &Config{
 			Directory: "/runs/grpo", RunName: "grpo-7b", FlushInterval: 250 * time.Millisecond, Fsync: "flush",
 			MaxOpenFiles: 8, MaxBufferBytes: 16 << 20, Compression: "none", CompressAfter: 10 * time.Minute,
-			RollupInterval: time.Minute, MaxPast: 0, MaxFuture: 2 * time.Minute,
+			RollupInterval: time.Minute, MaxPast: 0, MaxFuture: 2 * time.Minute, Ack: "written",
 		}},
 		{id: component.NewIDWithName(metadata.Type, "no_directory"), wantErr: "directory must be set"},
 		{id: component.NewIDWithName(metadata.Type, "bad_fsync"), wantErr: "fsync must be one of"},
@@ -44,6 +44,7 @@ func TestLoadConfig(t *testing.T) {
 		{id: component.NewIDWithName(metadata.Type, "bad_values"), wantErr: "compression must be zstd or none"},
 		{id: component.NewIDWithName(metadata.Type, "bad_values"), wantErr: "rollup_interval must be 0 (off) or whole seconds dividing 1h"},
 		{id: component.NewIDWithName(metadata.Type, "bad_values"), wantErr: "max_past and max_future must be >= 0"},
+		{id: component.NewIDWithName(metadata.Type, "bad_values"), wantErr: "ack must be queued or written"},
 	} {
 		t.Run(tc.id.String()+" "+tc.wantErr, func(t *testing.T) {
 			sub, err := cm.Sub(tc.id.String())

@@ -145,7 +145,7 @@ func (e *jsonlExporter) shutdown(ctx context.Context) error {
 var errStopped = consumererror.NewPermanent(errors.New("jsonl exporter is not running"))
 
 // accept hands one export's records to the catalog and the writer; it never touches the disk.
-func (e *jsonlExporter) accept(r *records) error {
+func (e *jsonlExporter) accept(ctx context.Context, r *records) error {
 	if r.unmapped > 0 {
 		e.tel.dropped(dropReasonUnmapped, r.unmapped)
 	}
@@ -173,24 +173,28 @@ func (e *jsonlExporter) accept(r *records) error {
 	if e.roll != nil {
 		e.roll.fold(r.gpus, r)
 	}
-	e.w.enqueue(r.chunks)
+	if e.cfg.Ack == ackWritten {
+		e.w.enqueueAndWait(ctx, r.chunks)
+	} else {
+		e.w.enqueue(r.chunks)
+	}
 	return nil
 }
 
-func (e *jsonlExporter) pushTraces(_ context.Context, td ptrace.Traces) error {
+func (e *jsonlExporter) pushTraces(ctx context.Context, td ptrace.Traces) error {
 	r := e.newRecords()
 	mapTraces(td, &r)
-	return e.accept(&r)
+	return e.accept(ctx, &r)
 }
 
-func (e *jsonlExporter) pushMetrics(_ context.Context, md pmetric.Metrics) error {
+func (e *jsonlExporter) pushMetrics(ctx context.Context, md pmetric.Metrics) error {
 	r := e.newRecords()
 	mapMetrics(md, &r)
-	return e.accept(&r)
+	return e.accept(ctx, &r)
 }
 
-func (e *jsonlExporter) pushLogs(_ context.Context, ld plog.Logs) error {
+func (e *jsonlExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 	r := e.newRecords()
 	mapLogs(ld, &r)
-	return e.accept(&r)
+	return e.accept(ctx, &r)
 }

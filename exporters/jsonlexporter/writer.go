@@ -45,6 +45,13 @@ type writer struct {
 	// follows the disk instead of the ticker, and drop-oldest happens only when the disk really cannot keep up.
 	wake   chan struct{}
 	closed atomic.Bool
+
+	// Acknowledge-after-write (ack: written): an export waits until a flush that began after its enqueue has
+	// finished, so what the collector acknowledged is in the files (or, the disk failing, in the bounded queue)
+	// and a crash loses no acknowledged record. Waiters wake the flush goroutine at once; concurrent exports
+	// share a flush (group commit). begun/finished count flushes; flushed is closed and replaced by each one.
+	begun, finished uint64
+	flushed         chan struct{}
 }
 
 // compaction is the compactor as the writer sees it.
@@ -57,7 +64,38 @@ type compaction interface {
 
 const errorLogEvery = 30 * time.Second
 
-func (w *writer) enqueue(chunks []*chunk) {
+// enqueueAndWait is enqueue that returns once a flush attempt covering chunks has finished (or ctx is done, or
+// the writer stopped: the chunks stay queued either way, so the caller still reports success).
+func (w *writer) enqueueAndWait(ctx context.Context, chunks []*chunk) {
+	target, done := w.enqueue(chunks)
+	if done == nil {
+		return // not started (tests that drive flushes by hand)
+	}
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	for {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return
+		case <-w.done:
+			return
+		}
+		w.mu.Lock()
+		finished := w.finished
+		done = w.flushed
+		w.mu.Unlock()
+		if finished >= target {
+			return
+		}
+	}
+}
+
+// enqueue appends chunks to the queue; it returns the flush that will take them and the channel closed when
+// the current flush generation finishes (nil before start).
+func (w *writer) enqueue(chunks []*chunk) (target uint64, flushed chan struct{}) {
 	w.mu.Lock()
 	for _, c := range chunks {
 		w.pending = append(w.pending, c)
@@ -65,6 +103,7 @@ func (w *writer) enqueue(chunks []*chunk) {
 	}
 	dropped := w.trimLocked()
 	early := w.pendingBytes > w.maxBytes/4
+	target, flushed = w.begun+1, w.flushed
 	w.mu.Unlock()
 	if dropped > 0 {
 		w.tel.dropped(dropReasonBufferFull, dropped)
@@ -75,6 +114,7 @@ func (w *writer) enqueue(chunks []*chunk) {
 		default:
 		}
 	}
+	return target, flushed
 }
 
 // evictClass orders the streams for drop-oldest: class 0 goes first. The dense sampled streams (a reading per
@@ -128,6 +168,7 @@ func (w *writer) start() {
 	w.done = make(chan struct{})
 	w.kick = make(chan chan struct{})
 	w.wake = make(chan struct{}, 1)
+	w.flushed = make(chan struct{})
 	go w.run()
 }
 
@@ -207,7 +248,10 @@ func (w *writer) flush() {
 	batch := w.pending
 	w.pending = nil
 	w.pendingBytes = 0
+	w.begun++
+	gen := w.begun
 	w.mu.Unlock()
+	defer w.finish(gen)
 
 	var failed, held []*chunk
 	var firstErr error
@@ -282,6 +326,17 @@ func (w *writer) flush() {
 	w.part.closeBefore(now.Unix()/3600 - 1)
 	if w.cmp != nil {
 		w.cmp.maybeRun(now)
+	}
+}
+
+// finish releases the exports waiting for flush gen.
+func (w *writer) finish(gen uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.finished = gen
+	if w.flushed != nil {
+		close(w.flushed)
+		w.flushed = make(chan struct{})
 	}
 }
 

@@ -302,3 +302,57 @@ func TestDropOldestKeepsRareStreams(t *testing.T) {
 		t.Errorf("gpu_util: %d written + %d dropped, want %d in all (and some written)", gpu, e.tel.droppedRecords.Load(), pushes*per)
 	}
 }
+
+// TestAckWritten: with ack: written an export returns only once its records are in the file (here the ticker
+// never fires: the export itself wakes the flush), concurrent exports share flushes, and a failing disk does not
+// hold an export back (its records wait in the bounded queue, as with ack: queued).
+func TestAckWritten(t *testing.T) {
+	e, dir := testExporter(t, func(c *Config) { c.Ack = ackWritten })
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 20 {
+				first := int64(g*1000 + i*10)
+				if err := e.pushMetrics(ctx, manyStepRecords(10, first, 0)); err != nil {
+					t.Error(err)
+					return
+				}
+				// Already on disk when the call returns.
+				want := fmt.Sprintf(`"step":%d,`, first+9)
+				if !bytes.Contains([]byte(readFile(t, filepath.Join(runfiles.StreamDir(dir, sc.StreamMetrics), "20261202_13.jsonl"))), []byte(want)) {
+					t.Errorf("record %s not in the file when its export returned", want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if got := len(streamLines(t, dir, sc.StreamMetrics)); got != 8*20*10 {
+		t.Fatalf("%d records, want %d", got, 8*20*10)
+	}
+	fs := &faultyFS{}
+	e.w.part.fs = fs
+	e.w.part.closeAll()
+	fs.broken.Store(true)
+	if err := e.pushMetrics(ctx, manyStepRecords(5, 90000, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if e.tel.writeErrors.Load() == 0 {
+		t.Fatal("the export returned before the flush attempt")
+	}
+	fs.broken.Store(false)
+	flush(t, e)
+	if got := len(streamLines(t, dir, sc.StreamMetrics)); got != 8*20*10+5 {
+		t.Fatalf("%d records after recovery, want %d", got, 8*20*10+5)
+	}
+
+	// ack: queued (the default) returns before any flush: the file is still empty.
+	q, qdir := testExporter(t, nil)
+	if err := q.pushMetrics(ctx, manyStepRecords(3, 0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if got := len(streamLines(t, qdir, sc.StreamMetrics)); got != 0 {
+		t.Fatalf("ack: queued wrote %d records before a flush", got)
+	}
+}
