@@ -3,9 +3,13 @@ package jsonlexporter
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
+	"regexp"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
+
+	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 )
 
 // Config of the jsonl exporter. Every field has a working default except directory.
@@ -14,6 +18,10 @@ type Config struct {
 	Directory string `mapstructure:"directory"`
 	// RunName is written to meta.json at the first start; default: the directory's base name.
 	RunName string `mapstructure:"run_name"`
+	// Shard, when set, makes this exporter one of several gateways writing the run: it writes a complete layout
+	// of its own under {directory}/dashboard/shards/{shard}/ (docs/semconv.md §8) and a restart with the same id
+	// appends to it. [A-Za-z0-9_.-]{1,64}, not "." or "..". Usually ${env:MILES_GATEWAY_ID}.
+	Shard string `mapstructure:"shard"`
 	// FlushInterval is how often queued records are appended to the files (default 1s). Readers see data at
 	// most this late.
 	FlushInterval time.Duration `mapstructure:"flush_interval"`
@@ -59,6 +67,9 @@ func (c *Config) Validate() error {
 	if c.Directory == "" {
 		errs = append(errs, errors.New("directory must be set (the run directory, e.g. ${env:MILES_RUN_DIR})"))
 	}
+	if err := validShard(c.Shard); err != nil {
+		errs = append(errs, err)
+	}
 	if c.FlushInterval <= 0 {
 		errs = append(errs, fmt.Errorf("flush_interval must be > 0, got %s", c.FlushInterval))
 	}
@@ -85,4 +96,25 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("rollup_interval must be 0 (off) or whole seconds dividing 1h (e.g. 16s, 60s), got %s", r))
 	}
 	return errors.Join(errs...)
+}
+
+var shardID = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+
+// validShard accepts "" (no sharding) or a shard id that is one safe path element.
+func validShard(id string) error {
+	if id == "" {
+		return nil
+	}
+	if !shardID.MatchString(id) || id == "." || id == ".." {
+		return fmt.Errorf("shard must be 1-64 characters of A-Z a-z 0-9 _ . - (not \".\" or \"..\"), got %q", id)
+	}
+	return nil
+}
+
+// layoutRoot is the folder this exporter writes meta.json, lane_catalog.json and the stream folders into.
+func (c *Config) layoutRoot() string {
+	if c.Shard != "" {
+		return runfiles.ShardDir(c.Directory, c.Shard)
+	}
+	return filepath.Join(c.Directory, runfiles.DashboardDir)
 }

@@ -16,8 +16,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
-
-	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 )
 
 // jsonlExporter is the one instance shared by the traces, metrics and logs pipelines of a component ID.
@@ -59,7 +57,7 @@ func (e *jsonlExporter) start(_ context.Context, _ component.Host) error {
 	if e.started {
 		return nil
 	}
-	dash := filepath.Join(e.cfg.Directory, runfiles.DashboardDir)
+	dash := e.cfg.layoutRoot()
 	if err := os.MkdirAll(dash, 0o755); err != nil {
 		return fmt.Errorf("jsonl: cannot create the run directory %s: %w", dash, err)
 	}
@@ -67,7 +65,7 @@ func (e *jsonlExporter) start(_ context.Context, _ component.Host) error {
 	if runName == "" {
 		runName = filepath.Base(filepath.Clean(e.cfg.Directory))
 	}
-	if err := writeMeta(dash, runName, e.version, e.now()); err != nil {
+	if err := writeMeta(dash, runName, e.cfg.Shard, e.version, e.now()); err != nil {
 		return fmt.Errorf("jsonl: cannot write meta.json in %s: %w", dash, err)
 	}
 	if e.cfg.RollupInterval > 0 {
@@ -95,7 +93,7 @@ func (e *jsonlExporter) start(_ context.Context, _ component.Host) error {
 		}
 	}
 	if e.cfg.Compression == "zstd" {
-		cmp, err := newCompactor(e.cfg.Directory, e.cfg.CompressAfter, part, func(err error) { e.w.reportError(e.now(), err, 0) })
+		cmp, err := newCompactor(dash, e.cfg.CompressAfter, part, func(err error) { e.w.reportError(e.now(), err, 0) })
 		if err != nil {
 			return err
 		}

@@ -22,9 +22,12 @@ import (
 const (
 	// DashboardDir is the folder under the run directory that holds every stream.
 	DashboardDir = "dashboard"
-	// MetaFile and LaneCatalogFile live in DashboardDir.
+	// MetaFile and LaneCatalogFile live in DashboardDir (and in each shard's directory).
 	MetaFile        = "meta.json"
 	LaneCatalogFile = "lane_catalog.json"
+	// ShardsDir is the folder under DashboardDir that holds one complete layout per gateway shard:
+	// {run}/dashboard/shards/<id>/{meta.json,lane_catalog.json,<stream>/…} (docs/semconv.md §8).
+	ShardsDir = "shards"
 
 	// PlainExt is the extension of an open or recent partition, CompressedExt of a compressed closed one.
 	PlainExt      = ".jsonl"
@@ -50,6 +53,11 @@ func StreamDir(runDir, stream string) string {
 	return filepath.Join(runDir, DashboardDir, stream)
 }
 
+// ShardDir is the layout root (the folder holding meta.json and the stream folders) of shard id of a run.
+func ShardDir(runDir, id string) string {
+	return filepath.Join(runDir, DashboardDir, ShardsDir, id)
+}
+
 // Partition describes one hour of one stream on disk; either or both forms may exist.
 type Partition struct {
 	Hour       time.Time
@@ -60,7 +68,12 @@ type Partition struct {
 // ListPartitions returns the partitions of a stream in hour order. Files that do not follow the naming
 // scheme (temporary files, foreign files) are ignored.
 func ListPartitions(runDir, stream string) ([]Partition, error) {
-	dir := StreamDir(runDir, stream)
+	return ListPartitionsIn(filepath.Join(runDir, DashboardDir), stream)
+}
+
+// ListPartitionsIn is ListPartitions for a layout root: {run}/dashboard, or a shard's ShardDir.
+func ListPartitionsIn(root, stream string) ([]Partition, error) {
+	dir := filepath.Join(root, stream)
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
