@@ -44,10 +44,11 @@ func (g *gpuReader) cachePath(p *partition.Partition, fi os.FileInfo) string {
 
 // cachedGPUHourLocked loads a compacted hour from the cache; false when it is not cacheable or not cached.
 func (g *gpuReader) cachedHourLocked(h int64, p *partition.Partition) (*gpuBlock, os.FileInfo, bool) {
-	if g.cacheDir == "" || p.Zst == "" || p.Plain != "" || p.ZstSize != 0 || h < 0 {
+	one := p.Single() // an hour several shards wrote is not cached
+	if g.cacheDir == "" || one == nil || one.Zst == "" || one.Plain != "" || one.ZstSize != 0 || h < 0 {
 		return nil, nil, false
 	}
-	fi, err := os.Stat(p.Zst)
+	fi, err := os.Stat(one.Zst)
 	if err != nil {
 		return nil, nil, false
 	}

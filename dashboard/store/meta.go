@@ -6,19 +6,61 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
 	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 )
 
+// loadMetaLocked reads meta.json of every layout (the top-level one and each shard's) and merges them into
+// the run's (docs/semconv.md §8.1): the top-level one's members first, then for each shard in id order the
+// members not yet set; run_name the first non-empty; start_ts the earliest; starts the union, in time order.
 func (s *Store) loadMetaLocked() {
 	s.meta = map[string]any{}
-	b, err := os.ReadFile(filepath.Join(s.dir, runfiles.DashboardDir, runfiles.MetaFile))
-	if err == nil {
-		if err := json.Unmarshal(b, &s.meta); err != nil {
-			s.notice("warning", "meta.json is unreadable: "+err.Error())
+	start := math.Inf(1)
+	var starts []float64
+	for _, l := range s.layouts {
+		b, err := os.ReadFile(filepath.Join(l.Dir, runfiles.MetaFile))
+		if err != nil {
+			continue
 		}
+		m := map[string]any{}
+		if err := json.Unmarshal(b, &m); err != nil {
+			name := runfiles.MetaFile
+			if l.Shard != "" {
+				name = filepath.Join(runfiles.ShardsDir, l.Shard, runfiles.MetaFile)
+			}
+			s.notice("warning", name+" is unreadable: "+err.Error())
+			continue
+		}
+		for k, v := range m {
+			if cur, ok := s.meta[k]; !ok || (k == "run_name" && cur == "") {
+				s.meta[k] = v
+			}
+		}
+		if v, ok := m["start_ts"].(float64); ok && v > 0 {
+			start = math.Min(start, v)
+		}
+		if vs, ok := m["starts"].([]any); ok {
+			for _, v := range vs {
+				if f, ok := v.(float64); ok {
+					starts = append(starts, f)
+				}
+			}
+		}
+	}
+	if !math.IsInf(start, 1) {
+		s.meta["start_ts"] = start
+	}
+	if starts != nil {
+		sort.Float64s(starts)
+		starts = slices.Compact(starts)
+		all := make([]any, len(starts))
+		for i, v := range starts {
+			all[i] = v
+		}
+		s.meta["starts"] = all
 	}
 	s.layout = "miles-v1"
 	if w, _ := s.meta["writer"].(string); w == "otelcol-miles" {
@@ -80,6 +122,8 @@ type MetaResult struct {
 	RunName string `json:"run_name"`
 	// SchemaVersion is meta.json's schema_version as written (null when absent).
 	SchemaVersion any `json:"schema_version"`
+	// Shards are the shards of a sharded run (docs/semconv.md §8), in id order; empty for an unsharded run.
+	Shards []ShardStatus `json:"shards"`
 	// StartTS is the run's first timestamp.
 	StartTS float64 `json:"start_ts"`
 	// Streams counts the partitions of the GPU, phases, metrics and topology streams, by stream name.
@@ -161,6 +205,12 @@ func (s *Store) Meta() *MetaResult {
 	for _, n := range s.notices {
 		notices = append(notices, n)
 	}
+	shards := s.shardStatusLocked()
+	for _, st := range shards {
+		if st.Stalled {
+			notices = append(notices, Notice{Level: "warning", Message: fmt.Sprintf("shard %s stopped growing: its newest record trails the run's by more than %.0f s while the other shards go on (see shards)", st.ID, shardStallAfter)})
+		}
+	}
 	sort.Slice(notices, func(i, j int) bool { return notices[i].Message < notices[j].Message })
 	memBytes, values := 0, 0
 	for _, tb := range s.gpu.tails {
@@ -192,7 +242,7 @@ func (s *Store) Meta() *MetaResult {
 			Metrics: len(s.metrics.files.Parts) > 0, Topology: len(s.topology.files.Parts) > 0,
 			EngineSeries: len(s.engines.files.Parts) > 0, Trajectories: len(s.trajectories.files.Parts) > 0,
 		},
-		Notices: notices,
+		Notices: notices, Shards: nz(shards),
 		Memory: MetaMemory{
 			GPUBytes: memBytes, GPUValues: values, LoadedHours: len(s.gpu.blocks),
 			RollupBytes: rollBytes, RollupHours: len(s.gpu.rollups),
