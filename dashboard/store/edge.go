@@ -213,9 +213,11 @@ func (s *Store) raiseEdge(t float64) float64 {
 	return s.edge
 }
 
-// shardStallAfter is how far (data time, seconds) a shard's newest record may trail the run's data edge before
-// the shard counts as stalled: a gateway that stopped writing while the others go on. Gateways flush every
-// second or so and the edge scan reads each shard's newest lines, so healthy shards trail by seconds.
+// shardStallAfter is how far (seconds) a shard may trail before it counts as stalled, both in data time (its
+// newest record behind the run's data edge) and on the clock (its files last written before the newest
+// shard's): a gateway that stopped writing while the others go on. Gateways flush every second or so and the
+// edge scan reads each shard's newest lines, so healthy shards trail by seconds; a shard that merely holds
+// sparse records (a stream that writes seldom) keeps being written as the others are, and is not stalled.
 const shardStallAfter = 120.0
 
 // ShardStatus is one shard of a sharded run as of the last refresh (docs/dashboard-api.md "meta").
@@ -229,9 +231,9 @@ type ShardStatus struct {
 	LastWrite float64 `json:"last_write"`
 	// BehindS is how far DataEdge trails the run's data edge, in seconds.
 	BehindS float64 `json:"behind_s"`
-	// Stalled says the shard stopped growing while the run goes on: it trails the run's data edge by more
-	// than shardStallAfter. A run whose every shard stopped is not a stalled shard: the data edge stops, and
-	// its age (the heartbeat) says so.
+	// Stalled says the shard stopped growing while the run goes on: it trails the run's data edge, and its
+	// last write the newest shard's, by more than shardStallAfter. A run whose every shard stopped has no
+	// stalled shard: its data edge stops, and the edge's age (the heartbeat) says so.
 	Stalled bool `json:"stalled"`
 }
 
@@ -239,6 +241,7 @@ type ShardStatus struct {
 // sharded run (data written before it was sharded) is no shard and has no status.
 func (s *Store) shardStatusLocked() []ShardStatus {
 	var out []ShardStatus
+	newestWrite := 0.0
 	for _, l := range s.layouts {
 		if l.Shard == "" {
 			continue
@@ -252,9 +255,13 @@ func (s *Store) shardStatusLocked() []ShardStatus {
 		}
 		if st.DataEdge > 0 {
 			st.BehindS = math.Max(0, s.edge-st.DataEdge)
-			st.Stalled = st.BehindS > shardStallAfter
 		}
+		newestWrite = math.Max(newestWrite, st.LastWrite)
 		out = append(out, st)
+	}
+	for i := range out {
+		st := &out[i]
+		st.Stalled = st.DataEdge > 0 && st.BehindS > shardStallAfter && newestWrite-st.LastWrite > shardStallAfter
 	}
 	return out
 }

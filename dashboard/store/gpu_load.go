@@ -154,6 +154,7 @@ func (g *gpuReader) loadHour(h int64, only *laneFilter) {
 	}
 	g.run.report(reports, err)
 	p.Loaded = true
+	b.sortScrambled() // an hour several shards wrote: each lane in time order for the views
 	if h >= 0 && float64(h+1)*3600 < g.run.raiseEdge(b.maxTS) {
 		b.seal() // a past hour: drop append slack (late records may still arrive and grow it again)
 	}
