@@ -201,17 +201,8 @@ func (s *Store) Meta() *MetaResult {
 	for _, f := range []*partition.Stream{s.gpu.utilFiles, s.phases.files, s.metrics.files, s.topology.files, s.gpu.rollupFiles} {
 		streams[f.Name] = MetaStream{Partitions: len(f.Parts)}
 	}
-	notices := make([]Notice, 0, len(s.notices))
-	for _, n := range s.notices {
-		notices = append(notices, n)
-	}
 	shards := s.shardStatusLocked()
-	for _, st := range shards {
-		if st.Stalled {
-			notices = append(notices, Notice{Level: "warning", Message: fmt.Sprintf("shard %s stopped growing: its newest record trails the run's by more than %.0f s while the other shards go on (see shards)", st.ID, shardStallAfter)})
-		}
-	}
-	sort.Slice(notices, func(i, j int) bool { return notices[i].Message < notices[j].Message })
+	notices := s.noticesLocked(shards)
 	memBytes, values := 0, 0
 	for _, tb := range s.gpu.tails {
 		memBytes += tb.b.memBytes()
@@ -257,4 +248,20 @@ func (s *Store) Lanes(sel string) ([]*Lane, int, error) {
 	defer s.mu.RUnlock()
 	l, err := s.lanes.set.selectLanes(sel, s.topology.engineRanksLocked())
 	return l, len(s.lanes.set.lanes), err
+}
+
+// noticesLocked is the data problems to show, in message order: the notices kept, and one per stalled shard
+// (derived from the shard statuses, so it goes when the shard writes again).
+func (s *Store) noticesLocked(shards []ShardStatus) []Notice {
+	out := make([]Notice, 0, len(s.notices))
+	for _, n := range s.notices {
+		out = append(out, n)
+	}
+	for _, st := range shards {
+		if st.Stalled {
+			out = append(out, Notice{Level: "warning", Message: fmt.Sprintf("shard %s stopped growing: its newest record trails the run's by more than %.0f s while the other shards go on (see shards)", st.ID, shardStallAfter)})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Message < out[j].Message })
+	return out
 }

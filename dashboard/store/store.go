@@ -13,7 +13,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"sort"
 	"sync"
 	"time"
 
@@ -293,10 +292,5 @@ func (s *Store) Edge() float64 {
 func (s *Store) Notices() []Notice {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	out := make([]Notice, 0, len(s.notices))
-	for _, n := range s.notices {
-		out = append(out, n)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Message < out[j].Message })
-	return out
+	return s.noticesLocked(s.shardStatusLocked())
 }
