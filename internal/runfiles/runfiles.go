@@ -235,11 +235,12 @@ func scanLines(r io.Reader, fn func([]byte) error) (partial int, err error) {
 	return partial, nil
 }
 
-// MaxLine is the longest line the dashboard reads, in bytes (64 MiB). The exporter's ingest limits
-// (docs/semconv.md §8.4) keep its records far below it (a bundle of 256 trajectory spans is tens of KiB, a
-// topology snapshot of a 1024-GPU run some hundreds); a longer line is foreign or damaged, and assembling it
-// whole cost a reader its length several times over in memory (a 1 GiB line: 3.1 GB).
-const MaxLine = 64 << 20
+// MaxLine is the longest line the dashboard reads, in bytes (16 MiB). The exporter's ingest limits
+// (docs/semconv.md §8.4) keep its records far below it (a bundle of 256 trajectory spans is tens of KiB, the
+// topology snapshot of a 10 000-GPU run about half a MiB); a longer line is foreign or damaged. Assembled whole
+// it cost a reader several times its length (a 1 GiB line: 3.1 GB RSS, 5.7 s); skipped, a reader holds at most
+// about twice the limit for it.
+const MaxLine = 16 << 20
 
 // EachLine calls fn with every complete line of r, however long, without its "\n" or "\r\n" (empty lines
 // skipped), and the byte offset in r where the line starts. A last line with no newline is not passed: its
