@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -106,10 +107,7 @@ func shardRun(t *testing.T, src string) string {
 		t.Fatalf("lane_catalog.json: %v", err)
 	}
 	for i, id := range ids {
-		m := map[string]any{}
-		for k, v := range meta {
-			m[k] = v
-		}
+		m := maps.Clone(meta)
 		if i == 1 {
 			m["start_ts"] = meta["start_ts"].(float64) + 30
 			m["starts"] = []float64{meta["start_ts"].(float64) + 30}
@@ -158,7 +156,7 @@ func TestShardedSimRunAnswersAsOneE2E(t *testing.T) {
 		}
 		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != 200 {
+		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("%s: %d %s", path, resp.StatusCode, b)
 		}
 		return string(b)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
@@ -121,8 +122,8 @@ func (s *Store) edgeLocked() float64 {
 	for _, f := range []*partition.Stream{s.gpu.utilFiles, s.phases.files, s.metrics.files, s.engines.files, s.trajectories.files} {
 		hs := f.Hours()
 		seen := map[string]int{}
-		for i := len(hs) - 1; i >= 0; i-- {
-			p := f.Parts[hs[i]]
+		for _, h := range slices.Backward(hs) {
+			p := f.Parts[h]
 			hourEnd := s.edgeCap()
 			if p.Hour != partition.LegacyHour {
 				hourEnd = min(hourEnd, float64(p.Hour+1)*3600)
@@ -275,11 +276,11 @@ func (s *Store) Shards() []ShardStatus {
 
 // stalledKey names the stalled shards, to notice a change.
 func stalledKey(st []ShardStatus) string {
-	k := ""
+	var k strings.Builder
 	for _, x := range st {
 		if x.Stalled {
-			k += x.ID + "\x00"
+			k.WriteString(x.ID + "\x00")
 		}
 	}
-	return k
+	return k.String()
 }

@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
@@ -69,16 +70,18 @@ func benchGPURun(b *testing.B, nodes, hours, shards int, byLine bool) string {
 		f.Close()
 	}
 	meta := fmt.Sprintf(`{"schema_version":3,"writer":"otelcol-miles","run_name":"bench","start_ts":%v}`, h0)
-	cat := `{"version":2,"lanes":{`
+	var cb strings.Builder
+	cb.WriteString(`{"version":2,"lanes":{`)
 	for n := range nodes {
 		for g := range 8 {
 			if n+g > 0 {
-				cat += ","
+				cb.WriteString(",")
 			}
-			cat += fmt.Sprintf(`"node-%d:%d":{"ranks":[%d],"engine_addrs":[],"roles":["train"]}`, n, g, n*8+g)
+			fmt.Fprintf(&cb, `"node-%d:%d":{"ranks":[%d],"engine_addrs":[],"roles":["train"]}`, n, g, n*8+g)
 		}
 	}
-	cat += "}}"
+	cb.WriteString("}}")
+	cat := cb.String()
 	if shards == 0 {
 		write(b, dir, "dashboard/meta.json", meta)
 		write(b, dir, "dashboard/lane_catalog.json", cat)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -88,9 +89,7 @@ func splitRun(t *testing.T, src string) string {
 	}
 	for i, id := range shards {
 		m := map[string]any{}
-		for k, v := range meta {
-			m[k] = v
-		}
+		maps.Copy(m, meta)
 		if st, ok := meta["start_ts"].(float64); ok {
 			m["start_ts"] = st + float64((i+2)%3)*7 // the earliest start is shard b's
 			m["starts"] = []float64{st + float64((i+2)%3)*7}
