@@ -235,3 +235,18 @@ func TestStrayPartitionName(t *testing.T) {
 		t.Fatalf("notices %+v", st.Notices())
 	}
 }
+
+// TestShardedMetricRevision: two records of one (step_key, step) in two shards: the later one wins, as in one
+// gateway's file, whichever shard sorts first.
+func TestShardedMetricRevision(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "dashboard/shards/a/metrics/"+hourA+".jsonl", metricsLine(h0+20, "rollout/step", 3, `"loss":2`))
+	write(t, dir, "dashboard/shards/b/metrics/"+hourA+".jsonl", metricsLine(h0+10, "rollout/step", 3, `"loss":1`))
+	st, err := Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := st.StepValues("rollout/step", 3)["loss"]; v != 2 {
+		t.Fatalf("loss at step 3 = %v, want the later record's 2", v)
+	}
+}
