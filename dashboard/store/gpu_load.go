@@ -3,7 +3,6 @@ package store
 import (
 	"errors"
 	"math"
-	"os"
 	"slices"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/flatjson"
@@ -119,7 +118,7 @@ func (g *gpuReader) loadHour(h int64, only *laneFilter) {
 	}
 	g.run.lmu.Unlock()
 	if !p.Loaded && only == nil {
-		if cb, fi, ok := g.cachedHourLocked(h, p); ok {
+		if cb, files, fis, ok := g.cachedHourLocked(h, p); ok {
 			g.run.lmu.Lock()
 			g.blocks[h] = cb
 			g.cacheHits++
@@ -127,7 +126,9 @@ func (g *gpuReader) loadHour(h int64, only *laneFilter) {
 			for key := range cb.lanes {
 				g.run.laneSeen(key)
 			}
-			p.Single().ZstSize = fi.Size() // Read will not parse it again unless it grows
+			for i, f := range files {
+				f.ZstSize = fis[i].Size() // Read will not parse it again unless it grows
+			}
 			p.Loaded = true
 			g.run.raiseEdge(cb.maxTS)
 			return
@@ -141,8 +142,8 @@ func (g *gpuReader) loadHour(h int64, only *laneFilter) {
 		g.blocks[h] = b
 	}
 	g.run.lmu.Unlock()
-	one := p.Single()
-	cacheable := g.cacheDir != "" && !p.Loaded && one != nil && one.Zst != "" && one.Plain == "" && one.ZstSize == 0 && h >= 0 && b.only == nil
+	compacted := p.Compacted() // every shard's file of the hour compacted, none read yet
+	cacheable := g.cacheDir != "" && !p.Loaded && compacted != nil && h >= 0 && b.only == nil
 	reports, err := g.utilFiles.Read(p, func(line []byte) bool { return b.addLine(line, g.run.laneSeen) })
 	if errors.Is(err, partition.ErrReload) {
 		p.Reset()
@@ -159,10 +160,10 @@ func (g *gpuReader) loadHour(h int64, only *laneFilter) {
 		b.seal() // a past hour: drop append slack (late records may still arrive and grow it again)
 	}
 	if cacheable && err == nil && len(reports) == 0 {
-		if fi, serr := os.Stat(one.Zst); serr == nil && fi.Size() == one.ZstSize {
+		if fis, ok := statAll(compacted); ok && sameSizes(compacted, fis) {
 			// The block is never changed after this (a grown .zst is reloaded into a new block), so it can be
 			// written out while queries read it.
-			go saveGPUHour(g.cachePath(p, fi), b)
+			go saveGPUHour(g.cachePath(p, compacted, fis), b)
 		}
 	}
 }

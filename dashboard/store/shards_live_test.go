@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -249,4 +250,66 @@ func TestShardedMetricRevision(t *testing.T) {
 	if v := st.StepValues("rollout/step", 3)["loss"]; v != 2 {
 		t.Fatalf("loss at step 3 = %v, want the later record's 2", v)
 	}
+}
+
+// TestShardedColumnCache: a closed hour every shard compacted is kept in the column cache like one gateway's,
+// keyed by every shard's file, so a reopened sharded run does not parse it again; a change to one shard's file
+// is a miss.
+func TestShardedColumnCache(t *testing.T) {
+	dir := t.TempDir()
+	enc, _ := zstd.NewWriter(nil)
+	for s, id := range []string{"a", "b"} {
+		var b strings.Builder
+		for i := range 600 {
+			for g := range 2 {
+				if (i+g+s)%2 == 0 { // both lanes in both shards
+					b.WriteString(gpuLine(h0+float64(i), "n1", g, float64((i*7+g*13)%100)))
+				}
+			}
+		}
+		write(t, dir, "dashboard/shards/"+id+"/gpu_util/"+hourA+".jsonl.zst", string(enc.EncodeAll([]byte(b.String()), nil)))
+	}
+	enc.Close()
+	cache := t.TempDir()
+	query := func() (int, string) {
+		st, err := Open(dir, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.SetCacheDir(cache)
+		st.GPU(h0, h0+600, nil, 2, []string{"util"}) // no catalog: the lanes come from the data (the whole hour)
+		lanes, _, _ := st.Lanes("all")
+		g := st.GPU(h0, h0+600, lanes, 1200, []string{"util"})
+		js, err := json.Marshal(g.Lanes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.gpu.cacheHits, string(js)
+	}
+	hits, first := query()
+	waitFiles := func(n int) {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			files, _ := filepath.Glob(filepath.Join(cache, "*", "gpu_util", "*.cols"))
+			if len(files) == n {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("cache files %v, want %d", files, n)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitFiles(1)
+	if hits2, second := query(); hits != 0 || hits2 != 1 || second != first {
+		t.Fatalf("hits %d then %d; answers equal %v", hits, hits2, second == first)
+	}
+	later := time.Now().Add(time.Minute)
+	if err := os.Chtimes(filepath.Join(dir, "dashboard/shards/b/gpu_util/"+hourA+".jsonl.zst"), later, later); err != nil {
+		t.Fatal(err)
+	}
+	if hits3, third := query(); hits3 != 0 || third != first {
+		t.Fatalf("after shard b's file changed: hits %d, answers equal %v", hits3, third == first)
+	}
+	waitFiles(2)
 }

@@ -88,6 +88,22 @@ func (p *Partition) Single() *File {
 	return one
 }
 
+// Compacted is the hour's files when every layout holding it has it compacted only (a .zst and no plain file
+// beside it) and none of them was read yet, nil otherwise: a closed hour, which the GPU column cache keeps.
+func (p *Partition) Compacted() []*File {
+	var out []*File
+	for _, f := range p.Files {
+		switch {
+		case f.Plain == "" && f.Zst == "":
+		case f.Plain != "" || f.ZstSize != 0:
+			return nil
+		default:
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 // Path is a path naming the hour in reports: its first file's.
 func (p *Partition) Path() string {
 	for _, f := range p.Files {
