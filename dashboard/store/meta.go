@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
 	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
@@ -18,6 +19,7 @@ import (
 // members not yet set; run_name the first non-empty; start_ts the earliest; starts the union, in time order.
 func (s *Store) loadMetaLocked() {
 	s.meta = map[string]any{}
+	s.metaMods = s.metaModsLocked()
 	start := math.Inf(1)
 	var starts []float64
 	for _, l := range s.layouts {
@@ -66,6 +68,18 @@ func (s *Store) loadMetaLocked() {
 	if w, _ := s.meta["writer"].(string); w == "otelcol-miles" {
 		s.layout = "otelcol-miles"
 	}
+}
+
+// metaModsLocked is the modification time of every layout's meta.json ("" when there is none): a gateway
+// writes its shard's at start, maybe after the shard folder appeared, and rewrites it at each restart.
+func (s *Store) metaModsLocked() string {
+	var b strings.Builder
+	for _, l := range s.layouts {
+		if fi, err := os.Stat(filepath.Join(l.Dir, runfiles.MetaFile)); err == nil {
+			fmt.Fprintf(&b, "%s\x00%d\x00", l.Shard, fi.ModTime().UnixNano())
+		}
+	}
+	return b.String()
 }
 
 // Window resolves a query window: missing ends default to the trailing window cap at the data edge; a window

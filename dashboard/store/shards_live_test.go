@@ -98,11 +98,20 @@ func TestShardsFollowed(t *testing.T) {
 	if !hasNotice(st, "shard a stopped growing") {
 		t.Fatalf("no stalled-shard notice: %+v", m.Notices)
 	}
+	// Shard a's gateway restarts: its meta.json gains a start.
+	write(t, dir, "dashboard/shards/a/meta.json", fmt.Sprintf(`{"schema_version":3,"writer":"otelcol-miles","run_name":"r","start_ts":%v,"starts":[%v,%v]}`, h0+5, h0+5, h0+390))
+	future := time.Now().Add(time.Minute)
+	if err := os.Chtimes(filepath.Join(dir, "dashboard/shards/a/meta.json"), future, future); err != nil {
+		t.Fatal(err)
+	}
 	v := st.MetaVersion()
 	appendTo(t, dir, "dashboard/shards/a/gpu_util/"+hourA+".jsonl", gpuLine(h0+398, "n1", 0, 41))
 	st.Refresh()
 	if m := st.Meta(); m.Shards[0].Stalled || st.MetaVersion() == v || hasNotice(st, "shard a stopped growing") {
 		t.Fatalf("shard a writes again: %+v (meta version %d → %d)", m.Shards, v, st.MetaVersion())
+	}
+	if starts := fmt.Sprint(st.meta["starts"]); starts != fmt.Sprintf("[%v %v %v]", h0, h0+5, h0+390) {
+		t.Fatalf("starts after shard a's restart %s", starts)
 	}
 }
 

@@ -51,8 +51,10 @@ type Store struct {
 	// data, notices, the data edge, the cache-hit count. Never held while taking mu.
 	lmu sync.Mutex
 
-	// meta is dashboard/meta.json as read at Open (empty when missing or unreadable).
-	meta map[string]any
+	// meta is the run's meta.json, merged over every layout's (loadMetaLocked; empty when missing or
+	// unreadable), and metaMods the files' modification times it was read at (metaModsLocked).
+	meta     map[string]any
+	metaMods string
 	// layout is "otelcol-miles" for a run this collector wrote, "miles-v1" for one of the Python dashboard.
 	layout string
 
@@ -198,8 +200,8 @@ func (s *Store) Refresh() {
 	prevEdge := s.edge
 	prevNotices := len(s.notices)
 	prevLanes := len(s.lanes.set.lanes)
-	if s.listLocked() {
-		s.loadMetaLocked() // a new shard: its start joins the run's starts
+	if s.listLocked() || s.metaModsLocked() != s.metaMods {
+		s.loadMetaLocked() // a new shard, a gateway (re)started: its start joins the run's starts
 		s.metaVer++
 	}
 	s.loadLanesLocked()
