@@ -116,9 +116,7 @@ func (r *trajectoryReader) loadHourLocked(h int64) {
 	if len(b.records) != before {
 		r.version++
 	}
-	if b.maxT > r.run.edge {
-		r.run.edge = b.maxT
-	}
+	r.run.raiseEdge(b.maxT)
 }
 
 func (r *trajectoryReader) ensureHours(lo, hi int64) {

@@ -99,7 +99,7 @@ func (c *compactor) maybeRun(now time.Time) {
 	}
 	var jobs []job
 	for _, stream := range sc.Streams {
-		parts, err := runfiles.ListPartitionsIn(c.root, stream)
+		parts, _, err := runfiles.ListLayoutPartitions(c.root, stream)
 		if err != nil {
 			c.onError(err)
 			continue

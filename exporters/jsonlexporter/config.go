@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"regexp"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -98,14 +97,12 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-var shardID = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
-
 // validShard accepts "" (no sharding) or a shard id that is one safe path element.
 func validShard(id string) error {
 	if id == "" {
 		return nil
 	}
-	if !shardID.MatchString(id) || id == "." || id == ".." {
+	if !runfiles.ValidShardID(id) { // the readers' definition (docs/semconv.md §8)
 		return fmt.Errorf("shard must be 1-64 characters of A-Z a-z 0-9 _ . - (not \".\" or \"..\"), got %q", id)
 	}
 	return nil

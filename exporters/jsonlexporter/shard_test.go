@@ -117,7 +117,7 @@ func TestShardLayout(t *testing.T) {
 
 func countIn(t *testing.T, root, stream, hour string) int {
 	t.Helper()
-	parts, err := runfiles.ListPartitionsIn(root, stream)
+	parts, _, err := runfiles.ListLayoutPartitions(root, stream)
 	if err != nil {
 		t.Fatal(err)
 	}
