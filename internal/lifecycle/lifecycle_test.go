@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"testing"
 
-
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
 
