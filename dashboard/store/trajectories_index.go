@@ -12,18 +12,18 @@ import (
 // stepConsume is one miles.step.consume record with its lifecycle annotations, computed by the step index from
 // the samples it links (trajectories_lifecycle.go).
 type stepConsume struct {
-	step          int
-	t0, t1        float64
-	wv            int32
-	batch         int
-	links         []traceID
-	hour          int64
-	lcStatus      string
-	samples       int
-	known         int
-	staleMean     float64
-	staleMax      float64
-	mixedFrac     float64
+	step      int
+	t0, t1    float64
+	wv        int32
+	batch     int
+	links     []traceID
+	hour      int64
+	lcStatus  string
+	samples   int
+	known     int
+	staleMean float64
+	staleMax  float64
+	mixedFrac float64
 	// hasAnnotation says the annotations above were computed for the index's current version (or frozen).
 	hasAnnotation bool
 	// frozen says its samples were settled: the annotations no longer change.
