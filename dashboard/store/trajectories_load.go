@@ -51,6 +51,7 @@ func (r *trajectoryReader) refreshLocked(int64) bool {
 	if r.index.built {
 		before := r.index.version
 		r.indexLocked()
+		r.index.annotateLocked()
 		grew = r.index.version != before
 	}
 	if len(r.blocks) > 0 {
