@@ -16,7 +16,7 @@ import (
 )
 
 // guardRequest is one client's OTLP/JSON request of n phase spans on host; deep > 0 nests the first span's extra
-// attribute that many arrays deep (the JSON decoder accepts any depth, pdata's protobuf decoder refuses > 49).
+// attribute that many arrays deep (the JSON decoder accepts any depth; pdata >= v1.71's protobuf decoder refuses > 49).
 func guardRequest(t *testing.T, host string, seed byte, n, deep int) []byte {
 	t.Helper()
 	td := ptrace.NewTraces()
@@ -53,9 +53,10 @@ func guardRequest(t *testing.T, host string, seed byte, n, deep int) []byte {
 }
 
 // TestIngestGuardAgentToGatewayE2E: three clients of one node's agent send at once, one of them a span nested
-// 200 levels deep. The agent batches them together; without the guard the gateway refused the whole gRPC batch
-// and the agent dropped everyone's spans as permanent. With it only the deep span is dropped (counted, warned)
-// and the 100 good ones reach the gateway's files.
+// 200 levels deep. The agent batches them together; without the guard a gateway on pdata >= v1.71 refused the
+// whole gRPC batch and the agent dropped everyone's spans as permanent (older pdata passes the deep span on to
+// the files and trace backends). With it exactly the deep span is dropped (counted, warned) and the 100 good ones
+// reach the gateway's files.
 func TestIngestGuardAgentToGatewayE2E(t *testing.T) {
 	gwDir := t.TempDir()
 	gw := e2etest.StartCollector(t, gwDir, e2etest.Options{Configs: []string{e2etest.Config("gateway.yaml")}})

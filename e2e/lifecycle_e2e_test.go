@@ -16,18 +16,24 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
 	"github.com/otelcol-miles/otelcol-miles/internal/e2etest"
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
 
 // TestLifecycleE2E: trajectory spans sent by two processes (trainer over OTLP/gRPC, rollout manager over
-// OTLP/HTTP) pass through the real otelcol-miles with configs/run.yaml; the lifecycle processor annotates them and
-// the annotations land in the trajectories stream (under "a"). The trainer's consume and step spans arrive
-// before the rollout manager's spans of the sample they consume (out of order, within the wait window). A second
-// consumed sample was never traced: unknown, and the step reads partial.
+// OTLP/HTTP) pass through the real otelcol-miles with configs/run.yaml and the forward-traces overlay. The files
+// take the raw spans (no miles.lifecycle.* under "a") and the dashboard store computes the lifecycle from them
+// (docs/semconv.md §3.1); the lifecycle processor runs in the forwarding pipeline only (its self-telemetry shows
+// it resolved the same sample). The trainer's consume and step spans arrive before the rollout manager's spans of
+// the sample they consume. A second consumed sample was never traced: unknown, and the step reads partial.
 func TestLifecycleE2E(t *testing.T) {
 	runDir := t.TempDir()
-	c := e2etest.StartCollector(t, runDir, e2etest.Options{})
+	c := e2etest.StartCollector(t, runDir, e2etest.Options{
+		Configs: []string{e2etest.Config("run.yaml"), e2etest.Config("forward-traces.yaml")},
+		// No backend listens there: the forwarding exporter retries, the processor before it still resolves.
+		Env: []string{"MILES_TRACE_BACKEND=" + e2etest.FreeAddr(t)},
+	})
 	ctx := context.Background()
 
 	trExp, err := otlptracegrpc.New(ctx, otlptracegrpc.WithEndpoint(c.GRPCAddr), otlptracegrpc.WithInsecure())
@@ -82,7 +88,7 @@ func TestLifecycleE2E(t *testing.T) {
 		s.End(trace.WithTimestamp(at(-2)))
 		return s
 	}
-	c11 := consume(actx, 11)
+	consume(actx, 11)
 	c12 := consume(ctx, 12)
 	_, step := tt.Start(ctx, sc.SpanNameStepConsume, trace.WithTimestamp(at(-2)), trace.WithLinks(
 		trace.Link{SpanContext: attempt.SpanContext()}, trace.Link{SpanContext: c12.SpanContext()}), trace.WithAttributes(
@@ -111,70 +117,54 @@ func TestLifecycleE2E(t *testing.T) {
 		}
 		return out
 	}
-	// Held for the 5 s window, then the exporter's 1 s flush.
-	e2etest.Eventually(t, 30*time.Second, "annotated trajectory records", func() bool {
+	// The exporter's 1 s flush: nothing is held.
+	e2etest.Eventually(t, 30*time.Second, "trajectory records", func() bool {
 		m := byType()
-		return len(m["consume"]) == 2 && len(m["step_consume"]) == 1 && len(m["generate"]) == 2 && len(m["weight_update"]) == 3
+		return len(m["consume"]) == 2 && len(m["step_consume"]) == 1 && len(m["generate"]) == 2 &&
+			len(m["weight_update"]) == 3 && len(m["attempt"]) == 1
 	})
+	for _, r := range e2etest.TrajectorySpans(t, runDir) {
+		if a, _ := r["a"].(map[string]any); len(a) > 0 {
+			for k := range a {
+				if strings.HasPrefix(k, "miles.lifecycle.") {
+					t.Fatalf("the files must hold raw spans, got %s on %v", k, r)
+				}
+			}
+		}
+	}
 	m := byType()
-	ann := func(r map[string]any) map[string]any {
-		a, _ := r["a"].(map[string]any)
-		return a
-	}
-	for _, r := range m["consume"] {
-		a := ann(r)
-		switch r["span"] {
-		case c11.SpanContext().SpanID().String():
-			want := map[string]any{
-				sc.LifecycleStatus: "known", sc.LifecycleStaleness: 2.0, sc.LifecycleVersionMin: 1.0, sc.LifecycleVersionMax: 2.0,
-				sc.LifecycleMixedVersion: true, sc.LifecycleTurns: 2.0, sc.LifecycleToolCalls: 2.0, sc.LifecycleAttempts: 1.0,
-				sc.LifecycleSegmentVersions: "[1 2]", sc.LifecycleSegmentStaleness: "[2 1]", sc.LifecycleQueueTime: 1.0,
-			}
-			for k, v := range want {
-				got := a[k]
-				if s, ok := v.(string); ok && strings.HasPrefix(s, "[") {
-					got = fmt.Sprint(got)
-				}
-				if f, ok := v.(float64); ok && k == sc.LifecycleQueueTime {
-					if g, _ := got.(float64); g < f-1e-3 || g > f+1e-3 {
-						t.Errorf("consume of sample 11: %s = %v, want %v", k, got, v)
-					}
-					continue
-				}
-				if got != v {
-					t.Errorf("consume of sample 11: %s = %v, want %v (record %v)", k, got, v, r)
-				}
-			}
-			if r["trace"] != attempt.SpanContext().TraceID().String() || r["wv"] != 3.0 || r["sample"] != 11.0 {
-				t.Errorf("consume record fields: %v", r)
-			}
-		case c12.SpanContext().SpanID().String():
-			if a[sc.LifecycleStatus] != "unknown" || a[sc.LifecycleUnknownReason] != sc.LifecycleReasonNoTrajectory ||
-				a[sc.LifecycleStaleness] != nil {
-				t.Errorf("consume of the untraced sample 12: %v", a)
-			}
-		default:
-			t.Errorf("unexpected consume record %v", r)
-		}
-	}
-	for _, r := range m["generate"] {
-		a := ann(r)
-		wantLag := map[float64]float64{1: 1, 2: 0}[r["turn"].(float64)]
-		if a[sc.LifecycleLag] != wantLag || a[sc.LifecycleTrainerVersion] != r["wv"].(float64)+wantLag {
-			t.Errorf("generate turn %v: %v", r["turn"], r)
-		}
-	}
-	st := ann(m["step_consume"][0])
-	for k, v := range map[string]any{
-		sc.LifecycleStatus: "partial", sc.LifecycleStepSamples: 2.0, sc.LifecycleStepKnown: 1.0,
-		sc.LifecycleStepStalenessMean: 2.0, sc.LifecycleStepStalenessMax: 2.0, sc.LifecycleStepMixedVersionFrac: 1.0,
-	} {
-		if st[k] != v {
-			t.Errorf("step_consume %s = %v, want %v (%v)", k, st[k], v, m["step_consume"][0])
-		}
-	}
 	if fmt.Sprint(m["step_consume"][0]["links"]) != fmt.Sprintf("[%s %s]", attempt.SpanContext().TraceID(), c12.SpanContext().TraceID()) {
 		t.Errorf("step links %v", m["step_consume"][0]["links"])
+	}
+
+	st, err := store.Open(runDir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := st.LifecycleSteps()
+	if len(steps) != 1 || stepNumbers(steps[0]) != stepNumbers(store.StepSummary{
+		Status: "partial", Samples: 2, Known: 1, StalenessMean: ptr(2.0), StalenessMax: ptr(2.0), MixedFrac: ptr(1.0),
+	}) {
+		t.Fatalf("steps %+v", steps)
+	}
+	a, err := st.Anatomy(2, "submit", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, row := range a.Rows {
+		switch row.Trace {
+		case attempt.SpanContext().TraceID().String():
+			if row.Lifecycle != "known" || *row.Staleness != 2 || *row.VersionMin != 1 || *row.VersionMax != 2 || !*row.Mixed ||
+				row.Turns != 2 || row.ToolCalls != 2 || row.QueueTime == nil || *row.QueueTime < 1-1e-3 || *row.QueueTime > 1+1e-3 {
+				t.Errorf("sample 11: %+v", row)
+			}
+		case c12.SpanContext().TraceID().String():
+			if row.Lifecycle != "unknown" || row.Reason != sc.LifecycleReasonNoTrajectory || row.Staleness != nil {
+				t.Errorf("the untraced sample 12: %+v", row)
+			}
+		default:
+			t.Errorf("unexpected row %+v", row)
+		}
 	}
 
 	// The processor's self-telemetry is on the collector's metrics endpoint.
@@ -195,3 +185,5 @@ func TestLifecycleE2E(t *testing.T) {
 		return known && unknown && strings.Contains(string(b), sc.MetricLifecycleSteps)
 	})
 }
+
+func ptr(v float64) *float64 { return &v }

@@ -64,7 +64,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cfg.RunID, "run-id", "", "miles.run.id (default: base name of --run-dir)")
 	fs.BoolVar(&cfg.PD, "pd", false, "async: engines alternate prefill/decode workers (PD disaggregation queue metrics)")
 	fs.Func("fault", "inject problems the run-health advisory detects; "+sim.FaultHelp(), func(v string) error { return sim.ParseFaults(&cfg.Faults, v) })
-	fs.StringVar(&opts.Endpoint, "endpoint", "127.0.0.1:4318", "collector OTLP/HTTP endpoint")
+	fs.StringVar(&opts.Endpoint, "endpoint", "127.0.0.1:4318", "collector OTLP/HTTP endpoint; a comma-separated list sends requests round-robin to each (several agents)")
 	fs.StringVar(&opts.RunDir, "run-dir", "", "run directory: the fake engines are registered in {run-dir}/sglang_targets.json")
 	fs.BoolVar(&opts.FastForward, "fast-forward", false, "synthetic timestamps, no sleeping: engines are not served, their series go over OTLP")
 	fs.Float64Var(&opts.Speed, "speed", 60, "live time compression: simulated seconds per wall second")

@@ -17,6 +17,7 @@ type runReader interface {
 	Info() store.RunInfo
 	Dir() string
 	Edge() float64
+	Shards() []store.ShardStatus
 	DataVersion() [6]uint64
 	Window(t0, t1 *float64) (float64, float64, error)
 	Lanes(sel string) ([]*store.Lane, int, error)

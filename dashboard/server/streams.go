@@ -277,10 +277,13 @@ func (a *advisoryStream) deltas() ([]byte, func(*subscription) []byte) {
 }
 
 // heartbeat is the data of a "heartbeat" message: the server's clock and the run's data edge (0: no stream
-// data yet), so a page measures the data's age on the server's clock, not its own.
+// data yet), so a page measures the data's age on the server's clock, not its own; and for a sharded run each
+// shard's edge and last write, so a page tells a stalled shard (the others go on) from a stalled run (the
+// edge itself ages).
 type heartbeat struct {
-	Now      float64 `json:"now"`
-	DataEdge float64 `json:"data_edge"`
+	Now      float64             `json:"now"`
+	DataEdge float64             `json:"data_edge"`
+	Shards   []store.ShardStatus `json:"shards,omitempty"`
 }
 
 // heartbeatStream sends the heartbeat to a new page at once and to every page each period, whether or not the
@@ -298,7 +301,7 @@ func (h *heartbeatStream) ticks() bool { return true }
 
 func (h *heartbeatStream) message() []byte {
 	return liveMessage{Type: "heartbeat", Data: heartbeat{
-		Now: float64(h.now().UnixMilli()) / 1000, DataEdge: h.run.Edge(),
+		Now: float64(h.now().UnixMilli()) / 1000, DataEdge: h.run.Edge(), Shards: h.run.Shards(),
 	}}.encode()
 }
 

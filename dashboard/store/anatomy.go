@@ -9,6 +9,9 @@ import (
 	"fmt"
 	"math"
 	"sort"
+
+	"github.com/otelcol-miles/otelcol-miles/internal/lifecycle"
+	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
 
 // AnatomyLookback is how far before a step's consume the anatomy looks for its samples' spans (records are filed
@@ -132,8 +135,8 @@ func (s *Store) Anatomy(step int, sortKey string, offset, limit int) (*AnatomyRe
 	return &a, nil
 }
 
-// sortRows orders rows. staleness is the processor's sample staleness; in a step nobody annotated (no lifecycle
-// processor) it is the version span within each sample (newest − oldest version), as the reference sorts.
+// sortRows orders rows. staleness is the sample staleness (docs/semconv.md §3.1); in a step where none is known it
+// is the version span within each sample (newest − oldest version), as the reference sorts.
 func sortRows(rows []AnatomyRow, key string) {
 	span := true
 	for i := range rows {
@@ -260,26 +263,32 @@ func (r *trajectoryReader) buildAnatomyLocked(sc *stepConsume, blocks []*trajBlo
 			}
 		}
 	}
-	// Pass 2: earlier attempts of the same samples (partial rollout resumed across steps, retries).
+	// Pass 2: earlier attempts of the same samples (partial rollout resumed across steps, retries), and the
+	// lifecycle join of the consumed traces and those attempts, with the run's weight updates
+	// (trajectories_lifecycle.go): the same answers as the step index's.
 	bySample := map[int32]int{}
+	samples := map[int32]bool{}
 	for i := range rows {
-		if rows[i].row.Sample >= 0 && rows[i].final > 0 {
-			bySample[int32(rows[i].row.Sample)] = i
+		if rows[i].row.Sample >= 0 {
+			samples[int32(rows[i].row.Sample)] = true
+			if rows[i].final > 0 {
+				bySample[int32(rows[i].row.Sample)] = i
+			}
 		}
 	}
-	if len(bySample) > 0 {
-		for _, b := range blocks {
-			for i := range b.records {
-				r := &b.records[i]
-				ri, ok := bySample[r.sample]
-				if !ok || r.attempt < 0 || r.attempt >= rows[ri].final || r.t1 > sc.t1 {
-					continue
-				}
-				if _, consumed := byTrace[r.trace]; consumed {
-					continue
-				}
-				rows[ri].prior = append(rows[ri].prior, r)
+	join := newLcJoin(r.index.lc.join.tl)
+	for _, b := range blocks {
+		for i := range b.records {
+			r := &b.records[i]
+			_, consumed := byTrace[r.trace]
+			if consumed || (samples[r.sample] && r.t1 <= sc.t1) {
+				join.add(r, in)
 			}
+			ri, ok := bySample[r.sample]
+			if !ok || r.attempt < 0 || r.attempt >= rows[ri].final || r.t1 > sc.t1 || consumed {
+				continue
+			}
+			rows[ri].prior = append(rows[ri].prior, r)
 		}
 	}
 	a := &AnatomyResult{
@@ -301,7 +310,6 @@ func (r *trajectoryReader) buildAnatomyLocked(sc *stepConsume, blocks []*trajBlo
 		row.Submit, row.End = math.Inf(1), math.Inf(-1)
 		turns := map[[2]int32]bool{}
 		toolCalls, tokOut := 0, 0
-		vmin, vmax := int32(math.MaxInt32), int32(-1)
 		for _, r := range all {
 			if r.typ != ttConsume {
 				row.Submit = math.Min(row.Submit, r.t0)
@@ -318,9 +326,6 @@ func (r *trajectoryReader) buildAnatomyLocked(sc *stepConsume, blocks []*trajBlo
 				if r.wv >= 0 {
 					wv = float64(r.wv)
 					versions[r.wv] = true
-					if r.tokOut != 0 { // a segment that produced tokens contributes
-						vmin, vmax = min(vmin, r.wv), max(vmax, r.wv)
-					}
 				}
 				row.Gen = append(row.Gen, r.t0, r.t1, wv, float64(r.turn), float64(r.attempt))
 				turns[[2]int32{r.attempt, r.turn}] = true
@@ -345,29 +350,26 @@ func (r *trajectoryReader) buildAnatomyLocked(sc *stepConsume, blocks []*trajBlo
 				}
 			case ttConsume:
 				row.Consume = r.t0
-				row.Lifecycle = in.str(r.lcStatus)
-				row.Reason = in.str(r.reason)
-				row.Staleness, row.VersionMin, row.VersionMax = optI(r.stale), optI(r.vmin), optI(r.vmax)
-				if r.mixed >= 0 {
-					m := r.mixed == 1
-					row.Mixed = &m
-				}
-				if r.lturns >= 0 {
-					row.Turns = int(r.lturns)
-				}
-				if r.ltools >= 0 {
-					row.ToolCalls = int(r.ltools)
-				}
-				if q := float64(r.queueT); q == q {
-					row.QueueTime = &q
-				}
 			}
 		}
-		if row.Lifecycle == "" { // not annotated: what the spans themselves say
-			if vmax >= 0 {
-				row.VersionMin, row.VersionMax = optI(vmin), optI(vmax)
-				m := vmin != vmax
+		if t, ok := join.resolve(sc.links[i]); ok {
+			res := &t.res
+			row.Lifecycle, row.Reason = lcStatusOf(res), res.Reason
+			if res.Known {
+				row.Staleness = optI(int32(res.Staleness))
+			}
+			if res.VersionsKnown {
+				row.VersionMin, row.VersionMax = optI(int32(res.VersionMin)), optI(int32(res.VersionMax))
+				m := res.Mixed
 				row.Mixed = &m
+			}
+			if res.TrajectoryKnown {
+				row.Turns = int(res.Turns)
+				if res.ToolCallsKnown {
+					row.ToolCalls = int(res.ToolCalls)
+				}
+				q := res.QueueTime
+				row.QueueTime = &q
 			}
 		}
 		if row.Turns == 0 {
@@ -470,11 +472,19 @@ func (t *tileAcc) tiles(sc *stepConsume) StepTiles {
 	if t.n > 0 {
 		st.WallMax = optF(t.wallMax)
 	}
-	// The processor's step-level numbers are the authority when present (they also count links whose consume
-	// record never arrived).
+	// The step index's numbers are the authority (they also count links whose consume record was not read, and
+	// samples whose spans lie beyond the lookback).
 	if sc.hasAnnotation {
 		st.StalenessMean, st.StalenessMax, st.MixedVersionFrac = optF(sc.staleMean), optF(sc.staleMax), optF(sc.mixedFrac)
 		st.Known = sc.known
 	}
 	return st
+}
+
+// lcStatusOf is a sample's miles.lifecycle.status.
+func lcStatusOf(r *lifecycle.SampleResult) string {
+	if r.Known {
+		return sc.LifecycleStatusKnown
+	}
+	return sc.LifecycleStatusUnknown
 }

@@ -73,9 +73,7 @@ func (r *engineReader) loadHourLocked(h int64) {
 	if b.points != before {
 		r.version++
 	}
-	if b.maxTS > r.run.edge {
-		r.run.edge = b.maxTS
-	}
+	r.run.raiseEdge(b.maxTS)
 	if r.hourClosedLocked(h, p) {
 		b.seal()
 	}
@@ -90,7 +88,7 @@ func (r *engineReader) hourClosedLocked(h int64, p *partition.Partition) bool {
 		return false
 	}
 	newest := r.files.Newest()
-	return h < newest-1 || (h < newest && p.Plain == "")
+	return h < newest-1 || (h < newest && !p.HasPlain())
 }
 
 // ensureEngineHoursLocked loads the engine hours overlapping [t0, t1] (every hour when t0 is -Inf).

@@ -58,7 +58,17 @@ type laneData struct {
 	fields map[string]*field
 	// order is the field order of the lane's last record: the next one almost always repeats it.
 	order []orderedField
+	// newestMs is the lane's newest reading time; scrambled says a reading arrived more than scrambleMs
+	// before it (the hour's readings of the lane come from several shards' files, read one after the other),
+	// so the load puts the lane in time order at once (sortScrambled) rather than when the hour is sealed.
+	newestMs  int64
+	scrambled bool
 }
+
+// scrambleMs is how far back of a lane's newest reading a reading may arrive and the lane still be left as it
+// is until the hour is sealed: the collector's concurrent batches land readings seconds out of order, which the
+// views tolerate; a sharded hour read shard after shard steps back by up to the hour.
+const scrambleMs = 60_000
 
 // orderedField is one entry of laneData.order.
 type orderedField struct {
@@ -183,6 +193,10 @@ func (b *gpuBlock) addLine(line []byte, onLane func(key string)) bool {
 	}
 	idx := lane.ts.Len()
 	lane.ts.Append(tMs)
+	if tMs < lane.newestMs-scrambleMs {
+		lane.scrambled = true
+	}
+	lane.newestMs = max(lane.newestMs, tMs)
 	bucket := int((tMs - h0) / (pyramidStep * 1000))
 	for i, x := range vals[:n] {
 		var f *field
@@ -267,12 +281,22 @@ func (b *gpuBlock) seal() {
 	}
 }
 
+// sortScrambled puts the lanes that arrived far out of order (laneData.scrambled) in time order.
+func (b *gpuBlock) sortScrambled() {
+	for _, l := range b.lanes {
+		if l.scrambled {
+			l.sortByTime()
+		}
+	}
+}
+
 // sortByTime re-encodes the lane in time order when its samples arrived out of order. The collector exports
 // batches concurrently, so a lane's readings can land a few seconds out of order; a cumulative counter then
 // steps backwards and forwards by seconds' worth of bytes, which no predictor compresses (2.4–2.8 B per value
 // on the simulator run instead of 1–2). The min/max pyramid does not depend on the order.
 func (l *laneData) sortByTime() {
 	ts := l.ts.Decode(make([]int64, 0, l.ts.Len()))
+	l.scrambled = false
 	if slices.IsSorted(ts) {
 		return
 	}

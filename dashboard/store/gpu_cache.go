@@ -29,8 +29,10 @@ func (s *Store) SetCacheDir(dir string) {
 	s.gpu.cacheDir = dir
 }
 
-func (g *gpuReader) cachePath(p *partition.Partition, fi os.FileInfo) string {
-	if g.cacheDir == "" {
+// cachePath names the cached columns of hour p, whose compacted files (one per shard that wrote the hour,
+// partition.Compacted) are fis.
+func (g *gpuReader) cachePath(p *partition.Partition, files []*partition.File, fis []os.FileInfo) string {
+	if g.cacheDir == "" || len(fis) == 0 {
 		return ""
 	}
 	abs, err := filepath.Abs(g.run.dir)
@@ -38,34 +40,56 @@ func (g *gpuReader) cachePath(p *partition.Partition, fi os.FileInfo) string {
 		return ""
 	}
 	sum := sha256.Sum256([]byte(abs))
-	name := fmt.Sprintf("%d.%d.%d.cols", p.Hour, fi.Size(), fi.ModTime().UnixNano())
+	name := fmt.Sprintf("%d.%d.%d.cols", p.Hour, fis[0].Size(), fis[0].ModTime().UnixNano())
+	if len(fis) > 1 || files[0].Shard != "" { // a sharded hour: every shard's file in the key
+		k := sha256.New()
+		for i, fi := range fis {
+			fmt.Fprintf(k, "%s\x00%d\x00%d\x00", files[i].Shard, fi.Size(), fi.ModTime().UnixNano())
+		}
+		name = fmt.Sprintf("%d.s%s.cols", p.Hour, hex.EncodeToString(k.Sum(nil)[:12]))
+	}
 	return filepath.Join(g.cacheDir, hex.EncodeToString(sum[:8]), "gpu_util", name)
 }
 
-// cachedGPUHourLocked loads a compacted hour from the cache; false when it is not cacheable or not cached.
-func (g *gpuReader) cachedHourLocked(h int64, p *partition.Partition) (*gpuBlock, os.FileInfo, bool) {
-	if g.cacheDir == "" || p.Zst == "" || p.Plain != "" || p.ZstSize != 0 || h < 0 {
-		return nil, nil, false
+// cachedHourLocked loads a compacted hour from the cache; false when it is not cacheable or not cached. It
+// returns the hour's compacted files and their infos as read.
+func (g *gpuReader) cachedHourLocked(h int64, p *partition.Partition) (*gpuBlock, []*partition.File, []os.FileInfo, bool) {
+	files := p.Compacted()
+	if g.cacheDir == "" || files == nil || h < 0 {
+		return nil, nil, nil, false
 	}
-	fi, err := os.Stat(p.Zst)
-	if err != nil {
-		return nil, nil, false
+	fis, ok := statAll(files)
+	if !ok {
+		return nil, nil, nil, false
 	}
-	path := g.cachePath(p, fi)
+	path := g.cachePath(p, files, fis)
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fi, false
+		return nil, files, fis, false
 	}
 	defer f.Close()
 	b, err := readGPUBlock(bufio.NewReaderSize(f, 1<<20), h)
 	if errors.Is(err, errStaleCache) {
-		return nil, fi, false // written by an older version: parsed again and overwritten, nothing to report
+		return nil, files, fis, false // written by an older version: parsed again and overwritten, nothing to report
 	}
 	if err != nil {
 		g.run.notice("warning", "column cache "+path+" unreadable, parsing the hour instead: "+err.Error())
-		return nil, fi, false
+		return nil, files, fis, false
 	}
-	return b, fi, true
+	return b, files, fis, true
+}
+
+// statAll stats the compacted files; false when one cannot be.
+func statAll(files []*partition.File) ([]os.FileInfo, bool) {
+	fis := make([]os.FileInfo, len(files))
+	for i, f := range files {
+		fi, err := os.Stat(f.Zst)
+		if err != nil {
+			return nil, false
+		}
+		fis[i] = fi
+	}
+	return fis, true
 }
 
 // saveGPUHour writes the block's columns to the cache (the block is not changed afterwards: a grown .zst
@@ -159,4 +183,14 @@ func readGPUBlock(r *bufio.Reader, hour int64) (*gpuBlock, error) {
 		return nil, c.Err()
 	}
 	return b, nil
+}
+
+// sameSizes says whether the files still have the sizes they were read at.
+func sameSizes(files []*partition.File, fis []os.FileInfo) bool {
+	for i, f := range files {
+		if fis[i].Size() != f.ZstSize {
+			return false
+		}
+	}
+	return true
 }

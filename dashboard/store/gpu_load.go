@@ -3,7 +3,6 @@ package store
 import (
 	"errors"
 	"math"
-	"os"
 	"slices"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/flatjson"
@@ -119,7 +118,7 @@ func (g *gpuReader) loadHour(h int64, only *laneFilter) {
 	}
 	g.run.lmu.Unlock()
 	if !p.Loaded && only == nil {
-		if cb, fi, ok := g.cachedHourLocked(h, p); ok {
+		if cb, files, fis, ok := g.cachedHourLocked(h, p); ok {
 			g.run.lmu.Lock()
 			g.blocks[h] = cb
 			g.cacheHits++
@@ -127,7 +126,9 @@ func (g *gpuReader) loadHour(h int64, only *laneFilter) {
 			for key := range cb.lanes {
 				g.run.laneSeen(key)
 			}
-			p.ZstSize = fi.Size() // Read will not parse it again unless it grows
+			for i, f := range files {
+				f.ZstSize = fis[i].Size() // Read will not parse it again unless it grows
+			}
 			p.Loaded = true
 			g.run.raiseEdge(cb.maxTS)
 			return
@@ -141,7 +142,8 @@ func (g *gpuReader) loadHour(h int64, only *laneFilter) {
 		g.blocks[h] = b
 	}
 	g.run.lmu.Unlock()
-	cacheable := g.cacheDir != "" && !p.Loaded && p.Zst != "" && p.Plain == "" && p.ZstSize == 0 && h >= 0 && b.only == nil
+	compacted := p.Compacted() // every shard's file of the hour compacted, none read yet
+	cacheable := g.cacheDir != "" && !p.Loaded && compacted != nil && h >= 0 && b.only == nil
 	reports, err := g.utilFiles.Read(p, func(line []byte) bool { return b.addLine(line, g.run.laneSeen) })
 	if errors.Is(err, partition.ErrReload) {
 		p.Reset()
@@ -153,14 +155,15 @@ func (g *gpuReader) loadHour(h int64, only *laneFilter) {
 	}
 	g.run.report(reports, err)
 	p.Loaded = true
+	b.sortScrambled() // an hour several shards wrote: each lane in time order for the views
 	if h >= 0 && float64(h+1)*3600 < g.run.raiseEdge(b.maxTS) {
 		b.seal() // a past hour: drop append slack (late records may still arrive and grow it again)
 	}
 	if cacheable && err == nil && len(reports) == 0 {
-		if fi, serr := os.Stat(p.Zst); serr == nil && fi.Size() == p.ZstSize {
+		if fis, ok := statAll(compacted); ok && sameSizes(compacted, fis) {
 			// The block is never changed after this (a grown .zst is reloaded into a new block), so it can be
 			// written out while queries read it.
-			go saveGPUHour(g.cachePath(p, fi), b)
+			go saveGPUHour(g.cachePath(p, compacted, fis), b)
 		}
 	}
 }
@@ -300,22 +303,26 @@ func (g *gpuReader) rawNeededLocked(h int64, t0, t1, width float64, coarse bool,
 		return false, false, false
 	}
 	rawLast := 0.0
-	if p.Zst != "" {
-		rawLast = g.run.zstLast(p)
-	}
-	if p.Plain != "" {
-		rawLast = math.Max(rawLast, partition.LastStamp(p.Plain))
+	for _, f := range p.Files { // every shard's files of the hour
+		if f.Zst != "" {
+			rawLast = math.Max(rawLast, g.run.zstLast(f))
+		}
+		if f.Plain != "" {
+			rawLast = math.Max(rawLast, partition.LastStamp(f.Plain))
+		}
 	}
 	if rawLast < b.end {
 		return false, false, false
 	}
-	if coarse && p.Plain == "" && rawLast < b.end+2*float64(b.step) {
+	if coarse && !p.HasPlain() && rawLast < b.end+2*float64(b.step) {
 		// A compacted hour whose roll-up lost its last buckets (the exporter dropped them under load, or a crash
 		// caught them open: the roll-up trails gpu_util by at most two buckets). The overviews (fleet, outliers,
 		// carpets) leave those seconds out rather than parse the whole hour for them; lane views read them.
 		return false, false, false
 	}
-	tailOnly = p.Zst == "" && p.Plain != ""
+	// A tail block tails one file: an hour several shards write is read whole.
+	one := p.Single()
+	tailOnly = one != nil && one.Zst == "" && one.Plain != ""
 	tb := g.tails[h]
 	return true, tailOnly, tailOnly && tb != nil && tb.from <= b.end
 }
@@ -391,12 +398,15 @@ func (g *gpuReader) ensure(t0, t1, width float64, coarse bool, fields []string, 
 // loadTailLocked reads hour h of gpu_util from near `seam` to its end into a tail block; false when the file
 // cannot be entered there (the caller loads the whole hour).
 func (g *gpuReader) loadTailLocked(h int64, seam float64) bool {
-	p := g.utilFiles.Parts[h]
-	off, ok := tailSeek(p.Plain, seam)
+	one := g.utilFiles.Parts[h].Single()
+	if one == nil {
+		return false
+	}
+	off, ok := tailSeek(one.Plain, seam)
 	if !ok {
 		return false
 	}
-	tb := &tailBlock{b: newGPUBlock(h), part: partition.Partition{Hour: h, Plain: p.Plain, PlainOff: off}, from: seam - tailMargin/2}
+	tb := &tailBlock{b: newGPUBlock(h), part: partition.Partition{Hour: h, Files: []*partition.File{{Plain: one.Plain, PlainOff: off}}}, from: seam - tailMargin/2}
 	if off == 0 {
 		tb.from = math.Inf(-1)
 	}
@@ -419,9 +429,7 @@ func (g *gpuReader) loadTailLocked(h int64, seam float64) bool {
 	}
 	g.run.report(reports, nil)
 	g.tails[h] = tb
-	if tb.b.maxTS > g.run.edge {
-		g.run.edge = tb.b.maxTS
-	}
+	g.run.raiseEdge(tb.b.maxTS)
 	return true
 }
 
@@ -430,7 +438,7 @@ func (g *gpuReader) loadTailLocked(h int64, seam float64) bool {
 func (g *gpuReader) refreshTailsLocked() {
 	for h, tb := range g.tails {
 		p := g.utilFiles.Parts[h]
-		if p == nil || p.Loaded || p.Zst != "" || p.Plain != tb.part.Plain {
+		if p == nil || p.Loaded || p.Single() == nil || p.Single().Zst != "" || p.Single().Plain != tb.part.Files[0].Plain {
 			delete(g.tails, h)
 			continue
 		}
@@ -440,8 +448,6 @@ func (g *gpuReader) refreshTailsLocked() {
 			continue
 		}
 		g.run.report(reports, nil)
-		if tb.b.maxTS > g.run.edge {
-			g.run.edge = tb.b.maxTS
-		}
+		g.run.raiseEdge(tb.b.maxTS)
 	}
 }

@@ -216,7 +216,7 @@ func testSeam(t *testing.T, blocked bool) {
 	if n, want := loadedHours(a), map[bool]int{false: 0, true: 1}[blocked]; n != want {
 		t.Errorf("whole gpu_util hours parsed: %d, want %d", n, want)
 	}
-	if tb := a.gpu.tails[499_000]; !blocked && (tb == nil || tb.part.PlainOff == 0) {
+	if tb := a.gpu.tails[499_000]; !blocked && (tb == nil || tb.part.Files[0].PlainOff == 0) {
 		t.Errorf("no tail read of the live hour: %+v", tb)
 	}
 	g := a.GPU(h0, h0+1800, lanes, 28, []string{"util"})

@@ -1,7 +1,9 @@
 package store
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,42 +19,130 @@ type laneReader struct {
 	set *laneSet
 	// catalog are the lanes of the catalog as last read, by key.
 	catalog map[string]*Lane
-	// catalogModTime is the catalog file's modification time when last read (zero: no catalog read).
+	// catalogModTime is the newest modification time of the catalogs read (zero: no catalog read).
 	catalogModTime time.Time
+	// catalogs are the layouts' catalogs as last read, by path.
+	catalogs map[string]layoutCatalog
 	// unlisted are the lanes seen in the data but not (yet) in the catalog, by key.
 	unlisted map[string]*Lane
 }
 
-func newLaneReader() laneReader { return laneReader{unlisted: map[string]*Lane{}} }
+func newLaneReader() laneReader {
+	return laneReader{unlisted: map[string]*Lane{}, catalogs: map[string]layoutCatalog{}}
+}
 
+// loadLanesLocked reads the lane catalog of every layout (the top-level one and each shard's) that changed
+// since it was last read, and merges them (mergeCatalogs).
 func (s *Store) loadLanesLocked() {
-	path := filepath.Join(s.dir, runfiles.DashboardDir, runfiles.LaneCatalogFile)
-	fi, err := os.Stat(path)
-	if err != nil {
-		s.lanes.catalog = nil
-		s.rebuildLanesLocked()
-		return
-	}
-	if !fi.ModTime().After(s.lanes.catalogModTime) && s.lanes.set != nil {
-		return
-	}
-	m, skips, err := loadCatalog(path)
-	if skips.overCap {
-		s.notice("warning", fmt.Sprintf("%s lists more than %d lanes (the collector's limit, docs/semconv.md §8.4): only the first %d are shown", runfiles.LaneCatalogFile, laneCap, laneCap))
-	}
-	if skips.longKey > 0 {
-		s.notice("warning", fmt.Sprintf("%s: %d lane(s) with a key over %d bytes left out", runfiles.LaneCatalogFile, skips.longKey, laneKeyMax))
-	}
-	if err != nil {
-		s.notice("warning", err.Error())
-		if s.lanes.set == nil {
-			s.rebuildLanesLocked()
+	changed := false
+	seen := map[string]bool{}
+	for _, l := range s.layouts {
+		path := filepath.Join(l.Dir, runfiles.LaneCatalogFile)
+		seen[path] = true
+		fi, err := os.Stat(path)
+		if err != nil {
+			if _, had := s.lanes.catalogs[path]; had {
+				delete(s.lanes.catalogs, path)
+				changed = true
+			}
+			continue
 		}
+		prev, had := s.lanes.catalogs[path]
+		if had && !fi.ModTime().After(prev.modTime) {
+			continue
+		}
+		name := runfiles.LaneCatalogFile
+		if l.Shard != "" {
+			name = filepath.Join(runfiles.ShardsDir, l.Shard, runfiles.LaneCatalogFile)
+		}
+		m, skips, err := loadCatalog(path)
+		if skips.overCap {
+			s.notice("warning", fmt.Sprintf("%s lists more than %d lanes (the collector's limit, docs/semconv.md §8.4): only the first %d are shown", name, laneCap, laneCap))
+		}
+		if skips.longKey > 0 {
+			s.notice("warning", fmt.Sprintf("%s: %d lane(s) with a key over %d bytes left out", name, skips.longKey, laneKeyMax))
+		}
+		if err != nil {
+			s.notice("warning", err.Error())
+			continue // the previous read of it (if any) stands
+		}
+		s.lanes.catalogs[path] = layoutCatalog{lanes: m, modTime: fi.ModTime()}
+		changed = true
+	}
+	for path := range s.lanes.catalogs {
+		if !seen[path] {
+			delete(s.lanes.catalogs, path)
+			changed = true
+		}
+	}
+	if !changed && s.lanes.set != nil {
 		return
 	}
-	s.lanes.catalogModTime = fi.ModTime()
-	s.lanes.catalog = m
+	s.lanes.catalogModTime = time.Time{}
+	var all []map[string]*Lane
+	for _, l := range s.layouts { // layout order: the merge is the same whatever order files changed in
+		if c, ok := s.lanes.catalogs[filepath.Join(l.Dir, runfiles.LaneCatalogFile)]; ok {
+			all = append(all, c.lanes)
+			if c.modTime.After(s.lanes.catalogModTime) {
+				s.lanes.catalogModTime = c.modTime
+			}
+		}
+	}
+	s.lanes.catalog = mergeCatalogs(all)
 	s.rebuildLanesLocked()
+}
+
+// layoutCatalog is one layout's lane catalog as last read.
+type layoutCatalog struct {
+	lanes   map[string]*Lane
+	modTime time.Time
+}
+
+// mergeCatalogs is the union of the layouts' catalogs, each shard's gateway having seen the lanes of the
+// records it wrote (docs/semconv.md §8.2): a lane in several keeps the first UUID and model given, and the
+// union of ranks (sorted), engine addresses (in order of first appearance) and roles (sorted); at most
+// laneCap lanes.
+func mergeCatalogs(cats []map[string]*Lane) map[string]*Lane {
+	if len(cats) == 1 {
+		return cats[0]
+	}
+	out := map[string]*Lane{}
+	for _, cat := range cats {
+		keys := slices.Sorted(maps.Keys(cat))
+		for _, k := range keys {
+			l := cat[k]
+			m := out[k]
+			if m == nil {
+				if len(out) >= laneCap {
+					continue
+				}
+				c := *l
+				c.Ranks, c.Engines, c.Roles = slices.Clone(l.Ranks), slices.Clone(l.Engines), slices.Clone(l.Roles)
+				out[k] = &c
+				continue
+			}
+			m.UUID = cmp.Or(m.UUID, l.UUID)
+			m.Model = cmp.Or(m.Model, l.Model)
+			for _, r := range l.Ranks {
+				if !slices.Contains(m.Ranks, r) {
+					m.Ranks = append(m.Ranks, r)
+				}
+			}
+			slices.Sort(m.Ranks)
+			for _, a := range l.Engines {
+				if !slices.Contains(m.Engines, a) {
+					m.Engines = append(m.Engines, a)
+				}
+			}
+			for _, r := range l.Roles {
+				if !slices.Contains(m.Roles, r) {
+					m.Roles = append(m.Roles, r)
+				}
+			}
+			slices.Sort(m.Roles)
+		}
+	}
+	return out
 }
 
 // rebuildLanesLocked makes the lane set from the catalog, the lanes seen in the data, and the topology: a

@@ -6,24 +6,80 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strings"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
 	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 )
 
+// loadMetaLocked reads meta.json of every layout (the top-level one and each shard's) and merges them into
+// the run's (docs/semconv.md §8.1): the top-level one's members first, then for each shard in id order the
+// members not yet set; run_name the first non-empty; start_ts the earliest; starts the union, in time order.
 func (s *Store) loadMetaLocked() {
 	s.meta = map[string]any{}
-	b, err := os.ReadFile(filepath.Join(s.dir, runfiles.DashboardDir, runfiles.MetaFile))
-	if err == nil {
-		if err := json.Unmarshal(b, &s.meta); err != nil {
-			s.notice("warning", "meta.json is unreadable: "+err.Error())
+	s.metaMods = s.metaModsLocked()
+	start := math.Inf(1)
+	var starts []float64
+	for _, l := range s.layouts {
+		b, err := os.ReadFile(filepath.Join(l.Dir, runfiles.MetaFile))
+		if err != nil {
+			continue
 		}
+		m := map[string]any{}
+		if err := json.Unmarshal(b, &m); err != nil {
+			name := runfiles.MetaFile
+			if l.Shard != "" {
+				name = filepath.Join(runfiles.ShardsDir, l.Shard, runfiles.MetaFile)
+			}
+			s.notice("warning", name+" is unreadable: "+err.Error())
+			continue
+		}
+		for k, v := range m {
+			if cur, ok := s.meta[k]; !ok || (k == "run_name" && cur == "") {
+				s.meta[k] = v
+			}
+		}
+		if v, ok := m["start_ts"].(float64); ok && v > 0 {
+			start = math.Min(start, v)
+		}
+		if vs, ok := m["starts"].([]any); ok {
+			for _, v := range vs {
+				if f, ok := v.(float64); ok {
+					starts = append(starts, f)
+				}
+			}
+		}
+	}
+	if !math.IsInf(start, 1) {
+		s.meta["start_ts"] = start
+	}
+	if starts != nil {
+		sort.Float64s(starts)
+		starts = slices.Compact(starts)
+		all := make([]any, len(starts))
+		for i, v := range starts {
+			all[i] = v
+		}
+		s.meta["starts"] = all
 	}
 	s.layout = "miles-v1"
 	if w, _ := s.meta["writer"].(string); w == "otelcol-miles" {
 		s.layout = "otelcol-miles"
 	}
+}
+
+// metaModsLocked is the modification time of every layout's meta.json ("" when there is none): a gateway
+// writes its shard's at start, maybe after the shard folder appeared, and rewrites it at each restart.
+func (s *Store) metaModsLocked() string {
+	var b strings.Builder
+	for _, l := range s.layouts {
+		if fi, err := os.Stat(filepath.Join(l.Dir, runfiles.MetaFile)); err == nil {
+			fmt.Fprintf(&b, "%s\x00%d\x00", l.Shard, fi.ModTime().UnixNano())
+		}
+	}
+	return b.String()
 }
 
 // Window resolves a query window: missing ends default to the trailing window cap at the data edge; a window
@@ -80,6 +136,8 @@ type MetaResult struct {
 	RunName string `json:"run_name"`
 	// SchemaVersion is meta.json's schema_version as written (null when absent).
 	SchemaVersion any `json:"schema_version"`
+	// Shards are the shards of a sharded run (docs/semconv.md §8), in id order; empty for an unsharded run.
+	Shards []ShardStatus `json:"shards"`
 	// StartTS is the run's first timestamp.
 	StartTS float64 `json:"start_ts"`
 	// Streams counts the partitions of the GPU, phases, metrics and topology streams, by stream name.
@@ -157,11 +215,8 @@ func (s *Store) Meta() *MetaResult {
 	for _, f := range []*partition.Stream{s.gpu.utilFiles, s.phases.files, s.metrics.files, s.topology.files, s.gpu.rollupFiles} {
 		streams[f.Name] = MetaStream{Partitions: len(f.Parts)}
 	}
-	notices := make([]Notice, 0, len(s.notices))
-	for _, n := range s.notices {
-		notices = append(notices, n)
-	}
-	sort.Slice(notices, func(i, j int) bool { return notices[i].Message < notices[j].Message })
+	shards := s.shardStatusLocked()
+	notices := s.noticesLocked(shards)
 	memBytes, values := 0, 0
 	for _, tb := range s.gpu.tails {
 		memBytes += tb.b.memBytes()
@@ -192,7 +247,7 @@ func (s *Store) Meta() *MetaResult {
 			Metrics: len(s.metrics.files.Parts) > 0, Topology: len(s.topology.files.Parts) > 0,
 			EngineSeries: len(s.engines.files.Parts) > 0, Trajectories: len(s.trajectories.files.Parts) > 0,
 		},
-		Notices: notices,
+		Notices: notices, Shards: nz(shards),
 		Memory: MetaMemory{
 			GPUBytes: memBytes, GPUValues: values, LoadedHours: len(s.gpu.blocks),
 			RollupBytes: rollBytes, RollupHours: len(s.gpu.rollups),
@@ -207,4 +262,20 @@ func (s *Store) Lanes(sel string) ([]*Lane, int, error) {
 	defer s.mu.RUnlock()
 	l, err := s.lanes.set.selectLanes(sel, s.topology.engineRanksLocked())
 	return l, len(s.lanes.set.lanes), err
+}
+
+// noticesLocked is the data problems to show, in message order: the notices kept, and one per stalled shard
+// (derived from the shard statuses, so it goes when the shard writes again).
+func (s *Store) noticesLocked(shards []ShardStatus) []Notice {
+	out := make([]Notice, 0, len(s.notices))
+	for _, n := range s.notices {
+		out = append(out, n)
+	}
+	for _, st := range shards {
+		if st.Stalled {
+			out = append(out, Notice{Level: "warning", Message: fmt.Sprintf("shard %s stopped growing: its newest record trails the run's by more than %.0f s while the other shards go on (see shards)", st.ID, shardStallAfter)})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Message < out[j].Message })
+	return out
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"math"
@@ -113,6 +114,7 @@ func parseStepRec(line []byte) (stepRec, bool) {
 func (r *metricReader) loadLocked() {
 	for _, h := range r.files.Hours() {
 		p := r.files.Parts[h]
+		start := len(r.records)
 		reports, err := r.files.Read(p, func(line []byte) bool {
 			rec, ok := parseStepRec(line)
 			if !ok {
@@ -121,6 +123,11 @@ func (r *metricReader) loadLocked() {
 			r.records = append(r.records, rec)
 			return true
 		})
+		if len(p.Files) > 1 {
+			// Several shards' files of the hour, read one after the other: in time order, so that of two records
+			// of one (step_key, step) the later one still wins (metrics_index.go), whichever shard holds it.
+			slices.SortStableFunc(r.records[start:], func(a, b stepRec) int { return cmp.Compare(a.TS, b.TS) })
+		}
 		if errors.Is(err, partition.ErrReload) {
 			// Rare (a compacted hour grew): rebuild everything from scratch.
 			r.records, r.recordsRead = nil, false

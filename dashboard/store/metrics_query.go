@@ -22,7 +22,7 @@ type MetricKey struct {
 	Stats    []string `json:"stats,omitempty"` // engine histograms: mean, p50, p99
 }
 
-// lifecycleKeys are the per-step signals the lifecycle processor writes on step_consume spans (docs/semconv.md
+// lifecycleKeys are the per-step lifecycle signals the step index computes for step_consume spans (docs/semconv.md
 // §3.1); they are always listed, data or not.
 var lifecycleKeys = []struct{ key, attr, desc string }{
 	{"lifecycle/staleness_mean", "miles.lifecycle.step.staleness.mean", "mean sample staleness (consume version − oldest generating version) of the step's batch"},
@@ -32,7 +32,7 @@ var lifecycleKeys = []struct{ key, attr, desc string }{
 }
 
 // LifecycleKeySource names where the always-listed lifecycle keys come from.
-const LifecycleKeySource = "lifecycle processor: miles.step.consume annotations (trajectories stream)"
+const LifecycleKeySource = "dashboard: computed per step from the trajectories stream's spans (docs/semconv.md §3.1)"
 
 // categoryOrder: rollout, perf, train, eval, lifecycle, then others alphabetically, then sglang.
 var categoryRank = map[string]int{"rollout": 0, "perf": 1, "train": 2, "eval": 3, "lifecycle": 4}

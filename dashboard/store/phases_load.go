@@ -1,7 +1,6 @@
 package store
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"sync"
@@ -88,7 +87,7 @@ func (r *phaseReader) loadHour(h int64, sparse bool) {
 		return
 	}
 	if bad := b.settle(); bad > 0 {
-		r.run.notice("warning", fmt.Sprintf("%s: %d corrupt open-marker line(s) skipped", partition.CorruptReport{Path: cmp.Or(p.Plain, p.Zst)}.File(), bad))
+		r.run.notice("warning", fmt.Sprintf("%s: %d corrupt open-marker line(s) skipped", partition.CorruptReport{Path: p.Path()}.File(), bad))
 	}
 	r.run.report(reports, err)
 	p.Loaded = !b.sparse

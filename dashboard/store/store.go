@@ -12,7 +12,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"sync"
 	"time"
 
@@ -51,8 +51,10 @@ type Store struct {
 	// data, notices, the data edge, the cache-hit count. Never held while taking mu.
 	lmu sync.Mutex
 
-	// meta is dashboard/meta.json as read at Open (empty when missing or unreadable).
-	meta map[string]any
+	// meta is the run's meta.json, merged over every layout's (loadMetaLocked; empty when missing or
+	// unreadable), and metaMods the files' modification times it was read at (metaModsLocked).
+	meta     map[string]any
+	metaMods string
 	// layout is "otelcol-miles" for a run this collector wrote, "miles-v1" for one of the Python dashboard.
 	layout string
 
@@ -70,6 +72,18 @@ type Store struct {
 	engines engineReader
 	// trajectories reads the trajectories stream: its step index and its hour blocks.
 	trajectories trajectoryReader
+
+	// layouts are the run's file layouts as of the last listing: the top-level one and one per shard
+	// (runfiles.Layouts, docs/semconv.md §8).
+	layouts []runfiles.Layout
+	// shards is what the last edge scan found of each layout, by shard id ("" the top-level layout).
+	shards map[string]*shardState
+	// stalled names the shards that were stalled at the last refresh (stalledKey).
+	stalled string
+	// horizon is the newest plausible partition hour: later ones are left out (edge.go).
+	horizon int64
+	// now is the wall clock (tests set it).
+	now func() time.Time
 
 	// edge is the newest timestamp seen in any stream.
 	edge float64
@@ -110,7 +124,7 @@ func Open(dir string, follow bool) (*Store, error) {
 		return nil, fmt.Errorf("%s is not a run directory: no %s/, rollout_data/ or train_data/ folder", dir, runfiles.DashboardDir)
 	}
 	s := &Store{
-		dir: dir, follow: follow,
+		dir: dir, follow: follow, now: time.Now, horizon: math.MaxInt64 / 2,
 		notices: map[string]Notice{}, listeners: map[chan struct{}]struct{}{},
 	}
 	s.lanes = newLaneReader()
@@ -122,25 +136,39 @@ func Open(dir string, follow bool) (*Store, error) {
 	s.trajectories = newTrajectoryReader(s)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.loadMetaLocked()
 	s.listLocked()
+	s.loadMetaLocked()
 	s.topology.loadLocked()
 	s.loadLanesLocked() // after the topology, which adds to the lanes
 	s.edge = s.edgeLocked()
 	s.first = s.firstLocked()
+	s.stalled = stalledKey(s.shardStatusLocked())
 	return s, nil
 }
 
-// listLocked refreshes which partitions every stream has (one directory read each), keeping read offsets.
-func (s *Store) listLocked() {
+// listLocked refreshes the run's layouts (the top-level one and every shard: a shard that appeared is picked
+// up) and which partitions every stream has in each (one directory read per stream and layout), keeping read
+// offsets; partitions of implausible hours are left out (edge.go). It says whether the set of layouts changed.
+func (s *Store) listLocked() bool {
+	layouts, err := runfiles.Layouts(s.dir)
+	if err != nil {
+		s.notice("error", "listing the shards: "+err.Error())
+	}
+	changed := !slices.Equal(layouts, s.layouts)
+	s.layouts = layouts
 	for _, r := range s.readers() {
 		for _, f := range r.partitionFiles() {
-			if err := f.List(); err != nil {
+			if err := f.ListLayouts(layouts); err != nil {
 				s.notice("error", f.Name+": "+err.Error())
+			}
+			for _, name := range f.Strays {
+				s.notice("warning", name+": not named like a partition (YYYYMMDD_HH, docs/semconv.md §8): ignored")
 			}
 		}
 	}
+	s.dropImplausibleLocked()
 	s.gpu.fieldsHintLocked()
+	return changed
 }
 
 // SetRollup turns reading the gpu_rollup stream on (default) or off (every GPU view from gpu_util).
@@ -172,7 +200,10 @@ func (s *Store) Refresh() {
 	prevEdge := s.edge
 	prevNotices := len(s.notices)
 	prevLanes := len(s.lanes.set.lanes)
-	s.listLocked()
+	if s.listLocked() || s.metaModsLocked() != s.metaMods {
+		s.loadMetaLocked() // a new shard, a gateway (re)started: its start joins the run's starts
+		s.metaVer++
+	}
 	s.loadLanesLocked()
 	// Every reader tails what it holds, and loads the hour after the newest next to loaded ones so a follower
 	// never misses the hour rollover.
@@ -187,6 +218,11 @@ func (s *Store) Refresh() {
 		s.edge = e
 	}
 	grew = grew || s.edge > prevEdge
+	if k := stalledKey(s.shardStatusLocked()); k != s.stalled {
+		s.stalled = k
+		s.metaVer++
+		grew = true
+	}
 	if len(s.notices) != prevNotices || len(s.lanes.set.lanes) != prevLanes {
 		s.metaVer++
 		grew = true
@@ -258,10 +294,5 @@ func (s *Store) Edge() float64 {
 func (s *Store) Notices() []Notice {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	out := make([]Notice, 0, len(s.notices))
-	for _, n := range s.notices {
-		out = append(out, n)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Message < out[j].Message })
-	return out
+	return s.noticesLocked(s.shardStatusLocked())
 }

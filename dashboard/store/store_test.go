@@ -16,7 +16,7 @@ const h0 = 499_000 * 3600.0
 
 const hourA, hourB = "20261204_16", "20261204_17"
 
-func write(t *testing.T, dir, rel, content string) {
+func write(t testing.TB, dir, rel, content string) {
 	t.Helper()
 	p := filepath.Join(dir, rel)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {

@@ -351,17 +351,25 @@ func TestAnatomyRowsTilesSort(t *testing.T) {
 	if r11.Attempt != 1 || len(r11.Attempts) != 4 || fmt.Sprint(r11.AttemptStatus) != "[aborted truncated]" || r11.Status != "truncated" || r11.Submit != h0+200 {
 		t.Fatalf("row 11 %+v", r11)
 	}
-	if r12.Staleness != nil || r12.Lifecycle != "" || *r12.VersionMin != 3 || *r12.Mixed {
+	// Samples 10 and 11 carry a lifecycle processor's annotations (a run written before the files took raw
+	// spans), sample 12 none: the reader computes all three from the spans, the same numbers as the annotations.
+	if *r10.VersionMin != 4 || *r10.VersionMax != 5 || *r10.QueueTime != 5 || r10.Lifecycle != "known" {
+		t.Fatalf("row 10 versions %+v", r10)
+	}
+	if *r11.Staleness != 0 || *r11.VersionMin != 5 || *r11.Mixed || r11.Turns != 1 || *r11.QueueTime != 0 {
+		t.Fatalf("row 11 lifecycle %+v", r11)
+	}
+	if *r12.Staleness != 2 || r12.Lifecycle != "known" || *r12.VersionMin != 3 || *r12.Mixed || *r12.QueueTime != 10 {
 		t.Fatalf("row 12 (no processor annotation) %+v", r12)
 	}
 	tl := a.Tiles
-	if tl.Samples != 3 || tl.Known != 2 || *tl.StalenessMean != 0.5 || *tl.MixedVersionFrac != 0.5 || math.Abs(*tl.TruncatedFrac-1.0/3) > 1e-12 || tl.AbortedAttempts != 1 {
+	if tl.Samples != 3 || tl.Known != 3 || *tl.StalenessMean != 1 || math.Abs(*tl.MixedVersionFrac-1.0/3) > 1e-12 || math.Abs(*tl.TruncatedFrac-1.0/3) > 1e-12 || tl.AbortedAttempts != 1 {
 		t.Fatalf("tiles %+v", tl)
 	}
 	if fmt.Sprint(a.Versions) != "[3 4 5]" || len(a.Pushes) != 2 || a.Pushes[0].WV != 4 || a.T0 != h0+100 {
 		t.Fatalf("versions %v pushes %v t0 %v", a.Versions, a.Pushes, a.T0)
 	}
-	for sortKey, want := range map[string]string{"staleness": "10,11,12", "wall": "11,10,12", "turns": "10,12,11", "reward": "10,12,11"} {
+	for sortKey, want := range map[string]string{"staleness": "12,10,11", "wall": "11,10,12", "turns": "10,12,11", "reward": "10,12,11"} {
 		a, _ := st.Anatomy(2, sortKey, 0, 0)
 		if order(a) != want {
 			t.Errorf("sort %s: %s, want %s", sortKey, order(a), want)
@@ -372,11 +380,11 @@ func TestAnatomyRowsTilesSort(t *testing.T) {
 		t.Fatalf("paging %s", order(a))
 	}
 	steps := st.LifecycleSteps()
-	if len(steps) != 1 || steps[0].Status != "partial" || *steps[0].StalenessMean != 0.5 || steps[0].Batch != 3 {
+	if len(steps) != 1 || steps[0].Status != "known" || *steps[0].StalenessMean != 1 || *steps[0].StalenessMax != 2 || steps[0].Batch != 3 {
 		t.Fatalf("steps %+v", steps)
 	}
 	ms := st.MetricSeries([]string{"lifecycle/staleness_mean", "lifecycle/known_frac"}, nil, nil, 100)
-	if fmt.Sprint(ms[0].X, ms[0].Y, ms[1].Y) != "[2] [0.5] [0.6666666666666666]" {
+	if fmt.Sprint(ms[0].X, ms[0].Y, ms[1].Y) != "[2] [1] [1]" {
 		t.Fatalf("lifecycle keys %+v", ms)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/hex"
 	"math"
+	"strconv"
+	"strings"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/flatjson"
 )
@@ -36,37 +38,36 @@ func parseTrace(b []byte) traceID {
 	return t
 }
 
-// trajRec is one span record of the trajectories stream, compact. -1 = absent for ints, NaN for floats.
+// trajRec is one span record of the trajectories stream, compact. -1 = absent for ints.
 type trajRec struct {
 	t0, t1        float64
 	trace         traceID
+	span          [8]byte
 	typ           uint8
-	mixed         int8
 	status        uint16 // interned: attempt status
 	finish        uint16
 	engine        uint16
-	lcStatus      uint16 // interned: miles.lifecycle.status
-	reason        uint16 // interned: miles.lifecycle.unknown_reason
 	sample, group int32
 	attempt, turn int32
 	wv, step      int32
 	toolCalls     int32
 	tokIn, tokOut int32
-	stale         int32 // consume: miles.lifecycle.staleness; generate: miles.lifecycle.lag
-	vmin, vmax    int32
-	lturns        int32
-	ltools        int32
-	queueT        float32
 }
 
 func newTrajRec() trajRec {
-	return trajRec{
-		mixed: -1, sample: -1, group: -1, attempt: -1, turn: -1, wv: -1, step: -1, toolCalls: -1,
-		tokIn: -1, tokOut: -1, stale: -1, vmin: -1, vmax: -1, lturns: -1, ltools: -1, queueT: float32(math.NaN()),
-	}
+	return trajRec{sample: -1, group: -1, attempt: -1, turn: -1, wv: -1, step: -1, toolCalls: -1, tokIn: -1, tokOut: -1}
 }
 
-func numI(val []byte) int32 {
+// numI is an integer field: a JSON number, or a decimal string (the exporter writes attributes as sent, and an
+// engine may report miles.weight.version as "5"; the lifecycle processor reads those the same way).
+func numI(val []byte, str bool) int32 {
+	if str {
+		n, err := strconv.ParseInt(strings.TrimSpace(string(val)), 10, 32)
+		if err != nil || n < 0 {
+			return -1
+		}
+		return int32(n)
+	}
 	f, ok := flatjson.ParseNum(val)
 	if !ok || f != math.Trunc(f) || math.Abs(f) > math.MaxInt32 {
 		return -1
@@ -170,32 +171,34 @@ func decodeTrajObj(obj []byte, in *interner, r *trajRec, links *[]traceID, base 
 			}
 		case "trace":
 			r.trace = parseTrace(val)
+		case "span":
+			if len(val) == 16 {
+				_, _ = hex.Decode(r.span[:], val)
+			}
 		case "sample":
-			r.sample = numI(val)
+			r.sample = numI(val, str)
 		case "group":
-			r.group = numI(val)
+			r.group = numI(val, str)
 		case "attempt":
-			r.attempt = numI(val)
+			r.attempt = numI(val, str)
 		case "status":
 			r.status = in.id(val)
 		case "turn":
-			r.turn = numI(val)
+			r.turn = numI(val, str)
 		case "wv":
-			if !str {
-				r.wv = numI(val)
-			}
+			r.wv = numI(val, str)
 		case "engine":
 			r.engine = in.id(val)
 		case "tok_in":
-			r.tokIn = numI(val)
+			r.tokIn = numI(val, str)
 		case "tok_out":
-			r.tokOut = numI(val)
+			r.tokOut = numI(val, str)
 		case "finish":
 			r.finish = in.id(val)
 		case "tool_calls":
-			r.toolCalls = numI(val)
+			r.toolCalls = numI(val, str)
 		case "step":
-			r.step = numI(val)
+			r.step = numI(val, str)
 		case "links":
 			if links != nil {
 				for part := range bytes.SplitSeq(bytes.Trim(val, "[] "), []byte{','}) {
@@ -206,40 +209,12 @@ func decodeTrajObj(obj []byte, in *interner, r *trajRec, links *[]traceID, base 
 				}
 			}
 		case "a":
-			if flatjson.Scan(val, func(k, v []byte, _ bool) { r.annotate(k, v, in) }) != nil {
+			// Other attributes, e.g. the annotations a lifecycle processor wrote before the files took raw spans:
+			// the reader computes those from the spans (trajectories_lifecycle.go). Only checked to be an object.
+			if len(val) == 0 || val[0] != '{' || flatjson.Scan(val, func(_, _ []byte, _ bool) {}) != nil {
 				ok = false
 			}
 		}
 	})
 	return f, err == nil && ok
-}
-
-func (r *trajRec) annotate(k, v []byte, in *interner) {
-	switch string(k) {
-	case "miles.lifecycle.status":
-		r.lcStatus = in.id(v)
-	case "miles.lifecycle.unknown_reason":
-		r.reason = in.id(v)
-	case "miles.lifecycle.staleness", "miles.lifecycle.lag":
-		r.stale = numI(v)
-	case "miles.lifecycle.version.min":
-		r.vmin = numI(v)
-	case "miles.lifecycle.version.max":
-		r.vmax = numI(v)
-	case "miles.lifecycle.mixed_version":
-		switch string(v) {
-		case "true":
-			r.mixed = 1
-		case "false":
-			r.mixed = 0
-		}
-	case "miles.lifecycle.turns":
-		r.lturns = numI(v)
-	case "miles.lifecycle.tool_calls":
-		r.ltools = numI(v)
-	case "miles.lifecycle.queue_time":
-		if f, ok := flatjson.ParseNum(v); ok {
-			r.queueT = float32(f)
-		}
-	}
 }

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"errors"
 	"math"
 	"sort"
@@ -10,21 +9,27 @@ import (
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
 )
 
-// stepConsume is one miles.step.consume record with its lifecycle annotations.
+// stepConsume is one miles.step.consume record with its lifecycle annotations, computed by the step index from
+// the samples it links (trajectories_lifecycle.go).
 type stepConsume struct {
-	step          int
-	t0, t1        float64
-	wv            int32
-	batch         int
-	links         []traceID
-	hour          int64
-	lcStatus      string
-	samples       int
-	known         int
-	staleMean     float64
-	staleMax      float64
-	mixedFrac     float64
+	step      int
+	t0, t1    float64
+	wv        int32
+	batch     int
+	links     []traceID
+	hour      int64
+	lcStatus  string
+	samples   int
+	known     int
+	staleMean float64
+	staleMax  float64
+	mixedFrac float64
+	// hasAnnotation says the annotations above were computed for the index's current version (or frozen).
 	hasAnnotation bool
+	// frozen says its samples were settled: the annotations no longer change.
+	frozen bool
+	// computed is the join version the annotations were computed at.
+	computed uint64
 }
 
 type weightUpdate struct {
@@ -42,37 +47,61 @@ type trajIndex struct {
 	byHour map[int64][]*stepConsume
 	// updates are the weight updates filed in each hour.
 	updates map[int64][]weightUpdate
+	// lc is the run-wide lifecycle join of the stream's raw spans (docs/semconv.md §3.1).
+	lc lcIndex
 	// version counts changes to the index.
 	version uint64
 }
 
 func (x *trajIndex) init() {
 	*x = trajIndex{steps: map[int]*stepConsume{}, byHour: map[int64][]*stepConsume{}, updates: map[int64][]weightUpdate{}}
+	x.lc.init()
 }
 
-var (
-	stepConsumeTag  = []byte(`"step_consume"`)
-	weightUpdateTag = []byte(`"weight_update"`)
-)
+// annotateLocked computes the lifecycle annotations of the steps not frozen, when the join changed since. A
+// step whose numbers changed (its samples' spans were still arriving) counts as a change of the index.
+func (x *trajIndex) annotateLocked() {
+	v := x.lc.join.version
+	for _, sc := range x.steps {
+		if sc.frozen || (sc.hasAnnotation && sc.computed == v) {
+			continue
+		}
+		had, before := sc.hasAnnotation, sc.lifecycleNumbers()
+		x.lc.resolveStep(sc)
+		sc.computed = v
+		if had && sc.lifecycleNumbers() != before {
+			x.version++
+		}
+	}
+}
+
+// lifecycleNumbers are the step's lifecycle annotations, comparable (NaN, absent, as −1).
+func (sc *stepConsume) lifecycleNumbers() [5]float64 {
+	n := func(v float64) float64 {
+		if v != v {
+			return -1
+		}
+		return v
+	}
+	return [5]float64{float64(sc.samples), float64(sc.known), n(sc.staleMean), n(sc.staleMax), n(sc.mixedFrac)}
+}
 
 func (r *trajectoryReader) ensureIndexLocked() {
 	if !r.index.built {
 		r.indexLocked()
 		r.index.built = true
 	}
+	r.index.annotateLocked()
 }
 
-// indexTrajectoriesLocked reads (or tails) every trajectories partition, keeping step consumes and weight
-// updates; other lines are skipped before parsing.
+// indexLocked reads (or tails) every trajectories partition: step consumes and weight updates are kept, and every
+// span record joins the lifecycle (trajectories_lifecycle.go), which is swept after each hour (hours are read
+// oldest first, and a sample's spans end by its consume) and after the pass.
 func (r *trajectoryReader) indexLocked() {
 	x := &r.index
 	for _, h := range r.indexFiles.Hours() {
 		p := r.indexFiles.Parts[h]
 		reports, err := r.indexFiles.Read(p, func(line []byte) bool {
-			isStep := bytes.Contains(line, stepConsumeTag)
-			if !isStep && !bytes.Contains(line, weightUpdateTag) {
-				return true // parsed (and validated) by the block loader when a view needs it
-			}
 			return trajLine(line, &r.strings, true, func(rec *trajRec, links []traceID, raw []byte) {
 				switch rec.typ {
 				case ttStepConsume:
@@ -92,7 +121,10 @@ func (r *trajectoryReader) indexLocked() {
 					x.version++
 				case ttWeightUpdate:
 					x.updates[h] = append(x.updates[h], weightUpdate{rec.t1, rec.wv})
+					x.lc.add(rec, &r.strings)
 					x.version++
+				default:
+					x.lc.add(rec, &r.strings)
 				}
 			})
 		})
@@ -111,46 +143,22 @@ func (r *trajectoryReader) indexLocked() {
 		}
 		r.run.report(reports, err)
 		p.Loaded = true
+		if !x.built && h != partition.LegacyHour {
+			x.lc.sweep(math.Min(x.lc.edge, float64(h+1)*3600), x.steps)
+		}
 	}
+	x.lc.sweep(x.lc.edge, x.steps)
 }
 
-// annotate reads the step_consume fields trajRec does not keep (batch, step-level lifecycle annotations).
+// annotate reads the step_consume fields trajRec does not keep (batch). Its lifecycle annotations, if a lifecycle
+// processor wrote any (runs before the files took raw spans), are not read: the index computes the same ones
+// from the spans (docs/semconv.md §3.1).
 func (sc *stepConsume) annotate(line []byte) {
 	_ = flatjson.Scan(line, func(k, v []byte, _ bool) {
-		switch string(k) {
-		case "batch":
+		if string(k) == "batch" {
 			if f, ok := flatjson.ParseNum(v); ok {
 				sc.batch = int(f)
 			}
-		case "a":
-			_ = flatjson.Scan(v, func(k, v []byte, _ bool) {
-				f, ok := flatjson.ParseNum(v)
-				switch string(k) {
-				case "miles.lifecycle.status":
-					sc.lcStatus = string(v)
-					sc.hasAnnotation = true
-				case "miles.lifecycle.step.samples":
-					if ok {
-						sc.samples = int(f)
-					}
-				case "miles.lifecycle.step.known":
-					if ok {
-						sc.known = int(f)
-					}
-				case "miles.lifecycle.step.staleness.mean":
-					if ok {
-						sc.staleMean = f
-					}
-				case "miles.lifecycle.step.staleness.max":
-					if ok {
-						sc.staleMax = f
-					}
-				case "miles.lifecycle.step.mixed_version_frac":
-					if ok {
-						sc.mixedFrac = f
-					}
-				}
-			})
 		}
 	})
 }

@@ -51,6 +51,7 @@ func (r *trajectoryReader) refreshLocked(int64) bool {
 	if r.index.built {
 		before := r.index.version
 		r.indexLocked()
+		r.index.annotateLocked()
 		grew = r.index.version != before
 	}
 	if len(r.blocks) > 0 {
@@ -116,9 +117,7 @@ func (r *trajectoryReader) loadHourLocked(h int64) {
 	if len(b.records) != before {
 		r.version++
 	}
-	if b.maxT > r.run.edge {
-		r.run.edge = b.maxT
-	}
+	r.run.raiseEdge(b.maxT)
 }
 
 func (r *trajectoryReader) ensureHours(lo, hi int64) {

@@ -154,11 +154,13 @@ type runMeta struct {
 	RunName       string    `json:"run_name"`
 	StartTS       float64   `json:"start_ts"`
 	Starts        []float64 `json:"starts"`
+	// Shard is the writing gateway's shard id; absent in an unsharded layout (docs/semconv.md §8.1).
+	Shard string `json:"shard,omitempty"`
 }
 
 // writeMeta creates meta.json at the first start and appends the start time on every later one, keeping
 // the run's name and start so a resumed run reads as one.
-func writeMeta(dashDir, runName, version string, now time.Time) error {
+func writeMeta(dashDir, runName, shard, version string, now time.Time) error {
 	path := filepath.Join(dashDir, runfiles.MetaFile)
 	ts := float64(now.UnixMicro()) / 1e6
 	m := runMeta{RunName: runName, StartTS: ts}
@@ -174,6 +176,7 @@ func writeMeta(dashDir, runName, version string, now time.Time) error {
 	m.SchemaVersion = sc.SchemaVersion
 	m.Writer = "otelcol-miles"
 	m.WriterVersion = version
+	m.Shard = shard
 	m.Starts = append(m.Starts, ts)
 	b, err := json.MarshalIndent(m, "", " ")
 	if err != nil {

@@ -1,10 +1,12 @@
 package jsonlexporter
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sync"
 	"time"
@@ -27,7 +29,7 @@ import (
 // the grace period" keeps a replay in fast-forward (hours of synthetic, past time) from compressing the hour
 // still being written, over and over.
 type compactor struct {
-	runDir     string
+	root       string // layout root: {run}/dashboard or a shard's directory
 	grace      time.Duration
 	checkEvery time.Duration
 	last       time.Time
@@ -45,14 +47,14 @@ type compactor struct {
 	wg             sync.WaitGroup // the compaction goroutine, while one runs
 }
 
-func newCompactor(runDir string, grace time.Duration, part *partitioner, onError func(error)) (*compactor, error) {
+func newCompactor(root string, grace time.Duration, part *partitioner, onError func(error)) (*compactor, error) {
 	enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithEncoderConcurrency(1))
 	if err != nil {
 		return nil, err
 	}
 	every := min(max(grace/4, time.Second), time.Minute)
 	return &compactor{
-		runDir: runDir, grace: grace, checkEvery: every, part: part, onError: onError, enc: enc,
+		root: root, grace: grace, checkEvery: every, part: part, onError: onError, enc: enc,
 		lastWrite: map[partKey]time.Time{}, busyKey: map[partKey]bool{},
 	}, nil
 }
@@ -97,7 +99,7 @@ func (c *compactor) maybeRun(now time.Time) {
 	}
 	var jobs []job
 	for _, stream := range sc.Streams {
-		parts, err := runfiles.ListPartitions(c.runDir, stream)
+		parts, _, err := runfiles.ListLayoutPartitions(c.root, stream)
 		if err != nil {
 			c.onError(err)
 			continue
@@ -142,53 +144,82 @@ func (c *compactor) maybeRun(now time.Time) {
 // frame, fsync, rename over .zst, remove the plain file. After a crash between the rename and the remove,
 // the plain file's content is already the .zst's tail; that is detected and only the remove is redone, so
 // no record is ever doubled or lost.
+//
+// Everything streams: the plain hour (~1.5 GB for 1024 GPUs at 1 s) is read through the encoder, the old .zst
+// is copied and, for the crash check, decompressed through a fixed buffer; reading either whole into memory
+// used to raise a 1024-GPU gateway's RSS by 1.5–2 GB once an hour (BENCHMARKS.md "Compaction").
 func (c *compactor) compress(p runfiles.Partition) error {
-	plain, err := os.ReadFile(p.Plain)
+	pf, err := os.Open(p.Plain)
+	if err != nil {
+		return err
+	}
+	defer pf.Close()
+	fi, err := pf.Stat()
 	if err != nil {
 		return err
 	}
 	// Keep complete lines only; a torn tail is not a record (the partitioner would cut it at reopen too).
-	if i := bytes.LastIndexByte(plain, '\n'); i+1 != len(plain) {
-		plain = plain[:i+1]
+	n, err := completeLines(pf, fi.Size())
+	if err != nil {
+		return err
 	}
 	zpath := p.Plain[:len(p.Plain)-len(runfiles.PlainExt)] + runfiles.CompressedExt
-	var old []byte
-	if p.Compressed != "" {
-		if old, err = os.ReadFile(p.Compressed); err != nil {
-			return err
+	if p.Compressed != "" && n > 0 {
+		done, err := endsWith(p.Compressed, io.NewSectionReader(pf, 0, n), n)
+		if err != nil {
+			return fmt.Errorf("%s is unreadable, leaving %s uncompressed: %w", p.Compressed, p.Plain, err)
 		}
-		if len(plain) > 0 {
-			done, err := endsWith(old, plain)
-			if err != nil {
-				return fmt.Errorf("%s is unreadable, leaving %s uncompressed: %w", p.Compressed, p.Plain, err)
-			}
-			if done {
-				return os.Remove(p.Plain)
-			}
+		if done {
+			return os.Remove(p.Plain)
 		}
 	}
-	if len(plain) == 0 {
+	if n == 0 {
 		return os.Remove(p.Plain)
 	}
-	first, last, spanOK := runfiles.WidenSpan(old, plain)
-	out := c.enc.EncodeAll(plain, old)
-	if spanOK {
-		out = runfiles.AppendSpan(out, first, last) // readers learn where the hour ends without decompressing it
+	first, last, spanOK, err := runfiles.SpanOfFile(pf, n)
+	if err != nil {
+		return err
+	}
+	if p.Compressed != "" {
+		if f0, l0, had := runfiles.ReadSpan(p.Compressed); had {
+			if spanOK {
+				first, last = math.Min(first, f0), math.Max(last, l0)
+			} else {
+				first, last, spanOK = f0, l0, true
+			}
+		}
 	}
 	tmp := zpath + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(out); err != nil {
+	fail := func(err error) error {
 		f.Close()
 		os.Remove(tmp)
 		return err
 	}
+	if p.Compressed != "" {
+		if err := copyFile(f, p.Compressed); err != nil {
+			return fail(err)
+		}
+	}
+	c.enc.ResetContentSize(f, n)
+	if _, err := io.Copy(c.enc, io.NewSectionReader(pf, 0, n)); err != nil {
+		_ = c.enc.Close()
+		return fail(err)
+	}
+	if err := c.enc.Close(); err != nil {
+		return fail(err)
+	}
+	if spanOK {
+		// Readers learn where the hour ends without decompressing it.
+		if _, err := f.Write(runfiles.AppendSpan(nil, first, last)); err != nil {
+			return fail(err)
+		}
+	}
 	if err := f.Sync(); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return err
+		return fail(err)
 	}
 	if err := f.Close(); err != nil {
 		os.Remove(tmp)
@@ -201,18 +232,88 @@ func (c *compactor) compress(p runfiles.Partition) error {
 	return os.Remove(p.Plain)
 }
 
-// endsWith reports whether the decompressed zstd stream z ends with suffix.
-func endsWith(z, suffix []byte) (bool, error) {
-	dec, err := zstd.NewReader(bytes.NewReader(z), zstd.WithDecoderConcurrency(1))
+// completeLines is the length of r's first size bytes through their last newline.
+func completeLines(r io.ReaderAt, size int64) (int64, error) {
+	const step = 64 << 10
+	buf := make([]byte, step)
+	for end := size; end > 0; {
+		start := max(end-step, 0)
+		k, err := r.ReadAt(buf[:end-start], start)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return 0, err
+		}
+		if i := bytes.LastIndexByte(buf[:k], '\n'); i >= 0 {
+			return start + int64(i) + 1, nil
+		}
+		end = start
+	}
+	return 0, nil
+}
+
+func copyFile(dst io.Writer, path string) error {
+	src, err := os.Open(path)
 	if err != nil {
+		return err
+	}
+	defer src.Close()
+	_, err = io.Copy(dst, src)
+	return err
+}
+
+// endsWith reports whether the decompressed zstd file zpath ends with the n bytes of suffix. Two streaming
+// passes (length, then the comparison) keep memory at the decoder's window whatever the hour's size.
+func endsWith(zpath string, suffix io.Reader, n int64) (bool, error) {
+	total, err := decompressed(zpath, func(dec io.Reader) (int64, error) { return io.Copy(io.Discard, dec) })
+	if err != nil || total < n {
 		return false, err
+	}
+	same := false
+	_, err = decompressed(zpath, func(dec io.Reader) (int64, error) {
+		if _, err := io.CopyN(io.Discard, dec, total-n); err != nil {
+			return 0, err
+		}
+		var err error
+		same, err = sameBytes(dec, suffix)
+		return 0, err
+	})
+	return same, err
+}
+
+// decompressed opens zpath's zstd stream and hands it to fn.
+func decompressed(zpath string, fn func(io.Reader) (int64, error)) (int64, error) {
+	f, err := os.Open(zpath)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	dec, err := zstd.NewReader(bufio.NewReaderSize(f, 256<<10), zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true))
+	if err != nil {
+		return 0, err
 	}
 	defer dec.Close()
-	all, err := io.ReadAll(dec)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return false, err
+	return fn(dec)
+}
+
+// sameBytes compares two streams to their ends.
+func sameBytes(a, b io.Reader) (bool, error) {
+	const chunk = 256 << 10
+	ba, bb := make([]byte, chunk), make([]byte, chunk)
+	for {
+		na, ea := io.ReadFull(a, ba)
+		nb, eb := io.ReadFull(b, bb)
+		if ea != nil && !errors.Is(ea, io.EOF) && !errors.Is(ea, io.ErrUnexpectedEOF) {
+			return false, ea
+		}
+		if eb != nil && !errors.Is(eb, io.EOF) && !errors.Is(eb, io.ErrUnexpectedEOF) {
+			return false, eb
+		}
+		if na != nb || !bytes.Equal(ba[:na], bb[:nb]) {
+			return false, nil
+		}
+		if na < chunk {
+			return true, nil
+		}
 	}
-	return bytes.HasSuffix(all, suffix), nil
 }
 
 func (c *compactor) close() {

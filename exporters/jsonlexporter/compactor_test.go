@@ -151,3 +151,31 @@ func TestCompactionOffTheFlushPath(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCompactionLeavesStrayNames: a stray file named like an hour with a one-digit hour ("20261202_3") is no
+// partition (runfiles.ParseHourName): the compactor neither compresses it nor takes it for hour 03, and the
+// real hour beside it is compressed whole.
+func TestCompactionLeavesStrayNames(t *testing.T) {
+	e, dir := testExporter(t, func(c *Config) { c.CompressAfter = time.Minute })
+	streamDir := runfiles.StreamDir(dir, sc.StreamMetrics)
+	stray := filepath.Join(streamDir, "20261202_3.jsonl")
+	if err := e.pushMetrics(context.Background(), manyStepRecords(5, 0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, e)
+	if err := os.WriteFile(stray, []byte("{\"stray\":1}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.now = func() time.Time { return base.Add(3 * time.Minute) }
+	e.cmp.last = time.Time{}
+	flush(t, e)
+	if n := countRecords(t, dir, sc.StreamMetrics, "20261202_13"); n != 5 {
+		t.Fatalf("compressed hour 13 holds %d records, want 5", n)
+	}
+	if b, err := os.ReadFile(stray); err != nil || string(b) != "{\"stray\":1}\n" {
+		t.Fatalf("stray file changed: %q %v", b, err)
+	}
+	if _, err := os.Stat(stray + ".zst"); !os.IsNotExist(err) {
+		t.Fatalf("stray file compressed: %v", err)
+	}
+}

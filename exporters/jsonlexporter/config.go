@@ -3,9 +3,12 @@ package jsonlexporter
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
+
+	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 )
 
 // Config of the jsonl exporter. Every field has a working default except directory.
@@ -14,6 +17,10 @@ type Config struct {
 	Directory string `mapstructure:"directory"`
 	// RunName is written to meta.json at the first start; default: the directory's base name.
 	RunName string `mapstructure:"run_name"`
+	// Shard, when set, makes this exporter one of several gateways writing the run: it writes a complete layout
+	// of its own under {directory}/dashboard/shards/{shard}/ (docs/semconv.md §8) and a restart with the same id
+	// appends to it. [A-Za-z0-9_.-]{1,64}, not "." or "..". Usually ${env:MILES_GATEWAY_ID}.
+	Shard string `mapstructure:"shard"`
 	// FlushInterval is how often queued records are appended to the files (default 1s). Readers see data at
 	// most this late.
 	FlushInterval time.Duration `mapstructure:"flush_interval"`
@@ -79,6 +86,9 @@ func (c *Config) Validate() error {
 	if c.Directory == "" {
 		errs = append(errs, errors.New("directory must be set (the run directory, e.g. ${env:MILES_RUN_DIR})"))
 	}
+	if err := validShard(c.Shard); err != nil {
+		errs = append(errs, err)
+	}
 	if c.FlushInterval <= 0 {
 		errs = append(errs, fmt.Errorf("flush_interval must be > 0, got %s", c.FlushInterval))
 	}
@@ -111,4 +121,23 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("max_past and max_future must be >= 0 (0: no bound), got %s and %s", c.MaxPast, c.MaxFuture))
 	}
 	return errors.Join(errs...)
+}
+
+// validShard accepts "" (no sharding) or a shard id that is one safe path element.
+func validShard(id string) error {
+	if id == "" {
+		return nil
+	}
+	if !runfiles.ValidShardID(id) { // the readers' definition (docs/semconv.md §8)
+		return fmt.Errorf("shard must be 1-64 characters of A-Z a-z 0-9 _ . - (not \".\" or \"..\"), got %q", id)
+	}
+	return nil
+}
+
+// layoutRoot is the folder this exporter writes meta.json, lane_catalog.json and the stream folders into.
+func (c *Config) layoutRoot() string {
+	if c.Shard != "" {
+		return runfiles.ShardDir(c.Directory, c.Shard)
+	}
+	return filepath.Join(c.Directory, runfiles.DashboardDir)
 }

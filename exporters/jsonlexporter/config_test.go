@@ -37,6 +37,13 @@ func TestLoadConfig(t *testing.T) {
 			MaxOpenFiles: 8, MaxBufferBytes: 16 << 20, Compression: "none", CompressAfter: 10 * time.Minute,
 			RollupInterval: time.Minute, MaxPast: 0, MaxFuture: 2 * time.Minute, Ack: "written",
 		}},
+		{id: component.NewIDWithName(metadata.Type, "shard"), want: func() *Config {
+			c := createDefaultConfig()
+			c.Directory, c.Shard = "/runs/grpo", "gw-1.a_B"
+			return c
+		}()},
+		{id: component.NewIDWithName(metadata.Type, "bad_shard"), wantErr: `shard must be 1-64 characters of A-Z a-z 0-9 _ . - (not "." or ".."), got "../escape"`},
+		{id: component.NewIDWithName(metadata.Type, "dotdot_shard"), wantErr: `got ".."`},
 		{id: component.NewIDWithName(metadata.Type, "no_directory"), wantErr: "directory must be set"},
 		{id: component.NewIDWithName(metadata.Type, "bad_fsync"), wantErr: "fsync must be one of"},
 		{id: component.NewIDWithName(metadata.Type, "bad_values"), wantErr: "flush_interval must be > 0"},

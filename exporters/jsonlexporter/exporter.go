@@ -14,8 +14,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
-
-	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 )
 
 // jsonlExporter is the one instance shared by the traces, metrics and logs pipelines of a component ID.
@@ -57,13 +55,13 @@ func (e *jsonlExporter) start(_ context.Context, _ component.Host) error {
 	if e.started {
 		return nil
 	}
-	dash := filepath.Join(e.cfg.Directory, runfiles.DashboardDir)
+	dash := e.cfg.layoutRoot()
 	runName := e.cfg.RunName
 	if runName == "" {
 		runName = filepath.Base(filepath.Clean(e.cfg.Directory))
 	}
 	// A full or read-only disk does not stop the start (startup.go): meta.json is retried every flush.
-	meta := &metaWriter{dash: dash, runName: runName, version: e.version, started: e.now()}
+	meta := &metaWriter{dash: dash, runName: runName, shard: e.cfg.Shard, version: e.version, started: e.now()}
 	if err := meta.write(); err != nil {
 		logStartProblem(e.logger, "cannot write the run directory", err)
 	}
@@ -79,7 +77,7 @@ func (e *jsonlExporter) start(_ context.Context, _ component.Host) error {
 	}
 	part := newPartitioner(dash, e.fs, e.cfg.MaxOpenFiles, e.cfg.Fsync)
 	if meta.done { // the disk takes writes: cut what a crash left before anything reads or appends
-		cut, err := repairRunDir(e.cfg.Directory, part)
+		cut, err := repairRunDir(dash, part)
 		if err != nil {
 			e.logger.Warn("jsonl: could not repair every partition left by the last run; each is repaired when next written", zap.Error(err))
 		}
@@ -102,7 +100,7 @@ func (e *jsonlExporter) start(_ context.Context, _ component.Host) error {
 		return e.cat.writeIfChanged()
 	}
 	if e.cfg.Compression == "zstd" {
-		cmp, err := newCompactor(e.cfg.Directory, e.cfg.CompressAfter, part, func(err error) { e.w.reportError(e.now(), err, 0) })
+		cmp, err := newCompactor(dash, e.cfg.CompressAfter, part, func(err error) { e.w.reportError(e.now(), err, 0) })
 		if err != nil {
 			return err
 		}

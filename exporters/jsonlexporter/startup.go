@@ -21,7 +21,7 @@ import (
 
 // metaWriter writes meta.json for this start; until it succeeded the flush goroutine retries every flush.
 type metaWriter struct {
-	dash, runName, version string
+	dash, runName, shard, version string
 	started                time.Time // the start recorded, whenever the write succeeds
 	done                   bool
 }
@@ -34,25 +34,24 @@ func (m *metaWriter) write() error {
 	if err := os.MkdirAll(m.dash, 0o755); err != nil {
 		return fmt.Errorf("cannot create %s: %w", m.dash, err)
 	}
-	if err := writeMeta(m.dash, m.runName, m.version, m.started); err != nil {
+	if err := writeMeta(m.dash, m.runName, m.shard, m.version, m.started); err != nil {
 		return fmt.Errorf("cannot write meta.json in %s: %w", m.dash, err)
 	}
 	m.done = true
 	return nil
 }
 
-// repairRunDir cuts the torn tail a crash left on any plain partition (bytes after its last '\n') and removes
+// repairRunDir cuts, in one layout root ({run}/dashboard or a shard's directory), the torn tail a crash left on any plain partition (bytes after its last '\n') and removes
 // the temporary files of an interrupted atomic write or compaction (*.tmp), so a reader sees whole records from
 // the moment the collector is back, not only once each hour is written again. It returns the bytes cut; errors
 // (a read-only disk) are returned joined and leave the files as they are: the partitioner repairs a tail at the
 // file's next open for writing too.
-func repairRunDir(runDir string, part *partitioner) (cut int64, err error) {
+func repairRunDir(root string, part *partitioner) (cut int64, err error) {
 	var errs []error
-	dash := filepath.Join(runDir, runfiles.DashboardDir)
-	dirs := []string{dash}
+	dirs := []string{root}
 	for _, stream := range sc.Streams {
-		dirs = append(dirs, runfiles.StreamDir(runDir, stream))
-		parts, lerr := runfiles.ListPartitions(runDir, stream)
+		dirs = append(dirs, filepath.Join(root, stream))
+		parts, _, lerr := runfiles.ListLayoutPartitions(root, stream)
 		if lerr != nil {
 			errs = append(errs, lerr)
 			continue

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -36,18 +37,89 @@ const (
 // HourName is the partition base name (without extension) of the UTC hour holding t.
 func HourName(t time.Time) string { return t.UTC().Format(hourLayout) }
 
-// ParseHourName parses a partition base name back into the start of its UTC hour.
+// ParseHourName parses a partition base name back into the start of its UTC hour. The grammar is strict
+// (docs/semconv.md §8): exactly eight digits, "_", two digits, naming a real UTC hour, and nothing else, so a
+// stray "20261203_7" (which time.Parse reads as hour 07) is not taken for, and cannot hide, "20261203_07".
 func ParseHourName(name string) (time.Time, error) {
+	bad := func(err error) (time.Time, error) {
+		return time.Time{}, fmt.Errorf("partition name %q is not YYYYMMDD_HH: %w", name, err)
+	}
+	if len(name) != len(hourLayout) || name[8] != '_' {
+		return bad(errors.New("wrong shape"))
+	}
+	for i := range len(name) {
+		if c := name[i]; i != 8 && (c < '0' || c > '9') {
+			return bad(errors.New("not a digit"))
+		}
+	}
 	t, err := time.ParseInLocation(hourLayout, name, time.UTC)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("partition name %q is not YYYYMMDD_HH: %w", name, err)
+		return bad(err)
+	}
+	if HourName(t) != name { // round trip: no normalized dates
+		return bad(errors.New("not a canonical hour"))
 	}
 	return t, nil
 }
 
-// StreamDir is the folder of one stream.
+// StreamDir is the folder of one stream of the run's top-level layout.
 func StreamDir(runDir, stream string) string {
 	return filepath.Join(runDir, DashboardDir, stream)
+}
+
+// ShardsDir is the folder under DashboardDir holding one single-gateway layout per shard:
+// {run}/dashboard/shards/<id>/ with its own meta.json, lane_catalog.json and <stream>/ folders (docs/semconv.md
+// §8).
+const ShardsDir = "shards"
+
+// ShardIDMax is the longest shard id.
+const ShardIDMax = 64
+
+// ValidShardID says whether id is a shard id: 1 to 64 of [A-Za-z0-9_.-], not "." or "..".
+func ValidShardID(id string) bool {
+	if id == "" || len(id) > ShardIDMax || id == "." || id == ".." {
+		return false
+	}
+	for i := range len(id) {
+		c := id[i]
+		if ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-'; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// ShardDir is the layout folder of shard id (it plays the part DashboardDir plays for an unsharded run).
+func ShardDir(runDir, id string) string {
+	return filepath.Join(runDir, DashboardDir, ShardsDir, id)
+}
+
+// Layout is one single-gateway file layout of a run: the top-level one ({run}/dashboard, Shard "") or a shard's.
+type Layout struct {
+	// Shard is the shard id, "" for the top-level layout.
+	Shard string
+	// Dir is the layout's folder: it holds meta.json, lane_catalog.json and one folder per stream.
+	Dir string
+}
+
+// Layouts lists the run's layouts: the top-level one first (whether or not it holds anything), then every
+// shard folder in id order. Entries of dashboard/shards/ that are not folders with a valid id (files, symbolic
+// links, temporary names) are not shards.
+func Layouts(runDir string) ([]Layout, error) {
+	out := []Layout{{Dir: filepath.Join(runDir, DashboardDir)}}
+	entries, err := os.ReadDir(filepath.Join(runDir, DashboardDir, ShardsDir))
+	if errors.Is(err, os.ErrNotExist) {
+		return out, nil
+	}
+	if err != nil {
+		return out, err
+	}
+	for _, e := range entries { // ReadDir sorts by name
+		if e.IsDir() && ValidShardID(e.Name()) {
+			out = append(out, Layout{Shard: e.Name(), Dir: ShardDir(runDir, e.Name())})
+		}
+	}
+	return out, nil
 }
 
 // Partition describes one hour of one stream on disk; either or both forms may exist.
@@ -57,16 +129,24 @@ type Partition struct {
 	Compressed string // path of the .jsonl.zst file, "" if absent
 }
 
-// ListPartitions returns the partitions of a stream in hour order. Files that do not follow the naming
-// scheme (temporary files, foreign files) are ignored.
+// ListPartitions returns the partitions of a stream of the run's top-level layout in hour order. Files that
+// do not follow the naming scheme (temporary files, foreign files) are ignored.
 func ListPartitions(runDir, stream string) ([]Partition, error) {
-	dir := StreamDir(runDir, stream)
+	parts, _, err := ListLayoutPartitions(filepath.Join(runDir, DashboardDir), stream)
+	return parts, err
+}
+
+// ListLayoutPartitions returns the partitions of a stream of the layout in folder dir (Layout.Dir) in hour
+// order, and strays: the names in the stream's folder that end like a partition file but are not named like
+// one (ParseHourName), which are ignored. Other files (temporary files, foreign files) are ignored silently.
+func ListLayoutPartitions(dir, stream string) (parts []Partition, strays []string, err error) {
+	dir = filepath.Join(dir, stream)
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	byHour := map[time.Time]*Partition{}
 	for _, e := range entries {
@@ -86,6 +166,7 @@ func ListPartitions(runDir, stream string) ([]Partition, error) {
 		}
 		h, err := ParseHourName(base)
 		if err != nil {
+			strays = append(strays, name)
 			continue
 		}
 		p := byHour[h]
@@ -104,7 +185,7 @@ func ListPartitions(runDir, stream string) ([]Partition, error) {
 		out = append(out, *p)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Hour.Before(out[j].Hour) })
-	return out, nil
+	return out, strays, nil
 }
 
 // ReadLines calls fn for every complete line of the partition: first the compressed form, then the plain one.
@@ -154,28 +235,64 @@ func scanLines(r io.Reader, fn func([]byte) error) (partial int, err error) {
 	return partial, nil
 }
 
+// MaxLine is the longest line the dashboard reads, in bytes (16 MiB). The exporter's ingest limits
+// (docs/semconv.md §8.4) keep its records far below it (a bundle of 256 trajectory spans is tens of KiB, the
+// topology snapshot of a 10 000-GPU run about half a MiB); a longer line is foreign or damaged. Assembled whole
+// it cost a reader several times its length (a 1 GiB line: 3.1 GB RSS, 5.7 s); skipped, a reader holds at most
+// about twice the limit for it.
+const MaxLine = 16 << 20
+
 // EachLine calls fn with every complete line of r, however long, without its "\n" or "\r\n" (empty lines
 // skipped), and the byte offset in r where the line starts. A last line with no newline is not passed: its
 // writer may still be appending to it. It returns the bytes through the last newline read, the length of the
 // partial line after them, and the first error from r or fn.
 func EachLine(r io.Reader, fn func(line []byte, off int64) error) (consumed int64, partial int, err error) {
+	return EachLineMax(r, math.MaxInt, fn, nil)
+}
+
+// EachLineMax is EachLine for lines of at most maxLine bytes (newline included): a longer complete line is
+// read through without being kept, so memory stays bounded by maxLine, and passed to long (its offset and
+// length; nil: skipped silently) instead of fn.
+func EachLineMax(r io.Reader, maxLine int, fn func(line []byte, off int64) error, long func(off, n int64)) (consumed int64, partial int, err error) {
 	br := bufio.NewReaderSize(r, 256<<10)
 	for {
 		line, err := br.ReadSlice('\n')
+		over := int64(0) // bytes of an over-long line read through without keeping them
 		if errors.Is(err, bufio.ErrBufferFull) {
-			// A line longer than the buffer: assemble it.
-			long := append([]byte(nil), line...)
+			// A line longer than the buffer: assemble it, up to maxLine.
+			buf := append([]byte(nil), line...)
 			for errors.Is(err, bufio.ErrBufferFull) {
 				line, err = br.ReadSlice('\n')
-				long = append(long, line...)
+				switch {
+				case over > 0:
+					over += int64(len(line))
+				case len(buf)+len(line) > maxLine:
+					over = int64(len(buf) + len(line))
+					buf = nil
+				default:
+					buf = append(buf, line...)
+				}
 			}
-			line = long
+			line = buf
 		}
 		if err == io.EOF {
+			if over > 0 {
+				return consumed, int(over), nil
+			}
 			return consumed, len(line), nil
 		}
 		if err != nil {
 			return consumed, 0, err
+		}
+		if over == 0 && len(line) > maxLine {
+			over = int64(len(line))
+		}
+		if over > 0 {
+			if long != nil {
+				long(consumed, over)
+			}
+			consumed += over
+			continue
 		}
 		if body := bytes.TrimRight(line, "\r\n"); len(body) > 0 {
 			if err := fn(body, consumed); err != nil {

@@ -1,8 +1,10 @@
 package runfiles
 
 import (
+	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -81,4 +83,117 @@ func TestEachLineLongAndPartial(t *testing.T) {
 	if len(lines) != 3 || lines[0] != "a" || lines[1] != long || lines[2] != "b" || offs[1] != 4 || offs[2] != int64(5+len(long)) {
 		t.Fatalf("lines %d, offsets %v", len(lines), offs)
 	}
+}
+
+// TestHourNameStrict: only the exact YYYYMMDD_HH of a real hour is a partition name; a one-digit hour, a
+// normalized date or trailing text is not (time.Parse alone reads "20261203_7" as hour 07).
+func TestHourNameStrict(t *testing.T) {
+	for _, bad := range []string{"20261203_7", "2026120_307", "20261203_077", "20261232_00", "20261203_24", "20260230_00", "2026120a_07", "20261203-07", " 20261203_07", "+0261203_07"} {
+		if _, err := ParseHourName(bad); err == nil {
+			t.Errorf("%q parsed as a partition name", bad)
+		}
+	}
+	if h, err := ParseHourName("20261203_07"); err != nil || h.Hour() != 7 {
+		t.Fatalf("20261203_07: %v %v", h, err)
+	}
+}
+
+// TestStrayBesideRealPartition: a stray file named like an hour is left out and listed as a stray; it never
+// replaces the real partition of the hour it resembles.
+func TestStrayBesideRealPartition(t *testing.T) {
+	run := t.TempDir()
+	dir := StreamDir(run, "phases")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"20261203_07.jsonl", "20261203_7.jsonl", "20261203_7.jsonl.zst", "20261203_07.jsonl.tmp"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("{}\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	parts, strays, err := ListLayoutPartitions(filepath.Join(run, DashboardDir), "phases")
+	if err != nil || len(parts) != 1 || filepath.Base(parts[0].Plain) != "20261203_07.jsonl" || parts[0].Compressed != "" {
+		t.Fatalf("partitions %+v %v", parts, err)
+	}
+	if strings.Join(strays, " ") != "20261203_7.jsonl 20261203_7.jsonl.zst" {
+		t.Fatalf("strays %v", strays)
+	}
+}
+
+// TestLayouts: the top-level layout first, then every shard folder with a valid id in id order; files,
+// symbolic links and invalid ids under dashboard/shards/ are no shards.
+func TestLayouts(t *testing.T) {
+	run := t.TempDir()
+	for _, d := range []string{"gw-1", "gw-0", "bad id", "a.b_c-D"} {
+		if err := os.MkdirAll(ShardDir(run, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(run, DashboardDir, ShardsDir, "file"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(ShardDir(run, "gw-0"), ShardDir(run, "link")); err != nil {
+		t.Fatal(err)
+	}
+	ls, err := Layouts(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, l := range ls {
+		got = append(got, l.Shard+"="+l.Dir[len(run):])
+	}
+	if want := "=/dashboard a.b_c-D=/dashboard/shards/a.b_c-D gw-0=/dashboard/shards/gw-0 gw-1=/dashboard/shards/gw-1"; strings.Join(got, " ") != want {
+		t.Fatalf("layouts %v", got)
+	}
+	for id, ok := range map[string]bool{"gw-0": true, ".": false, "..": false, "": false, strings.Repeat("a", 64): true, strings.Repeat("a", 65): false, "a/b": false} {
+		if ValidShardID(id) != ok {
+			t.Errorf("ValidShardID(%q) = %v", id, !ok)
+		}
+	}
+}
+
+// TestEachLineMaxBounded: a line over the limit is passed to long, not fn, and costs about the limit in
+// memory however long it is; the lines around it and a trailing partial line are as with EachLine.
+func TestEachLineMaxBounded(t *testing.T) {
+	const limit = 64 << 10
+	huge := 64 << 20
+	r := io.MultiReader(strings.NewReader("a\n"), &repeatReader{n: huge, c: 'x'}, strings.NewReader("\nb\npart"))
+	var lines []string
+	var longs [][2]int64
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	n, partial, err := EachLineMax(r, limit, func(line []byte, _ int64) error {
+		lines = append(lines, string(line))
+		return nil
+	}, func(off, n int64) { longs = append(longs, [2]int64{off, n}) })
+	runtime.ReadMemStats(&after)
+	if err != nil || strings.Join(lines, " ") != "a b" || partial != 4 || n != int64(2+huge+1+2) {
+		t.Fatalf("lines %q consumed %d partial %d err %v", lines, n, partial, err)
+	}
+	if len(longs) != 1 || longs[0] != [2]int64{2, int64(huge + 1)} {
+		t.Fatalf("long lines %v", longs)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 8<<20 {
+		t.Fatalf("a %d MiB line cost %d MiB of allocations with a %d KiB limit", huge>>20, alloc>>20, limit>>10)
+	}
+}
+
+// repeatReader yields n bytes c.
+type repeatReader struct {
+	n int
+	c byte
+}
+
+func (r *repeatReader) Read(p []byte) (int, error) {
+	if r.n == 0 {
+		return 0, io.EOF
+	}
+	k := min(len(p), r.n)
+	for i := range p[:k] {
+		p[i] = r.c
+	}
+	r.n -= k
+	return k, nil
 }

@@ -3,6 +3,8 @@ package runfiles
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
+	"io"
 	"math"
 	"os"
 	"strconv"
@@ -122,4 +124,35 @@ func SpanOfLines(plain []byte) (first, last float64, ok bool) {
 		scan(tail[bytes.IndexByte(tail, '\n')+1:])
 	}
 	return first, last, first <= last
+}
+
+// SpanOfFile is SpanOfLines for the first n bytes of r (plain JSONL text through its last newline), reading only
+// the first and last MiB, so a compaction need not hold the hour in memory.
+func SpanOfFile(r io.ReaderAt, n int64) (first, last float64, ok bool, err error) {
+	if n <= 2*spanScan {
+		buf := make([]byte, n)
+		if _, err := r.ReadAt(buf, 0); err != nil && !errors.Is(err, io.EOF) {
+			return 0, 0, false, err
+		}
+		first, last, ok = SpanOfLines(buf)
+		return first, last, ok, nil
+	}
+	head, tail := make([]byte, spanScan), make([]byte, spanScan)
+	if _, err := r.ReadAt(head, 0); err != nil && !errors.Is(err, io.EOF) {
+		return 0, 0, false, err
+	}
+	if _, err := r.ReadAt(tail, n-spanScan); err != nil && !errors.Is(err, io.EOF) {
+		return 0, 0, false, err
+	}
+	// As SpanOfLines: whole lines of the head's start and of the tail's end.
+	f0, l0, ok0 := SpanOfLines(head[:bytes.LastIndexByte(head, '\n')+1])
+	f1, l1, ok1 := SpanOfLines(tail[bytes.IndexByte(tail, '\n')+1:])
+	switch {
+	case ok0 && ok1:
+		return math.Min(f0, f1), math.Max(l0, l1), true, nil
+	case ok0:
+		return f0, l0, true, nil
+	default:
+		return f1, l1, ok1, nil
+	}
 }

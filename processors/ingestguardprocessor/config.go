@@ -6,10 +6,12 @@ import (
 	"go.opentelemetry.io/collector/component"
 )
 
-// maxSafeNesting is the deepest nesting every later hop decodes: pdata's protobuf decoder refuses a request when
-// a value needs more than 100 nested decoder frames (go.opentelemetry.io/collector/pdata internal/proto
-// RecursionLimit). An attribute costs 2 frames (KeyValue, AnyValue) and each map level 3 (KeyValueList, KeyValue,
-// AnyValue), an array level 2, so 32 levels of any mix need at most 2 + 32×3 = 98 frames.
+// maxSafeNesting is the deepest nesting every later hop decodes: pdata's protobuf decoder (from pdata v1.71,
+// collector v0.165) refuses a whole request when a value needs more than 100 nested decoder frames
+// (go.opentelemetry.io/collector/pdata internal/proto RecursionLimit). An attribute costs 2 frames (KeyValue,
+// AnyValue) and each map level 3 (KeyValueList, KeyValue, AnyValue), an array level 2, so 32 levels of any mix
+// need at most 2 + 32×3 = 98 frames. Older pdata decodes any depth, which passes the value on to trace backends
+// (whose decoders refuse it: protobuf-go at 10 000 levels) and costs a stack frame per level on every hop.
 const maxSafeNesting = 32
 
 // Config of the ingest guard processor.

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/collector/processor"
 	"go.uber.org/zap"
 
+	"github.com/otelcol-miles/otelcol-miles/internal/lifecycle"
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
 
@@ -171,55 +172,34 @@ func (p *lifecycleProcessor) release(td ptrace.Traces, held int) {
 	}
 }
 
-// spanKind is the trajectory span type, as far as this processor cares.
-type spanKind uint8
-
-const (
-	kindOther spanKind = iota
-	kindAttempt
-	kindQueue
-	kindGenerate
-	kindTool
-	kindConsume
-	kindStepConsume
-	kindWeightUpdate
-)
-
-func kindOf(attrs pcommon.Map) spanKind {
+func kindOf(attrs pcommon.Map) lifecycle.Kind {
 	v, ok := attrs.Get(sc.SpanType)
 	if !ok || v.Type() != pcommon.ValueTypeStr {
-		return kindOther
+		return lifecycle.KindOther
 	}
 	switch v.Str() {
 	case sc.SpanTypeAttempt:
-		return kindAttempt
+		return lifecycle.KindAttempt
 	case sc.SpanTypeQueue:
-		return kindQueue
+		return lifecycle.KindQueue
 	case sc.SpanTypeGenerate:
-		return kindGenerate
+		return lifecycle.KindGenerate
 	case sc.SpanTypeTool:
-		return kindTool
+		return lifecycle.KindTool
 	case sc.SpanTypeConsume:
-		return kindConsume
+		return lifecycle.KindConsume
 	case sc.SpanTypeStepConsume:
-		return kindStepConsume
+		return lifecycle.KindStepConsume
 	case sc.SpanTypeWeightUpdate:
-		return kindWeightUpdate
+		return lifecycle.KindWeightUpdate
 	}
-	return kindOther
+	return lifecycle.KindOther
 }
 
 // spanInfo is the typed fact a span contributes to its sample's state (the event payload).
 type spanInfo struct {
-	kind       spanKind
-	trace      pcommon.TraceID
-	span       pcommon.SpanID
-	start, end pcommon.Timestamp
-
-	sample, attempt, turn, version, tokOut, toolCalls int64
-	hasSample, hasAttempt, hasTurn, hasVersion        bool
-	hasTokOut, hasToolCalls                           bool
-	status                                            string
+	trace pcommon.TraceID
+	lifecycle.Span
 }
 
 // heldGroup is spans of one resource and scope, from one ConsumeTraces call, held by one owner: they share a
@@ -228,7 +208,7 @@ type heldGroup struct {
 	deadline time.Time
 	rs       ptrace.ResourceSpans
 	infos    []*spanInfo
-	links    [][]pcommon.TraceID // step groups: the linked sample traces of span i
+	links    [][]lifecycle.TraceID // step groups: the linked sample traces of span i
 }
 
 func (g *heldGroup) spans() ptrace.SpanSlice { return g.rs.ScopeSpans().At(0).Spans() }
@@ -241,7 +221,7 @@ type dispatch struct {
 	groups   [][]*heldGroup
 	steps    []*heldGroup
 	consumes []pcommon.TraceID
-	updates  []weightUpdate
+	updates  []lifecycle.WeightUpdate
 	held     int
 	invalid  int64      // trajectory spans with an all-zero trace or span id (passed on untouched)
 	arena    []spanInfo // the facts of this call, allocated at once (pointers into it stay valid: never grown)
@@ -302,7 +282,7 @@ func (p *lifecycleProcessor) shard(id pcommon.TraceID) int {
 func (d *dispatch) take(rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, span ptrace.Span) bool {
 	attrs := span.Attributes()
 	k := kindOf(attrs)
-	if k == kindOther {
+	if k == lifecycle.KindOther {
 		return false
 	}
 	if span.TraceID().IsEmpty() || span.SpanID().IsEmpty() {
@@ -313,44 +293,29 @@ func (d *dispatch) take(rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, span ptra
 		return false
 	}
 	switch k {
-	case kindWeightUpdate:
+	case lifecycle.KindWeightUpdate:
 		if v, ok := attrInt(attrs, sc.WeightVersion); ok {
-			d.updates = append(d.updates, weightUpdate{version: v, end: span.EndTimestamp()})
+			d.updates = append(d.updates, lifecycle.WeightUpdate{Version: v, End: int64(span.EndTimestamp())})
 		}
 		return false
-	case kindStepConsume:
+	case lifecycle.KindStepConsume:
 		if d.curStep == nil {
 			d.curStep = newGroup(rs, ss, d.deadline)
 			d.steps = append(d.steps, d.curStep)
 		}
 		g := d.curStep
-		var links []pcommon.TraceID
+		var links []lifecycle.TraceID
 		for _, l := range span.Links().All() {
-			links = append(links, l.TraceID())
+			links = append(links, lifecycle.TraceID(l.TraceID()))
 		}
 		g.links = append(g.links, links)
-		g.infos = append(g.infos, d.info(spanInfo{kind: k, trace: span.TraceID(), span: span.SpanID()}))
+		g.infos = append(g.infos, d.info(spanInfo{trace: span.TraceID(), Span: lifecycle.Span{Kind: k, Span: lifecycle.SpanID(span.SpanID())}}))
 		span.MoveTo(g.spans().AppendEmpty())
 		d.held++
 		return true
 	}
-	info := d.info(spanInfo{kind: k, trace: span.TraceID(), span: span.SpanID(), start: span.StartTimestamp(), end: span.EndTimestamp()})
-	info.sample, info.hasSample = attrInt(attrs, sc.SampleIndex)
-	info.attempt, info.hasAttempt = attrInt(attrs, sc.Attempt)
-	switch k {
-	case kindAttempt:
-		if v, ok := attrs.Get(sc.SampleStatus); ok {
-			info.status = v.AsString()
-		}
-	case kindGenerate:
-		info.turn, info.hasTurn = attrInt(attrs, sc.Turn)
-		info.version, info.hasVersion = attrInt(attrs, sc.WeightVersion)
-		info.tokOut, info.hasTokOut = attrInt(attrs, sc.TokensCompletion)
-	case kindTool:
-		info.turn, info.hasTurn = attrInt(attrs, sc.Turn)
-		info.toolCalls, info.hasToolCalls = attrInt(attrs, sc.ToolCalls)
-	case kindConsume:
-		info.version, info.hasVersion = attrInt(attrs, sc.WeightVersion)
+	info := d.info(spanInfo{trace: span.TraceID(), Span: spanFact(k, span)})
+	if k == lifecycle.KindConsume {
 		d.consumes = append(d.consumes, info.trace)
 	}
 	w := d.p.shard(info.trace)
@@ -358,7 +323,7 @@ func (d *dispatch) take(rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, span ptra
 		d.facts[w] = make([]*spanInfo, 0, cap(d.arena)/len(d.facts)+8)
 	}
 	d.facts[w] = append(d.facts[w], info)
-	if k != kindGenerate && k != kindConsume {
+	if k != lifecycle.KindGenerate && k != lifecycle.KindConsume {
 		return false
 	}
 	g := d.cur[w]
@@ -371,6 +336,32 @@ func (d *dispatch) take(rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, span ptra
 	span.MoveTo(g.spans().AppendEmpty())
 	d.held++
 	return true
+}
+
+// spanFact reads the lifecycle facts of one attempt, queue, generate, tool or consume span (docs/semconv.md §3).
+func spanFact(k lifecycle.Kind, span ptrace.Span) lifecycle.Span {
+	attrs := span.Attributes()
+	f := lifecycle.Span{
+		Kind: k, Span: lifecycle.SpanID(span.SpanID()), Start: int64(span.StartTimestamp()), End: int64(span.EndTimestamp()),
+	}
+	f.Sample, f.HasSample = attrInt(attrs, sc.SampleIndex)
+	f.Attempt, f.HasAttempt = attrInt(attrs, sc.Attempt)
+	switch k {
+	case lifecycle.KindAttempt:
+		if v, ok := attrs.Get(sc.SampleStatus); ok {
+			f.Status = v.AsString()
+		}
+	case lifecycle.KindGenerate:
+		f.Turn, f.HasTurn = attrInt(attrs, sc.Turn)
+		f.Version, f.HasVersion = attrInt(attrs, sc.WeightVersion)
+		f.TokOut, f.HasTokOut = attrInt(attrs, sc.TokensCompletion)
+	case lifecycle.KindTool:
+		f.Turn, f.HasTurn = attrInt(attrs, sc.Turn)
+		f.ToolCalls, f.HasToolCalls = attrInt(attrs, sc.ToolCalls)
+	case lifecycle.KindConsume:
+		f.Version, f.HasVersion = attrInt(attrs, sc.WeightVersion)
+	}
+	return f
 }
 
 // info stores f in the call's arena (sized to the span count, so it never moves).

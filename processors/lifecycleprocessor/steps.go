@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 
+	"github.com/otelcol-miles/otelcol-miles/internal/lifecycle"
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
 
@@ -26,24 +27,13 @@ type (
 
 type resolvedSample struct {
 	trace pcommon.TraceID
-	res   stepSample
-}
-
-// stepSample is what a step needs of one consumed sample.
-type stepSample struct {
-	known     bool
-	staleness int64
-	mixed     bool
-}
-
-func stepSampleOf(r sampleResult) stepSample {
-	return stepSample{known: r.known, staleness: r.staleness, mixed: r.mixed}
+	res   lifecycle.StepSample
 }
 
 type sampleEntry struct {
 	pending bool
 	since   time.Time // pending since / resolved at
-	res     stepSample
+	res     lifecycle.StepSample
 	elem    *list.Element
 }
 
@@ -53,13 +43,13 @@ type sampleEntry struct {
 type stepAggregator struct {
 	p       *lifecycleProcessor
 	ch      chan any
-	results map[pcommon.TraceID]*sampleEntry
+	results map[lifecycle.TraceID]*sampleEntry
 	order   list.List // entries by since, oldest first (expiry)
 	held    []*heldGroup
 }
 
 func newStepAggregator(p *lifecycleProcessor) *stepAggregator {
-	return &stepAggregator{p: p, ch: make(chan any, 1024), results: map[pcommon.TraceID]*sampleEntry{}}
+	return &stepAggregator{p: p, ch: make(chan any, 1024), results: map[lifecycle.TraceID]*sampleEntry{}}
 }
 
 func (a *stepAggregator) run(t *time.Ticker) {
@@ -77,12 +67,12 @@ func (a *stepAggregator) run(t *time.Ticker) {
 			switch e := ev.(type) {
 			case consumesArrived:
 				for _, id := range e.traces {
-					a.set(id, true, stepSample{}, e.at)
+					a.set(lifecycle.TraceID(id), true, lifecycle.StepSample{}, e.at)
 				}
 			case samplesResolved:
 				now := a.p.now()
 				for _, r := range e {
-					a.set(r.trace, false, r.res, now)
+					a.set(lifecycle.TraceID(r.trace), false, r.res, now)
 				}
 			case stepsArrived:
 				a.held = append(a.held, e.groups...)
@@ -99,7 +89,7 @@ func (a *stepAggregator) run(t *time.Ticker) {
 	}
 }
 
-func (a *stepAggregator) set(id pcommon.TraceID, pending bool, res stepSample, since time.Time) {
+func (a *stepAggregator) set(id lifecycle.TraceID, pending bool, res lifecycle.StepSample, since time.Time) {
 	e, ok := a.results[id]
 	if ok {
 		a.order.MoveToBack(e.elem)
@@ -111,7 +101,7 @@ func (a *stepAggregator) set(id pcommon.TraceID, pending bool, res stepSample, s
 	e.pending, e.res, e.since = pending, res, since
 	for len(a.results) > a.p.cfg.MaxSamples { // bounded like the workers' states: forget the oldest
 		front := a.order.Front()
-		delete(a.results, front.Value.(pcommon.TraceID))
+		delete(a.results, front.Value.(lifecycle.TraceID))
 		a.order.Remove(front)
 	}
 }
@@ -140,7 +130,7 @@ func (a *stepAggregator) tick(now time.Time, flush bool) {
 	a.p.release(out, held)
 
 	for e := a.order.Front(); e != nil; e = a.order.Front() {
-		id := e.Value.(pcommon.TraceID)
+		id := e.Value.(lifecycle.TraceID)
 		ent := a.results[id]
 		if now.Sub(ent.since) < a.p.retain {
 			break
@@ -165,33 +155,25 @@ func (a *stepAggregator) waiting(g *heldGroup) bool {
 	return false
 }
 
-func (a *stepAggregator) aggregate(links []pcommon.TraceID) stepResult {
-	seen := make(map[pcommon.TraceID]struct{}, len(links))
-	samples := make([]sampleResult, 0, len(links))
-	for _, id := range links {
-		if _, dup := seen[id]; dup {
-			continue
-		}
-		seen[id] = struct{}{}
-		var r sampleResult
+func (a *stepAggregator) aggregate(links []lifecycle.TraceID) lifecycle.StepResult {
+	return lifecycle.AggregateLinks(links, func(id lifecycle.TraceID) (lifecycle.StepSample, bool) {
 		if e, ok := a.results[id]; ok && !e.pending {
-			r.known, r.staleness, r.mixed = e.res.known, e.res.staleness, e.res.mixed
+			return e.res, true
 		}
-		samples = append(samples, r)
-	}
-	return aggregateStep(samples)
+		return lifecycle.StepSample{}, false
+	})
 }
 
-func annotateStep(attrs pcommon.Map, r stepResult) {
+func annotateStep(attrs pcommon.Map, r lifecycle.StepResult) {
 	clearLifecycle(attrs)
 	attrs.EnsureCapacity(attrs.Len() + 6)
-	attrs.PutStr(sc.LifecycleStatus, r.status())
-	attrs.PutInt(sc.LifecycleStepSamples, r.samples)
-	attrs.PutInt(sc.LifecycleStepKnown, r.known)
-	if r.known > 0 {
-		attrs.PutDouble(sc.LifecycleStepStalenessMean, r.stalenessMean)
-		attrs.PutInt(sc.LifecycleStepStalenessMax, r.stalenessMax)
-		attrs.PutDouble(sc.LifecycleStepMixedVersionFrac, r.mixedFrac)
+	attrs.PutStr(sc.LifecycleStatus, r.Status())
+	attrs.PutInt(sc.LifecycleStepSamples, r.Samples)
+	attrs.PutInt(sc.LifecycleStepKnown, r.Known)
+	if r.Known > 0 {
+		attrs.PutDouble(sc.LifecycleStepStalenessMean, r.StalenessMean)
+		attrs.PutInt(sc.LifecycleStepStalenessMax, r.StalenessMax)
+		attrs.PutDouble(sc.LifecycleStepMixedVersionFrac, r.MixedFrac)
 	}
 }
 
@@ -211,7 +193,7 @@ type carryShard struct {
 }
 
 type carryEntry struct {
-	attempts map[int64]attemptInput
+	attempts map[int64]lifecycle.AttemptInput
 	touched  time.Time
 }
 
@@ -227,7 +209,7 @@ func (c *carryStore) shard(sample int64) *carryShard { return &c.shards[uint64(s
 
 // put stores (or replaces) the summary of one attempt; false when the shard is full (the resumed sample will
 // then read prior_attempt_unknown).
-func (c *carryStore) put(sample, attempt int64, a attemptInput, now time.Time) bool {
+func (c *carryStore) put(sample, attempt int64, a lifecycle.AttemptInput, now time.Time) bool {
 	s := c.shard(sample)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -236,7 +218,7 @@ func (c *carryStore) put(sample, attempt int64, a attemptInput, now time.Time) b
 		if len(s.m) >= c.perShard {
 			return false
 		}
-		e = &carryEntry{attempts: map[int64]attemptInput{}}
+		e = &carryEntry{attempts: map[int64]lifecycle.AttemptInput{}}
 		s.m[sample] = e
 	}
 	e.attempts[attempt] = a
@@ -244,12 +226,13 @@ func (c *carryStore) put(sample, attempt int64, a attemptInput, now time.Time) b
 	return true
 }
 
-// prior returns attempts 0..n-1 of sample (unseen ones as zero values, which computeSample reports unknown).
-func (c *carryStore) prior(sample, n int64) []attemptInput {
+// prior returns attempts 0..n-1 of sample (unseen ones as zero values, which lifecycle.ComputeSample reports
+// unknown): a lifecycle.PriorFunc.
+func (c *carryStore) prior(sample, n int64) []lifecycle.AttemptInput {
 	s := c.shard(sample)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := make([]attemptInput, n)
+	out := make([]lifecycle.AttemptInput, n)
 	if e, ok := s.m[sample]; ok {
 		for i := range out {
 			out[i] = e.attempts[int64(i)]

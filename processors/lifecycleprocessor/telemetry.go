@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/metric/noop"
 
+	"github.com/otelcol-miles/otelcol-miles/internal/lifecycle"
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 	"github.com/otelcol-miles/otelcol-miles/processors/lifecycleprocessor/internal/metadata"
 )
@@ -88,17 +89,17 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 	return t, nil
 }
 
-func (t *telemetry) sample(r sampleResult) {
-	if r.known {
+func (t *telemetry) sample(r lifecycle.SampleResult) {
+	if r.Known {
 		t.knownSamples.Add(1)
 	} else {
 		t.unknownSamples.Add(1)
 	}
-	t.samples.Add(context.Background(), 1, t.sampleOpts[r.reason])
+	t.samples.Add(context.Background(), 1, t.sampleOpts[r.Reason])
 }
 
-func (t *telemetry) step(r stepResult) {
-	t.steps.Add(context.Background(), 1, t.stepOpts[r.status()])
+func (t *telemetry) step(r lifecycle.StepResult) {
+	t.steps.Add(context.Background(), 1, t.stepOpts[r.Status()])
 }
 
 func (t *telemetry) evicted(reason string) {

@@ -2,13 +2,13 @@ package lifecycleprocessor
 
 import (
 	"container/list"
-	"slices"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
 
+	"github.com/otelcol-miles/otelcol-miles/internal/lifecycle"
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
 
@@ -20,7 +20,7 @@ type (
 		facts  []*spanInfo
 		groups []*heldGroup
 	}
-	// weightUpdate (staleness.go) is broadcast to every worker: each keeps its own timeline.
+	// lifecycle.WeightUpdate is broadcast to every worker: each keeps its own timeline.
 
 	// tickEvent: release what is due at now (tests; production workers use their ticker).
 	tickEvent struct {
@@ -36,72 +36,10 @@ type traceState struct {
 	id       pcommon.TraceID
 	elem     *list.Element // in worker.active or worker.retired
 	touched  time.Time
-	consumed bool          // its consume was resolved; kept for `retain` to recognize late spans
-	result   *sampleResult // the resolution, repeated for a duplicate consume span
-
-	sample, attempt       int64
-	hasSample, hasAttempt bool
-	status                string
-	attemptSeen           bool
-	queueSpans            []pcommon.SpanID
-	queueTime             float64
-	segments              []segment
-	tools                 []toolFact
-	carried               bool // its summary is in the carry store
-}
-
-type toolFact struct {
-	span     pcommon.SpanID
-	calls    int64
-	hasCalls bool
-}
-
-// input summarizes the attempt for computeSample.
-func (st *traceState) input() attemptInput {
-	a := attemptInput{attempt: st.attempt, seen: true, queueTime: st.queueTime, segments: st.segments}
-	for _, t := range st.tools {
-		if t.hasCalls {
-			a.toolCalls += t.calls
-		} else {
-			a.toolCallsUnknown = true
-		}
-	}
-	a.complete = st.attemptSeen && len(st.queueSpans) > 0
-	return a
-}
-
-// turnsContiguous: numbered generation turns are 1..n without a gap (a gap means lost spans). A resumed attempt
-// continues the sample's turn numbering, so this is checked over all the attempts of a sample.
-func turnsContiguous(segs []segment) bool {
-	var seen []bool
-	for _, s := range segs {
-		if !s.hasTurn {
-			continue
-		}
-		if s.turn < 1 || s.turn > int64(len(segs)) {
-			return false // more turns than segments: some segment is missing
-		}
-		if seen == nil {
-			seen = make([]bool, len(segs)+1)
-		}
-		seen[s.turn] = true
-	}
-	if seen == nil {
-		return true
-	}
-	top := 0
-	for i := len(seen) - 1; i >= 1; i-- {
-		if seen[i] {
-			top = i
-			break
-		}
-	}
-	for i := 1; i <= top; i++ {
-		if !seen[i] {
-			return false
-		}
-	}
-	return true
+	consumed bool                    // its consume was resolved; kept for `retain` to recognize late spans
+	result   *lifecycle.SampleResult // the resolution, repeated for a duplicate consume span
+	lifecycle.Attempt
+	carried bool // its summary is in the carry store
 }
 
 // worker owns the states of the traces hashed to it.
@@ -113,7 +51,7 @@ type worker struct {
 	active  list.List // front: most recently touched
 	retired list.List // consumed states, oldest first
 	held    []*heldGroup
-	tl      timeline
+	tl      lifecycle.Timeline
 	evicted evictedSet
 
 	// counts since the last tick, for the rate-limited log lines
@@ -124,7 +62,7 @@ type worker struct {
 func newWorker(p *lifecycleProcessor, capacity int) *worker {
 	w := &worker{
 		p: p, ch: make(chan any, 256), cap: capacity, traces: map[pcommon.TraceID]*traceState{},
-		tl: timeline{max: 1 << 16},
+		tl: lifecycle.Timeline{Max: 1 << 16},
 	}
 	w.evicted.init(max(1024, capacity/4))
 	return w
@@ -145,8 +83,8 @@ func (w *worker) run(t *time.Ticker) {
 			switch e := ev.(type) {
 			case factsEvent:
 				w.apply(e)
-			case weightUpdate:
-				w.tl.add(e)
+			case lifecycle.WeightUpdate:
+				w.tl.Add(e)
 			case tickEvent:
 				w.tick(e.now)
 				close(e.done)
@@ -170,7 +108,7 @@ func (w *worker) apply(e factsEvent) {
 
 func (w *worker) fact(f *spanInfo, now time.Time) {
 	st := w.traces[f.trace]
-	if f.kind == kindConsume {
+	if f.Kind == lifecycle.KindConsume {
 		if st != nil {
 			w.touch(st, now)
 		}
@@ -181,13 +119,7 @@ func (w *worker) fact(f *spanInfo, now time.Time) {
 	} else {
 		w.touch(st, now)
 	}
-	if f.hasSample && !st.hasSample {
-		st.sample, st.hasSample = f.sample, true
-	}
-	if f.hasAttempt && !st.hasAttempt {
-		st.attempt, st.hasAttempt = f.attempt, true
-	}
-	if !st.add(f) {
+	if !st.Add(&f.Span) {
 		return // a duplicate (a retried export)
 	}
 	if st.consumed {
@@ -197,60 +129,15 @@ func (w *worker) fact(f *spanInfo, now time.Time) {
 	w.maybeCarry(st, now)
 }
 
-// add records the fact; false when the span was already recorded.
-func (st *traceState) add(f *spanInfo) bool {
-	switch f.kind {
-	case kindAttempt:
-		if st.attemptSeen {
-			return false
-		}
-		st.attemptSeen = true
-		st.status = f.status
-	case kindQueue:
-		if slices.Contains(st.queueSpans, f.span) {
-			return false
-		}
-		st.queueSpans = append(st.queueSpans, f.span)
-		if f.end >= f.start {
-			st.queueTime += float64(f.end-f.start) / 1e9
-		}
-	case kindGenerate:
-		for _, s := range st.segments {
-			if s.span == f.span {
-				return false
-			}
-		}
-		if st.segments == nil {
-			st.segments = make([]segment, 0, 4)
-		}
-		st.segments = append(st.segments, segment{
-			span: f.span, start: f.start, end: f.end, version: f.version,
-			hasVersion: f.hasVersion, turn: f.turn, hasTurn: f.hasTurn, tokOut: f.tokOut, hasTokOut: f.hasTokOut,
-		})
-	case kindTool:
-		for _, t := range st.tools {
-			if t.span == f.span {
-				return false
-			}
-		}
-		st.tools = append(st.tools, toolFact{span: f.span, calls: f.toolCalls, hasCalls: f.hasToolCalls})
-	}
-	return true
-}
-
-// maybeCarry publishes the summary of an ended attempt that a later attempt may resume (partial rollout):
-// one that ended aborted or without a status. Completed, truncated and failed attempts are not resumed.
+// maybeCarry publishes the summary of an ended attempt that a later attempt may resume (partial rollout,
+// lifecycle.Attempt.Carried).
 func (w *worker) maybeCarry(st *traceState, now time.Time) {
-	if !w.p.cfg.CarryPriorAttempts || st.consumed || !st.attemptSeen || !st.hasSample || !st.hasAttempt {
+	if !w.p.cfg.CarryPriorAttempts || st.consumed || !st.Carried() {
 		return
 	}
-	switch st.status {
-	case "completed", "truncated", "failed":
-		return
-	}
-	in := st.input()
-	in.segments = append([]segment(nil), st.segments...)
-	if w.p.carry.put(st.sample, st.attempt, in, now) {
+	in := st.Input()
+	in.Segments = append([]lifecycle.Segment(nil), st.Segments...) // the store is read by other workers
+	if w.p.carry.put(st.Sample, st.Attempt.Attempt, in, now) {
 		st.carried = true
 	}
 }
@@ -368,10 +255,10 @@ func (w *worker) resolve(g *heldGroup, now time.Time) {
 	spans := g.spans()
 	for i, f := range g.infos {
 		span := spans.At(i)
-		switch f.kind {
-		case kindGenerate:
+		switch f.Kind {
+		case lifecycle.KindGenerate:
 			w.annotateGenerate(span, f)
-		case kindConsume:
+		case lifecycle.KindConsume:
 			w.resolveConsume(span, f, now)
 		}
 	}
@@ -380,43 +267,43 @@ func (w *worker) resolve(g *heldGroup, now time.Time) {
 func (w *worker) annotateGenerate(span ptrace.Span, f *spanInfo) {
 	attrs := span.Attributes()
 	clearLifecycle(attrs)
-	tv, ok := w.tl.trainerAt(f.end, f.version, f.hasVersion)
+	tv, ok := w.tl.TrainerAt(f.End, f.Version, f.HasVersion)
 	if !ok {
 		return
 	}
 	attrs.EnsureCapacity(attrs.Len() + 2)
 	attrs.PutInt(sc.LifecycleTrainerVersion, tv)
-	if f.hasVersion {
-		attrs.PutInt(sc.LifecycleLag, tv-f.version)
+	if f.HasVersion {
+		attrs.PutInt(sc.LifecycleLag, tv-f.Version)
 	}
 }
 
 func (w *worker) resolveConsume(span ptrace.Span, f *spanInfo, now time.Time) {
 	st := w.traces[f.trace]
-	in := sampleInput{consumeVersion: f.version, hasConsumeVersion: f.hasVersion}
-	switch {
-	case st != nil && st.result != nil: // the same consume again (a retried export): same answer
+	if st != nil && st.result != nil { // the same consume again (a retried export): same answer
 		annotateConsume(span.Attributes(), *st.result)
-		w.resolved = append(w.resolved, resolvedSample{trace: f.trace, res: stepSampleOf(*st.result)})
+		w.resolved = append(w.resolved, resolvedSample{trace: f.trace, res: lifecycle.StepSampleOf(*st.result)})
 		return
-	case st != nil:
-		cur := st.input()
-		attempt, hasAttempt := st.attempt, st.hasAttempt
-		if !hasAttempt {
-			attempt, hasAttempt = f.attempt, f.hasAttempt
-		}
-		sample, hasSample := st.sample, st.hasSample
+	}
+	c := lifecycle.ConsumeFrom(&f.Span)
+	var prior lifecycle.PriorFunc
+	if w.p.cfg.CarryPriorAttempts {
+		prior = w.p.carry.prior
+	}
+	var cur *lifecycle.Attempt
+	evicted := false
+	if st != nil {
+		cur = &st.Attempt
+	} else if w.evicted.has(f.trace) {
+		evicted = true
+		w.lostConsumes++
+	}
+	r := lifecycle.Resolve(c, cur, evicted, prior, &w.tl)
+	if st != nil {
+		sample, hasSample := st.Sample, st.HasSample
 		if !hasSample {
-			sample, hasSample = f.sample, f.hasSample
+			sample, hasSample = c.Sample, c.HasSample
 		}
-		if w.p.cfg.CarryPriorAttempts && hasAttempt && attempt > 0 {
-			if hasSample && attempt <= maxAttempts {
-				in.attempts = w.p.carry.prior(sample, attempt)
-			} else {
-				in.attempts = []attemptInput{{}} // earlier attempts cannot be found (or absurdly many): unknown
-			}
-		}
-		in.attempts = append(in.attempts, cur)
 		if hasSample && w.p.cfg.CarryPriorAttempts {
 			w.p.carry.drop(sample)
 		}
@@ -426,73 +313,44 @@ func (w *worker) resolveConsume(span ptrace.Span, f *spanInfo, now time.Time) {
 			st.elem = w.retired.PushBack(st)
 		}
 		st.touched = now
-	case w.evicted.has(f.trace):
-		in.evicted = true
-		w.lostConsumes++
-	default:
-		in.attempts = []attemptInput{{}}
-	}
-	if !in.hasConsumeVersion {
-		floor, hasFloor := newestVersion(in.attempts)
-		in.consumeVersion, in.hasConsumeVersion = w.tl.trainerAt(f.start, floor, hasFloor)
-	}
-	r := computeSample(in)
-	if st != nil {
 		st.result = &r
 	}
 	annotateConsume(span.Attributes(), r)
 	w.p.tel.sample(r)
-	w.resolved = append(w.resolved, resolvedSample{trace: f.trace, res: stepSampleOf(r)})
+	w.resolved = append(w.resolved, resolvedSample{trace: f.trace, res: lifecycle.StepSampleOf(r)})
 }
 
-// maxAttempts bounds the earlier attempts looked up for one sample (miles.attempt comes from the sender).
-const maxAttempts = 1024
-
-// newestVersion is the newest version among the contributing segments (the trainer holds at least that one).
-func newestVersion(attempts []attemptInput) (int64, bool) {
-	var v int64
-	ok := false
-	for _, a := range attempts {
-		for _, s := range a.segments {
-			if s.contributes() && s.hasVersion && (!ok || s.version > v) {
-				v, ok = s.version, true
-			}
-		}
-	}
-	return v, ok
-}
-
-func annotateConsume(attrs pcommon.Map, r sampleResult) {
+func annotateConsume(attrs pcommon.Map, r lifecycle.SampleResult) {
 	clearLifecycle(attrs)
 	attrs.EnsureCapacity(attrs.Len() + 13)
-	if r.known {
+	if r.Known {
 		attrs.PutStr(sc.LifecycleStatus, sc.LifecycleStatusKnown)
 	} else {
 		attrs.PutStr(sc.LifecycleStatus, sc.LifecycleStatusUnknown)
-		attrs.PutStr(sc.LifecycleUnknownReason, r.reason)
+		attrs.PutStr(sc.LifecycleUnknownReason, r.Reason)
 	}
-	if r.trajectoryKnown {
-		attrs.PutInt(sc.LifecycleTurns, r.turns)
-		if r.toolCallsKnown {
-			attrs.PutInt(sc.LifecycleToolCalls, r.toolCalls)
+	if r.TrajectoryKnown {
+		attrs.PutInt(sc.LifecycleTurns, r.Turns)
+		if r.ToolCallsKnown {
+			attrs.PutInt(sc.LifecycleToolCalls, r.ToolCalls)
 		}
-		attrs.PutDouble(sc.LifecycleQueueTime, r.queueTime)
-		attrs.PutInt(sc.LifecycleAttempts, r.attempts)
+		attrs.PutDouble(sc.LifecycleQueueTime, r.QueueTime)
+		attrs.PutInt(sc.LifecycleAttempts, r.Attempts)
 	}
-	if r.versionsKnown {
-		attrs.PutInt(sc.LifecycleVersionMin, r.versionMin)
-		attrs.PutInt(sc.LifecycleVersionMax, r.versionMax)
-		attrs.PutBool(sc.LifecycleMixedVersion, r.mixed)
+	if r.VersionsKnown {
+		attrs.PutInt(sc.LifecycleVersionMin, r.VersionMin)
+		attrs.PutInt(sc.LifecycleVersionMax, r.VersionMax)
+		attrs.PutBool(sc.LifecycleMixedVersion, r.Mixed)
 		ids := attrs.PutEmptySlice(sc.LifecycleSegmentSpans)
-		ids.EnsureCapacity(len(r.segSpans))
-		for _, id := range r.segSpans {
-			ids.AppendEmpty().SetStr(id.String())
+		ids.EnsureCapacity(len(r.SegSpans))
+		for _, id := range r.SegSpans {
+			ids.AppendEmpty().SetStr(pcommon.SpanID(id).String())
 		}
-		putInts(attrs, sc.LifecycleSegmentVersions, r.segVersions)
+		putInts(attrs, sc.LifecycleSegmentVersions, r.SegVersions)
 	}
-	if r.known {
-		attrs.PutInt(sc.LifecycleStaleness, r.staleness)
-		putInts(attrs, sc.LifecycleSegmentStaleness, r.segStaleness)
+	if r.Known {
+		attrs.PutInt(sc.LifecycleStaleness, r.Staleness)
+		putInts(attrs, sc.LifecycleSegmentStaleness, r.SegStaleness)
 	}
 }
 

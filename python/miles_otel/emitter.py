@@ -162,7 +162,7 @@ class Emitter:
                 "targets_path", "neither MILES_SGLANG_TARGETS nor MILES_RUN_DIR is set: sglang targets not written"
             )
             return
-        data = filesd.encode(filesd.groups(norm))
+        data = filesd.encode(filesd.groups(norm, self.node))
         if not force and data == self._last_targets and os.path.exists(path):
             return
         try:

@@ -42,28 +42,30 @@ def host_port(addr: str) -> str | None:
     return f"{host}:{port}"
 
 
-def groups(engines: Sequence[Mapping]) -> list[dict]:
+def groups(engines: Sequence[Mapping], default_node: str = "") -> list[dict]:
     """file_sd target groups, one per engine:
-    ``{"targets":["h:p"],"labels":{"engine_rank":"0","worker_type":…,"worker_addr":"http://h:p"}}``.
+    ``{"targets":["h:p"],"labels":{"engine_rank":"0","worker_type":…,"worker_addr":"http://h:p","node":"n"}}``.
 
     ``worker_addr`` is the engine's address exactly as the topology event spells it, so the collector's engine
-    series carry the same ``addr`` as the topology (docs/semconv.md §7, §9) whatever the URL's form.
+    series carry the same ``addr`` as the topology (docs/semconv.md §7, §9) whatever the URL's form. ``node`` is
+    the ``host.name`` of the engine's first GPU (else ``default_node``, the registering process's node): each
+    node's agent scrapes only its own engines (configs/agent.yaml).
     """
     out = []
     for e in engines:
         hp = host_port(str(e.get("addr", "")))
         if hp is None:
             continue
-        out.append(
-            {
-                "targets": [hp],
-                "labels": {
-                    "engine_rank": str(e.get("engine_rank", -1)),
-                    "worker_type": str(e.get("worker_type", "")),
-                    "worker_addr": str(e.get("addr", "")),
-                },
-            }
-        )
+        gpus = e.get("gpus") or []
+        node = str(gpus[0][0]) if gpus else default_node
+        labels = {
+            "engine_rank": str(e.get("engine_rank", -1)),
+            "worker_type": str(e.get("worker_type", "")),
+            "worker_addr": str(e.get("addr", "")),
+        }
+        if node:
+            labels["node"] = node
+        out.append({"targets": [hp], "labels": labels})
     return out
 
 

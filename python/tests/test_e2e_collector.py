@@ -217,9 +217,11 @@ class CollectorE2ETest(unittest.TestCase):
         with open(path) as f:
             self.assertEqual(json.load(f), [
                 {"targets": ["127.0.0.1:39001"], "labels": {"engine_rank": "0", "worker_type": "regular",
-                                                            "worker_addr": "http://127.0.0.1:39001"}},
+                                                            "worker_addr": "http://127.0.0.1:39001",
+                                                            "node": "e2e-node"}},
                 {"targets": ["127.0.0.1:39002"], "labels": {"engine_rank": "1", "worker_type": "decode",
-                                                            "worker_addr": "http://127.0.0.1:39002"}},
+                                                            "worker_addr": "http://127.0.0.1:39002",
+                                                            "node": "e2e-node2"}},
             ])
         self.flush()
 

@@ -41,13 +41,21 @@ class FileSDTest(unittest.TestCase):
             got,
             [
                 {"targets": ["10.0.0.2:30000"], "labels": {"engine_rank": "0", "worker_type": "regular",
-                                                           "worker_addr": ENGINES[0]["addr"]}},
+                                                           "worker_addr": ENGINES[0]["addr"], "node": "n1"}},
                 {"targets": ["10.0.0.3:30001"], "labels": {"engine_rank": "1", "worker_type": "decode",
-                                                           "worker_addr": ENGINES[1]["addr"]}},
+                                                           "worker_addr": ENGINES[1]["addr"], "node": "n2"}},
             ],
         )
         self.assertEqual(os.listdir(self.dir), ["sglang_targets.json"], "no temporary file is left behind")
         self.assertEqual(e.exporter.queued(), 1, "one topology event")
+
+    def test_node_label_of_an_engine_without_gpus_is_the_registering_node(self):
+        # Each node's agent scrapes the targets whose node is its own (configs/agent.yaml); an external engine
+        # with no GPUs listed is scraped by the agent of the node that registered it.
+        e = self.emitter(MILES_RUN_DIR=self.dir)
+        e.register_engines([{"addr": "http://10.0.0.9:8000", "worker_type": "external", "engine_rank": -1}])
+        with open(os.path.join(self.dir, "sglang_targets.json")) as f:
+            self.assertEqual(json.load(f)[0]["labels"]["node"], "n1")
 
     def test_override_path_and_directory_creation(self):
         path = os.path.join(self.dir, "sub", "t.json")

@@ -182,7 +182,9 @@ async function main(): Promise<void> {
     s.host.style.display = "";
     if (!s.view) await build(s);
     else s.view.shown();
-    document.body.dataset.view = name;
+    // A later tab click may have routed elsewhere while this view was being built: only the current view marks
+    // the body (tests and styles read it), never one whose build finished late.
+    if (current === name) document.body.dataset.view = name;
   };
   window.addEventListener("hashchange", () => void route());
   setInterval(() => {

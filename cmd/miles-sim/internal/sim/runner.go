@@ -459,7 +459,7 @@ func (r *runner) writeTargets(engines []TopoEngine) error {
 		if le == nil {
 			continue
 		}
-		groups = append(groups, group{Targets: []string{le.addr}, Labels: map[string]string{"engine_rank": strconv.Itoa(e.Ref.Rank), "worker_type": e.WorkerType}})
+		groups = append(groups, group{Targets: []string{le.addr}, Labels: map[string]string{"engine_rank": strconv.Itoa(e.Ref.Rank), "worker_type": e.WorkerType, "node": r.topo.Nodes[e.Node]}})
 	}
 	sort.Slice(groups, func(i, j int) bool { return groups[i].Labels["engine_rank"] < groups[j].Labels["engine_rank"] })
 	data, err := json.Marshal(groups)

@@ -18,7 +18,9 @@ import (
 // errors) are retried with backoff for up to giveUp; a request that still fails then, or gets a permanent error,
 // is counted and makes the run fail (fatal), so nothing is dropped silently and a missing collector ends the run.
 type sender struct {
-	base   string
+	base   string   // the first endpoint (messages)
+	bases  []string // every endpoint; requests go round-robin (several agents, one per simulated node group)
+	next   atomic.Uint64
 	client *http.Client
 	q      chan job
 	wg     sync.WaitGroup
@@ -33,15 +35,21 @@ type sender struct {
 type job struct {
 	path string
 	body []byte
+	base string
 }
 
+// newSender posts to endpoint, or round-robin to each of a comma-separated list of endpoints.
 func newSender(ctx context.Context, endpoint string, workers int, giveUp time.Duration) *sender {
-	base := endpoint
-	if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
-		base = "http://" + base
+	var bases []string
+	for base := range strings.SplitSeq(endpoint, ",") {
+		base = strings.TrimSpace(base)
+		if !strings.HasPrefix(base, "http://") && !strings.HasPrefix(base, "https://") {
+			base = "http://" + base
+		}
+		bases = append(bases, strings.TrimRight(base, "/"))
 	}
 	s := &sender{
-		base: strings.TrimRight(base, "/"), ctx: ctx, q: make(chan job, 2*workers), giveUp: giveUp,
+		base: bases[0], bases: bases, ctx: ctx, q: make(chan job, 2*workers), giveUp: giveUp,
 		client: &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: workers, DisableCompression: true}},
 	}
 	for range workers {
@@ -64,8 +72,9 @@ func (s *sender) send(path string, body []byte) {
 		s.failed.Add(1)
 		return
 	}
+	base := s.bases[(s.next.Add(1)-1)%uint64(len(s.bases))]
 	select {
-	case s.q <- job{path, body}:
+	case s.q <- job{path, body, base}:
 	case <-s.ctx.Done():
 		s.failed.Add(1)
 	}
@@ -121,7 +130,7 @@ func (s *sender) post(j job) {
 type permanent struct{ error }
 
 func (s *sender) once(j job) error {
-	req, err := http.NewRequestWithContext(s.ctx, http.MethodPost, s.base+j.path, bytes.NewReader(j.body))
+	req, err := http.NewRequestWithContext(s.ctx, http.MethodPost, j.base+j.path, bytes.NewReader(j.body))
 	if err != nil {
 		return permanent{err}
 	}

@@ -16,7 +16,8 @@ import (
 // LineSink receives complete lines; a false return marks the line corrupt (counted, reported, skipped).
 type LineSink func(line []byte) bool
 
-// CorruptReport is one file's corrupt-line count and the byte offset of the first.
+// CorruptReport is one file's corrupt-line count and the byte offset of the first, its over-long lines, and
+// for a compressed file where it stopped decoding.
 type CorruptReport struct {
 	// Path is the file's path.
 	Path string
@@ -24,10 +25,36 @@ type CorruptReport struct {
 	First int64
 	// Count is how many lines were corrupt.
 	Count int
+	// Long is how many lines were longer than runfiles.MaxLine (skipped unread), LongFirst the offset of the
+	// first.
+	Long      int
+	LongFirst int64
+	// Damaged says where a compressed file stopped decoding, "" when it decoded to its end.
+	Damaged string
 }
 
-// Read consumes whatever is new in p since the last call. It never fails on a bad line: it reports it.
+// Read consumes whatever is new in p since the last call, in every layout's files of the hour. It never fails
+// on a bad line: it reports it. A compressed file that cannot be decoded (damaged, truncated) is read as far as
+// it decodes and reported; it does not keep the plain file of the hour, or another layout's files, from being
+// read.
 func (s *Stream) Read(p *Partition, sink LineSink) ([]CorruptReport, error) {
+	var reports []CorruptReport
+	var firstErr error
+	for _, f := range p.Files {
+		reps, err := f.read(sink)
+		if errors.Is(err, ErrReload) {
+			return nil, ErrReload
+		}
+		reports = append(reports, reps...)
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+	}
+	return reports, firstErr
+}
+
+// read consumes what is new in one layout's files of an hour.
+func (p *File) read(sink LineSink) ([]CorruptReport, error) {
 	var reports []CorruptReport
 	if p.Zst != "" && p.ZstSize == 0 && p.PlainOff > 0 {
 		// The hour we tailed as plain text was compressed: its content is now in the .zst. Start the hour over
@@ -41,26 +68,14 @@ func (s *Stream) Read(p *Partition, sink LineSink) ([]CorruptReport, error) {
 				// Rewritten with a late frame: the whole hour is read again. The caller resets its block.
 				return nil, ErrReload
 			}
-			f, err := os.Open(p.Zst)
-			if err != nil {
-				return nil, err
-			}
-			// Two decoder goroutines: decompression runs beside the parser instead of before it.
-			dec, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(2))
-			if err != nil {
-				f.Close()
-				return nil, err
-			}
-			rep, _, err := consume(dec, 0, sink, p.Zst)
-			dec.Close()
-			f.Close()
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", p.Zst, err)
-			}
-			if rep.Count > 0 {
+			rep, err := readZst(p.Zst, sink)
+			if rep.Count > 0 || rep.Long > 0 || rep.Damaged != "" {
 				reports = append(reports, rep)
 			}
-			p.ZstSize = fi.Size()
+			if err != nil {
+				return reports, fmt.Errorf("%s: %w", p.Zst, err)
+			}
+			p.ZstSize = fi.Size() // also when damaged: read again only once it is rewritten
 		}
 	}
 	if p.Plain != "" {
@@ -96,14 +111,35 @@ func (s *Stream) Read(p *Partition, sink LineSink) ([]CorruptReport, error) {
 		}
 		rep, n, err := consume(f, p.PlainOff, sink, p.Plain)
 		p.PlainOff += n
+		if rep.Count > 0 || rep.Long > 0 {
+			reports = append(reports, rep)
+		}
 		if err != nil {
 			return reports, fmt.Errorf("%s: %w", p.Plain, err)
 		}
-		if rep.Count > 0 {
-			reports = append(reports, rep)
-		}
 	}
 	return reports, nil
+}
+
+// readZst reads a compressed file's lines. A decoding error is not returned: the lines before it were read,
+// and the report says where decoding stopped (Damaged). Only failing to open the file is an error.
+func readZst(path string, sink LineSink) (CorruptReport, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return CorruptReport{Path: path, First: -1}, err
+	}
+	defer f.Close()
+	// Two decoder goroutines: decompression runs beside the parser instead of before it.
+	dec, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(2))
+	if err != nil {
+		return CorruptReport{Path: path, First: -1}, err
+	}
+	defer dec.Close()
+	rep, n, err := consume(dec, 0, sink, path)
+	if err != nil {
+		rep.Damaged = fmt.Sprintf("undecodable after %d bytes of records (%v)", n, err)
+	}
+	return rep, nil
 }
 
 // ErrReload says the partition changed under the reader (compacted, rewritten, truncated): the caller resets
@@ -112,8 +148,8 @@ var ErrReload = errors.New("Partition changed under the reader; reload it")
 
 // consume feeds complete lines to sink and returns the bytes consumed (up to the last newline).
 func consume(r io.Reader, base int64, sink LineSink, path string) (CorruptReport, int64, error) {
-	rep := CorruptReport{Path: path, First: -1}
-	n, _, err := runfiles.EachLine(r, func(line []byte, off int64) error {
+	rep := CorruptReport{Path: path, First: -1, LongFirst: -1}
+	n, _, err := runfiles.EachLineMax(r, MaxLine, func(line []byte, off int64) error {
 		if !sink(line) {
 			if rep.First < 0 {
 				rep.First = base + off
@@ -121,12 +157,30 @@ func consume(r io.Reader, base int64, sink LineSink, path string) (CorruptReport
 			rep.Count++
 		}
 		return nil
+	}, func(off, _ int64) {
+		if rep.LongFirst < 0 {
+			rep.LongFirst = base + off
+		}
+		rep.Long++
 	})
 	return rep, n, err
 }
 
+// MaxLine is the longest line read (runfiles.MaxLine; tests lower it).
+var MaxLine = runfiles.MaxLine
+
 func (r CorruptReport) String() string {
-	return fmt.Sprintf("%s: %d corrupt line(s) skipped, first near byte %d", r.File(), r.Count, r.First)
+	var parts []string
+	if r.Count > 0 {
+		parts = append(parts, fmt.Sprintf("%d corrupt line(s) skipped, first near byte %d", r.Count, r.First))
+	}
+	if r.Long > 0 {
+		parts = append(parts, fmt.Sprintf("%d line(s) over the line limit of %s skipped, first at byte %d", r.Long, sizeText(MaxLine), r.LongFirst))
+	}
+	if r.Damaged != "" {
+		parts = append(parts, "compressed file "+r.Damaged+": the rest of it is lost")
+	}
+	return r.File() + ": " + strings.Join(parts, "; ")
 }
 
 // File is the report's path relative to the run's dashboard folder.
@@ -136,4 +190,11 @@ func (r CorruptReport) File() string {
 		rel = rel[i+len(runfiles.DashboardDir)+1:]
 	}
 	return rel
+}
+
+func sizeText(n int) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }

@@ -45,9 +45,20 @@ func ScanLastStamp(path string) float64 {
 	return LastStampIn(tail)
 }
 
-// FirstStamp reads the first complete line of a Partition and returns its time.
+// FirstStamp reads the first complete line of each of a Partition's files and returns the oldest time among
+// them (0 when there is none).
 func FirstStamp(p *Partition) float64 {
-	line := FirstLine(p)
+	t := 0.0
+	for _, f := range p.Files {
+		if v := f.firstStamp(); v > 0 && (t == 0 || v < t) {
+			t = v
+		}
+	}
+	return t
+}
+
+func (p *File) firstStamp() float64 {
+	line := p.firstLine()
 	t := 0.0
 	_ = flatjson.Scan(line, func(key, val []byte, _ bool) {
 		switch string(key) {
@@ -60,9 +71,19 @@ func FirstStamp(p *Partition) float64 {
 	return t
 }
 
-// FirstLine is the first complete line of a Partition (from the compressed form when there is one, reading
-// only its first frame's start), nil when there is none or it is longer than 64 KiB.
+// FirstLine is the first complete line of a Partition's first file that has one (from the compressed form
+// when there is one, reading only its first frame's start), nil when there is none or it is longer than
+// 64 KiB.
 func FirstLine(p *Partition) []byte {
+	for _, f := range p.Files {
+		if line := f.firstLine(); line != nil {
+			return line
+		}
+	}
+	return nil
+}
+
+func (p *File) firstLine() []byte {
 	var r io.Reader
 	var closers []io.Closer
 	defer func() {

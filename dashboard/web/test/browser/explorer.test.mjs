@@ -65,7 +65,8 @@ after(async () => {
 
 async function gotoTab(name) {
   await page.click(`.tabs .tab[data-view="${name}"]`);
-  await page.waitForFunction((n) => document.body.dataset.view === n, name);
+  // A view's first build loads its data: on a shared, loaded machine that can take longer than the default 30 s.
+  await page.waitForFunction((n) => document.body.dataset.view === n, name, { timeout: 90000 });
 }
 
 /** The chart cards of the metrics view: key, x range of the chart, number of y series, points. */

@@ -1,39 +1,37 @@
-package lifecycleprocessor
+package lifecycle
 
 import (
 	"math"
 	"reflect"
 	"testing"
 
-	"go.opentelemetry.io/collector/pdata/pcommon"
-
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
 
 // seg builds a contributing segment: turn, version (-1 = none), start second.
-func seg(id byte, turn, version int64, start int) segment {
-	s := segment{
-		span: pcommon.SpanID{id}, start: pcommon.Timestamp(start) * 1e9, end: pcommon.Timestamp(start+1) * 1e9,
-		turn: turn, hasTurn: turn > 0, tokOut: 100, hasTokOut: true,
+func seg(id byte, turn, version int64, start int) Segment {
+	s := Segment{
+		Span: SpanID{id}, Start: int64(start) * 1e9, End: int64(start+1) * 1e9,
+		Turn: turn, HasTurn: turn > 0, TokOut: 100, HasTokOut: true,
 	}
 	if version >= 0 {
-		s.version, s.hasVersion = version, true
+		s.Version, s.HasVersion = version, true
 	}
 	return s
 }
 
-func complete(attempt int64, segs ...segment) attemptInput {
-	return attemptInput{attempt: attempt, seen: true, complete: true, segments: segs, queueTime: 0.5}
+func complete(attempt int64, segs ...Segment) AttemptInput {
+	return AttemptInput{Attempt: attempt, Seen: true, Complete: true, Segments: segs, QueueTime: 0.5}
 }
 
-func consumedAt(v int64, attempts ...attemptInput) sampleInput {
-	return sampleInput{consumeVersion: v, hasConsumeVersion: true, attempts: attempts}
+func consumedAt(v int64, attempts ...AttemptInput) SampleInput {
+	return SampleInput{ConsumeVersion: v, HasConsumeVersion: true, Attempts: attempts}
 }
 
 func TestComputeSample(t *testing.T) {
 	for _, tc := range []struct {
 		name string
-		in   sampleInput
+		in   SampleInput
 		// expectations
 		known                  bool
 		reason                 string
@@ -84,7 +82,7 @@ func TestComputeSample(t *testing.T) {
 		},
 		{
 			name:  "resumed sample whose earlier attempt was not seen is unknown",
-			in:    consumedAt(5, attemptInput{}, complete(1, seg(3, 1, 5, 40))),
+			in:    consumedAt(5, AttemptInput{}, complete(1, seg(3, 1, 5, 40))),
 			known: false, reason: sc.LifecycleReasonPriorAttemptUnknown,
 		},
 		{
@@ -101,9 +99,9 @@ func TestComputeSample(t *testing.T) {
 		},
 		{
 			name: "a segment that produced no token contributes no version",
-			in: consumedAt(7, complete(0, seg(1, 1, 7, 1), func() segment {
+			in: consumedAt(7, complete(0, seg(1, 1, 7, 1), func() Segment {
 				s := seg(2, 1, 2, 0) // aborted while queued on a restarting engine
-				s.tokOut = 0
+				s.TokOut = 0
 				return s
 			}())),
 			known: true, staleness: 0, versionMin: 7, versionMax: 7, segVersions: []int64{7}, segStaleness: []int64{0},
@@ -116,12 +114,12 @@ func TestComputeSample(t *testing.T) {
 		},
 		{
 			name:  "restart: nothing of the attempt seen",
-			in:    consumedAt(7, attemptInput{}),
+			in:    consumedAt(7, AttemptInput{}),
 			known: false, reason: sc.LifecycleReasonNoTrajectory,
 		},
 		{
 			name:  "restart mid-attempt: beginning not seen",
-			in:    consumedAt(7, attemptInput{seen: true, segments: []segment{seg(1, 3, 7, 1)}}),
+			in:    consumedAt(7, AttemptInput{Seen: true, Segments: []Segment{seg(1, 3, 7, 1)}}),
 			known: false, reason: sc.LifecycleReasonIncomplete,
 		},
 		{
@@ -136,12 +134,12 @@ func TestComputeSample(t *testing.T) {
 		},
 		{
 			name:  "evicted",
-			in:    sampleInput{evicted: true, consumeVersion: 7, hasConsumeVersion: true},
+			in:    SampleInput{Evicted: true, ConsumeVersion: 7, HasConsumeVersion: true},
 			known: false, reason: sc.LifecycleReasonEvicted,
 		},
 		{
 			name:  "consume version unknown: versions known, staleness not",
-			in:    sampleInput{attempts: []attemptInput{complete(0, seg(1, 1, 6, 1))}},
+			in:    SampleInput{Attempts: []AttemptInput{complete(0, seg(1, 1, 6, 1))}},
 			known: false, reason: sc.LifecycleReasonNoConsumeVersion, versionMin: 6, versionMax: 6, segVersions: []int64{6},
 			turns: 1, attempts: 1,
 		},
@@ -153,39 +151,39 @@ func TestComputeSample(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := computeSample(tc.in)
-			if r.known != tc.known || r.reason != tc.reason {
-				t.Fatalf("known=%v reason=%q, want known=%v reason=%q", r.known, r.reason, tc.known, tc.reason)
+			r := ComputeSample(tc.in)
+			if r.Known != tc.known || r.Reason != tc.reason {
+				t.Fatalf("known=%v reason=%q, want known=%v reason=%q", r.Known, r.Reason, tc.known, tc.reason)
 			}
-			if r.known && r.staleness != tc.staleness {
-				t.Errorf("staleness = %d, want %d", r.staleness, tc.staleness)
+			if r.Known && r.Staleness != tc.staleness {
+				t.Errorf("staleness = %d, want %d", r.Staleness, tc.staleness)
 			}
-			if !r.known && (r.staleness != 0 || r.segStaleness != nil) {
-				t.Errorf("unknown result carries staleness %d %v", r.staleness, r.segStaleness)
+			if !r.Known && (r.Staleness != 0 || r.SegStaleness != nil) {
+				t.Errorf("unknown result carries staleness %d %v", r.Staleness, r.SegStaleness)
 			}
 			if tc.segVersions != nil {
-				if !r.versionsKnown || r.versionMin != tc.versionMin || r.versionMax != tc.versionMax || r.mixed != tc.mixed {
-					t.Errorf("versions known=%v [%d,%d] mixed=%v, want [%d,%d] mixed=%v", r.versionsKnown, r.versionMin,
-						r.versionMax, r.mixed, tc.versionMin, tc.versionMax, tc.mixed)
+				if !r.VersionsKnown || r.VersionMin != tc.versionMin || r.VersionMax != tc.versionMax || r.Mixed != tc.mixed {
+					t.Errorf("versions known=%v [%d,%d] mixed=%v, want [%d,%d] mixed=%v", r.VersionsKnown, r.VersionMin,
+						r.VersionMax, r.Mixed, tc.versionMin, tc.versionMax, tc.mixed)
 				}
-				if !reflect.DeepEqual(r.segVersions, tc.segVersions) {
-					t.Errorf("segment versions = %v, want %v", r.segVersions, tc.segVersions)
+				if !reflect.DeepEqual(r.SegVersions, tc.segVersions) {
+					t.Errorf("segment versions = %v, want %v", r.SegVersions, tc.segVersions)
 				}
-				if len(r.segSpans) != len(r.segVersions) {
-					t.Errorf("%d segment spans for %d versions", len(r.segSpans), len(r.segVersions))
+				if len(r.SegSpans) != len(r.SegVersions) {
+					t.Errorf("%d segment spans for %d versions", len(r.SegSpans), len(r.SegVersions))
 				}
-			} else if r.versionsKnown {
-				t.Errorf("versions reported as known: [%d,%d]", r.versionMin, r.versionMax)
+			} else if r.VersionsKnown {
+				t.Errorf("versions reported as known: [%d,%d]", r.VersionMin, r.VersionMax)
 			}
-			if !reflect.DeepEqual(r.segStaleness, tc.segStaleness) {
-				t.Errorf("segment staleness = %v, want %v", r.segStaleness, tc.segStaleness)
+			if !reflect.DeepEqual(r.SegStaleness, tc.segStaleness) {
+				t.Errorf("segment staleness = %v, want %v", r.SegStaleness, tc.segStaleness)
 			}
 			if tc.attempts > 0 {
-				if !r.trajectoryKnown || r.turns != tc.turns || r.attempts != tc.attempts {
-					t.Errorf("trajectory known=%v turns=%d attempts=%d, want turns=%d attempts=%d", r.trajectoryKnown,
-						r.turns, r.attempts, tc.turns, tc.attempts)
+				if !r.TrajectoryKnown || r.Turns != tc.turns || r.Attempts != tc.attempts {
+					t.Errorf("trajectory known=%v turns=%d attempts=%d, want turns=%d attempts=%d", r.TrajectoryKnown,
+						r.Turns, r.Attempts, tc.turns, tc.attempts)
 				}
-			} else if r.trajectoryKnown {
+			} else if r.TrajectoryKnown {
 				t.Errorf("trajectory reported as known for an unseen or incomplete attempt")
 			}
 		})
@@ -194,82 +192,82 @@ func TestComputeSample(t *testing.T) {
 
 func TestComputeSampleCounts(t *testing.T) {
 	a := complete(0, seg(1, 1, 3, 1), seg(2, 2, 3, 5))
-	a.toolCalls, a.queueTime = 3, 1.25
+	a.ToolCalls, a.QueueTime = 3, 1.25
 	b := complete(1, seg(3, 3, 4, 9))
-	b.toolCalls, b.queueTime = 2, 0.75
-	r := computeSample(consumedAt(4, a, b))
-	if !r.toolCallsKnown || r.toolCalls != 5 || r.queueTime != 2 || r.turns != 3 {
-		t.Fatalf("tool calls %d (known %v), queue %.2f, turns %d; want 5, 2.00, 3", r.toolCalls, r.toolCallsKnown, r.queueTime, r.turns)
+	b.ToolCalls, b.QueueTime = 2, 0.75
+	r := ComputeSample(consumedAt(4, a, b))
+	if !r.ToolCallsKnown || r.ToolCalls != 5 || r.QueueTime != 2 || r.Turns != 3 {
+		t.Fatalf("tool calls %d (known %v), queue %.2f, turns %d; want 5, 2.00, 3", r.ToolCalls, r.ToolCallsKnown, r.QueueTime, r.Turns)
 	}
-	b.toolCallsUnknown = true
-	if r := computeSample(consumedAt(4, a, b)); r.toolCallsKnown || r.toolCalls != 0 || !r.known {
+	b.ToolCallsUnknown = true
+	if r := ComputeSample(consumedAt(4, a, b)); r.ToolCallsKnown || r.ToolCalls != 0 || !r.Known {
 		t.Fatalf("a tool span without a call count must make tool calls unknown (and only them): %+v", r)
 	}
 }
 
 func TestAggregateStep(t *testing.T) {
-	k := func(s int64, mixed bool) sampleResult { return sampleResult{known: true, staleness: s, mixed: mixed} }
-	u := sampleResult{reason: sc.LifecycleReasonNoTrajectory}
+	k := func(s int64, mixed bool) StepSample { return StepSample{Known: true, Staleness: s, Mixed: mixed} }
+	u := StepSample{}
 	for _, tc := range []struct {
 		name    string
-		in      []sampleResult
-		want    stepResult
+		in      []StepSample
+		want    StepResult
 		status  string
 		epsilon float64
 	}{
 		{
 			"synchronous",
-			[]sampleResult{k(0, false), k(0, false), k(0, false)},
-			stepResult{samples: 3, known: 3},
+			[]StepSample{k(0, false), k(0, false), k(0, false)},
+			StepResult{Samples: 3, Known: 3},
 			sc.LifecycleStatusKnown, 0,
 		},
 		{
 			"async",
-			[]sampleResult{k(1, true), k(2, false), k(3, true), k(0, false)},
-			stepResult{samples: 4, known: 4, stalenessMean: 1.5, stalenessMax: 3, mixedFrac: 0.5},
+			[]StepSample{k(1, true), k(2, false), k(3, true), k(0, false)},
+			StepResult{Samples: 4, Known: 4, StalenessMean: 1.5, StalenessMax: 3, MixedFrac: 0.5},
 			sc.LifecycleStatusKnown, 0,
 		},
 		{
 			"unknown samples are left out of mean, max and fraction, and counted",
-			[]sampleResult{k(2, true), u, k(4, false)},
-			stepResult{samples: 3, known: 2, stalenessMean: 3, stalenessMax: 4, mixedFrac: 0.5},
+			[]StepSample{k(2, true), u, k(4, false)},
+			StepResult{Samples: 3, Known: 2, StalenessMean: 3, StalenessMax: 4, MixedFrac: 0.5},
 			sc.LifecycleStatusPartial, 0,
 		},
-		{"none known", []sampleResult{u, u}, stepResult{samples: 2}, sc.LifecycleStatusUnknown, 0},
-		{"empty batch", nil, stepResult{}, sc.LifecycleStatusUnknown, 0},
+		{"none known", []StepSample{u, u}, StepResult{Samples: 2}, sc.LifecycleStatusUnknown, 0},
+		{"empty batch", nil, StepResult{}, sc.LifecycleStatusUnknown, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := aggregateStep(tc.in)
-			if got.samples != tc.want.samples || got.known != tc.want.known || got.stalenessMax != tc.want.stalenessMax ||
-				math.Abs(got.stalenessMean-tc.want.stalenessMean) > 1e-12 || math.Abs(got.mixedFrac-tc.want.mixedFrac) > 1e-12 {
+			got := AggregateStep(tc.in)
+			if got.Samples != tc.want.Samples || got.Known != tc.want.Known || got.StalenessMax != tc.want.StalenessMax ||
+				math.Abs(got.StalenessMean-tc.want.StalenessMean) > 1e-12 || math.Abs(got.MixedFrac-tc.want.MixedFrac) > 1e-12 {
 				t.Fatalf("aggregateStep = %+v, want %+v", got, tc.want)
 			}
-			if got.status() != tc.status {
-				t.Fatalf("status = %q, want %q", got.status(), tc.status)
+			if got.Status() != tc.status {
+				t.Fatalf("status = %q, want %q", got.Status(), tc.status)
 			}
 		})
 	}
 }
 
 func TestTrainerAt(t *testing.T) {
-	sec := func(s int) pcommon.Timestamp { return pcommon.Timestamp(s) * 1e9 }
-	full := timeline{}
+	sec := func(s int) int64 { return int64(s) * 1e9 }
+	full := Timeline{}
 	for v, end := range []int{10, 20, 30, 40} { // versions 1..4 pushed at 10 s, 20 s, 30 s, 40 s
-		full.add(weightUpdate{version: int64(v + 1), end: sec(end)})
+		full.Add(WeightUpdate{Version: int64(v + 1), End: sec(end)})
 	}
-	gap := timeline{} // version 3 never seen
-	gap.add(weightUpdate{version: 2, end: sec(20)})
-	gap.add(weightUpdate{version: 4, end: sec(40)})
-	restarted := timeline{} // the collector came up after version 3 was pushed
-	restarted.add(weightUpdate{version: 4, end: sec(40)})
-	disordered := timeline{}
-	disordered.add(weightUpdate{version: 1, end: sec(10)})
-	disordered.add(weightUpdate{version: 3, end: sec(25)})
-	disordered.add(weightUpdate{version: 2, end: sec(30)})
+	gap := Timeline{} // version 3 never seen
+	gap.Add(WeightUpdate{Version: 2, End: sec(20)})
+	gap.Add(WeightUpdate{Version: 4, End: sec(40)})
+	restarted := Timeline{} // the collector came up after version 3 was pushed
+	restarted.Add(WeightUpdate{Version: 4, End: sec(40)})
+	disordered := Timeline{}
+	disordered.Add(WeightUpdate{Version: 1, End: sec(10)})
+	disordered.Add(WeightUpdate{Version: 3, End: sec(25)})
+	disordered.Add(WeightUpdate{Version: 2, End: sec(30)})
 
 	for _, tc := range []struct {
 		name     string
-		tl       *timeline
+		tl       *Timeline
 		at       int
 		floor    int64
 		hasFloor bool
@@ -291,24 +289,24 @@ func TestTrainerAt(t *testing.T) {
 		{"restart: before the first seen update and floor below", &restarted, 35, 2, true, 0, false},
 		{"restart: floor pins it", &restarted, 35, 3, true, 3, true},
 		{"restart: after the first seen update", &restarted, 45, 3, true, 4, true},
-		{"empty timeline", &timeline{}, 45, 3, true, 0, false},
+		{"empty timeline", &Timeline{}, 45, 3, true, 0, false},
 		{"disordered history contradicts itself", &disordered, 27, 1, true, 0, false},
 		{"disordered history, clear region", &disordered, 35, 1, true, 3, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := tc.tl.trainerAt(sec(tc.at), tc.floor, tc.hasFloor)
+			got, ok := tc.tl.TrainerAt(sec(tc.at), tc.floor, tc.hasFloor)
 			if ok != tc.ok || (ok && got != tc.want) {
 				t.Fatalf("trainerAt(%ds, floor %d/%v) = %d, %v; want %d, %v", tc.at, tc.floor, tc.hasFloor, got, ok, tc.want, tc.ok)
 			}
 		})
 	}
 	// A duplicate update (a retried export) keeps the first end; the bound keeps the newest updates.
-	tl := timeline{max: 2}
-	tl.add(weightUpdate{version: 1, end: sec(10)})
-	tl.add(weightUpdate{version: 1, end: sec(99)})
-	tl.add(weightUpdate{version: 2, end: sec(20)})
-	tl.add(weightUpdate{version: 3, end: sec(30)})
-	if len(tl.updates) != 2 || tl.updates[0].version != 2 || tl.updates[1].version != 3 {
+	tl := Timeline{Max: 2}
+	tl.Add(WeightUpdate{Version: 1, End: sec(10)})
+	tl.Add(WeightUpdate{Version: 1, End: sec(99)})
+	tl.Add(WeightUpdate{Version: 2, End: sec(20)})
+	tl.Add(WeightUpdate{Version: 3, End: sec(30)})
+	if len(tl.updates) != 2 || tl.updates[0].Version != 2 || tl.updates[1].Version != 3 {
 		t.Fatalf("bounded timeline = %+v", tl.updates)
 	}
 }
@@ -326,15 +324,15 @@ func TestTurnsContiguous(t *testing.T) {
 		{[]int64{0}, false},
 		{nil, true},
 	} {
-		var segs []segment
+		var segs []Segment
 		for i, n := range tc.turns {
 			segs = append(segs, seg(byte(i+1), n, 1, i))
 		}
 		if len(tc.turns) == 1 && tc.turns[0] == 0 {
-			segs[0].hasTurn = true
+			segs[0].HasTurn = true
 		}
-		if got := turnsContiguous(segs); got != tc.want {
-			t.Errorf("turnsContiguous(%v) = %v, want %v", tc.turns, got, tc.want)
+		if got := TurnsContiguous(segs); got != tc.want {
+			t.Errorf("TurnsContiguous(%v) = %v, want %v", tc.turns, got, tc.want)
 		}
 	}
 }
