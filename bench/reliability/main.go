@@ -396,7 +396,7 @@ func killCampaign(o options) map[string]any {
 		}
 		streams[s] = map[string]any{
 			"clean": ca.Lines, "killed": cb.Lines, "lost": lost,
-			"lost_pct":            round(100 * float64(lost) / float64(max(ca.Lines, 1))),
+			"lost_pct":             round(100 * float64(lost) / float64(max(ca.Lines, 1))),
 			"lost_wall_s_per_kill": perKill,
 			"invalid":              cb.Invalid, "partial_tail_bytes": cb.PartialTail, "zst_unreadable": cb.ZstUnreadable,
 			"duplicates": cb.Duplicates, "duplicates_clean": ca.Duplicates, "zst_files": cb.ZstFiles, "plain_files": cb.PlainFiles,
@@ -504,7 +504,7 @@ func diskCampaign(o options) map[string]any {
 		result[mode] = map[string]any{
 			"rss_peak_mib": peak, "gpu_util_lines_before": before, "during": during, "after_recovery": after,
 			"resumed": after > during, "dropped_buffer_full": dropped,
-			"error_lines": bytes.Count(logs, []byte("cannot write to the run directory")),
+			"error_lines":   bytes.Count(logs, []byte("cannot write to the run directory")),
 			"resumed_lines": bytes.Count(logs, []byte("writing resumed")), "invalid_lines": invalid, "partial_tail_bytes": partial,
 			"sim_error": fmt.Sprint(simErr), "phases_records": st.Streams[sc.StreamPhases].Lines, "topology_records": st.Streams[sc.StreamTopology].Lines,
 		}

@@ -22,8 +22,8 @@ import (
 // metaWriter writes meta.json for this start; until it succeeded the flush goroutine retries every flush.
 type metaWriter struct {
 	dash, runName, shard, version string
-	started                time.Time // the start recorded, whenever the write succeeds
-	done                   bool
+	started                       time.Time // the start recorded, whenever the write succeeds
+	done                          bool
 }
 
 // write tries once; it is called at start and then by the flush goroutine only.
