@@ -34,6 +34,8 @@ type Config struct {
 	// pre-aggregated bucket, so its wide views read the roll-up instead of the raw hour); whole seconds
 	// dividing an hour; 0 turns the roll-up off.
 	RollupInterval time.Duration `mapstructure:"rollup_interval"`
+	// EngineTraces bounds the engine_traces stream (sglang request spans; config_engine.go).
+	EngineTraces EngineTracesConfig `mapstructure:"engine_traces"`
 
 	// Unkeyed literals of Config would break when a field is added.
 	_ struct{}
@@ -50,6 +52,7 @@ func createDefaultConfig() *Config {
 		Compression:    "zstd",
 		CompressAfter:  10 * time.Minute,
 		RollupInterval: 16 * time.Second,
+		EngineTraces:   defaultEngineTraces(),
 	}
 }
 
@@ -83,6 +86,9 @@ func (c *Config) Validate() error {
 	}
 	if r := c.RollupInterval; r < 0 || r%time.Second != 0 || (r > 0 && time.Hour%r != 0) {
 		errs = append(errs, fmt.Errorf("rollup_interval must be 0 (off) or whole seconds dividing 1h (e.g. 16s, 60s), got %s", r))
+	}
+	if err := c.EngineTraces.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

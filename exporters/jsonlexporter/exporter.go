@@ -41,7 +41,8 @@ type jsonlExporter struct {
 	cmp  *compactor
 	roll *rollup // nil when rollup_interval is 0
 
-	limits limitWarner // over-limit drops, logged at most once a minute
+	limits limitWarner   // over-limit drops, logged at most once a minute
+	engine *engineFilter // the engine_traces stream's filter (nil when off)
 }
 
 func newExporter(cfg *Config, set component.TelemetrySettings, version string) (*jsonlExporter, error) {
@@ -49,7 +50,9 @@ func newExporter(cfg *Config, set component.TelemetrySettings, version string) (
 	if err != nil {
 		return nil, err
 	}
-	return &jsonlExporter{cfg: cfg, logger: set.Logger, version: version, tel: tel, fs: osFS{}, now: time.Now}, nil
+	e := &jsonlExporter{cfg: cfg, logger: set.Logger, version: version, tel: tel, fs: osFS{}, now: time.Now}
+	e.engine = newEngineFilter(cfg.EngineTraces, func() time.Time { return e.now() })
+	return e, nil
 }
 
 func (e *jsonlExporter) start(_ context.Context, _ component.Host) error {
@@ -145,6 +148,7 @@ func (e *jsonlExporter) accept(r *records) error {
 	if r.invalid > 0 {
 		e.tel.dropped(dropReasonInvalid, r.invalid)
 	}
+	e.countEngine(r.eng)
 	if r.over > 0 {
 		e.tel.dropped(dropReasonOverLimit, r.over)
 		e.limits.note(e.logger, e.now(), r.over, r.overWhat)
@@ -167,7 +171,7 @@ func (e *jsonlExporter) accept(r *records) error {
 }
 
 func (e *jsonlExporter) pushTraces(_ context.Context, td ptrace.Traces) error {
-	var r records
+	r := records{engine: e.engine}
 	mapTraces(td, &r)
 	return e.accept(&r)
 }

@@ -41,11 +41,13 @@ type records struct {
 	chunks   []*chunk
 	last     *chunk // the chunk used last: consecutive records usually share a partition
 	lanes    []laneFact
-	gpus     []gpuReading // the rolled-up fields of each gpu_util record (rollup.go)
-	unmapped int64        // items that match no stream (counted, dropped)
-	invalid  int64        // items of a known kind missing a required field (counted, dropped)
-	over     int64        // items over an ingest limit (limits.go; counted, dropped)
-	overWhat string       // the first limit broken, for the warning
+	gpus     []gpuReading  // the rolled-up fields of each gpu_util record (rollup.go)
+	unmapped int64         // items that match no stream (counted, dropped)
+	invalid  int64         // items of a known kind missing a required field (counted, dropped)
+	over     int64         // items over an ingest limit (limits.go; counted, dropped)
+	overWhat string        // the first limit broken, for the warning
+	engine   *engineFilter // engine spans to keep (nil: none, they count as unmapped; marshal_engine.go)
+	eng      engineCounts  // engine spans left out, by reason
 }
 
 // chunkFor returns the chunk of t's partition in stream, so an encoder can append a record to it directly.
