@@ -70,6 +70,8 @@ type Store struct {
 	engines engineReader
 	// trajectories reads the trajectories stream: its step index and its hour blocks.
 	trajectories trajectoryReader
+	// engineTraces reads sglang's request spans (engine_traces), joined to the trajectories' generate segments.
+	engineTraces engineTraceReader
 
 	// edge is the newest timestamp seen in any stream.
 	edge float64
@@ -95,7 +97,7 @@ type streamReader interface {
 
 // readers lists the stream readers in the order Refresh brings them up to date.
 func (s *Store) readers() []streamReader {
-	return []streamReader{&s.gpu, &s.phases, &s.metrics, &s.topology, &s.engines, &s.trajectories}
+	return []streamReader{&s.gpu, &s.phases, &s.metrics, &s.topology, &s.engines, &s.trajectories, &s.engineTraces}
 }
 
 // Open prepares a run directory without parsing any stream.
@@ -120,6 +122,7 @@ func Open(dir string, follow bool) (*Store, error) {
 	s.topology = newTopologyReader(s)
 	s.engines = newEngineReader(s)
 	s.trajectories = newTrajectoryReader(s)
+	s.engineTraces = newEngineTraceReader(s)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.loadMetaLocked()
