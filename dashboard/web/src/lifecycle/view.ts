@@ -370,15 +370,18 @@ export class LifecycleView {
         ctx.fillStyle = v === null ? "#888" : versionColor(v);
         ctx.fillRect(x0, y, Math.max(1, x1 - x0), barH);
       }
-      // engine stage slices inside the generate segments (a band inside the bar, the version colour around it)
-      if (row.engine.length) {
-        const inset = detailed ? 2 : 0;
+      // engine stage slices inside the generate segments, the version colour around them
+      // (detailed rows: a band inside the bar; compact rows: the lower half, the version stays on top; rows of
+      // one pixel keep the version only)
+      if (row.engine.length && barH >= 2) {
+        const top = detailed ? 2 : Math.floor(barH / 2);
+        const hh = detailed ? barH - 4 : barH - top;
         for (const s of engineSlices(row.engine, a.engine_stages, a.engine_slice_names)) {
           const x0 = clipX(s.t0);
           const x1 = clipX(s.t1);
           if (x1 <= GUTTER || x0 >= GUTTER + w || x1 - x0 <= 0) continue;
           ctx.fillStyle = STAGE_COLORS[s.stage] ?? "#999";
-          ctx.fillRect(x0, y + inset, Math.max(0.5, x1 - x0), barH - 2 * inset);
+          ctx.fillRect(x0, y + top, Math.max(0.5, x1 - x0), hh);
           slices++;
         }
       }
