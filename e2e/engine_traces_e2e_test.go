@@ -259,7 +259,7 @@ func getJSON(t *testing.T, url string, into any) {
 	if err := json.NewDecoder(resp.Body).Decode(&env); err != nil {
 		t.Fatal(err)
 	}
-	if resp.StatusCode != 200 {
+	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("%s: %d %s", url, resp.StatusCode, env.Error)
 	}
 	if err := json.Unmarshal(env.Data, into); err != nil {

@@ -68,8 +68,10 @@ func TestEngineTraceCost(t *testing.T) {
 			for time.Since(start) < seconds*time.Second {
 				now := time.Now()
 				eng := n % engines
-				req := fakesglang.TracedRequest{Received: now.Add(-8 * time.Second), Start: now.Add(-7 * time.Second),
-					FirstToken: now.Add(-6500 * time.Millisecond), End: now, PromptTokens: 900, CompletionTokens: 700, DecodeSteps: c.steps}
+				req := fakesglang.TracedRequest{
+					Received: now.Add(-8 * time.Second), Start: now.Add(-7 * time.Second),
+					FirstToken: now.Add(-6500 * time.Millisecond), End: now, PromptTokens: 900, CompletionTokens: 700, DecodeSteps: c.steps,
+				}
 				exps[eng%len(exps)].Add(func(ss ptrace.SpanSlice) int { _, k := tracers[eng].Append(ss, req); return k })
 				n++
 				if d := time.Until(start.Add(time.Duration(n) * interval)); d > 0 {

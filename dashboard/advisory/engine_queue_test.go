@@ -28,10 +28,14 @@ func TestEngineQueueing(t *testing.T) {
 	}{
 		{"no traces", nil, false, "", ""},
 		{"too few", &EngineQueue{Steps: []int{1}, Segments: 5, GenS: 10, QueueS: 9}, false, "only 5", ""},
-		{"decode bound", &EngineQueue{Steps: []int{1, 2}, Segments: 64, GenS: 100, QueueS: 20,
-			ByEngine: map[string][2]float64{"http://a": {50, 10}, "http://b": {50, 10}}}, false, "", ""},
-		{"queue bound", &EngineQueue{Steps: []int{1, 2}, Segments: 64, GenS: 100, QueueS: 62,
-			ByEngine: map[string][2]float64{"http://a": {50, 20}, "http://b": {50, 42}}}, true, "", "http://b"},
+		{"decode bound", &EngineQueue{
+			Steps: []int{1, 2}, Segments: 64, GenS: 100, QueueS: 20,
+			ByEngine: map[string][2]float64{"http://a": {50, 10}, "http://b": {50, 10}},
+		}, false, "", ""},
+		{"queue bound", &EngineQueue{
+			Steps: []int{1, 2}, Segments: 64, GenS: 100, QueueS: 62,
+			ByEngine: map[string][2]float64{"http://a": {50, 20}, "http://b": {50, 42}},
+		}, true, "", "http://b"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			a, s := find(Compute(Input{EngineQueue: c.q}))

@@ -102,8 +102,10 @@ func (s *Server) sampleLifecycle(r *http.Request) (any, error) {
 	}
 	for _, row := range a.Rows {
 		if row.Sample == idx {
-			return sampleLifecycleResp{Step: id, Consume: a.Consume, Pushes: a.Pushes, EngineStages: a.EngineStages,
-				EngineSliceNames: a.EngineSliceNames, Row: row}, nil
+			return sampleLifecycleResp{
+				Step: id, Consume: a.Consume, Pushes: a.Pushes, EngineStages: a.EngineStages,
+				EngineSliceNames: a.EngineSliceNames, Row: row,
+			}, nil
 		}
 	}
 	return nil, notFound(errors.New("step " + strconv.Itoa(id) + " consumed no sample " + strconv.Itoa(idx)))

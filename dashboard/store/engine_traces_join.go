@@ -83,12 +83,18 @@ func (j *engineJoin) name(i uint16) int {
 // each segment's engine), flattened in fives [t0, t1, stage, segment index, slice name index].
 func (j *engineJoin) attachLocked(row *AnatomyRow, gens []*trajRec, engine func(*trajRec) string) {
 	row.EngineSlices = Floats{}
+	// Traces in first-segment order, so slices and float sums come out the same at every build.
 	byTrace := map[traceID][]int{}
+	var order []traceID
 	for i, g := range gens {
+		if _, ok := byTrace[g.trace]; !ok {
+			order = append(order, g.trace)
+		}
 		byTrace[g.trace] = append(byTrace[g.trace], i)
 	}
 	sums := make([][]float64, len(gens))
-	for tid, idx := range byTrace {
+	for _, tid := range order {
+		idx := byTrace[tid]
 		spans := j.r.byTrace[tid]
 		if len(spans) == 0 {
 			continue
@@ -200,11 +206,13 @@ func rankLess(a, b *engSpan) bool {
 // results returns the per-engine totals (by address) and the step's total.
 func (j *engineJoin) results() ([]EngineStageTotals, EngineStageTotals) {
 	out := make([]EngineStageTotals, 0, len(j.engines))
-	total := newTotals("")
 	for _, t := range j.engines {
 		out = append(out, *t)
-		total.add(t)
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].Engine < out[b].Engine })
+	total := newTotals("")
+	for i := range out {
+		total.add(&out[i])
+	}
 	return out, *total
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"math"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
@@ -97,6 +98,8 @@ type engRecJSON struct {
 	} `json:"spans"`
 }
 
+func micros(t float64) float64 { return math.Round(t*1e6) / 1e6 }
+
 func parseSpanID(s string) (spanID, bool) {
 	var id spanID
 	if len(s) != 16 {
@@ -127,8 +130,12 @@ func (r *engineTraceReader) engineLine(line []byte) bool {
 		if !ok || m.T0 == nil || m.T1 == nil {
 			continue
 		}
-		s := engSpan{t0: rec.T + *m.T0, t1: rec.T + *m.T1, id: id, parent: def, hasParent: hasDef, tp: -1, dp: -1, pp: -1,
-			lvl: m.Lvl, errorStatus: m.Err}
+		// Base + relative, snapped to the µs both are whole in (docs/semconv.md §10.2): the same instant reads the
+		// same whichever bundle (base) it arrived in.
+		s := engSpan{
+			t0: micros(rec.T + *m.T0), t1: micros(rec.T + *m.T1), id: id, parent: def, hasParent: hasDef, tp: -1, dp: -1, pp: -1,
+			lvl: m.Lvl, errorStatus: m.Err,
+		}
 		if m.Parent != nil {
 			s.parent, s.hasParent = parseSpanID(*m.Parent)
 		}

@@ -36,8 +36,10 @@ func TestLoadConfig(t *testing.T) {
 			Directory: "/runs/grpo", RunName: "grpo-7b", FlushInterval: 250 * time.Millisecond, Fsync: "flush",
 			MaxOpenFiles: 8, MaxBufferBytes: 16 << 20, Compression: "none", CompressAfter: 10 * time.Minute,
 			RollupInterval: time.Minute,
-			EngineTraces: EngineTracesConfig{Enabled: true, ServiceNames: []string{"sglang", "sglang-router"}, MaxLevel: 3,
-				SampleRatio: 0.25},
+			EngineTraces: EngineTracesConfig{
+				Enabled: true, ServiceNames: []string{"sglang", "sglang-router"}, MaxLevel: 3,
+				SampleRatio: 0.25,
+			},
 		}},
 		{id: component.NewIDWithName(metadata.Type, "no_directory"), wantErr: "directory must be set"},
 		{id: component.NewIDWithName(metadata.Type, "bad_fsync"), wantErr: "fsync must be one of"},

@@ -32,8 +32,10 @@ func newEngineFilter(c EngineTracesConfig, now func() time.Time) *engineFilter {
 	if !c.Enabled {
 		return nil
 	}
-	f := &engineFilter{services: map[string]bool{}, maxLevel: c.MaxLevel, all: c.SampleRatio >= 1,
-		rate: float64(c.MaxSpansPerSecond), tokens: float64(c.MaxSpansPerSecond), now: now}
+	f := &engineFilter{
+		services: map[string]bool{}, maxLevel: c.MaxLevel, all: c.SampleRatio >= 1,
+		rate: float64(c.MaxSpansPerSecond), tokens: float64(c.MaxSpansPerSecond), now: now,
+	}
 	for _, s := range c.ServiceNames {
 		f.services[s] = true
 	}
@@ -292,7 +294,7 @@ func clip(s string, n int) string {
 		return s
 	}
 	s = s[:n]
-	for len(s) > 0 && !utf8.ValidString(s) {
+	for s != "" && !utf8.ValidString(s) {
 		s = s[:len(s)-1]
 	}
 	return s

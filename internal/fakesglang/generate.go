@@ -125,8 +125,10 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request) {
 	end := time.Now()
 	<-g.slots
 	if g.tracer != nil && g.exp != nil {
-		tr := TracedRequest{RID: rid, Received: recv, Submit: submit, Start: start, FirstToken: first, End: end,
-			PromptTokens: prompt, CompletionTokens: out}
+		tr := TracedRequest{
+			RID: rid, Received: recv, Submit: submit, Start: start, FirstToken: first, End: end,
+			PromptTokens: prompt, CompletionTokens: out,
+		}
 		// sglang reads the W3C headers through its TraceContextTextMapPropagator (extract_trace_headers).
 		if tid, sid, ok := ParseTraceparent(r.Header.Get("traceparent")); ok {
 			tr.Trace, tr.Parent = tid, sid

@@ -55,9 +55,11 @@ func byName(ss ptrace.SpanSlice) map[string][]ptrace.Span {
 func TestTraceShape(t *testing.T) {
 	t0 := time.Unix(1_800_000_000, 0)
 	tid, parent, _ := ParseTraceparent("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
-	req := TracedRequest{RID: "5f3c2a1b9d8e7f60a1b2c3d4e5f60718", Trace: tid, Parent: parent, Received: t0,
+	req := TracedRequest{
+		RID: "5f3c2a1b9d8e7f60a1b2c3d4e5f60718", Trace: tid, Parent: parent, Received: t0,
 		Submit: t0.Add(2 * time.Millisecond), Start: t0.Add(50 * time.Millisecond), FirstToken: t0.Add(80 * time.Millisecond),
-		End: t0.Add(400 * time.Millisecond), PromptTokens: 20000, CompletionTokens: 300, DecodeSteps: 10}
+		End: t0.Add(400 * time.Millisecond), PromptTokens: 20000, CompletionTokens: 300, DecodeSteps: 10,
+	}
 	_, ss := NewTraces()
 	root, n := NewTracer(Config{TPSize: 2}, 3, 1).Append(ss, req)
 	if n != ss.Len() {
@@ -86,8 +88,10 @@ func TestTraceShape(t *testing.T) {
 	if len(threads) != 3 { // Tokenizer + 2 TP schedulers
 		t.Fatalf("threads %v", threads)
 	}
-	for name, want := range map[string]int{"tokenize": 1, "dispatch": 1, "request_process": 2, "prefill_waiting": 2,
-		"prefill_forward": 2, "chunked_prefill": 6, "decode_waiting": 2, "decode_forward": 2, "decode_loop": 20} {
+	for name, want := range map[string]int{
+		"tokenize": 1, "dispatch": 1, "request_process": 2, "prefill_waiting": 2,
+		"prefill_forward": 2, "chunked_prefill": 6, "decode_waiting": 2, "decode_forward": 2, "decode_loop": 20,
+	} {
 		if got := len(m[name]); got != want {
 			t.Errorf("%s: %d spans, want %d", name, got, want)
 		}
@@ -130,8 +134,10 @@ func TestTraceShape(t *testing.T) {
 // TestTracePD: prefill and decode engines trace their own stages, the bootstrap room on the root.
 func TestTracePD(t *testing.T) {
 	t0 := time.Unix(1_800_000_000, 0)
-	req := TracedRequest{Received: t0, Submit: t0.Add(10 * time.Millisecond), Start: t0.Add(20 * time.Millisecond),
-		FirstToken: t0.Add(60 * time.Millisecond), End: t0.Add(90 * time.Millisecond)}
+	req := TracedRequest{
+		Received: t0, Submit: t0.Add(10 * time.Millisecond), Start: t0.Add(20 * time.Millisecond),
+		FirstToken: t0.Add(60 * time.Millisecond), End: t0.Add(90 * time.Millisecond),
+	}
 	for typ, want := range map[string][]string{
 		EnginePrefill: {"prefill_prepare", "prefill_bootstrap", "prefill_waiting", "prefill_forward", "prefill_transfer_kv_cache"},
 		EngineDecode:  {"decode_prepare", "decode_bootstrap", "decode_transferred", "decode_waiting", "decode_forward"},
@@ -169,7 +175,7 @@ func TestGenerateTraced(t *testing.T) {
 		body, _ := io.ReadAll(r.Body)
 		req := ptraceotlp.NewExportRequest()
 		if err := req.UnmarshalProto(body); err != nil || r.Header.Get("Content-Type") != "application/x-protobuf" {
-			http.Error(w, "bad", 400)
+			http.Error(w, "bad", http.StatusBadRequest)
 			return
 		}
 		mu.Lock()

@@ -91,9 +91,9 @@ func SglangSliceOf(name string) SglangSlice {
 // SglangRequestRole returns the role of a request root span name ("" unified, "prefill", "decode") and whether
 // the name is one ("{role} Req {rid[:8]}").
 func SglangRequestRole(name string) (string, bool) {
-	i := strings.Index(name, SglangReqMarker)
-	if i < 0 {
+	role, _, ok := strings.Cut(name, SglangReqMarker)
+	if !ok {
 		return "", false
 	}
-	return strings.TrimSpace(name[:i]), true
+	return strings.TrimSpace(role), true
 }
