@@ -68,6 +68,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&opts.RunDir, "run-dir", "", "run directory: the fake engines are registered in {run-dir}/sglang_targets.json")
 	fs.BoolVar(&opts.FastForward, "fast-forward", false, "synthetic timestamps, no sleeping: engines are not served, their series go over OTLP")
 	fs.Float64Var(&opts.Speed, "speed", 60, "live time compression: simulated seconds per wall second")
+	fs.IntVar(&opts.EngineTraceLevel, "engine-trace-level", 2, "engines export sglang request traces under each generate span at this SGLANG_TRACE_LEVEL (1-3; 0 off)")
 	fs.Float64Var(&opts.MaxSpeed, "max-speed", 0, "fast-forward: cap simulated seconds per wall second (0: as fast as the collector accepts; its exporter may then drop records, see BENCHMARKS.md)")
 	fs.StringVar(&start, "start", "", "fast-forward: RFC 3339 time of the run start (default: now minus --duration)")
 	fs.Float64Var(&opts.GPUInterval, "gpu-interval", 1, "seconds between NVML readings per GPU (wall in live mode, simulated in fast-forward)")

@@ -94,6 +94,8 @@ type Thresholds struct {
 	StragglerEngineRatio, StragglerEngineBinS float64
 	DriftMinSteps                             int
 	DriftRatio, DriftMinDelta                 float64
+	EngineQueueFrac                           float64
+	EngineQueueMinSegments                    int
 }
 
 // DefaultThresholds returns A1–A6 and T1–T4 exactly as the reference dashboard's; S1/S2/D1 ours (the table of
@@ -110,7 +112,19 @@ func DefaultThresholds() Thresholds {
 		StragglerMinSteps: 5, StragglerWindow: 20, StragglerSlowestFrac: 0.75, StragglerRankRatio: 1.10,
 		StragglerEngineRatio: 1.5, StragglerEngineBinS: 300,
 		DriftMinSteps: 6, DriftRatio: 2.0, DriftMinDelta: 0.01,
+		EngineQueueFrac: 0.5, EngineQueueMinSegments: 20,
 	}
+}
+
+// EngineQueue is generate time and its engine-side queueing over the newest consumed steps, in total and per
+// engine (queue-stage slices of sglang's request traces: prefill_waiting, decode_waiting, request_process).
+type EngineQueue struct {
+	Steps    []int
+	Segments int
+	GenS     float64
+	QueueS   float64
+	// ByEngine holds [gen_s, queue_s] per engine address.
+	ByEngine map[string][2]float64
 }
 
 // StepOutcome is the newest consumed step as the trajectories show it (statuses of the final attempts).
@@ -144,8 +158,11 @@ type Input struct {
 	Steps   map[string]store.StepSeries
 	Newest  *StepOutcome
 	Dump    *DumpStep
-	DumpWhy string // why Dump is nil (no dumps, still being written, …), for Result.Skipped
-	Config  Config
+	// EngineQueue is the newest consumed steps' generate time by engine stage (sglang request traces,
+	// docs/semconv.md §10); nil when the run has none.
+	EngineQueue *EngineQueue
+	DumpWhy     string // why Dump is nil (no dumps, still being written, …), for Result.Skipped
+	Config      Config
 }
 
 // Engine metric and step-metric names the rules read.
@@ -208,6 +225,7 @@ func Compute(in Input) Result {
 	c.lowConcurrency()
 	c.lowCacheHit()
 	c.dpImbalance()
+	c.engineQueueing()
 	res := Result{Advisories: []Advisory{}, Suppressed: []Advisory{}, Skipped: c.skipped, MFU: c.mfuSum}
 	if res.Skipped == nil {
 		res.Skipped = []Skip{}
@@ -346,6 +364,7 @@ func (t *Thresholds) fields() map[string]any {
 		"straggler_slowest_frac": &t.StragglerSlowestFrac, "straggler_rank_ratio": &t.StragglerRankRatio,
 		"straggler_engine_ratio": &t.StragglerEngineRatio, "straggler_engine_bin_s": &t.StragglerEngineBinS,
 		"drift_min_steps": &t.DriftMinSteps, "drift_ratio": &t.DriftRatio, "drift_min_delta": &t.DriftMinDelta,
+		"engine_queue_frac": &t.EngineQueueFrac, "engine_queue_min_segments": &t.EngineQueueMinSegments,
 	}
 }
 

@@ -177,3 +177,21 @@ func (LowMFUEvidence) evidence()          {}
 func (LowConcurrencyEvidence) evidence()  {}
 func (LowCacheHitEvidence) evidence()     {}
 func (DPImbalanceEvidence) evidence()     {}
+
+// EngineQueueEvidence backs T5 (engine_queueing).
+type EngineQueueEvidence struct {
+	// Steps are the consumed steps looked at (newest last).
+	Steps []int `json:"steps"`
+	// Segments is the generate segments with engine traces among them.
+	Segments int `json:"segments"`
+	// GenS is their generate time; QueueS its part waiting in the engines (queue-stage slices).
+	GenS   float64 `json:"gen_s"`
+	QueueS float64 `json:"queue_s"`
+	// Frac is QueueS / GenS.
+	Frac float64 `json:"frac"`
+	// WorstEngine is the engine with the largest queue fraction, WorstFrac that fraction.
+	WorstEngine string  `json:"worst_engine"`
+	WorstFrac   float64 `json:"worst_frac"`
+}
+
+func (EngineQueueEvidence) evidence() {}

@@ -211,6 +211,7 @@ func AdvisoryInput(st AdvisorySource, cfg advisory.Config, win *[2]float64) advi
 			}
 			in.Newest = o
 		}
+		in.EngineQueue = engineQueueInput(st)
 	}
 	return in
 }

@@ -29,6 +29,8 @@ func (s *Server) register(mux *http.ServeMux) {
 	handle("GET /api/v1/steps", s.steps)
 	handle("GET /api/v1/steps/{id}/anatomy", s.anatomy)
 	handle("GET /api/v1/lifecycle/carpet", s.carpet) // binary frame
+	handle("GET /api/v1/lifecycle/engine_stages", s.engineStages)
+	handle("GET /api/v1/steps/{id}/samples/{idx}/lifecycle", s.sampleLifecycle) // engine_stages.go
 
 	// The advisory (advisory.go).
 	handle("GET /api/v1/advisory", s.advise)

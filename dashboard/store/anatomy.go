@@ -47,6 +47,9 @@ type AnatomyRow struct {
 	Reason        string   `json:"unknown_reason,omitempty"`
 	Reward        *float64 `json:"reward"` // no per-sample reward travels in the trajectories stream (semconv §3)
 	Incomplete    bool     `json:"incomplete"`
+	// EngineSlices are the engine stage slices of the generate segments (engine_traces_join.go), in fives
+	// [t0, t1, stage (AnatomyResult.EngineStages), segment (index of its five in Gen), name (EngineSliceNames)].
+	EngineSlices Floats `json:"engine"`
 }
 
 // StepTiles are the step stat tiles.
@@ -90,6 +93,13 @@ type AnatomyResult struct {
 	Tiles           StepTiles    `json:"tiles"`
 	RewardAvailable bool         `json:"reward_available"`
 	Rows            []AnatomyRow `json:"rows"`
+	// EngineStages names the stages of the rows' engine slices and of the totals; EngineSliceNames the slices'
+	// sglang names; EngineByEngine and EngineTotal split the step's traced generate time by stage
+	// (docs/semconv.md §10.3).
+	EngineStages     []string            `json:"engine_stages"`
+	EngineSliceNames []string            `json:"engine_slice_names"`
+	EngineByEngine   []EngineStageTotals `json:"engine_by_engine"`
+	EngineTotal      EngineStageTotals   `json:"engine_total"`
 }
 
 type anatomyEntry struct {
@@ -194,12 +204,14 @@ func (s *Store) anatomyFull(step int) (*AnatomyResult, error) {
 	lo := int64(math.Floor((sc.t0 - AnatomyLookback) / 3600))
 	hi := int64(math.Floor(sc.t1/3600)) + 1
 	s.trajectories.ensureHours(lo, hi)
+	s.engineTraces.ensureHours(lo, hi)
 	s.mu.RLock()
 	blocks := s.trajectories.hoursLocked(lo, hi)
 	var nrec uint64
 	for _, b := range blocks {
 		nrec += uint64(len(b.records))
 	}
+	nrec += s.engineTraces.records << 32 // engine spans that arrive later change the anatomy too
 	key := [2]uint64{nrec, s.trajectories.index.version}
 	for _, e := range s.trajectories.anatomies.entries {
 		if e.step == step && e.key == key {
@@ -231,6 +243,8 @@ type rowAcc struct {
 	prior []*trajRec
 	// hasQueue says a queue span was seen.
 	hasQueue bool
+	// gens are the generate records in row.Gen order (the engine slices join them).
+	gens []*trajRec
 }
 
 func (r *trajectoryReader) buildAnatomyLocked(sc *stepConsume, blocks []*trajBlock) *AnatomyResult {
@@ -328,6 +342,7 @@ func (r *trajectoryReader) buildAnatomyLocked(sc *stepConsume, blocks []*trajBlo
 					versions[r.wv] = true
 				}
 				row.Gen = append(row.Gen, r.t0, r.t1, wv, float64(r.turn), float64(r.attempt))
+				acc.gens = append(acc.gens, r)
 				turns[[2]int32{r.attempt, r.turn}] = true
 				if r.tokOut > 0 {
 					tokOut += int(r.tokOut)
@@ -401,6 +416,12 @@ func (r *trajectoryReader) buildAnatomyLocked(sc *stepConsume, blocks []*trajBlo
 	}
 	sort.Slice(a.Pushes, func(i, j int) bool { return a.Pushes[i].T < a.Pushes[j].T })
 	a.Tiles = tl.tiles(sc)
+	ej := r.run.engineTraces.newJoin()
+	for i := range rows {
+		ej.attachLocked(&rows[i].row, rows[i].gens, func(g *trajRec) string { return in.str(g.engine) })
+	}
+	a.EngineStages, a.EngineSliceNames = EngineStageNames, ej.names
+	a.EngineByEngine, a.EngineTotal = ej.results()
 	a.Rows = make([]AnatomyRow, len(rows))
 	for i := range rows {
 		a.Rows[i] = rows[i].row

@@ -72,6 +72,8 @@ type Store struct {
 	engines engineReader
 	// trajectories reads the trajectories stream: its step index and its hour blocks.
 	trajectories trajectoryReader
+	// engineTraces reads sglang's request spans (engine_traces), joined to the trajectories' generate segments.
+	engineTraces engineTraceReader
 
 	// layouts are the run's file layouts as of the last listing: the top-level one and one per shard
 	// (runfiles.Layouts, docs/semconv.md §8).
@@ -109,7 +111,7 @@ type streamReader interface {
 
 // readers lists the stream readers in the order Refresh brings them up to date.
 func (s *Store) readers() []streamReader {
-	return []streamReader{&s.gpu, &s.phases, &s.metrics, &s.topology, &s.engines, &s.trajectories}
+	return []streamReader{&s.gpu, &s.phases, &s.metrics, &s.topology, &s.engines, &s.trajectories, &s.engineTraces}
 }
 
 // Open prepares a run directory without parsing any stream.
@@ -134,6 +136,7 @@ func Open(dir string, follow bool) (*Store, error) {
 	s.topology = newTopologyReader(s)
 	s.engines = newEngineReader(s)
 	s.trajectories = newTrajectoryReader(s)
+	s.engineTraces = newEngineTraceReader(s)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.listLocked()

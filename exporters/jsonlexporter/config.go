@@ -53,6 +53,8 @@ type Config struct {
 	// a kill -9 loses no acknowledged record; the shipped run and gateway configs use it (docs/operations.md).
 	Ack       string        `mapstructure:"ack"`
 	MaxFuture time.Duration `mapstructure:"max_future"`
+	// EngineTraces bounds the engine_traces stream (sglang request spans; config_engine.go).
+	EngineTraces EngineTracesConfig `mapstructure:"engine_traces"`
 
 	// Unkeyed literals of Config would break when a field is added.
 	_ struct{}
@@ -77,6 +79,7 @@ func createDefaultConfig() *Config {
 		MaxPast:        7 * 24 * time.Hour,
 		MaxFuture:      10 * time.Minute,
 		Ack:            ackQueued,
+		EngineTraces:   defaultEngineTraces(),
 	}
 }
 
@@ -119,6 +122,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxPast < 0 || c.MaxFuture < 0 {
 		errs = append(errs, fmt.Errorf("max_past and max_future must be >= 0 (0: no bound), got %s and %s", c.MaxPast, c.MaxFuture))
+	}
+	if err := c.EngineTraces.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

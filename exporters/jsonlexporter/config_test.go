@@ -36,6 +36,10 @@ func TestLoadConfig(t *testing.T) {
 			Directory: "/runs/grpo", RunName: "grpo-7b", FlushInterval: 250 * time.Millisecond, Fsync: "flush",
 			MaxOpenFiles: 8, MaxBufferBytes: 16 << 20, Compression: "none", CompressAfter: 10 * time.Minute,
 			RollupInterval: time.Minute, MaxPast: 0, MaxFuture: 2 * time.Minute, Ack: "written",
+			EngineTraces: EngineTracesConfig{
+				Enabled: true, ServiceNames: []string{"sglang", "sglang-router"}, MaxLevel: 3,
+				SampleRatio: 0.25,
+			},
 		}},
 		{id: component.NewIDWithName(metadata.Type, "shard"), want: func() *Config {
 			c := createDefaultConfig()
@@ -52,6 +56,7 @@ func TestLoadConfig(t *testing.T) {
 		{id: component.NewIDWithName(metadata.Type, "bad_values"), wantErr: "rollup_interval must be 0 (off) or whole seconds dividing 1h"},
 		{id: component.NewIDWithName(metadata.Type, "bad_values"), wantErr: "max_past and max_future must be >= 0"},
 		{id: component.NewIDWithName(metadata.Type, "bad_values"), wantErr: "ack must be queued or written"},
+		{id: component.NewIDWithName(metadata.Type, "bad_values"), wantErr: "engine_traces.max_level must be 1, 2 or 3"},
 	} {
 		t.Run(tc.id.String()+" "+tc.wantErr, func(t *testing.T) {
 			sub, err := cm.Sub(tc.id.String())
@@ -72,7 +77,7 @@ func TestLoadConfig(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if *cfg != *tc.want {
+			if !reflect.DeepEqual(cfg, tc.want) {
 				t.Fatalf("config = %+v\nwant %+v", cfg, tc.want)
 			}
 		})

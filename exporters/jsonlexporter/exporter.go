@@ -37,7 +37,8 @@ type jsonlExporter struct {
 	cmp  *compactor
 	roll *rollup // nil when rollup_interval is 0
 
-	limits limitWarner // over-limit drops, logged at most once a minute
+	limits limitWarner   // over-limit drops, logged at most once a minute
+	engine *engineFilter // the engine_traces stream's filter (nil when off)
 }
 
 func newExporter(cfg *Config, set component.TelemetrySettings, version string) (*jsonlExporter, error) {
@@ -45,7 +46,9 @@ func newExporter(cfg *Config, set component.TelemetrySettings, version string) (
 	if err != nil {
 		return nil, err
 	}
-	return &jsonlExporter{cfg: cfg, logger: set.Logger, version: version, tel: tel, fs: osFS{}, now: time.Now}, nil
+	e := &jsonlExporter{cfg: cfg, logger: set.Logger, version: version, tel: tel, fs: osFS{}, now: time.Now}
+	e.engine = newEngineFilter(cfg.EngineTraces, func() time.Time { return e.now() })
+	return e, nil
 }
 
 func (e *jsonlExporter) start(_ context.Context, _ component.Host) error {
@@ -154,6 +157,7 @@ func (e *jsonlExporter) accept(ctx context.Context, r *records) error {
 		e.tel.dropped(dropReasonTimeWindow, r.outside)
 		e.limits.note(e.logger, e.now(), r.outside, "record time outside the accepted window (max_past "+e.cfg.MaxPast.String()+", max_future "+e.cfg.MaxFuture.String()+")")
 	}
+	e.countEngine(r.eng)
 	if r.over > 0 {
 		e.tel.dropped(dropReasonOverLimit, r.over)
 		e.limits.note(e.logger, e.now(), r.over, r.overWhat)
@@ -181,6 +185,7 @@ func (e *jsonlExporter) accept(ctx context.Context, r *records) error {
 
 func (e *jsonlExporter) pushTraces(ctx context.Context, td ptrace.Traces) error {
 	r := e.newRecords()
+	r.engine = e.engine
 	mapTraces(td, &r)
 	return e.accept(ctx, &r)
 }

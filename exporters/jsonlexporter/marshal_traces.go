@@ -12,8 +12,9 @@ import (
 )
 
 // mapTraces turns phase and trajectory spans into phases and trajectories records (docs/semconv.md §2, §3, §8.3).
-// Spans without miles.span.type (for example sglang's own request spans) are counted as unmapped: they still
-// reach trace backends through the OTLP exporters.
+// Spans of an engine service (sglang's own request spans, docs/semconv.md §10) go to the engine_traces stream
+// when r.engine is set (marshal_engine.go); other spans without miles.span.type are counted as unmapped: they
+// still reach trace backends through the OTLP exporters.
 //
 // Trajectory spans are written as bundles: all spans of one trace that end in the same hour and arrive in the
 // same batch form one record (trace id, base time, sample, group and attempt written once, member times relative
@@ -22,8 +23,18 @@ import (
 func mapTraces(td ptrace.Traces, r *records) {
 	g := bundlerPool.Get().(*bundler)
 	defer g.release()
+	eg := engineBundlerPool.Get().(*engineBundler)
+	defer eg.release()
 	for _, rs := range td.ResourceSpans().All() {
 		node, _ := attrStr(rs.Resource().Attributes(), sc.HostName)
+		if svc, _ := attrStr(rs.Resource().Attributes(), sc.ServiceName); r.engine != nil && r.engine.services[svc] {
+			for _, ss := range rs.ScopeSpans().All() {
+				for _, span := range ss.Spans().All() {
+					eg.consider(r.engine, r, span)
+				}
+			}
+			continue
+		}
 		for _, ss := range rs.ScopeSpans().All() {
 			for _, span := range ss.Spans().All() {
 				attrs := span.Attributes()
@@ -68,6 +79,9 @@ func mapTraces(td ptrace.Traces, r *records) {
 		c := r.chunkFor(sc.StreamTrajectories, bd.end)
 		c.data = appendBundle(c.data, g.members[bd.first:bd.first+bd.n])
 		c.lines++
+	}
+	if r.engine != nil {
+		eg.flush(r.engine, r)
 	}
 }
 

@@ -49,6 +49,8 @@ type records struct {
 	overWhat string       // the first limit broken, for the warning
 	// lo and hi bound the accepted record times (limits.go, acceptWindow); hi == 0: no bound.
 	lo, hi pcommon.Timestamp
+	engine *engineFilter // engine spans to keep (nil: none, they count as unmapped; marshal_engine.go)
+	eng    engineCounts  // engine spans left out, by reason
 }
 
 // chunkFor returns the chunk of t's partition in stream, so an encoder can append a record to it directly.

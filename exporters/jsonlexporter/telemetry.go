@@ -14,6 +14,10 @@ const (
 	dropReasonInvalid    = "invalid"       // a known kind missing a required field, or with a malformed one
 	dropReasonOverLimit  = "over_limit"    // over an ingest limit (limits.go, docs/semconv.md §8.4)
 	dropReasonTimeWindow = "out_of_window" // timed outside [now-max_past, now+max_future] (limits.go, docs/semconv.md §8.4)
+
+	dropReasonEngineLevel   = "engine_level"   // an sglang slice above engine_traces.max_level (docs/semconv.md §10)
+	dropReasonEngineSampled = "engine_sampled" // an sglang span of a trace engine_traces.sample_ratio left out
+	dropReasonEngineRate    = "engine_rate"    // an sglang span over engine_traces.max_spans_per_second
 )
 
 // telemetry counts what the exporter does, both as collector self-metrics (otelcol_exporter_jsonl_*) and as
@@ -47,7 +51,7 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 		return nil, err
 	}
 	if t.drops, err = m.Int64Counter("otelcol_exporter_jsonl_dropped",
-		metric.WithDescription("Records or items dropped, by reason (buffer_full, unmapped, invalid, over_limit, out_of_window)."), metric.WithUnit("{item}")); err != nil {
+		metric.WithDescription("Records or items dropped, by reason (buffer_full, unmapped, invalid, over_limit, out_of_window, engine_level, engine_sampled, engine_rate)."), metric.WithUnit("{item}")); err != nil {
 		return nil, err
 	}
 	if t.errors, err = m.Int64Counter("otelcol_exporter_jsonl_write_errors",

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -19,6 +20,7 @@ type Server struct {
 	srv    *http.Server
 	done   chan struct{}
 	now    func() time.Time
+	gen    atomic.Pointer[generator] // POST /generate (generate.go); nil: not answered
 }
 
 // Serve starts serving e on addr ("127.0.0.1:0" picks a free port). now is the scrape clock (time.Now if nil).
@@ -47,6 +49,7 @@ func ServeListener(e *Engine, ln net.Listener, now func() time.Time) *Server {
 		_, _ = w.Write([]byte(b.String()))
 	})
 	mux.HandleFunc("/health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.HandleFunc("POST /generate", s.serveGenerate)
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		defer close(s.done)

@@ -130,7 +130,8 @@ const (
 	StreamGPUProcesses = "gpu_processes"
 	StreamEngineSeries = "engine_series"
 	StreamGPURollup    = "gpu_rollup"
+	StreamEngineTraces = "engine_traces"
 )
 
 // Streams lists every stream in a fixed order.
-var Streams = []string{StreamPhases, StreamTrajectories, StreamMetrics, StreamTopology, StreamGPUUtil, StreamGPUProcesses, StreamEngineSeries, StreamGPURollup}
+var Streams = []string{StreamPhases, StreamTrajectories, StreamMetrics, StreamTopology, StreamGPUUtil, StreamGPUProcesses, StreamEngineSeries, StreamGPURollup, StreamEngineTraces}

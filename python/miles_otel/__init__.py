@@ -13,6 +13,7 @@ from typing import Any, Iterable, Mapping
 from . import semconv
 from .emitter import Emitter, normalize_engine
 from .identity import PhaseIdentity
+from . import sinks as _sinks
 from .sinks import PhaseSink, TrajectorySink
 from .tracking import OtelTrackingBackend
 
@@ -25,6 +26,7 @@ __all__ = [
     "attach_miles",
     "configure",
     "flush",
+    "generate_headers",
     "get_emitter",
     "log_metrics",
     "normalize_engine",
@@ -109,3 +111,14 @@ def attach_miles(role: str = semconv.ROLE_TRAIN, *, trajectories: bool = False, 
         if not isinstance(seam.sink, TrajectorySink):
             seam.sink = TrajectorySink()
     return sink
+
+
+def generate_headers(sample: Any, headers: dict | None = None, tracestate: str | None = None) -> dict:
+    """HTTP headers for the engine call the rollout code is about to make for ``sample``: the W3C
+    ``traceparent`` (and ``tracestate``) of the ``miles.generate`` span its next ``gen_span`` sends, so sglang
+    started with ``--enable-trace`` puts its request spans in that segment (docs/python.md, docs/semconv.md §10).
+    Without a TrajectorySink it returns ``headers`` (or ``{}``) untouched: one attribute read, nothing else."""
+    s = _sinks.active_trajectory_sink
+    if s is None:
+        return {} if headers is None else headers
+    return s.generate_headers(sample, headers, tracestate)

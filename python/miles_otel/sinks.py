@@ -164,6 +164,10 @@ def _tool_calls(detail: Any) -> int | None:
     return None
 
 
+# The newest TrajectorySink (miles_otel.generate_headers); None until one is created.
+active_trajectory_sink: "TrajectorySink | None" = None
+
+
 class TrajectorySink:
     """Duck-typed ``TrajectoryLifecycle().sink`` for miles' rollout probes; one trace per sample attempt.
 
@@ -176,6 +180,8 @@ class TrajectorySink:
     """
 
     def __init__(self, emitter: Emitter | None = None, *, max_tracked: int = 200_000) -> None:
+        global active_trajectory_sink
+        active_trajectory_sink = self  # miles_otel.generate_headers uses the newest sink
         self._e = _default_emitter(emitter)
         self._res = self._e.resource(sc.SERVICE_ROLLOUT)
         self._put = self._e.exporter.put
@@ -195,7 +201,8 @@ class TrajectorySink:
     def _new_attempt(self, key: Any, grp: int, t: float) -> list:
         n = self._attempt_no.get(key, -1) + 1
         self._attempt_no[key] = n
-        st = [new_trace_id(), new_span_id(), t, n, grp, True, False]
+        # [trace, attempt span, t0, attempt no, group, queue open, ended, reserved generate span id (0 none)]
+        st = [new_trace_id(), new_span_id(), t, n, grp, True, False, 0]
         live = self._live
         live.pop(key, None)
         live[key] = st
@@ -215,8 +222,24 @@ class TrajectorySink:
             st[5] = False
         return st, idx, grp
 
-    def _span(self, name: str, st: list, t0: float, t1: float, a: dict) -> None:
-        self._put((K_SPAN, self._res, name, st[0], new_span_id(), st[1], t0, t1, a, None))
+    def _span(self, name: str, st: list, t0: float, t1: float, a: dict, span_id: int = 0) -> None:
+        self._put((K_SPAN, self._res, name, st[0], span_id or new_span_id(), st[1], t0, t1, a, None))
+
+    def generate_headers(self, sample: Any, headers: dict | None = None, tracestate: str | None = None) -> dict:
+        """The W3C ``traceparent`` (and ``tracestate``) of the ``miles.generate`` span the next ``gen_span`` of
+        this sample sends, for the HTTP request to sglang: sglang's request spans then join this segment
+        (docs/semconv.md §10). Adds to ``headers`` (a new dict when None) and returns it; never raises."""
+        out = {} if headers is None else headers
+        try:
+            st, _, _ = self._state(sample, time.time())
+            if not st[7]:
+                st[7] = new_span_id()
+            out["traceparent"] = f"00-{st[0]:032x}-{st[7]:016x}-01"
+            if tracestate:
+                out["tracestate"] = tracestate
+        except Exception as e:
+            self._e.warner.warn("trajectory", "trajectory sink failed: %r", e)
+        return out
 
     # ---- probes ----
 
@@ -289,7 +312,8 @@ class TrajectorySink:
                 a[sc.TOKENS_COMPLETION] = int(completion_tokens)
             if finish_reason is not None:
                 a[sc.FINISH_REASON] = finish_reason
-            self._span(sc.SPAN_GENERATE, st, t0, t1, a)
+            sid, st[7] = st[7], 0  # the id generate_headers gave sglang, if any
+            self._span(sc.SPAN_GENERATE, st, t0, t1, a, sid)
         except Exception as e:
             self._e.warner.warn("trajectory", "trajectory sink failed: %r", e)
 

@@ -386,6 +386,8 @@ func (g *gen) genSpan(s *sampleRun, t float64, finish string, out int) {
 	sp.Has |= hasTurn | hasWV | hasEngine | hasTokens | hasFinish
 	sp.Turn, sp.WV, sp.Engine = s.turn, g.version(t), EngineRef{s.eng.spec.Rank, s.epoch}
 	sp.TokIn, sp.TokOut, sp.Finish = s.req.Prompt, out, finish
+	rq := *s.req
+	sp.Req = &rq
 	g.o.push(Event{T: t, Kind: EvSpan, Span: sp})
 	s.versions = append(s.versions, sp.WV)
 }

@@ -39,6 +39,8 @@ type batch struct {
 	logRS                  map[*Process]plog.LogRecordSlice
 	metRS                  map[*Process]pmetric.MetricSlice
 	nSpans, nLogs, nPoints int
+	engineSpans            ptrace.SpanSlice // sglang's resource in traces (enginetrace.go); valid when hasEngine
+	hasEngineSpans         bool
 	descriptions           bool // send metric descriptions (the NVML receiver does; files do not keep them)
 }
 
@@ -52,6 +54,7 @@ func newBatch(c Clock, runID string) *batch {
 
 func (b *batch) resetTraces() {
 	b.traces, b.spanRS, b.nSpans = ptrace.NewTraces(), map[*Process]ptrace.SpanSlice{}, 0
+	b.hasEngineSpans = false
 }
 
 func (b *batch) resetLogs() {

@@ -43,6 +43,8 @@ type Span struct {
 	Step, Batch            int
 	Links                  []TraceID
 	LinkSpans              []SpanID
+	// Req is the engine's view of a generate call (its request trace, enginetrace.go); nil otherwise.
+	Req *Req
 }
 
 // Span attribute presence bits.

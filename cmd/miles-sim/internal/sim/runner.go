@@ -42,6 +42,9 @@ type Options struct {
 	Log            io.Writer
 	// Dumper writes miles dump directories as steps complete (the generator must run with Config.Dumps).
 	Dumper *Dumper
+	// EngineTraceLevel makes every engine trace its requests as sglang --enable-trace does, at this level
+	// (SGLANG_TRACE_LEVEL 1–3; 0 off), under each generate span's traceparent (docs/semconv.md §10).
+	EngineTraceLevel int
 }
 
 // Report summarizes a run.
@@ -76,18 +79,20 @@ type runner struct {
 	gen    *Generator
 	topo   *Topology
 	clock  Clock
-	b      *batch
-	snd    *sender
-	gpu    *gpuModel
-	nv     *nvml
-	engs   map[EngineRef]*liveEngine
-	alive  map[int]EngineRef // engine rank -> live incarnation
-	urls   map[EngineRef]string
-	router *fakesglang.Router
-	rsrv   *http.Server
-	rep    Report
-	live   bool
-	last   time.Time
+	// tracers are the engines' request tracers by engine rank (enginetrace.go).
+	tracers map[int]*fakesglang.Tracer
+	b       *batch
+	snd     *sender
+	gpu     *gpuModel
+	nv      *nvml
+	engs    map[EngineRef]*liveEngine
+	alive   map[int]EngineRef // engine rank -> live incarnation
+	urls    map[EngineRef]string
+	router  *fakesglang.Router
+	rsrv    *http.Server
+	rep     Report
+	live    bool
+	last    time.Time
 
 	// fast-forward: device readings encoded from per-device templates straight into a request body
 	tmpl   [][]*gpuTemplate
@@ -278,6 +283,7 @@ func (r *runner) handle(e Event) error {
 		r.b.phaseSpan(e.Phase)
 	case EvSpan:
 		r.b.trajSpan(e.Span, r.addr)
+		r.engineTrace(e.Span)
 	case EvMetrics:
 		m := e.Metrics
 		if r.live && r.opts.Speed != 1 {

@@ -65,3 +65,48 @@ export function carpetQuery(win: { t0: number; t1: number }, buckets: number, fo
   if (follow && rowsTotal !== undefined && rowsTotal > CARPET_ROWS) q.offset = rowsTotal - CARPET_ROWS;
   return q;
 }
+
+/** Engine stage colours (docs/semconv.md §10.3): queue-in-engine, prefill, decode, KV transfer, other, untraced. */
+export const STAGE_COLORS: Record<string, string> = {
+  queue: "#e45756",
+  prefill: "#4c78a8",
+  decode: "#54a24b",
+  transfer: "#b279a2",
+  other: "#bab0ac",
+  untraced: "#eeeeee",
+};
+
+export interface EngineSlice {
+  t0: number;
+  t1: number;
+  stage: string;
+  seg: number;
+  name: string;
+}
+
+/** The engine slices of an anatomy row (flattened in fives), decoded against the answer's name lists. */
+export function engineSlices(flat: number[], stages: string[], names: string[]): EngineSlice[] {
+  const out: EngineSlice[] = [];
+  for (let i = 0; i + 4 < flat.length; i += 5) {
+    out.push({ t0: flat[i], t1: flat[i + 1], stage: stages[flat[i + 2]] ?? "other", seg: flat[i + 3], name: names[flat[i + 4]] ?? "?" });
+  }
+  return out;
+}
+
+/**
+ * Stage durations of one generate segment [g0, g1] from its slices: seconds per stage plus "untraced" (the rest
+ * of the segment no slice covers, never below 0), in the order of `stages`.
+ */
+export function segmentStages(slices: EngineSlice[], seg: number, g0: number, g1: number, stages: string[]): Map<string, number> {
+  const m = new Map<string, number>();
+  for (const s of stages) m.set(s, 0);
+  let sum = 0;
+  for (const s of slices) {
+    if (s.seg !== seg) continue;
+    const d = Math.max(0, s.t1 - s.t0);
+    m.set(s.stage, (m.get(s.stage) ?? 0) + d);
+    sum += d;
+  }
+  m.set("untraced", Math.max(0, g1 - g0 - sum));
+  return m;
+}

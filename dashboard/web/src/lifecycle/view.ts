@@ -17,7 +17,19 @@ import type { Meta } from "../api/responseTypes/meta";
 import type { StepsResp, StepSummary } from "../api/responseTypes/steps";
 import { el } from "../shared/dom";
 import { formatDuration } from "../shared/timeaxis";
-import { ANATOMY_SORTS, anatomyRowHeight, carpetQuery, sortAnatomy, versionColor, type AnatomySort } from "./anatomy";
+import type { EngineStagesResp } from "../api/responseTypes/engineStages";
+import type { EngineStageTotals } from "../api/responseTypes/anatomy";
+import {
+  ANATOMY_SORTS,
+  anatomyRowHeight,
+  carpetQuery,
+  engineSlices,
+  segmentStages,
+  sortAnatomy,
+  STAGE_COLORS,
+  versionColor,
+  type AnatomySort,
+} from "./anatomy";
 
 export const QUEUE_COLOR = "#d5d9e0";
 export const TOOL_COLOR = "#2ca02c";
@@ -36,6 +48,9 @@ export class LifecycleView {
   private readonly stepIn = el("input", "lstep");
   private readonly stepInfo = el("span", "lstepinfo");
   private readonly tiles = el("div", "ltiles");
+  /** Generate time by engine stage: this step per engine, and the newest steps (sglang request traces). */
+  private readonly stagesBox = el("div", "lstages");
+  private stageSteps: EngineStagesResp | null = null;
   private readonly sorts = el("span", "lsorts");
   private readonly pane = el("div", "lpane");
   private readonly canvas = el("canvas", "anatomy");
@@ -58,7 +73,7 @@ export class LifecycleView {
   /** Run start (for the carpet's time labels). */
   readonly startTs: number;
   active = false;
-  readonly probe = { anatomyDraws: 0, carpetDraws: 0, loads: 0, pushedSteps: 0 };
+  readonly probe = { anatomyDraws: 0, carpetDraws: 0, loads: 0, pushedSteps: 0, engineSlices: 0 };
 
   constructor(
     private readonly api: Api,
@@ -123,7 +138,7 @@ export class LifecycleView {
     this.nav.append(el("b", "", "Step"), prev, this.stepIn, next, latest, this.stepInfo, el("span", "lbl", "sort:"), this.sorts, el("span", "hint", "wheel = zoom · drag = pan · double-click = reset"));
     this.pane.append(this.canvas, this.tooltip);
     this.carpetHead.textContent = "lifecycle carpet";
-    this.root.append(this.advSlot, this.nav, this.tiles, this.pane, this.carpetHead, this.carpet);
+    this.root.append(this.advSlot, this.nav, this.tiles, this.stagesBox, this.pane, this.carpetHead, this.carpet);
     this.installInput();
   }
 
@@ -164,6 +179,8 @@ export class LifecycleView {
       this.applySort();
       this.renderNav();
       this.renderTiles();
+      this.renderStages();
+      void this.loadStageSteps();
       this.writeUrl();
       void this.loadCarpet();
     } catch (e) {
@@ -204,6 +221,71 @@ export class LifecycleView {
       d.append(el("div", "tv", v), el("div", "tk", k));
       if (tip) d.title = tip;
       this.tiles.append(d);
+    }
+  }
+
+  private async loadStageSteps(): Promise<void> {
+    try {
+      this.stageSteps = await this.api.get<EngineStagesResp>("/api/v1/lifecycle/engine_stages");
+    } catch {
+      this.stageSteps = null;
+    }
+    this.renderStages();
+  }
+
+  /** One stacked bar of generate time by stage (title = the durations), labelled. */
+  private stageBar(label: string, t: EngineStageTotals, stages: string[], scale: number): HTMLElement {
+    const row = el("div", "lstagerow");
+    row.dataset.label = label;
+    const bar = el("div", "lstagebar");
+    bar.style.width = Math.max(2, Math.round((t.gen_s / scale) * 100)) + "%";
+    const parts: string[] = [];
+    stages.forEach((s, i) => {
+      const v = t.stages_s[i] ?? 0;
+      if (v <= 0) return;
+      const seg = el("span", "lstageseg");
+      seg.dataset.stage = s;
+      seg.style.background = STAGE_COLORS[s] ?? "#999";
+      seg.style.width = (v / t.gen_s) * 100 + "%";
+      seg.title = `${s} ${formatDuration(v)} (${((v / t.gen_s) * 100).toFixed(0)}%)`;
+      bar.append(seg);
+      parts.push(seg.title);
+    });
+    row.title = `${label}: ${t.traced}/${t.segments} segments traced, ${t.covered} within tolerance · ` + parts.join(" · ");
+    row.append(el("span", "lstagelbl", label), bar);
+    return row;
+  }
+
+  private renderStages(): void {
+    this.stagesBox.textContent = "";
+    const a = this.anat;
+    if (!a || a.engine_total.traced === 0) {
+      this.stagesBox.style.display = "none";
+      return;
+    }
+    this.stagesBox.style.display = "";
+    const stages = a.engine_stages;
+    const legend = el("div", "lstagelegend");
+    for (const s of stages) {
+      const k = el("span", "lkey", s);
+      k.style.setProperty("--c", STAGE_COLORS[s] ?? "#999");
+      legend.append(k);
+    }
+    const byEngine = el("div", "lstagegroup");
+    byEngine.dataset.group = "engine";
+    byEngine.append(el("div", "lstagehead", `step ${a.step}: generate time by engine stage, per engine`));
+    const traced = a.engine_by_engine.filter((e) => e.traced > 0);
+    const emax = Math.max(...traced.map((e) => e.gen_s), 1e-9);
+    for (const e of traced) byEngine.append(this.stageBar(e.engine, e, stages, emax));
+    this.stagesBox.append(legend, byEngine);
+    const st = this.stageSteps?.steps.filter((s) => s.total.traced > 0) ?? [];
+    if (st.length) {
+      const bySteps = el("div", "lstagegroup");
+      bySteps.dataset.group = "step";
+      bySteps.append(el("div", "lstagehead", "per step (newest steps)"));
+      const smax = Math.max(...st.map((s) => s.total.gen_s), 1e-9);
+      for (const s of st) bySteps.append(this.stageBar(`step ${s.step}`, s.total, this.stageSteps!.stages, smax));
+      this.stagesBox.append(bySteps);
     }
   }
 
@@ -262,6 +344,7 @@ export class LifecycleView {
     const barH = detailed ? 9 : Math.max(1, rh - (rh > 2 ? 1 : 0));
     ctx.font = "10px system-ui, sans-serif";
     ctx.textBaseline = "middle";
+    let slices = 0;
     for (let r = 0; r < this.order.length; r++) {
       const row = a.rows[this.order[r]];
       const y = r * rh + (detailed ? 2 : 0);
@@ -286,6 +369,21 @@ export class LifecycleView {
         if (x1 <= GUTTER || x0 >= GUTTER + w) continue;
         ctx.fillStyle = v === null ? "#888" : versionColor(v);
         ctx.fillRect(x0, y, Math.max(1, x1 - x0), barH);
+      }
+      // engine stage slices inside the generate segments, the version colour around them
+      // (detailed rows: a band inside the bar; compact rows: the lower half, the version stays on top; rows of
+      // one pixel keep the version only)
+      if (row.engine.length && barH >= 2) {
+        const top = detailed ? 2 : Math.floor(barH / 2);
+        const hh = detailed ? barH - 4 : barH - top;
+        for (const s of engineSlices(row.engine, a.engine_stages, a.engine_slice_names)) {
+          const x0 = clipX(s.t0);
+          const x1 = clipX(s.t1);
+          if (x1 <= GUTTER || x0 >= GUTTER + w || x1 - x0 <= 0) continue;
+          ctx.fillStyle = STAGE_COLORS[s.stage] ?? "#999";
+          ctx.fillRect(x0, y + top, Math.max(0.5, x1 - x0), hh);
+          slices++;
+        }
       }
       ctx.fillStyle = TOOL_COLOR;
       for (let i = 0; i + 2 < row.tool.length + 1 && i + 1 < row.tool.length; i += 3) {
@@ -329,6 +427,8 @@ export class LifecycleView {
     ctx.textAlign = "right";
     ctx.fillText(`span ${formatDuration(t1 - t0)}`, GUTTER + w, h - 7);
     this.probe.anatomyDraws++;
+    this.probe.engineSlices = slices;
+    this.canvas.dataset.engineSlices = String(slices);
     this.canvas.dataset.rows = String(n);
     this.canvas.dataset.rowh = String(rh);
   }
@@ -404,6 +504,27 @@ export class LifecycleView {
       el("div", "", `versions ${vs} · staleness ${row.staleness ?? "—"} · ${row.turns} turns · ${row.tool_calls} tool calls`),
       el("div", "", `wall ${formatDuration(row.wall)} · ends ${formatDuration(a.consume - row.end)} before consume`),
     );
+    // The generate segment under the pointer: its engine stages, when the engine traced it.
+    const { t0, t1 } = this.window();
+    const at = t0 + ((e.clientX - r.left - GUTTER) / this.plotW()) * (t1 - t0);
+    const sl = engineSlices(row.engine, a.engine_stages, a.engine_slice_names);
+    for (let i = 0; i + 1 < row.gen.length; i += 5) {
+      const g0 = row.gen[i] as number;
+      const g1 = (row.gen[i + 1] ?? a.consume) as number;
+      if (at < g0 || at > g1) continue;
+      const seg = i / 5;
+      const line = el("div", "tstages");
+      line.append(el("span", "", `turn ${row.gen[i + 3]} · generate ${formatDuration(g1 - g0)}`));
+      if (sl.some((s) => s.seg === seg)) {
+        for (const [k, v] of segmentStages(sl, seg, g0, g1, a.engine_stages)) {
+          if (v <= 0) continue;
+          const kk = el("span", "lkey", `${k} ${formatDuration(v)}`);
+          kk.style.setProperty("--c", STAGE_COLORS[k] ?? "#999");
+          line.append(kk);
+        }
+      } else line.append(el("span", "", " · no engine trace"));
+      this.tooltip.append(line);
+    }
     this.tooltip.style.display = "block";
     this.tooltip.style.left = Math.min(e.clientX - r.left + 14, r.width - 300) + "px";
     this.tooltip.style.top = y + 14 + "px";

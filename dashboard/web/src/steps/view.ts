@@ -14,6 +14,8 @@ import uPlot from "uplot";
 import { ApiError, type Api } from "../api/client";
 import type { Live } from "../api/live";
 import type { DumpsSampleResp } from "../api/responseTypes/dumpsSample";
+import type { SampleLifecycleResp } from "../api/responseTypes/engineStages";
+import { renderLifecycleStrip } from "../lifecycle/strip";
 import type { DumpsStepResp } from "../api/responseTypes/dumpsStep";
 import type { DumpStep, DumpsStepsResp } from "../api/responseTypes/dumpsSteps";
 import type { GroupsTable, SamplesTable } from "../api/responseTypes/dumpsTable";
@@ -101,6 +103,9 @@ export class StepsView {
   // L2
   private readonly l2head = el("div", "sl2head");
   private readonly l2stats = el("div", "ltiles sl2tiles");
+  /** The sample's lifecycle strip: queue, generate segments with their engine stage slices, tool waits. */
+  readonly lifeStrip = el("div", "slifecycle");
+  lifecycle: SampleLifecycleResp | null = null;
   private readonly l2tabs = el("div", "sl2tabs");
   private readonly convo = el("div", "sconvo");
   private readonly tokPane = el("div", "stokpane");
@@ -389,7 +394,23 @@ export class StepsView {
     this.chartData = null;
     this.renderSampleHead();
     this.renderConversation();
+    void this.loadLifecycle(gen);
     return true;
+  }
+
+  /** The consumed sample's lifecycle (trajectories + engine traces); the strip stays empty without one. */
+  private async loadLifecycle(gen: number): Promise<void> {
+    this.lifecycle = null;
+    this.lifeStrip.textContent = "";
+    if (this.st.eval || this.st.sample === null) return;
+    try {
+      const l = await this.api.get<SampleLifecycleResp>(`/api/v1/steps/${this.st.step}/samples/${this.st.sample}/lifecycle`);
+      if (gen !== this.gen) return;
+      this.lifecycle = l;
+      renderLifecycleStrip(this.lifeStrip, l);
+    } catch {
+      // no lifecycle data for this sample (a run without trajectory spans): nothing to draw
+    }
   }
 
   private async loadTokens(gen: number): Promise<boolean> {
@@ -830,7 +851,7 @@ export class StepsView {
     const mrow = el("div", "smrow");
     mrow.append(el("span", "lbl", "colour / chart by:"), this.metricSel, el("span", "slegend"), reset, this.chartInfo);
     this.tokPane.append(mrow, this.chartBox, this.pager, this.strip);
-    this.l2.append(this.l2head, this.l2stats, this.l2tabs, this.convo, this.tokPane);
+    this.l2.append(this.l2head, this.l2stats, this.lifeStrip, this.l2tabs, this.convo, this.tokPane);
   }
 
   private showTab(): void {

@@ -36,10 +36,24 @@ export const anatomyRowSchema = obj(
     /** No per-sample reward travels in the trajectories stream (docs/semconv.md §3). */
     reward: nullable(num),
     incomplete: bool,
+    /** Engine stage slices (sglang request traces, docs/semconv.md §10), flattened in fives
+     * [t0, t1, stage (engine_stages), segment (index of its five in gen), name (engine_slice_names)]. */
+    engine: arr(num),
   },
   { unknown_reason: str },
 );
 export type AnatomyRow = Infer<typeof anatomyRowSchema>;
+
+/** Generate time by engine stage over a set of segments (seconds; stages_s in engine_stages order). */
+export const engineStageTotalsSchema = obj({
+  engine: str,
+  segments: num,
+  traced: num,
+  covered: num,
+  gen_s: num,
+  stages_s: arr(num),
+});
+export type EngineStageTotals = Infer<typeof engineStageTotalsSchema>;
 
 export const stepTilesSchema = obj({
   samples: num,
@@ -75,5 +89,10 @@ export const anatomySchema = obj({
   tiles: stepTilesSchema,
   reward_available: bool,
   rows: arr(anatomyRowSchema),
+  /** Stage names of the engine slices and totals: queue, prefill, decode, transfer, other, untraced. */
+  engine_stages: arr(str),
+  engine_slice_names: arr(str),
+  engine_by_engine: arr(engineStageTotalsSchema),
+  engine_total: engineStageTotalsSchema,
 });
 export type Anatomy = Infer<typeof anatomySchema>;

@@ -11,6 +11,7 @@ import { dumpsStepSchema } from "./dumpsStep";
 import { dumpsStepsSchema } from "./dumpsSteps";
 import { groupsTableSchema, samplesTableSchema } from "./dumpsTable";
 import { dumpsTokensSchema } from "./dumpsTokens";
+import { engineStagesSchema, sampleLifecycleSchema } from "./engineStages";
 import { enginesSchema } from "./engines";
 import { enginesSeriesSchema } from "./enginesSeries";
 import { fleetSchema } from "./fleet";
@@ -53,6 +54,8 @@ export const ENDPOINTS: Endpoint[] = [
   { route: "GET /api/v1/engines/series", schema: enginesSeriesSchema, golden: "engines_series" },
   { route: "GET /api/v1/steps", schema: stepsSchema, golden: "steps" },
   { route: "GET /api/v1/steps/{id}/anatomy", schema: anatomySchema, golden: "anatomy" },
+  { route: "GET /api/v1/lifecycle/engine_stages", schema: engineStagesSchema, golden: "engine_stages" },
+  { route: "GET /api/v1/steps/{id}/samples/{idx}/lifecycle", schema: sampleLifecycleSchema, golden: "sample_lifecycle" },
   { route: "GET /api/v1/lifecycle/carpet", schema: lifecycleCarpetHeaderSchema, golden: "lifecycle_carpet", binary: true },
   { route: "GET /api/v1/advisory", schema: advisoryResultSchema, golden: "advisory" },
   { route: "GET /api/v1/dumps/steps", schema: dumpsStepsSchema, golden: "dumps_steps" },

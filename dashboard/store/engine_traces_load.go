@@ -1,0 +1,213 @@
+package store
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"math"
+
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
+	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
+)
+
+// engineTraceReader reads the engine_traces stream (docs/semconv.md §10): sglang's request spans, by trace, in
+// hour blocks loaded when a view needs them (the anatomy joins them to generate segments: engine_traces_join.go).
+type engineTraceReader struct {
+	// run is the store whose lock, notices and data edge the reader shares.
+	run *Store
+	// files are the stream's partitions.
+	files *partition.Stream
+	// byTrace holds the loaded spans of every trace, in reading order.
+	byTrace map[traceID][]engSpan
+	// records counts the records loaded (the anatomy cache key moves when it grows).
+	records uint64
+	// names interns slice names, so a span holds a small index.
+	names interner
+}
+
+// engSpan is one engine span as the file holds it, with absolute times.
+type engSpan struct {
+	t0, t1      float64
+	id, parent  spanID
+	kind        uint8  // ekSlice, ekRequest, ekThread
+	name        uint16 // interned slice name
+	lvl         int8
+	tp, dp, pp  int32 // thread ranks, -1 unknown
+	label, rid  uint16
+	hasParent   bool
+	errorStatus bool
+}
+
+type spanID [8]byte
+
+const (
+	ekSlice uint8 = iota
+	ekRequest
+	ekThread
+)
+
+func newEngineTraceReader(run *Store) engineTraceReader {
+	r := engineTraceReader{run: run, files: partition.NewStream(run.dir, sc.StreamEngineTraces), byTrace: map[traceID][]engSpan{}}
+	r.names.init()
+	return r
+}
+
+func (r *engineTraceReader) partitionFiles() []*partition.Stream { return []*partition.Stream{r.files} }
+
+// refreshLocked tails the loaded hours and the newest two once any is loaded.
+func (r *engineTraceReader) refreshLocked(int64) bool {
+	before := r.records
+	if r.records > 0 || r.anyLoaded() {
+		newest := r.files.Newest()
+		for _, h := range r.files.Hours() {
+			if p := r.files.Parts[h]; p.Loaded || h >= newest-1 {
+				r.loadHourLocked(h)
+			}
+		}
+	}
+	return r.records != before
+}
+
+func (r *engineTraceReader) anyLoaded() bool {
+	for _, p := range r.files.Parts {
+		if p.Loaded {
+			return true
+		}
+	}
+	return false
+}
+
+type engRecJSON struct {
+	Trace  string  `json:"trace"`
+	T      float64 `json:"t"`
+	Parent *string `json:"parent"`
+	Spans  []struct {
+		K      string   `json:"k"`
+		Name   string   `json:"name"`
+		Lvl    int8     `json:"lvl"`
+		T0     *float64 `json:"t0"`
+		T1     *float64 `json:"t1"`
+		Span   string   `json:"span"`
+		Parent *string  `json:"parent"`
+		RID    string   `json:"rid"`
+		Label  string   `json:"label"`
+		TP     *int32   `json:"tp"`
+		DP     *int32   `json:"dp"`
+		PP     *int32   `json:"pp"`
+		Err    bool     `json:"err"`
+	} `json:"spans"`
+}
+
+func micros(t float64) float64 { return math.Round(t*1e6) / 1e6 }
+
+func parseSpanID(s string) (spanID, bool) {
+	var id spanID
+	if len(s) != 16 {
+		return id, false
+	}
+	_, err := hex.Decode(id[:], []byte(s))
+	return id, err == nil
+}
+
+// engineLine parses one record; a record that is not an engine_traces bundle is refused (counted as corrupt).
+func (r *engineTraceReader) engineLine(line []byte) bool {
+	var rec engRecJSON
+	if json.Unmarshal(line, &rec) != nil || len(rec.Trace) != 32 || len(rec.Spans) == 0 {
+		return false
+	}
+	var tid traceID
+	if _, err := hex.Decode(tid[:], []byte(rec.Trace)); err != nil {
+		return false
+	}
+	var def spanID
+	hasDef := false
+	if rec.Parent != nil {
+		def, hasDef = parseSpanID(*rec.Parent)
+	}
+	out := r.byTrace[tid]
+	for _, m := range rec.Spans {
+		id, ok := parseSpanID(m.Span)
+		if !ok || m.T0 == nil || m.T1 == nil {
+			continue
+		}
+		// Base + relative, snapped to the µs both are whole in (docs/semconv.md §10.2): the same instant reads the
+		// same whichever bundle (base) it arrived in.
+		s := engSpan{
+			t0: micros(rec.T + *m.T0), t1: micros(rec.T + *m.T1), id: id, parent: def, hasParent: hasDef, tp: -1, dp: -1, pp: -1,
+			lvl: m.Lvl, errorStatus: m.Err,
+		}
+		if m.Parent != nil {
+			s.parent, s.hasParent = parseSpanID(*m.Parent)
+		}
+		switch m.K {
+		case "req":
+			s.kind = ekRequest
+			s.rid = r.names.id([]byte(m.RID))
+		case "thread":
+			s.kind = ekThread
+			s.label = r.names.id([]byte(m.Label))
+			for _, p := range [...]struct {
+				v   *int32
+				dst *int32
+			}{{m.TP, &s.tp}, {m.DP, &s.dp}, {m.PP, &s.pp}} {
+				if p.v != nil {
+					*p.dst = *p.v
+				}
+			}
+		default:
+			s.name = r.names.id([]byte(m.Name))
+		}
+		out = append(out, s)
+	}
+	r.byTrace[tid] = out
+	r.records++
+	return true
+}
+
+func (r *engineTraceReader) loadHourLocked(h int64) {
+	p := r.files.Parts[h]
+	if p == nil {
+		return
+	}
+	reports, err := r.files.Read(p, r.engineLine)
+	if errors.Is(err, partition.ErrReload) {
+		// A rewritten partition (compaction): start the stream over, as records of it are in byTrace.
+		loaded := []int64{h}
+		for hh, q := range r.files.Parts {
+			if q.Loaded && hh != h {
+				loaded = append(loaded, hh)
+			}
+			q.Reset()
+		}
+		r.byTrace = map[traceID][]engSpan{}
+		r.records++
+		for _, hh := range loaded {
+			r.loadHourLocked(hh)
+		}
+		return
+	}
+	r.run.report(reports, err)
+	p.Loaded = true
+}
+
+// ensureHours loads the hours lo…hi not loaded yet.
+func (r *engineTraceReader) ensureHours(lo, hi int64) {
+	r.run.mu.RLock()
+	missing := false
+	for _, h := range r.files.Hours() {
+		if h >= lo && h <= hi && !r.files.Parts[h].Loaded {
+			missing = true
+		}
+	}
+	r.run.mu.RUnlock()
+	if !missing {
+		return
+	}
+	r.run.mu.Lock()
+	defer r.run.mu.Unlock()
+	for _, h := range r.files.Hours() {
+		if h >= lo && h <= hi && !r.files.Parts[h].Loaded {
+			r.loadHourLocked(h)
+		}
+	}
+}

@@ -1,0 +1,49 @@
+package jsonlexporter
+
+import (
+	"errors"
+	"fmt"
+)
+
+// EngineTracesConfig bounds the engine_traces stream: sglang's own request spans (docs/semconv.md §10).
+// Engine traces are many (a 128-engine run at 5 requests/s per engine sends ~6,400 spans/s at level 2, and
+// level 3 adds one decode_loop slice per decoded token), so the exporter keeps a level, samples whole traces
+// and caps the rate; every span left out is counted in otelcol_exporter_jsonl_dropped{reason}.
+type EngineTracesConfig struct {
+	// Enabled writes the engine_traces stream (default true). Off: engine spans are counted as unmapped.
+	Enabled bool `mapstructure:"enabled"`
+	// ServiceNames are the service.name values whose spans are engine spans (default ["sglang"], the name
+	// sglang's process_tracing_init gives every process).
+	ServiceNames []string `mapstructure:"service_names"`
+	// MaxLevel keeps slices of sglang trace level <= max_level (1 important slices, 2 all but nested ones,
+	// 3 all; default 2: the per-token decode_loop and per-chunk chunked_prefill slices are left out, counted as
+	// engine_level). Request and thread spans are always kept.
+	MaxLevel int `mapstructure:"max_level"`
+	// SampleRatio keeps this fraction of traces (0 < ratio <= 1, default 1), chosen by trace id so every span
+	// of a kept trace is kept on every gateway; counted as engine_sampled.
+	SampleRatio float64 `mapstructure:"sample_ratio"`
+	// MaxSpansPerSecond caps the engine spans written per second (token bucket, one second of burst; default
+	// 50000, 0 = no cap); spans over it are counted as engine_rate.
+	MaxSpansPerSecond int `mapstructure:"max_spans_per_second"`
+}
+
+func defaultEngineTraces() EngineTracesConfig {
+	return EngineTracesConfig{Enabled: true, ServiceNames: []string{"sglang"}, MaxLevel: 2, SampleRatio: 1, MaxSpansPerSecond: 50000}
+}
+
+func (c *EngineTracesConfig) validate() error {
+	var errs []error
+	if c.MaxLevel < 1 || c.MaxLevel > 3 {
+		errs = append(errs, fmt.Errorf("engine_traces.max_level must be 1, 2 or 3, got %d", c.MaxLevel))
+	}
+	if !(c.SampleRatio > 0 && c.SampleRatio <= 1) {
+		errs = append(errs, fmt.Errorf("engine_traces.sample_ratio must be in (0, 1], got %v", c.SampleRatio))
+	}
+	if c.MaxSpansPerSecond < 0 {
+		errs = append(errs, fmt.Errorf("engine_traces.max_spans_per_second must be >= 0 (0 = no cap), got %d", c.MaxSpansPerSecond))
+	}
+	if c.Enabled && len(c.ServiceNames) == 0 {
+		errs = append(errs, errors.New("engine_traces.service_names must name at least one service when enabled"))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,313 @@
+package jsonlexporter
+
+import (
+	"encoding/binary"
+	"math"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
+)
+
+// engineFilter decides which engine spans (sglang's request spans, docs/semconv.md §10) reach the
+// engine_traces stream: by service, slice level, trace sample and a rate cap. One per exporter.
+type engineFilter struct {
+	services  map[string]bool
+	maxLevel  int
+	threshold uint64 // keep a trace when the low 64 bits of its id are below it (sample_ratio · 2^64)
+	all       bool   // sample_ratio 1
+
+	mu     sync.Mutex
+	rate   float64 // spans per second, 0 = no cap
+	tokens float64
+	last   time.Time
+	now    func() time.Time
+}
+
+func newEngineFilter(c EngineTracesConfig, now func() time.Time) *engineFilter {
+	if !c.Enabled {
+		return nil
+	}
+	f := &engineFilter{
+		services: map[string]bool{}, maxLevel: c.MaxLevel, all: c.SampleRatio >= 1,
+		rate: float64(c.MaxSpansPerSecond), tokens: float64(c.MaxSpansPerSecond), now: now,
+	}
+	for _, s := range c.ServiceNames {
+		f.services[s] = true
+	}
+	if !f.all {
+		f.threshold = uint64(c.SampleRatio * math.MaxUint64)
+	}
+	return f
+}
+
+// sampled: sglang's own id generator draws 64-bit trace ids (the high half is zero) while a traceparent from the
+// trainer carries 128 random bits, so the low half is random in both cases.
+func (f *engineFilter) sampled(id pcommon.TraceID) bool {
+	return f.all || binary.BigEndian.Uint64(id[8:]) < f.threshold
+}
+
+// take returns how many of n spans the rate cap lets through now.
+func (f *engineFilter) take(n int) int {
+	if f.rate <= 0 || n == 0 {
+		return n
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t := f.now()
+	if !f.last.IsZero() {
+		f.tokens = math.Min(f.rate, f.tokens+t.Sub(f.last).Seconds()*f.rate)
+	}
+	f.last = t
+	k := min(n, int(f.tokens))
+	f.tokens -= float64(k)
+	return k
+}
+
+// engineCounts are the engine spans one export left out, by reason.
+type engineCounts struct{ level, sampled, rate int64 }
+
+// engineKind classifies an engine span: a request root, a thread span or a slice.
+type engineKind uint8
+
+const (
+	ekSlice engineKind = iota
+	ekRequest
+	ekThread
+)
+
+type engineSpan struct {
+	span ptrace.Span
+	kind engineKind
+	lvl  int
+}
+
+// engineBundler groups the kept engine spans of one export by (trace, end hour), like trajectory bundles.
+type engineBundler struct {
+	index   map[bundleKey]int32
+	bundles []bundle
+	arrived []engineSpan
+	members []engineSpan
+	bundle  []int32 // bundle of arrived[i]
+}
+
+var engineBundlerPool = sync.Pool{New: func() any { return &engineBundler{index: map[bundleKey]int32{}} }}
+
+func (g *engineBundler) release() {
+	if len(g.arrived) > 4096 {
+		return
+	}
+	clear(g.index)
+	g.bundles, g.arrived, g.members, g.bundle = g.bundles[:0], g.arrived[:0], g.members[:0], g.bundle[:0]
+	engineBundlerPool.Put(g)
+}
+
+// consider classifies one span of an engine service, applies the level and the sample, and queues it.
+func (g *engineBundler) consider(f *engineFilter, r *records, span ptrace.Span) {
+	if !validIDs(span) {
+		r.invalid++
+		return
+	}
+	if !f.sampled(span.TraceID()) {
+		r.eng.sampled++
+		return
+	}
+	es := engineSpan{span: span}
+	attrs := span.Attributes()
+	if _, ok := attrs.Get(sc.SglangThreadLabel); ok {
+		es.kind = ekThread
+	} else if _, ok := attrs.Get(sc.SglangRID); ok {
+		if _, isReq := sc.SglangRequestRole(span.Name()); isReq {
+			es.kind = ekRequest
+		}
+	}
+	if es.kind == ekSlice {
+		es.lvl = sc.SglangSliceOf(span.Name()).Level
+		if es.lvl > f.maxLevel {
+			r.eng.level++
+			return
+		}
+	}
+	g.arrived = append(g.arrived, es)
+}
+
+// flush applies the rate cap and encodes the bundles into r.
+func (g *engineBundler) flush(f *engineFilter, r *records) {
+	if k := f.take(len(g.arrived)); k < len(g.arrived) {
+		r.eng.rate += int64(len(g.arrived) - k)
+		g.arrived = g.arrived[:k]
+	}
+	for _, es := range g.arrived {
+		k := bundleKey{trace: es.span.TraceID(), hour: hourOf(es.span.EndTimestamp())}
+		i, ok := g.index[k]
+		if !ok || g.bundles[i].n >= maxBundle {
+			i = int32(len(g.bundles))
+			g.index[k] = i
+			g.bundles = append(g.bundles, bundle{end: es.span.EndTimestamp()})
+		}
+		g.bundles[i].n++
+		g.bundle = append(g.bundle, i)
+	}
+	var off int32
+	for i := range g.bundles {
+		g.bundles[i].first = off
+		off += g.bundles[i].n
+		g.bundles[i].n = 0
+	}
+	g.members = append(g.members[:0], g.arrived...)
+	for j, es := range g.arrived {
+		bd := &g.bundles[g.bundle[j]]
+		g.members[bd.first+bd.n] = es
+		bd.n++
+	}
+	for i := range g.bundles {
+		bd := &g.bundles[i]
+		c := r.chunkFor(sc.StreamEngineTraces, bd.end)
+		c.data = appendEngineBundle(c.data, g.members[bd.first:bd.first+bd.n])
+		c.lines++
+	}
+}
+
+// appendEngineBundle encodes the engine spans of one trace as one engine_traces record (docs/semconv.md §10.2):
+//
+//	{"trace":…,"t":base,"parent":…,"spans":[{"k":"req","t0":rel,"t1":rel,"span":…,"rid":…},{"k":"thread",…,"label":"Scheduler","tp":0},{"name":"prefill_waiting","lvl":1,…},…]}
+//
+// "parent" is the parent most members share (written once); a member whose parent differs writes its own
+// ("" = none). Links (sglang's previous-slice links) and other attributes are not kept: the order of slices is
+// their times, and the spans reach trace backends whole through the OTLP exporters.
+func appendEngineBundle(b []byte, ms []engineSpan) []byte {
+	base := ms[0].span.StartTimestamp()
+	for i := range ms {
+		if t := ms[i].span.StartTimestamp(); t < base {
+			base = t
+		}
+	}
+	parent := commonParent(ms)
+	o := beginObj(b)
+	o.traceID("trace", ms[0].span.TraceID())
+	o.time("t", base)
+	if !parent.IsEmpty() {
+		o.spanID("parent", parent)
+	}
+	o.key("spans")
+	o.b = append(o.b, '[')
+	for i := range ms {
+		if i > 0 {
+			o.b = append(o.b, ',')
+		}
+		o.b = appendEngineMember(o.b, &ms[i], base, parent)
+	}
+	o.b = append(o.b, ']')
+	return o.line()
+}
+
+// commonParent is the parent span id shared by most members (a bundle is usually one thread's slices).
+func commonParent(ms []engineSpan) pcommon.SpanID {
+	var best pcommon.SpanID
+	bestN := 0
+	for i := range ms {
+		p := ms[i].span.ParentSpanID()
+		if p.IsEmpty() || p == best {
+			continue
+		}
+		n := 0
+		for j := range ms {
+			if ms[j].span.ParentSpanID() == p {
+				n++
+			}
+		}
+		if n > bestN {
+			best, bestN = p, n
+		}
+		if bestN*2 > len(ms) {
+			break
+		}
+	}
+	return best
+}
+
+func appendEngineMember(b []byte, m *engineSpan, base pcommon.Timestamp, parent pcommon.SpanID) []byte {
+	span := m.span
+	attrs := span.Attributes()
+	o := beginObj(b)
+	switch m.kind {
+	case ekRequest:
+		o.str("k", "req")
+	case ekThread:
+		o.str("k", "thread")
+	default:
+		o.str("name", span.Name())
+		o.int("lvl", int64(m.lvl))
+	}
+	o.key("t0")
+	o.b = appendRelTime(o.b, span.StartTimestamp(), base)
+	o.key("t1")
+	o.b = appendRelTime(o.b, span.EndTimestamp(), base)
+	o.spanID("span", span.SpanID())
+	if p := span.ParentSpanID(); p != parent {
+		if p.IsEmpty() {
+			o.str("parent", "")
+		} else {
+			o.spanID("parent", p)
+		}
+	}
+	switch m.kind {
+	case ekRequest:
+		if rid, ok := attrStr(attrs, sc.SglangRID); ok {
+			o.str("rid", clip(rid, maxNameBytes))
+		}
+		if role, _ := sc.SglangRequestRole(span.Name()); role != "" {
+			o.str("role", clip(role, maxNameBytes))
+		}
+		if room, ok := attrStr(attrs, sc.SglangBootstrapRoom); ok && room != "None" {
+			o.str("room", clip(room, maxNameBytes))
+		}
+	case ekThread:
+		if l, ok := attrStr(attrs, sc.SglangThreadLabel); ok {
+			o.str("label", clip(l, maxNameBytes))
+		}
+		for _, kv := range [...][2]string{{sc.SglangTPRank, "tp"}, {sc.SglangDPRank, "dp"}, {sc.SglangPPRank, "pp"}} {
+			if v, ok := attrInt(attrs, kv[0]); ok {
+				o.int(kv[1], v)
+			}
+		}
+	default:
+		if v, ok := attrInt(attrs, sc.SglangDecodeCt); ok {
+			o.int("ct", v)
+		}
+	}
+	if span.Status().Code() == ptrace.StatusCodeError {
+		o.key("err")
+		o.b = append(o.b, "true"...)
+	}
+	return append(o.b, '}')
+}
+
+// clip bounds a client-sent string written into a record (a rid or label is short; a pathological one must not
+// make a line of megabytes), cutting at a rune boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	for s != "" && !utf8.ValidString(s) {
+		s = s[:len(s)-1]
+	}
+	return s
+}
+
+// countEngine counts the engine spans an export left out.
+func (e *jsonlExporter) countEngine(c engineCounts) {
+	for _, d := range [...]struct {
+		reason string
+		n      int64
+	}{{dropReasonEngineLevel, c.level}, {dropReasonEngineSampled, c.sampled}, {dropReasonEngineRate, c.rate}} {
+		if d.n > 0 {
+			e.tel.dropped(d.reason, d.n)
+		}
+	}
+}

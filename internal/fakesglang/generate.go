@@ -1,0 +1,151 @@
+package fakesglang
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/pdata/ptrace"
+)
+
+// GenerateConfig shapes the fake's answers to POST /generate (sglang's native generate API): a request waits for
+// one of MaxRunning slots (prefill_waiting: real queueing when callers send more), prefills at PrefillPerToken
+// and decodes at InterTokenLatency per output token, then answers with sglang's meta_info.
+type GenerateConfig struct {
+	// MaxRunning is the number of requests decoded at once (default 8).
+	MaxRunning int
+	// PrefillPerToken is the prefill time per prompt token (default 20 µs).
+	PrefillPerToken time.Duration
+	// InterTokenLatency is the decode time per output token (default 1 ms).
+	InterTokenLatency time.Duration
+	// MaxNewTokens caps sampling_params.max_new_tokens (default 64), so a test run stays short.
+	MaxNewTokens int
+	// WeightVersion is meta_info.weight_version (default "1").
+	WeightVersion string
+}
+
+func (c *GenerateConfig) defaults() {
+	if c.MaxRunning <= 0 {
+		c.MaxRunning = 8
+	}
+	if c.PrefillPerToken <= 0 {
+		c.PrefillPerToken = 20 * time.Microsecond
+	}
+	if c.InterTokenLatency <= 0 {
+		c.InterTokenLatency = time.Millisecond
+	}
+	if c.MaxNewTokens <= 0 {
+		c.MaxNewTokens = 64
+	}
+	if c.WeightVersion == "" {
+		c.WeightVersion = "1"
+	}
+}
+
+// generator answers /generate and traces each request when a tracer and exporter are set.
+type generator struct {
+	cfg    GenerateConfig
+	slots  chan struct{}
+	tracer *Tracer
+	exp    *SpanExporter
+
+	mu   sync.Mutex
+	seen int
+}
+
+// EnableGenerate makes the server answer POST /generate with cfg. With tracer and exp (both non-nil, as sglang
+// with --enable-trace --otlp-traces-endpoint) every request's spans are exported, under the caller's
+// traceparent when the request carries one.
+func (s *Server) EnableGenerate(cfg GenerateConfig, tracer *Tracer, exp *SpanExporter) {
+	cfg.defaults()
+	g := &generator{cfg: cfg, slots: make(chan struct{}, cfg.MaxRunning), tracer: tracer, exp: exp}
+	s.gen.Store(g)
+}
+
+// Generated is the number of /generate requests answered.
+func (s *Server) Generated() int {
+	g := s.gen.Load()
+	if g == nil {
+		return 0
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.seen
+}
+
+type generateReq struct {
+	Text           string `json:"text"`
+	InputIDs       []int  `json:"input_ids"`
+	RID            string `json:"rid"`
+	SamplingParams struct {
+		MaxNewTokens *int `json:"max_new_tokens"`
+	} `json:"sampling_params"`
+}
+
+func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request) {
+	g := s.gen.Load()
+	if g == nil {
+		http.Error(w, "generate is not enabled on this fake engine", http.StatusNotFound)
+		return
+	}
+	recv := time.Now()
+	var req generateReq
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<24)).Decode(&req); err != nil {
+		http.Error(w, "bad generate request: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	prompt := len(req.InputIDs)
+	if prompt == 0 {
+		prompt = len(strings.Fields(req.Text)) + 1
+	}
+	out := 16
+	if p := req.SamplingParams.MaxNewTokens; p != nil && *p >= 0 {
+		out = *p
+	}
+	out = min(out, g.cfg.MaxNewTokens)
+	rid := req.RID
+	if rid == "" && g.tracer != nil {
+		rid = g.tracer.NewRID()
+	} else if rid == "" {
+		rid = strconv.FormatInt(recv.UnixNano(), 16)
+	}
+	submit := time.Now()
+	select {
+	case g.slots <- struct{}{}:
+	case <-r.Context().Done():
+		return
+	}
+	start := time.Now()
+	time.Sleep(time.Duration(prompt) * g.cfg.PrefillPerToken)
+	first := time.Now()
+	time.Sleep(time.Duration(out) * g.cfg.InterTokenLatency)
+	end := time.Now()
+	<-g.slots
+	if g.tracer != nil && g.exp != nil {
+		tr := TracedRequest{
+			RID: rid, Received: recv, Submit: submit, Start: start, FirstToken: first, End: end,
+			PromptTokens: prompt, CompletionTokens: out,
+		}
+		// sglang reads the W3C headers through its TraceContextTextMapPropagator (extract_trace_headers).
+		if tid, sid, ok := ParseTraceparent(r.Header.Get("traceparent")); ok {
+			tr.Trace, tr.Parent = tid, sid
+		}
+		g.exp.Add(func(ss ptrace.SpanSlice) int { _, n := g.tracer.Append(ss, tr); return n })
+	}
+	g.mu.Lock()
+	g.seen++
+	g.mu.Unlock()
+	finish := map[string]any{"type": "length", "length": out}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]any{
+		"text": strings.Repeat(" tok", out),
+		"meta_info": map[string]any{
+			"id": rid, "prompt_tokens": prompt, "completion_tokens": out, "cached_tokens": 0,
+			"finish_reason": finish, "weight_version": g.cfg.WeightVersion,
+			"e2e_latency": time.Since(recv).Seconds(),
+		},
+	})
+}
