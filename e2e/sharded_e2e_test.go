@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -27,8 +28,10 @@ import (
 // what is written record by record with the same simulated run through one gateway (docs/semconv.md §8
 // "Shards", docs/operations.md "Agents and gateways").
 
-var simArgs = []string{"--fast-forward", "--seed", "7", "--nodes", "4", "--gpus-per-node", "8", "--steps", "3",
-	"--start", "2026-12-01T10:00:00Z", "--restart-step", "-1", "--workers", "4", "--give-up", "2m", "--quiet"}
+var simArgs = []string{
+	"--fast-forward", "--seed", "7", "--nodes", "4", "--gpus-per-node", "8", "--steps", "3",
+	"--start", "2026-12-01T10:00:00Z", "--restart-step", "-1", "--workers", "4", "--give-up", "2m", "--quiet",
+}
 
 var (
 	simOnce sync.Once
@@ -50,7 +53,7 @@ func simBinary(t *testing.T) string {
 		cmd := exec.Command("go", "build", "-o", simBin, "./cmd/miles-sim")
 		cmd.Dir = e2etest.RepoRoot()
 		if out, err := cmd.CombinedOutput(); err != nil {
-			simErr = fmt.Errorf("go build ./cmd/miles-sim: %v\n%s", err, out)
+			simErr = fmt.Errorf("go build ./cmd/miles-sim: %w\n%s", err, out)
 		}
 	})
 	if simErr != nil {
@@ -260,9 +263,7 @@ func normalize(stream string, recs []map[string]any) []map[string]any {
 					d = map[string]any{}
 					dst[k] = d
 				}
-				for kk, vv := range sub {
-					d[kk] = vv
-				}
+				maps.Copy(d, sub)
 				continue
 			}
 			dst[k] = v
@@ -551,7 +552,7 @@ func metricSum(t *testing.T, c *e2etest.Collector, prefix string) float64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(c.TelemetryPort)+"/metrics", nil)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(c.TelemetryPort)+"/metrics", http.NoBody)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatalf("agent telemetry: %v", err)
