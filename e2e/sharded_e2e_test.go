@@ -1,0 +1,592 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/otelcol-miles/otelcol-miles/internal/e2etest"
+	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
+	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
+)
+
+// The sharded tests run the real binaries: miles-sim (fast-forward, fixed seed and start) → agents
+// (configs/agent.yaml, load_balancing exporter) → gateways (configs/gateway.yaml, one shard each), and compare
+// what is written record by record with the same simulated run through one gateway (docs/semconv.md §8
+// "Shards", docs/operations.md "Agents and gateways").
+
+var simArgs = []string{
+	"--fast-forward", "--seed", "7", "--nodes", "4", "--gpus-per-node", "8", "--steps", "3",
+	"--start", "2026-12-01T10:00:00Z", "--restart-step", "-1", "--workers", "4", "--give-up", "2m", "--quiet",
+}
+
+var (
+	simOnce sync.Once
+	simBin  string
+	simErr  error
+)
+
+// simBinary builds cmd/miles-sim once per test binary.
+func simBinary(t *testing.T) string {
+	t.Helper()
+	e2etest.Binary(t) // skips (or fails under MILES_E2E_REQUIRE) without bin/otelcol-miles, like every e2e test
+	simOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "miles-sim-e2e")
+		if err != nil {
+			simErr = err
+			return
+		}
+		simBin = filepath.Join(dir, "miles-sim")
+		cmd := exec.Command("go", "build", "-o", simBin, "./cmd/miles-sim")
+		cmd.Dir = e2etest.RepoRoot()
+		if out, err := cmd.CombinedOutput(); err != nil {
+			simErr = fmt.Errorf("go build ./cmd/miles-sim: %w\n%s", err, out)
+		}
+	})
+	if simErr != nil {
+		t.Fatal(simErr)
+	}
+	return simBin
+}
+
+type tier struct {
+	gateways []*e2etest.Collector
+	gwAddrs  []string
+	agents   []*e2etest.Collector
+}
+
+func startGateway(t *testing.T, runDir, id, grpcAddr string) *e2etest.Collector {
+	t.Helper()
+	return e2etest.StartCollector(t, runDir, e2etest.Options{
+		Configs: []string{e2etest.Config("gateway.yaml")}, GRPCAddr: grpcAddr, Env: []string{"MILES_GATEWAY_ID=" + id},
+	})
+}
+
+// startTier starts gateways (shard ids gw-0…, or one unsharded gateway when ids is nil) and agents that
+// balance over them.
+func startTier(t *testing.T, runDir string, ids []string, agents int) *tier {
+	t.Helper()
+	tr := &tier{}
+	if ids == nil {
+		ids = []string{""}
+	}
+	for _, id := range ids {
+		addr := e2etest.FreeAddr(t)
+		tr.gateways = append(tr.gateways, startGateway(t, runDir, id, addr))
+		tr.gwAddrs = append(tr.gwAddrs, addr)
+	}
+	for i := range agents {
+		tr.agents = append(tr.agents, e2etest.StartCollector(t, runDir, e2etest.Options{
+			Configs: []string{e2etest.Config("agent.yaml")},
+			Env:     []string{"MILES_GATEWAYS=" + strings.Join(tr.gwAddrs, ","), "MILES_NODE=agent-" + strconv.Itoa(i)},
+		}))
+	}
+	return tr
+}
+
+func (tr *tier) agentEndpoints() string {
+	var eps []string
+	for _, a := range tr.agents {
+		eps = append(eps, a.HTTPAddr)
+	}
+	return strings.Join(eps, ",")
+}
+
+// stopAll stops agents first (they flush their queues to the gateways), then the gateways (they flush to disk).
+func (tr *tier) stopAll(t *testing.T) {
+	for _, a := range tr.agents {
+		a.Stop(t)
+	}
+	for _, g := range tr.gateways {
+		g.Stop(t)
+	}
+}
+
+func runSim(t *testing.T, endpoints string, extra ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(simBinary(t), append(append([]string{"--endpoint", endpoints}, simArgs...), extra...)...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return cmd
+}
+
+// layoutRoots are the single-writer layouts of a run: the top-level one (if any) and every shard.
+func layoutRoots(t *testing.T, runDir string) []string {
+	t.Helper()
+	roots := []string{filepath.Join(runDir, runfiles.DashboardDir)}
+	shards, err := os.ReadDir(filepath.Join(runDir, runfiles.DashboardDir, runfiles.ShardsDir))
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
+	}
+	for _, s := range shards {
+		roots = append(roots, runfiles.ShardDir(runDir, s.Name()))
+	}
+	return roots
+}
+
+// streamRecords reads every line of a stream in one layout root; an unparsable line (torn, or two records run
+// together) fails the test. Trajectory bundles and engine scrapes are split into their spans and metrics: how
+// records were grouped on arrival depends on batching, their content does not.
+func streamRecords(t *testing.T, root, stream string) []string {
+	t.Helper()
+	parts, err := runfiles.ListPartitionsIn(root, stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, p := range parts {
+		if _, err := p.ReadLines(func(line []byte) error {
+			var m map[string]any
+			if err := json.Unmarshal(line, &m); err != nil {
+				return fmt.Errorf("torn or malformed line %.200q: %w", line, err)
+			}
+			for _, r := range split(stream, m) {
+				b, _ := json.Marshal(r) // map keys sorted: a canonical form
+				out = append(out, string(b))
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+func split(stream string, m map[string]any) []map[string]any {
+	var parts []any
+	var key string
+	switch stream {
+	case sc.StreamTrajectories:
+		key = "spans"
+	case sc.StreamEngineSeries:
+		key = "metrics"
+	default:
+		return []map[string]any{m}
+	}
+	switch v := m[key].(type) {
+	case []any:
+		parts = v
+	case map[string]any:
+		for k, x := range v {
+			parts = append(parts, map[string]any{"name": k, "v": x})
+		}
+	default:
+		return []map[string]any{m}
+	}
+	out := make([]map[string]any, 0, len(parts))
+	for _, p := range parts {
+		r := map[string]any{}
+		for k, v := range m {
+			if k != key {
+				r[k] = v
+			}
+		}
+		r[key] = p
+		out = append(out, r)
+	}
+	return out
+}
+
+// multiset counts the records of a stream over a run's layouts, after merging what batching splits: how an
+// exporter groups data into records depends on how it arrived (one GPU reading's metrics in one or two batches,
+// one scrape's families, a roll-up bucket's readings), with one gateway as with several. So readings are merged
+// by their natural key (gpu_util: node, gpu, ts; engine_series: addr, ts, labels; gpu_rollup: node, gpu, ts, dt,
+// min/max/sum/count combined, without n) and trajectory spans are compared without the lifecycle processor's annotations
+// ("a", computed at read time from raw spans, docs/semconv.md §3.1), their times made absolute (a bundle's spans are
+// relative to its t).
+func multiset(t *testing.T, runDir, stream string) map[string]int {
+	t.Helper()
+	var recs []map[string]any
+	for _, root := range layoutRoots(t, runDir) {
+		for _, r := range streamRecords(t, root, stream) {
+			var m map[string]any
+			if err := json.Unmarshal([]byte(r), &m); err != nil {
+				t.Fatal(err)
+			}
+			recs = append(recs, m)
+		}
+	}
+	ms := map[string]int{}
+	for _, m := range normalize(stream, recs) {
+		b, _ := json.Marshal(m)
+		ms[string(b)]++
+	}
+	return ms
+}
+
+func normalize(stream string, recs []map[string]any) []map[string]any {
+	keyOf := func(m map[string]any, fields ...string) string {
+		var k []string
+		for _, f := range fields {
+			b, _ := json.Marshal(m[f])
+			k = append(k, string(b))
+		}
+		return strings.Join(k, "|")
+	}
+	merge := func(fields []string, combine func(dst, src map[string]any)) []map[string]any {
+		by := map[string]map[string]any{}
+		var order []string
+		for _, m := range recs {
+			k := keyOf(m, fields...)
+			if by[k] == nil {
+				by[k] = map[string]any{}
+				order = append(order, k)
+			}
+			combine(by[k], m)
+		}
+		out := make([]map[string]any, 0, len(order))
+		for _, k := range order {
+			out = append(out, by[k])
+		}
+		return out
+	}
+	union := func(dst, src map[string]any) {
+		for k, v := range src {
+			if sub, ok := v.(map[string]any); ok {
+				d, _ := dst[k].(map[string]any)
+				if d == nil {
+					d = map[string]any{}
+					dst[k] = d
+				}
+				maps.Copy(d, sub)
+				continue
+			}
+			dst[k] = v
+		}
+	}
+	switch stream {
+	case sc.StreamGPUUtil:
+		return merge([]string{"node", "gpu", "ts"}, union)
+	case sc.StreamEngineSeries:
+		return merge([]string{"addr", "ts", "labels"}, union)
+	case sc.StreamGPURollup:
+		return merge([]string{"node", "gpu", "ts", "dt"}, func(dst, src map[string]any) {
+			for k, v := range src {
+				q, ok := v.([]any)
+				if !ok || len(q) != 4 {
+					if k != "n" { // n counts the records folded, which splitting changes; field counts do not
+						dst[k] = v
+					}
+					continue
+				}
+				d, _ := dst[k].([]any)
+				if d == nil {
+					dst[k] = q
+					continue
+				}
+				f := func(x any) float64 { v, _ := x.(float64); return v }
+				round := func(x float64) float64 { return float64(int64(x*1e3+0.5)) / 1e3 }
+				dst[k] = []any{min(f(d[0]), f(q[0])), max(f(d[1]), f(q[1])), round(f(d[2]) + f(q[2])), f(d[3]) + f(q[3])}
+			}
+		})
+	case sc.StreamTrajectories:
+		for _, m := range recs {
+			// Span times are relative to their bundle's t: made absolute, they no longer depend on the bundling.
+			t0, _ := m["t"].(float64)
+			delete(m, "t")
+			if sp, ok := m["spans"].(map[string]any); ok {
+				delete(sp, "a")
+				for _, k := range []string{"t0", "t1"} {
+					if v, ok := sp[k].(float64); ok {
+						sp[k] = float64(int64((t0+v)*1e6+0.5)) / 1e6
+					}
+				}
+			}
+		}
+	}
+	return recs
+}
+
+type diff struct{ missing, extra, total int }
+
+func compare(ref, got map[string]int) diff {
+	var d diff
+	for k, n := range ref {
+		d.total += n
+		if g := got[k]; g < n {
+			d.missing += n - g
+		}
+	}
+	for k, n := range got {
+		if r := ref[k]; n > r {
+			d.extra += n - r
+		}
+	}
+	return d
+}
+
+// lanes merges the lane catalogs of a run's layouts: lane key → its fields, lists as sorted sets.
+func lanes(t *testing.T, runDir string) map[string]string {
+	t.Helper()
+	merged := map[string]map[string]map[string]bool{}
+	for _, root := range layoutRoots(t, runDir) {
+		b, err := os.ReadFile(filepath.Join(root, runfiles.LaneCatalogFile))
+		if os.IsNotExist(err) {
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cat struct {
+			Lanes map[string]map[string]any `json:"lanes"`
+		}
+		if err := json.Unmarshal(b, &cat); err != nil {
+			t.Fatal(err)
+		}
+		for k, fields := range cat.Lanes {
+			if merged[k] == nil {
+				merged[k] = map[string]map[string]bool{}
+			}
+			for f, v := range fields {
+				if merged[k][f] == nil {
+					merged[k][f] = map[string]bool{}
+				}
+				if vs, ok := v.([]any); ok {
+					for _, x := range vs {
+						merged[k][f][fmt.Sprint(x)] = true
+					}
+				} else {
+					merged[k][f][fmt.Sprint(v)] = true
+				}
+			}
+		}
+	}
+	out := map[string]string{}
+	for k, fields := range merged {
+		var parts []string
+		for f, vs := range fields {
+			var l []string
+			for v := range vs {
+				l = append(l, v)
+			}
+			sort.Strings(l)
+			parts = append(parts, f+"="+strings.Join(l, ","))
+		}
+		sort.Strings(parts)
+		out[k] = strings.Join(parts, ";")
+	}
+	return out
+}
+
+// referenceRun is the simulated run through two agents and one unsharded gateway.
+func referenceRun(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	tr := startTier(t, dir, nil, 2)
+	if err := runSim(t, tr.agentEndpoints()).Wait(); err != nil {
+		t.Fatalf("miles-sim (reference): %v", err)
+	}
+	tr.stopAll(t)
+	return dir
+}
+
+// TestShardedGatewaysE2E: the same simulated run through two agents and one gateway, and through three agents
+// and two gateways (one shard each), writes the same records, stream by stream (as multisets: which shard holds
+// a record, and in what order, is not meaningful), and lane catalogs that merge to the same lanes; each shard
+// has its own meta.json and holds part of the data.
+func TestShardedGatewaysE2E(t *testing.T) {
+	ref := referenceRun(t)
+	dir := t.TempDir()
+	tr := startTier(t, dir, []string{"gw-0", "gw-1"}, 3)
+	if err := runSim(t, tr.agentEndpoints()).Wait(); err != nil {
+		t.Fatalf("miles-sim (sharded): %v", err)
+	}
+	tr.stopAll(t)
+
+	if _, err := os.Stat(filepath.Join(dir, runfiles.DashboardDir, runfiles.MetaFile)); !os.IsNotExist(err) {
+		t.Fatalf("sharded gateways wrote a top-level meta.json: %v", err)
+	}
+	for _, id := range []string{"gw-0", "gw-1"} {
+		var meta struct {
+			Shard string `json:"shard"`
+		}
+		b, err := os.ReadFile(filepath.Join(runfiles.ShardDir(dir, id), runfiles.MetaFile))
+		if err != nil || json.Unmarshal(b, &meta) != nil || meta.Shard != id {
+			t.Fatalf("shard %s meta.json: %s %v", id, b, err)
+		}
+		if n := len(streamRecords(t, runfiles.ShardDir(dir, id), sc.StreamGPUUtil)); n == 0 {
+			t.Errorf("shard %s holds no gpu_util record: the agents did not spread the load", id)
+		}
+	}
+	for _, stream := range sc.Streams {
+		r, g := multiset(t, ref, stream), multiset(t, dir, stream)
+		d := compare(r, g)
+		t.Logf("%s: %d records, sharded run: %d missing, %d extra", stream, d.total, d.missing, d.extra)
+		if d.missing != 0 || d.extra != 0 {
+			showDiff(t, r, g)
+			t.Errorf("%s differs between one gateway and two: %d of %d missing, %d extra", stream, d.missing, d.total, d.extra)
+		}
+	}
+	if r, g := lanes(t, ref), lanes(t, dir); !equalMaps(r, g) {
+		t.Errorf("merged lane catalogs differ:\none gateway: %v\ntwo:         %v", r, g)
+	}
+}
+
+func equalMaps(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// TestShardedGatewayKilledE2E: a gateway SIGKILLed mid-run and restarted on the same address and shard id: the
+// other shard keeps appending while it is down, the agents queue its batches and deliver them once it is back,
+// the restarted gateway resumes its shard (a second start in its meta.json), no line is torn, no record is
+// duplicated, and what is lost is only what the killed gateway held in memory (docs/operations.md "Agents and
+// gateways": its batch and its exporter's unflushed queue) — bounded here as a fraction of the run.
+func TestShardedGatewayKilledE2E(t *testing.T) {
+	ref := referenceRun(t)
+	dir := t.TempDir()
+	tr := startTier(t, dir, []string{"gw-0", "gw-1"}, 2)
+	// Paced so the run lasts long enough to kill a gateway in the middle of it.
+	sim := runSim(t, tr.agentEndpoints(), "--max-speed", "60")
+	simDone := make(chan error, 1)
+	go func() { simDone <- sim.Wait() }()
+	t.Cleanup(func() { _ = sim.Process.Kill() })
+
+	victim, other := runfiles.ShardDir(dir, "gw-1"), runfiles.ShardDir(dir, "gw-0")
+	e2etest.Eventually(t, 60*time.Second, "shard gw-1 has written gpu_util", func() bool {
+		return len(streamRecords(t, victim, sc.StreamGPUUtil)) > 500
+	})
+	tr.gateways[1].Kill()
+	before := len(streamRecords(t, other, sc.StreamGPUUtil))
+	e2etest.Eventually(t, 60*time.Second, "shard gw-0 keeps appending while gw-1 is down", func() bool {
+		return len(streamRecords(t, other, sc.StreamGPUUtil)) > before+200
+	})
+	select {
+	case err := <-simDone:
+		t.Fatalf("the run ended (%v) before the killed gateway came back: pace it slower", err)
+	default:
+	}
+	downAt := len(streamRecords(t, victim, sc.StreamGPUUtil))
+	tr.gateways[1] = startGateway(t, dir, "gw-1", tr.gwAddrs[1])
+	e2etest.Eventually(t, 60*time.Second, "the agents deliver gw-1's queued batches after its restart", func() bool {
+		return len(streamRecords(t, victim, sc.StreamGPUUtil)) > downAt
+	})
+	if err := <-simDone; err != nil {
+		t.Fatalf("miles-sim: %v (the trainer side must never fail because a gateway is gone)", err)
+	}
+	drops := 0.0
+	for _, a := range tr.agents {
+		drops += metricSum(t, a, "otelcol_exporter_enqueue_failed_")
+	}
+	tr.stopAll(t)
+	if drops != 0 {
+		t.Errorf("agents refused %v items with a full queue; the queue (MILES_AGENT_QUEUE_BATCHES) should hold a short outage", drops)
+	}
+
+	var meta struct {
+		Starts []float64 `json:"starts"`
+	}
+	b, _ := os.ReadFile(filepath.Join(victim, runfiles.MetaFile))
+	if err := json.Unmarshal(b, &meta); err != nil || len(meta.Starts) != 2 {
+		t.Fatalf("restarted shard meta.json: %s %v, want two starts", b, err)
+	}
+	for _, stream := range sc.Streams {
+		if stream == sc.StreamGPURollup {
+			continue // checked below: the killed gateway's open buckets are recomputed from what reaches it
+		}
+		d := compare(multiset(t, ref, stream), multiset(t, dir, stream))
+		t.Logf("%s: %d records, %d lost with the killed gateway, %d extra", stream, d.total, d.missing, d.extra)
+		if d.extra != 0 {
+			t.Errorf("%s: %d records written that the reference run does not have (duplicated)", stream, d.extra)
+		}
+		if d.total > 0 && float64(d.missing) > 0.1*float64(d.total) {
+			t.Errorf("%s: lost %d of %d records, more than what the killed gateway could hold in memory", stream, d.missing, d.total)
+		}
+	}
+	// Roll-up buckets (merged per GPU and bucket as above): the killed gateway's open buckets lose what it held,
+	// but no reading is ever counted twice.
+	rollups := func(runDir string) map[string]map[string]any {
+		var recs []map[string]any
+		for _, root := range layoutRoots(t, runDir) {
+			for _, r := range streamRecords(t, root, sc.StreamGPURollup) {
+				var m map[string]any
+				_ = json.Unmarshal([]byte(r), &m)
+				recs = append(recs, m)
+			}
+		}
+		out := map[string]map[string]any{}
+		for _, m := range normalize(sc.StreamGPURollup, recs) {
+			out[fmt.Sprint(m["node"], "/", m["gpu"], "/", m["ts"], "/", m["dt"])] = m
+		}
+		return out
+	}
+	refR, gotR := rollups(ref), rollups(dir)
+	for k, m := range gotR {
+		for f, v := range m {
+			q, ok := v.([]any)
+			if !ok || len(q) != 4 {
+				continue
+			}
+			r, _ := refR[k][f].([]any)
+			if len(r) != 4 || q[3].(float64) > r[3].(float64) {
+				t.Fatalf("gpu_rollup %s %s counts %v readings, the reference %v: counted twice", k, f, q[3], r)
+			}
+		}
+	}
+}
+
+// metricSum adds every sample of the collector's own metrics whose name starts with prefix.
+func metricSum(t *testing.T, c *e2etest.Collector, prefix string) float64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://127.0.0.1:"+strconv.Itoa(c.TelemetryPort)+"/metrics", http.NoBody)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("agent telemetry: %v", err)
+	}
+	defer resp.Body.Close()
+	sum := 0.0
+	sc := bufio.NewScanner(io.LimitReader(resp.Body, 16<<20))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, prefix) {
+			continue
+		}
+		f := strings.Fields(line)
+		if v, err := strconv.ParseFloat(f[len(f)-1], 64); err == nil {
+			sum += v
+		}
+	}
+	return sum
+}
+
+func showDiff(t *testing.T, ref, got map[string]int) {
+	n := 0
+	for k, c := range ref {
+		if got[k] < c && n < 3 {
+			t.Logf("missing: %.600s", k)
+			n++
+		}
+	}
+	n = 0
+	for k, c := range got {
+		if ref[k] < c && n < 3 {
+			t.Logf("extra: %.600s", k)
+			n++
+		}
+	}
+}
