@@ -27,6 +27,8 @@ type lcJoin struct {
 	version uint64
 	// evicted, when set, names the attempts dropped before their consume.
 	evicted *evictedRing
+	// unversioned are the consumed attempts whose consume span has no version: the timeline pins theirs.
+	unversioned map[traceID]*lcTrace
 }
 
 // lcTrace is one sample attempt as read so far.
@@ -55,7 +57,10 @@ func newLcJoin(tl *lifecycle.Timeline) *lcJoin {
 	if tl == nil {
 		tl = &lifecycle.Timeline{}
 	}
-	return &lcJoin{traces: map[traceID]*lcTrace{}, bySample: map[int32]map[int32]*lcTrace{}, tl: tl}
+	return &lcJoin{
+		traces: map[traceID]*lcTrace{}, bySample: map[int32]map[int32]*lcTrace{}, tl: tl,
+		unversioned: map[traceID]*lcTrace{},
+	}
 }
 
 // secNs is a record time (seconds, whole µs: docs/semconv.md §8.3) in Unix nanoseconds, exactly.
@@ -95,10 +100,8 @@ func (j *lcJoin) add(r *trajRec, in *interner) bool {
 	case ttWeightUpdate:
 		if r.wv >= 0 && j.tl.Add(lifecycle.WeightUpdate{Version: int64(r.wv), End: secNs(r.t1)}) {
 			j.version++
-			for _, t := range j.traces { // a consume without a version reads it from the timeline
-				if t.hasConsume && !t.consume.HasVersion {
-					t.dirty = true
-				}
+			for _, t := range j.unversioned { // a consume without a version reads it from the timeline
+				t.dirty = true
 			}
 		}
 		return true
@@ -113,6 +116,9 @@ func (j *lcJoin) add(r *trajRec, in *interner) bool {
 	if r.typ == ttConsume {
 		if !t.hasConsume { // a consume written twice (a retried export) is the same consume
 			t.consume, t.consumeT, t.hasConsume, t.dirty = lifecycle.ConsumeFrom(&f), r.t0, true, true
+			if !t.consume.HasVersion {
+				j.unversioned[t.id] = t
+			}
 			j.version++
 		}
 		return true
@@ -177,6 +183,7 @@ func (j *lcJoin) resolve(id traceID) (*lcTrace, bool) {
 // drop forgets an attempt.
 func (j *lcJoin) drop(t *lcTrace) {
 	delete(j.traces, t.id)
+	delete(j.unversioned, t.id)
 	if t.registered {
 		s := int32(t.att.Sample)
 		if m := j.bySample[s]; m != nil && m[int32(t.att.Attempt)] == t {

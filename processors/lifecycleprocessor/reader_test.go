@@ -397,3 +397,32 @@ func splitByTrace(td ptrace.Traces, n int) []ptrace.Traces {
 	}
 	return out
 }
+
+// BenchmarkReaderLifecycle: the dashboard's cost of the lifecycle at read time. One op opens a raw run written
+// by the jsonl exporter (a fully-async simulated run, 16 samples per step) and lists its steps with their
+// lifecycle, which reads and joins every trajectory span (docs/semconv.md §3.1). Reported per 100k spans.
+func BenchmarkReaderLifecycle(b *testing.B) {
+	r := asyncRun(5, 600, 16)
+	t := &testing.T{}
+	dir := rawRun(t, r, 1)
+	if t.Failed() {
+		b.Fatal("writing the run failed")
+	}
+	spans := 0
+	for _, d := range r.deliveries() {
+		spans += d.td.SpanCount()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		st, err := store.Open(dir, false)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if steps := st.LifecycleSteps(); len(steps) != len(r.steps) || steps[len(steps)-1].Status != sc.LifecycleStatusKnown {
+			b.Fatalf("%d steps, want %d", len(steps), len(r.steps))
+		}
+	}
+	b.ReportMetric(b.Elapsed().Seconds()*1e3/float64(b.N)/float64(spans)*1e5, "ms/100k_spans")
+	b.ReportMetric(float64(spans), "spans")
+}
