@@ -55,6 +55,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	follow := fl.Bool("follow", false, "tail the files and push updates live")
 	addr := fl.String("addr", "127.0.0.1:7788", "listen address; anything but loopback requires --token")
 	token := fl.String("token", os.Getenv("MILES_DASHBOARD_TOKEN"), "access token (also MILES_DASHBOARD_TOKEN)")
+	var allowedHosts []string
+	fl.Func("allowed-hosts", "host names the dashboard is reached by besides loopback names and IP addresses, comma-separated (repeatable); requests naming any other host are refused (DNS rebinding)", func(v string) error {
+		for h := range strings.SplitSeq(v, ",") {
+			if h = strings.TrimSpace(h); h != "" {
+				allowedHosts = append(allowedHosts, h)
+			}
+		}
+		return nil
+	})
 	poll := fl.Duration("poll", 250*time.Millisecond, "follow: how often the files are checked for growth")
 	cacheDir := fl.String("cache-dir", "", "where derived data is cached (parsed columns of compacted hours, dump step summaries); default: the user cache directory, never the run directory")
 	noCache := fl.Bool("no-cache", false, "do not cache parsed columns of compacted hours")
@@ -76,12 +85,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *dir == "" {
 		return errors.New("--dir is required")
 	}
-	host, _, err := net.SplitHostPort(*addr)
-	if err != nil {
-		return fmt.Errorf("--addr %q: %w", *addr, err)
-	}
-	if ip := net.ParseIP(host); (ip == nil || !ip.IsLoopback()) && host != "localhost" && *token == "" {
-		return fmt.Errorf("--addr %s is not loopback: refusing to serve the run without --token", *addr)
+	if err := checkExposure(*addr, *token); err != nil {
+		return err
 	}
 	st, err := store.Open(*dir, *follow)
 	if err != nil {
@@ -102,7 +107,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	opts := server.Options{Store: st, Token: *token, Assets: assets, DumpCacheDir: *cacheDir}
+	opts := server.Options{
+		Store: st, Token: *token, AllowedHosts: allowedHosts, Assets: assets, DumpCacheDir: *cacheDir,
+		HiddenDirs: []string{*cacheDir},
+	}
 	if *maxRunning > 0 || *memFraction > 0 || *samplesPerPrompt > 0 || *maxResponseLen > 0 || thresholdsSet {
 		c := advisory.Config{
 			MaxRunningRequests: *maxRunning, MemFractionStatic: *memFraction,
@@ -120,9 +128,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	url := "http://" + ln.Addr().String() + "/"
-	if *token != "" {
-		url += "?token=" + *token
-	}
 	mode := "static"
 	if *follow {
 		mode = "live"
@@ -131,6 +136,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		go st.Follow(*poll, stopFollow)
 	}
 	fmt.Fprintf(stdout, "miles-dashboard: serving %s (%s) at %s\n", *dir, mode, url)
+	if *token != "" {
+		// The token is never printed: terminals are scrolled back, logged and shared.
+		fmt.Fprintf(stdout, "miles-dashboard: a token is required: open %s?token=<your token>, or send Authorization: Bearer <your token>\n", url)
+	}
 	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
@@ -140,6 +149,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}()
 	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
+	}
+	return nil
+}
+
+// checkExposure refuses to serve beyond loopback without a real token: the run's data would be readable by
+// anyone who reaches the port (docs/operations.md "Exposure").
+func checkExposure(addr, token string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--addr %q: %w", addr, err)
+	}
+	if token != "" && strings.TrimSpace(token) == "" {
+		return errors.New("--token is only white space: give a real token, or none on a loopback address")
+	}
+	if token != strings.TrimSpace(token) {
+		return errors.New("--token starts or ends with white space, which an Authorization header cannot carry: remove it")
+	}
+	if ip := net.ParseIP(host); (ip == nil || !ip.IsLoopback()) && host != "localhost" && token == "" {
+		return fmt.Errorf("--addr %s is not loopback: refusing to serve the run without --token", addr)
 	}
 	return nil
 }

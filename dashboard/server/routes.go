@@ -7,7 +7,10 @@ import (
 
 // register lists every route (docs/dashboard-api.md).
 func (s *Server) register(mux *http.ServeMux) {
-	handle := func(pattern string, f apiFunc) { mux.HandleFunc(pattern, apiHandler(f)) }
+	handle := func(pattern string, f apiFunc) {
+		s.routes = append(s.routes, pattern)
+		mux.HandleFunc(pattern, apiHandler(s.hidePaths(f)))
+	}
 
 	// The run and the compute view (compute.go).
 	handle("GET /api/v1/meta", s.meta)
@@ -42,6 +45,7 @@ func (s *Server) register(mux *http.ServeMux) {
 	handle("GET /api/v1/dumps/steps/{id}/samples/{idx}/tokens", s.dumpTokens)
 
 	// Live pushes over a WebSocket (live.go).
+	s.routes = append(s.routes, "GET /api/v1/live")
 	mux.HandleFunc("GET /api/v1/live", s.hub.serveWS)
 
 	handle("GET /api/", func(r *http.Request) (any, error) {

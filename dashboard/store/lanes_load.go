@@ -28,7 +28,7 @@ func newLaneReader() laneReader { return laneReader{unlisted: map[string]*Lane{}
 func (s *Store) loadLanesLocked() {
 	path := filepath.Join(s.dir, runfiles.DashboardDir, runfiles.LaneCatalogFile)
 	fi, err := os.Stat(path)
-	if err != nil {
+	if err != nil || !runfiles.Within(s.dir, path) {
 		s.lanes.catalog = nil
 		s.rebuildLanesLocked()
 		return

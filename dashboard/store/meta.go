@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
 	"sort"
 
@@ -14,7 +13,7 @@ import (
 
 func (s *Store) loadMetaLocked() {
 	s.meta = map[string]any{}
-	b, err := os.ReadFile(filepath.Join(s.dir, runfiles.DashboardDir, runfiles.MetaFile))
+	b, err := runfiles.ReadFile(s.dir, filepath.Join(s.dir, runfiles.DashboardDir, runfiles.MetaFile))
 	if err == nil {
 		if err := json.Unmarshal(b, &s.meta); err != nil {
 			s.notice("warning", "meta.json is unreadable: "+err.Error())

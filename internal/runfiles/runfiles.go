@@ -58,7 +58,7 @@ type Partition struct {
 }
 
 // ListPartitions returns the partitions of a stream in hour order. Files that do not follow the naming
-// scheme (temporary files, foreign files) are ignored.
+// scheme (temporary files, foreign files) and links that lead out of the run directory are ignored.
 func ListPartitions(runDir, stream string) ([]Partition, error) {
 	dir := StreamDir(runDir, stream)
 	entries, err := os.ReadDir(dir)
@@ -70,7 +70,7 @@ func ListPartitions(runDir, stream string) ([]Partition, error) {
 	}
 	byHour := map[time.Time]*Partition{}
 	for _, e := range entries {
-		if e.IsDir() {
+		if e.IsDir() || linkLeaves(runDir, dir, e) {
 			continue
 		}
 		name := e.Name()

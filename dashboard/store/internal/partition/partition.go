@@ -76,7 +76,7 @@ func (s *Stream) List() error {
 		cur.Plain, cur.Zst = p.Plain, p.Compressed
 	}
 	legacy := filepath.Join(s.RunDir, runfiles.DashboardDir, s.Name+runfiles.PlainExt)
-	if _, err := os.Stat(legacy); err == nil {
+	if _, err := os.Stat(legacy); err == nil && runfiles.Within(s.RunDir, legacy) {
 		seen[LegacyHour] = true
 		if s.Parts[LegacyHour] == nil {
 			s.Parts[LegacyHour] = &Partition{Hour: LegacyHour}

@@ -41,7 +41,7 @@ func (s *Stream) Read(p *Partition, sink LineSink) ([]CorruptReport, error) {
 				// Rewritten with a late frame: the whole hour is read again. The caller resets its block.
 				return nil, ErrReload
 			}
-			f, err := os.Open(p.Zst)
+			f, err := runfiles.Open(s.RunDir, p.Zst)
 			if err != nil {
 				return nil, err
 			}
@@ -64,7 +64,7 @@ func (s *Stream) Read(p *Partition, sink LineSink) ([]CorruptReport, error) {
 		}
 	}
 	if p.Plain != "" {
-		f, err := os.Open(p.Plain)
+		f, err := runfiles.Open(s.RunDir, p.Plain)
 		if errors.Is(err, os.ErrNotExist) {
 			return reports, nil // compacted away since listing; the .zst holds it
 		}
