@@ -48,6 +48,10 @@ func (s *Server) register(mux *http.ServeMux) {
 	s.routes = append(s.routes, "GET /api/v1/live")
 	mux.HandleFunc("GET /api/v1/live", s.hub.serveWS)
 
+	// The advisory as Prometheus metrics (exposition.go), under the token rules of the API.
+	s.routes = append(s.routes, "GET /metrics")
+	mux.HandleFunc("GET /metrics", s.exposition)
+
 	handle("GET /api/", func(r *http.Request) (any, error) {
 		return nil, notFound(errors.New("no such endpoint: " + r.URL.Path))
 	})

@@ -119,7 +119,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		})
 		return
 	}
-	if strings.HasPrefix(r.URL.Path, "/api/") && !s.access.authorized(r) {
+	if (strings.HasPrefix(r.URL.Path, "/api/") || r.URL.Path == "/metrics") && !s.access.authorized(r) {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="miles-dashboard"`)
 		respondError(w, &apiError{
 			errorUnauthorized,
