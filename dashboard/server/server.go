@@ -6,6 +6,7 @@
 package server
 
 import (
+	"cmp"
 	"errors"
 	"io/fs"
 	"net/http"
@@ -44,6 +45,8 @@ type Options struct {
 	// MetricsPushEvery and AdvisoryPushEvery bound how often the live "metrics" and "advisory" messages are
 	// sent; zero: 1 s and 3 s (the advisory reads the whole run).
 	MetricsPushEvery, AdvisoryPushEvery time.Duration
+	// ExportMaxEvents bounds one Perfetto export; zero: 2 000 000 events (about 60 MB).
+	ExportMaxEvents int
 	// HeartbeatEvery is how often every page gets the live "heartbeat" (server clock and data edge); zero: 5 s.
 	HeartbeatEvery time.Duration
 }
@@ -57,10 +60,12 @@ type Server struct {
 	traj    trajectoryReader
 	dumps   dumpReader // nil: no dump endpoints on this server
 
-	access   access
-	routes   []string // every API route pattern, as registered
-	assets   fs.FS
-	advisory advisoryCache
+	access access
+	routes []string // every API route pattern, as registered
+	// exportMax bounds one Perfetto export, in trace events.
+	exportMax int
+	assets    fs.FS
+	advisory  advisoryCache
 
 	mux        *http.ServeMux
 	hub        *hub
@@ -75,6 +80,7 @@ func New(opts Options) *Server {
 		compute: st, metrics: st, engines: st, traj: st, assets: opts.Assets,
 		access: newAccess(opts.Token, opts.AllowedHosts), advisory: advisoryCache{settings: opts.Advisory},
 	}
+	s.exportMax = cmp.Or(opts.ExportMaxEvents, exportMaxEvents)
 	s.access.hide(st.Dir(), "")
 	s.access.hide(opts.DumpDir, "<dumps>")
 	s.access.hide(dumpCacheDir(opts.DumpCacheDir), "<cache>")
