@@ -8,7 +8,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
@@ -27,7 +26,7 @@ type RunSummary struct {
 	Layout string `json:"layout"`
 	// Shards is how many gateway shards wrote the run (0: one unsharded layout).
 	Shards int `json:"shards"`
-	// StartTS is the run's start (meta.json, else its oldest partition's hour); 0 when unknown.
+	// StartTS is the run's oldest record time (else meta.json's start_ts); 0 when unknown.
 	StartTS float64 `json:"start_ts"`
 	// LastTS is the newest record time in the tails read; 0 when unknown.
 	LastTS float64 `json:"last_ts"`
@@ -212,7 +211,7 @@ func summarize(id, dir string) RunSummary {
 	s.Shards = shards
 	nodes := map[string]bool{}
 	var train, roll, both bool
-	first := math.Inf(1)
+	first, dataFirst := math.Inf(1), math.Inf(1) // meta.json's start_ts, the oldest record
 	for _, root := range roots {
 		d := dashDir(root)
 		var meta struct {
@@ -267,8 +266,8 @@ func summarize(id, dir string) RunSummary {
 			if fi, err := os.Stat(p); err == nil {
 				s.LastWrite = math.Max(s.LastWrite, float64(fi.ModTime().UnixNano())/1e9)
 			}
-			if f, _, ok := spanOfOldest(sd); ok {
-				first = math.Min(first, f)
+			if f, ok := firstRecord(dir, sd); ok {
+				dataFirst = math.Min(dataFirst, f)
 			}
 			tail := readTail(dir, p)
 			if strings.HasSuffix(p, runfiles.CompressedExt) && tail == nil {
@@ -293,7 +292,12 @@ func summarize(id, dir string) RunSummary {
 	case train && roll:
 		s.Mode = "async"
 	}
-	if !math.IsInf(first, 1) {
+	// The oldest record dates the run (a fast-forwarded or backfilled run is written after its time);
+	// meta.json's start (the collector's first start) when no stream has a record yet.
+	switch {
+	case !math.IsInf(dataFirst, 1):
+		s.StartTS = dataFirst
+	case !math.IsInf(first, 1):
 		s.StartTS = first
 	}
 	if s.LastTS > 0 && s.StartTS > 0 {
@@ -302,25 +306,58 @@ func summarize(id, dir string) RunSummary {
 	return s
 }
 
-// spanOfOldest is the start of a stream's oldest partition hour.
-func spanOfOldest(streamDir string) (first, last float64, ok bool) {
+// firstRecord is the oldest record time of a stream: the first lines of its oldest plain partition, or the
+// span frame of its oldest compressed one.
+func firstRecord(run, streamDir string) (float64, bool) {
 	ents, err := os.ReadDir(streamDir)
 	if err != nil {
-		return 0, 0, false
+		return 0, false
 	}
-	var hours []float64
+	oldest, oldestBase := "", ""
 	for _, e := range ents {
-		base := strings.TrimSuffix(strings.TrimSuffix(e.Name(), ".zst"), runfiles.PlainExt)
-		if t, err := runfiles.ParseHourName(base); err == nil {
-			hours = append(hours, float64(t.Unix()))
+		n := e.Name()
+		base, plain := strings.CutSuffix(n, runfiles.PlainExt)
+		if !plain {
+			var ok bool
+			if base, ok = strings.CutSuffix(n, runfiles.CompressedExt); !ok {
+				continue
+			}
+		}
+		if _, err := runfiles.ParseHourName(base); err != nil || e.IsDir() {
+			continue
+		}
+		// The compressed form of an hour holds its older records.
+		if oldest == "" || base < oldestBase || (base == oldestBase && !plain) {
+			oldest, oldestBase = n, base
 		}
 	}
-	if len(hours) == 0 {
-		return 0, 0, false
+	if oldest == "" {
+		return 0, false
 	}
-	sort.Float64s(hours)
-	return hours[0], hours[len(hours)-1], true
+	p := filepath.Join(streamDir, oldest)
+	if strings.HasSuffix(p, runfiles.CompressedExt) {
+		first, _, ok := runfiles.ReadSpan(p)
+		return first, ok && first > minUnixTime
+	}
+	f, err := runfiles.Open(run, p)
+	if err != nil {
+		return 0, false
+	}
+	defer f.Close()
+	head := make([]byte, 64<<10)
+	n, _ := io.ReadFull(f, head)
+	head = head[:n]
+	if i := bytes.LastIndexByte(head, '\n'); i >= 0 {
+		head = head[:i+1]
+	}
+	first, _, ok := runfiles.SpanOfLines(head)
+	// Times inside a record may be relative (a trajectory bundle's spans count from its "t"): a stream whose
+	// oldest time is not a plausible Unix time does not date the run.
+	return first, ok && first > minUnixTime
 }
+
+// minUnixTime is 2001-09-09: anything older is a relative time, not a record's date.
+const minUnixTime = 1e9
 
 func readSmall(run, path string, limit int64) []byte {
 	fi, err := os.Stat(path)

@@ -88,7 +88,7 @@ func TestLibraryListsRunsWithoutLoading(t *testing.T) {
 	if h["step_key"] != "rollout/step" || h["latest_step"] != 7.0 || h["headline"].(map[string]any)["rollout/raw_reward"] != 0.37 {
 		t.Errorf("healthy metrics %v %v %v", h["step_key"], h["latest_step"], h["headline"])
 	}
-	if h["start_ts"] != rb0-60 || h["last_ts"].(float64) != rb0+8*300+600 || h["live"] != true || h["advisory"] != nil {
+	if h["start_ts"] != rb0 || h["last_ts"].(float64) != rb0+8*300+600 || h["live"] != true || h["advisory"] != nil {
 		t.Errorf("healthy times %v %v live %v advisory %v", h["start_ts"].(float64)-rb0, h["last_ts"].(float64)-rb0, h["live"], h["advisory"])
 	}
 	if f := runs["fx"]; f["gpus"] != 16.0 || f["nodes"] != 2.0 || f["mode"] != "" || f["latest_step"] != 1.0 {
