@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -187,5 +188,77 @@ func TestLibraryMetrics(t *testing.T) {
 	_, body = do(t, http.MethodGet, ts1.URL+"/metrics", nil)
 	if !strings.Contains(body, `miles_advisory_firing{run="hand",id="A1",rule="stall",severity="critical",tier="alarm"} 1`) {
 		t.Errorf("one-run metrics:\n%s", body)
+	}
+}
+
+// TestLibraryEvictsIdleRuns: past MaxOpen the least recently used idle run is closed, and opened again when
+// asked for.
+func TestLibraryEvictsIdleRuns(t *testing.T) {
+	root := t.TempDir()
+	moveRun(t, fixture(t, 8), root, "a")
+	moveRun(t, fixture(t, 8), root, "b")
+	var opened, closed atomic.Int32
+	lib := NewLibrary(LibraryOptions{
+		Root: root, MaxOpen: 1, ScanEvery: time.Nanosecond,
+		Open: func(dir string, _ bool) (Store, func(), error) {
+			opened.Add(1)
+			st, err := store.Open(dir, false)
+			return st, func() { closed.Add(1) }, err
+		},
+	})
+	ts := httptest.NewServer(lib)
+	t.Cleanup(func() { ts.Close(); lib.Close() })
+	for _, id := range []string{"a", "a", "b", "a"} {
+		if code, m := getData(t, ts.URL+"/api/v1/meta?run="+id); code != 200 {
+			t.Fatalf("%s: %d %v", id, code, m)
+		}
+	}
+	if opened.Load() != 3 {
+		t.Errorf("opened %d times, want 3 (a, b, a again after its eviction)", opened.Load())
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for closed.Load() != 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if closed.Load() != 2 {
+		t.Errorf("closed %d runs, want 2", closed.Load())
+	}
+}
+
+// BenchmarkLibraryListing: GET /api/v1/runs over 64 runs, every summary made again (cold) or all cached (warm).
+func BenchmarkLibraryListing(b *testing.B) {
+	root := b.TempDir()
+	for i := range 64 {
+		dir := handRun(b, healthySpec)
+		if err := os.Rename(dir, filepath.Join(root, fmt.Sprintf("run-%02d", i))); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for _, cold := range []bool{true, false} {
+		name := "warm"
+		if cold {
+			name = "cold"
+		}
+		b.Run(name, func(b *testing.B) {
+			lib := NewLibrary(LibraryOptions{Root: root, ScanEvery: time.Nanosecond})
+			defer lib.Close()
+			req := httptest.NewRequest(http.MethodGet, "http://localhost/api/v1/runs", http.NoBody)
+			lib.ServeHTTP(httptest.NewRecorder(), req)
+			b.ResetTimer()
+			for b.Loop() {
+				if cold {
+					lib.scanMu.Lock()
+					for _, r := range lib.runs {
+						r.stamp = ""
+					}
+					lib.scanMu.Unlock()
+				}
+				rec := httptest.NewRecorder()
+				lib.ServeHTTP(rec, req)
+				if rec.Code != 200 {
+					b.Fatal(rec.Code)
+				}
+			}
+		})
 	}
 }
