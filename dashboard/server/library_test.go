@@ -262,3 +262,28 @@ func BenchmarkLibraryListing(b *testing.B) {
 		})
 	}
 }
+
+// TestLibraryShardedRun: a run written by two gateway shards (dashboard/shards/<id>/, docs/semconv.md §8) is
+// one run, its lanes counted over both shards.
+func TestLibraryShardedRun(t *testing.T) {
+	root := t.TempDir()
+	run := filepath.Join(root, "sharded")
+	for i, id := range []string{"g0", "g1"} {
+		src := fixture(t, 8)
+		dst := filepath.Join(run, "dashboard", "shards", id)
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(filepath.Join(src, "dashboard"), dst); err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 { // the second shard's lanes are another node's
+			writeFile(t, filepath.Join(dst, "lane_catalog.json"), `{"version":2,"lanes":{"n9:0":{"ranks":[8],"roles":["train"]},"n9:1":{"ranks":[9],"roles":["train"]}}}`, false)
+		}
+	}
+	ts, _ := library(t, root, Options{})
+	r := runsOf(t, ts.URL+"/api/v1/runs")["sharded"]
+	if r == nil || r["shards"] != 2.0 || r["gpus"] != 10.0 || r["nodes"] != 2.0 || r["name"] != "fx" || r["latest_step"] != 1.0 {
+		t.Fatalf("sharded run %v", r)
+	}
+}
