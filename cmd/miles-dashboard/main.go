@@ -1,6 +1,7 @@
 // Command miles-dashboard serves an otelcol-miles run directory (or a Python miles dashboard one) to a browser.
 //
 //	miles-dashboard serve --dir RUN [--follow] [--addr 127.0.0.1:7788] [--token T] [--cache-dir D]
+//	miles-dashboard serve --root DIR [--addr 127.0.0.1:7788] [--token T]     # every run under DIR
 //
 // It only reads the run directory. It binds loopback by default; any other address requires --token.
 package main
@@ -46,15 +47,25 @@ func runUntilSignal(args []string) error {
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 || args[0] != "serve" {
-		fmt.Fprintln(stderr, "usage: miles-dashboard serve --dir RUN [--follow] [--addr 127.0.0.1:7788] [--token T]")
+		fmt.Fprintln(stderr, "usage: miles-dashboard serve --dir RUN [--follow] [--addr 127.0.0.1:7788] [--token T]\n       miles-dashboard serve --root DIR [--addr 127.0.0.1:7788] [--token T]")
 		return flag.ErrHelp
 	}
 	fl := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fl.SetOutput(stderr)
 	dir := fl.String("dir", "", "run directory (the one holding dashboard/)")
+	root := fl.String("root", "", "serve every run under this directory (a run library); live runs are followed")
 	follow := fl.Bool("follow", false, "tail the files and push updates live")
 	addr := fl.String("addr", "127.0.0.1:7788", "listen address; anything but loopback requires --token")
 	token := fl.String("token", os.Getenv("MILES_DASHBOARD_TOKEN"), "access token (also MILES_DASHBOARD_TOKEN)")
+	var allowedHosts []string
+	fl.Func("allowed-hosts", "host names the dashboard is reached by besides loopback names and IP addresses, comma-separated (repeatable); requests naming any other host are refused (DNS rebinding)", func(v string) error {
+		for h := range strings.SplitSeq(v, ",") {
+			if h = strings.TrimSpace(h); h != "" {
+				allowedHosts = append(allowedHosts, h)
+			}
+		}
+		return nil
+	})
 	poll := fl.Duration("poll", 250*time.Millisecond, "follow: how often the files are checked for growth")
 	cacheDir := fl.String("cache-dir", "", "where derived data is cached (parsed columns of compacted hours, dump step summaries); default: the user cache directory, never the run directory")
 	noCache := fl.Bool("no-cache", false, "do not cache parsed columns of compacted hours")
@@ -73,20 +84,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err := fl.Parse(args[1:]); err != nil {
 		return err
 	}
-	if *dir == "" {
-		return errors.New("--dir is required")
+	if (*dir == "") == (*root == "") {
+		return errors.New("give one of --dir RUN (one run) or --root DIR (every run under DIR)")
 	}
-	host, _, err := net.SplitHostPort(*addr)
-	if err != nil {
-		return fmt.Errorf("--addr %q: %w", *addr, err)
-	}
-	if ip := net.ParseIP(host); (ip == nil || !ip.IsLoopback()) && host != "localhost" && *token == "" {
-		return fmt.Errorf("--addr %s is not loopback: refusing to serve the run without --token", *addr)
-	}
-	st, err := store.Open(*dir, *follow)
-	if err != nil {
+	if err := checkExposure(*addr, *token); err != nil {
 		return err
 	}
+	columns := ""
 	if !*noCache {
 		base := *cacheDir
 		if base == "" {
@@ -95,14 +99,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			}
 		}
 		if base != "" {
-			st.SetCacheDir(filepath.Join(base, "columns"))
+			columns = filepath.Join(base, "columns")
 		}
 	}
 	assets, err := fs.Sub(web.Dist, "dist")
 	if err != nil {
 		return err
 	}
-	opts := server.Options{Store: st, Token: *token, Assets: assets, DumpCacheDir: *cacheDir}
+	opts := server.Options{
+		Token: *token, AllowedHosts: allowedHosts, Assets: assets, DumpCacheDir: *cacheDir,
+		HiddenDirs: []string{*cacheDir, columns},
+	}
 	if *maxRunning > 0 || *memFraction > 0 || *samplesPerPrompt > 0 || *maxResponseLen > 0 || thresholdsSet {
 		c := advisory.Config{
 			MaxRunningRequests: *maxRunning, MemFractionStatic: *memFraction,
@@ -113,25 +120,45 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		opts.Advisory = &c
 	}
-	srv := server.New(opts)
-	defer srv.Close()
+	var handler http.Handler
+	what, mode := *dir, "static"
+	if *root != "" {
+		if fi, err := os.Stat(*root); err != nil || !fi.IsDir() {
+			return fmt.Errorf("--root %s is not a directory", *root)
+		}
+		lib := server.NewLibrary(server.LibraryOptions{Root: *root, Run: opts, FollowPoll: *poll, CacheDir: columns})
+		defer lib.Close()
+		handler, what, mode = lib, *root, "run library"
+	} else {
+		st, err := store.Open(*dir, *follow)
+		if err != nil {
+			return err
+		}
+		if columns != "" {
+			st.SetCacheDir(columns)
+		}
+		opts.Store = st
+		srv := server.New(opts)
+		defer srv.Close()
+		handler = srv
+		if *follow {
+			mode = "live"
+			stopFollow := make(chan struct{})
+			defer close(stopFollow)
+			go st.Follow(*poll, stopFollow)
+		}
+	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
 	}
 	url := "http://" + ln.Addr().String() + "/"
+	fmt.Fprintf(stdout, "miles-dashboard: serving %s (%s) at %s\n", what, mode, url)
 	if *token != "" {
-		url += "?token=" + *token
+		// The token is never printed: terminals are scrolled back, logged and shared.
+		fmt.Fprintf(stdout, "miles-dashboard: a token is required: open %s?token=<your token>, or send Authorization: Bearer <your token>\n", url)
 	}
-	mode := "static"
-	if *follow {
-		mode = "live"
-		stopFollow := make(chan struct{})
-		defer close(stopFollow)
-		go st.Follow(*poll, stopFollow)
-	}
-	fmt.Fprintf(stdout, "miles-dashboard: serving %s (%s) at %s\n", *dir, mode, url)
-	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -140,6 +167,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}()
 	if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
+	}
+	return nil
+}
+
+// checkExposure refuses to serve beyond loopback without a real token: the run's data would be readable by
+// anyone who reaches the port (docs/operations.md "Exposure").
+func checkExposure(addr, token string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("--addr %q: %w", addr, err)
+	}
+	if token != "" && strings.TrimSpace(token) == "" {
+		return errors.New("--token is only white space: give a real token, or none on a loopback address")
+	}
+	if token != strings.TrimSpace(token) {
+		return errors.New("--token starts or ends with white space, which an Authorization header cannot carry: remove it")
+	}
+	if ip := net.ParseIP(host); (ip == nil || !ip.IsLoopback()) && host != "localhost" && token == "" {
+		return fmt.Errorf("--addr %s is not loopback: refusing to serve the run without --token", addr)
 	}
 	return nil
 }

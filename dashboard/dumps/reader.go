@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 )
 
 // StepKey names one dump: a train rollout step or an eval step.
@@ -98,6 +100,10 @@ func (r *Reader) path(parts ...string) string {
 	return filepath.Join(append([]string{r.root}, parts...)...)
 }
 
+// inside says whether a file of the run resolves inside it: a link that leads out of the run directory is
+// never followed, the file is treated as absent (docs/operations.md "Exposure").
+func (r *Reader) inside(path string) bool { return runfiles.Within(r.root, path) }
+
 // parseRolloutName parses "<id>.pt" and "eval_<id>.pt".
 func parseRolloutName(name string) (StepKey, bool) {
 	base, ok := strings.CutSuffix(name, ".pt")
@@ -141,7 +147,7 @@ func (r *Reader) List() ([]StepFile, error) {
 	out := []StepFile{}
 	for _, e := range ents {
 		k, ok := parseRolloutName(e.Name())
-		if !ok || e.IsDir() {
+		if !ok || e.IsDir() || !r.inside(r.path("rollout_data", e.Name())) {
 			continue
 		}
 		fi, err := e.Info()
@@ -170,7 +176,7 @@ func dirNames(dir string) map[string]bool {
 	m := map[string]bool{}
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
-		m[e.Name()] = true
+		m[e.Name()] = e.Type()&fs.ModeSymlink == 0 || runfiles.Within(filepath.Dir(dir), filepath.Join(dir, e.Name()))
 	}
 	return m
 }
@@ -207,7 +213,7 @@ func (r *Reader) shardFiles(id int64) []shardFile {
 	var out []shardFile
 	ents, _ := os.ReadDir(r.path("train_data"))
 	for _, e := range ents {
-		if sid, rk, ok := parseShardName(e.Name()); ok && sid == id {
+		if sid, rk, ok := parseShardName(e.Name()); ok && sid == id && r.inside(r.path("train_data", e.Name())) {
 			out = append(out, shardFile{
 				rank: rk, path: r.path("train_data", e.Name()),
 				shown: "train_data/" + e.Name(),
@@ -388,7 +394,7 @@ func (r *Reader) unchanged(st *Step) bool {
 func (r *Reader) openStep(k StepKey) (*Step, error) {
 	name := "rollout_data/" + k.base() + ".pt"
 	srcs := r.currentSources(k)
-	if len(srcs) == 0 || srcs[0].Name != name {
+	if len(srcs) == 0 || srcs[0].Name != name || !r.inside(r.path(name)) {
 		return nil, &NotFoundError{fmt.Sprintf("no rollout dump %s", name)}
 	}
 	a, err := OpenArchive(r.path(name), name, r.opts.Settle)
@@ -421,19 +427,24 @@ func (r *Reader) openStep(k StepKey) (*Step, error) {
 			st.train = ts
 		}
 	}
+	// A mirror or sidecar that leads out of the run is not read: the rollout dump has the same lists.
 	cname := "dashboard_columns/rollout_" + k.base() + ".parquet"
-	if c, err := openColumns(r.path(cname), cname, r.opts.Settle); err == nil {
-		st.columns = c
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		if _, ok := errors.AsType[*UnavailableError](err); ok {
-			st.close()
-			return nil, err
+	if r.inside(r.path(cname)) {
+		if c, err := openColumns(r.path(cname), cname, r.opts.Settle); err == nil {
+			st.columns = c
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			if _, ok := errors.AsType[*UnavailableError](err); ok {
+				st.close()
+				return nil, err
+			}
+			// a corrupt mirror is not fatal: the rollout dump has the same lists
 		}
-		// a corrupt mirror is not fatal: the rollout dump has the same lists
 	}
 	sname := "trajectory/" + k.base() + ".jsonl"
-	if sc, err := openSidecar(r.path(sname)); err == nil {
-		st.sidecar = sc
+	if r.inside(r.path(sname)) {
+		if sc, err := openSidecar(r.path(sname)); err == nil {
+			st.sidecar = sc
+		}
 	}
 	return st, nil
 }
@@ -493,6 +504,7 @@ func (st *Step) Text(s *Sample) (prompt, response string, err error) {
 func (r *Reader) Tokenizer() (*Tokenizer, error) {
 	p := r.path("tokenizer", "tokenizer.json")
 	s, ok := stamp(p, "tokenizer.json")
+	ok = ok && r.inside(p)
 	r.tokMu.Lock()
 	defer r.tokMu.Unlock()
 	if !ok {

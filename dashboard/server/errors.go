@@ -16,6 +16,7 @@ const (
 	errorBadData      errorType = "bad_data"     // a malformed or out-of-range parameter
 	errorNotFound     errorType = "not_found"    // no such endpoint, step, sample or dump file
 	errorUnauthorized errorType = "unauthorized" // a token is required and was not given
+	errorForbidden    errorType = "forbidden"    // the request names a host the dashboard is not served under
 	errorUnavailable  errorType = "unavailable"  // a dump file still being written: retry
 	errorRefused      errorType = "refused"      // a dump the reader will not load (outside its allow-list)
 	errorCorrupt      errorType = "corrupt"      // a complete dump file that cannot be read
@@ -31,6 +32,8 @@ func (t errorType) status() int {
 		return http.StatusNotFound
 	case errorUnauthorized:
 		return http.StatusUnauthorized
+	case errorForbidden:
+		return http.StatusForbidden
 	case errorUnavailable:
 		return http.StatusServiceUnavailable
 	default: // errorRefused, errorCorrupt, errorInternal

@@ -18,7 +18,7 @@ import (
 
 // runBuilder writes a handwritten run directory: lines are appended to the hour partition of their time.
 type runBuilder struct {
-	t     *testing.T
+	t     testing.TB
 	dir   string
 	parts map[string]*bytes.Buffer
 }
@@ -26,7 +26,7 @@ type runBuilder struct {
 // The handwritten runs: 4 train ranks on n0:0-3, engines e0 (n0:4-5) and e1 (n0:6-7), 8 steps of 300 s.
 const rb0 = 499_100 * 3600.0
 
-func newRun(t *testing.T) *runBuilder {
+func newRun(t testing.TB) *runBuilder {
 	r := &runBuilder{t: t, dir: t.TempDir(), parts: map[string]*bytes.Buffer{}}
 	writeFile(t, filepath.Join(r.dir, "dashboard/meta.json"),
 		fmt.Sprintf(`{"schema_version":2,"writer":"otelcol-miles","run_name":"hand","start_ts":%.0f}`, rb0-60), false)
@@ -118,7 +118,7 @@ type runSpec struct {
 
 // handRun: 8 steps of 300 s from rb0, then step 8's train_wait open for openWaitAge while the engines keep
 // reporting; one consumed step (7) of 4 samples.
-func handRun(t *testing.T, sp runSpec) string {
+func handRun(t testing.TB, sp runSpec) string {
 	r := newRun(t)
 	wait0 := rb0 + 8*300.0         // step 8's train_wait opens here
 	edge := wait0 + sp.openWaitAge // and the engines keep reporting until here

@@ -3,7 +3,6 @@ package server
 import (
 	"encoding/json"
 	"net/http"
-	"net/url"
 	"sync"
 	"time"
 
@@ -103,7 +102,7 @@ type streamLoop struct {
 
 func newHub(run runReader, streams []stream) *hub {
 	h := &hub{run: run, clients: map[*client]struct{}{}, stop: make(chan struct{})}
-	h.up = websocket.Upgrader{CheckOrigin: sameOrigin, ReadBufferSize: 4096, WriteBufferSize: 64 << 10}
+	h.up = websocket.Upgrader{ReadBufferSize: 4096, WriteBufferSize: 64 << 10}
 	for _, s := range streams {
 		l := &streamLoop{stream: s, changes: run.Subscribe(), asked: make(chan struct{}, 1)}
 		h.streams = append(h.streams, l)
@@ -111,16 +110,6 @@ func newHub(run runReader, streams []stream) *hub {
 		go h.loop(l)
 	}
 	return h
-}
-
-// sameOrigin accepts pages served by this server (or non-browser clients that send no Origin).
-func sameOrigin(r *http.Request) bool {
-	o := r.Header.Get("Origin")
-	if o == "" {
-		return true
-	}
-	u, err := url.Parse(o)
-	return err == nil && u.Host == r.Host
 }
 
 // close stops the loops and closes every page's socket; it returns once the loops and writers are done.

@@ -33,6 +33,17 @@ type body interface {
 	write(w http.ResponseWriter)
 }
 
+// hidePaths makes f's errors name no server directory (access.redact).
+func (s *Server) hidePaths(f apiFunc) apiFunc {
+	return func(r *http.Request) (any, error) {
+		data, err := f(r)
+		if err != nil {
+			err = s.access.redactErr(err)
+		}
+		return data, err
+	}
+}
+
 func apiHandler(f apiFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		data, err := f(r)

@@ -7,7 +7,10 @@ import (
 
 // register lists every route (docs/dashboard-api.md).
 func (s *Server) register(mux *http.ServeMux) {
-	handle := func(pattern string, f apiFunc) { mux.HandleFunc(pattern, apiHandler(f)) }
+	handle := func(pattern string, f apiFunc) {
+		s.routes = append(s.routes, pattern)
+		mux.HandleFunc(pattern, apiHandler(s.hidePaths(f)))
+	}
 
 	// The run and the compute view (compute.go).
 	handle("GET /api/v1/meta", s.meta)
@@ -17,7 +20,8 @@ func (s *Server) register(mux *http.ServeMux) {
 	handle("GET /api/v1/fleet", s.fleet)
 	handle("GET /api/v1/bubbles", s.bubbles)
 	handle("GET /api/v1/outliers", s.outliers)
-	handle("GET /api/v1/heatmap", s.heatmap) // binary frame
+	handle("GET /api/v1/heatmap", s.heatmap)                // binary frame
+	handle("GET /api/v1/export/perfetto", s.exportPerfetto) // a Perfetto trace of the window (export.go)
 
 	// Step metrics (metrics.go) and engines (engines.go).
 	handle("GET /api/v1/metrics/keys", s.metricKeys)
@@ -44,7 +48,12 @@ func (s *Server) register(mux *http.ServeMux) {
 	handle("GET /api/v1/dumps/steps/{id}/samples/{idx}/tokens", s.dumpTokens)
 
 	// Live pushes over a WebSocket (live.go).
+	s.routes = append(s.routes, "GET /api/v1/live")
 	mux.HandleFunc("GET /api/v1/live", s.hub.serveWS)
+
+	// The advisory as Prometheus metrics (exposition.go), under the token rules of the API.
+	s.routes = append(s.routes, "GET /metrics")
+	mux.HandleFunc("GET /metrics", s.exposition)
 
 	handle("GET /api/", func(r *http.Request) (any, error) {
 		return nil, notFound(errors.New("no such endpoint: " + r.URL.Path))

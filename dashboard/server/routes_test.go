@@ -49,7 +49,8 @@ func fakeServer(s *Server) *Server {
 func call(t *testing.T, s *Server, path string) (int, Response, string) {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, http.NoBody))
+	// httptest names example.com, which the dashboard is not served under.
+	s.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "http://localhost"+path, http.NoBody))
 	var r Response
 	if err := json.Unmarshal(rec.Body.Bytes(), &r); err != nil {
 		t.Fatalf("%s: %v: %s", path, err, rec.Body)
@@ -94,7 +95,7 @@ func TestHandlersOnFakes(t *testing.T) {
 		t.Fatalf("no dump reader: %d %v", code, r)
 	}
 	// The token is checked before any handler.
-	code, r, _ = call(t, fakeServer(&Server{token: "t"}), "/api/v1/metrics/keys")
+	code, r, _ = call(t, fakeServer(&Server{access: newAccess("t", nil)}), "/api/v1/metrics/keys")
 	if code != 401 || r.ErrorType != errorUnauthorized {
 		t.Fatalf("no token: %d %v", code, r)
 	}
@@ -102,7 +103,7 @@ func TestHandlersOnFakes(t *testing.T) {
 
 func TestErrorKinds(t *testing.T) {
 	for typ, code := range map[errorType]int{
-		errorBadData: 400, errorNotFound: 404, errorUnauthorized: 401,
+		errorBadData: 400, errorNotFound: 404, errorUnauthorized: 401, errorForbidden: 403,
 		errorUnavailable: 503, errorRefused: 500, errorCorrupt: 500, errorInternal: 500,
 	} {
 		if got := typ.status(); got != code {

@@ -6,7 +6,7 @@
 package server
 
 import (
-	"crypto/subtle"
+	"cmp"
 	"errors"
 	"io/fs"
 	"net/http"
@@ -26,6 +26,11 @@ type Options struct {
 	Store Store
 	// Token, when set, is required on every API and WebSocket request (?token= or Authorization: Bearer).
 	Token string
+	// AllowedHosts are the host names requests may name in Host (and pages in Origin) besides loopback names
+	// and IP literals: the names the dashboard is reached by (docs/operations.md "Exposure").
+	AllowedHosts []string
+	// HiddenDirs are further server directories (a cache) whose names answers never show.
+	HiddenDirs []string
 	// Assets is the SPA (dist/), served at /.
 	Assets fs.FS
 	// DumpDir is where the miles dump directories are (rollout_data/, train_data/…); empty: the store's run
@@ -40,6 +45,8 @@ type Options struct {
 	// MetricsPushEvery and AdvisoryPushEvery bound how often the live "metrics" and "advisory" messages are
 	// sent; zero: 1 s and 3 s (the advisory reads the whole run).
 	MetricsPushEvery, AdvisoryPushEvery time.Duration
+	// ExportMaxEvents bounds one Perfetto export; zero: 2 000 000 events (about 60 MB).
+	ExportMaxEvents int
 	// HeartbeatEvery is how often every page gets the live "heartbeat" (server clock and data edge); zero: 5 s.
 	HeartbeatEvery time.Duration
 }
@@ -53,9 +60,12 @@ type Server struct {
 	traj    trajectoryReader
 	dumps   dumpReader // nil: no dump endpoints on this server
 
-	token    string
-	assets   fs.FS
-	advisory advisoryCache
+	access access
+	routes []string // every API route pattern, as registered
+	// exportMax bounds one Perfetto export, in trace events.
+	exportMax int
+	assets    fs.FS
+	advisory  advisoryCache
 
 	mux        *http.ServeMux
 	hub        *hub
@@ -67,9 +77,17 @@ type Server struct {
 func New(opts Options) *Server {
 	st := opts.Store
 	s := &Server{
-		run: st, compute: st, metrics: st, engines: st, traj: st, token: opts.Token, assets: opts.Assets,
-		advisory: advisoryCache{settings: opts.Advisory},
+		compute: st, metrics: st, engines: st, traj: st, assets: opts.Assets,
+		access: newAccess(opts.Token, opts.AllowedHosts), advisory: advisoryCache{settings: opts.Advisory},
 	}
+	s.exportMax = cmp.Or(opts.ExportMaxEvents, exportMaxEvents)
+	s.access.hide(st.Dir(), "")
+	s.access.hide(opts.DumpDir, "<dumps>")
+	s.access.hide(dumpCacheDir(opts.DumpCacheDir), "<cache>")
+	for _, d := range opts.HiddenDirs {
+		s.access.hide(d, "<cache>")
+	}
+	s.run = redactedRun{st, &s.access}
 	dir := opts.DumpDir
 	if dir == "" {
 		dir = st.Dir()
@@ -78,7 +96,8 @@ func New(opts Options) *Server {
 		rd := dumps.Open(dir, dumps.Options{CacheDir: dumpCacheDir(opts.DumpCacheDir)})
 		s.dumps, s.closeDumps = rd, rd.Close
 	}
-	s.hub = newHub(st, s.streams(opts))
+	s.hub = newHub(s.run, s.streams(opts))
+	s.hub.up.CheckOrigin = s.access.originAllowed
 	s.mux = http.NewServeMux()
 	s.register(s.mux)
 	return s
@@ -94,27 +113,27 @@ func dumpCacheDir(dir string) string {
 	return ""
 }
 
-// ServeHTTP checks the token on every API and WebSocket request, then routes. The page's static assets
-// (embedded in the binary, no run data) are served without it so the page can load and forward ?token=.
+// ServeHTTP checks the Host on every request, and the token on every API and WebSocket request, then routes.
+// The page's static assets (embedded in the binary, no run data) are served without the token so the page can
+// load and forward ?token=.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if s.token != "" && strings.HasPrefix(r.URL.Path, "/api/") && !s.authorized(r) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="miles-dashboard"`)
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	if !s.access.hostAllowed(r.Host) {
 		respondError(w, &apiError{
-			errorUnauthorized,
-			errors.New("this dashboard requires a token: open the URL printed at start (?token=…)"),
+			errorForbidden,
+			errors.New("this dashboard is not served under that host name: reach it by a loopback name, an IP address, or a name given to --allowed-hosts"),
 		})
 		return
 	}
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	s.mux.ServeHTTP(w, r)
-}
-
-func (s *Server) authorized(r *http.Request) bool {
-	got := r.URL.Query().Get("token")
-	if h := r.Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") {
-		got = strings.TrimPrefix(h, "Bearer ")
+	if (strings.HasPrefix(r.URL.Path, "/api/") || r.URL.Path == "/metrics") && !s.access.authorized(r) {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="miles-dashboard"`)
+		respondError(w, &apiError{
+			errorUnauthorized,
+			errors.New("this dashboard requires a token: add ?token=… to the page's URL, or send Authorization: Bearer …"),
+		})
+		return
 	}
-	return subtle.ConstantTimeCompare([]byte(got), []byte(s.token)) == 1
+	s.mux.ServeHTTP(w, r)
 }
 
 // Close stops the live hub (its loops and every page's socket) and closes the dump reader's files.

@@ -23,7 +23,7 @@ import (
 
 const h0 = 499_000 * 3600.0 // 2026-12-04 16:00 UTC
 
-func writeFile(t *testing.T, path, content string, appendTo bool) {
+func writeFile(t testing.TB, path, content string, appendTo bool) {
 	t.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)

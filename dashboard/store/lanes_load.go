@@ -40,7 +40,7 @@ func (s *Store) loadLanesLocked() {
 		path := filepath.Join(l.Dir, runfiles.LaneCatalogFile)
 		seen[path] = true
 		fi, err := os.Stat(path)
-		if err != nil {
+		if err != nil || !runfiles.Within(s.dir, path) { // a link out of the run is absent (docs/dashboard-api.md)
 			if _, had := s.lanes.catalogs[path]; had {
 				delete(s.lanes.catalogs, path)
 				changed = true

@@ -23,7 +23,7 @@ func (s *Store) loadMetaLocked() {
 	start := math.Inf(1)
 	var starts []float64
 	for _, l := range s.layouts {
-		b, err := os.ReadFile(filepath.Join(l.Dir, runfiles.MetaFile))
+		b, err := runfiles.ReadFile(s.dir, filepath.Join(l.Dir, runfiles.MetaFile))
 		if err != nil {
 			continue
 		}

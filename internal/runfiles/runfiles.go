@@ -130,7 +130,8 @@ type Partition struct {
 }
 
 // ListPartitions returns the partitions of a stream of the run's top-level layout in hour order. Files that
-// do not follow the naming scheme (temporary files, foreign files) are ignored.
+// do not follow the naming scheme (temporary files, foreign files) and links that lead out of the run
+// directory are ignored.
 func ListPartitions(runDir, stream string) ([]Partition, error) {
 	parts, _, err := ListLayoutPartitions(filepath.Join(runDir, DashboardDir), stream)
 	return parts, err
@@ -138,9 +139,10 @@ func ListPartitions(runDir, stream string) ([]Partition, error) {
 
 // ListLayoutPartitions returns the partitions of a stream of the layout in folder dir (Layout.Dir) in hour
 // order, and strays: the names in the stream's folder that end like a partition file but are not named like
-// one (ParseHourName), which are ignored. Other files (temporary files, foreign files) are ignored silently.
-func ListLayoutPartitions(dir, stream string) (parts []Partition, strays []string, err error) {
-	dir = filepath.Join(dir, stream)
+// one (ParseHourName), which are ignored. Other files (temporary files, foreign files) are ignored silently,
+// and so are symbolic links that lead out of the layout (docs/dashboard-api.md, security).
+func ListLayoutPartitions(layout, stream string) (parts []Partition, strays []string, err error) {
+	dir := filepath.Join(layout, stream)
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil, nil
@@ -150,7 +152,7 @@ func ListLayoutPartitions(dir, stream string) (parts []Partition, strays []strin
 	}
 	byHour := map[time.Time]*Partition{}
 	for _, e := range entries {
-		if e.IsDir() {
+		if e.IsDir() || linkLeaves(layout, dir, e) {
 			continue
 		}
 		name := e.Name()

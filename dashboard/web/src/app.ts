@@ -10,6 +10,8 @@ import { Api } from "./api/client";
 import { Live } from "./api/live";
 import type { Meta } from "./api/responseTypes/meta";
 import { ComputeView, isComputeHash } from "./compute/view";
+import { ComparePage } from "./library/compare";
+import { RunsPage } from "./library/runs";
 import { LifecycleView } from "./lifecycle/view";
 import { MetricsView } from "./metrics/view";
 import { Freshness } from "./shared/freshness";
@@ -87,8 +89,56 @@ export function viewOfHash(h: string): ViewName {
   return "compute";
 }
 
+/**
+ * A run library (`serve --root`) without a run in the URL shows its runs page (or ?view=compare); with one
+ * server run the page goes straight to the views. Returns true when a library page was shown.
+ */
+async function libraryPage(): Promise<boolean> {
+  const q = new URLSearchParams(location.search);
+  if (api.run && !q.get("view")) {
+    // A run of a library: a way back to its runs.
+    const back = document.createElement("a");
+    back.className = "tab runsback";
+    back.textContent = "◂ runs";
+    back.href = api.pageURL({});
+    $("tabs").before(back);
+    return false;
+  }
+  try {
+    await api.get("/api/v1/runs");
+  } catch {
+    return false; // one run: no library
+  }
+  const w = window as unknown as { __milesLibrary: unknown };
+  $("crumb").textContent = q.get("view") === "compare" ? "Compare runs" : "Runs";
+  $("run").textContent = "library";
+  $("badge").style.display = "none";
+  const host = document.createElement("div");
+  host.className = "viewhost";
+  $("main").appendChild(host);
+  const back = document.createElement("a");
+  back.className = "tab";
+  back.textContent = "Runs";
+  back.href = api.pageURL({});
+  $("tabs").appendChild(back);
+  if (q.get("view") === "compare") {
+    const p = new ComparePage(api, host, (q.get("runs") ?? "").split(",").filter(Boolean), showError);
+    w.__milesLibrary = p;
+    document.body.dataset.view = "compare";
+    await p.start().catch((e) => showError(`compare: ${(e as Error).message}`));
+  } else {
+    const p = new RunsPage(api, host, showError);
+    w.__milesLibrary = p;
+    document.body.dataset.view = "runs";
+    await p.start();
+  }
+  document.body.dataset.ready = "1";
+  return true;
+}
+
 async function main(): Promise<void> {
   $("notices").onclick = () => $("noticelist").classList.toggle("open");
+  if (await libraryPage()) return;
   let meta: Meta;
   try {
     meta = await api.get<Meta>("/api/v1/meta");

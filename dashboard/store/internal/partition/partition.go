@@ -192,7 +192,7 @@ func (s *Stream) ListLayouts(layouts []runfiles.Layout) error {
 		}
 	}
 	legacy := filepath.Join(s.RunDir, runfiles.DashboardDir, s.Name+runfiles.PlainExt)
-	if _, err := os.Stat(legacy); err == nil {
+	if _, err := os.Stat(legacy); err == nil && runfiles.Within(s.RunDir, legacy) {
 		seen[key{LegacyHour, ""}] = true
 		if s.Parts[LegacyHour] == nil {
 			s.Parts[LegacyHour] = &Partition{Hour: LegacyHour}

@@ -41,7 +41,7 @@ func (s *Stream) Read(p *Partition, sink LineSink) ([]CorruptReport, error) {
 	var reports []CorruptReport
 	var firstErr error
 	for _, f := range p.Files {
-		reps, err := f.read(sink)
+		reps, err := f.read(s.RunDir, sink)
 		if errors.Is(err, ErrReload) {
 			return nil, ErrReload
 		}
@@ -54,7 +54,7 @@ func (s *Stream) Read(p *Partition, sink LineSink) ([]CorruptReport, error) {
 }
 
 // read consumes what is new in one layout's files of an hour.
-func (p *File) read(sink LineSink) ([]CorruptReport, error) {
+func (p *File) read(runDir string, sink LineSink) ([]CorruptReport, error) {
 	var reports []CorruptReport
 	if p.Zst != "" && p.ZstSize == 0 && p.PlainOff > 0 {
 		// The hour we tailed as plain text was compressed: its content is now in the .zst. Start the hour over
@@ -68,7 +68,7 @@ func (p *File) read(sink LineSink) ([]CorruptReport, error) {
 				// Rewritten with a late frame: the whole hour is read again. The caller resets its block.
 				return nil, ErrReload
 			}
-			rep, err := readZst(p.Zst, sink)
+			rep, err := readZst(runDir, p.Zst, sink)
 			if rep.Count > 0 || rep.Long > 0 || rep.Damaged != "" {
 				reports = append(reports, rep)
 			}
@@ -79,7 +79,7 @@ func (p *File) read(sink LineSink) ([]CorruptReport, error) {
 		}
 	}
 	if p.Plain != "" {
-		f, err := os.Open(p.Plain)
+		f, err := runfiles.Open(runDir, p.Plain)
 		if errors.Is(err, os.ErrNotExist) {
 			return reports, nil // compacted away since listing; the .zst holds it
 		}
@@ -123,8 +123,8 @@ func (p *File) read(sink LineSink) ([]CorruptReport, error) {
 
 // readZst reads a compressed file's lines. A decoding error is not returned: the lines before it were read,
 // and the report says where decoding stopped (Damaged). Only failing to open the file is an error.
-func readZst(path string, sink LineSink) (CorruptReport, error) {
-	f, err := os.Open(path)
+func readZst(runDir, path string, sink LineSink) (CorruptReport, error) {
+	f, err := runfiles.Open(runDir, path) // a link out of the run is not followed
 	if err != nil {
 		return CorruptReport{Path: path, First: -1}, err
 	}

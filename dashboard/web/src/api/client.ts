@@ -21,18 +21,26 @@ export class Api {
   constructor(
     readonly base: string,
     token: string | null,
+    /** The run of a run library (`?run=` of the page URL): sent on every call; "" with one run. */
+    readonly run: string = "",
   ) {
     this.token = token ?? "";
   }
 
-  /** The page token: `?token=` of the page URL. */
+  /** The page token and run: `?token=` and `?run=` of the page URL. */
   static fromLocation(loc: Location): Api {
-    const token = new URLSearchParams(loc.search).get("token");
-    return new Api(loc.origin, token);
+    const q = new URLSearchParams(loc.search);
+    return new Api(loc.origin, q.get("token"), q.get("run") ?? "");
+  }
+
+  /** The same server, for another run of its library. */
+  forRun(run: string): Api {
+    return new Api(this.base, this.token, run);
   }
 
   url(path: string, params: Params = {}): string {
     const u = new URL(path, this.base);
+    if (this.run) u.searchParams.set("run", this.run);
     for (const [k, v] of Object.entries(params)) {
       if (v === undefined || v === null || v === "") continue;
       u.searchParams.set(k, typeof v === "number" ? fmtNum(v) : v);
@@ -88,7 +96,33 @@ export class Api {
     const u = new URL("/api/v1/live", this.base);
     u.protocol = u.protocol === "https:" ? "wss:" : "ws:";
     if (this.token) u.searchParams.set("token", this.token);
+    if (this.run) u.searchParams.set("run", this.run);
     return u.toString();
+  }
+
+  /** GET a binary download (the Perfetto export); errors come as the JSON envelope. */
+  async download(path: string, params: Params = {}): Promise<{ blob: Blob; name: string }> {
+    const resp = await fetch(this.url(path, params), { headers: this.headers() });
+    if (!resp.ok) {
+      let msg = `${path}: HTTP ${resp.status}`;
+      try {
+        msg = (await resp.json()).error ?? msg;
+      } catch {
+        /* keep the status line */
+      }
+      throw new ApiError(resp.status, "bad_data", msg);
+    }
+    const cd = resp.headers.get("Content-Disposition") ?? "";
+    const name = /filename="([^"]+)"/.exec(cd)?.[1] ?? "trace.perfetto-trace";
+    return { blob: await resp.blob(), name };
+  }
+
+  /** A page URL of this server (the token and the run carried). */
+  pageURL(query: Record<string, string>, hash = ""): string {
+    const u = new URL("/", this.base);
+    if (this.token) u.searchParams.set("token", this.token);
+    for (const [k, v] of Object.entries(query)) u.searchParams.set(k, v);
+    return u.pathname + u.search + hash;
   }
 }
 

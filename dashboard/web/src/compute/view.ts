@@ -269,6 +269,33 @@ export class ComputeView {
     }
   }
 
+  /** Download the window as a Perfetto trace (docs/dashboard-api.md "Perfetto export"); a refusal (too big) is shown. */
+  private async exportWindow(btn: HTMLButtonElement): Promise<void> {
+    btn.disabled = true;
+    const label = btn.textContent;
+    btn.textContent = "exporting…";
+    try {
+      const { blob, name } = await this.api.download("/api/v1/export/perfetto", {
+        t0: this.view.t0,
+        t1: this.view.t1,
+        lanes: this.st.lanes,
+      });
+      const a = document.createElement("a");
+      a.href = URL.createObjectURL(blob);
+      a.download = name;
+      document.body.appendChild(a);
+      a.click();
+      a.remove();
+      setTimeout(() => URL.revokeObjectURL(a.href), 60_000);
+      this.onError("");
+    } catch (e) {
+      this.onError(`export: ${(e as Error).message}`);
+    } finally {
+      btn.disabled = false;
+      btn.textContent = label;
+    }
+  }
+
   // ---------------------------------------------------------------------------------------------- DOM
 
   private buildDom(): void {
@@ -330,6 +357,10 @@ export class ComputeView {
     g3.appendChild(this.followBtn);
     g3.appendChild(this.followTag);
     tb.appendChild(g3);
+    const exp = el("button", "btn export", "export window ⤓");
+    exp.title = "download this window (the selected lanes) as a Perfetto trace: phases, GPU and engine counters, trajectories, steps — open it in ui.perfetto.dev";
+    exp.onclick = () => void this.exportWindow(exp);
+    tb.appendChild(exp);
     tb.appendChild(this.scaleTag);
     tb.appendChild(el("span", "hint", "wheel = zoom · drag = pan · double-click = latest · window ≤ 4h"));
 

@@ -171,6 +171,17 @@ export async function startDashboard(bins, runDir, { follow = true, token = "", 
   return { proc: p, base, url: `${base}/` + (token ? `?token=${encodeURIComponent(token)}` : "") };
 }
 
+/** Start the real dashboard server as a run library over root (`serve --root`). */
+export async function startLibrary(bins, root, { token = "", args: extra = [] } = {}) {
+  const port = await freePort();
+  const args = ["serve", "--root", root, "--addr", `127.0.0.1:${port}`, ...extra];
+  if (token) args.push("--token", token);
+  const p = start(bins.dashboard, args, { name: "miles-dashboard" });
+  const base = `http://127.0.0.1:${port}`;
+  await waitHttp(`${base}/api/v1/runs`, p, 60000, token ? { Authorization: `Bearer ${token}` } : {});
+  return { proc: p, base, url: `${base}/` + (token ? `?token=${encodeURIComponent(token)}` : "") };
+}
+
 /** GET an API endpoint of the server (the test's own view of the data). */
 export async function api(dash, path, token = "") {
   const r = await fetch(dash.base + path, { headers: token ? { Authorization: `Bearer ${token}` } : {} });

@@ -1,0 +1,75 @@
+package runfiles
+
+import (
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// A run directory is read as a tree of its own: a symbolic link inside it that points out of it is never
+// followed, so whoever can write into a run directory cannot make a reader serve other files of its host
+// (docs/operations.md "Exposure"). Links that stay inside the run directory are followed.
+
+// ErrOutsideRun is the error of a path that leaves its run directory, directly or through a link.
+var ErrOutsideRun = errors.New("path leaves the run directory")
+
+// Within reports whether path, named under root, resolves (links followed) to a place inside root. A path that
+// does not exist is within root when its name is.
+func Within(root, path string) bool {
+	rel, err := filepath.Rel(root, path)
+	if err != nil || !filepath.IsLocal(rel) {
+		return false
+	}
+	realRoot, err := filepath.EvalSymlinks(root)
+	if err != nil {
+		return false
+	}
+	realPath, err := filepath.EvalSymlinks(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		// A dangling link is followed by no one; a missing file is simply missing.
+		if _, lerr := os.Lstat(path); lerr == nil {
+			return false
+		}
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	rel, err = filepath.Rel(realRoot, realPath)
+	return err == nil && (rel == "." || filepath.IsLocal(rel))
+}
+
+// Open opens path, named under root, through os.OpenInRoot: neither a link in the path nor one swapped in
+// after a check can lead out of root. Its errors name the path relative to root.
+func Open(root, path string) (*os.File, error) {
+	rel, err := filepath.Rel(root, path)
+	if err != nil || !filepath.IsLocal(rel) {
+		return nil, &fs.PathError{Op: "open", Path: filepath.Base(path), Err: ErrOutsideRun}
+	}
+	f, err := os.OpenInRoot(root, rel)
+	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) && pe.Err.Error() == "path escapes from parent" { // os's unexported errPathEscapes
+			return nil, &fs.PathError{Op: "open", Path: rel, Err: ErrOutsideRun}
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
+// ReadFile reads path, named under root, as Open opens it.
+func ReadFile(root, path string) ([]byte, error) {
+	f, err := Open(root, path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(f)
+}
+
+// linkLeaves reports whether the directory entry e of dir is a symbolic link that resolves out of root.
+func linkLeaves(root, dir string, e fs.DirEntry) bool {
+	return e.Type()&fs.ModeSymlink != 0 && !Within(root, filepath.Join(dir, e.Name()))
+}
