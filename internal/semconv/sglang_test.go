@@ -8,13 +8,13 @@ import (
 	"testing"
 )
 
-// TestSglangWhitelist: both writer configs carry the default metric and label whitelists of this package
+// TestSglangWhitelist: both scraping configs (the single node and the node agent) carry the default metric and label whitelists of this package
 // verbatim, every name of them is documented in docs/semconv.md §7, and the metric regex keeps what it lists
 // and nothing of what sglang exposes beside it.
 func TestSglangWhitelist(t *testing.T) {
 	metrics := "${env:MILES_SGLANG_METRICS:-" + SglangMetricsRegex() + "}"
 	labels := "|${env:MILES_SGLANG_LABELS:-" + SglangLabelsRegex() + "}"
-	for _, cfg := range []string{"run.yaml", "gateway.yaml"} {
+	for _, cfg := range []string{"run.yaml", "agent.yaml"} {
 		b, err := os.ReadFile(filepath.Join("..", "..", "configs", cfg))
 		if err != nil {
 			t.Fatal(err)
