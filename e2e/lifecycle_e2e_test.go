@@ -143,7 +143,7 @@ func TestLifecycleE2E(t *testing.T) {
 	}
 	steps := st.LifecycleSteps()
 	if len(steps) != 1 || stepNumbers(steps[0]) != stepNumbers(store.StepSummary{
-		Status: "partial", Samples: 2, Known: 1, StalenessMean: ptr(2.0), StalenessMax: ptr(2.0), MixedFrac: ptr(1.0),
+		Status: "partial", Samples: 2, Known: 1, StalenessMean: new(2.0), StalenessMax: new(2.0), MixedFrac: new(1.0),
 	}) {
 		t.Fatalf("steps %+v", steps)
 	}
@@ -185,5 +185,3 @@ func TestLifecycleE2E(t *testing.T) {
 		return known && unknown && strings.Contains(string(b), sc.MetricLifecycleSteps)
 	})
 }
-
-func ptr(v float64) *float64 { return &v }

@@ -193,8 +193,8 @@ func ComputeSample(in SampleInput) SampleResult {
 	return r
 }
 
-// TurnsContiguous: numbered generation turns are 1..n without a gap (a gap means lost spans). A resumed attempt
-// continues the sample's turn numbering, so this is checked over all the attempts of a sample.
+// TurnsContiguous says the numbered generation turns are 1..n without a gap (a gap means lost spans). A resumed
+// attempt continues the sample's turn numbering, so this is checked over all the attempts of a sample.
 func TurnsContiguous(segs []Segment) bool {
 	var seen []bool
 	for _, s := range segs {

@@ -58,7 +58,7 @@ func (t *Timeline) Add(u WeightUpdate) bool {
 //
 // with no n the interval is [u.version, u.version] (the timeline is complete after its first update); with no u
 // it is open below (the updates before the first one seen are unknown: a fresh start or a restart).
-func (t *Timeline) TrainerAt(at int64, floor int64, hasFloor bool) (int64, bool) {
+func (t *Timeline) TrainerAt(at, floor int64, hasFloor bool) (int64, bool) {
 	var lo, hi int64
 	hasLo, hasHi := false, false
 	if !t.disordered {

@@ -106,7 +106,9 @@ func TestReaderLiveTail(t *testing.T) {
 					head = append(head, l...)
 				}
 			}
-			b, cut = append(head, tail...), len(head)
+			cut = len(head)
+			head = append(head, tail...)
+			b = head
 			rest = append(rest, func() {
 				f, err := os.OpenFile(dst, os.O_APPEND|os.O_WRONLY, 0)
 				if err != nil {
