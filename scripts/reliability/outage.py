@@ -120,7 +120,7 @@ def main() -> None:
         down = Proc("gateway.yaml", run_dir, os.path.join(out, "gateway.log"))
         down.start()
         agent = Proc("agent.yaml", os.path.join(out, "agent-dir"), os.path.join(out, "agent.log"),
-                     {"MILES_GATEWAY": f"127.0.0.1:{down.grpc}"})
+                     {"MILES_GATEWAYS": f"127.0.0.1:{down.grpc}", "MILES_NODE": "outage-node"})
         agent.start()
         endpoint = f"http://127.0.0.1:{agent.http}"
     else:
