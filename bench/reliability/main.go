@@ -500,8 +500,9 @@ func diskCampaign(o options) map[string]any {
 		}()
 		time.Sleep(5 * time.Second)
 		before := analyze(runDir).Streams[sc.StreamGPUUtil].Lines
+		var filled int64
 		if mode == "full" {
-			fill()
+			filled = fill()
 		} else if err := remount("ro"); err != nil {
 			// The kernel refuses a read-only remount while a process holds files open for writing (EBUSY); it
 			// only does it by itself, on a disk error. What is measurable here is the start on one (below).
@@ -535,7 +536,7 @@ func diskCampaign(o options) map[string]any {
 			partial += s.PartialTail
 		}
 		result[mode] = map[string]any{
-			"rss_peak_mib": peak, "gpu_util_lines_before": before, "during": during, "after_recovery": after,
+			"filled_mib": filled >> 20, "rss_peak_mib": peak, "gpu_util_lines_before": before, "during": during, "after_recovery": after,
 			"resumed": after > during, "dropped_buffer_full": dropped,
 			"error_lines":   bytes.Count(logs, []byte("cannot write to the run directory")),
 			"resumed_lines": bytes.Count(logs, []byte("writing resumed")), "invalid_lines": invalid, "partial_tail_bytes": partial,
@@ -546,6 +547,9 @@ func diskCampaign(o options) map[string]any {
 	// Start on a broken disk: a full one, then a read-only one (a fresh run directory that cannot be created).
 	for _, mode := range []string{"start-full", "start-read-only"} {
 		runDir := filepath.Join(mnt, "run-"+mode)
+		for _, old := range []string{"run-full", "run-read-only", "run-start-full"} {
+			_ = os.RemoveAll(filepath.Join(mnt, old)) // what the earlier tests wrote would keep the disk full
+		}
 		if mode == "start-full" {
 			fill()
 		} else {
