@@ -519,12 +519,12 @@ func diskCampaign(o options) map[string]any {
 			peak = max(peak, rssMiB(c.cmd.Process.Pid))
 			time.Sleep(250 * time.Millisecond)
 		}
+		during := analyze(runDir).Streams[sc.StreamGPUUtil].Lines // before the disk recovers
 		if mode == "full" {
 			_ = os.Remove(filler)
 		} else {
 			must(remount("rw"))
 		}
-		during := analyze(runDir).Streams[sc.StreamGPUUtil].Lines
 		time.Sleep(4 * time.Second)
 		after := analyze(runDir).Streams[sc.StreamGPUUtil].Lines
 		dropped := selfMetric(p, "otelcol_exporter_jsonl_dropped", `reason="buffer_full"`)
