@@ -62,7 +62,7 @@ func TestIngestGuardAgentToGatewayE2E(t *testing.T) {
 	gw := e2etest.StartCollector(t, gwDir, e2etest.Options{Configs: []string{e2etest.Config("gateway.yaml")}})
 	agent := e2etest.StartCollector(t, t.TempDir(), e2etest.Options{
 		Configs: []string{e2etest.Config("agent.yaml")},
-		Env:     []string{"MILES_GATEWAY=" + gw.GRPCAddr},
+		Env:     []string{"MILES_GATEWAYS=" + gw.GRPCAddr, "MILES_NODE=node-a"},
 	})
 	reqs := [][]byte{
 		guardRequest(t, "node-a", 1, 50, 0),

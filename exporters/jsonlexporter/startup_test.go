@@ -38,7 +38,7 @@ func startOn(t *testing.T, dir string) *jsonlExporter {
 func tmpLeft(t *testing.T, dir string) []string {
 	t.Helper()
 	var out []string
-	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+	_ = filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
 		if err == nil && strings.HasSuffix(p, ".tmp") {
 			out = append(out, p)
 		}

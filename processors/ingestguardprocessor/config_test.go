@@ -29,7 +29,8 @@ func loadConfig(t *testing.T, name string) (*Config, error) {
 	if err := sub.Unmarshal(cfg); err != nil {
 		return nil, err
 	}
-	return cfg, cfg.Validate()
+	err = cfg.Validate()
+	return cfg, err
 }
 
 func TestLoadConfig(t *testing.T) {

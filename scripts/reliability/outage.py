@@ -120,7 +120,7 @@ def main() -> None:
         down = Proc("gateway.yaml", run_dir, os.path.join(out, "gateway.log"))
         down.start()
         agent = Proc("agent.yaml", os.path.join(out, "agent-dir"), os.path.join(out, "agent.log"),
-                     {"MILES_GATEWAY": f"127.0.0.1:{down.grpc}"})
+                     {"MILES_GATEWAYS": f"127.0.0.1:{down.grpc}", "MILES_NODE": "outage-node"})
         agent.start()
         endpoint = f"http://127.0.0.1:{agent.http}"
     else:
@@ -170,7 +170,13 @@ def main() -> None:
     delivered = e.flush(60.0)
     st = e.stats()
     e.shutdown(1.0)
-    time.sleep(3.0 if not a.via_agent else 8.0)
+    # The agent retries a failed batch with exponential backoff (up to 30 s between tries): wait for it, up to
+    # 90 s, then report what arrived.
+    deadline = time.monotonic() + (90.0 if a.via_agent else 3.0)
+    t_drain = time.monotonic()
+    while time.monotonic() < deadline and phases(run_dir)[0] < emitted_closed:
+        time.sleep(0.5)
+    drain_s = round(time.monotonic() - t_drain, 1)
     if agent:
         agent.stop()
     down.stop()
@@ -183,7 +189,7 @@ def main() -> None:
                           "over_1ms": sum(1 for x in v if x > 1_000_000), "calls": len(v)} for k, v in costs.items()},
         "rss_mib": {"start": rss[0] if rss else 0, "max": max(rss) if rss else 0, "end": rss[-1] if rss else 0},
         "emitter": st, "flush_delivered": delivered,
-        "phases_emitted_closed": emitted_closed, "phases_written_closed": closed, "phases_running": running,
+        "drain_s": drain_s, "phases_emitted_closed": emitted_closed, "phases_written_closed": closed, "phases_running": running,
         "run_dir": run_dir,
     }
     print(json.dumps(res))
