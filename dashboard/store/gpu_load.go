@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"time"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/flatjson"
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
@@ -119,7 +120,7 @@ func (g *gpuReader) loadHour(h int64, only *laneFilter) {
 	}
 	g.run.lmu.Unlock()
 	if !p.Loaded && only == nil {
-		if cb, fi, ok := g.cachedHourLocked(h, p); ok {
+		if cb, fi, off, ok := g.cachedHourLocked(h, p); ok {
 			g.run.lmu.Lock()
 			g.blocks[h] = cb
 			g.cacheHits++
@@ -127,7 +128,11 @@ func (g *gpuReader) loadHour(h int64, only *laneFilter) {
 			for key := range cb.lanes {
 				g.run.laneSeen(key)
 			}
-			p.ZstSize = fi.Size() // Read will not parse it again unless it grows
+			if p.Zst != "" {
+				p.ZstSize = fi.Size() // Read will not parse it again unless it grows
+			} else {
+				p.PlainOff, p.PlainInfo = off, fi // Read goes on from where the cached read ended
+			}
 			p.Loaded = true
 			g.run.raiseEdge(cb.maxTS)
 			return
@@ -141,7 +146,8 @@ func (g *gpuReader) loadHour(h int64, only *laneFilter) {
 		g.blocks[h] = b
 	}
 	g.run.lmu.Unlock()
-	cacheable := g.cacheDir != "" && !p.Loaded && p.Zst != "" && p.Plain == "" && p.ZstSize == 0 && h >= 0 && b.only == nil
+	src := cacheSource(p)
+	cacheable := g.cacheDir != "" && !p.Loaded && src != "" && p.ZstSize == 0 && p.PlainOff == 0 && h >= 0 && b.only == nil
 	reports, err := g.utilFiles.Read(p, func(line []byte) bool { return b.addLine(line, g.run.laneSeen) })
 	if errors.Is(err, partition.ErrReload) {
 		p.Reset()
@@ -153,14 +159,27 @@ func (g *gpuReader) loadHour(h int64, only *laneFilter) {
 	}
 	g.run.report(reports, err)
 	p.Loaded = true
-	if h >= 0 && float64(h+1)*3600 < g.run.raiseEdge(b.maxTS) {
+	edge := g.run.raiseEdge(b.maxTS)
+	// A plain hour nobody wrote to for plainSettled is as good as closed, the newest of a finished run too: if it
+	// grows after all, appends extend the block and a cached copy of it no longer matches the file.
+	var fi os.FileInfo
+	if src != "" {
+		fi, _ = os.Stat(src)
+	}
+	settled := fi != nil && src == p.Plain && fi.Size() == p.PlainOff && time.Since(fi.ModTime()) > plainSettled
+	if h >= 0 && (float64(h+1)*3600 < edge || settled) {
 		b.seal() // a past hour: drop append slack (late records may still arrive and grow it again)
 	}
-	if cacheable && err == nil && len(reports) == 0 {
-		if fi, serr := os.Stat(p.Zst); serr == nil && fi.Size() == p.ZstSize {
+	if cacheable && err == nil && len(reports) == 0 && fi != nil {
+		switch {
+		case src == p.Zst && fi.Size() == p.ZstSize:
 			// The block is never changed after this (a grown .zst is reloaded into a new block), so it can be
 			// written out while queries read it.
-			go saveGPUHour(g.cachePath(p, fi), b)
+			go saveGPUHour(g.cachePath(p, fi), b, 0)
+		case settled:
+			// Appends would grow this block (under the store's write lock, while the copy is written out under
+			// its read lock), so the copy is written before returning.
+			saveGPUHour(g.cachePath(p, fi), b, p.PlainOff)
 		}
 	}
 }
