@@ -76,7 +76,8 @@ func get(tb testing.TB, h http.Handler, url string) int {
 // urls are the carpet and the fleet overview over the run's last 4 h (both dashboards' widest window), as the SPA
 // asks them at its default widths.
 func urls(s Shape) (carpet, fleet string) {
-	w := fmt.Sprintf("t0=%.0f&t1=%.0f", max(s.Start, s.End()-4*3600), s.End())
+	t0, t1 := s.Window()
+	w := fmt.Sprintf("t0=%.0f&t1=%.0f", t0, t1)
 	return "/api/v1/heatmap?metric=util&buckets=1200&" + w, "/api/v1/fleet?buckets=600&" + w
 }
 

@@ -43,6 +43,9 @@ func Default512() Shape {
 // End is the last reading's second.
 func (s Shape) End() float64 { return s.Start + 30 + float64(s.Steps)*s.StepS }
 
+// Window is what the benchmarks ask: the run's last 4 h (both dashboards' widest window).
+func (s Shape) Window() (t0, t1 float64) { return max(s.Start, s.End()-4*3600), s.End() }
+
 const gpusPerNode = 8
 
 // hourFiles appends lines to hourly partitions of the streams.

@@ -149,3 +149,31 @@ func fineBytes(f *field) int {
 	}
 	return 0
 }
+
+// cellWalk finds the buckets of times that mostly increase (pre-aggregated buckets in order) without a division
+// per time: it walks on from the last bucket found.
+type cellWalk struct {
+	g      cellGrid
+	i      int
+	e0, e1 float64
+}
+
+func newCellWalk(g cellGrid) cellWalk { return cellWalk{g: g, i: -1} }
+
+// at returns the bucket holding t, -1 outside the grid.
+func (w *cellWalk) at(t float64) int {
+	if w.i < 0 || t < w.e0 || t >= w.e1 && w.i+1 < w.g.n && t >= w.g.edge(w.i+2) {
+		if w.i = w.g.cell(t); w.i < 0 {
+			return -1
+		}
+		w.e0, w.e1 = w.g.edge(w.i), w.g.edge(w.i+1)
+		return w.i
+	}
+	if t >= w.e1 {
+		if w.i+1 >= w.g.n {
+			return -1 // past the grid; w stays at its last bucket
+		}
+		w.i, w.e0, w.e1 = w.i+1, w.e1, w.g.edge(w.i+2)
+	}
+	return w.i
+}

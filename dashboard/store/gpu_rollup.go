@@ -335,6 +335,7 @@ func (f *rollField) fold(h0, step float64, g cellGrid, to float64, omin, omax []
 	// Only the cells near the window (one either side of the arithmetic's edge; the test below decides).
 	j0 := max(0, int(math.Floor((t0-h0)/step))-1)
 	j1 := min(len(f.min), int(math.Ceil((end-h0)/step))+1)
+	mids, cells := newCellWalk(g), newCellWalk(g)
 	for j := j0; j < j1; j++ {
 		if f.min[j] != f.min[j] {
 			continue
@@ -344,11 +345,17 @@ func (f *rollField) fold(h0, step float64, g cellGrid, to float64, omin, omax []
 			continue
 		}
 		lo, hi := float64(f.min[j]), float64(f.max[j])
-		first := g.cell(bt + step/2)
+		first := mids.at(bt + step/2)
 		widenBucket(omin, omax, first, lo, hi)
 		if g.width < step {
-			for i := max(0, g.cell(math.Max(bt, t0))); i >= 0 && i < g.n && g.edge(i) < bt+step; i++ {
-				if c := (g.edge(i) + g.edge(i+1)) / 2; c >= bt && c < bt+step && i != first {
+			// the cells whose centre the bucket covers: from the one holding its start (or the window's) on
+			i := cells.at(math.Max(bt, t0))
+			for ; i >= 0 && i < g.n; i++ {
+				e0, e1 := g.edge(i), g.edge(i+1)
+				if e0 >= bt+step {
+					break
+				}
+				if c := (e0 + e1) / 2; c >= bt && c < bt+step && i != first {
 					widenBucket(omin, omax, i, lo, hi)
 				}
 			}

@@ -1,5 +1,5 @@
 // Command genrun writes a benchmark run directory (bench/reference): go run ./bench/reference/genrun -out DIR
-// [-layout v1|ours] [-nodes 64] [-steps 60].
+// [-layout v1|ours] [-nodes 64] [-steps 60]; -window prints the window the benchmarks ask.
 package main
 
 import (
@@ -17,7 +17,13 @@ func main() {
 	flag.IntVar(&s.Nodes, "nodes", s.Nodes, "nodes of 8 GPUs")
 	flag.IntVar(&s.Steps, "steps", s.Steps, "RL steps")
 	flag.Float64Var(&s.StepS, "step-s", s.StepS, "seconds per step")
+	window := flag.Bool("window", false, "print the window the benchmarks ask (the run's last 4 h: t0 t1) and exit")
 	flag.Parse()
+	if *window {
+		t0, t1 := s.Window()
+		fmt.Printf("%.0f %.0f\n", t0, t1)
+		return
+	}
 	if *out == "" || (*layout != "v1" && *layout != "ours") {
 		flag.Usage()
 		os.Exit(2)
