@@ -113,7 +113,7 @@ func BenchmarkViews(b *testing.B) {
 			dir := runDir(b, layout, s)
 			cache := b.TempDir()
 			get(b, open(b, dir, cache), carpet) // fills the cache
-			waitCache(b, cache)
+			waitCache(cache)
 			coldOpen(b, dir, cache, carpet)
 		})
 		b.Run(layout+"/warm-carpet", func(b *testing.B) {
@@ -148,7 +148,7 @@ func coldOpen(b *testing.B, dir, cache, carpet string) {
 }
 
 // waitCache waits until the column cache files stop changing (compacted hours are written in the background).
-func waitCache(b *testing.B, cache string) {
+func waitCache(cache string) {
 	last := -1
 	for range 100 {
 		files, _ := filepath.Glob(filepath.Join(cache, "*", "gpu_util", "*.cols"))

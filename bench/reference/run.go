@@ -196,7 +196,7 @@ func Write(dir string, s Shape) (int64, error) {
 	return size, err
 }
 
-// phaseAt is a lane's phase at second t: the GPU readings follow it (rollout ~60–95 %, train 97 %, idle 5 %).
+// laneTimes are a rank's train phase edges in one step.
 type laneTimes struct{ trainStart, trainEnd, updEnd float64 }
 
 // rankTimes is rank r's train phases in step k: every rank waits for the rollout, then trains with a skew of
@@ -248,8 +248,10 @@ func writePhases(h *hourFiles, s Shape, node func(int) string) error {
 					name   string
 					t0, t1 float64
 				}{
-					{"generate", st, st + s.RolloutS}, {"train_wait", st + s.RolloutS, lt.trainStart},
-					{"actor_train", lt.trainStart, lt.trainEnd}, {"update_weights", lt.trainEnd, lt.updEnd},
+					{"generate", st, st + s.RolloutS},
+					{"train_wait", st + s.RolloutS, lt.trainStart},
+					{"actor_train", lt.trainStart, lt.trainEnd},
+					{"update_weights", lt.trainEnd, lt.updEnd},
 				} {
 					if err := phase(p.name, p.t0, p.t1, n, []int{g}, r, "train", k); err != nil {
 						return err

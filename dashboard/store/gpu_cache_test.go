@@ -121,7 +121,7 @@ func TestColumnCachePlainHour(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return st, fmt.Sprint(h.T0, h.T1, h.Cells, string(js))
+		return st, fmt.Sprint(h.T0, h.T1, string(h.Cells), string(js))
 	}
 	st1, first := query()
 	if st1.gpu.cacheHits != 0 {

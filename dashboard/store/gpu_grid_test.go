@@ -54,7 +54,7 @@ func TestCellGrid(t *testing.T) {
 }
 
 // TestRollupFoldRule: a roll-up bucket counts in the output bucket holding its midpoint and, for output buckets
-// narrower than it, in every output bucket whose centre it covers — checked against that rule written out, on
+// narrower than it, in every output bucket whose center it covers — checked against that rule written out, on
 // random fields and grids.
 func TestRollupFoldRule(t *testing.T) {
 	rng := rand.New(rand.NewPCG(9, 10))

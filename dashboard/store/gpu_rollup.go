@@ -326,7 +326,7 @@ func (b *rollBlock) memBytes() int {
 // fold puts one lane's field into omin/omax on grid g, for the part of it before `to` (the seam). A roll-up
 // bucket inside one output bucket counts there: on a grid snapped to the roll-up's step (g.snap a multiple of it)
 // that is every bucket, and the answer is the raw readings' (docs/dashboard-api.md "Buckets"). On a finer grid
-// a bucket counts in the output bucket holding its midpoint and in every output bucket whose centre it covers
+// a bucket counts in the output bucket holding its midpoint and in every output bucket whose center it covers
 // (so output buckets narrower than a roll-up bucket are not left empty): a cell then shows readings at most half
 // a roll-up bucket outside it.
 func (f *rollField) fold(h0, step float64, g cellGrid, to float64, omin, omax []float64) {
@@ -348,7 +348,7 @@ func (f *rollField) fold(h0, step float64, g cellGrid, to float64, omin, omax []
 		first := mids.at(bt + step/2)
 		widenBucket(omin, omax, first, lo, hi)
 		if g.width < step {
-			// the cells whose centre the bucket covers: from the one holding its start (or the window's) on
+			// the cells whose center the bucket covers: from the one holding its start (or the window's) on
 			i := cells.at(math.Max(bt, t0))
 			for ; i >= 0 && i < g.n; i++ {
 				e0, e1 := g.edge(i), g.edge(i+1)
