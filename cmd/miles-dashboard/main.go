@@ -67,8 +67,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return nil
 	})
 	poll := fl.Duration("poll", 250*time.Millisecond, "follow: how often the files are checked for growth")
-	cacheDir := fl.String("cache-dir", "", "where derived data is cached (parsed columns of compacted hours, dump step summaries); default: the user cache directory, never the run directory")
-	noCache := fl.Bool("no-cache", false, "do not cache parsed columns of compacted hours")
+	cacheDir := fl.String("cache-dir", "", "where derived data is cached (parsed columns of closed hours, dump step summaries); default: the user cache directory, never the run directory")
+	noCache := fl.Bool("no-cache", false, "do not cache parsed columns of closed hours")
 	// Run settings the advisory rules need when the run directory does not record them (meta.json "args" of
 	// miles v1 runs does; otelcol-miles runs do not yet).
 	maxRunning := fl.Int("sglang-max-running-requests", 0, "advisory: the run's --sglang-max-running-requests per engine (enables the KV-bound and low-concurrency rules)")

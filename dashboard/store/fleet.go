@@ -39,7 +39,7 @@ func (s *Store) Fleet(t0, t1 float64, sel []*Lane, buckets int) *FleetResult {
 // utilSpread is the fleet's utilization spread per bucket: p10, p50, p90 and min over the lanes' bucket maxima.
 func (s *Store) utilSpread(t0, t1 float64, sel []*Lane, buckets int) map[string]Floats {
 	out := map[string]Floats{}
-	g := s.gpuQuery(t0, t1, sel, buckets, []string{"util"}, true)
+	g := s.gpuQuery(t0, t1, sel, buckets, []string{"util"}, true, true)
 	for _, k := range []string{"p10", "p50", "p90", "min"} {
 		out[k] = nanSlice(buckets)
 	}
@@ -82,7 +82,7 @@ type OutliersResult struct {
 // Outliers ranks lanes within the window: lowest mean utilization and slowest mean duration per phase.
 func (s *Store) Outliers(t0, t1 float64, sel []*Lane, k int) *OutliersResult {
 	// A ranking by mean: the roll-up's buckets answer it at any window (coarse), no raw hour is parsed.
-	g := s.gpuQuery(t0, t1, sel, 256, []string{"util"}, true)
+	g := s.gpuQuery(t0, t1, sel, 256, []string{"util"}, true, false)
 	var low []Outlier
 	for i, lane := range g.Lanes {
 		sum, n := 0.0, 0

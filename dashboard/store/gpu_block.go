@@ -27,7 +27,14 @@ type field struct {
 	start int
 	vals  columns.Values
 	pyr   atomic.Pointer[pyramid]
+	// fine are the 4 s maxima (gpu_grid.go): kept from the first reading on for util, built on first use for the
+	// other fields.
+	fine atomic.Pointer[[]float32]
 }
+
+// fineEager are the fields whose 4 s maxima are kept while an hour is parsed: what the carpet and the fleet
+// overview draw by default.
+func fineEager(name string) bool { return name == "util" }
 
 // pyramid holds per 16 s bucket of the hour the min and max (NaN = empty bucket).
 type pyramid struct{ min, max []float32 }
@@ -78,7 +85,7 @@ type orderedField struct {
 
 // pyramidOf returns f's pyramid, building it from the samples the first time. Queries run concurrently under
 // the store's read lock: mu (the block's) makes one of them build it; appends run under the write lock.
-func (l *laneData) pyramidOf(f *field, hour int64, mu *sync.Mutex, ts *[]int64) *pyramid {
+func (l *laneData) pyramidOf(f *field, hour int64, mu *sync.Mutex, sc *foldScratch) *pyramid {
 	if p := f.pyr.Load(); p != nil {
 		return p
 	}
@@ -87,10 +94,7 @@ func (l *laneData) pyramidOf(f *field, hour int64, mu *sync.Mutex, ts *[]int64) 
 	if p := f.pyr.Load(); p != nil {
 		return p
 	}
-	if *ts == nil {
-		*ts = l.ts.Decode(make([]int64, 0, l.ts.Len()))
-	}
-	times := *ts
+	times := sc.times(l)
 	p := &pyramid{}
 	h0 := hour * 3600 * 1000
 	f.vals.Each(func(i int, v float64) bool {
@@ -207,6 +211,10 @@ func (b *gpuBlock) addLine(line []byte, onLane func(key string)) bool {
 			if f == nil {
 				name := string(x.k)
 				f = &field{start: idx}
+				if fineEager(name) && b.hour >= 0 {
+					fm := newFine()
+					f.fine.Store(&fm)
+				}
 				lane.fields[name] = f
 				b.fields[name] = true
 			}
@@ -222,6 +230,9 @@ func (b *gpuBlock) addLine(line []byte, onLane func(key string)) bool {
 		f.vals.Append(x.v)
 		if p := f.pyr.Load(); p != nil {
 			p.bucket(bucket, x.v)
+		}
+		if fm := f.fine.Load(); fm != nil {
+			fineAdd(*fm, (tMs-h0)/(fineStep*1000), x.v)
 		}
 		b.values++
 	}
@@ -345,6 +356,7 @@ func (b *gpuBlock) memBytes() int {
 			if p := f.pyr.Load(); p != nil {
 				n += 4*cap(p.min) + 4*cap(p.max)
 			}
+			n += fineBytes(f)
 		}
 	}
 	return n
@@ -372,9 +384,6 @@ func itoa(i int) string {
 	return string(b[p:])
 }
 
-// minMaxBuckets folds one field of a lane into omin/omax (len = buckets over [t0, t1)): from the pyramid for
-// wide buckets and from the raw samples otherwise, leaving out what lies before `from` (the part a roll-up
-// answered; -Inf = nothing). ts is the lane's decoded timestamps (decoded lazily, once).
 // widenBucket folds [lo, hi] into output bucket i (NaN = empty so far); an i outside the buckets is ignored.
 func widenBucket(omin, omax []float64, i int, lo, hi float64) {
 	if i < 0 || i >= len(omin) {
@@ -388,58 +397,84 @@ func widenBucket(omin, omax []float64, i int, lo, hi float64) {
 	}
 }
 
-func (l *laneData) minMaxBuckets(name string, hour int64, t0, t1, from float64, omin, omax []float64, ts *[]int64, mu *sync.Mutex) {
+// foldScratch is one worker's decode buffers, reused for every lane and hour it folds: a query allocates its
+// output, never a copy of the readings.
+type foldScratch struct {
+	ts   []int64
+	tsOf *laneData // whose timestamps ts holds
+	vals []float64
+}
+
+// times returns l's decoded timestamps, decoding them at most once per lane and hour.
+func (sc *foldScratch) times(l *laneData) []int64 {
+	if sc.tsOf != l {
+		sc.ts, sc.tsOf = l.ts.Decode(sc.ts[:0]), l
+	}
+	return sc.ts
+}
+
+// minMaxBuckets folds one field of a lane into omin/omax on grid g (gpu_grid.go), leaving out what lies before
+// `from` (the part a roll-up answered; -Inf = nothing): from the 16 s pyramid when g is snapped to it, from the
+// 4 s maxima when only maxima are asked (omin nil) and g is snapped to them, else from the raw readings. Each
+// gives what the raw readings give on g (docs/dashboard-api.md "Buckets").
+func (l *laneData) minMaxBuckets(name string, hour int64, g cellGrid, from float64, omin, omax []float64, sc *foldScratch, mu *sync.Mutex) {
 	f := l.fields[name]
 	if f == nil {
 		return
 	}
-	nb := len(omin)
-	width := (t1 - t0) / float64(nb)
-	put := func(t, lo, hi float64) { widenBucket(omin, omax, int((t-t0)/width), lo, hi) }
-	// The pyramid places a 16 s bucket by its midpoint, so it is used only when output buckets are at least
-	// 4× wider (misplacement under 1/8 of a bucket); finer views decode the raw samples.
-	if width >= 4*pyramidStep && hour >= 0 {
+	if hour >= 0 && g.snap == pyramidStep {
 		h0 := float64(hour * 3600)
-		p := l.pyramidOf(f, hour, mu, ts)
+		p := l.pyramidOf(f, hour, mu, sc)
+		lo, hi := math.Max(g.edge(0), from), g.edge(g.n)
 		for j := range p.min {
 			if p.min[j] != p.min[j] {
 				continue
 			}
 			bt := h0 + float64(j*pyramidStep)
-			if bt+pyramidStep <= t0 || bt >= t1 || bt+pyramidStep <= from {
+			if bt < lo || bt >= hi {
 				continue
 			}
-			put(math.Min(math.Max(bt+pyramidStep/2, t0), math.Nextafter(t1, t0)), float64(p.min[j]), float64(p.max[j]))
+			if i := g.cell(bt); i >= 0 {
+				if omin != nil {
+					widenBucket(omin, omax, i, float64(p.min[j]), float64(p.max[j]))
+				} else if cur, x := omax[i], float64(p.max[j]); cur != cur || x > cur {
+					omax[i] = x
+				}
+			}
 		}
 		return
 	}
-	if *ts == nil {
-		*ts = l.ts.Decode(make([]int64, 0, l.ts.Len()))
+	if hour >= 0 && omin == nil && g.snap == fineStep {
+		maxFromFine(l.fineMax(f, hour, mu, sc), hour, g, from, omax)
+		return
 	}
-	times := *ts
-	// A GPU reading covers the period before it (NVML: "percent of time over the past sample period"), so a
-	// sample fills every bucket back to the previous sample when buckets are finer than the sampling interval
-	// — unless the gap is over 3 typical intervals: then it is a real gap (collector down) and stays empty.
-	lo, hi := int64(math.Max(t0, from)*1000), int64(t1*1000)
-	maxGap := int64(3 * l.ts.Interval())
-	prev := int64(-1)
-	f.vals.Each(func(i int, v float64) bool {
-		tMs := times[f.start+i]
-		if math.IsNaN(v) {
-			prev = -1
-			return true
+	times := sc.times(l)
+	sc.vals = f.vals.Decode(sc.vals[:0])
+	// In milliseconds: a reading at t in [lo, hi) is in bucket g.cell(t), found anew only when it leaves the
+	// current bucket's [edge0, edge1) (readings of a sealed hour are in time order).
+	lo, hi := math.Max(g.edge(0), from)*1000, g.edge(g.n)*1000
+	b, edge0, edge1 := 0, math.Inf(1), math.Inf(-1)
+	for i, v := range sc.vals {
+		if v != v {
+			continue // absent in this sample
 		}
-		if tMs >= lo && prev >= 0 && prev < hi && tMs-prev <= maxGap {
-			from, to := max(prev+1, lo), min(tMs, hi-1)
-			b0 := int((float64(from)/1000 - t0) / width)
-			b1 := int((float64(to)/1000 - t0) / width)
-			for b := max(b0, 0); b <= b1 && b < nb; b++ {
-				put(t0+(float64(b)+0.5)*width, v, v)
+		tm := float64(times[f.start+i])
+		if tm < edge0 || tm >= edge1 {
+			if tm < lo || tm >= hi {
+				continue
 			}
-		} else if tMs >= lo && tMs < hi {
-			put(float64(tMs)/1000, v, v)
+			if b = g.cell(tm / 1000); b < 0 {
+				continue
+			}
+			edge0, edge1 = math.Max(g.edge(b)*1000, lo), math.Min(g.edge(b+1)*1000, hi)
 		}
-		prev = tMs
-		return tMs < hi+maxGap
-	})
+		if omin != nil {
+			if cur := omin[b]; cur != cur || v < cur {
+				omin[b] = v
+			}
+		}
+		if cur := omax[b]; cur != cur || v > cur {
+			omax[b] = v
+		}
+	}
 }

@@ -137,9 +137,9 @@ func testBytesPerValueWithCounters(t *testing.T, shuffled bool) {
 // buildPyramids builds every field's pyramid, as wide views of every field would: the most a block holds.
 func buildPyramids(b *gpuBlock) {
 	for _, l := range b.lanes {
-		var ts []int64
+		var sc foldScratch
 		for _, f := range l.fields {
-			l.pyramidOf(f, b.hour, &b.pyrMu, &ts)
+			l.pyramidOf(f, b.hour, &b.pyrMu, &sc)
 		}
 	}
 }

@@ -17,10 +17,15 @@ import (
 // Column cache: a closed, compacted hour (.jsonl.zst only) never changes unless a late record is compacted into
 // it (its size changes), so its parsed GPU columns are saved outside the run directory and the next open of
 // the run loads them instead of decompressing and parsing the hour again (a 1024-GPU hour: ~10 s parsing vs a
-// fraction of a second reading ~200 MB of columns). Stateless reader rules hold: the cache is derived data, keyed
-// by the run's absolute path and the source file's size and mtime, and never written into the run directory.
+// fraction of a second reading ~200 MB of columns); an hour several shards wrote is cached once every shard's
+// file of it is compacted. Plain hours (miles v1 runs) are not cached yet: the format keeps a read offset for
+// them, unused (0) until plain-hour entries are merged with the sharded cache keys. Stateless reader rules hold: the
+// cache is derived data, keyed by the run's absolute path and the source file's size and mtime, and never
+// written into the run directory.
 
-const colCacheMagic = "MILESGC3" // 3: value columns with the delta / delta-of-delta predictor (internal/columns)
+// 4: the 4 s maxima (gpu_grid.go) and the plain file's read offset; 3: value columns with the delta /
+// delta-of-delta predictor (internal/columns).
+const colCacheMagic = "MILESGC4"
 
 // SetCacheDir enables the column cache in dir ("" disables it).
 func (s *Store) SetCacheDir(dir string) {
@@ -68,7 +73,7 @@ func (g *gpuReader) cachedHourLocked(h int64, p *partition.Partition) (*gpuBlock
 		return nil, files, fis, false
 	}
 	defer f.Close()
-	b, err := readGPUBlock(bufio.NewReaderSize(f, 1<<20), h)
+	b, _, err := readGPUBlock(bufio.NewReaderSize(f, 1<<20), h)
 	if errors.Is(err, errStaleCache) {
 		return nil, files, fis, false // written by an older version: parsed again and overwritten, nothing to report
 	}
@@ -94,7 +99,7 @@ func statAll(files []*partition.File) ([]os.FileInfo, bool) {
 
 // saveGPUHour writes the block's columns to the cache (the block is not changed afterwards: a grown .zst
 // replaces it with a new block). Errors only cost the next open a parse.
-func saveGPUHour(path string, b *gpuBlock) {
+func saveGPUHour(path string, b *gpuBlock, plainOff int64) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return
 	}
@@ -104,7 +109,7 @@ func saveGPUHour(path string, b *gpuBlock) {
 		return
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
-	err = writeGPUBlock(w, b)
+	err = writeGPUBlock(w, b, plainOff)
 	if err == nil {
 		err = w.Flush()
 	}
@@ -118,10 +123,11 @@ func saveGPUHour(path string, b *gpuBlock) {
 	_ = os.Rename(tmp, path)
 }
 
-func writeGPUBlock(w *bufio.Writer, b *gpuBlock) error {
+func writeGPUBlock(w *bufio.Writer, b *gpuBlock, plainOff int64) error {
 	c := columns.NewWriter(w)
 	c.Bytes([]byte(colCacheMagic))
 	c.Int(b.hour)
+	c.Int(plainOff)
 	c.Float(b.minTS)
 	c.Float(b.maxTS)
 	c.Uint(uint64(b.values))
@@ -140,6 +146,11 @@ func writeGPUBlock(w *bufio.Writer, b *gpuBlock) error {
 			}
 			c.Floats32(pmin)
 			c.Floats32(pmax)
+			var fine []float32 // empty: not built
+			if fm := f.fine.Load(); fm != nil {
+				fine = *fm
+			}
+			c.Floats32(fine)
 		}
 	}
 	return c.Err()
@@ -147,19 +158,20 @@ func writeGPUBlock(w *bufio.Writer, b *gpuBlock) error {
 
 var errStaleCache = errors.New("column cache file of another version")
 
-func readGPUBlock(r *bufio.Reader, hour int64) (*gpuBlock, error) {
+func readGPUBlock(r *bufio.Reader, hour int64) (*gpuBlock, int64, error) {
 	c := columns.NewReader(r)
 	magic := string(c.Bytes())
 	if c.Err() == nil && len(magic) == len(colCacheMagic) && magic[:7] == colCacheMagic[:7] && magic != colCacheMagic {
-		return nil, errStaleCache
+		return nil, 0, errStaleCache
 	}
 	if magic != colCacheMagic || c.Err() != nil {
-		return nil, errors.Join(errors.New("not a column cache file"), c.Err())
+		return nil, 0, errors.Join(errors.New("not a column cache file"), c.Err())
 	}
 	b := newGPUBlock(c.Int())
 	if b.hour != hour {
-		return nil, fmt.Errorf("cache holds hour %d, want %d", b.hour, hour)
+		return nil, 0, fmt.Errorf("cache holds hour %d, want %d", b.hour, hour)
 	}
+	plainOff := c.Int()
 	b.minTS, b.maxTS, b.values = c.Float(), c.Float(), int(c.Uint())
 	lanes := c.Len()
 	for li := 0; li < lanes && c.Err() == nil; li++ {
@@ -174,15 +186,18 @@ func readGPUBlock(r *bufio.Reader, hour int64) (*gpuBlock, error) {
 			if pmin, pmax := c.Floats32(), c.Floats32(); len(pmin) > 0 && len(pmin) == len(pmax) {
 				f.pyr.Store(&pyramid{min: pmin, max: pmax})
 			}
+			if fine := c.Floats32(); len(fine) == finePerHour {
+				f.fine.Store(&fine)
+			}
 			l.fields[name] = f
 			b.fields[name] = true
 		}
 		b.lanes[key] = l
 	}
 	if c.Err() != nil {
-		return nil, c.Err()
+		return nil, 0, c.Err()
 	}
-	return b, nil
+	return b, plainOff, nil
 }
 
 // sameSizes says whether the files still have the sizes they were read at.

@@ -163,7 +163,7 @@ func (g *gpuReader) loadHour(h int64, only *laneFilter) {
 		if fis, ok := statAll(compacted); ok && sameSizes(compacted, fis) {
 			// The block is never changed after this (a grown .zst is reloaded into a new block), so it can be
 			// written out while queries read it.
-			go saveGPUHour(g.cachePath(p, compacted, fis), b)
+			go saveGPUHour(g.cachePath(p, compacted, fis), b, 0)
 		}
 	}
 }

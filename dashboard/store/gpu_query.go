@@ -3,9 +3,11 @@ package store
 import (
 	"encoding/json"
 	"math"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 )
 
 // MinMax is a decimated field: per bucket min and max, NaN where there was no sample (null in JSON).
@@ -83,57 +85,84 @@ func appendJSONString(b []byte, s string) ([]byte, error) {
 
 // GPU returns min/max decimated series of the requested fields on the selected lanes.
 func (s *Store) GPU(t0, t1 float64, sel []*Lane, points int, fields []string) *GPUResult {
-	return s.gpuQuery(t0, t1, sel, points, fields, false)
+	return s.gpuQuery(t0, t1, sel, points, fields, false, false)
 }
 
-// gpuQuery answers GPU; coarse (the fleet overview) lets the roll-up answer at any bucket width (gpu_rollup.go).
-func (s *Store) gpuQuery(t0, t1 float64, sel []*Lane, points int, fields []string, coarse bool) *GPUResult {
-	width := (t1 - t0) / float64(points)
-	s.gpu.ensure(t0, t1, width, coarse, fields, sel)
+// gpuQuery answers GPU; coarse (the fleet overview) lets the roll-up answer at any bucket width (gpu_rollup.go);
+// maxOnly (the carpet, the fleet) asks for the maxima alone: Min is then left empty, and the 4 s maxima may
+// answer. Buckets are those of newCellGrid (gpu_grid.go): T0, T1 and T say where their edges are.
+func (s *Store) gpuQuery(t0, t1 float64, sel []*Lane, points int, fields []string, coarse, maxOnly bool) *GPUResult {
+	g := newCellGrid(t0, t1, points)
+	lo, hi := math.Min(t0, g.edge(0)), math.Max(t1, g.edge(points))
+	s.gpu.ensure(lo, hi, g.width, coarse, fields, sel)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	res := &GPUResult{T0: t0, T1: t1, Step: width, T: make([]float64, points)}
-	for i := range res.T {
-		res.T[i] = t0 + float64(i)*res.Step
-	}
-	hours := s.gpu.hours(t0, t1)
+	res := &GPUResult{T0: g.edge(0), T1: g.edge(points), Step: g.width, T: g.starts()}
+	hours := s.gpu.hours(lo, hi)
 	rolls := make([]*rollBlock, len(hours))
 	for i, h := range hours {
-		rolls[i] = s.gpu.rollUse(h, t0, width, coarse)
+		rolls[i] = s.gpu.rollUse(h, t0, g.width, coarse)
 	}
-	for _, l := range sel {
-		lane := GPULane{ID: l.ID, Fields: make(map[string]*MinMax, len(fields))}
-		mms := make([]*MinMax, len(fields))
-		for i, f := range fields {
-			mms[i] = &MinMax{Min: nanSlice(points), Max: nanSlice(points)}
-			lane.Fields[f] = mms[i]
-		}
-		for hi, h := range hours {
-			var ld *laneData
-			var mu *sync.Mutex
-			rb := rolls[hi]
-			if b := s.gpu.blocks[h]; b != nil {
-				ld, mu = b.lanes[l.Key], &b.pyrMu
-			} else if tb := s.gpu.tails[h]; tb != nil && rb != nil && tb.from <= rb.end {
-				ld, mu = tb.b.lanes[l.Key], &tb.b.pyrMu // the live tail after the roll-up
-			}
-			var ts []int64 // decoded at most once per lane and hour, shared by the fields
-			for i, f := range fields {
-				from := math.Inf(-1) // raw data from here on: after the roll-up's newest bucket
-				if rb != nil && rb.fields[f] {
-					if rf := rb.lanes[l.Key][f]; rf != nil {
-						rf.fold(float64(h*3600), float64(rb.step), t0, t1, rb.end, mms[i].Min, mms[i].Max, width < 4*float64(rb.step))
-					}
-					from = rb.end
-				}
-				if ld != nil {
-					ld.minMaxBuckets(f, h, t0, t1, from, mms[i].Min, mms[i].Max, &ts, mu)
-				}
-			}
-		}
-		res.Lanes = append(res.Lanes, lane)
+	res.Lanes = make([]GPULane, len(sel))
+	// Lanes are independent: folded on every core when many (a carpet of 512 lanes reads ~7 M readings), each
+	// worker decoding into its own reused buffers.
+	workers := 1
+	if len(sel) >= 16 {
+		workers = runtime.GOMAXPROCS(0)
 	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			var sc foldScratch
+			for {
+				li := int(next.Add(1) - 1)
+				if li >= len(sel) {
+					return
+				}
+				res.Lanes[li] = s.gpu.foldLane(sel[li], hours, rolls, g, fields, maxOnly, &sc)
+			}
+		})
+	}
+	wg.Wait()
 	return res
+}
+
+// foldLane is one lane's answer of gpuQuery: per hour the roll-up's part, then the raw readings after it.
+func (g *gpuReader) foldLane(l *Lane, hours []int64, rolls []*rollBlock, grid cellGrid, fields []string, maxOnly bool, sc *foldScratch) GPULane {
+	lane := GPULane{ID: l.ID, Fields: make(map[string]*MinMax, len(fields))}
+	mms := make([]*MinMax, len(fields))
+	for i, f := range fields {
+		mms[i] = &MinMax{Min: nanSlice(grid.n), Max: nanSlice(grid.n)}
+		lane.Fields[f] = mms[i]
+	}
+	for hi, h := range hours {
+		var ld *laneData
+		var mu *sync.Mutex
+		rb := rolls[hi]
+		if b := g.blocks[h]; b != nil {
+			ld, mu = b.lanes[l.Key], &b.pyrMu
+		} else if tb := g.tails[h]; tb != nil && rb != nil && tb.from <= rb.end {
+			ld, mu = tb.b.lanes[l.Key], &tb.b.pyrMu // the live tail after the roll-up
+		}
+		for i, f := range fields {
+			from := math.Inf(-1) // raw data from here on: after the roll-up's newest bucket
+			if rb != nil && rb.fields[f] {
+				if rf := rb.lanes[l.Key][f]; rf != nil {
+					rf.fold(float64(h*3600), float64(rb.step), grid, rb.end, mms[i].Min, mms[i].Max)
+				}
+				from = rb.end
+			}
+			if ld != nil {
+				omin := mms[i].Min
+				if maxOnly {
+					omin = nil
+				}
+				ld.minMaxBuckets(f, h, grid, from, omin, mms[i].Max, sc, mu)
+			}
+		}
+	}
+	return lane
 }
 
 func nanSlice(n int) []float64 {

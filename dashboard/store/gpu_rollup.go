@@ -323,17 +323,19 @@ func (b *rollBlock) memBytes() int {
 	return n
 }
 
-// fold puts one lane's field into omin/omax over [t0, t1), for the part of it before `to` (the seam).
-// spread: each bucket fills every output bucket it overlaps (the fleet overview at any width); otherwise a
-// bucket lands at its midpoint, as the pyramid does for wide views.
-func (f *rollField) fold(h0, step, t0, t1, to float64, omin, omax []float64, spread bool) {
-	nb := len(omin)
-	width := (t1 - t0) / float64(nb)
-	put := func(i int, lo, hi float64) { widenBucket(omin, omax, i, lo, hi) }
+// fold puts one lane's field into omin/omax on grid g, for the part of it before `to` (the seam). A roll-up
+// bucket inside one output bucket counts there: on a grid snapped to the roll-up's step (g.snap a multiple of it)
+// that is every bucket, and the answer is the raw readings' (docs/dashboard-api.md "Buckets"). On a finer grid
+// a bucket counts in the output bucket holding its midpoint and in every output bucket whose center it covers
+// (so output buckets narrower than a roll-up bucket are not left empty): a cell then shows readings at most half
+// a roll-up bucket outside it.
+func (f *rollField) fold(h0, step float64, g cellGrid, to float64, omin, omax []float64) {
+	t0, t1 := g.edge(0), g.edge(g.n)
 	end := math.Min(t1, to)
 	// Only the cells near the window (one either side of the arithmetic's edge; the test below decides).
 	j0 := max(0, int(math.Floor((t0-h0)/step))-1)
 	j1 := min(len(f.min), int(math.Ceil((end-h0)/step))+1)
+	mids, cells := newCellWalk(g), newCellWalk(g)
 	for j := j0; j < j1; j++ {
 		if f.min[j] != f.min[j] {
 			continue
@@ -343,15 +345,20 @@ func (f *rollField) fold(h0, step, t0, t1, to float64, omin, omax []float64, spr
 			continue
 		}
 		lo, hi := float64(f.min[j]), float64(f.max[j])
-		if !spread {
-			t := math.Min(math.Max(bt+step/2, t0), math.Nextafter(t1, t0))
-			put(int((t-t0)/width), lo, hi)
-			continue
-		}
-		a := int(math.Floor((math.Max(bt, t0) - t0) / width))
-		z := int(math.Ceil((math.Min(bt+step, t1)-t0)/width)) - 1
-		for i := max(a, 0); i <= z && i < nb; i++ {
-			put(i, lo, hi)
+		first := mids.at(bt + step/2)
+		widenBucket(omin, omax, first, lo, hi)
+		if g.width < step {
+			// the cells whose center the bucket covers: from the one holding its start (or the window's) on
+			i := cells.at(math.Max(bt, t0))
+			for ; i >= 0 && i < g.n; i++ {
+				e0, e1 := g.edge(i), g.edge(i+1)
+				if e0 >= bt+step {
+					break
+				}
+				if c := (e0 + e1) / 2; c >= bt && c < bt+step && i != first {
+					widenBucket(omin, omax, i, lo, hi)
+				}
+			}
 		}
 	}
 }

@@ -295,8 +295,9 @@ func FuzzRollupLine(f *testing.F) {
 		for _, l := range b.lanes {
 			for _, fl := range l {
 				omin, omax := nanSlice(10), nanSlice(10)
-				fl.fold(h0, float64(b.step), h0, h0+3600, b.end, omin, omax, true)
-				fl.fold(h0, float64(b.step), h0, h0+3600, b.end, omin, omax, false)
+				fl.fold(h0, float64(b.step), newCellGrid(h0, h0+3600, 10), b.end, omin, omax)
+				omin, omax = nanSlice(1000), nanSlice(1000)
+				fl.fold(h0, float64(b.step), newCellGrid(h0, h0+3600, 1000), b.end, omin, omax)
 			}
 		}
 	})

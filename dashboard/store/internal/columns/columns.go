@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/bits"
+	"slices"
 )
 
 // GPU series are held compressed: per lane and hour one timestamp column shared by every field, and per field a
@@ -49,9 +50,19 @@ func (c *Times) Append(tMs int64) {
 func (c *Times) Decode(dst []int64) []int64 {
 	var t, d int64
 	b := c.buf
+	dst = slices.Grow(dst, c.n)
 	for i := 0; i < c.n; i++ {
-		dd, k := binary.Varint(b)
-		b = b[k:]
+		var dd int64
+		if len(b) > 0 && b[0] < 0x80 { // one byte: a steady cadence
+			dd = unzigzag(uint64(b[0]))
+			b = b[1:]
+		} else {
+			var k int
+			if dd, k = binary.Varint(b); k <= 0 {
+				return dst // cannot happen for a column we wrote; a damaged cache file must not panic
+			}
+			b = b[k:]
+		}
 		d += dd
 		t += d
 		dst = append(dst, t)
@@ -136,6 +147,11 @@ func quantise(v float64) (int64, bool) {
 }
 
 func dequantise(iv int64) float64 {
+	if iv > -1<<53 && iv < 1<<53 {
+		// iv is exact as a float64, so the division is correctly rounded: for a multiple of 100 it is the whole
+		// number exactly, as below, without an integer division per value.
+		return float64(iv) / valueScale
+	}
 	if iv%valueScale == 0 {
 		return float64(iv / valueScale) // exact for whole numbers whatever their size
 	}
@@ -198,6 +214,50 @@ func (c *Values) Each(fn func(i int, v float64) bool) {
 			return
 		}
 	}
+}
+
+// Decode appends every value to dst (NaN where the sample lacked the field): Each without a call per value, for
+// the folds that read every value of a lane (a carpet reads millions).
+func (c *Values) Decode(dst []float64) []float64 {
+	var p pred
+	b := c.buf
+	dst = slices.Grow(dst, c.n)
+	for i := 0; i < c.n; i++ {
+		var tok uint64
+		if len(b) > 0 && b[0] < 0x80 { // one byte: a value that held still or moved by a small step
+			tok = uint64(b[0])
+			b = b[1:]
+		} else {
+			var k int
+			if tok, k = binary.Uvarint(b); k <= 0 {
+				return dst // cannot happen for a column we wrote; a damaged cache file must not panic
+			}
+			b = b[k:]
+		}
+		if tag := tok & 3; tag == tagEscape {
+			if len(b) < 8 {
+				return dst
+			}
+			dst = append(dst, math.Float64frombits(binary.LittleEndian.Uint64(b)))
+			b = b[8:]
+			continue
+		} else if tag != tagUnits {
+			r := unzigzag(tok >> 2)
+			if tag == tagHundreds {
+				r *= 100
+			} else {
+				r *= 10
+			}
+			q := p.guess() + r
+			p.update(q)
+			dst = append(dst, dequantise(q))
+			continue
+		}
+		q := p.guess() + unzigzag(tok>>2)
+		p.update(q)
+		dst = append(dst, dequantise(q))
+	}
+	return dst
 }
 
 // shrink drops append slack once a column will not grow any more (a closed hour).

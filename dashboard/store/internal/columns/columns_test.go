@@ -47,6 +47,15 @@ func TestColumnsRoundTrip(t *testing.T) {
 	if n != len(wantV) {
 		t.Fatalf("decoded %d of %d", n, len(wantV))
 	}
+	dec := vc.Decode(nil)
+	if len(dec) != len(wantV) {
+		t.Fatalf("Decode gave %d of %d", len(dec), len(wantV))
+	}
+	for i, v := range dec {
+		if math.Float64bits(v) != math.Float64bits(wantV[i]) && !(math.IsNaN(v) && math.IsNaN(wantV[i])) {
+			t.Fatalf("Decode sample %d: %v, want %v", i, v, wantV[i])
+		}
+	}
 }
 
 // TestCountersRoundTrip: cumulative counters (steady rates with jitter, rate changes, a reset), huge whole

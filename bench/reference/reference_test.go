@@ -1,0 +1,174 @@
+package reference
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/otelcol-miles/otelcol-miles/dashboard/server"
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
+)
+
+// Our side of the comparison with the Python miles dashboard (run.sh runs both, BENCHMARKS.md "Against the
+// reference dashboard"): the views a user opens first on a big run, through the real store and HTTP handlers in
+// process (JSON and binary framing included), on the same run in the v1 layout and in ours.
+//
+//	go test -run '^$' -bench . -benchtime 5x ./bench/reference/
+//
+// MILES_REF_RUN_V1 / MILES_REF_RUN_OURS name run directories genrun wrote (run.sh passes them); otherwise the
+// runs are generated into a temporary directory first (~20 s each).
+
+var (
+	tmpRoot string
+	runs    sync.Map
+)
+
+func TestMain(m *testing.M) {
+	tmpRoot, _ = os.MkdirTemp("", "reference-bench")
+	code := m.Run()
+	os.RemoveAll(tmpRoot)
+	os.Exit(code)
+}
+
+// runDir returns the run of the layout and shape, from the environment or generated once.
+func runDir(tb testing.TB, layout string, s Shape) string {
+	env := map[string]string{"v1": "MILES_REF_RUN_V1", "ours": "MILES_REF_RUN_OURS"}[layout]
+	if d := os.Getenv(env); d != "" && s == Default512() {
+		return d
+	}
+	s.Ours = layout == "ours"
+	key := fmt.Sprint(layout, s)
+	if d, ok := runs.Load(key); ok {
+		return d.(string)
+	}
+	dir := filepath.Join(tmpRoot, fmt.Sprintf("%s-%d", layout, s.Nodes*gpusPerNode))
+	if _, err := Write(dir, s); err != nil {
+		tb.Fatal(err)
+	}
+	// A finished run: its files were last written a while ago (the column cache takes plain hours only then).
+	old := time.Now().Add(-time.Hour)
+	if err := filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Chtimes(p, old, old)
+	}); err != nil {
+		tb.Fatal(err)
+	}
+	runs.Store(key, dir)
+	return dir
+}
+
+func get(tb testing.TB, h http.Handler, url string) int {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, url, http.NoBody))
+	if rec.Code != http.StatusOK {
+		tb.Fatalf("%s: %d %s", url, rec.Code, rec.Body.String()[:min(300, rec.Body.Len())])
+	}
+	return rec.Body.Len()
+}
+
+// urls are the carpet and the fleet overview over the run's last 4 h (both dashboards' widest window), as the SPA
+// asks them at its default widths.
+func urls(s Shape) (carpet, fleet string) {
+	t0, t1 := s.Window()
+	w := fmt.Sprintf("t0=%.0f&t1=%.0f", t0, t1)
+	return "/api/v1/heatmap?metric=util&buckets=1200&" + w, "/api/v1/fleet?buckets=600&" + w
+}
+
+// open opens the run as miles-dashboard does, with the column cache in cache ("" = none).
+func open(tb testing.TB, dir, cache string) http.Handler {
+	st, err := store.Open(dir, false)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	st.SetCacheDir(cache)
+	return server.New(server.Options{Store: st})
+}
+
+// BenchmarkViews: per layout, a cold open (store.Open + /meta) and the first all-lane carpet after it, then the
+// warm carpet and the warm fleet overview. ms-open and ms-first-carpet split the cold op.
+func BenchmarkViews(b *testing.B) {
+	s := Default512()
+	carpet, fleet := urls(s)
+	for _, layout := range []string{"v1", "ours"} {
+		var warm http.Handler // opened by the first warm benchmark, on a store that has drawn the carpet once
+		warmed := func(b *testing.B) http.Handler {
+			if warm == nil {
+				warm = open(b, runDir(b, layout, s), "")
+				get(b, warm, carpet)
+				get(b, warm, fleet)
+			}
+			return warm
+		}
+		// cold: the first open of the run ever (nothing cached); reopen: a fresh process on a run opened before
+		// (the column cache holds its closed hours, as miles-dashboard keeps it by default).
+		b.Run(layout+"/cold-open+first-carpet", func(b *testing.B) { coldOpen(b, runDir(b, layout, s), "", carpet) })
+		b.Run(layout+"/reopen+first-carpet", func(b *testing.B) {
+			dir := runDir(b, layout, s)
+			cache := b.TempDir()
+			get(b, open(b, dir, cache), carpet) // fills the cache
+			waitCache(cache)
+			coldOpen(b, dir, cache, carpet)
+		})
+		b.Run(layout+"/warm-carpet", func(b *testing.B) {
+			h := warmed(b)
+			for b.Loop() {
+				get(b, h, carpet)
+			}
+		})
+		b.Run(layout+"/warm-fleet", func(b *testing.B) {
+			h := warmed(b)
+			for b.Loop() {
+				get(b, h, fleet)
+			}
+		})
+	}
+}
+
+// coldOpen times store.Open + /meta and then the first carpet, split in ms-open and ms-first-carpet.
+func coldOpen(b *testing.B, dir, cache, carpet string) {
+	var open0, first time.Duration
+	for b.Loop() {
+		t := time.Now()
+		h := open(b, dir, cache)
+		get(b, h, "/api/v1/meta")
+		t1 := time.Now()
+		get(b, h, carpet)
+		open0 += t1.Sub(t)
+		first += time.Since(t1)
+	}
+	b.ReportMetric(float64(open0.Microseconds())/1e3/float64(b.N), "ms-open")
+	b.ReportMetric(float64(first.Microseconds())/1e3/float64(b.N), "ms-first-carpet")
+}
+
+// waitCache waits until the column cache files stop changing (compacted hours are written in the background).
+func waitCache(cache string) {
+	last := -1
+	for range 100 {
+		files, _ := filepath.Glob(filepath.Join(cache, "*", "gpu_util", "*.cols"))
+		if len(files) > 0 && len(files) == last {
+			return
+		}
+		last = len(files)
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// BenchmarkFleet8192: the warm fleet overview of 8192 lanes (1024 nodes) over a 20-minute run in our layout.
+func BenchmarkFleet8192(b *testing.B) {
+	s := Default512()
+	s.Nodes, s.Steps = 1024, 5
+	dir := runDir(b, "ours", s)
+	_, fleet := urls(s)
+	h := open(b, dir, "")
+	get(b, h, fleet)
+	for b.Loop() {
+		get(b, h, fleet)
+	}
+}
