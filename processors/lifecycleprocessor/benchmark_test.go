@@ -188,6 +188,7 @@ func pipeline(b *testing.B, withProc, withBatch bool) {
 	dir := b.TempDir()
 	ecfg := jsonlexporter.NewFactory().CreateDefaultConfig().(*jsonlexporter.Config)
 	ecfg.Directory, ecfg.Compression, ecfg.FlushInterval, ecfg.MaxBufferBytes = dir, "none", 100*time.Millisecond, 512<<20
+	ecfg.MaxPast = 0 // simulated times lie in the past
 	exp, err := jsonlexporter.NewFactory().CreateTraces(context.Background(),
 		exportertest.NewNopSettings(component.MustNewType("jsonl")), ecfg)
 	if err != nil {

@@ -310,6 +310,7 @@ func rawRun(t *testing.T, r *runSim, gateways int) string {
 		dir := filepath.Join(root, "gw", string(rune('a'+g)))
 		cfg := f.CreateDefaultConfig().(*jsonlexporter.Config)
 		cfg.Directory, cfg.Compression, cfg.FlushInterval = dir, "none", 50*time.Millisecond
+		cfg.MaxPast = 0 // the simulated run is dated in the past (docs/semconv.md §8.4: 0 turns the bound off)
 		exp, err := f.CreateTraces(context.Background(), exportertest.NewNopSettings(component.MustNewType("jsonl")), cfg)
 		if err != nil {
 			t.Fatal(err)
