@@ -144,7 +144,7 @@ func layoutRoots(t *testing.T, runDir string) []string {
 // records were grouped on arrival depends on batching, their content does not.
 func streamRecords(t *testing.T, root, stream string) []string {
 	t.Helper()
-	parts, err := runfiles.ListPartitionsIn(root, stream)
+	parts, _, err := runfiles.ListLayoutPartitions(root, stream)
 	if err != nil {
 		t.Fatal(err)
 	}
