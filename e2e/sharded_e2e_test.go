@@ -171,7 +171,7 @@ func split(stream string, m map[string]any) []map[string]any {
 	var parts []any
 	var key string
 	switch stream {
-	case sc.StreamTrajectories:
+	case sc.StreamTrajectories, sc.StreamEngineTraces:
 		key = "spans"
 	case sc.StreamEngineSeries:
 		key = "metrics"
@@ -294,13 +294,20 @@ func normalize(stream string, recs []map[string]any) []map[string]any {
 				dst[k] = []any{min(f(d[0]), f(q[0])), max(f(d[1]), f(q[1])), round(f(d[2]) + f(q[2])), f(d[3]) + f(q[3])}
 			}
 		})
-	case sc.StreamTrajectories:
+	case sc.StreamTrajectories, sc.StreamEngineTraces:
 		for _, m := range recs {
 			// Span times are relative to their bundle's t: made absolute, they no longer depend on the bundling.
 			t0, _ := m["t"].(float64)
 			delete(m, "t")
 			if sp, ok := m["spans"].(map[string]any); ok {
 				delete(sp, "a")
+				// An engine bundle's parent is its members' default parent (docs/semconv.md §10): made explicit.
+				if p, ok := m["parent"]; ok && stream == sc.StreamEngineTraces {
+					if _, has := sp["parent"]; !has {
+						sp["parent"] = p
+					}
+					delete(m, "parent")
+				}
 				for _, k := range []string{"t0", "t1"} {
 					if v, ok := sp[k].(float64); ok {
 						sp[k] = float64(int64((t0+v)*1e6+0.5)) / 1e6
