@@ -60,6 +60,7 @@ screenshots:
 
 ## test: everything CI checks
 test: check-generate build jaeger lint nocgo-build
+	$(MAKE) -C python venv  # the Perfetto export test reads traces with PyPI perfetto from this venv
 	MILES_E2E_REQUIRE=1 $(GO) test -race -count=1 $$($(GO) list ./... | grep -v '/e2e$$')
 	MILES_E2E_REQUIRE=1 $(GO) test -count=1 ./e2e/
 	@if [ -f python/Makefile ]; then MILES_E2E_REQUIRE=1 $(MAKE) -C python test; fi

@@ -221,14 +221,23 @@ func TestShardedSimRunAnswersAsOneE2E(t *testing.T) {
 	sort.Strings(paths)
 	for _, p := range paths {
 		if a, b := body(one.URL, p), body(two.URL, p); a != b {
-			t.Errorf("%s differs:\n  unsplit %s\n  sharded %s", p, clipText(a), clipText(b))
+			at := firstDiff(a, b)
+			t.Errorf("%s differs at byte %d:\n  unsplit …%s…\n  sharded …%s…", p, at, around(a, at), around(b, at))
 		}
 	}
 }
 
-func clipText(s string) string {
-	if len(s) > 500 {
-		return s[:250] + " … " + s[len(s)-250:]
+// firstDiff is the offset of the first byte where a and b differ (the shorter length when one is a prefix).
+func firstDiff(a, b string) int {
+	i := 0
+	for i < len(a) && i < len(b) && a[i] == b[i] {
+		i++
 	}
-	return s
+	return i
+}
+
+// around is the text of s within 200 bytes of offset at, so a failure shows where two answers part.
+func around(s string, at int) string {
+	lo, hi := max(0, at-200), min(len(s), at+200)
+	return s[lo:hi]
 }

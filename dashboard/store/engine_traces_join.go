@@ -1,7 +1,10 @@
 package store
 
 import (
+	"bytes"
+	"cmp"
 	"math"
+	"slices"
 	"sort"
 
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
@@ -95,7 +98,7 @@ func (j *engineJoin) attachLocked(row *AnatomyRow, gens []*trajRec, engine func(
 	sums := make([][]float64, len(gens))
 	for _, tid := range order {
 		idx := byTrace[tid]
-		spans := j.r.byTrace[tid]
+		spans := sortedSpans(j.r.byTrace[tid])
 		if len(spans) == 0 {
 			continue
 		}
@@ -191,6 +194,26 @@ func (j *engineJoin) attachLocked(row *AnatomyRow, gens []*trajRec, engine func(
 		}
 		t.Stages[len(t.Stages)-1] += math.Max(0, d-sum)
 	}
+}
+
+// sortedSpans is a copy of a trace's spans in time order (then kind and id): a trace's spans arrive in
+// several bundles, in an order that depends on batching and, in a sharded run, on which gateway wrote them;
+// the join must give the same slices in the same order whatever that order was (docs/semconv.md §8).
+func sortedSpans(in []engSpan) []engSpan {
+	out := slices.Clone(in)
+	slices.SortFunc(out, func(a, b engSpan) int {
+		if c := cmp.Compare(a.t0, b.t0); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.t1, b.t1); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.kind, b.kind); c != 0 {
+			return c
+		}
+		return bytes.Compare(a.id[:], b.id[:])
+	})
+	return out
 }
 
 func rankLess(a, b *engSpan) bool {
