@@ -218,7 +218,7 @@ func (g *gpuReader) loadRollupHourLocked(h int64) {
 		g.rollups[h] = b
 	}
 	g.run.lmu.Unlock()
-	reports, err := g.rollupFiles.Read(p, func(line []byte) bool { return b.addLine(line, g.run.laneSeen) })
+	reports, err := b.read(g.rollupFiles, p, g.run.laneSeen)
 	if errors.Is(err, partition.ErrReload) {
 		p.Reset()
 		g.run.lmu.Lock()
