@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -68,11 +69,7 @@ func (s *scrapedEngine) url() string  { return "http://" + s.addr() }
 func (s *scrapedEngine) counts() (served int, by map[int]int, lookups []string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	by = map[int]int{}
-	for k, v := range s.by {
-		by[k] = v
-	}
-	return s.served, by, append([]string(nil), s.lookups...)
+	return s.served, maps.Clone(s.by), append([]string(nil), s.lookups...)
 }
 
 // socketOwner returns which of pids holds the client end (client, e.g. "127.0.0.1:51234") of a TCP connection

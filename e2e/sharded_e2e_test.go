@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
 	"github.com/otelcol-miles/otelcol-miles/internal/e2etest"
 	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
@@ -542,7 +543,10 @@ func killedRun(t *testing.T, maxSpeed string, agentEnv []string, backAfter func(
 // per signal, the records missing from the files are at most the items the agents refused (each missing record
 // lacks at least one of its signal's items), and nothing is written twice. Streams merged by key (gpu_util,
 // engine_series: one reading's points may travel in two batches) show a partly lost reading as one missing and
-// one extra record, so there extra may reach missing; elsewhere extra is a duplicate.
+// one extra record, so there extra may reach missing; elsewhere extra is a duplicate. The exception is a batch
+// the killed gateway wrote but had not acknowledged when it died: its agents send it again (at-least-once), so
+// its records are in the files twice. Phases tolerate that (copies only, and the dashboard's phases answer must
+// equal the reference run's); other streams do not yet (their readers are not checked for copies).
 func checkLossBound(t *testing.T, ref, dir string, drops map[string]float64) {
 	t.Helper()
 	missing := map[string]int{}
@@ -550,12 +554,22 @@ func checkLossBound(t *testing.T, ref, dir string, drops map[string]float64) {
 		if stream == sc.StreamGPURollup {
 			continue // checkRollups: the killed gateway's open buckets are recomputed from what reaches it
 		}
-		d := compare(multiset(t, ref, stream), multiset(t, dir, stream))
+		r, g := multiset(t, ref, stream), multiset(t, dir, stream)
+		d := compare(r, g)
 		t.Logf("%s: %d records, %d missing, %d extra", stream, d.total, d.missing, d.extra)
 		missing[signalOf[stream]] += d.missing
 		merged := stream == sc.StreamGPUUtil || stream == sc.StreamEngineSeries
-		if d.extra != 0 && (!merged || d.extra > d.missing) {
+		switch {
+		case d.extra == 0, merged && d.extra <= d.missing:
+		case stream == sc.StreamPhases && invented(r, g) == 0:
+			// Copies of records: a batch the killed gateway wrote but had not acknowledged, sent again by the
+			// agents (at-least-once delivery). The dashboard reads a closed phase once: checked below.
+			t.Logf("phases: %d records written twice (re-delivered after the kill)", d.extra)
+		default:
 			t.Errorf("%s: %d records written that the reference run does not have (duplicated)", stream, d.extra)
+		}
+		if stream == sc.StreamPhases && d.missing == 0 {
+			samePhases(t, ref, dir) // copies or not, the dashboard answers as for the reference run
 		}
 	}
 	for _, sig := range []string{"spans", "metric_points", "log_records"} {
@@ -566,6 +580,41 @@ func checkLossBound(t *testing.T, ref, dir string, drops map[string]float64) {
 		}
 	}
 	checkRollups(t, ref, dir)
+}
+
+// invented counts the records of got that ref does not have at all (not copies of one of its records).
+func invented(ref, got map[string]int) int {
+	n := 0
+	for k, c := range got {
+		if ref[k] == 0 {
+			n += c
+		}
+	}
+	return n
+}
+
+// samePhases: the dashboard's phases answer over the whole run, every lane, is the same for both runs.
+func samePhases(t *testing.T, ref, dir string) {
+	t.Helper()
+	answer := func(runDir string) string {
+		st, err := store.Open(runDir, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lanes, _, err := st.Lanes("all")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t0, t1, err := st.Window(nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(st.Phases(t0, t1, lanes))
+		return string(b)
+	}
+	if a, b := answer(ref), answer(dir); a != b {
+		t.Errorf("the dashboard's phases differ from the reference run's (a re-delivered record read twice?):\nreference %.400s\nkilled    %.400s", a, b)
+	}
 }
 
 // checkRollups: roll-up buckets (merged per GPU and bucket as in multiset) may lose what the killed gateway held
@@ -609,7 +658,7 @@ func checkRollups(t *testing.T, ref, dir string) {
 // TestShardedGatewayKilledE2E: a gateway SIGKILLed mid-run and restarted on the same address and shard id: the
 // other shard keeps appending while it is down, the agents queue its batches and deliver them once it is back,
 // the restarted gateway resumes its shard (a second start in its meta.json), no line is torn, no record is
-// duplicated, and nothing is lost (docs/operations.md "Agents and gateways"): the gateway acknowledges a batch
+// duplicated (but see checkLossBound: a batch written and not yet acknowledged comes again), and nothing is lost (docs/operations.md "Agents and gateways"): the gateway acknowledges a batch
 // once written (ack: written), what it had not acknowledged is still in the agents' queues, and the queues
 // (MILES_AGENT_QUEUE_BATCHES) hold a short outage, so the agents refuse nothing. Only the killed gateway's open
 // roll-up buckets lose readings.
