@@ -15,6 +15,7 @@ type runReader interface {
 	Meta() *store.MetaResult
 	MetaVersion() int
 	Info() store.RunInfo
+	RunConfig() (*store.RunConfig, error)
 	Dir() string
 	Edge() float64
 	Shards() []store.ShardStatus

@@ -14,6 +14,7 @@ func (s *Server) register(mux *http.ServeMux) {
 
 	// The run and the compute view (compute.go).
 	handle("GET /api/v1/meta", s.meta)
+	handle("GET /api/v1/run_config", s.runConfig) // the trainer's arguments (run_config.go)
 	handle("GET /api/v1/lanes", s.lanes)
 	handle("GET /api/v1/phases", s.phases)
 	handle("GET /api/v1/gpu", s.gpu)
