@@ -140,6 +140,14 @@ test("export window downloads a trace Perfetto's protos read with the expected t
   assert.ok(existsSync(py), "python/.venv missing: make -C python venv (installs PyPI perfetto)");
   await page.goto(dash.base + "/?run=fast#/compute");
   await page.waitForSelector("body[data-ready='1']");
+  // The run's recorded arguments in the top bar (make demo's run has them the same way).
+  await page.waitForSelector("#cfgbtn:visible");
+  const rc = await api(dash, "/api/v1/run_config?run=fast");
+  assert.equal(await page.locator("#cfgbtn").innerText(), `args (${Object.keys(rc.args).length})`);
+  await page.locator("#cfgbtn").click();
+  assert.equal(await page.locator("#cfgpanel tr[data-arg='wandb_key'] td.redacted").innerText(), '"[redacted]"');
+  assert.equal(await page.locator("#cfgpanel tr[data-arg='colocate'] td").nth(1).innerText(), "false");
+  await page.locator("#cfgbtn").click();
   let exportURL = "";
   page.on("request", (r) => {
     if (r.url().includes("/api/v1/export/perfetto")) exportURL = r.url();
