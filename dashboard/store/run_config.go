@@ -105,9 +105,11 @@ func ReadRunConfig(runDir string) (*RunConfig, error) {
 			}
 		}
 		if best != nil {
-			return &RunConfig{Source: "run_config", TS: best.TS, Node: best.Node, Service: best.Service, PID: best.PID,
+			return &RunConfig{
+				Source: "run_config", TS: best.TS, Node: best.Node, Service: best.Service, PID: best.PID,
 				Args: best.Args, Redacted: nzStrings(best.Redacted), Truncated: nzStrings(best.Truncated),
-				Dropped: best.Dropped, Records: n}, nil
+				Dropped: best.Dropped, Records: n,
+			}, nil
 		}
 		i = j
 	}

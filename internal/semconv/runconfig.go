@@ -24,10 +24,14 @@ const RunConfigRedacted = "[redacted]"
 // secretLast and secretAny are the secret rule's words (docs/semconv.md §11); python/miles_otel/runconfig.py
 // holds the same lists, and both are tested against testdata/run_config_secrets.json.
 var (
-	secretLast = map[string]bool{"key": true, "token": true, "secret": true, "password": true, "passwd": true,
-		"pwd": true, "credential": true, "credentials": true, "apikey": true, "auth": true}
-	secretAny = map[string]bool{"password": true, "passwd": true, "secret": true, "secrets": true,
-		"credential": true, "credentials": true, "apikey": true}
+	secretLast = map[string]bool{
+		"key": true, "token": true, "secret": true, "password": true, "passwd": true,
+		"pwd": true, "credential": true, "credentials": true, "apikey": true, "auth": true,
+	}
+	secretAny = map[string]bool{
+		"password": true, "passwd": true, "secret": true, "secrets": true,
+		"credential": true, "credentials": true, "apikey": true,
+	}
 )
 
 // SecretArg says whether an argument's name marks its value as a secret (docs/semconv.md §11): the name is split
@@ -38,7 +42,7 @@ var (
 // num_key_value_heads, calculate_per_token_loss and tokenizer_path are not.
 func SecretArg(name string) bool {
 	for part := range strings.SplitSeq(strings.ToLower(name), ".") {
-		words := strings.FieldsFunc(part, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9') })
+		words := strings.FieldsFunc(part, func(r rune) bool { return (r < 'a' || r > 'z') && (r < '0' || r > '9') })
 		if len(words) == 0 {
 			continue
 		}
