@@ -12,7 +12,8 @@ import enum
 import json
 import math
 import re
-from typing import Any, Iterable, Mapping
+from collections.abc import Mapping
+from typing import Any, Iterable
 
 # Bounds of one record, below the collector's ingest limits (docs/semconv.md §11), so a record the emitter builds
 # is never refused.
@@ -23,6 +24,7 @@ MAX_LIST = 64
 MAX_DEPTH = 4
 
 REDACTED = "[redacted]"
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 # The secret rule (docs/semconv.md §11): a key is split into lower-case words at every character that is not a
 # letter or digit; it is a secret when the last word of the key, or of any of its dot-separated parts, is one of
@@ -111,7 +113,8 @@ class _Builder:
         self.extra = frozenset(redact)
 
     def cut(self, key: str, s: str) -> str:
-        s = redact_url_userinfo(s)
+        if "@" in s:
+            s = redact_url_userinfo(s)
         if len(s) > MAX_STRING:
             self.truncated.append(key)
             return s[:MAX_STRING]
@@ -119,6 +122,19 @@ class _Builder:
 
     def add(self, key: str, v: Any, depth: int) -> None:
         secret = secret_key(key) or key in self.extra
+        t = type(v)
+        if not secret and (v is None or t is bool or t is int or t is float or t is str):  # most arguments
+            if len(self.args) >= MAX_ARGS or len(key) > MAX_KEY_BYTES // 4 and len(key.encode("utf-8", "replace")) > MAX_KEY_BYTES:
+                self.dropped += 1
+            elif t is str:
+                self.args[key] = self.cut(key, v)
+            elif t is float and not math.isfinite(v):
+                self.args[key] = str(v)
+            elif t is int and not _INT64_MIN <= v <= _INT64_MAX:
+                self.args[key] = str(v)
+            else:
+                self.args[key] = v
+            return
         if isinstance(v, Mapping) and depth < MAX_DEPTH and v and not secret:
             for k, x in v.items():
                 self.add(f"{key}.{k}", x, depth + 1)
