@@ -186,9 +186,13 @@ func TestAgentScrapesOwnNodeE2E(t *testing.T) {
 
 	recs := e2etest.EngineSeries(t, runDir)
 	ups := map[string]int{}
+	var answered []map[string]any // without the up=0 of scrapes after the engines closed
 	for _, r := range recs {
 		if r["metric"] == "up" && r["v"] == 1.0 {
 			ups[r["addr"].(string)]++
+		}
+		if r["metric"] != "up" || r["v"] == 1.0 {
+			answered = append(answered, r)
 		}
 	}
 	for _, e := range engines {
@@ -219,6 +223,6 @@ func TestAgentScrapesOwnNodeE2E(t *testing.T) {
 		if ups[e.url()] != served {
 			t.Errorf("engine %s: %d scrapes answered, %d up=1 records in the files: each scrape must be written once", e.url(), served, ups[e.url()])
 		}
-		checkEngine(t, recs, e.url(), e.e, e.fed)
+		checkEngine(t, answered, e.url(), e.e, e.fed)
 	}
 }
