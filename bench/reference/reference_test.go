@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -120,15 +121,19 @@ func BenchmarkViews(b *testing.B) {
 		})
 		b.Run(layout+"/warm-carpet", func(b *testing.B) {
 			h := warmed(b)
+			c := cpuTime()
 			for b.Loop() {
 				get(b, h, carpet)
 			}
+			reportCPU(b, c)
 		})
 		b.Run(layout+"/warm-fleet", func(b *testing.B) {
 			h := warmed(b)
+			c := cpuTime()
 			for b.Loop() {
 				get(b, h, fleet)
 			}
+			reportCPU(b, c)
 		})
 	}
 }
@@ -136,6 +141,7 @@ func BenchmarkViews(b *testing.B) {
 // coldOpen times store.Open + /meta and then the first carpet, split in ms-open and ms-first-carpet.
 func coldOpen(b *testing.B, dir, cache, carpet string) {
 	var open0, first time.Duration
+	c := cpuTime()
 	for b.Loop() {
 		t := time.Now()
 		h := open(b, dir, cache)
@@ -147,6 +153,23 @@ func coldOpen(b *testing.B, dir, cache, carpet string) {
 	}
 	b.ReportMetric(float64(open0.Microseconds())/1e3/float64(b.N), "ms-open")
 	b.ReportMetric(float64(first.Microseconds())/1e3/float64(b.N), "ms-first-carpet")
+	reportCPU(b, c)
+}
+
+// cpuTime is the CPU time the process has used (user + system), every thread's: on a shared machine the wall
+// time of an op swings with the other processes, its CPU time much less.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU reports the CPU time per op since since (cpu-ms/op; background work such as column cache writes
+// included).
+func reportCPU(b *testing.B, since time.Duration) {
+	b.ReportMetric(float64((cpuTime()-since).Microseconds())/1e3/float64(b.N), "cpu-ms/op")
 }
 
 // waitCache waits until the column cache files stop changing (compacted hours are written in the background).
@@ -170,7 +193,9 @@ func BenchmarkFleet8192(b *testing.B) {
 	_, fleet := urls(s)
 	h := open(b, dir, "")
 	get(b, h, fleet)
+	c := cpuTime()
 	for b.Loop() {
 		get(b, h, fleet)
 	}
+	reportCPU(b, c)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/columns"
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
+	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
 
 // Column cache: a closed hour never changes unless a late record is added to it, so its parsed GPU columns are
@@ -82,8 +83,8 @@ func stat(files []cacheFile) bool {
 	return len(files) > 0
 }
 
-// cachePath names the cached columns of hour p made of files (stat'ed).
-func (g *gpuReader) cachePath(p *partition.Partition, files []cacheFile) string {
+// cachePath names the cached columns of hour p of stream (gpu_util or gpu_rollup) made of files (stat'ed).
+func (g *gpuReader) cachePath(stream string, p *partition.Partition, files []cacheFile) string {
 	if g.cacheDir == "" || len(files) == 0 {
 		return ""
 	}
@@ -101,7 +102,7 @@ func (g *gpuReader) cachePath(p *partition.Partition, files []cacheFile) string 
 		}
 		name = fmt.Sprintf("%d.s%s.cols", p.Hour, hex.EncodeToString(k.Sum(nil)[:12]))
 	}
-	return filepath.Join(g.cacheDir, hex.EncodeToString(sum[:8]), "gpu_util", name)
+	return filepath.Join(g.cacheDir, hex.EncodeToString(sum[:8]), stream, name)
 }
 
 // cachedHourLocked loads hour h from the cache; false when it is not cacheable or not cached. It returns the
@@ -111,7 +112,7 @@ func (g *gpuReader) cachedHourLocked(h int64, p *partition.Partition) (*gpuBlock
 	if g.cacheDir == "" || files == nil || h < 0 || !stat(files) {
 		return nil, nil, false
 	}
-	path := g.cachePath(p, files)
+	path := g.cachePath(sc.StreamGPUUtil, p, files)
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, files, false
@@ -147,9 +148,57 @@ func settled(files []cacheFile) bool {
 	return true
 }
 
-// saveGPUHour writes the block's columns to the cache (the block is not changed afterwards: a grown .zst
-// replaces it with a new block). Errors only cost the next open a parse.
-func saveGPUHour(path string, b *gpuBlock) {
+// cachedRollupHourLocked loads hour h of gpu_rollup from the cache, as cachedHourLocked does gpu_util's.
+func (g *gpuReader) cachedRollupHourLocked(h int64, p *partition.Partition) (*rollBlock, []cacheFile, bool) {
+	files := cacheFiles(p)
+	if g.cacheDir == "" || files == nil || h < 0 || !stat(files) {
+		return nil, nil, false
+	}
+	path := g.cachePath(sc.StreamGPURollup, p, files)
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, files, false
+	}
+	defer f.Close()
+	b, err := readRollBlock(bufio.NewReaderSize(f, 1<<20), h)
+	if errors.Is(err, errStaleCache) {
+		return nil, files, false
+	}
+	if err != nil {
+		g.run.notice("warning", "column cache "+path+" unreadable, parsing the hour instead: "+err.Error())
+		return nil, files, false
+	}
+	return b, files, true
+}
+
+// markRead records that files were read to the size they were stat'ed at: Read parses them again only when they
+// grow, and a plain file goes on from its end.
+func markRead(files []cacheFile) {
+	for _, c := range files {
+		if c.plain {
+			c.f.PlainOff, c.f.PlainInfo = c.fi.Size(), c.fi
+		} else {
+			c.f.ZstSize = c.fi.Size()
+		}
+	}
+}
+
+// saveCached writes a settled hour's block to path in the background, under the store's read lock: queries go
+// on reading the block meanwhile, and appends to it (a plain hour growing after all) wait for the store's write
+// lock until the copy is out. Errors only cost the next open a parse.
+func (g *gpuReader) saveCached(path string, write func(*bufio.Writer) error) {
+	if path == "" {
+		return
+	}
+	go func() {
+		g.run.mu.RLock()
+		defer g.run.mu.RUnlock()
+		saveCacheFile(path, write)
+	}()
+}
+
+// saveCacheFile writes a cache file through a temporary name, so a reader sees a whole file or none.
+func saveCacheFile(path string, write func(*bufio.Writer) error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return
 	}
@@ -159,7 +208,7 @@ func saveGPUHour(path string, b *gpuBlock) {
 		return
 	}
 	w := bufio.NewWriterSize(f, 1<<20)
-	err = writeGPUBlock(w, b)
+	err = write(w)
 	if err == nil {
 		err = w.Flush()
 	}
@@ -241,6 +290,71 @@ func readGPUBlock(r *bufio.Reader, hour int64) (*gpuBlock, error) {
 			b.fields[name] = true
 		}
 		b.lanes[key] = l
+	}
+	if c.Err() != nil {
+		return nil, c.Err()
+	}
+	return b, nil
+}
+
+// rollCacheMagic marks a cached gpu_rollup hour; 1: min and max per bucket.
+const rollCacheMagic = "MILESRC1"
+
+func writeRollBlock(w *bufio.Writer, b *rollBlock) error {
+	c := columns.NewWriter(w)
+	c.Bytes([]byte(rollCacheMagic))
+	c.Int(b.hour)
+	c.Int(b.step)
+	mixed := uint64(0)
+	if b.mixed {
+		mixed = 1
+	}
+	c.Uint(mixed)
+	c.Float(b.first)
+	c.Float(b.end)
+	c.Uint(uint64(len(b.lanes)))
+	for key, fs := range b.lanes {
+		c.Bytes([]byte(key))
+		c.Uint(uint64(len(fs)))
+		for name, f := range fs {
+			c.Bytes([]byte(name))
+			c.Floats32(f.min)
+			c.Floats32(f.max)
+		}
+	}
+	return c.Err()
+}
+
+func readRollBlock(r *bufio.Reader, hour int64) (*rollBlock, error) {
+	c := columns.NewReader(r)
+	magic := string(c.Bytes())
+	if c.Err() == nil && len(magic) == len(rollCacheMagic) && magic[:7] == rollCacheMagic[:7] && magic != rollCacheMagic {
+		return nil, errStaleCache
+	}
+	if magic != rollCacheMagic || c.Err() != nil {
+		return nil, errors.Join(errors.New("not a roll-up cache file"), c.Err())
+	}
+	b := newRollBlock(c.Int())
+	if b.hour != hour {
+		return nil, fmt.Errorf("cache holds hour %d, want %d", b.hour, hour)
+	}
+	b.step, b.mixed = c.Int(), c.Uint() == 1
+	b.first, b.end = c.Float(), c.Float()
+	lanes := c.Len()
+	for li := 0; li < lanes && c.Err() == nil; li++ {
+		key := string(c.Bytes())
+		fs := map[string]*rollField{}
+		nf := c.Len()
+		for fi := 0; fi < nf && c.Err() == nil; fi++ {
+			name := string(c.Bytes())
+			f := &rollField{min: c.Floats32(), max: c.Floats32()}
+			if len(f.min) != len(f.max) || (b.step > 0 && len(f.min) != int(3600/b.step)) {
+				return nil, fmt.Errorf("lane %s field %s: %d minima, %d maxima", key, name, len(f.min), len(f.max))
+			}
+			fs[name] = f
+			b.fields[name] = true
+		}
+		b.lanes[key] = fs
 	}
 	if c.Err() != nil {
 		return nil, c.Err()

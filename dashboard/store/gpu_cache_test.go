@@ -211,3 +211,65 @@ func TestColumnCacheLivePlainHour(t *testing.T) {
 		t.Fatalf("a live hour was cached: %v", got)
 	}
 }
+
+// TestColumnCacheRollup: a settled gpu_rollup hour is cached beside gpu_util's; the next open answers the wide
+// views and the fleet overview from the cached roll-up with the same answers, and a grown roll-up file is read
+// anew.
+func TestColumnCacheRollup(t *testing.T) {
+	dir := rollupRun(t, 1808)
+	rollPath := filepath.Join(dir, "dashboard/gpu_rollup/"+hourA+".jsonl")
+	body, err := os.ReadFile(rollPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body = []byte(strings.Replace(string(body), `{"ts":"bad","dt":16}`+"\n", "", 1)) // a corrupt line is never cached
+	if err := os.WriteFile(rollPath, body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-10 * time.Minute)
+	for _, f := range []string{rollPath, filepath.Join(dir, "dashboard/gpu_util/"+hourA+".jsonl")} {
+		if err := os.Chtimes(f, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cache := t.TempDir()
+	query := func() (*Store, string) {
+		st, err := Open(dir, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.SetCacheDir(cache)
+		lanes, _, _ := st.Lanes("all")
+		f := st.Fleet(h0, h0+1800, lanes, 300)
+		g := st.GPU(h0, h0+1792, lanes, 7, []string{"util", "mem_mb", "power_w"})
+		js, err := json.Marshal([]any{f, g.Lanes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st, string(js)
+	}
+	st1, first := query()
+	if st1.gpu.cacheHits != 0 || loadedHours(st1) != 0 {
+		t.Fatalf("first open: %d cache hits, %d gpu_util hours parsed", st1.gpu.cacheHits, loadedHours(st1))
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if got, _ := filepath.Glob(filepath.Join(cache, "*", "gpu_rollup", "*.cols")); len(got) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no roll-up cache file written")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	st2, second := query()
+	if st2.gpu.cacheHits != 1 || second != first {
+		t.Fatalf("second open: %d cache hits, same answer %v", st2.gpu.cacheHits, second == first)
+	}
+	appendTo(t, dir, "dashboard/gpu_rollup/"+hourA+".jsonl", "\n")
+	st3, third := query()
+	if st3.gpu.cacheHits != 0 || third != first {
+		t.Fatalf("grown roll-up: %d cache hits, same answer %v", st3.gpu.cacheHits, third == first)
+	}
+}

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bufio"
 	"errors"
 	"math"
 	"slices"
@@ -126,13 +127,7 @@ func (g *gpuReader) loadHour(h int64, only *laneFilter) {
 			for key := range cb.lanes {
 				g.run.laneSeen(key)
 			}
-			for _, c := range files { // Read will not parse them again unless they grow
-				if c.plain {
-					c.f.PlainOff, c.f.PlainInfo = c.fi.Size(), c.fi // appended records are read from here on
-				} else {
-					c.f.ZstSize = c.fi.Size()
-				}
-			}
+			markRead(files)
 			p.Loaded = true
 			g.run.raiseEdge(cb.maxTS)
 			return
@@ -171,14 +166,7 @@ func (g *gpuReader) loadHour(h int64, only *laneFilter) {
 		b.seal() // a past hour: drop append slack (late records may still arrive and grow it again)
 	}
 	if done {
-		path := g.cachePath(p, files)
-		go func() {
-			// Written while queries read the block; appends to it (a plain hour growing after all) wait for the
-			// store's write lock, which this read lock holds off until the copy is out.
-			g.run.mu.RLock()
-			defer g.run.mu.RUnlock()
-			saveGPUHour(path, b)
-		}()
+		g.saveCached(g.cachePath(sc.StreamGPUUtil, p, files), func(w *bufio.Writer) error { return writeGPUBlock(w, b) })
 	}
 }
 
@@ -225,6 +213,20 @@ func (g *gpuReader) loadRollupHourLocked(h int64) {
 	if p == nil || h < 0 {
 		return
 	}
+	if !p.Loaded {
+		if cb, files, ok := g.cachedRollupHourLocked(h, p); ok {
+			g.run.lmu.Lock()
+			g.rollups[h] = cb
+			g.cacheHits++
+			g.run.lmu.Unlock()
+			for key := range cb.lanes {
+				g.run.laneSeen(key)
+			}
+			markRead(files)
+			p.Loaded = true
+			return
+		}
+	}
 	g.run.lmu.Lock()
 	b := g.rollups[h]
 	if b == nil {
@@ -232,6 +234,12 @@ func (g *gpuReader) loadRollupHourLocked(h int64) {
 		g.rollups[h] = b
 	}
 	g.run.lmu.Unlock()
+	var files []cacheFile // the hour's files, none read yet, when the block may go into the cache
+	if g.cacheDir != "" && !p.Loaded {
+		if files = cacheFiles(p); !stat(files) {
+			files = nil
+		}
+	}
 	reports, err := g.rollupFiles.Read(p, func(line []byte) bool { return b.addLine(line, g.run.laneSeen) })
 	if errors.Is(err, partition.ErrReload) {
 		p.Reset()
@@ -243,6 +251,9 @@ func (g *gpuReader) loadRollupHourLocked(h int64) {
 	}
 	g.run.report(reports, err)
 	p.Loaded = true
+	if files != nil && err == nil && len(reports) == 0 && settled(files) {
+		g.saveCached(g.cachePath(sc.StreamGPURollup, p, files), func(w *bufio.Writer) error { return writeRollBlock(w, b) })
+	}
 }
 
 // gpuHours lists the hours of gpu_util or gpu_rollup overlapping [t0, t1] (legacy flat files always).
