@@ -185,11 +185,15 @@ func waitCache(cache string) {
 	}
 }
 
-// BenchmarkFleet8192: the warm fleet overview of 8192 lanes (1024 nodes) over a 20-minute run in our layout.
+// BenchmarkFleet8192: the warm fleet overview of 8192 lanes (1024 nodes) over a 20-minute run in our layout
+// (MILES_REF_RUN_8192 names one genrun wrote; otherwise it is generated, ~30 s of CPU).
 func BenchmarkFleet8192(b *testing.B) {
 	s := Default512()
 	s.Nodes, s.Steps = 1024, 5
-	dir := runDir(b, "ours", s)
+	dir := os.Getenv("MILES_REF_RUN_8192") // genrun -layout ours -nodes 1024 -steps 5 (touched an hour back)
+	if dir == "" {
+		dir = runDir(b, "ours", s)
+	}
 	_, fleet := urls(s)
 	h := open(b, dir, "")
 	get(b, h, fleet)
