@@ -39,6 +39,9 @@ func (s *Server) register(mux *http.ServeMux) {
 	// The advisory (advisory.go).
 	handle("GET /api/v1/advisory", s.advise)
 
+	// The run list: a one-run server is no library (library.go serves the list under serve --root).
+	handle("GET /api/v1/runs", func(*http.Request) (any, error) { return runsList{Runs: []RunSummary{}}, nil })
+
 	// Dumps: the step page and the sample page (dumps.go).
 	handle("GET /api/v1/dumps/steps", s.dumpSteps)
 	handle("GET /api/v1/dumps/steps/{id}", s.dumpStep)

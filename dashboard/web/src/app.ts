@@ -11,7 +11,7 @@ import { Live } from "./api/live";
 import type { Meta } from "./api/responseTypes/meta";
 import { ComputeView, isComputeHash } from "./compute/view";
 import { ComparePage } from "./library/compare";
-import { RunsPage } from "./library/runs";
+import { RunsPage, type RunsList } from "./library/runs";
 import { LifecycleView } from "./lifecycle/view";
 import { MetricsView } from "./metrics/view";
 import { Freshness } from "./shared/freshness";
@@ -105,9 +105,9 @@ async function libraryPage(): Promise<boolean> {
     return false;
   }
   try {
-    await api.get("/api/v1/runs");
+    if (!(await api.get<RunsList>("/api/v1/runs")).library) return false; // one run: no library
   } catch {
-    return false; // one run: no library
+    return false; // an older server without the run list: one run
   }
   const w = window as unknown as { __milesLibrary: unknown };
   $("crumb").textContent = q.get("view") === "compare" ? "Compare runs" : "Runs";
