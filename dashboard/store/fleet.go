@@ -48,19 +48,24 @@ func (s *Store) utilSpread(t0, t1 float64, sel []*Lane, buckets int) map[string]
 		maxes = append(maxes, lane.Fields["util"].Max)
 	}
 	col := make([]float64, 0, len(sel))
-	prev := -1 // the last bucket whose quantiles were worked out
+	// cur is the bucket's column over every lane (NaN: none), held against the last worked-out one (last):
+	// buckets finer than the roll-up's repeat their columns in runs (at 8192 lanes, 2 s cells over 16 s buckets,
+	// sorting each cell's column was most of the fleet), and such a bucket copies that one's quantiles.
+	cur, last := make([]float64, len(maxes)), make([]float64, len(maxes))
+	prev := -1
 	for b := range buckets {
-		if prev >= 0 && sameColumn(maxes, prev, b) {
-			// Every lane's maximum as in that bucket: buckets finer than the roll-up's hold the same value in
-			// runs (at 8192 lanes, 2 s cells over 16 s buckets, sorting each cell's column was most of the fleet).
+		for i, mx := range maxes {
+			cur[i] = mx[b]
+		}
+		if prev >= 0 && sameValues(cur, last) {
 			for _, k := range []string{"p10", "p50", "p90", "min"} {
 				out[k][b] = out[k][prev]
 			}
 			continue
 		}
 		col = col[:0]
-		for _, mx := range maxes {
-			if v := mx[b]; !math.IsNaN(v) {
+		for _, v := range cur {
+			if !math.IsNaN(v) {
 				col = append(col, v)
 			}
 		}
@@ -68,6 +73,7 @@ func (s *Store) utilSpread(t0, t1 float64, sel []*Lane, buckets int) map[string]
 			continue
 		}
 		prev = b
+		cur, last = last, cur
 		slices.Sort(col)
 		q := func(p float64) float64 { return col[int(math.Round(p*float64(len(col)-1)))] }
 		out["p10"][b], out["p50"][b], out["p90"][b], out["min"][b] = q(0.1), q(0.5), q(0.9), col[0]
@@ -75,11 +81,10 @@ func (s *Store) utilSpread(t0, t1 float64, sel []*Lane, buckets int) map[string]
 	return out
 }
 
-// sameColumn says whether every lane's maximum in bucket b is the one in bucket a, bit for bit (any NaN as
-// NaN: absent).
-func sameColumn(maxes []Floats, a, b int) bool {
-	for _, mx := range maxes {
-		if x, y := mx[a], mx[b]; math.Float64bits(x) != math.Float64bits(y) && (x == x || y == y) {
+// sameValues says whether a and b hold the same values, bit for bit (any NaN as NaN: absent).
+func sameValues(a, b []float64) bool {
+	for i, x := range a {
+		if y := b[i]; math.Float64bits(x) != math.Float64bits(y) && (x == x || y == y) {
 			return false
 		}
 	}

@@ -21,7 +21,7 @@ func TestFleetSpreadRepeatedBuckets(t *testing.T) {
 					col = append(col, v)
 				}
 			}
-			if b > 0 && sameColumn(maxesOf(g), b-1, b) {
+			if b > 0 && sameValues(column(g, b-1), column(g, b)) {
 				repeats++
 			}
 			want := map[string]float64{"p10": math.NaN(), "p50": math.NaN(), "p90": math.NaN(), "min": math.NaN()}
@@ -42,10 +42,10 @@ func TestFleetSpreadRepeatedBuckets(t *testing.T) {
 	}
 }
 
-func maxesOf(g *GPUResult) []Floats {
-	var m []Floats
+func column(g *GPUResult, b int) []float64 {
+	var c []float64
 	for _, l := range g.Lanes {
-		m = append(m, l.Fields["util"].Max)
+		c = append(c, l.Fields["util"].Max[b])
 	}
-	return m
+	return c
 }
