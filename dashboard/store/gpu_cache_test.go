@@ -142,7 +142,7 @@ func TestColumnCachePlainHour(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				return st, fmt.Sprint(h.T0, h.T1, h.Cells, string(js))
+				return st, fmt.Sprint(h.T0, h.T1, string(h.Cells), string(js))
 			}
 			cached := func() []string {
 				deadline := time.Now().Add(5 * time.Second)

@@ -99,8 +99,8 @@ func (r *gpuRecord) scanFast(line []byte) bool {
 		if i >= len(line) {
 			return false
 		}
-		switch c := line[i]; {
-		case c == '"':
+		switch line[i] {
+		case '"':
 			// As flatjson.Scan reads a string: up to the next quote not escaped, kept raw.
 			j = i + 1
 			for j < len(line) && line[j] != '"' {
@@ -119,7 +119,7 @@ func (r *gpuRecord) scanFast(line []byte) bool {
 				r.node = line[i+1 : j]
 			}
 			i = j + 1
-		case c == '{' || c == '[':
+		case '{', '[':
 			if isKey(key, "ts") || isKey(key, "gpu") {
 				return false
 			}
