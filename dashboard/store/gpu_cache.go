@@ -113,12 +113,11 @@ func (g *gpuReader) cachedHourLocked(h int64, p *partition.Partition) (*gpuBlock
 		return nil, nil, false
 	}
 	path := g.cachePath(sc.StreamGPUUtil, p, files)
-	f, err := os.Open(path)
+	data, err := os.ReadFile(path) // whole: the columns are slices of it
 	if err != nil {
 		return nil, files, false
 	}
-	defer f.Close()
-	b, err := readGPUBlock(bufio.NewReaderSize(f, 1<<20), h)
+	b, err := readGPUBlock(columns.NewBytesReader(data), h)
 	if errors.Is(err, errStaleCache) {
 		return nil, files, false // written by an older version: parsed again and overwritten, nothing to report
 	}
@@ -155,12 +154,11 @@ func (g *gpuReader) cachedRollupHourLocked(h int64, p *partition.Partition) (*ro
 		return nil, nil, false
 	}
 	path := g.cachePath(sc.StreamGPURollup, p, files)
-	f, err := os.Open(path)
+	data, err := os.ReadFile(path) // whole: the columns are slices of it
 	if err != nil {
 		return nil, files, false
 	}
-	defer f.Close()
-	b, err := readRollBlock(bufio.NewReaderSize(f, 1<<20), h)
+	b, err := readRollBlock(columns.NewBytesReader(data), h)
 	if errors.Is(err, errStaleCache) {
 		return nil, files, false
 	}
@@ -256,8 +254,7 @@ func writeGPUBlock(w *bufio.Writer, b *gpuBlock) error {
 
 var errStaleCache = errors.New("column cache file of another version")
 
-func readGPUBlock(r *bufio.Reader, hour int64) (*gpuBlock, error) {
-	c := columns.NewReader(r)
+func readGPUBlock(c *columns.Reader, hour int64) (*gpuBlock, error) {
 	magic := string(c.Bytes())
 	if c.Err() == nil && len(magic) == len(colCacheMagic) && magic[:7] == colCacheMagic[:7] && magic != colCacheMagic {
 		return nil, errStaleCache
@@ -325,8 +322,7 @@ func writeRollBlock(w *bufio.Writer, b *rollBlock) error {
 	return c.Err()
 }
 
-func readRollBlock(r *bufio.Reader, hour int64) (*rollBlock, error) {
-	c := columns.NewReader(r)
+func readRollBlock(c *columns.Reader, hour int64) (*rollBlock, error) {
 	magic := string(c.Bytes())
 	if c.Err() == nil && len(magic) == len(rollCacheMagic) && magic[:7] == rollCacheMagic[:7] && magic != rollCacheMagic {
 		return nil, errStaleCache
