@@ -215,8 +215,9 @@ func (d *Generator) close(ph *Phase, t1 float64) {
 
 func (d *Generator) jitter(base, rel float64) float64 { return base * (1 + rel*(2*d.r.Float64()-1)) }
 
-// start emits registration, the initial weight push (version 1) and the first train_wait.
+// start emits the driver's arguments, registration, the initial weight push (version 1) and the first train_wait.
 func (d *Generator) start() {
+	d.o.push(Event{T: 0.1, Kind: EvRunConfig, Args: d.runArgs()})
 	d.o.push(Event{T: 0.5, Kind: EvTopology, Topo: d.g.topology()})
 	u0 := 2.0
 	u1 := u0 + d.jitter(12, 0.1)

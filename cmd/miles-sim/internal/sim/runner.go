@@ -305,6 +305,8 @@ func (r *runner) handle(e Event) error {
 			r.updateRouter()
 		}
 		r.b.topology(r.topo.Manager, e.T, e.Topo, r.topo, r.addr)
+	case EvRunConfig:
+		r.b.runConfig(r.topo.Train[0], e.T, e.Args)
 	case EvEngine:
 		r.gpu.onEngine(e.Engine, e.T)
 		return r.engineEvent(e)
