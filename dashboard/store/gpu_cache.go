@@ -181,16 +181,23 @@ func markRead(files []cacheFile) {
 	}
 }
 
-// saveCached writes a settled hour's block to path in the background, under the store's read lock: queries go
-// on reading the block meanwhile, and appends to it (a plain hour growing after all) wait for the store's write
-// lock until the copy is out. Errors only cost the next open a parse.
-func (g *gpuReader) saveCached(path string, write func(*bufio.Writer) error) {
+// saveCached writes a settled hour's block to path in the background. A compacted hour's block is never
+// changed afterwards (a grown .zst is read into a new block), so it is written while queries and loads go on;
+// appends to a plain hour's block (the file growing after all) happen under the store's write lock, so that
+// copy is written under its read lock. Errors only cost the next open a parse.
+func (g *gpuReader) saveCached(path string, files []cacheFile, write func(*bufio.Writer) error) {
 	if path == "" {
 		return
 	}
+	plain := false
+	for _, c := range files {
+		plain = plain || c.plain
+	}
 	go func() {
-		g.run.mu.RLock()
-		defer g.run.mu.RUnlock()
+		if plain {
+			g.run.mu.RLock()
+			defer g.run.mu.RUnlock()
+		}
 		saveCacheFile(path, write)
 	}()
 }

@@ -166,7 +166,7 @@ func (g *gpuReader) loadHour(h int64, only *laneFilter) {
 		b.seal() // a past hour: drop append slack (late records may still arrive and grow it again)
 	}
 	if done {
-		g.saveCached(g.cachePath(sc.StreamGPUUtil, p, files), func(w *bufio.Writer) error { return writeGPUBlock(w, b) })
+		g.saveCached(g.cachePath(sc.StreamGPUUtil, p, files), files, func(w *bufio.Writer) error { return writeGPUBlock(w, b) })
 	}
 }
 
@@ -252,7 +252,7 @@ func (g *gpuReader) loadRollupHourLocked(h int64) {
 	g.run.report(reports, err)
 	p.Loaded = true
 	if files != nil && err == nil && len(reports) == 0 && settled(files) {
-		g.saveCached(g.cachePath(sc.StreamGPURollup, p, files), func(w *bufio.Writer) error { return writeRollBlock(w, b) })
+		g.saveCached(g.cachePath(sc.StreamGPURollup, p, files), files, func(w *bufio.Writer) error { return writeRollBlock(w, b) })
 	}
 }
 
