@@ -75,6 +75,12 @@ func newRollBlock(hour int64) *rollBlock {
 func (b *rollBlock) read(s *partition.Stream, p *partition.Partition, onLane func(string)) ([]partition.CorruptReport, error) {
 	var reports []partition.CorruptReport
 	var firstErr error
+	if len(b.ends) == 0 && !math.IsInf(b.end, -1) {
+		// A block from the column cache keeps only its seam: every layout is at least there.
+		for _, f := range p.Files {
+			b.ends[f.Shard] = b.end
+		}
+	}
 	for _, f := range p.Files {
 		b.end = math.Inf(-1)
 		if e, ok := b.ends[f.Shard]; ok {
