@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -150,5 +151,68 @@ func TestBundledTrajectoriesReadAlike(t *testing.T) {
 	}
 	if c := want[len(want)-1].(int); c != 1 {
 		t.Fatalf("corrupt line reported %d times, want 1", c)
+	}
+}
+
+// TestRedeliveredSpansReadOnce: a gateway killed after writing a batch but before acknowledging it gets the
+// batch again, so its spans are in the files twice (trajectories and engine traces); every view reads them once.
+func TestRedeliveredSpansReadOnce(t *testing.T) {
+	rel := filepath.Join("dashboard", "trajectories", hourA+".jsonl")
+	erel := filepath.Join("dashboard", "engine_traces", hourA+".jsonl")
+	once := trajRun(t)
+	raw, err := os.ReadFile(filepath.Join(once, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen1 := "" // sample 10's first generate span, the engine request's parent
+	for _, l := range strings.Split(string(raw), "\n") {
+		var r struct {
+			Type   string `json:"type"`
+			Sample int    `json:"sample"`
+			Turn   int    `json:"turn"`
+			Span   string `json:"span"`
+		}
+		if json.Unmarshal([]byte(l), &r) == nil && r.Type == "generate" && r.Sample == 10 && r.Turn == 1 {
+			gen1 = r.Span
+		}
+	}
+	engine := fmt.Sprintf(`{"trace":%q,"t":%g,"parent":%q,"spans":[`, tid(1), h0+105, gen1) +
+		`{"k":"req","span":"00000000000000a1","t0":0.5,"t1":390,"rid":"r1"},` +
+		`{"k":"thread","span":"00000000000000b1","parent":"00000000000000a1","label":"Scheduler","tp":0,"dp":0,"pp":0,"t0":0.5,"t1":390},` +
+		`{"k":"slice","span":"00000000000000c1","parent":"00000000000000b1","name":"prefill_forward","lvl":1,"t0":0.5,"t1":20},` +
+		`{"k":"slice","span":"00000000000000c2","parent":"00000000000000b1","name":"decode_forward","lvl":1,"t0":20,"t1":390}]}` + "\n"
+	write(t, once, erel, engine)
+	twice := trajRun(t)
+	var again strings.Builder
+	for _, l := range strings.SplitAfter(string(raw), "\n") {
+		if json.Valid([]byte(strings.TrimSpace(l))) && strings.Contains(l, `"span"`) {
+			again.WriteString(l)
+		}
+	}
+	appendTo(t, twice, rel, again.String())
+	write(t, twice, erel, engine+engine)
+	views := func(dir string) []any {
+		st, err := Open(dir, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, err := st.Anatomy(2, "submit", 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return []any{st.LifecycleSteps(), a, st.LifecycleCarpet(h0, h0+3600, 60, 100, 0)}
+	}
+	want, got := views(once), views(twice)
+	slices := 0
+	for _, r := range want[1].(*AnatomyResult).Rows {
+		slices += len(r.EngineSlices) / 5
+	}
+	if slices != 2 {
+		t.Fatalf("the engine record joins %d slices, want 2", slices)
+	}
+	if !reflect.DeepEqual(want, got) {
+		wj, _ := json.Marshal(want)
+		gj, _ := json.Marshal(got)
+		t.Fatalf("re-delivered spans read differently:\n once  %s\n twice %s", wj, gj)
 	}
 }

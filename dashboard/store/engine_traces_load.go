@@ -139,6 +139,11 @@ func (r *engineTraceReader) engineLine(line []byte) bool {
 		if m.Parent != nil {
 			s.parent, s.hasParent = parseSpanID(*m.Parent)
 		}
+		if hasSpan(out, id) {
+			// Written twice (a batch re-sent to a gateway killed before it acknowledged, docs/operations.md
+			// "Agents and gateways"): read once. A trace holds tens of spans, so the scan is short.
+			continue
+		}
 		switch m.K {
 		case "req":
 			s.kind = ekRequest
@@ -162,6 +167,16 @@ func (r *engineTraceReader) engineLine(line []byte) bool {
 	r.byTrace[tid] = out
 	r.records++
 	return true
+}
+
+// hasSpan reports whether spans holds a span with id.
+func hasSpan(spans []engSpan, id spanID) bool {
+	for i := range spans {
+		if spans[i].id == id {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *engineTraceReader) loadHourLocked(h int64) {

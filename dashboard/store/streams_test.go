@@ -275,10 +275,14 @@ func TestEngineOverlayFollowsTopology(t *testing.T) {
 
 func tid(n int) string { return fmt.Sprintf("%032x", n) }
 
-type trajW struct{ b strings.Builder }
+type trajW struct {
+	b strings.Builder
+	n int // spans written: each gets its own id, as a tracer gives
+}
 
 func (w *trajW) span(typ string, t0, t1 float64, trace int, extra string) {
-	fmt.Fprintf(&w.b, `{"type":%q,"t0":%g,"t1":%g,"trace":%q,"span":"%016x"%s}`+"\n", typ, t0, t1, tid(trace), trace*100+int(t0)%97, extra)
+	w.n++
+	fmt.Fprintf(&w.b, `{"type":%q,"t0":%g,"t1":%g,"trace":%q,"span":"%016x"%s}`+"\n", typ, t0, t1, tid(trace), trace<<32|w.n, extra)
 }
 
 // trajRun: step 2 consumes 3 samples at h0+1000 (trainer version 5):

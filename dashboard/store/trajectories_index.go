@@ -47,6 +47,9 @@ type trajIndex struct {
 	byHour map[int64][]*stepConsume
 	// updates are the weight updates filed in each hour.
 	updates map[int64][]weightUpdate
+	// seen are the (trace, span) ids of the consumes and updates filed in each hour: a span written twice (a
+	// batch re-sent to a gateway killed before it acknowledged) is filed once. They are few, so kept.
+	seen map[int64]map[[24]byte]struct{}
 	// lc is the run-wide lifecycle join of the stream's raw spans (docs/semconv.md §3.1).
 	lc lcIndex
 	// version counts changes to the index.
@@ -54,7 +57,10 @@ type trajIndex struct {
 }
 
 func (x *trajIndex) init() {
-	*x = trajIndex{steps: map[int]*stepConsume{}, byHour: map[int64][]*stepConsume{}, updates: map[int64][]weightUpdate{}}
+	*x = trajIndex{
+		steps: map[int]*stepConsume{}, byHour: map[int64][]*stepConsume{}, updates: map[int64][]weightUpdate{},
+		seen: map[int64]map[[24]byte]struct{}{},
+	}
 	x.lc.init()
 }
 
@@ -103,6 +109,9 @@ func (r *trajectoryReader) indexLocked() {
 		p := r.indexFiles.Parts[h]
 		reports, err := r.indexFiles.Read(p, func(line []byte) bool {
 			return trajLine(line, &r.strings, true, func(rec *trajRec, links []traceID, raw []byte) {
+				if (rec.typ == ttStepConsume || rec.typ == ttWeightUpdate) && x.filed(h, rec) {
+					return
+				}
 				switch rec.typ {
 				case ttStepConsume:
 					if rec.step < 0 {
@@ -136,6 +145,7 @@ func (r *trajectoryReader) indexLocked() {
 			}
 			delete(x.byHour, h)
 			delete(x.updates, h)
+			delete(x.seen, h)
 			p.Reset()
 			x.version++
 			r.indexLocked()
@@ -148,6 +158,27 @@ func (r *trajectoryReader) indexLocked() {
 		}
 	}
 	x.lc.sweep(x.lc.edge, x.steps)
+}
+
+// filed reports whether the record's span was filed in hour h already, and files it if not (records without a
+// span id are always new).
+func (x *trajIndex) filed(h int64, rec *trajRec) bool {
+	if rec.span == ([8]byte{}) {
+		return false
+	}
+	var k [24]byte
+	copy(k[:16], rec.trace[:])
+	copy(k[16:], rec.span[:])
+	m := x.seen[h]
+	if m == nil {
+		m = map[[24]byte]struct{}{}
+		x.seen[h] = m
+	}
+	if _, ok := m[k]; ok {
+		return true
+	}
+	m[k] = struct{}{}
+	return false
 }
 
 // annotate reads the step_consume fields trajRec does not keep (batch). Its lifecycle annotations, if a lifecycle

@@ -74,6 +74,11 @@ type trajBlock struct {
 	records []trajRec
 	// maxT is the newest span end among them.
 	maxT float64
+	// seen holds the (trace, span) ids read while the hour can still grow: a gateway killed after writing a
+	// batch but before acknowledging it gets the batch again from its agents (docs/operations.md, "Agents and
+	// gateways"), so a span may be written twice; it is read once. Dropped once the hour is compacted (a
+	// rewritten hour is read over with a new set).
+	seen map[[24]byte]struct{}
 }
 
 func (b *trajBlock) sink(in *interner) partition.LineSink {
@@ -81,6 +86,18 @@ func (b *trajBlock) sink(in *interner) partition.LineSink {
 		ok := trajLine(line, in, false, func(r *trajRec, _ []traceID, _ []byte) {
 			if r.typ == ttStepConsume || r.typ == ttWeightUpdate {
 				return // in the index
+			}
+			if r.span != ([8]byte{}) {
+				var k [24]byte
+				copy(k[:16], r.trace[:])
+				copy(k[16:], r.span[:])
+				if b.seen == nil {
+					b.seen = map[[24]byte]struct{}{}
+				}
+				if _, dup := b.seen[k]; dup {
+					return
+				}
+				b.seen[k] = struct{}{}
 			}
 			b.records = append(b.records, *r)
 			if r.t1 > b.maxT {
@@ -114,6 +131,9 @@ func (r *trajectoryReader) loadHourLocked(h int64) {
 	}
 	r.run.report(reports, err)
 	p.Loaded = true
+	if !p.HasPlain() {
+		b.seen = nil // compacted: it changes only by a rewrite, which reads it over
+	}
 	if len(b.records) != before {
 		r.version++
 	}
