@@ -165,7 +165,7 @@ func TestRedeliveredSpansReadOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	gen1 := "" // sample 10's first generate span, the engine request's parent
-	for _, l := range strings.Split(string(raw), "\n") {
+	for l := range strings.SplitSeq(string(raw), "\n") {
 		var r struct {
 			Type   string `json:"type"`
 			Sample int    `json:"sample"`
