@@ -60,7 +60,7 @@ func main() {
 	flag.Int64Var(&o.seed, "seed", 1, "simulator seed (and kill moments)")
 	flag.DurationVar(&o.minGap, "min-gap", 2*time.Second, "kill: shortest time between a restart and the next kill")
 	flag.DurationVar(&o.maxGap, "max-gap", 5*time.Second, "kill: longest time between a restart and the next kill")
-	flag.IntVar(&o.diskMiB, "disk-mib", 48, "disk: size of the tmpfs run directory")
+	flag.IntVar(&o.diskMiB, "disk-mib", 256, "disk: size of the tmpfs run directory (room for the run's data and the queue written back after recovery)")
 	flag.DurationVar(&o.hold, "hold", 15*time.Second, "disk: how long the disk stays full / read-only")
 	flag.Parse()
 	if o.out == "" {
@@ -528,6 +528,8 @@ func diskCampaign(o options) map[string]any {
 		time.Sleep(4 * time.Second)
 		after := analyze(runDir).Streams[sc.StreamGPUUtil].Lines
 		dropped := selfMetric(p, "otelcol_exporter_jsonl_dropped", `reason="buffer_full"`)
+		resumes := selfMetric(p, "otelcol_exporter_jsonl_write_resumes", "")
+		usedMiB := diskUsedMiB(mnt)
 		simErr := <-simDone
 		c.stop()
 		logs, _ := os.ReadFile(logPath)
@@ -539,7 +541,7 @@ func diskCampaign(o options) map[string]any {
 		}
 		result[mode] = map[string]any{
 			"filled_mib": filled >> 20, "rss_peak_mib": peak, "gpu_util_lines_before": before, "during": during, "after_recovery": after,
-			"resumed": after > during, "dropped_buffer_full": dropped,
+			"resumed": after > during, "dropped_buffer_full": dropped, "write_resumes": resumes, "disk_used_mib_after": usedMiB,
 			"error_lines":   bytes.Count(logs, []byte("cannot write to the run directory")),
 			"resumed_lines": bytes.Count(logs, []byte("writing resumed")), "invalid_lines": invalid, "partial_tail_bytes": partial,
 			"sim_error": fmt.Sprint(simErr), "phases_records": st.Streams[sc.StreamPhases].Lines, "topology_records": st.Streams[sc.StreamTopology].Lines,
@@ -589,6 +591,16 @@ func diskCampaign(o options) map[string]any {
 		result[mode] = r
 	}
 	return result
+}
+
+// diskUsedMiB is what the file system at dir holds; a run whose data and written-back queue fill the disk
+// again after the filler is gone never logs a resume (that is the disk, not the writer).
+func diskUsedMiB(dir string) float64 {
+	var st syscall.Statfs_t
+	if syscall.Statfs(dir, &st) != nil {
+		return -1
+	}
+	return round(float64((st.Blocks-st.Bfree)*uint64(st.Bsize)) / (1 << 20))
 }
 
 // ---- dashboard exposure ----
