@@ -57,18 +57,20 @@ var fzGood = map[string][2]string{
 	},
 }
 
-// fzRun writes a run whose stream partition holds good-before, the fuzzed block, good-after (each block on its
-// own lines), plus one good record of every other stream, and opens it.
-func fzRun(t *testing.T, stream string, block []byte) *Store {
-	dir := t.TempDir()
+// fzBase writes a run with one good record of every stream into dir.
+func fzBase(t testing.TB, dir string) {
 	write(t, dir, "dashboard/meta.json", `{"schema_version":3,"writer":"otelcol-miles","run_name":"fz","start_ts":`+fmt.Sprint(h0)+`}`)
 	for s, good := range fzGood {
-		content := good[0] + "\n"
-		if s == stream {
-			content += string(block) + "\n" + good[1] + "\n"
-		}
-		write(t, dir, "dashboard/"+s+"/"+fzHour+".jsonl", content)
+		write(t, dir, "dashboard/"+s+"/"+fzHour+".jsonl", good[0]+"\n")
 	}
+}
+
+// fzRun rewrites the stream's partition of the run in dir (fzBase) as good-before, the fuzzed block,
+// good-after, each block on its own lines, and opens the run. Fuzzing reuses one directory per worker:
+// creating a run per input made the file system, not the readers, the cost of an execution.
+func fzRun(t *testing.T, dir, stream string, block []byte) *Store {
+	good := fzGood[stream]
+	write(t, dir, "dashboard/"+stream+"/"+fzHour+".jsonl", good[0]+"\n"+string(block)+"\n"+good[1]+"\n")
 	st, err := Open(dir, false)
 	if err != nil {
 		t.Fatalf("open: %v", err)
@@ -201,11 +203,13 @@ func fuzzStream(f *testing.F, stream string) {
 	f.Add([]byte(fzGood[stream][0]))
 	f.Add([]byte("{\"partial\":"))
 	f.Add([]byte{})
+	dir := f.TempDir()
+	fzBase(f, dir)
 	f.Fuzz(func(t *testing.T, block []byte) {
 		if len(block) > 64<<10 {
 			return // the line-length bound has its own test; big inputs only slow the search
 		}
-		st := fzRun(t, stream, block)
+		st := fzRun(t, dir, stream, block)
 		fzAsk(st)
 		if err := fzCheck(st, stream); err != nil {
 			t.Fatal(err)
@@ -227,14 +231,16 @@ func FuzzTopologyFile(f *testing.F)     { fuzzStream(f, "topology") }
 func FuzzCompressedPartition(f *testing.F) {
 	f.Add([]byte{0x28, 0xb5, 0x2f, 0xfd}) // a zstd magic and nothing else
 	f.Add([]byte("not zstd"))
+	dir := f.TempDir()
+	fzBase(f, dir)
+	for _, s := range []string{"phases", "gpu_util", "metrics", "trajectories"} {
+		write(f, dir, "dashboard/"+s+"/"+fzHour+".jsonl", fzGood[s][0]+"\n"+fzGood[s][1]+"\n")
+	}
 	f.Fuzz(func(t *testing.T, zst []byte) {
 		if len(zst) > 64<<10 {
 			return
 		}
-		dir := t.TempDir()
-		write(t, dir, "dashboard/meta.json", `{"schema_version":3,"writer":"otelcol-miles","run_name":"fz","start_ts":`+fmt.Sprint(h0)+`}`)
 		for _, s := range []string{"phases", "gpu_util", "metrics", "trajectories"} {
-			write(t, dir, "dashboard/"+s+"/"+fzHour+".jsonl", fzGood[s][0]+"\n"+fzGood[s][1]+"\n")
 			if err := os.WriteFile(filepath.Join(dir, "dashboard", s, fzHour+".jsonl.zst"), zst, 0o644); err != nil {
 				t.Fatal(err)
 			}
@@ -256,7 +262,9 @@ func FuzzCompressedPartition(f *testing.F) {
 // stream, and with a stream's after-record missing it says so.
 func TestFuzzSentinelsRead(t *testing.T) {
 	for s := range fzGood {
-		if err := fzCheck(fzRun(t, s, nil), s); err != nil {
+		dir := t.TempDir()
+		fzBase(t, dir)
+		if err := fzCheck(fzRun(t, dir, s, nil), s); err != nil {
 			t.Errorf("%s: %v", s, err)
 		}
 	}
@@ -265,7 +273,9 @@ func TestFuzzSentinelsRead(t *testing.T) {
 	for _, s := range []string{"phases", "gpu_util", "gpu_rollup", "metrics", "engine_series", "trajectories"} {
 		fzGood = maps.Clone(saved)
 		fzGood[s] = [2]string{saved[s][0], "{}"}
-		if err := fzCheck(fzRun(t, s, nil), s); err == nil {
+		dir := t.TempDir()
+		fzBase(t, dir)
+		if err := fzCheck(fzRun(t, dir, s, nil), s); err == nil {
 			t.Errorf("%s: the after-record is missing and the check passed", s)
 		}
 	}
