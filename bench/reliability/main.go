@@ -4,6 +4,7 @@
 // not decide pass or fail except for "the process could not be driven at all".
 //
 //	go run ./bench/reliability -out DIR kill|disk|exposure|all
+//	go run ./bench/reliability answers CLEAN_RUN KILLED_RUN   (the dashboard's answers compared)
 package main
 
 import (
@@ -70,6 +71,11 @@ func main() {
 	}
 	must(os.MkdirAll(o.out, 0o755))
 	what := flag.Args()
+	if len(what) == 3 && what[0] == "answers" { // compare the dashboard's answers on two run directories
+		b, _ := json.Marshal(compareAnswers(o, what[1], what[2]))
+		fmt.Println(string(b))
+		return
+	}
 	if len(what) == 0 || (len(what) == 1 && what[0] == "all") {
 		what = []string{"kill", "disk", "exposure"}
 	}
@@ -434,7 +440,9 @@ func killCampaign(o options) map[string]any {
 		}
 	}
 	sort.Float64s(restartMs)
+	answers := compareAnswers(o, clean, killed)
 	return map[string]any{
+		"dashboard_answers": answers,
 		"nodes": o.nodes, "gpus": o.nodes * 8, "sim_duration": o.duration.String(), "speed": o.speed, "start": start,
 		"kills": kills, "gap_s": []float64{o.minGap.Seconds(), o.maxGap.Seconds()},
 		"restart_ms_median": median(restartMs), "clean_wall_s": round(cleanWall), "killed_wall_s": round(killWall),
@@ -601,6 +609,153 @@ func diskUsedMiB(dir string) float64 {
 		return -1
 	}
 	return round(float64((st.Blocks-st.Bfree)*uint64(st.Bsize)) / (1 << 20))
+}
+
+// ---- the dashboard's answers after the kills ----
+
+// answerPaths are the questions compareAnswers asks of each run: the lanes, the phases and the GPU series of
+// the whole run (a wide view, answered from the roll-up), the fleet, the idle bubbles, the consumed steps and
+// the step metrics. {t0} and {t1} are the run's time range.
+var answerPaths = map[string]string{
+	"lanes":        "/api/v1/lanes?lanes=all",
+	"phases":       "/api/v1/phases?t0={t0}&t1={t1}&lanes=all",
+	"gpu_wide":     "/api/v1/gpu?t0={t0}&t1={t1}&lanes=all&points=8&fields=util,mem_mb,power_w",
+	"fleet":        "/api/v1/fleet?t0={t0}&t1={t1}&buckets=60",
+	"bubbles":      "/api/v1/bubbles?t0={t0}&t1={t1}",
+	"steps":        "/api/v1/steps",
+	"metrics_keys": "/api/v1/metrics/keys",
+}
+
+// compareAnswers opens the clean and the killed run in the dashboard and compares its answers: the promise
+// is that the kills change nothing a user sees (no acknowledged record was lost). For each question: equal,
+// or the number of JSON values that differ and the first one.
+func compareAnswers(o options, clean, killed string) map[string]any {
+	a, err := dashboardAnswers(o, clean, "")
+	if err != nil {
+		return map[string]any{"error": err.Error()}
+	}
+	// The same window for both: the clean run's.
+	b, err := dashboardAnswers(o, killed, a["_window"].(string))
+	if err != nil {
+		return map[string]any{"error": err.Error()}
+	}
+	out := map[string]any{"window": a["_window"]}
+	for k := range answerPaths {
+		var diffs []string
+		diffJSON(k, a[k], b[k], &diffs)
+		if len(diffs) == 0 {
+			out[k] = "equal"
+		} else {
+			out[k] = map[string]any{"differing_values": len(diffs), "first": diffs[0]}
+		}
+	}
+	return out
+}
+
+// dashboardAnswers starts the dashboard on runDir and returns its decoded answer to each of answerPaths
+// (window "t0,t1", or the run's own time range when empty) and the window under "_window".
+func dashboardAnswers(o options, runDir, window string) (map[string]any, error) {
+	addr := freeAddr()
+	cmd := exec.Command(o.dash, "serve", "--dir", runDir, "--addr", addr, "--no-cache")
+	cmd.Env = append(os.Environ(), "MILES_DASHBOARD_TOKEN=")
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	defer func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() }()
+	get := func(path string) (any, error) {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		var v struct {
+			Status string `json:"status"`
+			Data   any    `json:"data"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if v.Status != "success" {
+			return nil, fmt.Errorf("%s: %d %s", path, resp.StatusCode, v.Status)
+		}
+		return v.Data, nil
+	}
+	var meta any
+	var err error
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if meta, err = get("/api/v1/meta"); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dashboard on %s: %w %s", runDir, err, firstLine(&log))
+	}
+	if window == "" {
+		tr, _ := meta.(map[string]any)["time_range"].([]any)
+		if len(tr) != 2 {
+			return nil, fmt.Errorf("dashboard on %s: no time_range in meta", runDir)
+		}
+		window = strconv.FormatFloat(tr[0].(float64), 'f', -1, 64) + "," + strconv.FormatFloat(tr[1].(float64), 'f', -1, 64)
+	}
+	t0, t1, _ := strings.Cut(window, ",")
+	out := map[string]any{"_window": window}
+	for k, p := range answerPaths {
+		v, err := get(strings.NewReplacer("{t0}", t0, "{t1}", t1).Replace(p))
+		if err != nil {
+			return nil, err
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// diffJSON appends a line per value of decoded JSON a and b that differs, by path.
+func diffJSON(path string, a, b any, out *[]string) {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok {
+			*out = append(*out, fmt.Sprintf("%s: object vs %T", path, b))
+			return
+		}
+		keys := map[string]bool{}
+		for k := range x {
+			keys[k] = true
+		}
+		for k := range y {
+			keys[k] = true
+		}
+		sorted := make([]string, 0, len(keys))
+		for k := range keys {
+			sorted = append(sorted, k)
+		}
+		sort.Strings(sorted)
+		for _, k := range sorted {
+			diffJSON(path+"."+k, x[k], y[k], out)
+		}
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			*out = append(*out, fmt.Sprintf("%s: %d items vs %v", path, len(x), lenOf(b)))
+			return
+		}
+		for i := range x {
+			diffJSON(path+"["+strconv.Itoa(i)+"]", x[i], y[i], out)
+		}
+	default:
+		if fmt.Sprint(a) != fmt.Sprint(b) {
+			*out = append(*out, fmt.Sprintf("%s: %v vs %v", path, a, b))
+		}
+	}
+}
+
+func lenOf(v any) any {
+	if l, ok := v.([]any); ok {
+		return strconv.Itoa(len(l)) + " items"
+	}
+	return fmt.Sprintf("%T", v)
 }
 
 // ---- dashboard exposure ----
