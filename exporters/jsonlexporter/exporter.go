@@ -119,6 +119,7 @@ func (e *jsonlExporter) start(_ context.Context, _ component.Host) error {
 		if err != nil {
 			return err
 		}
+		cmp.seedRecent(e.now())
 		e.cmp = cmp
 		e.w.cmp = cmp
 	}

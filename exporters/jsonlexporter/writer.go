@@ -253,9 +253,13 @@ func (w *writer) flush() {
 	w.begun++
 	gen := w.begun
 	w.mu.Unlock()
-	defer w.finish(gen)
-
 	var failed, held []*chunk
+	// A flush that held chunks back for a compaction has not written them: the exports waiting for it are
+	// released by the next flush that holds nothing back, so ack: written never acknowledges a record that
+	// sits only in memory while its hour is compressed (a kill then lost it). Failed writes (a broken disk)
+	// are acknowledged from the bounded queue, as documented.
+	defer func() { w.finish(gen, len(held) == 0) }()
+
 	var firstErr error
 	if len(batch) > 0 {
 		// Group by partition, keeping the first-seen order of partitions and the order within each.
@@ -338,10 +342,14 @@ func (w *writer) flush() {
 	}
 }
 
-// finish releases the exports waiting for flush gen.
-func (w *writer) finish(gen uint64) {
+// finish releases the exports waiting for flush gen, when it wrote (or failed to write) everything it took;
+// otherwise they wait for a later flush.
+func (w *writer) finish(gen uint64, complete bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if !complete {
+		return
+	}
 	w.finished = gen
 	if w.flushed != nil {
 		close(w.flushed)
