@@ -812,6 +812,28 @@ func exposure(o options) map[string]any {
 		r[name] = map[string]any{"refused": err != nil, "output": firstLine(out)}
 		stop(cmd)
 	}
+	// A symbolic link inside the run directory pointing out of it: never followed (no partition, no notice
+	// naming its target's content).
+	link := filepath.Join(runDir, runfiles.DashboardDir, sc.StreamPhases, "20200101_00.jsonl")
+	_ = os.MkdirAll(filepath.Dir(link), 0o755)
+	_ = os.Remove(link)
+	linked := os.Symlink("/etc/passwd", link) == nil
+	defer os.Remove(link)
+	// Tokenless on loopback: a page rebound to 127.0.0.1 names its own host.
+	{
+		a := freeAddr()
+		cmd, out, err := serve(a, "")
+		if err != nil {
+			r["tokenless_error"] = fmt.Sprintf("%v %s", err, firstLine(out))
+		}
+		code, _ := getOn(a, "/api/v1/meta", map[string]string{"Host": "attacker.example"})
+		r["tokenless_host_attacker"] = code
+		code, _ = getOn(a, "/api/v1/meta", nil)
+		r["tokenless_host_loopback"] = code
+		r["tokenless_websocket_rebinding_host_origin"] = wsStatus(a, "/api/v1/live", "http://attacker.example", "attacker.example")
+		r["tokenless_websocket_origin_attacker"] = wsStatus(a, "/api/v1/live", "http://attacker.example", "")
+		stop(cmd)
+	}
 	token := "reliability-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	addr := freeAddr()
 	cmd, out, err := serve(addr, token)
@@ -820,6 +842,7 @@ func exposure(o options) map[string]any {
 		return r
 	}
 	defer stop(cmd)
+	r["token_in_startup_output"] = strings.Contains(out.String(), token)
 	get := func(path string, hdr map[string]string) (int, string) {
 		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+path, http.NoBody)
 		for k, v := range hdr {
@@ -887,11 +910,36 @@ func exposure(o options) map[string]any {
 		}
 	}
 	r["path_traversal"] = trav
+	if linked {
+		_, body := get("/api/v1/meta", auth)
+		r["symlink_out_followed"] = strings.Contains(body, "20200101") || strings.Contains(body, "root:")
+	}
+	_, body := get("/api/v1/steps/999999/anatomy", auth)
+	r["absolute_path_in_error"] = strings.Contains(body, o.out) || strings.Contains(body, runDir)
 	r["websocket_origin_attacker"] = wsStatus(addr, "/api/v1/live?token="+token, "http://attacker.example", "")
 	r["websocket_origin_same"] = wsStatus(addr, "/api/v1/live?token="+token, "http://"+addr, "")
 	r["websocket_no_token"] = wsStatus(addr, "/api/v1/live", "http://"+addr, "")
 	r["websocket_rebinding_host_origin"] = wsStatus(addr, "/api/v1/live?token="+token, "http://attacker.example", "attacker.example")
 	return r
+}
+
+// getOn is a GET to addr with headers ("Host" sets the request's host).
+func getOn(addr, path string, hdr map[string]string) (int, string) {
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+path, http.NoBody)
+	for k, v := range hdr {
+		if k == "Host" {
+			req.Host = v
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return -1, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	return resp.StatusCode, string(b)
 }
 
 func port(addr string) string { _, p, _ := net.SplitHostPort(addr); return p }
