@@ -62,12 +62,21 @@ func TestOTLPHTTPAnswersE2E(t *testing.T) {
 		ct, enc string
 		want    int
 	}{
-		{"application/json", "gzip", 400}, {"application/json", "zstd", 400}, {"application/json", "deflate", 400},
-		{"application/json", "snappy", 400}, {"application/json", "br", 400},
-		{"application/x-protobuf", "gzip", 400}, {"application/x-protobuf", "zstd", 400}, {"application/x-protobuf", "snappy", 400},
+		{"application/json", "gzip", 400},
+		{"application/json", "zstd", 400},
+		{"application/json", "deflate", 400},
+		{"application/json", "snappy", 400},
+		{"application/json", "br", 400},
+		{"application/x-protobuf", "gzip", 400},
+		{"application/x-protobuf", "zstd", 400},
+		{"application/x-protobuf", "snappy", 400},
 		{"", "gzip", 400},
-		{"text/plain", "gzip", 500}, {"text/plain", "deflate", 500}, {"text/plain", "snappy", 500}, {"text/plain", "br", 500},
-		{"text/plain", "zstd", 415}, {"text/plain", "", 415},
+		{"text/plain", "gzip", 500},
+		{"text/plain", "deflate", 500},
+		{"text/plain", "snappy", 500},
+		{"text/plain", "br", 500},
+		{"text/plain", "zstd", 415},
+		{"text/plain", "", 415},
 	} {
 		if code, msg := post(tc.ct, tc.enc, junk); code != tc.want {
 			t.Errorf("Content-Type %q, Content-Encoding %q: %d %q, documented %d", tc.ct, tc.enc, code, msg, tc.want)
@@ -77,7 +86,7 @@ func TestOTLPHTTPAnswersE2E(t *testing.T) {
 		}
 	}
 	resp, err := http.Get("http://" + c.HealthAddr + "/")
-	if err != nil || resp.StatusCode != 200 {
+	if err != nil || resp.StatusCode != http.StatusOK {
 		t.Fatalf("health after the refused bodies: %v %v", resp, err)
 	}
 	resp.Body.Close()

@@ -30,6 +30,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
@@ -45,6 +46,7 @@ type options struct {
 	minGap, maxGap              time.Duration
 	diskMiB                     int
 	hold                        time.Duration
+	soakWall                    time.Duration
 }
 
 func main() {
@@ -63,6 +65,7 @@ func main() {
 	flag.DurationVar(&o.maxGap, "max-gap", 5*time.Second, "kill: longest time between a restart and the next kill")
 	flag.IntVar(&o.diskMiB, "disk-mib", 256, "disk: size of the tmpfs run directory (room for the run's data and the queue written back after recovery)")
 	flag.DurationVar(&o.hold, "hold", 15*time.Second, "disk: how long the disk stays full / read-only")
+	flag.DurationVar(&o.soakWall, "soak", 10*time.Minute, "soak: wall time (the simulated run is -speed times longer)")
 	flag.Parse()
 	if o.out == "" {
 		d, err := os.MkdirTemp("", "miles-reliability-")
@@ -80,8 +83,8 @@ func main() {
 		what = []string{"kill", "disk", "exposure"}
 	}
 	for _, w := range what {
-		if w != "kill" && w != "disk" && w != "exposure" {
-			fmt.Fprintf(os.Stderr, "unknown test %q (kill, disk, exposure, all)\n", w)
+		if w != "kill" && w != "disk" && w != "exposure" && w != "soak" {
+			fmt.Fprintf(os.Stderr, "unknown test %q (kill, disk, exposure, soak, all)\n", w)
 			os.Exit(2)
 		}
 	}
@@ -96,6 +99,8 @@ func main() {
 			r = killCampaign(o)
 		case "disk":
 			r = diskCampaign(o)
+		case "soak":
+			r = soak(o)
 		default:
 			r = exposure(o)
 		}
@@ -443,7 +448,7 @@ func killCampaign(o options) map[string]any {
 	answers := compareAnswers(o, clean, killed)
 	return map[string]any{
 		"dashboard_answers": answers,
-		"nodes": o.nodes, "gpus": o.nodes * 8, "sim_duration": o.duration.String(), "speed": o.speed, "start": start,
+		"nodes":             o.nodes, "gpus": o.nodes * 8, "sim_duration": o.duration.String(), "speed": o.speed, "start": start,
 		"kills": kills, "gap_s": []float64{o.minGap.Seconds(), o.maxGap.Seconds()},
 		"restart_ms_median": median(restartMs), "clean_wall_s": round(cleanWall), "killed_wall_s": round(killWall),
 		"sim_sent_clean": cleanSent, "sim_sent_killed": sim.sent,
@@ -756,6 +761,134 @@ func lenOf(v any) any {
 		return strconv.Itoa(len(l)) + " items"
 	}
 	return fmt.Sprintf("%T", v)
+}
+
+// ---- soak ----
+
+// soak runs the simulator live at -speed for -soak wall time into the collector, with the dashboard following
+// the run and one live page (a WebSocket client subscribed to the trailing 15 minutes) reading it. It samples
+// the RSS of the collector and the dashboard and the dashboard's goroutines every 10 s, and reports them with
+// the page's deltas and its lag behind the files at the end.
+func soak(o options) map[string]any {
+	runDir := filepath.Join(o.out, "soak", "run")
+	p := newPorts()
+	c, err := startCollector(o, runDir, p, filepath.Join(o.out, "soak-collector.log"))
+	must(err)
+	defer c.stop()
+	simDur := time.Duration(float64(o.soakWall) * o.speed)
+	simDone := make(chan error, 1)
+	go func() {
+		start := time.Now().UTC().Add(-simDur).Truncate(time.Second).Format(time.RFC3339)
+		cmd := exec.Command(o.sim, "--fast-forward", "--mode", "async", "--nodes", strconv.Itoa(o.nodes), "--duration", simDur.String(),
+			"--max-speed", strconv.FormatFloat(o.speed, 'f', -1, 64), "--seed", strconv.FormatInt(o.seed, 10),
+			"--start", start, "--endpoint", p.http, "--run-dir", runDir, "--give-up", "5m", "--quiet")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			err = fmt.Errorf("%w: %s", err, firstLine(bytes.NewBuffer(out)))
+		}
+		simDone <- err
+	}()
+	// The dashboard needs meta.json: wait for the collector's first write.
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(runDir, runfiles.DashboardDir, runfiles.MetaFile)); err == nil {
+			break
+		}
+	}
+	addr := freeAddr()
+	dash := exec.Command(o.dash, "serve", "--dir", runDir, "--follow", "--addr", addr)
+	dash.Env = append(os.Environ(), "MILES_DASHBOARD_TOKEN=")
+	dlog, err := os.Create(filepath.Join(o.out, "soak-dashboard.log"))
+	must(err)
+	defer dlog.Close()
+	dash.Stdout, dash.Stderr = dlog, dlog
+	must(dash.Start())
+	defer func() { _ = dash.Process.Kill(); _, _ = dash.Process.Wait() }()
+	var ws *websocket.Conn
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if ws, _, err = websocket.DefaultDialer.Dial("ws://"+addr+"/api/v1/live", http.Header{"Origin": []string{"http://" + addr}}); err == nil {
+			break
+		}
+	}
+	must(err)
+	defer ws.Close()
+	must(ws.WriteJSON(map[string]any{"type": "subscribe", "view": "compute", "lanes": "all", "follow_s": 900}))
+	var deltas, msgs int64
+	var lastEdge float64
+	go func() {
+		for {
+			_, b, err := ws.ReadMessage()
+			if err != nil {
+				return
+			}
+			msgs++
+			var m struct {
+				Type string
+				Data struct {
+					DataEdge float64 `json:"data_edge"`
+				}
+			}
+			if json.Unmarshal(b, &m) == nil && m.Type == "delta" {
+				deltas++
+				lastEdge = max(lastEdge, m.Data.DataEdge)
+			}
+		}
+	}()
+	type sample struct {
+		T               float64 `json:"t_s"`
+		Collector, Dash float64 `json:"-"`
+		Threads         float64 `json:"-"`
+	}
+	var samples []sample
+	t0 := time.Now()
+	tick := time.NewTicker(10 * time.Second)
+	defer tick.Stop()
+	var simErr error
+loop:
+	for {
+		select {
+		case simErr = <-simDone:
+			break loop
+		case <-tick.C:
+			samples = append(samples, sample{
+				T: round(time.Since(t0).Seconds()), Collector: rssMiB(c.cmd.Process.Pid),
+				Dash: rssMiB(dash.Process.Pid), Threads: threads(dash.Process.Pid),
+			})
+		}
+	}
+	time.Sleep(3 * time.Second) // the last flush and the page's last delta
+	series := func(f func(sample) float64) []float64 {
+		out := make([]float64, len(samples))
+		for i, s := range samples {
+			out[i] = f(s)
+		}
+		return out
+	}
+	st := analyze(runDir)
+	return map[string]any{
+		"wall_s_planned": o.soakWall.Seconds(), "sim_duration": simDur.String(), "speed": o.speed, "nodes": o.nodes,
+		"sim_error": fmt.Sprint(simErr), "samples_every_s": 10,
+		"collector_rss_mib": series(func(s sample) float64 { return s.Collector }),
+		"dashboard_rss_mib": series(func(s sample) float64 { return s.Dash }),
+		"dashboard_threads": series(func(s sample) float64 { return s.Threads }),
+		"page_messages":     msgs, "page_deltas": deltas, "page_last_edge": lastEdge,
+		"gpu_util_lines": st.Streams[sc.StreamGPUUtil].Lines, "phases_lines": st.Streams[sc.StreamPhases].Lines,
+		"invalid_lines": st.Streams[sc.StreamGPUUtil].Invalid + st.Streams[sc.StreamPhases].Invalid,
+	}
+}
+
+// threads is the process's OS thread count (/proc), -1 when unreadable.
+func threads(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return -1
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Threads:"); ok {
+			n, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return n
+		}
+	}
+	return -1
 }
 
 // ---- dashboard exposure ----

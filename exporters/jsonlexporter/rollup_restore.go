@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"slices"
 	"sort"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -50,8 +51,7 @@ func (u *rollup) restore(root string, r *records) (int, error) {
 	watermark := int64(math.MinInt64)
 	cutoff := int64(math.MaxInt64)
 	var errs []error
-	for i := len(raw) - 1; i >= 0; i-- {
-		p := raw[i]
+	for _, p := range slices.Backward(raw) {
 		if p.Plain == "" || (watermark != math.MinInt64 && p.Hour.Unix()+3600 <= cutoff) {
 			break // a compressed hour is closed for longer than any bucket stays open
 		}
@@ -91,8 +91,7 @@ func (u *rollup) restore(root string, r *records) (int, error) {
 	if err != nil {
 		errs = append(errs, err)
 	}
-	for i := len(rolls) - 1; i >= 0; i-- {
-		p := rolls[i]
+	for _, p := range slices.Backward(rolls) {
 		if p.Plain == "" || p.Hour.Unix()+3600 <= cutoff-2*u.step {
 			break
 		}

@@ -375,7 +375,8 @@ func TestRollupResumesAfterKill(t *testing.T) {
 			n := map[string]int{}
 			for _, r := range recs {
 				k := fmt.Sprintf("%s:%d@%d", r.Node, r.GPU, r.TS)
-				if n[k]++; n[k] > 1 {
+				n[k]++
+				if n[k] > 1 {
 					t.Errorf("%s: %d records; a resumed bucket is written once", k, n[k])
 				}
 			}

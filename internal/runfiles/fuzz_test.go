@@ -81,8 +81,8 @@ func FuzzPartitionNames(f *testing.F) {
 		if err := os.MkdirAll(stream, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		real := time.Date(2026, 12, 3, 7, 0, 0, 0, time.UTC)
-		for _, name := range []string{HourName(real) + PlainExt, base + PlainExt} {
+		live := time.Date(2026, 12, 3, 7, 0, 0, 0, time.UTC)
+		for _, name := range []string{HourName(live) + PlainExt, base + PlainExt} {
 			if err := os.WriteFile(filepath.Join(stream, name), []byte("{}\n"), 0o644); err != nil {
 				return // a name the file system refuses
 			}
@@ -96,7 +96,7 @@ func FuzzPartitionNames(f *testing.F) {
 			if p.Plain == "" || filepath.Base(p.Plain) != HourName(p.Hour)+PlainExt {
 				t.Fatalf("partition %+v is not named by its hour", p)
 			}
-			sawReal = sawReal || p.Hour.Equal(real)
+			sawReal = sawReal || p.Hour.Equal(live)
 		}
 		if !sawReal {
 			t.Fatalf("the real partition is hidden by %q: %+v strays %v", base, parts, strays)
@@ -105,7 +105,7 @@ func FuzzPartitionNames(f *testing.F) {
 		if stray := slices.Contains(strays, base+PlainExt); stray != (perr != nil) {
 			t.Fatalf("%q: listed as a stray %v, parse error %v", base, stray, perr)
 		}
-		if perr == nil && len(parts) != 1+btoi(base != HourName(real)) {
+		if perr == nil && len(parts) != 1+btoi(base != HourName(live)) {
 			t.Fatalf("%q: %d partitions", base, len(parts))
 		}
 	})
