@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -66,7 +67,9 @@ func runDir(tb testing.TB, layout string, s Shape) string {
 
 func get(tb testing.TB, h http.Handler, url string) int {
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, url, http.NoBody))
+	req := httptest.NewRequest(http.MethodGet, url, http.NoBody)
+	req.Host = "127.0.0.1" // as the SPA reaches it on a loopback address (the server checks Host)
+	h.ServeHTTP(rec, req)
 	if rec.Code != http.StatusOK {
 		tb.Fatalf("%s: %d %s", url, rec.Code, rec.Body.String()[:min(300, rec.Body.Len())])
 	}
@@ -118,15 +121,19 @@ func BenchmarkViews(b *testing.B) {
 		})
 		b.Run(layout+"/warm-carpet", func(b *testing.B) {
 			h := warmed(b)
+			c := cpuTime()
 			for b.Loop() {
 				get(b, h, carpet)
 			}
+			reportCPU(b, c)
 		})
 		b.Run(layout+"/warm-fleet", func(b *testing.B) {
 			h := warmed(b)
+			c := cpuTime()
 			for b.Loop() {
 				get(b, h, fleet)
 			}
+			reportCPU(b, c)
 		})
 	}
 }
@@ -134,6 +141,7 @@ func BenchmarkViews(b *testing.B) {
 // coldOpen times store.Open + /meta and then the first carpet, split in ms-open and ms-first-carpet.
 func coldOpen(b *testing.B, dir, cache, carpet string) {
 	var open0, first time.Duration
+	c := cpuTime()
 	for b.Loop() {
 		t := time.Now()
 		h := open(b, dir, cache)
@@ -145,6 +153,23 @@ func coldOpen(b *testing.B, dir, cache, carpet string) {
 	}
 	b.ReportMetric(float64(open0.Microseconds())/1e3/float64(b.N), "ms-open")
 	b.ReportMetric(float64(first.Microseconds())/1e3/float64(b.N), "ms-first-carpet")
+	reportCPU(b, c)
+}
+
+// cpuTime is the CPU time the process has used (user + system), every thread's: on a shared machine the wall
+// time of an op swings with the other processes, its CPU time much less.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU reports the CPU time per op since since (cpu-ms/op; background work such as column cache writes
+// included).
+func reportCPU(b *testing.B, since time.Duration) {
+	b.ReportMetric(float64((cpuTime()-since).Microseconds())/1e3/float64(b.N), "cpu-ms/op")
 }
 
 // waitCache waits until the column cache files stop changing (compacted hours are written in the background).
@@ -160,15 +185,21 @@ func waitCache(cache string) {
 	}
 }
 
-// BenchmarkFleet8192: the warm fleet overview of 8192 lanes (1024 nodes) over a 20-minute run in our layout.
+// BenchmarkFleet8192: the warm fleet overview of 8192 lanes (1024 nodes) over a 20-minute run in our layout
+// (MILES_REF_RUN_8192 names one genrun wrote; otherwise it is generated, ~30 s of CPU).
 func BenchmarkFleet8192(b *testing.B) {
 	s := Default512()
 	s.Nodes, s.Steps = 1024, 5
-	dir := runDir(b, "ours", s)
+	dir := os.Getenv("MILES_REF_RUN_8192") // genrun -layout ours -nodes 1024 -steps 5 (touched an hour back)
+	if dir == "" {
+		dir = runDir(b, "ours", s)
+	}
 	_, fleet := urls(s)
 	h := open(b, dir, "")
 	get(b, h, fleet)
+	c := cpuTime()
 	for b.Loop() {
 		get(b, h, fleet)
 	}
+	reportCPU(b, c)
 }

@@ -70,7 +70,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Float64Var(&opts.Speed, "speed", 60, "live time compression: simulated seconds per wall second")
 	fs.IntVar(&opts.EngineTraceLevel, "engine-trace-level", 2, "engines export sglang request traces under each generate span at this SGLANG_TRACE_LEVEL (1-3; 0 off)")
 	fs.Float64Var(&opts.MaxSpeed, "max-speed", 0, "fast-forward: cap simulated seconds per wall second (0: as fast as the collector accepts; its exporter may then drop records, see BENCHMARKS.md)")
-	fs.StringVar(&start, "start", "", "fast-forward: RFC 3339 time of the run start (default: now minus --duration)")
+	fs.StringVar(&start, "start", "", "fast-forward: RFC 3339 time of the run start (default: now minus --duration, or minus the simulated length of --steps, found by generating the run once without sending, so no record is in the future)")
 	fs.Float64Var(&opts.GPUInterval, "gpu-interval", 1, "seconds between NVML readings per GPU (wall in live mode, simulated in fast-forward)")
 	fs.Float64Var(&opts.ProcInterval, "process-interval", 5, "seconds between per-process GPU memory readings")
 	fs.Float64Var(&opts.ScrapeInterval, "scrape-interval", 5, "fast-forward: simulated seconds between engine scrapes")

@@ -75,15 +75,19 @@ func engineQueueInput(st stepAnatomies) *advisory.EngineQueue {
 }
 
 type sampleLifecycleResp struct {
-	Step             int                `json:"step"`
-	Consume          float64            `json:"consume"`
+	Step int `json:"step"`
+	// Consume is the step's consume time, null when no step_consume names the step.
+	Consume          *float64           `json:"consume"`
 	Pushes           []store.WeightPush `json:"weight_pushes"`
 	EngineStages     []string           `json:"engine_stages"`
 	EngineSliceNames []string           `json:"engine_slice_names"`
-	Row              store.AnatomyRow   `json:"row"`
+	// Row is the sample's anatomy row, null when the step did not consume it (or was not consumed).
+	Row *store.AnatomyRow `json:"row"`
 }
 
-// sampleLifecycle is the anatomy row of one consumed sample (404 when the step has no such sample).
+// sampleLifecycle is the anatomy row of one consumed sample. A sample the trajectories do not show consumed
+// (a dump of a step whose spans are absent, an eval sample) is an answer with row null, not a 404: the sample
+// page asks for every sample it opens (docs/dashboard-api.md).
 func (s *Server) sampleLifecycle(r *http.Request) (any, error) {
 	id, err := strconv.Atoi(r.PathValue("id"))
 	if err != nil || id < 0 {
@@ -93,20 +97,22 @@ func (s *Server) sampleLifecycle(r *http.Request) (any, error) {
 	if err != nil || idx < 0 {
 		return nil, badData(errors.New("sample index must be a non-negative integer"))
 	}
+	none := sampleLifecycleResp{Step: id, Pushes: []store.WeightPush{}, EngineStages: store.EngineStageNames, EngineSliceNames: []string{}}
 	a, err := s.traj.Anatomy(id, "submit", 0, 0)
 	switch {
 	case errors.Is(err, store.ErrNoStep):
-		return nil, notFound(errors.New("no step_consume record for step " + strconv.Itoa(id)))
+		return none, nil
 	case err != nil:
 		return nil, badData(err)
 	}
-	for _, row := range a.Rows {
-		if row.Sample == idx {
+	for i := range a.Rows {
+		if a.Rows[i].Sample == idx {
 			return sampleLifecycleResp{
-				Step: id, Consume: a.Consume, Pushes: a.Pushes, EngineStages: a.EngineStages,
-				EngineSliceNames: a.EngineSliceNames, Row: row,
+				Step: id, Consume: &a.Consume, Pushes: a.Pushes, EngineStages: a.EngineStages,
+				EngineSliceNames: a.EngineSliceNames, Row: &a.Rows[i],
 			}, nil
 		}
 	}
-	return nil, notFound(errors.New("step " + strconv.Itoa(id) + " consumed no sample " + strconv.Itoa(idx)))
+	none.Consume = &a.Consume
+	return none, nil
 }

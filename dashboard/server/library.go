@@ -394,6 +394,9 @@ func dirExists(p string) bool {
 
 // runsList is the data of GET /api/v1/runs.
 type runsList struct {
+	// Library is true when the server serves a library (serve --root); a one-run server (serve --dir) answers
+	// false with no runs, so a page learns which it talks to without an error answer.
+	Library bool `json:"library"`
 	// Runs are the runs found, newest start first.
 	Runs []RunSummary `json:"runs"`
 	// Scan is what the last scan of the root read.
@@ -405,7 +408,7 @@ type runsList struct {
 func (l *Library) listRuns(*http.Request) (any, error) {
 	l.scan()
 	l.scanMu.Lock()
-	out := runsList{Runs: make([]RunSummary, 0, len(l.order)), Scan: l.scanCost, LiveWithinS: l.opts.LiveWithin.Seconds()}
+	out := runsList{Library: true, Runs: make([]RunSummary, 0, len(l.order)), Scan: l.scanCost, LiveWithinS: l.opts.LiveWithin.Seconds()}
 	for _, id := range l.order {
 		out.Runs = append(out.Runs, l.runs[id].summary)
 	}

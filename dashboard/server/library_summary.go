@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
 	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
+	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
 
 // A run's summary for the runs page, made without parsing its streams: meta.json, the lane catalog, the
@@ -46,10 +48,20 @@ type RunSummary struct {
 	LatestStep *int64 `json:"latest_step"`
 	// Headline are the newest values of the headline metrics the run logs, by key.
 	Headline map[string]float64 `json:"headline"`
-	// Args are the trainer's arguments when the run records them (meta.json "args"), else null.
+	// Args are the miles v1 snapshot of the trainer's arguments (meta.json "args"), else null.
 	Args map[string]any `json:"args"`
+	// Config says whether and where the run records its trainer arguments (GET /api/v1/run_config has them).
+	Config RunConfigBrief `json:"config"`
 	// Advisory is the advisory state of a run that is open (its streams loaded), else null.
 	Advisory *RunAdvisoryState `json:"advisory"`
+}
+
+// RunConfigBrief is a run's configuration in short: its source ("run_config", "meta.json" or ""), when it was
+// recorded and how many arguments it has.
+type RunConfigBrief struct {
+	Source string  `json:"source"`
+	TS     float64 `json:"ts"`
+	N      int     `json:"n"`
 }
 
 // RunAdvisoryState is the advisory of an open run, in short.
@@ -113,6 +125,9 @@ func summaryStamp(dir string) string {
 		d := dashDir(root)
 		st(filepath.Join(d, runfiles.MetaFile))
 		st(filepath.Join(d, runfiles.LaneCatalogFile))
+		if p := newestFile(filepath.Join(d, sc.StreamRunConfig)); p != "" {
+			st(p)
+		}
 		for _, s := range streamNames {
 			if p := newestFile(filepath.Join(d, s)); p != "" {
 				st(p)
@@ -281,6 +296,9 @@ func summarize(id, dir string) RunSummary {
 				s.latestMetrics(tail)
 			}
 		}
+	}
+	if rc, _ := store.ReadRunConfig(dir); rc != nil {
+		s.Config = RunConfigBrief{Source: rc.Source, TS: rc.TS, N: len(rc.Args)}
 	}
 	if fi, err := os.Stat(filepath.Join(dir, "rollout_data")); err == nil {
 		s.LastWrite = math.Max(s.LastWrite, float64(fi.ModTime().UnixNano())/1e9)

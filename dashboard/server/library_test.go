@@ -228,8 +228,16 @@ func TestLibraryEvictsIdleRuns(t *testing.T) {
 // BenchmarkLibraryListing: GET /api/v1/runs over 64 runs, every summary made again (cold) or all cached (warm).
 func BenchmarkLibraryListing(b *testing.B) {
 	root := b.TempDir()
+	// Each run records a miles-sized configuration (1500 arguments, docs/semconv.md §11), which the summary
+	// dates and counts from the newest hour of its run_config stream.
+	var args strings.Builder
+	for i := range 1500 {
+		fmt.Fprintf(&args, `%s"arg_%04d":%d`, map[bool]string{true: "", false: ","}[i == 0], i, i)
+	}
 	for i := range 64 {
 		dir := handRun(b, healthySpec)
+		writeFile(b, filepath.Join(dir, "dashboard", "run_config", "20261202_13.jsonl"),
+			`{"ts":1796220000,"node":"n0","service":"miles-trainer","pid":1,"args":{`+args.String()+`}}`+"\n", false)
 		if err := os.Rename(dir, filepath.Join(root, fmt.Sprintf("run-%02d", i))); err != nil {
 			b.Fatal(err)
 		}

@@ -54,5 +54,13 @@ func (s *Server) metricSeries(r *http.Request) (any, error) {
 	if x0 != nil && x1 != nil && *x1 < *x0 {
 		return nil, badData(errors.New("x1 must not be below x0"))
 	}
-	return metricSeriesList{Points: points, Series: s.metrics.MetricSeries(keys, x0, x1, points)}, nil
+	series := s.metrics.MetricSeries(keys, x0, x1, points)
+	if withTime, err := boolParam(r, "time"); err != nil {
+		return nil, err
+	} else if !withTime {
+		for i := range series {
+			series[i].T = nil
+		}
+	}
+	return metricSeriesList{Points: points, Series: series}, nil
 }

@@ -15,6 +15,7 @@ type runReader interface {
 	Meta() *store.MetaResult
 	MetaVersion() int
 	Info() store.RunInfo
+	RunConfig() (*store.RunConfig, error)
 	Dir() string
 	Edge() float64
 	Shards() []store.ShardStatus
@@ -33,6 +34,7 @@ type computeReader interface {
 	Fleet(t0, t1 float64, sel []*store.Lane, buckets int) *store.FleetResult
 	Heatmap(t0, t1 float64, sel []*store.Lane, metric string, buckets int) (*store.HeatmapResult, error)
 	Bubbles(t0, t1 float64) []store.Bubble
+	StepPhases(t0, t1 float64, sel []*store.Lane) *store.StepPhasesResult
 	Outliers(t0, t1 float64, sel []*store.Lane, k int) *store.OutliersResult
 }
 

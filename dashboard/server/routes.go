@@ -14,11 +14,13 @@ func (s *Server) register(mux *http.ServeMux) {
 
 	// The run and the compute view (compute.go).
 	handle("GET /api/v1/meta", s.meta)
+	handle("GET /api/v1/run_config", s.runConfig) // the trainer's arguments (run_config.go)
 	handle("GET /api/v1/lanes", s.lanes)
 	handle("GET /api/v1/phases", s.phases)
 	handle("GET /api/v1/gpu", s.gpu)
 	handle("GET /api/v1/fleet", s.fleet)
 	handle("GET /api/v1/bubbles", s.bubbles)
+	handle("GET /api/v1/bubbles/phases", s.bubblesPhases) // per-step phase breakdown (compare.go)
 	handle("GET /api/v1/outliers", s.outliers)
 	handle("GET /api/v1/heatmap", s.heatmap)                // binary frame
 	handle("GET /api/v1/export/perfetto", s.exportPerfetto) // a Perfetto trace of the window (export.go)
@@ -38,6 +40,9 @@ func (s *Server) register(mux *http.ServeMux) {
 
 	// The advisory (advisory.go).
 	handle("GET /api/v1/advisory", s.advise)
+
+	// The run list: a one-run server is no library (library.go serves the list under serve --root).
+	handle("GET /api/v1/runs", func(*http.Request) (any, error) { return runsList{Runs: []RunSummary{}}, nil })
 
 	// Dumps: the step page and the sample page (dumps.go).
 	handle("GET /api/v1/dumps/steps", s.dumpSteps)

@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/columns"
-	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/flatjson"
 )
 
 // pyramidStep is the finest pre-aggregated bucket (seconds). A 1-hour block keeps up to 3600/16 = 225 min/max
@@ -124,10 +123,12 @@ type gpuBlock struct {
 	sealed int
 	// pyrMu serializes building pyramids (pyramidOf; queries hold the store's lock only for reading).
 	pyrMu sync.Mutex
-	// last, lastNode and lastGPU are the lane of the previous line (lines of one lane come in runs).
-	last     *laneData
-	lastNode []byte
-	lastGPU  int
+	// byNode are the lanes by node and GPU index (laneFor); lastNode and lastLanes the previous line's node.
+	byNode    map[string][]*laneData
+	lastNode  []byte
+	lastLanes []*laneData
+	// rec is the record being added (addLine), kept to not clear its members for every line.
+	rec gpuRecord
 	// only are the lanes read (gpu_lanefilter.go); nil: all.
 	only *laneFilter
 }
@@ -136,56 +137,20 @@ func newGPUBlock(hour int64) *gpuBlock {
 	return &gpuBlock{hour: hour, lanes: map[string]*laneData{}, fields: map[string]bool{}, minTS: math.Inf(1), maxTS: math.Inf(-1)}
 }
 
-// rawKV is one numeric member of a record, still as bytes (no allocation per field).
-type rawKV struct {
-	k []byte
-	v float64
-}
-
 // addLine parses one gpu_util record (ours or miles v1: same core fields) into the block. It is the cold-open
-// hot path: keys are matched against the lane's previous record order before any map lookup, and nothing is
-// allocated per field.
+// hot path: the record is read in one pass (gpuRecord.scanFast), keys are matched against the lane's previous
+// record order before any map lookup, and nothing is allocated per record.
 func (b *gpuBlock) addLine(line []byte, onLane func(key string)) bool {
 	if b.only != nil {
 		if node, gpu, ok := lineLane(line); ok && !b.only.has(node, gpu) {
 			return true // another lane's reading: skipped unparsed
 		}
 	}
-	var ts float64
-	var node []byte
-	gpu := -1.0
-	var vals [32]rawKV
-	n := 0
-	ok := true
-	err := flatjson.Scan(line, func(key, val []byte, str bool) {
-		switch {
-		case len(key) == 2 && key[0] == 't' && key[1] == 's':
-			var good bool
-			if ts, good = flatjson.ParseNum(val); !good {
-				ok = false
-			}
-		case str:
-			if string(key) == "node" {
-				node = val
-			}
-		case len(key) == 3 && string(key) == "gpu":
-			var good bool
-			if gpu, good = flatjson.ParseNum(val); !good {
-				ok = false
-			}
-		default:
-			if n >= len(vals) {
-				return
-			}
-			if v, good := flatjson.ParseNum(val); good {
-				vals[n] = rawKV{key, v}
-				n++
-			}
-		}
-	})
-	if err != nil || !ok || node == nil || gpu < 0 || ts <= 0 {
+	r := &b.rec
+	if !r.scanFast(line) && !r.scan(line) {
 		return false
 	}
+	ts, node, gpu := r.ts, r.node, r.gpu
 	if b.only != nil && !b.only.has(node, int(gpu)) {
 		return true
 	}
@@ -202,7 +167,9 @@ func (b *gpuBlock) addLine(line []byte, onLane func(key string)) bool {
 	}
 	lane.newestMs = max(lane.newestMs, tMs)
 	bucket := int((tMs - h0) / (pyramidStep * 1000))
-	for i, x := range vals[:n] {
+	fineJ := (tMs - h0) / (fineStep * 1000)
+	for i := range r.n {
+		x := &r.vals[i]
 		var f *field
 		if i < len(lane.order) && bytes.Equal(lane.order[i].name, x.k) {
 			f = lane.order[i].f
@@ -227,12 +194,16 @@ func (b *gpuBlock) addLine(line []byte, onLane func(key string)) bool {
 		for f.start+f.vals.Len() < idx { // absent from the samples in between
 			f.vals.Append(math.NaN())
 		}
-		f.vals.Append(x.v)
+		if x.exact {
+			f.vals.AppendQuantum(x.q)
+		} else {
+			f.vals.Append(x.v)
+		}
 		if p := f.pyr.Load(); p != nil {
 			p.bucket(bucket, x.v)
 		}
 		if fm := f.fine.Load(); fm != nil {
-			fineAdd(*fm, (tMs-h0)/(fineStep*1000), x.v)
+			fineAdd(*fm, fineJ, x.v)
 		}
 		b.values++
 	}
@@ -241,12 +212,39 @@ func (b *gpuBlock) addLine(line []byte, onLane func(key string)) bool {
 	return true
 }
 
-// laneFor finds the lane of (node, gpu), remembering the last one: records of one device often come together.
+// laneFor finds the lane of (node, gpu) by the node's bytes and the GPU index, without building its key: the
+// lines of one node come in runs (a node's GPUs read together), so its lanes are remembered.
 func (b *gpuBlock) laneFor(node []byte, gpu int, onLane func(string)) *laneData {
-	if b.last != nil && b.lastGPU == gpu && bytes.Equal(b.lastNode, node) {
-		return b.last
+	if gpu < 0 || gpu > maxIndexedGPU {
+		return b.laneByKey(string(node)+":"+itoa(gpu), onLane) // a GPU index no device has: by its key only
 	}
-	key := string(node) + ":" + itoa(gpu)
+	gl := b.lastLanes
+	if b.lastLanes == nil || !bytes.Equal(b.lastNode, node) {
+		gl = b.byNode[string(node)]
+		b.lastNode = append(b.lastNode[:0], node...)
+	}
+	if gpu < len(gl) && gl[gpu] != nil {
+		b.lastLanes = gl
+		return gl[gpu]
+	}
+	lane := b.laneByKey(string(node)+":"+itoa(gpu), onLane)
+	for len(gl) <= gpu {
+		gl = append(gl, nil)
+	}
+	gl[gpu] = lane
+	if b.byNode == nil {
+		b.byNode = map[string][]*laneData{}
+	}
+	b.byNode[string(node)] = gl
+	b.lastLanes = gl
+	return lane
+}
+
+// maxIndexedGPU is the largest GPU index laneFor files by index (a node has at most a few dozen).
+const maxIndexedGPU = 1 << 10
+
+// laneByKey returns the lane of key, adding it (and telling onLane) when the block does not hold it.
+func (b *gpuBlock) laneByKey(key string, onLane func(string)) *laneData {
 	lane := b.lanes[key]
 	if lane == nil {
 		lane = &laneData{fields: map[string]*field{}}
@@ -255,7 +253,6 @@ func (b *gpuBlock) laneFor(node []byte, gpu int, onLane func(string)) *laneData 
 			onLane(key)
 		}
 	}
-	b.last, b.lastNode, b.lastGPU = lane, append(b.lastNode[:0], node...), gpu
 	return lane
 }
 

@@ -82,3 +82,194 @@ func TestColumnCache(t *testing.T) {
 		t.Fatalf("stale cache used (%d hits) or answer changed", st3.gpu.cacheHits)
 	}
 }
+
+// TestColumnCachePlainHour: a closed plain hour (a miles v1 run, or shards of a collector that does not compact)
+// left alone long enough is cached with its 4 s maxima; the next open serves it from the cache with the same
+// answers (lane view and carpet), records appended to it later are read from where the cached read ended, and
+// a grown file is parsed anew. A sharded hour whose files are plain in one shard and compacted in the other is
+// cached under every file's identity.
+func TestColumnCachePlainHour(t *testing.T) {
+	for _, sharded := range []bool{false, true} {
+		t.Run(map[bool]string{false: "v1", true: "sharded"}[sharded], func(t *testing.T) {
+			dir := t.TempDir()
+			write(t, dir, "dashboard/meta.json", `{"run_name":"v1","start_ts":`+fmt.Sprint(h0)+`,"schema_version":1}`)
+			write(t, dir, "dashboard/lane_catalog.json", `{"version":1,"lanes":{"n1:0":{"ranks":[0],"engine_addrs":[],"roles":["train"]},"n1:1":{"ranks":[1],"engine_addrs":[],"roles":["train"]}}}`)
+			var b [2]strings.Builder
+			for i := range 3000 {
+				for g := range 2 {
+					k := 0
+					if sharded {
+						k = g // GPU 1's readings from the second gateway
+					}
+					b[k].WriteString(gpuLine(h0+float64(i)+0.4, "n1", g, float64((i*7+g*13)%100)))
+				}
+			}
+			closed := "dashboard/gpu_util/" + hourA + ".jsonl"
+			files := []string{closed}
+			if sharded {
+				closed = "dashboard/shards/gw-a/gpu_util/" + hourA + ".jsonl"
+				write(t, dir, "dashboard/shards/gw-a/meta.json", `{"schema_version":3,"writer":"otelcol-miles"}`)
+				write(t, dir, "dashboard/shards/gw-b/meta.json", `{"schema_version":3,"writer":"otelcol-miles"}`)
+				enc, _ := zstd.NewWriter(nil)
+				zst := "dashboard/shards/gw-b/gpu_util/" + hourA + ".jsonl.zst"
+				write(t, dir, zst, string(enc.EncodeAll([]byte(b[1].String()), nil)))
+				enc.Close()
+				files = []string{closed, zst}
+			}
+			write(t, dir, closed, b[0].String())
+			write(t, dir, "dashboard/gpu_util/"+hourB+".jsonl", gpuLine(h0+3700, "n1", 0, 70)) // the run went on
+			old := time.Now().Add(-10 * time.Minute)
+			for _, f := range files {
+				if err := os.Chtimes(filepath.Join(dir, f), old, old); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cache := t.TempDir()
+			query := func() (*Store, string) {
+				st, err := Open(dir, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				st.SetCacheDir(cache)
+				st.GPU(h0, h0+3000, nil, 2, []string{"util"}) // the whole hour (a few lanes would be read filtered)
+				lanes, _, _ := st.Lanes("all")
+				g := st.GPU(h0, h0+3000, lanes, 300, []string{"util", "mem_mb"})
+				h, err := st.Heatmap(h0+1.5, h0+3000, lanes, "util", 300)
+				if err != nil {
+					t.Fatal(err)
+				}
+				js, err := json.Marshal(g.Lanes)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return st, fmt.Sprint(h.T0, h.T1, string(h.Cells), string(js))
+			}
+			cached := func() []string {
+				deadline := time.Now().Add(5 * time.Second)
+				for {
+					got, _ := filepath.Glob(filepath.Join(cache, "*", "gpu_util", "*.cols"))
+					if len(got) > 0 || time.Now().After(deadline) {
+						time.Sleep(50 * time.Millisecond) // the writer renames its file into place last
+						got, _ = filepath.Glob(filepath.Join(cache, "*", "gpu_util", "*.cols"))
+						return got
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+			}
+			st1, first := query()
+			if st1.gpu.cacheHits != 0 {
+				t.Fatal("cache hit on the first open")
+			}
+			if got := cached(); len(got) != 1 {
+				t.Fatalf("cache files %v, want the closed hour's", got)
+			}
+			st2, second := query()
+			if st2.gpu.cacheHits != 1 || second != first {
+				t.Fatalf("second open: %d cache hits, same answer %v", st2.gpu.cacheHits, second == first)
+			}
+			if fm := st2.gpu.blocks[499_000].lanes["n1:0"].fields["util"].fine.Load(); fm == nil {
+				t.Fatal("the 4 s maxima did not come from the cache")
+			}
+			// A late reading appended to the cached plain file is read from where the cached read ended: it shows,
+			// nothing twice.
+			appendTo(t, dir, closed, gpuLine(h0+3300.4, "n1", 0, 99))
+			st2.Refresh()
+			lanes, _, _ := st2.Lanes("g0")
+			g := st2.GPU(h0+3000, h0+3600, lanes, 60, []string{"util"})
+			if got := g.Lanes[0].Fields["util"].Max[30]; got != 99 {
+				t.Fatalf("appended reading: bucket max %v, want 99", got)
+			}
+			if v := st2.gpu.blocks[499_000].values; v != 3000*2*3+3 {
+				t.Fatalf("%d values held after the append, want %d", v, 3000*2*3+3)
+			}
+			st3, third := query()
+			if st3.gpu.cacheHits != 0 || third != first {
+				t.Fatalf("grown file: %d cache hits, same answer %v", st3.gpu.cacheHits, third == first)
+			}
+		})
+	}
+}
+
+// TestColumnCacheLivePlainHour: a plain hour still being written (touched within plainSettled) is not cached.
+func TestColumnCacheLivePlainHour(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "dashboard/meta.json", `{"run_name":"v1","start_ts":`+fmt.Sprint(h0)+`,"schema_version":1}`)
+	var b strings.Builder
+	for i := range 600 {
+		b.WriteString(gpuLine(h0+float64(i), "n1", 0, float64(i%100)))
+	}
+	write(t, dir, "dashboard/gpu_util/"+hourA+".jsonl", b.String())
+	cache := t.TempDir()
+	st, err := Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.SetCacheDir(cache)
+	st.GPU(h0, h0+600, nil, 2, []string{"util"})
+	time.Sleep(200 * time.Millisecond)
+	if got, _ := filepath.Glob(filepath.Join(cache, "*", "gpu_util", "*.cols")); len(got) != 0 {
+		t.Fatalf("a live hour was cached: %v", got)
+	}
+}
+
+// TestColumnCacheRollup: a settled gpu_rollup hour is cached beside gpu_util's; the next open answers the wide
+// views and the fleet overview from the cached roll-up with the same answers, and a grown roll-up file is read
+// anew.
+func TestColumnCacheRollup(t *testing.T) {
+	dir := rollupRun(t, 1808)
+	rollPath := filepath.Join(dir, "dashboard/gpu_rollup/"+hourA+".jsonl")
+	body, err := os.ReadFile(rollPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body = []byte(strings.Replace(string(body), `{"ts":"bad","dt":16}`+"\n", "", 1)) // a corrupt line is never cached
+	if err := os.WriteFile(rollPath, body, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-10 * time.Minute)
+	for _, f := range []string{rollPath, filepath.Join(dir, "dashboard/gpu_util/"+hourA+".jsonl")} {
+		if err := os.Chtimes(f, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cache := t.TempDir()
+	query := func() (*Store, string) {
+		st, err := Open(dir, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.SetCacheDir(cache)
+		lanes, _, _ := st.Lanes("all")
+		f := st.Fleet(h0, h0+1800, lanes, 300)
+		g := st.GPU(h0, h0+1792, lanes, 7, []string{"util", "mem_mb", "power_w"})
+		js, err := json.Marshal([]any{f, g.Lanes})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st, string(js)
+	}
+	st1, first := query()
+	if st1.gpu.cacheHits != 0 || loadedHours(st1) != 0 {
+		t.Fatalf("first open: %d cache hits, %d gpu_util hours parsed", st1.gpu.cacheHits, loadedHours(st1))
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if got, _ := filepath.Glob(filepath.Join(cache, "*", "gpu_rollup", "*.cols")); len(got) == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no roll-up cache file written")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	st2, second := query()
+	if st2.gpu.cacheHits != 1 || second != first {
+		t.Fatalf("second open: %d cache hits, same answer %v", st2.gpu.cacheHits, second == first)
+	}
+	appendTo(t, dir, "dashboard/gpu_rollup/"+hourA+".jsonl", "\n")
+	st3, third := query()
+	if st3.gpu.cacheHits != 0 || third != first {
+		t.Fatalf("grown roll-up: %d cache hits, same answer %v", st3.gpu.cacheHits, third == first)
+	}
+}

@@ -25,6 +25,9 @@ type cellGrid struct {
 	n         int
 	// snap is what the edges are rounded to (seconds); 0: edges at t0 + i·width exactly.
 	snap float64
+	// edges are edge(0) … edge(n), worked out once: a carpet folds every lane's buckets onto the same grid, and
+	// rounding an edge anew for each was most of a warm carpet's time.
+	edges []float64
 }
 
 func newCellGrid(t0, t1 float64, n int) cellGrid {
@@ -35,11 +38,27 @@ func newCellGrid(t0, t1 float64, n int) cellGrid {
 	case g.width >= 2*fineStep:
 		g.snap = fineStep
 	}
+	if n >= 0 && n <= maxGridEdges {
+		g.edges = make([]float64, n+1)
+		for i := range g.edges {
+			g.edges[i] = g.edgeAt(i)
+		}
+	}
 	return g
 }
 
+// maxGridEdges bounds the edges a grid works out ahead (a query asks for a few thousand buckets at most).
+const maxGridEdges = 1 << 16
+
 // edge is the start of bucket i (edge(n) is the end of the last).
 func (g cellGrid) edge(i int) float64 {
+	if uint(i) < uint(len(g.edges)) {
+		return g.edges[i]
+	}
+	return g.edgeAt(i)
+}
+
+func (g cellGrid) edgeAt(i int) float64 {
 	x := g.t0 + float64(i)*g.width
 	if g.snap > 0 {
 		x = math.Round(x/g.snap) * g.snap

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bufio"
 	"errors"
 	"math"
 	"slices"
@@ -118,7 +119,7 @@ func (g *gpuReader) loadHour(h int64, only *laneFilter) {
 	}
 	g.run.lmu.Unlock()
 	if !p.Loaded && only == nil {
-		if cb, files, fis, ok := g.cachedHourLocked(h, p); ok {
+		if cb, files, ok := g.cachedHourLocked(h, p); ok {
 			g.run.lmu.Lock()
 			g.blocks[h] = cb
 			g.cacheHits++
@@ -126,9 +127,7 @@ func (g *gpuReader) loadHour(h int64, only *laneFilter) {
 			for key := range cb.lanes {
 				g.run.laneSeen(key)
 			}
-			for i, f := range files {
-				f.ZstSize = fis[i].Size() // Read will not parse it again unless it grows
-			}
+			markRead(files)
 			p.Loaded = true
 			g.run.raiseEdge(cb.maxTS)
 			return
@@ -142,8 +141,12 @@ func (g *gpuReader) loadHour(h int64, only *laneFilter) {
 		g.blocks[h] = b
 	}
 	g.run.lmu.Unlock()
-	compacted := p.Compacted() // every shard's file of the hour compacted, none read yet
-	cacheable := g.cacheDir != "" && !p.Loaded && compacted != nil && h >= 0 && b.only == nil
+	var files []cacheFile // the hour's files, none read yet, when the block may go into the cache
+	if g.cacheDir != "" && !p.Loaded && h >= 0 && b.only == nil {
+		if files = cacheFiles(p); !stat(files) {
+			files = nil
+		}
+	}
 	reports, err := g.utilFiles.Read(p, func(line []byte) bool { return b.addLine(line, g.run.laneSeen) })
 	if errors.Is(err, partition.ErrReload) {
 		p.Reset()
@@ -156,15 +159,14 @@ func (g *gpuReader) loadHour(h int64, only *laneFilter) {
 	g.run.report(reports, err)
 	p.Loaded = true
 	b.sortScrambled() // an hour several shards wrote: each lane in time order for the views
-	if h >= 0 && float64(h+1)*3600 < g.run.raiseEdge(b.maxTS) {
+	// A plain hour nobody wrote to for plainSettled is as good as closed (the newest of a finished run too): if it
+	// grows after all, appends extend the block, and its cached copy no longer matches the file.
+	done := files != nil && err == nil && len(reports) == 0 && settled(files)
+	if h >= 0 && (float64(h+1)*3600 < g.run.raiseEdge(b.maxTS) || done) {
 		b.seal() // a past hour: drop append slack (late records may still arrive and grow it again)
 	}
-	if cacheable && err == nil && len(reports) == 0 {
-		if fis, ok := statAll(compacted); ok && sameSizes(compacted, fis) {
-			// The block is never changed after this (a grown .zst is reloaded into a new block), so it can be
-			// written out while queries read it.
-			go saveGPUHour(g.cachePath(p, compacted, fis), b, 0)
-		}
+	if done {
+		g.saveCached(g.cachePath(sc.StreamGPUUtil, p, files), files, func(w *bufio.Writer) error { return writeGPUBlock(w, b) })
 	}
 }
 
@@ -211,6 +213,20 @@ func (g *gpuReader) loadRollupHourLocked(h int64) {
 	if p == nil || h < 0 {
 		return
 	}
+	if !p.Loaded {
+		if cb, files, ok := g.cachedRollupHourLocked(h, p); ok {
+			g.run.lmu.Lock()
+			g.rollups[h] = cb
+			g.cacheHits++
+			g.run.lmu.Unlock()
+			for key := range cb.lanes {
+				g.run.laneSeen(key)
+			}
+			markRead(files)
+			p.Loaded = true
+			return
+		}
+	}
 	g.run.lmu.Lock()
 	b := g.rollups[h]
 	if b == nil {
@@ -218,6 +234,12 @@ func (g *gpuReader) loadRollupHourLocked(h int64) {
 		g.rollups[h] = b
 	}
 	g.run.lmu.Unlock()
+	var files []cacheFile // the hour's files, none read yet, when the block may go into the cache
+	if g.cacheDir != "" && !p.Loaded {
+		if files = cacheFiles(p); !stat(files) {
+			files = nil
+		}
+	}
 	reports, err := g.rollupFiles.Read(p, func(line []byte) bool { return b.addLine(line, g.run.laneSeen) })
 	if errors.Is(err, partition.ErrReload) {
 		p.Reset()
@@ -229,6 +251,9 @@ func (g *gpuReader) loadRollupHourLocked(h int64) {
 	}
 	g.run.report(reports, err)
 	p.Loaded = true
+	if files != nil && err == nil && len(reports) == 0 && settled(files) {
+		g.saveCached(g.cachePath(sc.StreamGPURollup, p, files), files, func(w *bufio.Writer) error { return writeRollBlock(w, b) })
+	}
 }
 
 // gpuHours lists the hours of gpu_util or gpu_rollup overlapping [t0, t1] (legacy flat files always).

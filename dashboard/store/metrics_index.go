@@ -16,16 +16,21 @@ const metricLogCap = 1 << 16
 type metricSeries struct {
 	key, axis string
 	x, y      []float64
+	// t is the time of the record each point's value came from (the by-time axis), parallel to x; nil for the
+	// series the dashboard computes (lifecycle keys).
+	t []float64
 }
 
-func (m *metricSeries) put(x, y float64) (changed bool) {
+// put sets the value at step x, logged at time ts; the record read later wins at a step (its time too).
+func (m *metricSeries) put(x, y, ts float64) (changed bool) {
 	n := len(m.x)
 	if n == 0 || x > m.x[n-1] {
-		m.x, m.y = append(m.x, x), append(m.y, y)
+		m.x, m.y, m.t = append(m.x, x), append(m.y, y), append(m.t, ts)
 		return true
 	}
 	i := sort.SearchFloat64s(m.x, x)
 	if i < n && m.x[i] == x {
+		m.t[i] = ts
 		if m.y[i] == y || (math.IsNaN(m.y[i]) && math.IsNaN(y)) {
 			return false
 		}
@@ -34,10 +39,21 @@ func (m *metricSeries) put(x, y float64) (changed bool) {
 	}
 	m.x = append(m.x, 0)
 	m.y = append(m.y, 0)
+	m.t = append(m.t, 0)
 	copy(m.x[i+1:], m.x[i:])
 	copy(m.y[i+1:], m.y[i:])
-	m.x[i], m.y[i] = x, y
+	copy(m.t[i+1:], m.t[i:])
+	m.x[i], m.y[i], m.t[i] = x, y, ts
 	return true
+}
+
+// timeAt is the record time of the point at step x (NaN when the series has no times or no such step).
+func (m *metricSeries) timeAt(x float64) float64 {
+	i := sort.SearchFloat64s(m.x, x)
+	if len(m.t) != len(m.x) || i >= len(m.x) || m.x[i] != x {
+		return math.NaN()
+	}
+	return m.t[i]
 }
 
 // MetricChange is one point added or revised since a live cursor.
@@ -104,10 +120,10 @@ func (r *metricReader) syncLocked() bool {
 					o = &metricSeries{key: k, axis: axis}
 					m.other[k+"@"+axis] = o
 				}
-				o.put(x, v)
+				o.put(x, v, rec.TS)
 				continue
 			}
-			if ser.put(x, v) {
+			if ser.put(x, v, rec.TS) {
 				changed = true
 				if logging {
 					m.log = append(m.log, MetricChange{Key: k, X: x, Y: v})

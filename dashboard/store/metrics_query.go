@@ -134,6 +134,9 @@ type MetricSeriesResult struct {
 	Decimated bool   `json:"decimated"`
 	X         Floats `json:"x"`
 	Y         Floats `json:"y"`
+	// T is, per point, the time (Unix seconds) of the record its value came from: the by-time axis. Filled by
+	// MetricSeries for logged keys (null for the lifecycle keys); the endpoint sends it when asked (time=true).
+	T Floats `json:"t,omitempty"`
 }
 
 // MetricSeries returns each key's points in [x0, x1] (nil = unbounded) decimated to at most `points` points
@@ -182,6 +185,12 @@ func (s *Store) MetricSeries(keys []string, x0, x1 *float64, points int) []Metri
 			ms.N = max(i1-i0, 0)
 			if ms.N > 0 {
 				ms.X, ms.Y, ms.Decimated = DecimateMinMax(ser.x[i0:i1], ser.y[i0:i1], points)
+				if len(ser.t) == len(ser.x) {
+					ms.T = make(Floats, len(ms.X))
+					for i, x := range ms.X {
+						ms.T[i] = ser.timeAt(x)
+					}
+				}
 			}
 		}
 		out = append(out, ms)

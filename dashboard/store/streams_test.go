@@ -4,8 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 func metricsLine(ts float64, stepKey string, step int, kv string) string {
@@ -475,4 +480,52 @@ func TestStreamsFollow(t *testing.T) {
 	// The partial line completes later.
 	appendTo(t, dir, "dashboard/metrics/"+hourA+".jsonl", `"x":1}`+"\n")
 	st.Refresh()
+}
+
+// TestTopologyFollowsCompaction: a topology hour tailed as plain text, then compressed with a late snapshot
+// in a new frame, is read over: the late snapshot reaches the lanes and no snapshot doubles.
+func TestTopologyFollowsCompaction(t *testing.T) {
+	dir := v2Run(t)
+	rel := "dashboard/topology/" + hourA + ".jsonl"
+	snap := func(ts float64, addr string) string {
+		return fmt.Sprintf(`{"ts":%g,"engines":[{"addr":%q,"worker_type":"regular","engine_rank":0,"gpus":[["n1",1]]}]}`+"\n", ts, addr)
+	}
+	write(t, dir, rel, snap(h0+50, "http://e1:1"))
+	st, err := Open(dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	engines := func() []string {
+		lanes, _, err := st.Lanes("all")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range lanes {
+			if l.Key == "n1:1" {
+				return l.Engines
+			}
+		}
+		t.Fatal("no lane n1:1")
+		return nil
+	}
+	if e := engines(); !slices.Contains(e, "http://e1:1") {
+		t.Fatalf("engines of n1:1 before compaction: %v", e)
+	}
+	enc, _ := zstd.NewWriter(nil)
+	defer enc.Close()
+	frames := string(enc.EncodeAll([]byte(snap(h0+50, "http://e1:1")), nil)) + string(enc.EncodeAll([]byte(snap(h0+900, "http://e1:2")), nil))
+	write(t, dir, rel+".zst", frames)
+	os.Remove(filepath.Join(dir, rel))
+	for range 2 { // the first refresh meets the rewritten hour, the second must not lose or double anything
+		st.Refresh()
+	}
+	if e := engines(); !slices.Contains(e, "http://e1:2") || !slices.Contains(e, "http://e1:1") {
+		t.Fatalf("engines of n1:1 after compaction with a late snapshot: %v", e)
+	}
+	st.mu.RLock()
+	n := len(st.topology.snapshots)
+	st.mu.RUnlock()
+	if n != 2 {
+		t.Fatalf("%d snapshots after compaction, want 2", n)
+	}
 }

@@ -64,6 +64,26 @@ type topoRec struct {
 // loadLocked reads what the stream gained and says whether it gained a snapshot.
 func (r *topologyReader) loadLocked() bool {
 	n := len(r.snapshots)
+	if r.readLocked() {
+		// An hour was rewritten under us (compaction, a late frame, crash repair): the stream is a few dozen
+		// snapshots, so it is read over from the start rather than per hour.
+		for _, p := range r.files.Parts {
+			p.Reset()
+		}
+		r.snapshots = nil
+		n = -1
+		r.readLocked()
+	}
+	if len(r.snapshots) == n && r.lanes != nil {
+		return false
+	}
+	sort.SliceStable(r.snapshots, func(i, j int) bool { return r.snapshots[i].TS < r.snapshots[j].TS })
+	r.index()
+	return true
+}
+
+// readLocked appends the snapshots the stream's hours gained and says whether one hour asks to be read over.
+func (r *topologyReader) readLocked() (reload bool) {
 	for _, h := range r.files.Hours() {
 		p := r.files.Parts[h]
 		reports, err := r.files.Read(p, func(line []byte) bool {
@@ -75,16 +95,12 @@ func (r *topologyReader) loadLocked() bool {
 			return true
 		})
 		if errors.Is(err, partition.ErrReload) {
+			reload = true
 			continue
 		}
 		r.run.report(reports, err)
 	}
-	if len(r.snapshots) == n && r.lanes != nil {
-		return false
-	}
-	sort.SliceStable(r.snapshots, func(i, j int) bool { return r.snapshots[i].TS < r.snapshots[j].TS })
-	r.index()
-	return true
+	return reload
 }
 
 // index derives the lanes' engines and UUIDs and the ranks' addresses from every snapshot (a few dozen: only

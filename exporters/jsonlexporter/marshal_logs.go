@@ -7,7 +7,8 @@ import (
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
 
-// mapLogs handles the two log events of docs/semconv.md: phase open markers (§2) and topology snapshots (§5).
+// mapLogs handles the log events of docs/semconv.md: phase open markers (§2), topology snapshots (§5) and run
+// configurations (§11, marshal_runconfig.go).
 func mapLogs(ld plog.Logs, r *records) {
 	buf := make([]byte, 0, 512)
 	for _, rl := range ld.ResourceLogs().All() {
@@ -19,7 +20,7 @@ func mapLogs(ld plog.Logs, r *records) {
 					ts = lr.ObservedTimestamp()
 				}
 				switch ev := eventName(lr); {
-				case ev != sc.EventPhaseStart && ev != sc.EventTopology:
+				case ev != sc.EventPhaseStart && ev != sc.EventTopology && ev != sc.EventRunConfig:
 					r.unmapped++
 				case !r.timeOK(ts):
 					continue
@@ -35,6 +36,11 @@ func mapLogs(ld plog.Logs, r *records) {
 					}
 					buf = appendPhase(buf[:0], r, p, ts, 0, true, lr.SpanID(), pcommon.NewSpanIDEmpty())
 					r.add(sc.StreamPhases, ts, buf)
+				case ev == sc.EventRunConfig:
+					var ok bool
+					if buf, ok = appendRunConfig(buf[:0], r, ts, rl.Resource().Attributes(), lr.Body()); ok {
+						r.add(sc.StreamRunConfig, ts, buf)
+					}
 				default: // topology
 					var ok bool
 					if buf, ok = appendTopology(buf[:0], r, ts, lr.Body()); ok {

@@ -6,7 +6,6 @@ package runfiles
 
 import (
 	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -296,7 +295,11 @@ func EachLineMax(r io.Reader, maxLine int, fn func(line []byte, off int64) error
 			consumed += over
 			continue
 		}
-		if body := bytes.TrimRight(line, "\r\n"); len(body) > 0 {
+		body := line // bytes.TrimRight(line, "\r\n") without building its byte set for every line
+		for len(body) > 0 && (body[len(body)-1] == '\n' || body[len(body)-1] == '\r') {
+			body = body[:len(body)-1]
+		}
+		if len(body) > 0 {
 			if err := fn(body, consumed); err != nil {
 				return consumed, 0, err
 			}

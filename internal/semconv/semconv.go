@@ -74,6 +74,7 @@ const (
 	EventNameAttr   = "event.name" // attribute form of LogRecord.event_name for SDKs that predate the field
 	EventPhaseStart = "miles.phase.start"
 	EventTopology   = "miles.topology"
+	EventRunConfig  = "miles.run_config" // the trainer's arguments (§11, runconfig.go)
 )
 
 // Step metrics.
@@ -131,7 +132,8 @@ const (
 	StreamEngineSeries = "engine_series"
 	StreamGPURollup    = "gpu_rollup"
 	StreamEngineTraces = "engine_traces"
+	StreamRunConfig    = "run_config"
 )
 
 // Streams lists every stream in a fixed order.
-var Streams = []string{StreamPhases, StreamTrajectories, StreamMetrics, StreamTopology, StreamGPUUtil, StreamGPUProcesses, StreamEngineSeries, StreamGPURollup, StreamEngineTraces}
+var Streams = []string{StreamPhases, StreamTrajectories, StreamMetrics, StreamTopology, StreamGPUUtil, StreamGPUProcesses, StreamEngineSeries, StreamGPURollup, StreamEngineTraces, StreamRunConfig}

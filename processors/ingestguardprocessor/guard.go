@@ -170,42 +170,49 @@ func (g *guard) filterMetrics(md pmetric.Metrics) (dropped int64) {
 // filterPoints removes the data points of m whose attributes (or exemplars' attributes) are too deep. A metric
 // left without points stays: an empty metric is valid OTLP and carries its name and type.
 func (g *guard) filterPoints(m pmetric.Metric) (dropped int64) {
-	deepExemplars := func(es pmetric.ExemplarSlice) bool {
-		for _, e := range es.All() {
-			if g.deepMap(e.FilteredAttributes()) {
-				return true
+	switch m.Type() {
+	case pmetric.MetricTypeGauge:
+		dropped = removeDeep(g, m.Gauge().DataPoints().RemoveIf)
+	case pmetric.MetricTypeSum:
+		dropped = removeDeep(g, m.Sum().DataPoints().RemoveIf)
+	case pmetric.MetricTypeHistogram:
+		dropped = removeDeep(g, m.Histogram().DataPoints().RemoveIf)
+	case pmetric.MetricTypeExponentialHistogram:
+		dropped = removeDeep(g, m.ExponentialHistogram().DataPoints().RemoveIf)
+	case pmetric.MetricTypeSummary:
+		m.Summary().DataPoints().RemoveIf(func(dp pmetric.SummaryDataPoint) bool {
+			drop := g.deepMap(dp.Attributes())
+			if drop {
+				dropped++
 			}
-		}
-		return false
+			return drop
+		})
 	}
-	count := func(drop bool) bool {
+	return dropped
+}
+
+// point is a data point with exemplars: every kind but the summary's.
+type point interface {
+	Attributes() pcommon.Map
+	Exemplars() pmetric.ExemplarSlice
+}
+
+// removeDeep removes, through a point slice's RemoveIf, the points whose attributes or exemplars' attributes
+// are too deep, and counts them.
+func removeDeep[P point](g *guard, removeIf func(func(P) bool)) (dropped int64) {
+	removeIf(func(dp P) bool {
+		drop := g.deepMap(dp.Attributes())
+		for _, e := range dp.Exemplars().All() {
+			if drop {
+				break
+			}
+			drop = g.deepMap(e.FilteredAttributes())
+		}
 		if drop {
 			dropped++
 		}
 		return drop
-	}
-	switch m.Type() {
-	case pmetric.MetricTypeGauge:
-		m.Gauge().DataPoints().RemoveIf(func(dp pmetric.NumberDataPoint) bool {
-			return count(g.deepMap(dp.Attributes()) || deepExemplars(dp.Exemplars()))
-		})
-	case pmetric.MetricTypeSum:
-		m.Sum().DataPoints().RemoveIf(func(dp pmetric.NumberDataPoint) bool {
-			return count(g.deepMap(dp.Attributes()) || deepExemplars(dp.Exemplars()))
-		})
-	case pmetric.MetricTypeHistogram:
-		m.Histogram().DataPoints().RemoveIf(func(dp pmetric.HistogramDataPoint) bool {
-			return count(g.deepMap(dp.Attributes()) || deepExemplars(dp.Exemplars()))
-		})
-	case pmetric.MetricTypeExponentialHistogram:
-		m.ExponentialHistogram().DataPoints().RemoveIf(func(dp pmetric.ExponentialHistogramDataPoint) bool {
-			return count(g.deepMap(dp.Attributes()) || deepExemplars(dp.Exemplars()))
-		})
-	case pmetric.MetricTypeSummary:
-		m.Summary().DataPoints().RemoveIf(func(dp pmetric.SummaryDataPoint) bool {
-			return count(g.deepMap(dp.Attributes()))
-		})
-	}
+	})
 	return dropped
 }
 

@@ -30,6 +30,7 @@ __all__ = [
     "get_emitter",
     "log_metrics",
     "normalize_engine",
+    "record_run_config",
     "register_engines",
     "semconv",
     "set_step",
@@ -76,6 +77,12 @@ def log_metrics(step_key: str | None, step: int | None, metrics: Mapping[str, An
 
 def weight_update(version: Any, t0: float, t1: float, *, step: int | None = None) -> None:
     get_emitter().weight_update(version, t0, t1, step=step)
+
+
+def record_run_config(args: Any, *, redact: Iterable[str] = ()) -> None:
+    """Record the trainer's arguments (a mapping or an ``argparse.Namespace``) in the run directory, secrets
+    redacted (docs/semconv.md §11, docs/python.md). Fire-and-forget, like every call here."""
+    get_emitter().record_run_config(args, redact=redact)
 
 
 def register_engines(engines: Iterable[Any], *, force: bool = False) -> None:

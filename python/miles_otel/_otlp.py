@@ -16,6 +16,7 @@ import time
 from json.encoder import encode_basestring as _q  # C-accelerated JSON string quoting (non-ASCII kept as is)
 from typing import Any
 
+from . import runconfig
 from . import semconv as sc
 
 # Event kinds (first element of each queued tuple).
@@ -23,6 +24,7 @@ K_SPAN = 0  # (K_SPAN, res, name, trace, span, parent, t0, t1, attrs, links)
 K_PHASE = 1  # (K_PHASE, res, sink, name, trace, span, parent, t0, t1_or_None, step)
 K_LOG = 2  # (K_LOG, res, event_name, t, body, attrs)
 K_METRIC = 3  # (K_METRIC, res, t, step_key, step, metrics)
+K_RUN_CONFIG = 4  # (K_RUN_CONFIG, res, t, args_snapshot, extra_redact_keys)
 
 SPAN_KIND_INTERNAL = 1
 SEVERITY_INFO = 9
@@ -80,6 +82,22 @@ def value(v: Any) -> str | None:
         except Exception:
             return None
     return None
+
+
+def run_config_value(body: dict) -> str:
+    """A run-config body as AnyValue JSON: like ``value``, but an argument whose value is None is kept, as an
+    empty AnyValue (``{}``, null in the file: the argument exists and is unset)."""
+    items = []
+    for k, v in body.items():
+        if k == "args":
+            vj = '{"kvlistValue":{"values":[%s]}}' % ",".join(
+                '{"key":%s,"value":%s}' % (_q(str(ak)), value(av) or "{}") for ak, av in v.items()
+            )
+        else:
+            vj = value(v)
+        if vj is not None:
+            items.append('{"key":%s,"value":%s}' % (_q(k), vj))
+    return '{"kvlistValue":{"values":[%s]}}' % ",".join(items)
 
 
 _key_prefix: dict[str, str] = {}
@@ -209,6 +227,12 @@ def _encode_one(ev: tuple, spans: dict, logs: dict, metrics: dict, counts: list,
         a = dict(a or {})
         a[sc.EVENT_NAME_ATTR] = event_name
         item = _log_json(t, observed, event_name, value(body), a, 0, 0)
+        logs.setdefault(id(res), (res, []))[1].append(item)
+        counts[1] += 1
+    elif kind == K_RUN_CONFIG:
+        _, _, t, args, redact = ev
+        a = {sc.EVENT_NAME_ATTR: sc.EVENT_RUN_CONFIG}
+        item = _log_json(t, observed, sc.EVENT_RUN_CONFIG, run_config_value(runconfig.body(args, redact)), a, 0, 0)
         logs.setdefault(id(res), (res, []))[1].append(item)
         counts[1] += 1
     elif kind == K_METRIC:

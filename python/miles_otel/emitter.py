@@ -11,11 +11,11 @@ import threading
 import time
 from typing import Any, Iterable, Mapping
 
-from . import _otlp, filesd, identity
+from . import _otlp, filesd, identity, runconfig
 from . import semconv as sc
 from ._exporter import Exporter
 from ._ids import new_span_id, new_trace_id
-from ._otlp import K_LOG, K_METRIC, K_SPAN, Resource
+from ._otlp import K_LOG, K_METRIC, K_RUN_CONFIG, K_SPAN, Resource
 from ._warn import RateLimitedWarner
 
 DEFAULT_ENDPOINT = "http://127.0.0.1:4318"
@@ -139,6 +139,19 @@ class Emitter:
             )
         except Exception as e:
             self.warner.warn("weight_update", "weight_update failed: %r", e)
+
+    def record_run_config(self, args: Any, *, redact: Iterable[str] = (), t: float | None = None) -> None:
+        """Record the trainer's arguments in the run directory: one ``miles.run_config`` log record, sent at once
+        (docs/semconv.md §11). ``args`` is a mapping or an ``argparse.Namespace``; only its top level is copied
+        here, the rest (flattening, the secret rule, the bounds) happens on the worker thread. ``redact`` names
+        more keys to redact. Call it once per run (a later call, a resumed run, replaces it for readers)."""
+        try:
+            snap = runconfig.snapshot(args)
+            self.exporter.put_urgent(
+                (K_RUN_CONFIG, self.resource(), time.time() if t is None else t, snap, tuple(redact))
+            )
+        except Exception as e:
+            self.warner.warn("record_run_config", "record_run_config failed: %r", e)
 
     def register_engines(self, engines: Iterable[Any], *, force: bool = False) -> None:
         """Send the ``miles.topology`` event (docs/semconv.md §5) and rewrite the sglang file_sd targets file

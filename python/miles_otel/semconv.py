@@ -61,6 +61,7 @@ BATCH_SIZE = "miles.batch.size"
 EVENT_NAME_ATTR = "event.name"
 EVENT_PHASE_START = "miles.phase.start"
 EVENT_TOPOLOGY = "miles.topology"
+EVENT_RUN_CONFIG = "miles.run_config"
 
 # §4 step metrics
 STEP_METRICS_SCOPE = "miles.step_metrics"

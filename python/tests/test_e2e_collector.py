@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import shutil
@@ -441,6 +442,32 @@ class FaultE2ETest(unittest.TestCase):
         self.assertEqual(e.stats()["dropped_export"], 0)
         meta = coll.read_json("meta.json") or {}
         self.assertEqual(len(meta.get("starts", [])), 2, meta)
+
+    def test_run_config_is_in_the_file_once_acknowledged_even_after_kill_9(self):
+        """record_run_config → the run_config stream (docs/semconv.md §11): with configs/run.yaml's ack: written,
+        a request the collector acknowledged is in the file, so a kill -9 right after it loses nothing."""
+        import argparse
+
+        coll = Collector()
+        self.addCleanup(shutil.rmtree, coll.run_dir, True)
+        self.addCleanup(coll.stop)
+        coll.start()
+        e = Emitter(coll.endpoint, node="n-cfg", register_atexit=False, interval=30.0)
+        self.addCleanup(e.shutdown, 1.0)
+        args = argparse.Namespace(lr=1e-6, colocate=False, wandb_key="wk-live-secret", save=None,
+                                  hf_checkpoint="/ckpt/Qwen3", eval_datasets=["aime", "gsm8k"])
+        e.record_run_config(args)
+        self.assertTrue(e.flush(10.0), e.stats())  # acknowledged (2xx) by the collector
+        coll.proc.kill()
+        coll.proc.wait(5)
+        [rec] = coll.records("run_config")
+        self.assertEqual(rec["node"], "n-cfg")
+        self.assertEqual(rec["args"], {"lr": 1e-6, "colocate": False, "wandb_key": "[redacted]", "save": None,
+                                       "hf_checkpoint": "/ckpt/Qwen3", "eval_datasets": ["aime", "gsm8k"]})
+        self.assertEqual(rec["redacted"], ["wandb_key"])
+        for path in glob.glob(os.path.join(coll.run_dir, "dashboard", "*", "*")):
+            with open(path, "rb") as f:
+                self.assertNotIn(b"wk-live-secret", f.read(), path)
 
     def test_slow_collector_keeps_the_queue_bounded(self):
         with OTLPServer() as slow:

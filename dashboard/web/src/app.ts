@@ -11,7 +11,8 @@ import { Live } from "./api/live";
 import type { Meta } from "./api/responseTypes/meta";
 import { ComputeView, isComputeHash } from "./compute/view";
 import { ComparePage } from "./library/compare";
-import { RunsPage } from "./library/runs";
+import { RunConfigPanel } from "./library/runConfig";
+import { RunsPage, type RunsList } from "./library/runs";
 import { LifecycleView } from "./lifecycle/view";
 import { MetricsView } from "./metrics/view";
 import { Freshness } from "./shared/freshness";
@@ -105,9 +106,9 @@ async function libraryPage(): Promise<boolean> {
     return false;
   }
   try {
-    await api.get("/api/v1/runs");
+    if (!(await api.get<RunsList>("/api/v1/runs")).library) return false; // one run: no library
   } catch {
-    return false; // one run: no library
+    return false; // an older server without the run list: one run
   }
   const w = window as unknown as { __milesLibrary: unknown };
   $("crumb").textContent = q.get("view") === "compare" ? "Compare runs" : "Runs";
@@ -150,16 +151,22 @@ async function main(): Promise<void> {
   renderTop(meta);
   document.title = `${meta.run_name} · miles dashboard`;
   const live = meta.live ? new Live(api.liveURL()) : null;
+  const config = new RunConfigPanel(api, $("cfgbtn"), $("cfgpanel"));
+  void config.load();
   live?.add({
     state: (c) => document.body.classList.toggle("ws-down", !c),
-    meta: (m) => fresh?.observeEdge(m.data_edge),
+    meta: (m) => {
+      fresh?.observeEdge(m.data_edge);
+      void config.load();
+    },
     delta: (d) => fresh?.observeEdge(d.data_edge),
     heartbeat: (h) => fresh?.heartbeat(h.now, h.data_edge, Date.now()),
   });
   setInterval(renderFresh, 1000);
   const advisory = new AdvisoryPanel(api, live);
   void advisory.load();
-  const w = window as unknown as { __miles: unknown; __milesViews: Record<string, unknown>; __milesLive: unknown };
+  const w = window as unknown as { __miles: unknown; __milesViews: Record<string, unknown>; __milesLive: unknown; __milesConfig: unknown };
+  w.__milesConfig = config;
   w.__milesViews = {};
   w.__milesLive = live;
   const slots: Record<ViewName, ViewSlot> = {

@@ -105,6 +105,26 @@ func NewGenerator(cfg Config) (*Generator, error) {
 	return d, nil
 }
 
+// Length is the simulated length of the run cfg describes (seconds from its start to its last event, the
+// stall hold included), found by generating it without sending: a fast-forward run bounded by steps starts
+// that long before now, so its last record is not in the future (the collector refuses records more than
+// minutes ahead of its clock, docs/semconv.md §8.4).
+func Length(cfg Config) (float64, error) {
+	g, err := NewGenerator(cfg)
+	if err != nil {
+		return 0, err
+	}
+	last := 0.0
+	for {
+		e, ok := g.Next()
+		if !ok {
+			break
+		}
+		last = math.Max(last, e.T)
+	}
+	return last + g.Tail(), nil
+}
+
 // Tail is how long (simulated seconds) the run keeps reporting after its last event: the hold of a stall fault.
 func (d *Generator) Tail() float64 {
 	if d.stalled {
@@ -195,8 +215,9 @@ func (d *Generator) close(ph *Phase, t1 float64) {
 
 func (d *Generator) jitter(base, rel float64) float64 { return base * (1 + rel*(2*d.r.Float64()-1)) }
 
-// start emits registration, the initial weight push (version 1) and the first train_wait.
+// start emits the driver's arguments, registration, the initial weight push (version 1) and the first train_wait.
 func (d *Generator) start() {
+	d.o.push(Event{T: 0.1, Kind: EvRunConfig, Args: d.runArgs()})
 	d.o.push(Event{T: 0.5, Kind: EvTopology, Topo: d.g.topology()})
 	u0 := 2.0
 	u1 := u0 + d.jitter(12, 0.1)

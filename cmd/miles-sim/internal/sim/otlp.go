@@ -236,6 +236,41 @@ func (b *batch) topology(p *Process, t float64, engines []TopoEngine, topo *Topo
 	b.nLogs++
 }
 
+// runConfig is the miles.run_config log record of record_run_config (docs/semconv.md §11), as the emitter
+// sends it: secrets already redacted and named.
+func (b *batch) runConfig(p *Process, t float64, args []RunArg) {
+	lr := b.logRecords(p).AppendEmpty()
+	tt := ts(b.clock.At(t))
+	lr.SetTimestamp(tt)
+	lr.SetObservedTimestamp(tt)
+	lr.SetEventName(sc.EventRunConfig)
+	lr.Attributes().PutStr(sc.EventNameAttr, sc.EventRunConfig)
+	lr.SetSeverityNumber(plog.SeverityNumberInfo)
+	body := lr.Body().SetEmptyMap()
+	m := body.PutEmptyMap("args")
+	redacted := body.PutEmptySlice("redacted")
+	for _, a := range args {
+		switch v := a.Val.(type) {
+		case bool:
+			m.PutBool(a.Key, v)
+		case int:
+			m.PutInt(a.Key, int64(v))
+		case float64:
+			m.PutDouble(a.Key, v)
+		case string:
+			m.PutStr(a.Key, v)
+			if v == sc.RunConfigRedacted {
+				redacted.AppendEmpty().SetStr(a.Key)
+			}
+		case []string:
+			putStrSlice(m, a.Key, v)
+		default:
+			m.PutEmpty(a.Key)
+		}
+	}
+	b.nLogs++
+}
+
 // stepMetrics is one log_metrics call: gauges, one per key, same timestamp, step key and step.
 func (b *batch) stepMetrics(t float64, m *MetricsLog) {
 	ms, ok := b.metRS[m.Proc]

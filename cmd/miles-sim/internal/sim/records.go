@@ -125,6 +125,7 @@ const (
 	EvDumpRollout // miles writes rollout_data/<step>.pt and its trajectory sidecar
 	EvDumpTrain   // every train rank writes train_data/<step>_<rank>.pt
 	EvDumpEval    // miles writes rollout_data/eval_<step>.pt and trajectory/eval_<step>.jsonl
+	EvRunConfig   // the driver records its arguments (record_run_config, docs/semconv.md §11)
 )
 
 // Event is one thing that happens at simulated time T.
@@ -138,6 +139,7 @@ type Event struct {
 	Topo    []TopoEngine
 	Engine  EngineEvent
 	Dump    *StepDump
+	Args    []RunArg
 }
 
 type eventHeap []Event

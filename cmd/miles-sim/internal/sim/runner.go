@@ -129,7 +129,14 @@ func Run(ctx context.Context, g *Generator, opts Options) (Report, error) {
 		r.clock = Clock{Base: time.Now(), Speed: opts.Speed}
 	} else {
 		if opts.Start.IsZero() {
-			opts.Start = time.Now().Add(-time.Duration(cfg.Duration) * time.Second).Truncate(time.Second)
+			length := cfg.Duration
+			if length == 0 { // bounded by steps: as long as generating them takes
+				var err error
+				if length, err = Length(cfg); err != nil {
+					return Report{}, err
+				}
+			}
+			opts.Start = time.Now().Add(-time.Duration(math.Ceil(length)) * time.Second).Truncate(time.Second)
 		}
 		r.clock = Clock{Base: opts.Start, Speed: 1}
 	}
@@ -298,6 +305,8 @@ func (r *runner) handle(e Event) error {
 			r.updateRouter()
 		}
 		r.b.topology(r.topo.Manager, e.T, e.Topo, r.topo, r.addr)
+	case EvRunConfig:
+		r.b.runConfig(r.topo.Train[0], e.T, e.Args)
 	case EvEngine:
 		r.gpu.onEngine(e.Engine, e.T)
 		return r.engineEvent(e)

@@ -167,6 +167,18 @@ func (c *Values) Append(v float64) {
 		c.buf = binary.LittleEndian.AppendUint64(c.buf, math.Float64bits(v))
 		return
 	}
+	c.appendQ(q)
+}
+
+// AppendQuantum adds a value whose quantised form q (the value in hundredths) the caller read from its digits:
+// exactly what Append(v) stores, without the float round trip that checks it. q must be what quantise(v) gives
+// (a value with at most two decimals, not -0, |q| < 2^50).
+func (c *Values) AppendQuantum(q int64) {
+	c.n++
+	c.appendQ(q)
+}
+
+func (c *Values) appendQ(q int64) {
 	r := q - c.guess()
 	var tok uint64
 	switch {
@@ -177,7 +189,11 @@ func (c *Values) Append(v float64) {
 	default:
 		tok = zigzag(r)<<2 | tagUnits
 	}
-	c.buf = binary.AppendUvarint(c.buf, tok)
+	if tok < 0x80 {
+		c.buf = append(c.buf, byte(tok)) // a value that held still or moved by a small step
+	} else {
+		c.buf = binary.AppendUvarint(c.buf, tok)
+	}
 	c.update(q)
 }
 

@@ -50,8 +50,12 @@ func (c *Writer) Floats32(v []float32) {
 
 // Reader reads what a Writer wrote; the first error sticks (Err) and later reads return zero values.
 type Reader struct {
-	r   *bufio.Reader
-	err error
+	r *bufio.Reader
+	// mem is what is left of a file read whole (NewBytesReader): columns are then slices of it, not copies.
+	mem []byte
+	// inMem says the reader reads mem.
+	inMem bool
+	err   error
 }
 
 // maxLen bounds every length read, so a damaged file cannot ask for absurd allocations.
@@ -62,9 +66,29 @@ func (c *Reader) Uint() uint64 {
 	if c.err != nil {
 		return 0
 	}
+	if c.inMem {
+		v, k := binary.Uvarint(c.mem)
+		if k <= 0 {
+			c.err = io.ErrUnexpectedEOF
+			return 0
+		}
+		c.mem = c.mem[k:]
+		return v
+	}
 	v, err := binary.ReadUvarint(c.r)
 	c.err = err
 	return v
+}
+
+// take returns the next n bytes of a reader in memory (nil with the error set when there are fewer).
+func (c *Reader) take(n int) []byte {
+	if n > len(c.mem) {
+		c.err = io.ErrUnexpectedEOF
+		return nil
+	}
+	b := c.mem[:n:n] // capped: a column appended to later (a plain hour growing) moves, never overwrites the rest
+	c.mem = c.mem[n:]
+	return b
 }
 
 // Int reads a zigzag varint.
@@ -88,6 +112,9 @@ func (c *Reader) Bytes() []byte {
 	if c.err != nil {
 		return nil
 	}
+	if c.inMem {
+		return c.take(n)
+	}
 	b := make([]byte, n)
 	_, c.err = io.ReadFull(c.r, b)
 	return b
@@ -99,9 +126,16 @@ func (c *Reader) Floats32() []float32 {
 	if c.err != nil {
 		return nil
 	}
-	b := make([]byte, 4*n)
-	if _, c.err = io.ReadFull(c.r, b); c.err != nil {
-		return nil
+	var b []byte
+	if c.inMem {
+		if b = c.take(4 * n); b == nil {
+			return nil
+		}
+	} else {
+		b = make([]byte, 4*n)
+		if _, c.err = io.ReadFull(c.r, b); c.err != nil {
+			return nil
+		}
 	}
 	v := make([]float32, n)
 	for i := range v {
@@ -158,3 +192,7 @@ func NewWriter(w *bufio.Writer) *Writer { return &Writer{w: w} }
 
 // NewReader reads columns from r.
 func NewReader(r *bufio.Reader) *Reader { return &Reader{r: r} }
+
+// NewBytesReader reads columns from b, a file read whole: the columns it returns are slices of b (no copy, one
+// allocation for the file instead of one per column), so b must not be changed afterwards.
+func NewBytesReader(b []byte) *Reader { return &Reader{mem: b, inMem: true} }

@@ -4,7 +4,7 @@
 
 import { advisoryResultSchema } from "./responseTypes/advisory";
 import { gpuSchema } from "./responseTypes/gpu";
-import { metaSchema } from "./responseTypes/meta";
+import { metaSchema, shardStatusSchema } from "./responseTypes/meta";
 import { metricKeySchema } from "./responseTypes/metricsKeys";
 import { phasesSchema } from "./responseTypes/phases";
 import { stepSummarySchema } from "./responseTypes/steps";
@@ -36,7 +36,8 @@ export const metricsPushSchema = obj({
 export type MetricsPush = Infer<typeof metricsPushSchema>;
 
 /** Every few seconds to every page, changed or not: the server's clock and the run's data edge (0: none yet). */
-export const heartbeatSchema = obj({ now: num, data_edge: num });
+/** shards: a sharded run's per-shard status (absent for an unsharded run). */
+export const heartbeatSchema = obj({ now: num, data_edge: num }, { shards: arr(shardStatusSchema) });
 export type Heartbeat = Infer<typeof heartbeatSchema>;
 
 /** The `data` schema of each server → page message type; resync and error carry none. */

@@ -1,16 +1,20 @@
-// Compare 2–4 runs of a library (`?view=compare&runs=a,b`): headline metrics overlaid by step and by time
-// since the first step (summed step times), one colour per run; the per-step split of step time into the
-// trainer's wait for rollouts and the rest, side by side, from perf/step_time and perf/wait_time_ratio (what
-// /bubbles reports, so the totals agree); staleness and mixed-version distributions of the consumed steps;
-// sglang throughput and queue; the trainer arguments that differ.
+// Compare 2–4 runs of a library (`?view=compare&runs=a,b`): headline metrics overlaid by step and by wall time
+// since each run's first record (the times of the records the points came from), one colour per run; each
+// run's steps stacked by phase side by side (GET /api/v1/bubbles/phases: the steps of /bubbles, so the totals
+// agree) and the per-phase totals against the first run (where did the extra minutes go); staleness and
+// mixed-version distributions of the consumed steps; sglang throughput and queue; the trainer arguments that
+// differ (GET /api/v1/run_config: the emitter's record, else meta.json "args").
 
 import uPlot from "uplot";
 import type { Api } from "../api/client";
 import type { MetricsSeriesResp } from "../api/responseTypes/metricsSeries";
 import type { StepsResp } from "../api/responseTypes/steps";
 import type { EnginesSeriesResp } from "../api/responseTypes/enginesSeries";
+import type { BubblesPhasesResp } from "../api/responseTypes/bubblesPhases";
+import type { RunConfigResp } from "../api/responseTypes/runConfig";
+import { phaseColor } from "../shared/colors";
 import { el } from "../shared/dom";
-import { breakdown } from "./breakdown";
+import { breakdown, byTime, NONE, phaseTable, type Breakdown } from "./breakdown";
 import type { RunsList, RunSummary } from "./runs";
 
 export const RUN_COLORS = ["#4c78a8", "#f58518", "#54a24b", "#b279a2"];
@@ -20,15 +24,26 @@ const KEYS = ["rollout/raw_reward", "perf/step_time", "train/loss", "perf/wait_t
 interface RunData {
   run: RunSummary;
   color: string;
-  series: Record<string, { x: number[]; y: (number | null)[] }>;
+  series: Record<string, { x: number[]; y: (number | null)[]; t?: (number | null)[] }>;
+  /** The run's first record time among the series (the by-time axis starts there). */
+  base: number;
   steps: StepsResp["steps"];
   engines: Record<string, EnginesSeriesResp | null>;
+  phases: Breakdown;
+  config: RunConfigResp | null;
 }
 
 export class ComparePage {
   private readonly root = el("div", "compare");
-  /** For tests: the runs drawn and each one's breakdown total (seconds). */
-  readonly probe = { runs: [] as string[], totals: {} as Record<string, number>, charts: 0 };
+  /** For tests: the runs drawn, each one's stacked breakdown total and per-phase totals (seconds), the charts,
+   * and the config rows shown. */
+  readonly probe = {
+    runs: [] as string[],
+    totals: {} as Record<string, number>,
+    phaseTotals: {} as Record<string, Record<string, number>>,
+    charts: 0,
+    configRows: [] as string[],
+  };
 
   constructor(
     private readonly api: Api,
@@ -53,15 +68,21 @@ export class ComparePage {
         continue;
       }
       const a = this.api.forRun(id);
-      const ms = await a.get<MetricsSeriesResp>("/api/v1/metrics/series", { keys: KEYS.join(","), points: 2000 });
+      const ms = await a.get<MetricsSeriesResp>("/api/v1/metrics/series", { keys: KEYS.join(","), points: 2000, time: "true" });
       const series: RunData["series"] = {};
-      for (const s of ms.series) series[s.key] = { x: s.x, y: s.y };
+      let base = Infinity;
+      for (const s of ms.series) {
+        series[s.key] = { x: s.x, y: s.y, t: s.t };
+        for (const t of s.t ?? []) if (t !== null && t < base) base = t;
+      }
+      const bp = await a.get<BubblesPhasesResp>("/api/v1/bubbles/phases").catch(() => ({ lanes: 0, names: [], steps: [] }));
+      const config = await a.get<RunConfigResp>("/api/v1/run_config").catch(() => null);
       const steps = await a.get<StepsResp>("/api/v1/steps").then((s) => s.steps).catch(() => []);
       const engines: RunData["engines"] = {};
       for (const m of ["sglang:gen_throughput", "sglang:num_queue_reqs"]) {
         engines[m] = await a.get<EnginesSeriesResp>("/api/v1/engines/series", { metric: m, points: 400 }).catch(() => null);
       }
-      runs.push({ run, color: RUN_COLORS[i % RUN_COLORS.length], series, steps, engines });
+      runs.push({ run, color: RUN_COLORS[i % RUN_COLORS.length], series, base, steps, engines, phases: breakdown(bp), config });
     }
     this.render(runs);
   }
@@ -90,45 +111,44 @@ export class ComparePage {
       box.append(
         this.chart(`${key} by step`, have.map((d) => ({ color: d.color, label: d.run.name, x: d.series[key].x, y: d.series[key].y }))),
         this.chart(
-          `${key} by time since the first step (s)`,
-          have.map((d) => {
-            const st = d.series["perf/step_time"];
-            const elapsed = st ? cumulative(st) : new Map<number, number>();
-            const x: number[] = [];
-            const y: (number | null)[] = [];
-            d.series[key].x.forEach((s, i) => {
-              const t = elapsed.get(s);
-              if (t !== undefined) {
-                x.push(t);
-                y.push(d.series[key].y[i]);
-              }
-            });
-            return { color: d.color, label: d.run.name, x, y };
-          }),
+          `${key} by time since the run's first record (min)`,
+          have.map((d) => ({ color: d.color, label: d.run.name, ...byTime(d.series[key], d.base) })),
         ),
       );
       r.appendChild(box);
     }
 
-    // Where did the time go: per step, the trainer's wait and the rest, side by side.
+    // Where did the time go: each run's steps stacked by phase (on one time scale), and the phases' totals
+    // against the first run.
     const bd = el("div", "cmpbreak");
-    bd.appendChild(el("h3", "", "step time: waiting for rollouts vs the rest (perf/step_time × perf/wait_time_ratio, as /bubbles)"));
+    bd.appendChild(el("h3", "", "step time by phase (mean over the train lanes; the steps of /bubbles)"));
     const table = el("table", "cmptable");
-    table.appendChild(rowOf("th", ["run", "steps", "total s", "waiting s", "rest s", "mean step s"]));
+    table.appendChild(rowOf("th", ["run", "steps", "total s", "mean step s"]));
+    const maxStep = Math.max(1, ...runs.flatMap((d) => d.phases.perStep.map((row) => row.reduce((a, v) => a + v, 0))));
+    const bars = el("div", "cmpcharts");
     for (const d of runs) {
-      const st = d.series["perf/step_time"];
-      const wr = d.series["perf/wait_time_ratio"];
-      const b = st && wr ? breakdown(st, wr) : { steps: [], wait: [], rest: [], total: 0 };
-      this.probe.totals[d.run.id] = b.total;
-      const sum = (xs: number[]) => xs.reduce((a, v) => a + v, 0);
-      const tr = rowOf("td", [d.run.name, String(b.steps.length), b.total.toFixed(1), sum(b.wait).toFixed(1), sum(b.rest).toFixed(1),
-        b.steps.length ? (b.total / b.steps.length).toFixed(1) : "–"]);
+      const b = d.phases;
+      this.probe.totals[d.run.id] = b.stacked;
+      this.probe.phaseTotals[d.run.id] = b.totals;
+      const tr = rowOf("td", [d.run.name, String(b.steps.length), b.stacked.toFixed(1), b.steps.length ? (b.stacked / b.steps.length).toFixed(1) : "–"]);
       tr.dataset.run = d.run.id;
-      tr.dataset.total = String(b.total);
+      tr.dataset.total = String(b.stacked);
       table.appendChild(tr);
-      bd.appendChild(stackedBars(d.run.name, d.color, b));
+      bars.appendChild(stackedBars(d.run.name, b, maxStep));
     }
-    bd.insertBefore(table, bd.children[1]);
+    bd.append(table, bars);
+    const rows = phaseTable(runs.map((d) => d.phases));
+    const pt = el("table", "cmptable cmpphases");
+    pt.appendChild(rowOf("th", ["phase", ...runs.map((d) => `${d.run.name} s`), ...runs.slice(1).map((d) => `${d.run.name} − ${runs[0].run.name}`)]));
+    for (const row of rows) {
+      const tr = rowOf("td", [row.name, ...row.seconds.map((v) => v.toFixed(1)), ...row.delta.slice(1).map((v) => (v >= 0 ? "+" : "") + (v / 60).toFixed(1) + " min")]);
+      tr.dataset.phase = row.name;
+      const sw = el("i", "swatch");
+      sw.style.background = row.name === NONE ? NONE_COLOR : phaseColor(row.name);
+      tr.firstElementChild!.prepend(sw);
+      pt.appendChild(tr);
+    }
+    bd.appendChild(pt);
     r.appendChild(bd);
 
     // Staleness and mixed versions of the consumed steps.
@@ -160,21 +180,28 @@ export class ComparePage {
     }
     if (eng.children.length) r.appendChild(eng);
 
-    // Config difference.
-    const withArgs = runs.filter((d) => d.run.args);
+    // Config difference: the arguments whose values differ between the runs that record theirs.
+    const withArgs = runs.filter((d) => d.config?.args);
     const cfg = el("div", "cmpconfig");
     cfg.appendChild(el("h3", "", "trainer arguments that differ"));
-    if (withArgs.length < 2) cfg.appendChild(el("p", "hint", "fewer than two of these runs record their trainer arguments (meta.json \"args\")"));
+    if (withArgs.length < 2) cfg.appendChild(el("p", "hint", "fewer than two of these runs record their trainer arguments (miles_otel.record_run_config, or meta.json \"args\")"));
     else {
       const keys = new Set<string>();
-      for (const d of withArgs) for (const k of Object.keys(d.run.args!)) keys.add(k);
+      for (const d of withArgs) for (const k of Object.keys(d.config!.args!)) keys.add(k);
       const t = el("table", "cmptable");
-      t.appendChild(rowOf("th", ["argument", ...withArgs.map((d) => d.run.name)]));
+      t.appendChild(rowOf("th", ["argument", ...withArgs.map((d) => `${d.run.name} (${d.config!.source})`)]));
+      this.probe.configRows = [];
       for (const k of [...keys].sort()) {
-        const vals = withArgs.map((d) => JSON.stringify(d.run.args![k] ?? null));
-        if (new Set(vals).size > 1) t.appendChild(rowOf("td", [k, ...vals]));
+        const vals = withArgs.map((d) => (k in d.config!.args! ? JSON.stringify(d.config!.args![k]) : "–"));
+        if (new Set(vals).size > 1) {
+          const tr = rowOf("td", [k, ...vals]);
+          tr.dataset.arg = k;
+          t.appendChild(tr);
+          this.probe.configRows.push(k);
+        }
       }
-      cfg.appendChild(t);
+      if (!this.probe.configRows.length) cfg.appendChild(el("p", "hint", `the ${withArgs.length} runs record the same ${keys.size} arguments`));
+      else cfg.appendChild(t);
     }
     r.appendChild(cfg);
   }
@@ -203,42 +230,37 @@ export class ComparePage {
   }
 }
 
-function cumulative(st: { x: number[]; y: (number | null)[] }): Map<number, number> {
-  const m = new Map<number, number>();
-  let t = 0;
-  st.x.forEach((s, i) => {
-    m.set(s, t);
-    t += st.y[i] ?? 0;
-  });
-  return m;
-}
-
 function rowOf(cell: "td" | "th", vals: string[]): HTMLTableRowElement {
   const tr = el("tr");
   for (const v of vals) tr.appendChild(el(cell, "", v));
   return tr;
 }
 
-/** One run's steps as stacked bars (waiting light, the rest in the run's colour), on one time scale. */
-function stackedBars(label: string, color: string, b: ReturnType<typeof breakdown>): HTMLElement {
+const NONE_COLOR = "#d9d9d9";
+
+/** One run's steps as bars stacked by phase (largest phases at the bottom, no phase on top), on the time
+ * scale `max` all runs share, so a slower run's bars are taller. */
+function stackedBars(label: string, b: Breakdown, max: number): HTMLElement {
   const box = el("div", "cmpbars");
-  box.appendChild(el("div", "cmptitle", label));
+  box.appendChild(el("div", "cmptitle", `${label}: seconds per step by phase`));
   const c = el("canvas");
   const W = 560;
-  const H = 80;
+  const H = 120;
   c.width = W;
   c.height = H;
   const g = c.getContext("2d")!;
-  const max = Math.max(1, ...b.steps.map((_, i) => b.wait[i] + b.rest[i]));
+  const order = b.names.map((_, k) => k).sort((x, y) => (b.names[x] === NONE ? 1 : b.names[y] === NONE ? -1 : b.totals[b.names[y]] - b.totals[b.names[x]]));
   const bw = Math.max(1, Math.floor(W / Math.max(1, b.steps.length)) - 1);
-  b.steps.forEach((_, i) => {
+  b.perStep.forEach((row, i) => {
     const x = i * (bw + 1);
-    const hr = (b.rest[i] / max) * H;
-    const hw = (b.wait[i] / max) * H;
-    g.fillStyle = color;
-    g.fillRect(x, H - hr, bw, hr);
-    g.fillStyle = "#bab0ac";
-    g.fillRect(x, H - hr - hw, bw, hw);
+    let y = H;
+    for (const k of order) {
+      const h = (row[k] / max) * H;
+      if (h <= 0) continue;
+      g.fillStyle = b.names[k] === NONE ? NONE_COLOR : phaseColor(b.names[k]);
+      g.fillRect(x, y - h, bw, h);
+      y -= h;
+    }
   });
   box.appendChild(c);
   return box;

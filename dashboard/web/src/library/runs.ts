@@ -26,6 +26,8 @@ export interface RunSummary {
 }
 
 export interface RunsList {
+  /** false on a one-run server (serve --dir): no runs, the page shows the run's views. */
+  library: boolean;
   runs: RunSummary[];
   scan: { dirs: number; summaries_made: number };
   live_within_s: number;

@@ -16,6 +16,7 @@ const TOOL = "#2ca02c";
 export function renderLifecycleStrip(host: HTMLElement, l: SampleLifecycleResp): void {
   host.textContent = "";
   const row = l.row;
+  if (!row) return; // the trajectories do not show this sample consumed: no strip
   const t0 = row.submit;
   const t1 = Math.max(row.end, t0 + 1e-3);
   const X = (t: number) => ((t - t0) / (t1 - t0)) * W;

@@ -44,7 +44,7 @@ test("anatomy: engine stage slices inside every traced generate segment, hover d
   assert.equal(a.engine_total.covered, a.engine_total.traced);
   assert.equal(a.engine_total.traced, a.engine_total.segments);
   await page.reload(); // the page opened before the collector had written step 3
-  await until(async () => (await page.evaluate(() => window.__milesViews.lifecycle?.probe.anatomyDraws ?? 0)) > 0, { what: "anatomy drawn" });
+  await until(async () => (await page.evaluate(() => window.__milesViews?.lifecycle?.probe.anatomyDraws ?? 0)) > 0, { what: "anatomy drawn" });
   const n = await page.evaluate(() => window.__milesViews.lifecycle.probe.engineSlices);
   const want = a.rows.reduce((s, r) => s + r.engine.length / 5, 0);
   assert.ok(n > 0 && n <= want, `slices drawn ${n} of ${want}`);

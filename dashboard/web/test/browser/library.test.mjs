@@ -1,13 +1,15 @@
 // The run library (`serve --root`): three runs simulated through the real collector are listed, a fourth
-// started during the test appears; a compare of two runs of different speeds shows both, with step-time totals
-// equal to each run's /bubbles; "export window" on the Compute view downloads a trace that Perfetto's own
-// protos (PyPI perfetto, python/.venv) read with the expected tracks and slices.
+// started during the test appears; a compare of two runs of different speeds shows both, each run's steps
+// stacked by phase with totals equal to its /bubbles, the by-time axis from the records' own times, and the
+// trainer arguments that differ from the run_config records miles-sim sent; "export window" on the Compute
+// view downloads a trace that Perfetto's own protos (PyPI perfetto, python/.venv) read with the expected
+// tracks and slices.
 import test, { after, before } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { api, buildBinaries, launch, newRunDir, openPage, ROOT, runSim, SHOTS, startCollector, startLibrary, stop, stopAll, until } from "./harness.mjs";
+import { api, buildBinaries, launch, newRunDir, openPage, ROOT, runSim, shapeErrors, SHOTS, startCollector, startLibrary, stop, stopAll, until } from "./harness.mjs";
 
 let root, bins, dash, browser, page, problems;
 
@@ -48,6 +50,8 @@ test("the runs page lists the three runs and picks up a fourth started during th
   assert.equal(slow.mode, "colocate");
   assert.equal(slow.gpus, 8);
   assert.ok(slow.latest_step > 0, "latest step from the metrics tail");
+  assert.equal(slow.config.source, "run_config", "the driver's arguments are recorded through the collector");
+  assert.ok(slow.config.n >= 10, `config of ${slow.config.n} arguments`);
   const text = await page.locator("tr.run[data-run='slow']").innerText();
   assert.match(text, /1 × 8/);
   assert.match(text, /colocate/);
@@ -57,22 +61,77 @@ test("the runs page lists the three runs and picks up a fourth started during th
   assert.equal((await rowIds()).length, 4);
 });
 
-test("compare of two runs of different speeds shows both, with totals equal to each run's /bubbles", async () => {
+test("compare of two runs of different speeds shows both, stacked by phase with totals equal to each run's /bubbles", async () => {
   await page.goto(dash.base + "/?view=compare&runs=fast,slow");
   await page.waitForSelector("body[data-ready='1']");
   await until(async () => (await page.locator("table.cmptable tr[data-run]").count()) === 2, { what: "two runs in the breakdown" });
   assert.equal(await page.locator(".cmprun").count(), 2);
-  const totals = {};
+  const probe = await page.evaluate(() => window.__milesLibrary.probe);
+  const perStep = {};
   for (const id of ["fast", "slow"]) {
     const b = await api(dash, `/api/v1/bubbles?run=${id}`);
     const want = b.steps.reduce((a, s) => a + (s.t1 - s.t0), 0);
     const got = Number(await page.locator(`table.cmptable tr[data-run='${id}']`).getAttribute("data-total"));
     assert.ok(b.steps.length > 0, `${id} has steps`);
-    assert.ok(Math.abs(got - want) < 1e-6 * Math.max(1, want), `${id}: page total ${got}, /bubbles ${want}`);
-    totals[id] = want / b.steps.length;
+    // The stacked bars' heights (each step's phases and the rest) total the step times /bubbles reports, up
+    // to the composition's rounding of fractions to 1e-4.
+    assert.ok(Math.abs(got - want) <= 1e-3 * want, `${id}: page total ${got}, /bubbles ${want}`);
+    const bp = await api(dash, `/api/v1/bubbles/phases?run=${id}`);
+    assert.deepEqual(await shapeErrors("GET /api/v1/bubbles/phases", bp), []);
+    assert.deepEqual(bp.steps.map((s) => [s.step, s.t0, s.t1]), b.steps.map((s) => [s.step, s.t0, s.t1]), `${id}: the steps of /bubbles`);
+    for (const s of bp.steps) {
+      const sum = s.phases.reduce((a, v) => a + v, s.none);
+      assert.ok(Math.abs(sum - (s.t1 - s.t0)) <= 1e-3 * (s.t1 - s.t0), `${id} step ${s.step}: phases + none ${sum} vs ${s.t1 - s.t0}`);
+    }
+    assert.ok(bp.names.includes("actor_train"), `${id} phases ${bp.names}`);
+    // One step against the fleet composition of its window on the same lanes (the same rule, another path).
+    const mid = bp.steps[Math.floor(bp.steps.length / 2)];
+    // (/fleet takes 2 buckets at least: the step's two halves; each fraction is rounded to 1e-4.)
+    const fl = await api(dash, `/api/v1/fleet?run=${id}&t0=${mid.t0}&t1=${mid.t1}&buckets=2&lanes=role:train`);
+    const w = mid.t1 - mid.t0;
+    for (const [k, name] of bp.names.entries()) {
+      const fs = fl.composition[name] ?? [0, 0];
+      const sec = ((fs[0] + fs[1]) * w) / 2;
+      assert.ok(Math.abs(sec - mid.phases[k]) <= 2e-4 * w, `${id} step ${mid.step} ${name}: fleet ${sec} s, breakdown ${mid.phases[k]} s`);
+    }
+    perStep[id] = want / b.steps.length;
+    const pt = probe.phaseTotals[id];
+    assert.ok(Math.abs(Object.values(pt).reduce((a, v) => a + v, 0) - got) <= 1e-6 * got, `${id}: phase totals add up to the run's`);
+
+    // By-time axis: each point's time is its record's, which for perf/step_time is the step's end in /bubbles.
+    const ms = await api(dash, `/api/v1/metrics/series?run=${id}&keys=perf/step_time&time=true`);
+    assert.deepEqual(await shapeErrors("GET /api/v1/metrics/series", ms), []);
+    const t1 = new Map(b.steps.map((s) => [s.step, s.t1]));
+    const st = ms.series[0];
+    assert.equal(st.t.length, st.x.length);
+    let matched = 0;
+    st.x.forEach((x, i) => {
+      if (t1.has(x)) {
+        assert.ok(Math.abs(st.t[i] - t1.get(x)) < 1e-6, `${id} step ${x}: time ${st.t[i]}, /bubbles t1 ${t1.get(x)}`);
+        matched++;
+      }
+    });
+    assert.ok(matched >= b.steps.length - 1, `${id}: ${matched} of ${b.steps.length} steps on the time axis`);
+    const plain = await api(dash, `/api/v1/metrics/series?run=${id}&keys=perf/step_time`);
+    assert.equal(plain.series[0].t, undefined, "times only when asked");
   }
-  assert.notEqual(totals.fast.toFixed(3), totals.slow.toFixed(3), "the two runs step at different speeds");
-  assert.ok((await page.evaluate(() => window.__milesLibrary.probe.charts)) >= 4, "metrics overlaid by step and by time");
+  assert.notEqual(perStep.fast.toFixed(3), perStep.slow.toFixed(3), "the two runs step at different speeds");
+  assert.ok(probe.charts >= 4, "metrics overlaid by step and by time");
+  const phaseRows = await page.locator("table.cmpphases tr[data-phase]").count();
+  assert.ok(phaseRows >= 3, `${phaseRows} phases in the per-phase table`);
+
+  // The trainer arguments that differ, from the run_config records (secrets redacted on the way).
+  for (const id of ["fast", "slow"]) {
+    const rc = await api(dash, `/api/v1/run_config?run=${id}`);
+    assert.deepEqual(await shapeErrors("GET /api/v1/run_config", rc), []);
+    assert.equal(rc.source, "run_config");
+    assert.equal(rc.args.wandb_key, "[redacted]");
+    assert.deepEqual(rc.redacted, ["wandb_key"]);
+  }
+  for (const arg of ["colocate", "fully_async", "seed"]) {
+    assert.equal(await page.locator(`.cmpconfig tr[data-arg='${arg}']`).count(), 1, `${arg} differs`);
+  }
+  assert.equal(await page.locator(".cmpconfig tr[data-arg='n_samples_per_prompt']").count(), 0, "equal arguments are not listed");
   await page.screenshot({ path: join(SHOTS, "compare.png"), fullPage: true });
 });
 
@@ -81,6 +140,14 @@ test("export window downloads a trace Perfetto's protos read with the expected t
   assert.ok(existsSync(py), "python/.venv missing: make -C python venv (installs PyPI perfetto)");
   await page.goto(dash.base + "/?run=fast#/compute");
   await page.waitForSelector("body[data-ready='1']");
+  // The run's recorded arguments in the top bar (make demo's run has them the same way).
+  await page.waitForSelector("#cfgbtn:visible");
+  const rc = await api(dash, "/api/v1/run_config?run=fast");
+  assert.equal(await page.locator("#cfgbtn").innerText(), `args (${Object.keys(rc.args).length})`);
+  await page.locator("#cfgbtn").click();
+  assert.equal(await page.locator("#cfgpanel tr[data-arg='wandb_key'] td.redacted").innerText(), '"[redacted]"');
+  assert.equal(await page.locator("#cfgpanel tr[data-arg='colocate'] td").nth(1).innerText(), "false");
+  await page.locator("#cfgbtn").click();
   let exportURL = "";
   page.on("request", (r) => {
     if (r.url().includes("/api/v1/export/perfetto")) exportURL = r.url();

@@ -1,14 +1,36 @@
 import test from "node:test";
 import assert from "node:assert/strict";
-import { breakdown } from "../../src/library/breakdown";
+import { breakdown, byTime, NONE, phaseTable } from "../../src/library/breakdown";
 import { fmtDuration } from "../../src/library/runs";
 
-test("breakdown splits each step's time by its wait ratio and totals the steps both series have", () => {
-  const b = breakdown({ x: [1, 2, 3, 4], y: [100, 200, null, 50] }, { x: [1, 2, 3], y: [0.25, 0.5, 0.9] });
+const resp = (steps: [number, number, number[], number][], names: string[]) => ({
+  lanes: 2,
+  names,
+  steps: steps.map(([step, t0, phases, none]) => ({ step, t0, t1: t0 + phases.reduce((a, v) => a + v, none), wait_ratio: 0, phases, none })),
+});
+
+test("breakdown stacks each step by phase, the rest as no phase, totalling the steps' lengths", () => {
+  const b = breakdown(resp([[1, 0, [60, 30], 10], [2, 100, [80, 10], 10]], ["actor_train", "train_wait"]));
   assert.deepEqual(b.steps, [1, 2]);
-  assert.deepEqual(b.wait, [25, 100]);
-  assert.deepEqual(b.rest, [75, 100]);
-  assert.equal(b.total, 300);
+  assert.deepEqual(b.names, ["actor_train", "train_wait", NONE]);
+  assert.deepEqual(b.perStep, [[60, 30, 10], [80, 10, 10]]);
+  assert.deepEqual(b.totals, { actor_train: 140, train_wait: 40, [NONE]: 20 });
+  assert.equal(b.total, 200);
+  assert.equal(b.stacked, 200);
+});
+
+test("the phase table puts the largest difference to the first run first", () => {
+  const fast = breakdown(resp([[1, 0, [60, 30], 10]], ["actor_train", "train_wait"]));
+  const slow = breakdown(resp([[1, 0, [65, 130], 10]], ["actor_train", "train_wait"]));
+  const rows = phaseTable([fast, slow]);
+  assert.deepEqual(rows.map((r) => r.name), ["train_wait", "actor_train", NONE]);
+  assert.deepEqual(rows[0].delta, [0, 100]);
+  assert.deepEqual(rows[1].seconds, [60, 65]);
+});
+
+test("byTime puts a series on minutes since the run's first record, from each point's own time", () => {
+  assert.deepEqual(byTime({ t: [1000, 1060, null, 1300], y: [1, 2, 3, 4] }, 1000), { x: [0, 1, 5], y: [1, 2, 4] });
+  assert.deepEqual(byTime({ y: [1] }, 0), { x: [], y: [] });
 });
 
 test("durations read as h/m or m/s", () => {

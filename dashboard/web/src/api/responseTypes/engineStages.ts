@@ -2,7 +2,7 @@
 // consumed steps, in total and per engine; GET /api/v1/steps/{id}/samples/{idx}/lifecycle: one consumed
 // sample's anatomy row with its engine slices (the sample page's lifecycle strip).
 
-import { arr, num, obj, str, type Infer } from "../schema";
+import { arr, nullable, num, obj, str, type Infer } from "../schema";
 import { anatomyRowSchema, engineStageTotalsSchema } from "./anatomy";
 
 export const engineStagesSchema = obj({
@@ -13,10 +13,10 @@ export type EngineStagesResp = Infer<typeof engineStagesSchema>;
 
 export const sampleLifecycleSchema = obj({
   step: num,
-  consume: num,
+  consume: nullable(num),
   weight_pushes: arr(obj({ t: num, wv: num })),
   engine_stages: arr(str),
   engine_slice_names: arr(str),
-  row: anatomyRowSchema,
+  row: nullable(anatomyRowSchema),
 });
 export type SampleLifecycleResp = Infer<typeof sampleLifecycleSchema>;

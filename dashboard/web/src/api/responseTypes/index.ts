@@ -6,6 +6,7 @@ import { validate, type Schema } from "../schema";
 import { advisoryResultSchema } from "./advisory";
 import { anatomySchema } from "./anatomy";
 import { bubblesSchema } from "./bubbles";
+import { bubblesPhasesSchema } from "./bubblesPhases";
 import { dumpsSampleSchema } from "./dumpsSample";
 import { dumpsStepSchema } from "./dumpsStep";
 import { dumpsStepsSchema } from "./dumpsSteps";
@@ -24,6 +25,7 @@ import { metricsKeysSchema } from "./metricsKeys";
 import { metricsSeriesSchema } from "./metricsSeries";
 import { outliersSchema } from "./outliers";
 import { phasesSchema } from "./phases";
+import { runConfigSchema } from "./runConfig";
 import { stepsSchema } from "./steps";
 
 export { validate };
@@ -46,6 +48,8 @@ export const ENDPOINTS: Endpoint[] = [
   { route: "GET /api/v1/gpu", schema: gpuSchema, golden: "gpu" },
   { route: "GET /api/v1/fleet", schema: fleetSchema, golden: "fleet" },
   { route: "GET /api/v1/bubbles", schema: bubblesSchema, golden: "bubbles" },
+  { route: "GET /api/v1/bubbles/phases", schema: bubblesPhasesSchema, golden: "bubbles_phases" },
+  { route: "GET /api/v1/run_config", schema: runConfigSchema, golden: "run_config" },
   { route: "GET /api/v1/outliers", schema: outliersSchema, golden: "outliers" },
   { route: "GET /api/v1/heatmap", schema: heatmapHeaderSchema, golden: "heatmap", binary: true },
   { route: "GET /api/v1/metrics/keys", schema: metricsKeysSchema, golden: "metrics_keys" },

@@ -5,6 +5,10 @@ import { arr, bool, json, nullable, num, obj, record, str, tuple, type Infer } f
 export const noticeSchema = obj({ level: str, message: str });
 export type Notice = Infer<typeof noticeSchema>;
 
+/** One gateway shard: its own data edge and last write; stalled when it stopped while the run goes on. */
+export const shardStatusSchema = obj({ id: str, data_edge: num, last_write: num, behind_s: num, stalled: bool });
+export type ShardStatus = Infer<typeof shardStatusSchema>;
+
 export const metaSchema = obj({
   run_name: str,
   /** How the run directory is laid out (the collector's, or a dump-only miles directory). */
@@ -34,5 +38,7 @@ export const metaSchema = obj({
   memory: obj({ gpu_bytes: num, gpu_values: num, loaded_hours: num, rollup_bytes: num, rollup_hours: num }),
   /** Typical seconds between a lane's GPU readings (0 until an hour is loaded). */
   gpu_interval_s: num,
+  /** The gateway shards of a sharded run (docs/semconv.md §8), in id order; [] for an unsharded run. */
+  shards: arr(shardStatusSchema),
 });
 export type Meta = Infer<typeof metaSchema>;

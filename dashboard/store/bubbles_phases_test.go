@@ -1,0 +1,55 @@
+package store
+
+import (
+	"math"
+	"testing"
+)
+
+// TestStepPhases: each trainer step of Bubbles gets its step time split by the phase on top of each train lane
+// (a child over its parent, an active phase over an idle one), as a mean over the lanes, and the rest as None:
+// a step's phases and None add up to its length.
+func TestStepPhases(t *testing.T) {
+	st := twoRankRun(t,
+		// step 1, [0, 100): lane 0 waits 10 s then trains 60 s; lane 1 trains 80 s.
+		rec("train_wait", 0, 10, 0, "a1", "")+
+			rec("actor_train", 10, 70, 0, "a2", "")+
+			rec("actor_train", 10, 90, 1, "b1", "")+
+			// step 2, [100, 200): lane 0 trains 50 s with a 20 s child; lane 1 waits the whole step, and trains
+			// 30 s inside the wait.
+			rec("fwd", 110, 130, 0, "a4", "a3")+
+			rec("actor_train", 100, 150, 0, "a3", "")+
+			rec("actor_train", 150, 180, 1, "b3", "")+
+			rec("train_wait", 100, 200, 1, "b2", ""))
+	write(t, st.dir, "dashboard/metrics/"+hourA+".jsonl",
+		metricsLine(h0+100, "rollout/step", 1, `"perf/step_time":100,"perf/wait_time_ratio":0.05`)+
+			metricsLine(h0+200, "rollout/step", 2, `"perf/step_time":100,"perf/wait_time_ratio":0.6`))
+	st.Refresh()
+	train, _, _ := st.Lanes("role:train")
+	got := st.StepPhases(h0, h0+300, train)
+	if got.Lanes != 2 || len(got.Steps) != 2 {
+		t.Fatalf("%+v", got)
+	}
+	want := []map[string]float64{
+		{"train_wait": 5, "actor_train": 70, "": 25},
+		{"fwd": 10, "actor_train": 15 + 15, "train_wait": 35, "": 25},
+	}
+	for i, sp := range got.Steps {
+		if sp.Step != i+1 || sp.T1-sp.T0 != 100 {
+			t.Errorf("step %d: %+v", i, sp)
+		}
+		sum := sp.None
+		byName := map[string]float64{"": sp.None}
+		for k, v := range sp.Phases {
+			byName[got.Names[k]] += v
+			sum += v
+		}
+		if math.Abs(sum-100) > 1e-6 {
+			t.Errorf("step %d: phases + none = %v, want 100", sp.Step, sum)
+		}
+		for name, w := range want[i] {
+			if math.Abs(byName[name]-w) > 0.02 {
+				t.Errorf("step %d: %q = %v, want %v (%v)", sp.Step, name, byName[name], w, byName)
+			}
+		}
+	}
+}

@@ -1,0 +1,145 @@
+package store
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/columns"
+)
+
+// TestScanFastMatchesScan: wherever the one-pass record reader takes a line, it reads exactly what the generic
+// walk reads (times, lane, every member bit for bit), and a value it hands over in hundredths encodes to the
+// same column bytes as the value itself; the lines both collectors write take the fast path.
+func TestScanFastMatchesScan(t *testing.T) {
+	lines := []string{
+		`{"ts":1797127200.190654,"node":"10.1.0.1","gpu":0,"util":97,"mem_mb":71047,"power_w":685}`,
+		`{"ts":1796219998.5,"node":"n1","gpu":0,"util":87,"mem_mb":70123,"power_w":512.3,"temp_c":61,"sm_clock":1980,"sm_active":41.5,"tensor_active":22,"nvlink_rx":1073741824,"nvlink_tx":1073741824}`,
+		`{"ts":1.5,"node":"a","gpu":3,"util":-0,"x":-0.0,"y":-0.5,"z":0.25,"w":1.125,"e":1e3,"big":12345678901234567,"n":null,"b":true}`,
+		` { "ts" : 100 , "node" : "a b" , "gpu" : 1 , "util" : 5 } `,
+		`{"ts":100,"node":"a\"b","gpu":1,"util":5}`,
+		`{"ts":100,"node":"a","gpu":1,"s":"x\\","util":5}`,
+		`{"ts":"100","node":"a","gpu":1,"util":5}`,
+		`{"ts":100,"node":"a","gpu":"1","util":5}`,
+		`{"ts":100,"node":"a","gpu":1,"arr":[1,2,{"a":"]"}],"obj":{"x":1},"util":5}`,
+		`{"ts":100,"node":"a","gpu":{"x":1},"util":5}`,
+		`{"ts":100,"node":7,"gpu":1,"util":5}`,
+		`{"ts":100,"node":"a","node":"b","gpu":1,"gpu":2,"util":5,"util":6}`,
+		`{"ts":0,"node":"a","gpu":1}`, `{"ts":100,"gpu":1}`, `{"ts":100,"node":"a","gpu":-1}`,
+		`{"ts":100,"node":"a","gpu":1,"util":}`, `{"ts":100,"node":"a","gpu":1,"util":5`, `{"ts":100,"node":"a","gpu":1,,}`,
+		`{"ts":100,"node":"a","gpu":1,"util":.5,"v":5.,"w":1.2.3,"x":--1,"y":0.1234567890123456789}`,
+		`{"ts":100,"node":"a","gpu":1.7,"util":99999999999999.99,"v":9999999999999.99,"w":123456789012345}`,
+		`{}`, `[]`, ``, `{"ts":100,"node":"a","gpu":1}x`,
+	}
+	rng := rand.New(rand.NewPCG(7, 9))
+	alphabet := []byte(`{}[]":,. -0123456789enul\ats`)
+	for range 20000 { // mutations of the shapes above: a byte replaced, dropped or doubled
+		b := []byte(lines[rng.IntN(5)])
+		for range 1 + rng.IntN(3) {
+			i := rng.IntN(len(b))
+			switch rng.IntN(3) {
+			case 0:
+				b[i] = alphabet[rng.IntN(len(alphabet))]
+			case 1:
+				b = append(b[:i:i], b[i+1:]...)
+			default:
+				b = append(b[:i+1:i+1], b[i:]...)
+			}
+		}
+		lines = append(lines, string(b))
+	}
+	for i := range 2000 { // readings as collectors print them
+		lines = append(lines, fmt.Sprintf(`{"ts":%.6f,"node":"n%d","gpu":%d,"util":%d,"power_w":%.1f,"mem":%.2f,"f":%g}`,
+			1.797e9+rng.Float64()*1e4, i%9, i%8, rng.IntN(101), rng.Float64()*1000-100, rng.Float64()*1e6, rng.NormFloat64()*1e5))
+	}
+	fast := 0
+	for _, line := range lines {
+		var a, b gpuRecord
+		okSlow := a.scan([]byte(line))
+		if !b.scanFast([]byte(line)) {
+			continue
+		}
+		fast++
+		if !okSlow {
+			t.Fatalf("%s: fast path takes a line the walk refuses", line)
+		}
+		if math.Float64bits(a.ts) != math.Float64bits(b.ts) || !bytes.Equal(a.node, b.node) || math.Float64bits(a.gpu) != math.Float64bits(b.gpu) || a.n != b.n {
+			t.Fatalf("%s: fast (%v %q %v %d) vs walk (%v %q %v %d)", line, b.ts, b.node, b.gpu, b.n, a.ts, a.node, a.gpu, a.n)
+		}
+		for i := range a.n {
+			x, y := a.vals[i], b.vals[i]
+			if !bytes.Equal(x.k, y.k) || math.Float64bits(x.v) != math.Float64bits(y.v) {
+				t.Fatalf("%s: member %d: fast %s=%v, walk %s=%v", line, i, y.k, y.v, x.k, x.v)
+			}
+			if y.exact {
+				var c1, c2 columns.Values
+				for _, v := range []float64{0, 12.5, x.v, x.v, -3} { // a few predictor states before and after
+					c1.Append(v)
+				}
+				for _, v := range []float64{0, 12.5} {
+					c2.Append(v)
+				}
+				c2.AppendQuantum(y.q)
+				c2.AppendQuantum(y.q)
+				c2.Append(-3)
+				if !bytes.Equal(colBytes(&c1), colBytes(&c2)) {
+					t.Fatalf("%s: %v in hundredths (%d) encodes differently", line, x.v, y.q)
+				}
+			}
+		}
+	}
+	for _, line := range lines[:2] {
+		var r gpuRecord
+		if !r.scanFast([]byte(line)) {
+			t.Fatalf("%s: not read by the fast path", line)
+		}
+	}
+	if fast < 3000 {
+		t.Fatalf("only %d of %d lines read by the fast path", fast, len(lines))
+	}
+}
+
+func colBytes(c *columns.Values) []byte {
+	var buf bytes.Buffer
+	bw := bufio.NewWriter(&buf)
+	w := columns.NewWriter(bw)
+	w.Values(c)
+	_ = bw.Flush()
+	return buf.Bytes()
+}
+
+// BenchmarkAddLine: the cold-open hot path, one hour of 64 lanes' readings as miles v1 writes them, parsed into a
+// block (per line: record read, lane found, columns appended, 4 s maxima kept).
+//
+//	go test -run '^$' -bench AddLine -count 6 ./dashboard/store/
+func BenchmarkAddLine(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var lines [][]byte
+	for sec := range 3600 {
+		for l := range 64 {
+			lines = append(lines, fmt.Appendf(nil, `{"ts":%.6f,"node":"10.1.0.%d","gpu":%d,"util":%d,"mem_mb":%d,"power_w":%d}`,
+				1797120000+float64(sec)+rng.Float64()*0.3, l/8+1, l%8, 60+rng.IntN(36), 70000+rng.IntN(2000), 600+rng.IntN(100)))
+		}
+	}
+	for _, mode := range []string{"addLine", "scanFast", "scan"} {
+		b.Run(mode, func(b *testing.B) {
+			for b.Loop() {
+				blk := newGPUBlock(499_200)
+				for _, line := range lines {
+					switch mode {
+					case "addLine":
+						blk.addLine(line, nil)
+					case "scanFast":
+						blk.rec.scanFast(line)
+					default:
+						blk.rec.scan(line)
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(lines)), "ns/line")
+		})
+	}
+}
