@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
 	"github.com/otelcol-miles/otelcol-miles/internal/e2etest"
 	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
@@ -76,8 +77,8 @@ func startGateway(t *testing.T, runDir, id, grpcAddr string) *e2etest.Collector 
 }
 
 // startTier starts gateways (shard ids gw-0…, or one unsharded gateway when ids is nil) and agents that
-// balance over them.
-func startTier(t *testing.T, runDir string, ids []string, agents int) *tier {
+// balance over them, with agentEnv added to the agents' environment.
+func startTier(t *testing.T, runDir string, ids []string, agents int, agentEnv ...string) *tier {
 	t.Helper()
 	tr := &tier{}
 	if ids == nil {
@@ -91,7 +92,8 @@ func startTier(t *testing.T, runDir string, ids []string, agents int) *tier {
 	for i := range agents {
 		tr.agents = append(tr.agents, e2etest.StartCollector(t, runDir, e2etest.Options{
 			Configs: []string{e2etest.Config("agent.yaml")},
-			Env:     []string{"MILES_GATEWAYS=" + strings.Join(tr.gwAddrs, ","), "MILES_NODE=agent-" + strconv.Itoa(i)},
+			Env: append([]string{"MILES_GATEWAYS=" + strings.Join(tr.gwAddrs, ","), "MILES_NODE=agent-" + strconv.Itoa(i)},
+				agentEnv...),
 		}))
 	}
 	return tr
@@ -456,17 +458,41 @@ func equalMaps(a, b map[string]string) bool {
 	return true
 }
 
-// TestShardedGatewayKilledE2E: a gateway SIGKILLed mid-run and restarted on the same address and shard id: the
-// other shard keeps appending while it is down, the agents queue its batches and deliver them once it is back,
-// the restarted gateway resumes its shard (a second start in its meta.json), no line is torn, no record is
-// duplicated, and what is lost is only what the killed gateway held in memory (docs/operations.md "Agents and
-// gateways": its batch and its exporter's unflushed queue) — bounded here as a fraction of the run.
-func TestShardedGatewayKilledE2E(t *testing.T) {
-	ref := referenceRun(t)
+// signalOf is the OTLP signal each stream's records come from (docs/semconv.md §2–§7, §10): a lost span, metric
+// point or log record can only take records of its own signal's streams with it.
+var signalOf = map[string]string{
+	sc.StreamPhases: "spans", sc.StreamTrajectories: "spans", sc.StreamEngineTraces: "spans",
+	sc.StreamMetrics: "metric_points", sc.StreamGPUUtil: "metric_points", sc.StreamGPUProcesses: "metric_points",
+	sc.StreamEngineSeries: "metric_points", sc.StreamTopology: "log_records", sc.StreamRunConfig: "log_records",
+}
+
+// agentDrops is what an agent counts as refused, per signal, on its own metrics endpoint (docs/operations.md
+// "Agents and gateways"). The load_balancing exporter gives its per-gateway exporters a no-op meter, so a full
+// per-gateway queue shows as the load_balancing exporter's send_failed (the whole batch it was handed, also the
+// part another gateway took: an over-count, never an under-count); enqueue_failed would count a queue of the
+// load_balancing exporter itself (configs/agent.yaml has none).
+func agentDrops(t *testing.T, agents []*e2etest.Collector) map[string]float64 {
+	t.Helper()
+	out := map[string]float64{}
+	for _, a := range agents {
+		for _, sig := range []string{"spans", "metric_points", "log_records"} {
+			out[sig] += metricSum(t, a, "otelcol_exporter_send_failed_"+sig+"{") +
+				metricSum(t, a, "otelcol_exporter_enqueue_failed_"+sig+"{")
+		}
+	}
+	return out
+}
+
+// killedRun is the simulated run (paced by --max-speed) through two agents (agentEnv added) and two gateways,
+// gw-1 SIGKILLed once it has written part of the run and restarted on the same address and shard id once
+// backAfter (polled) is true; while it is down, the other shard must keep appending. It returns the run
+// directory and what the agents counted as refused (agentDrops), read before they stop.
+func killedRun(t *testing.T, maxSpeed string, agentEnv []string, backAfter func(tr *tier) bool) (string, map[string]float64) {
+	t.Helper()
 	dir := t.TempDir()
-	tr := startTier(t, dir, []string{"gw-0", "gw-1"}, 2)
+	tr := startTier(t, dir, []string{"gw-0", "gw-1"}, 2, agentEnv...)
 	// Paced so the run lasts long enough to kill a gateway in the middle of it.
-	sim := runSim(t, tr.agentEndpoints(), "--max-speed", "60")
+	sim := runSim(t, tr.agentEndpoints(), "--max-speed", maxSpeed)
 	simDone := make(chan error, 1)
 	go func() { simDone <- sim.Wait() }()
 	t.Cleanup(func() { _ = sim.Process.Kill() })
@@ -480,6 +506,7 @@ func TestShardedGatewayKilledE2E(t *testing.T) {
 	e2etest.Eventually(t, 60*time.Second, "shard gw-0 keeps appending while gw-1 is down", func() bool {
 		return len(streamRecords(t, other, sc.StreamGPUUtil)) > before+200
 	})
+	e2etest.Eventually(t, 60*time.Second, "the condition for restarting gw-1", func() bool { return backAfter(tr) })
 	select {
 	case err := <-simDone:
 		t.Fatalf("the run ended (%v) before the killed gateway came back: pace it slower", err)
@@ -487,20 +514,20 @@ func TestShardedGatewayKilledE2E(t *testing.T) {
 	}
 	downAt := len(streamRecords(t, victim, sc.StreamGPUUtil))
 	tr.gateways[1] = startGateway(t, dir, "gw-1", tr.gwAddrs[1])
-	e2etest.Eventually(t, 60*time.Second, "the agents deliver gw-1's queued batches after its restart", func() bool {
+	e2etest.Eventually(t, 60*time.Second, "the agents deliver gw-1's batches after its restart", func() bool {
 		return len(streamRecords(t, victim, sc.StreamGPUUtil)) > downAt
 	})
 	if err := <-simDone; err != nil {
 		t.Fatalf("miles-sim: %v (the trainer side must never fail because a gateway is gone)", err)
 	}
-	drops := 0.0
+	drops := agentDrops(t, tr.agents)
 	for _, a := range tr.agents {
-		drops += metricSum(t, a, "otelcol_exporter_enqueue_failed_")
+		t.Logf("agent: sent %v spans, %v metric points, %v log records; refused by gw-1's exporter: %v calls",
+			metricSum(t, a, "otelcol_exporter_sent_spans{"), metricSum(t, a, "otelcol_exporter_sent_metric_points{"),
+			metricSum(t, a, "otelcol_exporter_sent_log_records{"),
+			metricSum(t, a, `otelcol_loadbalancer_backend_outcome{endpoint="`+tr.gwAddrs[1]+`",success="false"}`))
 	}
 	tr.stopAll(t)
-	if drops != 0 {
-		t.Errorf("agents refused %v items with a full queue; the queue (MILES_AGENT_QUEUE_BATCHES) should hold a short outage", drops)
-	}
 
 	var meta struct {
 		Starts []float64 `json:"starts"`
@@ -509,21 +536,97 @@ func TestShardedGatewayKilledE2E(t *testing.T) {
 	if err := json.Unmarshal(b, &meta); err != nil || len(meta.Starts) != 2 {
 		t.Fatalf("restarted shard meta.json: %s %v, want two starts", b, err)
 	}
+	return dir, drops
+}
+
+// checkLossBound compares a killed run with the reference, stream by stream, against what the agents counted:
+// per signal, the records missing from the files are at most the items the agents refused (each missing record
+// lacks at least one of its signal's items), and nothing is written twice. Streams merged by key (gpu_util,
+// engine_series: one reading's points may travel in two batches) show a partly lost reading as one missing and
+// one extra record, and so do span bundles (trajectories, engine_traces: a bundle holds the spans of a trace that
+// arrived together, and a partly lost trace's remaining spans are bundled differently), so there extra may reach
+// missing; elsewhere extra is a duplicate. The exception is a batch
+// the killed gateway wrote but had not acknowledged when it died: its agents send it again (at-least-once), so
+// its records are in the files twice. Phases tolerate that (copies only, and the dashboard's phases answer must
+// equal the reference run's); other streams do not yet (their readers are not checked for copies).
+func checkLossBound(t *testing.T, ref, dir string, drops map[string]float64) {
+	t.Helper()
+	missing := map[string]int{}
 	for _, stream := range sc.Streams {
 		if stream == sc.StreamGPURollup {
-			continue // checked below: the killed gateway's open buckets are recomputed from what reaches it
+			continue // checkRollups: the killed gateway's open buckets are recomputed from what reaches it
 		}
-		d := compare(multiset(t, ref, stream), multiset(t, dir, stream))
-		t.Logf("%s: %d records, %d lost with the killed gateway, %d extra", stream, d.total, d.missing, d.extra)
-		if d.extra != 0 {
+		if signalOf[stream] == "" {
+			t.Fatalf("stream %s: its OTLP signal is not in signalOf", stream)
+		}
+		r, g := multiset(t, ref, stream), multiset(t, dir, stream)
+		d := compare(r, g)
+		t.Logf("%s: %d records, %d missing, %d extra", stream, d.total, d.missing, d.extra)
+		missing[signalOf[stream]] += d.missing
+		regrouped := stream == sc.StreamGPUUtil || stream == sc.StreamEngineSeries ||
+			stream == sc.StreamTrajectories || stream == sc.StreamEngineTraces
+		switch {
+		case d.extra == 0, regrouped && d.extra <= d.missing:
+		case stream == sc.StreamPhases && invented(r, g) == 0:
+			// Copies of records: a batch the killed gateway wrote but had not acknowledged, sent again by the
+			// agents (at-least-once delivery). The dashboard reads a closed phase once: checked below.
+			t.Logf("phases: %d records written twice (re-delivered after the kill)", d.extra)
+		default:
 			t.Errorf("%s: %d records written that the reference run does not have (duplicated)", stream, d.extra)
 		}
-		if d.total > 0 && float64(d.missing) > 0.1*float64(d.total) {
-			t.Errorf("%s: lost %d of %d records, more than what the killed gateway could hold in memory", stream, d.missing, d.total)
+		if stream == sc.StreamPhases && d.missing == 0 {
+			samePhases(t, ref, dir) // copies or not, the dashboard answers as for the reference run
 		}
 	}
-	// Roll-up buckets (merged per GPU and bucket as above): the killed gateway's open buckets lose what it held,
-	// but no reading is ever counted twice.
+	for _, sig := range []string{"spans", "metric_points", "log_records"} {
+		t.Logf("%s: %d records missing, %v items counted as refused by the agents", sig, missing[sig], drops[sig])
+		if float64(missing[sig]) > drops[sig] {
+			t.Errorf("%s: %d records missing from the files, but the agents counted only %v items refused: "+
+				"a loss nobody counted", sig, missing[sig], drops[sig])
+		}
+	}
+	checkRollups(t, ref, dir)
+}
+
+// invented counts the records of got that ref does not have at all (not copies of one of its records).
+func invented(ref, got map[string]int) int {
+	n := 0
+	for k, c := range got {
+		if ref[k] == 0 {
+			n += c
+		}
+	}
+	return n
+}
+
+// samePhases: the dashboard's phases answer over the whole run, every lane, is the same for both runs.
+func samePhases(t *testing.T, ref, dir string) {
+	t.Helper()
+	answer := func(runDir string) string {
+		st, err := store.Open(runDir, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lanes, _, err := st.Lanes("all")
+		if err != nil {
+			t.Fatal(err)
+		}
+		t0, t1, err := st.Window(nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(st.Phases(t0, t1, lanes))
+		return string(b)
+	}
+	if a, b := answer(ref), answer(dir); a != b {
+		t.Errorf("the dashboard's phases differ from the reference run's (a re-delivered record read twice?):\nreference %.400s\nkilled    %.400s", a, b)
+	}
+}
+
+// checkRollups: roll-up buckets (merged per GPU and bucket as in multiset) may lose what the killed gateway held
+// in its open buckets, but no reading is ever counted twice.
+func checkRollups(t *testing.T, ref, dir string) {
+	t.Helper()
 	rollups := func(runDir string) map[string]map[string]any {
 		var recs []map[string]any
 		for _, root := range layoutRoots(t, runDir) {
@@ -540,6 +643,7 @@ func TestShardedGatewayKilledE2E(t *testing.T) {
 		return out
 	}
 	refR, gotR := rollups(ref), rollups(dir)
+	var refN, gotN float64
 	for k, m := range gotR {
 		for f, v := range m {
 			q, ok := v.([]any)
@@ -550,8 +654,42 @@ func TestShardedGatewayKilledE2E(t *testing.T) {
 			if len(r) != 4 || q[3].(float64) > r[3].(float64) {
 				t.Fatalf("gpu_rollup %s %s counts %v readings, the reference %v: counted twice", k, f, q[3], r)
 			}
+			gotN += q[3].(float64)
+			refN += r[3].(float64)
 		}
 	}
+	t.Logf("gpu_rollup: the buckets written count %.0f field readings, the reference's same buckets %.0f", gotN, refN)
+}
+
+// TestShardedGatewayKilledE2E: a gateway SIGKILLed mid-run and restarted on the same address and shard id: the
+// other shard keeps appending while it is down, the agents queue its batches and deliver them once it is back,
+// the restarted gateway resumes its shard (a second start in its meta.json), no line is torn, no record is
+// duplicated (but see checkLossBound: a batch written and not yet acknowledged comes again), and nothing is lost (docs/operations.md "Agents and gateways"): the gateway acknowledges a batch
+// once written (ack: written), what it had not acknowledged is still in the agents' queues, and the queues
+// (MILES_AGENT_QUEUE_BATCHES) hold a short outage, so the agents refuse nothing. Only the killed gateway's open
+// roll-up buckets lose readings.
+func TestShardedGatewayKilledE2E(t *testing.T) {
+	ref := referenceRun(t)
+	dir, drops := killedRun(t, "60", nil, func(*tier) bool { return true })
+	for sig, n := range drops {
+		if n != 0 {
+			t.Errorf("agents refused %v %s; the queue (MILES_AGENT_QUEUE_BATCHES) should hold a short outage", n, sig)
+		}
+	}
+	checkLossBound(t, ref, dir, drops)
+}
+
+// TestShardedGatewayKilledQueueFullE2E: the same outage with a one-batch agent queue, kept up until the agents
+// refuse: the trainer side still never fails, the refusals are counted on the agents' metrics endpoint, and what
+// the files lack against the reference run is within what was counted (per signal), nothing duplicated.
+func TestShardedGatewayKilledQueueFullE2E(t *testing.T) {
+	ref := referenceRun(t)
+	refused := func(tr *tier) bool {
+		d := agentDrops(t, tr.agents)
+		return d["spans"]+d["metric_points"]+d["log_records"] > 0
+	}
+	dir, drops := killedRun(t, "30", []string{"MILES_AGENT_QUEUE_BATCHES=1"}, refused)
+	checkLossBound(t, ref, dir, drops)
 }
 
 // metricSum adds every sample of the collector's own metrics whose name starts with prefix.

@@ -240,7 +240,7 @@ func (g *gpuReader) loadRollupHourLocked(h int64) {
 			files = nil
 		}
 	}
-	reports, err := g.rollupFiles.Read(p, func(line []byte) bool { return b.addLine(line, g.run.laneSeen) })
+	reports, err := b.read(g.rollupFiles, p, g.run.laneSeen)
 	if errors.Is(err, partition.ErrReload) {
 		p.Reset()
 		g.run.lmu.Lock()

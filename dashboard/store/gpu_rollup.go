@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"errors"
 	"math"
 	"os"
 
@@ -36,8 +37,14 @@ type rollBlock struct {
 	fields map[string]bool
 	// first is the oldest bucket start.
 	first float64
-	// end is the newest bucket end.
+	// end is the seam: the oldest of the layouts' newest bucket ends (ends). Shards write at their own pace; the
+	// roll-up answers before the seam and gpu_util after it, so a lagging shard's lanes are not left empty up to
+	// a faster shard's newest bucket. A shard that stopped within the hour (its gateway gone) holds the seam
+	// back for that hour: its later part is then read from gpu_util, which a sharded live hour reads whole
+	// anyway.
 	end float64
+	// ends is each layout's newest bucket end, by shard id ("" the top-level layout).
+	ends map[string]float64
 	// rawFirst is the first gpu_util time of the hour (0 = not looked up yet, +Inf = no gpu_util).
 	rawFirst float64
 	// byNode finds a record's lane from its node and gpu without building the key (lanes interleave line by
@@ -59,8 +66,45 @@ type rollField struct{ min, max []float32 }
 func newRollBlock(hour int64) *rollBlock {
 	return &rollBlock{
 		hour: hour, lanes: map[string]map[string]*rollField{}, fields: map[string]bool{},
-		first: math.Inf(1), end: math.Inf(-1), byNode: map[string][]*rollLane{},
+		first: math.Inf(1), end: math.Inf(-1), byNode: map[string][]*rollLane{}, ends: map[string]float64{},
 	}
+}
+
+// read consumes what is new in each layout's file of the hour, one layout at a time (addLine raises end to
+// that layout's newest bucket end), then sets the seam to the oldest layout's.
+func (b *rollBlock) read(s *partition.Stream, p *partition.Partition, onLane func(string)) ([]partition.CorruptReport, error) {
+	var reports []partition.CorruptReport
+	var firstErr error
+	if len(b.ends) == 0 && !math.IsInf(b.end, -1) {
+		// A block from the column cache keeps only its seam: every layout is at least there.
+		for _, f := range p.Files {
+			b.ends[f.Shard] = b.end
+		}
+	}
+	for _, f := range p.Files {
+		b.end = math.Inf(-1)
+		if e, ok := b.ends[f.Shard]; ok {
+			b.end = e
+		}
+		reps, err := s.Read(&partition.Partition{Hour: p.Hour, Files: []*partition.File{f}}, func(line []byte) bool { return b.addLine(line, onLane) })
+		if errors.Is(err, partition.ErrReload) {
+			return nil, err
+		}
+		reports = append(reports, reps...)
+		if err != nil && firstErr == nil {
+			firstErr = err
+		}
+		if !math.IsInf(b.end, -1) {
+			b.ends[f.Shard] = b.end
+		}
+	}
+	b.end = math.Inf(-1)
+	for _, e := range b.ends {
+		if math.IsInf(b.end, -1) || e < b.end {
+			b.end = e
+		}
+	}
+	return reports, firstErr
 }
 
 // addLine merges one record; false marks it corrupt.

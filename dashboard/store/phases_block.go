@@ -161,6 +161,11 @@ func (b *phaseBlock) decode(line []byte) (phaseRec, bool) {
 }
 
 func (b *phaseBlock) keep(r phaseRec) {
+	if !r.open() && b.isClosed(&r) {
+		// The same closed record again: a batch a gateway wrote but was killed before acknowledging, which its
+		// agents sent again (docs/operations.md "Agents and gateways"). A span closes once: kept once.
+		return
+	}
 	r.sref, r.pref = refOf(r.Span), refOf(r.Parent)
 	r.isOpen, r.end, r.step = r.open(), -1, -1
 	if !r.isOpen {

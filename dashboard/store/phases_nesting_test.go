@@ -60,3 +60,19 @@ func rec(name string, t0, t1 float64, gpu int, span, parent string) string {
 	return fmt.Sprintf(`{"name":%q,"t0":%v,"t1":%v,"node":"n1","rank":%d,"role":"train","gpus":[%d],"step":1,"span":%q,"parent":%q}`+"\n",
 		name, h0+t0, h0+t1, gpu, gpu, span, parent)
 }
+
+// TestPhasesRedeliveredBatchReadOnce: a gateway killed after writing a batch but before acknowledging it gets
+// the batch again from its agents once restarted, so the same closed records appear twice in the hour (e2e
+// TestShardedGatewayKilledE2E). Each span is read once, ids of 16 hex digits and others alike; two phases
+// that only share a name and times stay two.
+func TestPhasesRedeliveredBatchReadOnce(t *testing.T) {
+	batch := rec("actor_train", 100, 200, 0, "00000000000000a1", "") + rec("fwd", 110, 120, 0, "00000000000000a2", "00000000000000a1") +
+		rec("generate", 100, 150, 1, "not-hex-id", "")
+	st := twoRankRun(t, batch+rec("fwd", 130, 140, 0, "00000000000000a3", "00000000000000a1")+batch+
+		rec("fwd", 110, 120, 0, "00000000000000a4", "00000000000000a1"))
+	all, _, _ := st.Lanes("all")
+	p := st.Phases(h0, h0+300, all)
+	if n0, n1 := len(p.Lanes[0].Name), len(p.Lanes[1].Name); n0 != 4 || n1 != 1 {
+		t.Fatalf("phases per lane: %d and %d, want 4 (actor_train, three fwd) and 1 (generate): %+v %+v", n0, n1, p.Lanes[0], p.Lanes[1])
+	}
+}

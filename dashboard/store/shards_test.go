@@ -265,3 +265,53 @@ func clip(s string) string {
 	}
 	return s
 }
+
+// TestRollupSeamAcrossShards: two shards write the live hour at their own pace: shard a's roll-up reaches
+// h0+1200, shard b's (lane n2:0) only h0+1168, two buckets behind, while both have gpu_util to h0+1800. The
+// roll-up answers up to the oldest shard's newest bucket and gpu_util after it, so the lagging shard's lanes
+// have no gap at the live edge: every lane's aligned 16 s view equals the one read from gpu_util alone.
+func TestRollupSeamAcrossShards(t *testing.T) {
+	src := rollupRun(t, 1200)
+	dir := t.TempDir()
+	for _, stream := range []string{"gpu_util", "gpu_rollup"} {
+		b, err := os.ReadFile(filepath.Join(src, "dashboard", stream, hourA+".jsonl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a, lag bytes.Buffer
+		for line := range bytes.Lines(b) {
+			if !bytes.Contains(line, []byte(`"node":"n2"`)) {
+				a.Write(line)
+				continue
+			}
+			var rec struct{ TS float64 }
+			if stream == "gpu_rollup" && json.Unmarshal(line, &rec) == nil && rec.TS+16 > h0+1168 {
+				continue // shard b's newest two buckets are not written yet
+			}
+			lag.Write(line)
+		}
+		write(t, runfiles.ShardDir(dir, "a"), stream+"/"+hourA+".jsonl", a.String())
+		write(t, runfiles.ShardDir(dir, "b"), stream+"/"+hourA+".jsonl", lag.String())
+	}
+	for _, id := range []string{"a", "b"} {
+		write(t, runfiles.ShardDir(dir, id), runfiles.MetaFile, fmt.Sprintf(`{"schema_version":3,"writer":"otelcol-miles","run_name":"r","start_ts":%v,"shard":%q}`, h0, id))
+	}
+	write(t, runfiles.ShardDir(dir, "a"), runfiles.LaneCatalogFile, `{"version":2,"lanes":{"n1:0":{"ranks":[0],"roles":["train"]},"n1:1":{"ranks":[1],"roles":["train"]}}}`)
+	write(t, runfiles.ShardDir(dir, "b"), runfiles.LaneCatalogFile, `{"version":2,"lanes":{"n2:0":{"ranks":[2],"roles":["train"]}}}`)
+
+	roll, raw, lanes := openPair(t, dir)
+	// 16 s buckets on the roll-up's grid: the roll-up answers them exactly (TestRollupAnswersAlignedViewsExactly).
+	g := roll.GPU(h0, h0+1792, lanes, 112, []string{"util"})
+	want := raw.GPU(h0, h0+1792, lanes, 112, []string{"util"})
+	// The roll-up holds float32 (as the pyramid does): compared at that precision.
+	same := func(a, b float64) bool { return float32(a) == float32(b) || math.IsNaN(a) && math.IsNaN(b) }
+	for i, l := range lanes {
+		got, w := g.Lanes[i].Fields["util"], want.Lanes[i].Fields["util"]
+		for j := range w.Max {
+			if !same(got.Max[j], w.Max[j]) || !same(got.Min[j], w.Min[j]) {
+				t.Errorf("lane %s, bucket at +%d s: roll-up and gpu_util [%v, %v], gpu_util alone [%v, %v]",
+					l.Key, j*16, got.Min[j], got.Max[j], w.Min[j], w.Max[j])
+			}
+		}
+	}
+}
