@@ -4,6 +4,7 @@
 // not decide pass or fail except for "the process could not be driven at all".
 //
 //	go run ./bench/reliability -out DIR kill|disk|exposure|all
+//	go run ./bench/reliability answers CLEAN_RUN KILLED_RUN   (the dashboard's answers compared)
 package main
 
 import (
@@ -29,6 +30,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
@@ -44,6 +46,7 @@ type options struct {
 	minGap, maxGap              time.Duration
 	diskMiB                     int
 	hold                        time.Duration
+	soakWall                    time.Duration
 }
 
 func main() {
@@ -60,8 +63,9 @@ func main() {
 	flag.Int64Var(&o.seed, "seed", 1, "simulator seed (and kill moments)")
 	flag.DurationVar(&o.minGap, "min-gap", 2*time.Second, "kill: shortest time between a restart and the next kill")
 	flag.DurationVar(&o.maxGap, "max-gap", 5*time.Second, "kill: longest time between a restart and the next kill")
-	flag.IntVar(&o.diskMiB, "disk-mib", 48, "disk: size of the tmpfs run directory")
+	flag.IntVar(&o.diskMiB, "disk-mib", 256, "disk: size of the tmpfs run directory (room for the run's data and the queue written back after recovery)")
 	flag.DurationVar(&o.hold, "hold", 15*time.Second, "disk: how long the disk stays full / read-only")
+	flag.DurationVar(&o.soakWall, "soak", 10*time.Minute, "soak: wall time (the simulated run is -speed times longer)")
 	flag.Parse()
 	if o.out == "" {
 		d, err := os.MkdirTemp("", "miles-reliability-")
@@ -70,12 +74,17 @@ func main() {
 	}
 	must(os.MkdirAll(o.out, 0o755))
 	what := flag.Args()
+	if len(what) == 3 && what[0] == "answers" { // compare the dashboard's answers on two run directories
+		b, _ := json.Marshal(compareAnswers(o, what[1], what[2]))
+		fmt.Println(string(b))
+		return
+	}
 	if len(what) == 0 || (len(what) == 1 && what[0] == "all") {
 		what = []string{"kill", "disk", "exposure"}
 	}
 	for _, w := range what {
-		if w != "kill" && w != "disk" && w != "exposure" {
-			fmt.Fprintf(os.Stderr, "unknown test %q (kill, disk, exposure, all)\n", w)
+		if w != "kill" && w != "disk" && w != "exposure" && w != "soak" {
+			fmt.Fprintf(os.Stderr, "unknown test %q (kill, disk, exposure, soak, all)\n", w)
 			os.Exit(2)
 		}
 	}
@@ -90,6 +99,8 @@ func main() {
 			r = killCampaign(o)
 		case "disk":
 			r = diskCampaign(o)
+		case "soak":
+			r = soak(o)
 		default:
 			r = exposure(o)
 		}
@@ -434,8 +445,10 @@ func killCampaign(o options) map[string]any {
 		}
 	}
 	sort.Float64s(restartMs)
+	answers := compareAnswers(o, clean, killed)
 	return map[string]any{
-		"nodes": o.nodes, "gpus": o.nodes * 8, "sim_duration": o.duration.String(), "speed": o.speed, "start": start,
+		"dashboard_answers": answers,
+		"nodes":             o.nodes, "gpus": o.nodes * 8, "sim_duration": o.duration.String(), "speed": o.speed, "start": start,
 		"kills": kills, "gap_s": []float64{o.minGap.Seconds(), o.maxGap.Seconds()},
 		"restart_ms_median": median(restartMs), "clean_wall_s": round(cleanWall), "killed_wall_s": round(killWall),
 		"sim_sent_clean": cleanSent, "sim_sent_killed": sim.sent,
@@ -528,6 +541,8 @@ func diskCampaign(o options) map[string]any {
 		time.Sleep(4 * time.Second)
 		after := analyze(runDir).Streams[sc.StreamGPUUtil].Lines
 		dropped := selfMetric(p, "otelcol_exporter_jsonl_dropped", `reason="buffer_full"`)
+		resumes := selfMetric(p, "otelcol_exporter_jsonl_write_resumes", "")
+		usedMiB := diskUsedMiB(mnt)
 		simErr := <-simDone
 		c.stop()
 		logs, _ := os.ReadFile(logPath)
@@ -539,7 +554,7 @@ func diskCampaign(o options) map[string]any {
 		}
 		result[mode] = map[string]any{
 			"filled_mib": filled >> 20, "rss_peak_mib": peak, "gpu_util_lines_before": before, "during": during, "after_recovery": after,
-			"resumed": after > during, "dropped_buffer_full": dropped,
+			"resumed": after > during, "dropped_buffer_full": dropped, "write_resumes": resumes, "disk_used_mib_after": usedMiB,
 			"error_lines":   bytes.Count(logs, []byte("cannot write to the run directory")),
 			"resumed_lines": bytes.Count(logs, []byte("writing resumed")), "invalid_lines": invalid, "partial_tail_bytes": partial,
 			"sim_error": fmt.Sprint(simErr), "phases_records": st.Streams[sc.StreamPhases].Lines, "topology_records": st.Streams[sc.StreamTopology].Lines,
@@ -589,6 +604,291 @@ func diskCampaign(o options) map[string]any {
 		result[mode] = r
 	}
 	return result
+}
+
+// diskUsedMiB is what the file system at dir holds; a run whose data and written-back queue fill the disk
+// again after the filler is gone never logs a resume (that is the disk, not the writer).
+func diskUsedMiB(dir string) float64 {
+	var st syscall.Statfs_t
+	if syscall.Statfs(dir, &st) != nil {
+		return -1
+	}
+	return round(float64((st.Blocks-st.Bfree)*uint64(st.Bsize)) / (1 << 20))
+}
+
+// ---- the dashboard's answers after the kills ----
+
+// answerPaths are the questions compareAnswers asks of each run: the lanes, the phases and the GPU series of
+// the whole run (a wide view, answered from the roll-up), the fleet, the idle bubbles, the consumed steps and
+// the step metrics. {t0} and {t1} are the run's time range.
+var answerPaths = map[string]string{
+	"lanes":        "/api/v1/lanes?lanes=all",
+	"phases":       "/api/v1/phases?t0={t0}&t1={t1}&lanes=all",
+	"gpu_wide":     "/api/v1/gpu?t0={t0}&t1={t1}&lanes=all&points=8&fields=util,mem_mb,power_w",
+	"fleet":        "/api/v1/fleet?t0={t0}&t1={t1}&buckets=60",
+	"bubbles":      "/api/v1/bubbles?t0={t0}&t1={t1}",
+	"steps":        "/api/v1/steps",
+	"metrics_keys": "/api/v1/metrics/keys",
+}
+
+// compareAnswers opens the clean and the killed run in the dashboard and compares its answers: the promise
+// is that the kills change nothing a user sees (no acknowledged record was lost). For each question: equal,
+// or the number of JSON values that differ and the first one.
+func compareAnswers(o options, clean, killed string) map[string]any {
+	a, err := dashboardAnswers(o, clean, "")
+	if err != nil {
+		return map[string]any{"error": err.Error()}
+	}
+	// The same window for both: the clean run's.
+	b, err := dashboardAnswers(o, killed, a["_window"].(string))
+	if err != nil {
+		return map[string]any{"error": err.Error()}
+	}
+	out := map[string]any{"window": a["_window"]}
+	for k := range answerPaths {
+		var diffs []string
+		diffJSON(k, a[k], b[k], &diffs)
+		if len(diffs) == 0 {
+			out[k] = "equal"
+		} else {
+			out[k] = map[string]any{"differing_values": len(diffs), "first": diffs[0]}
+		}
+	}
+	return out
+}
+
+// dashboardAnswers starts the dashboard on runDir and returns its decoded answer to each of answerPaths
+// (window "t0,t1", or the run's own time range when empty) and the window under "_window".
+func dashboardAnswers(o options, runDir, window string) (map[string]any, error) {
+	addr := freeAddr()
+	cmd := exec.Command(o.dash, "serve", "--dir", runDir, "--addr", addr, "--no-cache")
+	cmd.Env = append(os.Environ(), "MILES_DASHBOARD_TOKEN=")
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	defer func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() }()
+	get := func(path string) (any, error) {
+		resp, err := http.Get("http://" + addr + path)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		var v struct {
+			Status string `json:"status"`
+			Data   any    `json:"data"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if v.Status != "success" {
+			return nil, fmt.Errorf("%s: %d %s", path, resp.StatusCode, v.Status)
+		}
+		return v.Data, nil
+	}
+	var meta any
+	var err error
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if meta, err = get("/api/v1/meta"); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("dashboard on %s: %w %s", runDir, err, firstLine(&log))
+	}
+	if window == "" {
+		tr, _ := meta.(map[string]any)["time_range"].([]any)
+		if len(tr) != 2 {
+			return nil, fmt.Errorf("dashboard on %s: no time_range in meta", runDir)
+		}
+		window = strconv.FormatFloat(tr[0].(float64), 'f', -1, 64) + "," + strconv.FormatFloat(tr[1].(float64), 'f', -1, 64)
+	}
+	t0, t1, _ := strings.Cut(window, ",")
+	out := map[string]any{"_window": window}
+	for k, p := range answerPaths {
+		v, err := get(strings.NewReplacer("{t0}", t0, "{t1}", t1).Replace(p))
+		if err != nil {
+			return nil, err
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+// diffJSON appends a line per value of decoded JSON a and b that differs, by path.
+func diffJSON(path string, a, b any, out *[]string) {
+	switch x := a.(type) {
+	case map[string]any:
+		y, ok := b.(map[string]any)
+		if !ok {
+			*out = append(*out, fmt.Sprintf("%s: object vs %T", path, b))
+			return
+		}
+		keys := map[string]bool{}
+		for k := range x {
+			keys[k] = true
+		}
+		for k := range y {
+			keys[k] = true
+		}
+		sorted := make([]string, 0, len(keys))
+		for k := range keys {
+			sorted = append(sorted, k)
+		}
+		sort.Strings(sorted)
+		for _, k := range sorted {
+			diffJSON(path+"."+k, x[k], y[k], out)
+		}
+	case []any:
+		y, ok := b.([]any)
+		if !ok || len(x) != len(y) {
+			*out = append(*out, fmt.Sprintf("%s: %d items vs %v", path, len(x), lenOf(b)))
+			return
+		}
+		for i := range x {
+			diffJSON(path+"["+strconv.Itoa(i)+"]", x[i], y[i], out)
+		}
+	default:
+		if fmt.Sprint(a) != fmt.Sprint(b) {
+			*out = append(*out, fmt.Sprintf("%s: %v vs %v", path, a, b))
+		}
+	}
+}
+
+func lenOf(v any) any {
+	if l, ok := v.([]any); ok {
+		return strconv.Itoa(len(l)) + " items"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// ---- soak ----
+
+// soak runs the simulator live at -speed for -soak wall time into the collector, with the dashboard following
+// the run and one live page (a WebSocket client subscribed to the trailing 15 minutes) reading it. It samples
+// the RSS of the collector and the dashboard and the dashboard's goroutines every 10 s, and reports them with
+// the page's deltas and its lag behind the files at the end.
+func soak(o options) map[string]any {
+	runDir := filepath.Join(o.out, "soak", "run")
+	p := newPorts()
+	c, err := startCollector(o, runDir, p, filepath.Join(o.out, "soak-collector.log"))
+	must(err)
+	defer c.stop()
+	simDur := time.Duration(float64(o.soakWall) * o.speed)
+	simDone := make(chan error, 1)
+	go func() {
+		start := time.Now().UTC().Add(-simDur).Truncate(time.Second).Format(time.RFC3339)
+		cmd := exec.Command(o.sim, "--fast-forward", "--mode", "async", "--nodes", strconv.Itoa(o.nodes), "--duration", simDur.String(),
+			"--max-speed", strconv.FormatFloat(o.speed, 'f', -1, 64), "--seed", strconv.FormatInt(o.seed, 10),
+			"--start", start, "--endpoint", p.http, "--run-dir", runDir, "--give-up", "5m", "--quiet")
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			err = fmt.Errorf("%w: %s", err, firstLine(bytes.NewBuffer(out)))
+		}
+		simDone <- err
+	}()
+	// The dashboard needs meta.json: wait for the collector's first write.
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if _, err := os.Stat(filepath.Join(runDir, runfiles.DashboardDir, runfiles.MetaFile)); err == nil {
+			break
+		}
+	}
+	addr := freeAddr()
+	dash := exec.Command(o.dash, "serve", "--dir", runDir, "--follow", "--addr", addr)
+	dash.Env = append(os.Environ(), "MILES_DASHBOARD_TOKEN=")
+	dlog, err := os.Create(filepath.Join(o.out, "soak-dashboard.log"))
+	must(err)
+	defer dlog.Close()
+	dash.Stdout, dash.Stderr = dlog, dlog
+	must(dash.Start())
+	defer func() { _ = dash.Process.Kill(); _, _ = dash.Process.Wait() }()
+	var ws *websocket.Conn
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if ws, _, err = websocket.DefaultDialer.Dial("ws://"+addr+"/api/v1/live", http.Header{"Origin": []string{"http://" + addr}}); err == nil {
+			break
+		}
+	}
+	must(err)
+	defer ws.Close()
+	must(ws.WriteJSON(map[string]any{"type": "subscribe", "view": "compute", "lanes": "all", "follow_s": 900}))
+	var deltas, msgs int64
+	var lastEdge float64
+	go func() {
+		for {
+			_, b, err := ws.ReadMessage()
+			if err != nil {
+				return
+			}
+			msgs++
+			var m struct {
+				Type string
+				Data struct {
+					DataEdge float64 `json:"data_edge"`
+				}
+			}
+			if json.Unmarshal(b, &m) == nil && m.Type == "delta" {
+				deltas++
+				lastEdge = max(lastEdge, m.Data.DataEdge)
+			}
+		}
+	}()
+	type sample struct {
+		T               float64 `json:"t_s"`
+		Collector, Dash float64 `json:"-"`
+		Threads         float64 `json:"-"`
+	}
+	var samples []sample
+	t0 := time.Now()
+	tick := time.NewTicker(10 * time.Second)
+	defer tick.Stop()
+	var simErr error
+loop:
+	for {
+		select {
+		case simErr = <-simDone:
+			break loop
+		case <-tick.C:
+			samples = append(samples, sample{
+				T: round(time.Since(t0).Seconds()), Collector: rssMiB(c.cmd.Process.Pid),
+				Dash: rssMiB(dash.Process.Pid), Threads: threads(dash.Process.Pid),
+			})
+		}
+	}
+	time.Sleep(3 * time.Second) // the last flush and the page's last delta
+	series := func(f func(sample) float64) []float64 {
+		out := make([]float64, len(samples))
+		for i, s := range samples {
+			out[i] = f(s)
+		}
+		return out
+	}
+	st := analyze(runDir)
+	return map[string]any{
+		"wall_s_planned": o.soakWall.Seconds(), "sim_duration": simDur.String(), "speed": o.speed, "nodes": o.nodes,
+		"sim_error": fmt.Sprint(simErr), "samples_every_s": 10,
+		"collector_rss_mib": series(func(s sample) float64 { return s.Collector }),
+		"dashboard_rss_mib": series(func(s sample) float64 { return s.Dash }),
+		"dashboard_threads": series(func(s sample) float64 { return s.Threads }),
+		"page_messages":     msgs, "page_deltas": deltas, "page_last_edge": lastEdge,
+		"gpu_util_lines": st.Streams[sc.StreamGPUUtil].Lines, "phases_lines": st.Streams[sc.StreamPhases].Lines,
+		"invalid_lines": st.Streams[sc.StreamGPUUtil].Invalid + st.Streams[sc.StreamPhases].Invalid,
+	}
+}
+
+// threads is the process's OS thread count (/proc), -1 when unreadable.
+func threads(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return -1
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Threads:"); ok {
+			n, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			return n
+		}
+	}
+	return -1
 }
 
 // ---- dashboard exposure ----
@@ -645,6 +945,28 @@ func exposure(o options) map[string]any {
 		r[name] = map[string]any{"refused": err != nil, "output": firstLine(out)}
 		stop(cmd)
 	}
+	// A symbolic link inside the run directory pointing out of it: never followed (no partition, no notice
+	// naming its target's content).
+	link := filepath.Join(runDir, runfiles.DashboardDir, sc.StreamPhases, "20200101_00.jsonl")
+	_ = os.MkdirAll(filepath.Dir(link), 0o755)
+	_ = os.Remove(link)
+	linked := os.Symlink("/etc/passwd", link) == nil
+	defer os.Remove(link)
+	// Tokenless on loopback: a page rebound to 127.0.0.1 names its own host.
+	{
+		a := freeAddr()
+		cmd, out, err := serve(a, "")
+		if err != nil {
+			r["tokenless_error"] = fmt.Sprintf("%v %s", err, firstLine(out))
+		}
+		code, _ := getOn(a, "/api/v1/meta", map[string]string{"Host": "attacker.example"})
+		r["tokenless_host_attacker"] = code
+		code, _ = getOn(a, "/api/v1/meta", nil)
+		r["tokenless_host_loopback"] = code
+		r["tokenless_websocket_rebinding_host_origin"] = wsStatus(a, "/api/v1/live", "http://attacker.example", "attacker.example")
+		r["tokenless_websocket_origin_attacker"] = wsStatus(a, "/api/v1/live", "http://attacker.example", "")
+		stop(cmd)
+	}
 	token := "reliability-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 	addr := freeAddr()
 	cmd, out, err := serve(addr, token)
@@ -653,6 +975,7 @@ func exposure(o options) map[string]any {
 		return r
 	}
 	defer stop(cmd)
+	r["token_in_startup_output"] = strings.Contains(out.String(), token)
 	get := func(path string, hdr map[string]string) (int, string) {
 		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+path, http.NoBody)
 		for k, v := range hdr {
@@ -720,11 +1043,36 @@ func exposure(o options) map[string]any {
 		}
 	}
 	r["path_traversal"] = trav
+	if linked {
+		_, body := get("/api/v1/meta", auth)
+		r["symlink_out_followed"] = strings.Contains(body, "20200101") || strings.Contains(body, "root:")
+	}
+	_, body := get("/api/v1/steps/999999/anatomy", auth)
+	r["absolute_path_in_error"] = strings.Contains(body, o.out) || strings.Contains(body, runDir)
 	r["websocket_origin_attacker"] = wsStatus(addr, "/api/v1/live?token="+token, "http://attacker.example", "")
 	r["websocket_origin_same"] = wsStatus(addr, "/api/v1/live?token="+token, "http://"+addr, "")
 	r["websocket_no_token"] = wsStatus(addr, "/api/v1/live", "http://"+addr, "")
 	r["websocket_rebinding_host_origin"] = wsStatus(addr, "/api/v1/live?token="+token, "http://attacker.example", "attacker.example")
 	return r
+}
+
+// getOn is a GET to addr with headers ("Host" sets the request's host).
+func getOn(addr, path string, hdr map[string]string) (int, string) {
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+path, http.NoBody)
+	for k, v := range hdr {
+		if k == "Host" {
+			req.Host = v
+		} else {
+			req.Header.Set(k, v)
+		}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return -1, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	return resp.StatusCode, string(b)
 }
 
 func port(addr string) string { _, p, _ := net.SplitHostPort(addr); return p }

@@ -48,6 +48,9 @@ type tokenizerFile struct {
 
 const maxVocab = 1 << 22
 
+// sparseSlack is how many more id slots than twice its tokens a vocabulary may span (reserved ranges).
+const sparseSlack = 1 << 16
+
 // LoadTokenizer reads a tokenizer.json.
 func LoadTokenizer(path string) (*Tokenizer, error) {
 	b, err := os.ReadFile(path)
@@ -58,17 +61,22 @@ func LoadTokenizer(path string) (*Tokenizer, error) {
 	if err := json.Unmarshal(b, &tf); err != nil {
 		return nil, fmt.Errorf("tokenizer.json: %w", err)
 	}
-	t := &Tokenizer{}
-	setPiece := func(id int, s string) error {
-		if id < 0 || id >= maxVocab {
-			return fmt.Errorf("tokenizer.json: token id %d out of range", id)
+	// Collect the entries first and size the tables once. A real vocabulary is dense (ids 0…n-1, added tokens
+	// right after); a file naming a few far-apart ids is not one, and would cost a table of the highest id (a
+	// 60-byte file: 4 Mi slots, seconds to build).
+	type entry struct {
+		id             int
+		s              string
+		added, special bool
+	}
+	var entries []entry
+	hi := -1
+	add := func(e entry) error {
+		if e.id < 0 || e.id >= maxVocab {
+			return fmt.Errorf("tokenizer.json: token id %d out of range", e.id)
 		}
-		for len(t.pieces) <= id {
-			t.pieces = append(t.pieces, "")
-			t.special = append(t.special, false)
-			t.added = append(t.added, false)
-		}
-		t.pieces[id] = s
+		hi = max(hi, e.id)
+		entries = append(entries, e)
 		return nil
 	}
 	if len(tf.Model.Vocab) > 0 {
@@ -79,7 +87,7 @@ func LoadTokenizer(path string) (*Tokenizer, error) {
 				return nil, fmt.Errorf("tokenizer.json vocab: %w", err)
 			}
 			for s, id := range m {
-				if err := setPiece(id, s); err != nil {
+				if err := add(entry{id: id, s: s}); err != nil {
 					return nil, err
 				}
 			}
@@ -93,18 +101,26 @@ func LoadTokenizer(path string) (*Tokenizer, error) {
 				if len(e) == 0 || json.Unmarshal(e[0], &s) != nil {
 					return nil, fmt.Errorf("tokenizer.json: bad unigram entry %d", id)
 				}
-				if err := setPiece(id, s); err != nil {
+				if err := add(entry{id: id, s: s}); err != nil {
 					return nil, err
 				}
 			}
 		}
 	}
 	for _, a := range tf.AddedTokens {
-		if err := setPiece(a.ID, a.Content); err != nil {
+		if err := add(entry{id: a.ID, s: a.Content, added: true, special: a.Special}); err != nil {
 			return nil, err
 		}
-		t.added[a.ID] = true
-		t.special[a.ID] = a.Special
+	}
+	if slots := hi + 1; slots > 2*len(entries)+sparseSlack {
+		return nil, fmt.Errorf("tokenizer.json: token ids too sparse for a vocabulary (highest %d for %d tokens)", hi, len(entries))
+	}
+	t := &Tokenizer{pieces: make([]string, hi+1), special: make([]bool, hi+1), added: make([]bool, hi+1)}
+	for _, e := range entries { // in file order: an added token replaces the vocabulary's piece of its id
+		t.pieces[e.id] = e.s
+		if e.added {
+			t.added[e.id], t.special[e.id] = true, e.special
+		}
 	}
 	if tf.Decoder != nil {
 		t.decs = []decoderSpec{*tf.Decoder}

@@ -3,6 +3,8 @@ package dumps
 import (
 	"encoding/json"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -98,5 +100,31 @@ func checkTokenizer(t *testing.T, path string, exp *tokenizerGolden) {
 		if joined != s.Text {
 			t.Errorf("sequence %d: token texts join to %q, want %q", i, joined, s.Text)
 		}
+	}
+}
+
+// TestSparseTokenizerRefused: a tiny tokenizer.json naming a far-apart id is not a vocabulary: refused with a
+// clear error instead of building a 4 Mi-slot table (fuzzing found it: seconds and ~100 MB per 60-byte file).
+// A dense one with a reserved range after its added tokens still loads.
+func TestSparseTokenizerRefused(t *testing.T) {
+	for _, s := range []string{
+		`{"model":{"type":"BPE","vocab":{"a":0}},"added_tokens":[{"id":4194303,"content":"x"}]}`,
+		`{"model":{"type":"BPE","vocab":{"a":4194303}}}`,
+	} {
+		p := filepath.Join(t.TempDir(), "tokenizer.json")
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := LoadTokenizer(p); err == nil || !strings.Contains(err.Error(), "too sparse") {
+			t.Fatalf("%s: %v, want a too-sparse error", s, err)
+		}
+	}
+	p := filepath.Join(t.TempDir(), "tokenizer.json")
+	if err := os.WriteFile(p, []byte(`{"model":{"type":"BPE","vocab":{"a":0,"b":1}},"added_tokens":[{"id":60000,"content":"<|x|>","special":true}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tok, err := LoadTokenizer(p)
+	if err != nil || tok.VocabSize() != 60001 || !tok.IsSpecial(60000) || tok.Piece(1) != "b" {
+		t.Fatalf("dense tokenizer with a reserved range: %v", err)
 	}
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"encoding/json"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -29,9 +30,17 @@ type stream interface {
 // ticker is a stream asked at every tick of its period, changed or not (the heartbeat).
 type ticker interface{ ticks() bool }
 
-// clientQueue bounds what one page may have pending; a page that does not read is resynced, then dropped,
-// and never slows the others: the hub only ever does non-blocking sends.
-const clientQueue = 64
+// clientQueue and clientQueueBytes bound what one page may have pending (messages, bytes); a page that does
+// not read is resynced, then dropped, and never slows the others: the hub only ever does non-blocking sends.
+// The byte bound matters for per-page deltas: 64 deltas of a wide window at 4000 points are tens of MB.
+const (
+	clientQueue      = 64
+	clientQueueBytes = 4 << 20
+)
+
+// socketSendBuffer bounds the kernel's send buffer of a page's socket (loopback autotuning grows it to
+// several MB), so a page that stops reading fills it, and is dropped, after a bounded amount of data.
+const socketSendBuffer = 256 << 10
 
 const resyncMsg = `{"type":"resync"}`
 
@@ -66,6 +75,7 @@ type client struct {
 	out     chan []byte
 	mu      sync.Mutex
 	sub     *subscription
+	queued  int  // bytes in out (under mu)
 	resync  bool // a resync is queued and not yet written: deltas are pointless until the page re-fetches
 	closed  chan struct{}
 	closeMu sync.Once
@@ -79,11 +89,21 @@ func (c *client) subscription() *subscription {
 	return c.sub
 }
 
+// resyncing says whether the page waits for its resync to be written (it takes no deltas until then).
+func (c *client) resyncing() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.resync
+}
+
 // hub fans the streams' deltas out to pages.
 type hub struct {
 	run     runReader
 	streams []*streamLoop
 	up      websocket.Upgrader
+	// writeWait is how long a page's socket may accept nothing before the page is dropped (writeTimeout;
+	// tests shorten it).
+	writeWait time.Duration
 
 	mu      sync.Mutex
 	clients map[*client]struct{}
@@ -101,7 +121,7 @@ type streamLoop struct {
 }
 
 func newHub(run runReader, streams []stream) *hub {
-	h := &hub{run: run, clients: map[*client]struct{}{}, stop: make(chan struct{})}
+	h := &hub{run: run, clients: map[*client]struct{}{}, stop: make(chan struct{}), writeWait: writeTimeout}
 	h.up = websocket.Upgrader{ReadBufferSize: 4096, WriteBufferSize: 64 << 10}
 	for _, s := range streams {
 		l := &streamLoop{stream: s, changes: run.Subscribe(), asked: make(chan struct{}, 1)}
@@ -171,16 +191,51 @@ func (h *hub) ask(l *streamLoop) {
 	if all == nil && each == nil {
 		return
 	}
+	// A page's message depends only on its subscription: pages that subscribed alike (one view open in many
+	// tabs, or a script opening many sockets) share one computation; a page waiting for its resync gets none.
+	memo := map[subKey][]byte{}
 	for _, c := range h.clientList() {
 		if all != nil {
 			h.enqueue(c, all)
 		}
-		if each != nil {
-			if msg := each(c.subscription()); msg != nil {
-				h.enqueue(c, msg)
-			}
+		if each == nil || c.resyncing() {
+			continue
+		}
+		sub := c.subscription()
+		key := sub.key()
+		msg, ok := memo[key]
+		if !ok {
+			msg = each(sub)
+			memo[key] = msg
+		}
+		if msg != nil {
+			h.enqueue(c, msg)
 		}
 	}
+}
+
+// subKey is a subscription as a comparable value (the window bounds by value, not by pointer).
+type subKey struct {
+	set              bool // a page that has not subscribed yet: the zero key
+	typ, view, lanes string
+	t0, t1           float64
+	hasT0, hasT1     bool
+	followS          float64
+	points           int
+}
+
+func (s *subscription) key() subKey {
+	if s == nil {
+		return subKey{}
+	}
+	k := subKey{set: true, typ: s.Type, view: s.View, lanes: s.Lanes, followS: s.FollowS, points: s.Points}
+	if s.T0 != nil {
+		k.t0, k.hasT0 = *s.T0, true
+	}
+	if s.T1 != nil {
+		k.t1, k.hasT1 = *s.T1, true
+	}
+	return k
 }
 
 func (h *hub) clientList() []*client {
@@ -193,24 +248,28 @@ func (h *hub) clientList() []*client {
 	return cs
 }
 
-// enqueue never blocks: on overflow the queue is replaced by one resync and further messages are skipped
-// until the page has been sent it (it re-fetches its window then). A page whose socket does not drain for
-// writeTimeout is dropped by its writer.
+// enqueue never blocks: on overflow (clientQueue messages or clientQueueBytes) the queue is replaced by one
+// resync and further messages are skipped until the page has been sent it (it re-fetches its window then). A
+// page whose socket does not drain for writeWait is dropped by its writer.
 func (h *hub) enqueue(c *client, msg []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.resync {
 		return
 	}
-	select {
-	case c.out <- msg:
-		return
-	default:
+	if c.queued+len(msg) <= clientQueueBytes {
+		select {
+		case c.out <- msg:
+			c.queued += len(msg)
+			return
+		default:
+		}
 	}
 	c.resync = true
 	for {
 		select {
-		case <-c.out:
+		case m := <-c.out:
+			c.queued -= len(m)
 			continue
 		default:
 		}
@@ -218,14 +277,25 @@ func (h *hub) enqueue(c *client, msg []byte) {
 	}
 	select {
 	case c.out <- []byte(resyncMsg):
+		c.queued += len(resyncMsg)
 	default:
 	}
+}
+
+// pending is what the page has queued: messages and bytes.
+func (c *client) pending() (msgs, bytes int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.out), c.queued
 }
 
 func (h *hub) serveWS(w http.ResponseWriter, r *http.Request) {
 	conn, err := h.up.Upgrade(w, r, nil)
 	if err != nil {
 		return // the upgrader already answered
+	}
+	if tc, ok := conn.NetConn().(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(socketSendBuffer)
 	}
 	c := &client{conn: conn, out: make(chan []byte, clientQueue), closed: make(chan struct{})}
 	h.mu.Lock()
@@ -288,7 +358,10 @@ func (h *hub) writer(c *client) {
 		case <-c.closed:
 			return
 		case msg := <-c.out:
-			_ = c.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+			c.mu.Lock()
+			c.queued -= len(msg)
+			c.mu.Unlock()
+			_ = c.conn.SetWriteDeadline(time.Now().Add(h.writeWait))
 			if err := c.conn.WriteMessage(websocket.TextMessage, msg); err != nil {
 				c.close()
 				return
@@ -299,7 +372,7 @@ func (h *hub) writer(c *client) {
 				c.mu.Unlock()
 			}
 		case <-ping.C:
-			_ = c.conn.SetWriteDeadline(time.Now().Add(writeTimeout))
+			_ = c.conn.SetWriteDeadline(time.Now().Add(h.writeWait))
 			if err := c.conn.WriteMessage(websocket.PingMessage, nil); err != nil {
 				c.close()
 				return

@@ -59,6 +59,29 @@ func newCompactor(root string, grace time.Duration, part *partitioner, onError f
 	}, nil
 }
 
+// seedRecent counts, at start, a plain partition modified less than the grace period ago as written then: the
+// previous process's writes. Without it, a collector restarted while a run writes one hour compressed that
+// hour at its first check (every stream, after every restart), and the hour's records waited in the queue
+// meanwhile (the kill campaign of docs/reliability.md).
+func (c *compactor) seedRecent(now time.Time) {
+	for _, stream := range sc.Streams {
+		parts, _, err := runfiles.ListLayoutPartitions(c.root, stream)
+		if err != nil {
+			continue
+		}
+		for _, p := range parts {
+			if p.Plain == "" {
+				continue
+			}
+			fi, err := os.Stat(p.Plain)
+			if err != nil || now.Sub(fi.ModTime()) >= c.grace {
+				continue
+			}
+			c.lastWrite[partKey{stream: stream, hour: p.Hour.Unix() / 3600}] = fi.ModTime()
+		}
+	}
+}
+
 // wrote notes a write to k at now (flush goroutine).
 func (c *compactor) wrote(k partKey, now time.Time) { c.lastWrite[k] = now }
 

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+	"go.opentelemetry.io/collector/component/componenttest"
 
 	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
@@ -177,5 +178,105 @@ func TestCompactionLeavesStrayNames(t *testing.T) {
 	}
 	if _, err := os.Stat(stray + ".zst"); !os.IsNotExist(err) {
 		t.Fatalf("stray file compressed: %v", err)
+	}
+}
+
+// restartedOn starts an exporter on an existing run directory, compressing after a minute, at clock now.
+func restartedOn(t *testing.T, dir string, now time.Time, ack string) *jsonlExporter {
+	t.Helper()
+	cfg := createDefaultConfig()
+	cfg.Directory, cfg.FlushInterval, cfg.CompressAfter, cfg.Ack = dir, time.Hour, time.Minute, ack
+	e, err := newExporter(cfg, componenttest.NewNopTelemetrySettings(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.now = func() time.Time { return now }
+	if err := e.start(context.Background(), componenttest.NewNopHost()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.shutdown(context.Background()) })
+	return e
+}
+
+// TestRestartDoesNotCompressTheLiveHour: a collector restarted while a replay writes an hour long past (its
+// data time) does not compress that hour at its first check: the previous process wrote it within the grace
+// period (the file's modification time). An hour left alone for longer is compressed as before.
+func TestRestartDoesNotCompressTheLiveHour(t *testing.T) {
+	ctx := context.Background()
+	now := base.Add(3 * time.Hour)
+	for _, tc := range []struct {
+		name       string
+		modified   time.Time
+		compressed bool
+	}{
+		{"written-30s-ago", now.Add(-30 * time.Second), false},
+		{"quiet-for-an-hour", now.Add(-time.Hour), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e, dir := testExporter(t, nil)
+			if err := e.pushMetrics(ctx, manyStepRecords(5, 0, 0)); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.shutdown(ctx); err != nil {
+				t.Fatal(err)
+			}
+			plain := filepath.Join(runfiles.StreamDir(dir, sc.StreamMetrics), "20261202_13.jsonl")
+			if err := os.Chtimes(plain, tc.modified, tc.modified); err != nil {
+				t.Fatal(err)
+			}
+			r := restartedOn(t, dir, now, ackQueued)
+			flush(t, r) // the first flush runs the compactor's first check
+			r.cmp.wait()
+			_, err := os.Stat(plain + ".zst")
+			if got := err == nil; got != tc.compressed {
+				t.Fatalf("compressed = %v, want %v", got, tc.compressed)
+			}
+			if n := countRecords(t, dir, sc.StreamMetrics, "20261202_13"); n != 5 {
+				t.Fatalf("%d records, want 5", n)
+			}
+		})
+	}
+}
+
+// TestAckWaitsForRecordsHeldByCompaction: with ack: written, an export whose records wait in the queue for
+// their hour's compaction is not acknowledged until a flush has written them: a kill while they wait loses
+// nothing the client was told was written (it sends it again).
+func TestAckWaitsForRecordsHeldByCompaction(t *testing.T) {
+	ctx := context.Background()
+	e, dir := testExporter(t, func(c *Config) { c.CompressAfter = time.Minute; c.Ack = ackWritten })
+	if err := e.pushMetrics(ctx, manyStepRecords(5, 0, 0)); err != nil {
+		t.Fatal(err)
+	}
+	plain := filepath.Join(runfiles.StreamDir(dir, sc.StreamMetrics), "20261202_13.jsonl")
+	started, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(free)
+	e.cmp.beforeCompress = func(p runfiles.Partition) {
+		if p.Plain == plain {
+			close(started)
+			<-release
+		}
+	}
+	e.now = func() time.Time { return base.Add(2*time.Hour + 2*time.Minute) }
+	e.cmp.last = time.Time{}
+	delete(e.cmp.lastWrite, partKey{sc.StreamMetrics, base.Unix() / 3600})
+	e.w.flush() // starts compressing 13:00, held in the hook (flush(t, e) would wait for the compaction)
+	<-started
+	returned := make(chan error, 1)
+	go func() { returned <- e.pushMetrics(ctx, manyStepRecords(3, 200, 0)) }()
+	select {
+	case err := <-returned:
+		t.Fatalf("an export whose records wait for a compaction was acknowledged (err %v)", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	free()
+	e.cmp.wait()
+	flush(t, e) // the next flush writes them (in production: the next tick)
+	if err := <-returned; err != nil {
+		t.Fatal(err)
+	}
+	if n := countRecords(t, dir, sc.StreamMetrics, "20261202_13"); n != 8 {
+		t.Fatalf("13:00 holds %d records, want 8", n)
 	}
 }

@@ -102,11 +102,24 @@ func (e *jsonlExporter) start(_ context.Context, _ component.Host) error {
 		}
 		return e.cat.writeIfChanged()
 	}
+	if e.roll != nil {
+		// Continue the buckets a crash cut where the files end (rollup_restore.go).
+		var r records
+		n, err := e.roll.restore(dash, &r)
+		if err != nil {
+			e.logger.Warn("jsonl: could not read every partition the roll-up resumes from; the buckets open at the last stop may be written partial", zap.Error(err))
+		}
+		if n > 0 {
+			e.logger.Info("jsonl: roll-up resumed from the files", zap.Int("readings", n))
+		}
+		e.w.enqueue(r.chunks)
+	}
 	if e.cfg.Compression == "zstd" {
 		cmp, err := newCompactor(dash, e.cfg.CompressAfter, part, func(err error) { e.w.reportError(e.now(), err, 0) })
 		if err != nil {
 			return err
 		}
+		cmp.seedRecent(e.now())
 		e.cmp = cmp
 		e.w.cmp = cmp
 	}

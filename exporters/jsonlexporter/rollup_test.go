@@ -5,11 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
+	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
@@ -296,4 +300,128 @@ func countLines(r *records) int {
 		n += c.lines
 	}
 	return n
+}
+
+// exporterOn is testExporter on an existing directory (a restart on the same run).
+func exporterOn(t *testing.T, dir string) *jsonlExporter {
+	t.Helper()
+	cfg := createDefaultConfig()
+	cfg.Directory = dir
+	cfg.FlushInterval = time.Hour
+	e, err := newExporter(cfg, componenttest.NewNopTelemetrySettings(), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.now = func() time.Time { return base }
+	if err := e.start(context.Background(), componenttest.NewNopHost()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.shutdown(context.Background()) })
+	return e
+}
+
+// TestRollupResumesAfterKill: a collector killed mid-bucket (its open buckets lost with the process) and
+// restarted on the same run continues the cut buckets from the readings already in gpu_util: the roll-up
+// equals the one of the readings written, one record per lane and bucket, as if nothing happened
+// (docs/semconv.md §8.3 "Restarts"). A clean stop and restart merges to the same.
+func TestRollupResumesAfterKill(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name          string
+		before, after [][]time.Duration
+		kill          bool
+	}{
+		{"mid-bucket", [][]time.Duration{secs(-14, -1), secs(0, 20)}, [][]time.Duration{secs(21, 40)}, true},
+		{"hour-boundary", [][]time.Duration{secs(-40, -3)}, [][]time.Duration{secs(-2, 30)}, true},
+		{"twice", [][]time.Duration{secs(-14, 9)}, [][]time.Duration{secs(10, 12), secs(13, 50)}, true},
+		{"clean-stop", [][]time.Duration{secs(-14, 9)}, [][]time.Duration{secs(10, 40)}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			stop := func(e *jsonlExporter) {
+				flush(t, e)
+				if tc.kill {
+					e.roll = nil // kill -9: the open buckets die with the process, nothing more is written
+				}
+				if err := e.shutdown(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e := exporterOn(t, dir)
+			for _, b := range tc.before {
+				if err := e.pushMetrics(ctx, gpuReadings(b...)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			stop(e)
+			for i, b := range tc.after {
+				e = exporterOn(t, dir)
+				if err := e.pushMetrics(ctx, gpuReadings(b...)); err != nil {
+					t.Fatal(err)
+				}
+				if i < len(tc.after)-1 {
+					stop(e) // "twice": killed again after a few readings
+				}
+			}
+			if err := e.shutdown(ctx); err != nil {
+				t.Fatal(err)
+			}
+			files := streamFiles(t, dir)
+			recs := parseRollups(t, files)
+			sameRollups(t, mergeRollups(recs), rollupOfRaw(t, files, 16))
+			if !tc.kill {
+				return
+			}
+			n := map[string]int{}
+			for _, r := range recs {
+				k := fmt.Sprintf("%s:%d@%d", r.Node, r.GPU, r.TS)
+				n[k]++
+				if n[k] > 1 {
+					t.Errorf("%s: %d records; a resumed bucket is written once", k, n[k])
+				}
+			}
+		})
+	}
+}
+
+// TestTailLines: lines come back newest first, whole across block boundaries and however long, without the
+// file's torn tail, and stop when asked.
+func TestTailLines(t *testing.T) {
+	var b strings.Builder
+	var want []string
+	for i := range 3000 {
+		l := fmt.Sprintf(`{"i":%d,"pad":%q}`, i, strings.Repeat("x", (i*7919)%3000))
+		if i == 1500 {
+			l = fmt.Sprintf(`{"i":%d,"pad":%q}`, i, strings.Repeat("y", 3<<20)) // longer than a block
+		}
+		b.WriteString(l + "\n")
+		want = append(want, l)
+	}
+	b.WriteString(`{"i":"torn`)
+	path := filepath.Join(t.TempDir(), "p.jsonl")
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	if err := tailLines(path, func(line []byte) bool { got = append(got, string(line)); return false }); err != nil {
+		t.Fatal(err)
+	}
+	slices.Reverse(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("%d lines back, want %d (first difference at %d)", len(got), len(want), firstDiff(got, want))
+	}
+	got = got[:0]
+	_ = tailLines(path, func(line []byte) bool { got = append(got, string(line)); return len(got) == 10 })
+	if len(got) != 10 || got[0] != want[len(want)-1] {
+		t.Fatalf("stop after 10: %d lines", len(got))
+	}
+}
+
+func firstDiff(a, b []string) int {
+	for i := range min(len(a), len(b)) {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return min(len(a), len(b))
 }

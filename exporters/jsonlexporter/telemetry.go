@@ -27,6 +27,7 @@ type telemetry struct {
 	bytes   metric.Int64Counter
 	drops   metric.Int64Counter
 	errors  metric.Int64Counter
+	resumes metric.Int64Counter
 
 	writtenRecords atomic.Int64
 	writtenBytes   atomic.Int64
@@ -36,6 +37,7 @@ type telemetry struct {
 	overLimitItems atomic.Int64
 	outOfWindow    atomic.Int64
 	writeErrors    atomic.Int64
+	writeResumes   atomic.Int64
 }
 
 func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
@@ -56,6 +58,10 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 	}
 	if t.errors, err = m.Int64Counter("otelcol_exporter_jsonl_write_errors",
 		metric.WithDescription("Flushes that failed to write some partition."), metric.WithUnit("{error}")); err != nil {
+		return nil, err
+	}
+	if t.resumes, err = m.Int64Counter("otelcol_exporter_jsonl_write_resumes",
+		metric.WithDescription("Flushes that wrote everything after one or more failed ones: the disk recovered."), metric.WithUnit("{resume}")); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -90,4 +96,9 @@ func (t *telemetry) droppedTotal() int64 { return t.droppedRecords.Load() }
 func (t *telemetry) writeError() {
 	t.writeErrors.Add(1)
 	t.errors.Add(context.Background(), 1)
+}
+
+func (t *telemetry) writeResumed() {
+	t.writeResumes.Add(1)
+	t.resumes.Add(context.Background(), 1)
 }

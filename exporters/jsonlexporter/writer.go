@@ -35,6 +35,8 @@ type writer struct {
 	now    func() time.Time
 
 	failing      bool      // the last flush failed
+	failingSince time.Time // the first failed flush of the current failure
+	errLogged    bool      // the current failure's error was logged (not rate-limited away)
 	lastErrLog   time.Time // rate limit for the loud error
 	errsSinceLog int
 
@@ -251,9 +253,13 @@ func (w *writer) flush() {
 	w.begun++
 	gen := w.begun
 	w.mu.Unlock()
-	defer w.finish(gen)
-
 	var failed, held []*chunk
+	// A flush that held chunks back for a compaction has not written them: the exports waiting for it are
+	// released by the next flush that holds nothing back, so ack: written never acknowledges a record that
+	// sits only in memory while its hour is compressed (a kill then lost it). Failed writes (a broken disk)
+	// are acknowledged from the bounded queue, as documented.
+	defer func() { w.finish(gen, len(held) == 0) }()
+
 	var firstErr error
 	if len(batch) > 0 {
 		// Group by partition, keeping the first-seen order of partitions and the order within each.
@@ -317,10 +323,17 @@ func (w *writer) flush() {
 		w.tel.writeError()
 		w.reportError(now, firstErr, 0)
 	case w.failing:
+		// The counterpart of the loud error: an operator (and the reliability campaign) sees when the disk
+		// came back and what the failure cost. A failure whose error line the rate limit swallowed (a disk
+		// flapping every flush) resumes silently, counted, so the log holds at most one pair per errorLogEvery.
 		w.failing = false
-		w.logger.Warn("jsonl: writing resumed", zap.Int("errors_since_last_report", w.errsSinceLog),
-			zap.Int64("records_dropped_total", w.tel.droppedTotal()))
-		w.errsSinceLog = 0
+		w.tel.writeResumed()
+		if w.errLogged {
+			w.errLogged = false
+			w.logger.Warn("jsonl: writing resumed", zap.Duration("failing_for", now.Sub(w.failingSince)),
+				zap.Int("errors_since_last_report", w.errsSinceLog), zap.Int64("records_dropped_total", w.tel.droppedTotal()))
+			w.errsSinceLog = 0
+		}
 	}
 	// Hours before the previous one are done; free their file handles.
 	w.part.closeBefore(now.Unix()/3600 - 1)
@@ -329,10 +342,14 @@ func (w *writer) flush() {
 	}
 }
 
-// finish releases the exports waiting for flush gen.
-func (w *writer) finish(gen uint64) {
+// finish releases the exports waiting for flush gen, when it wrote (or failed to write) everything it took;
+// otherwise they wait for a later flush.
+func (w *writer) finish(gen uint64, complete bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if !complete {
+		return
+	}
 	w.finished = gen
 	if w.flushed != nil {
 		close(w.flushed)
@@ -358,12 +375,16 @@ func (w *writer) requeue(cs []*chunk) int64 {
 }
 
 func (w *writer) reportError(now time.Time, err error, queuedBytes int64) {
+	if !w.failing {
+		w.failingSince = now
+	}
 	w.failing = true
 	w.errsSinceLog++
 	if now.Sub(w.lastErrLog) < errorLogEvery {
 		return
 	}
 	w.lastErrLog = now
+	w.errLogged = true
 	w.logger.Error("jsonl: cannot write to the run directory; keeping the newest data in memory and retrying every flush",
 		zap.Error(err), zap.Int64("queued_bytes", queuedBytes), zap.Int64("max_buffer_bytes", w.maxBytes),
 		zap.Int("errors_since_last_report", w.errsSinceLog), zap.Int64("records_dropped_total", w.tel.droppedTotal()))

@@ -233,6 +233,84 @@ func TestDiskFullThenRecovers(t *testing.T) {
 	}
 }
 
+// TestWritingResumedIsLogged: the first flush that writes everything after failed ones logs "writing resumed"
+// (how long the disk failed, what it cost) and counts a resume; a healthy flush after it logs nothing; a disk
+// flapping faster than the error's rate limit resumes silently, counted, so the log keeps one pair per period.
+func TestWritingResumedIsLogged(t *testing.T) {
+	now := base
+	e, logs := observedExporter(t, t.TempDir(), &now)
+	fs := &faultyFS{}
+	e.w.part.fs = fs
+	step := int64(0)
+	push := func() {
+		t.Helper()
+		step += 10
+		if err := e.pushMetrics(context.Background(), manyStepRecords(10, step, 0)); err != nil {
+			t.Fatal(err)
+		}
+		flush(t, e)
+	}
+	count := func(msg string) int { return logs.FilterMessageSnippet(msg).Len() }
+	const errMsg, resumedMsg = "cannot write to the run directory", "writing resumed"
+
+	push()
+	if count(errMsg) != 0 || count(resumedMsg) != 0 {
+		t.Fatalf("healthy flush logged: %v", logs.All())
+	}
+	fs.broken.Store(true)
+	push()
+	now = now.Add(2 * time.Second)
+	push()
+	if count(errMsg) != 1 {
+		t.Fatalf("%d error lines for one failure, want 1 (rate-limited)", count(errMsg))
+	}
+	fs.broken.Store(false)
+	now = now.Add(3 * time.Second)
+	push()
+	resumed := logs.FilterMessageSnippet(resumedMsg).All()
+	if len(resumed) != 1 {
+		t.Fatalf("%d resumed lines after the disk recovered, want 1", len(resumed))
+	}
+	f := resumed[0].ContextMap()
+	if f["failing_for"] != 5*time.Second {
+		t.Errorf("failing_for = %v, want 5s (first failure to the resume)", f["failing_for"])
+	}
+	if n, _ := f["errors_since_last_report"].(int64); n < 1 {
+		t.Errorf("errors_since_last_report = %v, want the failed flushes after the logged one (> 0)", f["errors_since_last_report"])
+	}
+	if got := e.tel.writeResumes.Load(); got != 1 {
+		t.Fatalf("write resumes = %d, want 1", got)
+	}
+	push()
+	if count(resumedMsg) != 1 || e.tel.writeResumes.Load() != 1 {
+		t.Fatal("a healthy flush after the resume logged or counted another")
+	}
+
+	// Flapping within the rate limit: the error line is swallowed, so is its resume; both are counted.
+	fs.broken.Store(true)
+	push()
+	fs.broken.Store(false)
+	push()
+	if count(errMsg) != 1 || count(resumedMsg) != 1 || e.tel.writeResumes.Load() != 2 {
+		t.Fatalf("flap inside the rate limit: %d error, %d resumed lines, %d resumes; want 1, 1, 2",
+			count(errMsg), count(resumedMsg), e.tel.writeResumes.Load())
+	}
+	// Past the rate limit a new failure is loud again, and so is its end.
+	now = now.Add(errorLogEvery + time.Second)
+	fs.broken.Store(true)
+	push()
+	fs.broken.Store(false)
+	push()
+	if count(errMsg) != 2 || count(resumedMsg) != 2 || e.tel.writeResumes.Load() != 3 {
+		t.Fatalf("second failure: %d error, %d resumed lines, %d resumes; want 2, 2, 3",
+			count(errMsg), count(resumedMsg), e.tel.writeResumes.Load())
+	}
+	// Every record of the failures arrived (the queue had room).
+	if got := e.tel.writtenRecords.Load(); got != step {
+		t.Errorf("%d records written, want %d", got, step)
+	}
+}
+
 // TestEncodeEdgeCases: odd values still produce valid JSON lines.
 func TestEncodeEdgeCases(t *testing.T) {
 	for _, tc := range []struct {

@@ -3,7 +3,8 @@
 # defaults on 2 cores). Results: one JSON line per test in $RELIABILITY_OUT/results.jsonl.
 #   RELIABILITY_TESTS="kill disk outage outage-agent fuzz exposure"  (default: all)
 #   KILLS=20 NODES=16 DURATION=40m SPEED=25  (kill -9 under load)   OUTAGE=60 (collector down, s)
-#   DISK_HOLD=15s DISK_MIB=48 (disk full / read-only)                FUZZTIME=10s (per Fuzz* target)
+#   DISK_HOLD=15s DISK_MIB=256 (disk full / read-only)                FUZZTIME=10s (per Fuzz* target)
+#   soak (not in the default list): SOAK=10m wall at SPEED with the dashboard following and a live page
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 GO=${GO:-go}
@@ -14,9 +15,11 @@ echo "reliability: $TESTS -> $OUT" >&2
 for t in $TESTS; do
 	echo "reliability: $t ($(date -u +%T))" >&2
 	case $t in
+	soak)
+		$GO run ./bench/reliability -out "$OUT" -nodes "${NODES:-16}" -speed "${SPEED:-25}" -soak "${SOAK:-10m}" soak ;;
 	kill | disk | exposure)
 		$GO run ./bench/reliability -out "$OUT" -kills "${KILLS:-20}" -nodes "${NODES:-16}" -duration "${DURATION:-40m}" \
-			-speed "${SPEED:-25}" -hold "${DISK_HOLD:-15s}" -disk-mib "${DISK_MIB:-48}" "$t" ;;
+			-speed "${SPEED:-25}" -hold "${DISK_HOLD:-15s}" -disk-mib "${DISK_MIB:-256}" "$t" ;;
 	outage) python3 scripts/reliability/outage.py --outage "${OUTAGE:-60}" --out "$OUT/outage" | tee -a "$OUT/results.jsonl" ;;
 	outage-agent) python3 scripts/reliability/outage.py --outage "${OUTAGE:-60}" --via-agent --out "$OUT/outage-agent" | tee -a "$OUT/results.jsonl" ;;
 	fuzz) FUZZTIME=${FUZZTIME:-10s} scripts/reliability/fuzz.sh | tee -a "$OUT/results.jsonl" ;;
