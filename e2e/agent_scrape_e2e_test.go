@@ -128,10 +128,11 @@ func socketOwner(client, server string, pids []int) (int, error) {
 	return 0, fmt.Errorf("the client end %s (inode %s) belongs to none of the agents %v", client, inode, pids)
 }
 
-// TestAgentScrapesOwnNodeE2E: two agents (configs/agent.yaml, MILES_NODE n1 and n2) on one host stand for two
-// nodes; one file_sd file (as the trainer writes it, docs/semconv.md §9) lists fake engines on n1 (two), n2 (one)
-// and n10 (one, a node without an agent, whose name n1 prefixes: the `node` match is anchored). Each engine is
-// scraped by its own node's agent only (the scrape's connection belongs to that process), the n10 engine by none,
+// TestAgentScrapesOwnNodeE2E: two agents (configs/agent.yaml, MILES_NODE n1.rack and n2.rack) on one host stand
+// for two nodes; one file_sd file (as the trainer writes it, docs/semconv.md §9) lists fake engines on n1.rack
+// (two), n2.rack (one), and two nodes without an agent: n1.rack0 (whose name n1.rack prefixes) and n1xrack (which
+// n1.rack matches as a regex): the `node` match is a whole-string comparison. Each engine is scraped by its own
+// node's agent only (the scrape's connection belongs to that process), the agentless nodes' engines by none,
 // and the gateway's engine_series holds each scrape once: as many `up` records per engine as it answered scrapes,
 // with that engine's own counter and histogram values.
 func TestAgentScrapesOwnNodeE2E(t *testing.T) {
@@ -140,15 +141,16 @@ func TestAgentScrapesOwnNodeE2E(t *testing.T) {
 	}
 	runDir := t.TempDir()
 	engines := []*scrapedEngine{
-		startScrapedEngine(t, "n1", fakesglang.Config{DPSize: 2}, 5),
-		startScrapedEngine(t, "n1", fakesglang.Config{EngineType: fakesglang.EnginePrefill}, 3),
-		startScrapedEngine(t, "n2", fakesglang.Config{}, 7),
-		startScrapedEngine(t, "n10", fakesglang.Config{}, 2),
+		startScrapedEngine(t, "n1.rack", fakesglang.Config{DPSize: 2}, 5),
+		startScrapedEngine(t, "n1.rack", fakesglang.Config{EngineType: fakesglang.EnginePrefill}, 3),
+		startScrapedEngine(t, "n2.rack", fakesglang.Config{}, 7),
+		startScrapedEngine(t, "n1.rack0", fakesglang.Config{}, 2),
+		startScrapedEngine(t, "n1xrack", fakesglang.Config{}, 4),
 	}
 	gw := e2etest.StartCollector(t, runDir, e2etest.Options{Configs: []string{e2etest.Config("gateway.yaml")}})
 	agents := map[string]*e2etest.Collector{}
 	var pids []int
-	for _, node := range []string{"n1", "n2"} {
+	for _, node := range []string{"n1.rack", "n2.rack"} {
 		agents[node] = e2etest.StartCollector(t, runDir, e2etest.Options{
 			Configs: []string{e2etest.Config("agent.yaml")},
 			Env:     []string{"MILES_NODE=" + node, "MILES_GATEWAYS=" + gw.GRPCAddr},
@@ -166,7 +168,7 @@ func TestAgentScrapesOwnNodeE2E(t *testing.T) {
 	}
 	writeTargets(t, runDir, groups)
 
-	e2etest.Eventually(t, 60*time.Second, "three scrapes of every engine of n1 and n2", func() bool {
+	e2etest.Eventually(t, 60*time.Second, "three scrapes of every engine of n1.rack and n2.rack", func() bool {
 		for _, e := range engines[:3] {
 			if n, _, _ := e.counts(); n < 3 {
 				return false

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"strconv"
@@ -80,10 +81,18 @@ func argBool(args map[string]any, k string) *bool {
 	return nil
 }
 
-// advisoryConfig merges meta.json args ← Options.Advisory ← query parameters (r nil: no query).
+// advisoryConfig merges meta.json args ← the trainer's run_config record ← Options.Advisory ← query parameters
+// (r nil: no query). The run_config record (docs/semconv.md §11) is what the trainer ran with, so its arguments
+// win over meta.json's snapshot; a redacted value reads as absent.
 func (s *Server) advisoryConfig(r *http.Request) (advisory.Config, error) {
 	info := s.run.Info()
 	a := info.Args
+	if rc, _ := s.run.RunConfig(); rc != nil && rc.Source == "run_config" && len(rc.Args) > 0 {
+		merged := make(map[string]any, len(a)+len(rc.Args))
+		maps.Copy(merged, a)
+		maps.Copy(merged, rc.Args)
+		a = merged
+	}
 	cfg := advisory.Config{
 		MaxRunningRequests: int(argNum(a, "sglang_max_running_requests", "max_running_requests")),
 		MemFractionStatic:  argNum(a, "sglang_mem_fraction_static"),

@@ -184,6 +184,8 @@ func TestAdvisoryFaultsE2E(t *testing.T) {
 		query       string
 		want, suppr string // advisory / suppressed ids, in the order served
 		check       func(t *testing.T, adv map[string]map[string]any, d map[string]any)
+		// before, when set, changes the run directory before the view is asked (the server reads it live).
+		before func(t *testing.T, dir string)
 	}
 	for _, tc := range []struct {
 		name            string
@@ -237,9 +239,11 @@ func TestAdvisoryFaultsE2E(t *testing.T) {
 				}
 			},
 		}}},
-		// The engines' KV pool (40k tokens) is far too small for 64 running requests. With the cap known the
-		// KV pool is named as what bounds concurrency (A3); without it, only the high KV usage is (A4). Requests
-		// then wait in the engines' queues, which their request traces show (T5, a tip the alarm suppresses).
+		// The engines' KV pool (40k tokens) is far too small for 64 running requests. With the cap known (from
+		// the query, or from the trainer's run_config record, which the simulator writes as miles' driver would)
+		// the KV pool is named as what bounds concurrency (A3); without it, only the high KV usage is (A4).
+		// Requests then wait in the engines' queues, which their request traces show (T5, a tip the alarm
+		// suppresses).
 		{name: "kv_pressure", steps: 6, consumed: 6, args: small("--fault", "kv-pressure=40000"), views: []view{
 			{
 				query: "?max_running_requests=64", want: "A3", suppr: "T2,T5",
@@ -251,7 +255,20 @@ func TestAdvisoryFaultsE2E(t *testing.T) {
 				},
 			},
 			{
+				query: "", want: "A3", suppr: "T2,T5",
+				check: func(t *testing.T, adv map[string]map[string]any, _ map[string]any) {
+					if ev := adv["A3"]["evidence"].(map[string]any); ev["max_running_requests"].(float64) != 64 {
+						t.Fatalf("the cap should come from the run_config record: %v", ev)
+					}
+				},
+			},
+			{
 				query: "", want: "A4", suppr: "T5",
+				before: func(t *testing.T, dir string) {
+					if err := os.RemoveAll(filepath.Join(dir, "dashboard", "run_config")); err != nil {
+						t.Fatal(err)
+					}
+				},
 				check: func(t *testing.T, adv map[string]map[string]any, d map[string]any) {
 					if adv["A4"]["evidence"].(map[string]any)["token_usage_mean"].(float64) <= 0.95 {
 						t.Fatalf("kv-high evidence %v", adv["A4"])
@@ -303,6 +320,9 @@ func TestAdvisoryFaultsE2E(t *testing.T) {
 			dir := simRunConsumed(t, tc.steps, tc.consumed, tc.args...)
 			ts, _, _ := serve(t, dir, Options{})
 			for i, v := range tc.views {
+				if v.before != nil {
+					v.before(t, dir)
+				}
 				code, d := getData(t, ts.URL+"/api/v1/advisory"+v.query)
 				if code != 200 {
 					t.Fatal(code, d)

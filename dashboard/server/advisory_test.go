@@ -2,10 +2,13 @@ package server
 
 import (
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/advisory"
+	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 )
 
 func advIDs(d map[string]any, field string) string {
@@ -94,5 +97,33 @@ func TestAdvisoryFromDumps(t *testing.T) {
 	}
 	if tiles["alignment_failed"] != 0.0 || tiles["zero_std_groups"].(float64)/tiles["groups"].(float64) >= 0.5 {
 		t.Fatalf("fixture changed: %v", tiles)
+	}
+}
+
+// TestAdvisorySettingsFromRunConfig: the trainer's run_config record (docs/semconv.md §11) supplies the settings
+// the rules need when meta.json has none: without it the request-cap rule is skipped; with the recorded
+// --sglang-max-running-requests and --low-mfu-threshold the tuning tips fire as with the same query; a query
+// still wins over the record.
+func TestAdvisorySettingsFromRunConfig(t *testing.T) {
+	spec := runSpec{openWaitAge: 600, running: 5, abortRate: 0.01, mfu: 0.1}
+	dir := handRun(t, spec)
+	ts, _, _ := serve(t, dir, Options{})
+	_, d := getData(t, ts.URL+"/api/v1/advisory")
+	if got := advIDs(d, "advisories"); got != "T1" || !strings.Contains(advIDs(d, "skipped"), "T2") {
+		t.Fatalf("without settings: advisories %q (want T1 at the default MFU threshold), skipped %q (want T2)", got, advIDs(d, "skipped"))
+	}
+	writeFile(t, filepath.Join(dir, "dashboard", "run_config", runfiles.HourName(time.Unix(int64(rb0), 0))+".jsonl"),
+		fmt.Sprintf(`{"ts":%.0f,"node":"n0","service":"miles-trainer","pid":7,"args":{"sglang_max_running_requests":64,"low_mfu_threshold":0.2,"wandb_key":"[redacted]"},"redacted":["wandb_key"]}`+"\n", rb0), false)
+	_, d = getData(t, ts.URL+"/api/v1/advisory")
+	if got := advIDs(d, "advisories"); got != "T1,T2" {
+		t.Fatalf("with the run_config record: advisories %q, want T1,T2: %v", got, d["advisories"])
+	}
+	_, q := getData(t, ts.URL+"/api/v1/advisory?max_running_requests=64&low_mfu_threshold=0.2")
+	if advIDs(q, "advisories") != advIDs(d, "advisories") {
+		t.Fatalf("the record and the same query disagree: %v vs %v", d["advisories"], q["advisories"])
+	}
+	_, q = getData(t, ts.URL+"/api/v1/advisory?max_running_requests=6")
+	if got := advIDs(q, "advisories"); strings.Contains(got, "T2") {
+		t.Fatalf("the query's cap (6, peak 5) must win over the record's 64: %q", got)
 	}
 }
