@@ -27,6 +27,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -833,10 +834,42 @@ func soak(o options) map[string]any {
 			}
 		}
 	}()
+	// The browser page (scripts/reliability/soak_page.mjs: Debian chromium on the live Compute view), when the
+	// web test tooling is installed (make -C dashboard/web deps); the WebSocket client above reads regardless.
+	var page *exec.Cmd
+	var pageLines []map[string]any
+	var pageMu sync.Mutex
+	pageNote := ""
+	if _, err := os.Stat("dashboard/web/node_modules/playwright-core"); err != nil {
+		pageNote = "no browser page: dashboard/web/node_modules missing (make -C dashboard/web deps)"
+	} else if _, err := os.Stat("/usr/bin/chromium"); err != nil {
+		pageNote = "no browser page: /usr/bin/chromium missing (scripts/install-chromium.sh)"
+	} else {
+		page = exec.Command("node", "scripts/reliability/soak_page.mjs", "http://"+addr+"/", "10")
+		page.Stderr = dlog
+		stdin, _ := page.StdinPipe()
+		out, err := page.StdoutPipe()
+		must(err)
+		must(page.Start())
+		defer func() { _ = stdin.Close(); _ = page.Process.Signal(syscall.SIGTERM); _, _ = page.Process.Wait() }()
+		go func() {
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				var m map[string]any
+				if json.Unmarshal(sc.Bytes(), &m) == nil {
+					pageMu.Lock()
+					pageLines = append(pageLines, m)
+					pageMu.Unlock()
+				}
+			}
+		}()
+	}
 	type sample struct {
 		T               float64 `json:"t_s"`
 		Collector, Dash float64 `json:"-"`
 		Threads         float64 `json:"-"`
+		Goroutines      float64 `json:"-"`
+		Browser         float64 `json:"-"`
 	}
 	var samples []sample
 	t0 := time.Now()
@@ -849,10 +882,15 @@ loop:
 		case simErr = <-simDone:
 			break loop
 		case <-tick.C:
-			samples = append(samples, sample{
+			sm := sample{
 				T: round(time.Since(t0).Seconds()), Collector: rssMiB(c.cmd.Process.Pid),
 				Dash: rssMiB(dash.Process.Pid), Threads: threads(dash.Process.Pid),
-			})
+				Goroutines: dashboardGauge(addr, "miles_dashboard_goroutines"), Browser: -1,
+			}
+			if page != nil {
+				sm.Browser = treeRSSMiB(page.Process.Pid)
+			}
+			samples = append(samples, sm)
 		}
 	}
 	time.Sleep(3 * time.Second) // the last flush and the page's last delta
@@ -864,7 +902,24 @@ loop:
 		return out
 	}
 	st := analyze(runDir)
+	pageMu.Lock()
+	defer pageMu.Unlock()
+	pageSeries := func(key string) []any {
+		out := make([]any, len(pageLines))
+		for i, l := range pageLines {
+			out[i] = l[key]
+		}
+		return out
+	}
+	var pageProblems any
+	if n := len(pageLines); n > 0 {
+		pageProblems = map[string]any{"count": pageLines[n-1]["problems"], "last": pageLines[n-1]["last_problem"]}
+	}
 	return map[string]any{
+		"dashboard_goroutines": series(func(s sample) float64 { return s.Goroutines }),
+		"browser_rss_mib":      series(func(s sample) float64 { return s.Browser }),
+		"browser_js_heap_mib":  pageSeries("js_heap_mib"), "browser_view_t1": pageSeries("view_t1"),
+		"browser_dom_nodes": pageSeries("dom_nodes"), "browser_problems": pageProblems, "browser_note": pageNote,
 		"wall_s_planned": o.soakWall.Seconds(), "sim_duration": simDur.String(), "speed": o.speed, "nodes": o.nodes,
 		"sim_error": fmt.Sprint(simErr), "samples_every_s": 10,
 		"collector_rss_mib": series(func(s sample) float64 { return s.Collector }),
@@ -874,6 +929,73 @@ loop:
 		"gpu_util_lines": st.Streams[sc.StreamGPUUtil].Lines, "phases_lines": st.Streams[sc.StreamPhases].Lines,
 		"invalid_lines": st.Streams[sc.StreamGPUUtil].Invalid + st.Streams[sc.StreamPhases].Invalid,
 	}
+}
+
+// dashboardGauge reads one unlabelled gauge of the dashboard's /metrics (-1 when unreadable).
+func dashboardGauge(addr, name string) float64 {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if err == nil {
+				return f
+			}
+		}
+	}
+	return -1
+}
+
+// treeRSSMiB sums the resident memory of pid and every descendant (the browser page: node, chromium and its
+// renderer, GPU and utility processes). Shared pages count once per process: an upper bound.
+func treeRSSMiB(pid int) float64 {
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return -1
+	}
+	parent := map[int]int{}
+	for _, e := range ents {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …: comm may hold spaces and parentheses, so read after the last ')'.
+		if i := bytes.LastIndexByte(b, ')'); i >= 0 {
+			if f := strings.Fields(string(b[i+1:])); len(f) > 1 {
+				pp, _ := strconv.Atoi(f[1])
+				parent[p] = pp
+			}
+		}
+	}
+	in := func(p int) bool {
+		for range 64 {
+			if p == pid {
+				return true
+			}
+			pp, ok := parent[p]
+			if !ok || pp <= 1 {
+				return false
+			}
+			p = pp
+		}
+		return false
+	}
+	total := 0.0
+	for p := range parent {
+		if in(p) {
+			total += rssMiB(p)
+		}
+	}
+	return round(total)
 }
 
 // threads is the process's OS thread count (/proc), -1 when unreadable.

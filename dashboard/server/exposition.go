@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"path/filepath"
+	"runtime/metrics"
 	"sort"
 	"strconv"
 	"strings"
@@ -85,9 +86,25 @@ func writeExposition(w http.ResponseWriter, runs []runAdvice) {
 			fmt.Fprintf(&b, "miles_run_latest_step{run=%s} %d\n", label(r.run), *r.step)
 		}
 	}
+	// The server's own state, so a long follow (the soak, docs/reliability.md) or an operator sees growth.
+	proc := []metrics.Sample{{Name: "/sched/goroutines:goroutines"}, {Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/total:bytes"}}
+	metrics.Read(proc)
+	family("miles_dashboard_goroutines", "Goroutines of this dashboard process.")
+	fmt.Fprintf(&b, "miles_dashboard_goroutines %d\n", sampleUint(proc[0]))
+	family("miles_dashboard_heap_objects_bytes", "Bytes of live and not yet swept heap objects of this dashboard process.")
+	fmt.Fprintf(&b, "miles_dashboard_heap_objects_bytes %d\n", sampleUint(proc[1]))
+	family("miles_dashboard_go_memory_bytes", "All memory the Go runtime of this dashboard process has mapped (heap, stacks, runtime).")
+	fmt.Fprintf(&b, "miles_dashboard_go_memory_bytes %d\n", sampleUint(proc[2]))
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	_, _ = w.Write(b.Bytes())
+}
+
+func sampleUint(s metrics.Sample) uint64 {
+	if s.Value.Kind() == metrics.KindUint64 {
+		return s.Value.Uint64()
+	}
+	return 0
 }
 
 func levelOrder(l string) int {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -153,7 +154,7 @@ func TestLibraryMetrics(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("metrics: %d %s", code, body)
 	}
-	line := regexp.MustCompile(`^([a-z_]+)\{([^}]*)\} (\S+)$`)
+	line := regexp.MustCompile(`^([a-z_]+)(?:\{([^}]*)\})? (\S+)$`)
 	got := map[string]string{}
 	n := 0
 	for l := range strings.SplitSeq(strings.TrimSpace(body), "\n") {
@@ -171,6 +172,11 @@ func TestLibraryMetrics(t *testing.T) {
 	}
 	if n != 2*14 {
 		t.Errorf("%d firing gauges, want one per rule (14) and run (2)", n)
+	}
+	for _, k := range []string{"miles_dashboard_goroutines{}", "miles_dashboard_heap_objects_bytes{}", "miles_dashboard_go_memory_bytes{}"} {
+		if v, err := strconv.ParseFloat(got[k], 64); err != nil || v <= 0 {
+			t.Errorf("%s = %q, want the process's own positive figure", k, got[k])
+		}
 	}
 	for k, want := range map[string]string{
 		`miles_advisory_firing{run="stalled",id="A1",rule="stall",severity="critical",tier="alarm"}`: "1",
