@@ -4,7 +4,9 @@
 #   RELIABILITY_TESTS="kill disk outage outage-agent fuzz exposure"  (default: all)
 #   KILLS=20 NODES=16 DURATION=40m SPEED=25  (kill -9 under load)   OUTAGE=60 (collector down, s)
 #   DISK_HOLD=15s DISK_MIB=256 (disk full / read-only)                FUZZTIME=10s (per Fuzz* target)
-#   soak (not in the default list): SOAK=10m wall at SPEED with the dashboard following and a live page
+#   soak (not in the default list): SOAK=10m wall at SPEED with the dashboard following, a WebSocket reader and
+#   a browser page (scripts/reliability/soak_page.mjs, when dashboard/web has its node_modules)
+#   FUZZ_PARALLEL=<cores> (workers per Fuzz* target)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 GO=${GO:-go}
