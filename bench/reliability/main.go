@@ -1098,23 +1098,7 @@ func exposure(o options) map[string]any {
 	}
 	defer stop(cmd)
 	r["token_in_startup_output"] = strings.Contains(out.String(), token)
-	get := func(path string, hdr map[string]string) (int, string) {
-		req, _ := http.NewRequest(http.MethodGet, "http://"+addr+path, http.NoBody)
-		for k, v := range hdr {
-			if k == "Host" {
-				req.Host = v
-			} else {
-				req.Header.Set(k, v)
-			}
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return -1, err.Error()
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return resp.StatusCode, string(b)
-	}
+	get := func(path string, hdr map[string]string) (int, string) { return getOn(addr, path, hdr) }
 	routes := []string{
 		"/api/v1/meta", "/api/v1/lanes", "/api/v1/phases", "/api/v1/gpu", "/api/v1/fleet", "/api/v1/heatmap",
 		"/api/v1/steps", "/api/v1/steps/1/anatomy", "/api/v1/metrics/keys", "/api/v1/metrics/series", "/api/v1/engines",
