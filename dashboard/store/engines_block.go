@@ -142,7 +142,8 @@ type engSeries struct {
 	bounds []float64
 	// buckets are a histogram's per-bucket cumulative counts, stride len(bounds)+1.
 	buckets []float64
-	// unsorted says a scrape arrived out of time order (sortSeries orders the columns).
+	// unsorted says a scrape arrived out of time order or at a time already held (sortSeries orders the columns
+	// and drops the repeats).
 	unsorted bool
 	// packed holds the columns of a closed hour, the slices above then nil (engines_pack.go).
 	packed *engPacked
@@ -261,7 +262,7 @@ func (b *engBlock) addLine(line []byte) bool {
 		} else {
 			ser.v = append(ser.v, es.v)
 		}
-		if n := len(ser.ts); n > 0 && es.ts < ser.ts[n-1] {
+		if n := len(ser.ts); n > 0 && es.ts <= ser.ts[n-1] {
 			ser.unsorted = true
 		}
 		ser.ts = append(ser.ts, es.ts)
@@ -272,10 +273,13 @@ func (b *engBlock) addLine(line []byte) bool {
 	})
 }
 
-// sortSeries restores time order after out-of-order appends (late records).
-func (ser *engSeries) sortSeries() {
+// sortSeries restores time order after out-of-order appends (late records) and drops a scrape read twice: the
+// collector delivers at least once (a request retried after a crash between its write and its answer is
+// written again, docs/reliability.md), and a series has one sample per scrape time, so of equal times the first
+// read is kept. It returns how many points it dropped.
+func (ser *engSeries) sortSeries() int {
 	if !ser.unsorted {
-		return
+		return 0
 	}
 	ser.unsorted = false
 	idx := make([]int, len(ser.ts))
@@ -283,6 +287,15 @@ func (ser *engSeries) sortSeries() {
 		idx[i] = i
 	}
 	sort.SliceStable(idx, func(a, b int) bool { return ser.ts[idx[a]] < ser.ts[idx[b]] })
+	kept := idx[:0]
+	for _, i := range idx {
+		if len(kept) > 0 && ser.ts[kept[len(kept)-1]] == ser.ts[i] {
+			continue
+		}
+		kept = append(kept, i)
+	}
+	dropped := len(idx) - len(kept)
+	idx = kept
 	perm := func(col []float64, stride int) []float64 {
 		if len(col) == 0 {
 			return col
@@ -297,4 +310,5 @@ func (ser *engSeries) sortSeries() {
 	if ser.hist {
 		ser.buckets = perm(ser.buckets, len(ser.bounds)+1)
 	}
+	return dropped
 }

@@ -34,3 +34,57 @@ func TestEnginesAppearingLateAreFollowed(t *testing.T) {
 		t.Fatal("engine series written after the catalog was built never appeared")
 	}
 }
+
+// TestEngineScrapesReadTwiceReadOnce: a batch of scrapes delivered twice (the collector's at-least-once delivery
+// after a crash between its write and its answer) is in the file twice, later and out of order; every series
+// reads each scrape once, gauges and histograms alike, and a refresh that reads only repeats changes nothing.
+func TestEngineScrapesReadTwiceReadOnce(t *testing.T) {
+	rel := "dashboard/engine_series/" + hourA + ".jsonl"
+	var batch, rest strings.Builder
+	for i := range 20 {
+		line := fmt.Sprintf(`{"ts":%.0f,"addr":"http://e:1","m":{"sglang:num_running_reqs":%d},"h":{"sglang:e2e_request_latency_seconds":{"bounds":[1,5],"counts":[%d,%d,%d],"sum":%d,"count":%d}}}`+"\n",
+			h0+float64(2*i), i, i, 2*i, 3*i, 7*i, 3*i)
+		if i < 10 {
+			batch.WriteString(line)
+		} else {
+			rest.WriteString(line)
+		}
+	}
+	once := v2Run(t)
+	write(t, once, rel, batch.String()+rest.String())
+	twice := v2Run(t)
+	write(t, twice, rel, batch.String()+rest.String()+batch.String())
+	series := func(st *Store) string {
+		var b strings.Builder
+		for _, m := range []string{"sglang:num_running_reqs", "sglang:e2e_request_latency_seconds"} {
+			for _, r := range st.EngineRawSeries(m, h0-1, h0+3600) {
+				fmt.Fprintf(&b, "%s %v %v %v %v\n", m, r.TS, r.V, r.Sum, r.Buckets)
+			}
+		}
+		return b.String()
+	}
+	a, err := Open(once, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := Open(twice, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, got := series(a), series(st)
+	if want == "" || !strings.Contains(want, "sglang:e2e_request_latency_seconds") {
+		t.Fatalf("fixture reads nothing: %q", want)
+	}
+	if got != want {
+		t.Fatalf("scrapes read twice:\n got %s\nwant %s", got, want)
+	}
+	v := st.DataVersion()
+	appendTo(t, twice, rel, rest.String())
+	st.Refresh()
+	if got := series(st); got != want {
+		t.Fatalf("after a refresh reading repeats:\n got %s\nwant %s", got, want)
+	}
+	if st.DataVersion() != v {
+		t.Errorf("a refresh that read only repeats moved the data version %v → %v", v, st.DataVersion())
+	}
+}

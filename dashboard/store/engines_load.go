@@ -68,7 +68,7 @@ func (r *engineReader) loadHourLocked(h int64) {
 	r.run.report(reports, err)
 	p.Loaded = true
 	for _, ser := range b.series {
-		ser.sortSeries()
+		b.points -= ser.sortSeries()
 	}
 	if b.points != before {
 		r.version++
