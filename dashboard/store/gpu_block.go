@@ -301,11 +301,18 @@ func (b *gpuBlock) sortScrambled() {
 // sortByTime re-encodes the lane in time order when its samples arrived out of order. The collector exports
 // batches concurrently, so a lane's readings can land a few seconds out of order; a cumulative counter then
 // steps backwards and forwards by seconds' worth of bytes, which no predictor compresses (2.4–2.8 B per value
-// on the simulator run instead of 1–2). The min/max pyramid does not depend on the order.
+// on the simulator run instead of 1–2). The min/max pyramid does not depend on the order. A reading read twice
+// is kept once: the collector delivers at least once (a request retried after a crash between its write and
+// its answer is written again, docs/reliability.md), and a lane has one reading per time, so of equal times the
+// first read stays.
 func (l *laneData) sortByTime() {
 	ts := l.ts.Decode(make([]int64, 0, l.ts.Len()))
 	l.scrambled = false
-	if slices.IsSorted(ts) {
+	increasing := true
+	for i := 1; i < len(ts) && increasing; i++ {
+		increasing = ts[i] > ts[i-1]
+	}
+	if increasing {
 		return
 	}
 	perm := make([]int32, len(ts))
@@ -313,6 +320,14 @@ func (l *laneData) sortByTime() {
 		perm[i] = int32(i)
 	}
 	slices.SortStableFunc(perm, func(a, b int32) int { return cmp.Compare(ts[a], ts[b]) })
+	kept := perm[:0]
+	for _, i := range perm {
+		if len(kept) > 0 && ts[kept[len(kept)-1]] == ts[i] {
+			continue
+		}
+		kept = append(kept, i)
+	}
+	perm = kept
 	var nt columns.Times
 	for _, i := range perm {
 		nt.Append(ts[i])

@@ -1,9 +1,11 @@
 package store
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand"
+	"strings"
 	"testing"
 )
 
@@ -140,6 +142,56 @@ func buildPyramids(b *gpuBlock) {
 		var sc foldScratch
 		for _, f := range l.fields {
 			l.pyramidOf(f, b.hour, &b.pyrMu, &sc)
+		}
+	}
+}
+
+// TestGPUReadingsReadTwiceReadOnce: five minutes of both lanes' readings delivered again an hour later (the
+// collector's at-least-once delivery after a crash between a write and its answer) are held once: each lane
+// keeps one reading per time, and the GPU answers equal those of the run written once.
+func TestGPUReadingsReadTwiceReadOnce(t *testing.T) {
+	rel := "dashboard/gpu_util/" + hourA + ".jsonl"
+	once := v2Run(t)
+	twice := v2Run(t)
+	var again strings.Builder
+	for i := range 300 {
+		for g := range 2 {
+			again.WriteString(gpuLine(h0+float64(i), "n1", g, 50))
+		}
+	}
+	appendTo(t, twice, rel, again.String())
+	answer := func(dir string) (*Store, string) {
+		st, err := Open(dir, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lanes, _, err := st.Lanes("all")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(st.GPU(h0, h0+3600, lanes, 3600, []string{"util", "mem_mb", "power_w"}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st, string(b)
+	}
+	_, want := answer(once)
+	st, got := answer(twice)
+	if got != want {
+		t.Errorf("GPU answers differ with the readings read twice")
+	}
+	b := st.gpu.blocks[int64(h0/3600)]
+	if b == nil || len(b.lanes) != 2 {
+		t.Fatalf("hour not loaded: %v", b)
+	}
+	for key, l := range b.lanes {
+		if n := l.ts.Len(); n != 3600 {
+			t.Errorf("lane %s holds %d readings, want 3600 (one per second)", key, n)
+		}
+		for name, f := range l.fields {
+			if n := f.start + f.vals.Len(); n != 3600 {
+				t.Errorf("lane %s field %s holds %d values, want 3600", key, name, n)
+			}
 		}
 	}
 }
