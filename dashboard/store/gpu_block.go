@@ -301,10 +301,10 @@ func (b *gpuBlock) sortScrambled() {
 // sortByTime re-encodes the lane in time order when its samples arrived out of order. The collector exports
 // batches concurrently, so a lane's readings can land a few seconds out of order; a cumulative counter then
 // steps backwards and forwards by seconds' worth of bytes, which no predictor compresses (2.4–2.8 B per value
-// on the simulator run instead of 1–2). The min/max pyramid does not depend on the order. A reading read twice
-// is kept once: the collector delivers at least once (a request retried after a crash between its write and
-// its answer is written again, docs/reliability.md), and a lane has one reading per time, so of equal times the
-// first read stays.
+// on the simulator run instead of 1–2). The min/max pyramid does not depend on the order. Readings of one
+// time are merged into one: the collector delivers at least once (a request retried after a crash between its
+// write and its answer is written again, docs/reliability.md), and one scrape's fields may come in two records
+// (a batch split between them); a lane has one reading per time, each field the first value read for it.
 func (l *laneData) sortByTime() {
 	ts := l.ts.Decode(make([]int64, 0, l.ts.Len()))
 	l.scrambled = false
@@ -320,20 +320,19 @@ func (l *laneData) sortByTime() {
 		perm[i] = int32(i)
 	}
 	slices.SortStableFunc(perm, func(a, b int32) int { return cmp.Compare(ts[a], ts[b]) })
-	kept := perm[:0]
-	for _, i := range perm {
-		if len(kept) > 0 && ts[kept[len(kept)-1]] == ts[i] {
-			continue
-		}
-		kept = append(kept, i)
-	}
-	perm = kept
+	// groups[k] is where the k-th distinct time starts in perm (a last entry closes the last group).
+	groups := make([]int32, 0, len(perm)+1)
 	var nt columns.Times
-	for _, i := range perm {
-		nt.Append(ts[i])
+	for k, i := range perm {
+		if k == 0 || ts[i] != ts[perm[k-1]] {
+			groups = append(groups, int32(k))
+			nt.Append(ts[i])
+		}
 	}
+	groups = append(groups, int32(len(perm)))
 	l.ts = nt
 	vals := make([]float64, len(ts))
+	merged := make([]float64, len(groups)-1)
 	for _, f := range l.fields {
 		for i := range vals {
 			vals[i] = math.NaN()
@@ -342,17 +341,26 @@ func (l *laneData) sortByTime() {
 			vals[f.start+i] = v
 			return true
 		})
+		for g := range merged {
+			merged[g] = math.NaN()
+			for _, i := range perm[groups[g]:groups[g+1]] {
+				if !math.IsNaN(vals[i]) {
+					merged[g] = vals[i]
+					break
+				}
+			}
+		}
 		start := 0
-		for start < len(perm) && math.IsNaN(vals[perm[start]]) {
+		for start < len(merged) && math.IsNaN(merged[start]) {
 			start++
 		}
-		end := len(perm) // trailing samples without the field stay implicit, as before
-		for end > start && math.IsNaN(vals[perm[end-1]]) {
+		end := len(merged) // trailing samples without the field stay implicit, as before
+		for end > start && math.IsNaN(merged[end-1]) {
 			end--
 		}
 		var nv columns.Values
-		for _, i := range perm[start:end] {
-			nv.Append(vals[i])
+		for _, v := range merged[start:end] {
+			nv.Append(v)
 		}
 		f.start, f.vals = start, nv
 	}

@@ -148,7 +148,8 @@ func buildPyramids(b *gpuBlock) {
 
 // TestGPUReadingsReadTwiceReadOnce: five minutes of both lanes' readings delivered again an hour later (the
 // collector's at-least-once delivery after a crash between a write and its answer) are held once: each lane
-// keeps one reading per time, and the GPU answers equal those of the run written once.
+// keeps one reading per time, and the GPU answers equal those of the run written once. A record holding only
+// another field of a reading already held (one scrape's fields in two records) merges into that reading.
 func TestGPUReadingsReadTwiceReadOnce(t *testing.T) {
 	rel := "dashboard/gpu_util/" + hourA + ".jsonl"
 	once := v2Run(t)
@@ -159,6 +160,7 @@ func TestGPUReadingsReadTwiceReadOnce(t *testing.T) {
 			again.WriteString(gpuLine(h0+float64(i), "n1", g, 50))
 		}
 	}
+	again.WriteString(fmt.Sprintf(`{"ts":%.3f,"node":"n1","gpu":0,"temp_c":41}`+"\n", h0+10))
 	appendTo(t, twice, rel, again.String())
 	answer := func(dir string) (*Store, string) {
 		st, err := Open(dir, false)
@@ -189,6 +191,14 @@ func TestGPUReadingsReadTwiceReadOnce(t *testing.T) {
 			t.Errorf("lane %s holds %d readings, want 3600 (one per second)", key, n)
 		}
 		for name, f := range l.fields {
+			if name == "temp_c" {
+				var v []float64
+				f.vals.Each(func(_ int, x float64) bool { v = append(v, x); return true })
+				if key != "n1:0" || f.start != 10 || len(v) != 1 || v[0] != 41 {
+					t.Errorf("lane %s: temp_c starts at %d with %v, want the one value 41 at reading 10 of n1:0", key, f.start, v)
+				}
+				continue
+			}
 			if n := f.start + f.vals.Len(); n != 3600 {
 				t.Errorf("lane %s field %s holds %d values, want 3600", key, name, n)
 			}
