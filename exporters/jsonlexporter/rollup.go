@@ -60,8 +60,13 @@ type bucketAgg struct {
 
 func (b *bucketAgg) add(r *gpuReading) {
 	b.n++
+	b.addFields(r, r.has)
+}
+
+// addFields adds the fields of r that mask names.
+func (b *bucketAgg) addFields(r *gpuReading, mask uint8) {
 	for i := range b.fields {
-		if r.has&(1<<i) != 0 {
+		if mask&(1<<i) != 0 {
 			b.fields[i].add(r.vals[i])
 		}
 	}
@@ -76,6 +81,29 @@ type rollLane struct {
 	open    bool
 	cur     bucketAgg
 	emitted int64 // start of the newest bucket emitted; math.MinInt64 none
+	// seen are the reading times the open bucket holds and the fields each brought (addOpen).
+	seen []seenReading
+}
+
+type seenReading struct {
+	ts  pcommon.Timestamp
+	has uint8
+}
+
+// addOpen adds r to the open bucket unless the bucket holds a reading of r's time already: the collector
+// delivers at least once (a request retried after a restart, or replayed by the restore, docs/semconv.md §8.3
+// "Restarts"), so a repeat adds nothing, and a record with fields the held reading lacked (one scrape split
+// between two exports) adds those fields, not a reading.
+func (l *rollLane) addOpen(r *gpuReading) {
+	for i := len(l.seen) - 1; i >= 0; i-- {
+		if s := &l.seen[i]; s.ts == r.ts {
+			l.cur.addFields(r, r.has&^s.has)
+			s.has |= r.has
+			return
+		}
+	}
+	l.seen = append(l.seen, seenReading{r.ts, r.has})
+	l.cur.add(r)
 }
 
 // rollup folds gpu_util readings into the gpu_rollup stream (docs/semconv.md §8.3): one record per lane and
@@ -85,9 +113,9 @@ type rollLane struct {
 //	one bucket)→ record;  a reading for a bucket already emitted → a second record for that bucket (late),
 //	which readers merge;  shutdown → every open bucket (partial) emitted.
 //
-// State is one open bucket per lane (bounded by the lanes the catalog knows) plus, during one accept, the
-// late buckets of that batch. The watermark is data time (the newest reading), not wall time, so a
-// fast-forwarded or replayed run rolls up the same as a live one.
+// State is one open bucket per lane with the reading times it holds (bounded by the lanes the catalog knows)
+// plus, during one accept, the late buckets of that batch. The watermark is data time (the newest reading), not
+// wall time, so a fast-forwarded or replayed run rolls up the same as a live one.
 type rollup struct {
 	mu        sync.Mutex
 	step      int64 // seconds
@@ -125,7 +153,7 @@ func (u *rollup) fold(readings []gpuReading, r *records) {
 		start := u.bucketOf(rd.ts)
 		switch {
 		case l.open && start == l.cur.start:
-			l.cur.add(rd)
+			l.addOpen(rd)
 		case (l.open && start < l.cur.start) || (!l.open && start <= l.emitted):
 			m := late[k]
 			if m == nil {
@@ -144,7 +172,8 @@ func (u *rollup) fold(readings []gpuReading, r *records) {
 			}
 			l.open = true
 			l.cur = bucketAgg{start: start}
-			l.cur.add(rd)
+			l.seen = l.seen[:0]
+			l.addOpen(rd)
 		}
 		if s := int64(uint64(rd.ts) / 1e9); s > u.watermark {
 			u.watermark = s

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -424,4 +425,57 @@ func firstDiff(a, b []string) int {
 		}
 	}
 	return min(len(a), len(b))
+}
+
+// TestRollupRepeatsAddNothing: an export delivered twice (a retry after the collector wrote it but could not
+// answer) while its bucket is open adds nothing to the bucket's count, sums or extremes, and a record carrying
+// only a field the held reading lacked adds that field, not a reading: the roll-up equals that of the exports
+// delivered once.
+func TestRollupRepeatsAddNothing(t *testing.T) {
+	ctx := context.Background()
+	rollups := func(batches ...pmetric.Metrics) map[string]rollRec {
+		e, dir := testExporter(t, nil)
+		for _, b := range batches {
+			if err := e.pushMetrics(ctx, b); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := e.shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return mergeRollups(parseRollups(t, streamFiles(t, dir)))
+	}
+	// base is 13:59:58.5: offsets 21–25 s and 26–40 s fall in the buckets 14:00:16 and 14:00:32.
+	want := rollups(gpuReadings(secs(0, 20)...), gpuReadings(secs(21, 25)...), gpuReadings(secs(26, 40)...))
+	got := rollups(gpuReadings(secs(0, 20)...), gpuReadings(secs(21, 25)...), gpuReadings(secs(21, 25)...), gpuReadings(secs(26, 40)...))
+	if len(want) == 0 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("a repeated export changed the roll-up:\n got %v\nwant %v", got, want)
+	}
+	// n1:1 has no power reading; a record of power alone at a time its util is held adds to power only.
+	md := pmetric.NewMetrics()
+	rm := md.ResourceMetrics().AppendEmpty()
+	rm.Resource().Attributes().PutStr(sc.HostName, "n1")
+	rm.Resource().Attributes().PutInt(sc.GPUIndex, 1)
+	m := rm.ScopeMetrics().AppendEmpty().Metrics().AppendEmpty()
+	m.SetName(sc.MetricPower)
+	dp := m.SetEmptyGauge().DataPoints().AppendEmpty()
+	dp.SetTimestamp(ts(22 * time.Second))
+	dp.SetDoubleValue(350)
+	split := rollups(gpuReadings(secs(0, 20)...), gpuReadings(secs(21, 25)...), md, gpuReadings(secs(26, 40)...))
+	powered := 0
+	for k, r := range split {
+		if _, ok := r.F["power_w"]; ok && strings.HasPrefix(k, "n1:1@") {
+			powered++
+		}
+		w := want[k]
+		if r.N != w.N {
+			t.Errorf("%s: %d readings, want %d (a field-only record is not a reading)", k, r.N, w.N)
+		}
+		if p, ok := r.F["power_w"]; strings.HasPrefix(k, "n1:1@") && ok && p != [4]float64{350, 350, 350, 1} {
+			t.Errorf("%s: power %v, want the one reading 350", k, p)
+		}
+	}
+	if powered != 1 {
+		t.Errorf("%d buckets of n1:1 have power, want the one of the field-only record", powered)
+	}
 }
