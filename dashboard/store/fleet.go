@@ -3,7 +3,6 @@ package store
 import (
 	"math"
 	"runtime"
-	"slices"
 	"sort"
 	"sync"
 )
@@ -34,61 +33,6 @@ func (s *Store) Fleet(t0, t1 float64, sel []*Lane, buckets int) *FleetResult {
 	}
 	<-done
 	return f
-}
-
-// utilSpread is the fleet's utilization spread per bucket: p10, p50, p90 and min over the lanes' bucket maxima.
-func (s *Store) utilSpread(t0, t1 float64, sel []*Lane, buckets int) map[string]Floats {
-	out := map[string]Floats{}
-	g := s.gpuQuery(t0, t1, sel, buckets, []string{"util"}, true, true)
-	for _, k := range []string{"p10", "p50", "p90", "min"} {
-		out[k] = nanSlice(buckets)
-	}
-	maxes := make([]Floats, 0, len(g.Lanes))
-	for _, lane := range g.Lanes {
-		maxes = append(maxes, lane.Fields["util"].Max)
-	}
-	col := make([]float64, 0, len(sel))
-	// cur is the bucket's column over every lane (NaN: none), held against the last worked-out one (last):
-	// buckets finer than the roll-up's repeat their columns in runs (at 8192 lanes, 2 s cells over 16 s buckets,
-	// sorting each cell's column was most of the fleet), and such a bucket copies that one's quantiles.
-	cur, last := make([]float64, len(maxes)), make([]float64, len(maxes))
-	prev := -1
-	for b := range buckets {
-		for i, mx := range maxes {
-			cur[i] = mx[b]
-		}
-		if prev >= 0 && sameValues(cur, last) {
-			for _, k := range []string{"p10", "p50", "p90", "min"} {
-				out[k][b] = out[k][prev]
-			}
-			continue
-		}
-		col = col[:0]
-		for _, v := range cur {
-			if !math.IsNaN(v) {
-				col = append(col, v)
-			}
-		}
-		if len(col) == 0 {
-			continue
-		}
-		prev = b
-		cur, last = last, cur
-		slices.Sort(col)
-		q := func(p float64) float64 { return col[int(math.Round(p*float64(len(col)-1)))] }
-		out["p10"][b], out["p50"][b], out["p90"][b], out["min"][b] = q(0.1), q(0.5), q(0.9), col[0]
-	}
-	return out
-}
-
-// sameValues says whether a and b hold the same values, bit for bit (any NaN as NaN: absent).
-func sameValues(a, b []float64) bool {
-	for i, x := range a {
-		if y := b[i]; math.Float64bits(x) != math.Float64bits(y) && (x == x || y == y) {
-			return false
-		}
-	}
-	return true
 }
 
 // Outlier is one lane's score.

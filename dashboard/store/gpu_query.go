@@ -137,14 +137,8 @@ func (g *gpuReader) foldLane(l *Lane, hours []int64, rolls []*rollBlock, grid ce
 		lane.Fields[f] = mms[i]
 	}
 	for hi, h := range hours {
-		var ld *laneData
-		var mu *sync.Mutex
 		rb := rolls[hi]
-		if b := g.blocks[h]; b != nil {
-			ld, mu = b.lanes[l.Key], &b.pyrMu
-		} else if tb := g.tails[h]; tb != nil && rb != nil && tb.from <= rb.end {
-			ld, mu = tb.b.lanes[l.Key], &tb.b.pyrMu // the live tail after the roll-up
-		}
+		ld, mu := g.rawLane(l, h, rb)
 		for i, f := range fields {
 			from := math.Inf(-1) // raw data from here on: after the roll-up's newest bucket
 			if rb != nil && rb.fields[f] {
@@ -163,6 +157,18 @@ func (g *gpuReader) foldLane(l *Lane, hours []int64, rolls []*rollBlock, grid ce
 		}
 	}
 	return lane
+}
+
+// rawLane is lane l's raw readings of hour h that a query reads beside roll-up block rb (nil: none), and the
+// mutex guarding their pre-aggregates.
+func (g *gpuReader) rawLane(l *Lane, h int64, rb *rollBlock) (*laneData, *sync.Mutex) {
+	if b := g.blocks[h]; b != nil {
+		return b.lanes[l.Key], &b.pyrMu
+	}
+	if tb := g.tails[h]; tb != nil && rb != nil && tb.from <= rb.end {
+		return tb.b.lanes[l.Key], &tb.b.pyrMu // the live tail after the roll-up
+	}
+	return nil, nil
 }
 
 func nanSlice(n int) []float64 {

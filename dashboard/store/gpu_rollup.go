@@ -407,6 +407,38 @@ func (f *rollField) fold(h0, step float64, g cellGrid, to float64, omin, omax []
 	}
 }
 
+// foldCells lists what fold does on grid g for an hour of n buckets from h0: emit(j, i) for each output bucket
+// i that bucket j widens (i may lie outside the grid, where widening does nothing), in fold's order. Which
+// buckets fill which cells does not depend on a lane's values, only on the hour, its step, the grid and the seam:
+// the fleet works it out once for every lane (fleet_spread.go).
+func foldCells(h0, step float64, n int, g cellGrid, to float64, emit func(j, i int)) {
+	t0, t1 := g.edge(0), g.edge(g.n)
+	end := math.Min(t1, to)
+	j0 := max(0, int(math.Floor((t0-h0)/step))-1)
+	j1 := min(n, int(math.Ceil((end-h0)/step))+1)
+	mids, cells := newCellWalk(g), newCellWalk(g)
+	for j := j0; j < j1; j++ {
+		bt := h0 + float64(j)*step
+		if bt+step <= t0 || bt >= end {
+			continue
+		}
+		first := mids.at(bt + step/2)
+		emit(j, first)
+		if g.width < step {
+			i := cells.at(math.Max(bt, t0))
+			for ; i >= 0 && i < g.n; i++ {
+				e0, e1 := g.edge(i), g.edge(i+1)
+				if e0 >= bt+step {
+					break
+				}
+				if c := (e0 + e1) / 2; c >= bt && c < bt+step && i != first {
+					emit(j, i)
+				}
+			}
+		}
+	}
+}
+
 // tailBlock is the end of a live gpu_util hour read without the rest: when the roll-up answers a query up to
 // its newest bucket, only the raw readings after it are needed, and the plain file is entered near there
 // (tailSeek) instead of parsed from its start. It is complete from `from` on, tailed by Refresh like a loaded

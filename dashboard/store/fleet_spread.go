@@ -1,0 +1,173 @@
+package store
+
+import (
+	"math"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+)
+
+// utilSpread is the fleet's utilization spread per bucket: p10, p50, p90 and min over the lanes' bucket maxima,
+// the maxima gpuQuery(…, coarse, maxOnly) gives each lane.
+//
+// It is worked out by column, not lane by lane. On the roll-up, which of an hour's buckets fill an output bucket
+// is the same on every lane (foldCells): output buckets filled by the same roll-up buckets (their sources) hold
+// the same column of lane maxima, bit for bit. At 8192 lanes and 2 s buckets over a 16 s roll-up, folding every
+// lane onto every bucket, then gathering each bucket's column across the lanes, was most of the fleet; now each
+// distinct column is gathered once from the lanes' roll-up buckets and sorted once. Lanes with raw readings in
+// the window (a loaded gpu_util hour, the live tail) are folded whole as gpuQuery does, and the output buckets
+// those readings can reach get a column of their own.
+func (s *Store) utilSpread(t0, t1 float64, sel []*Lane, buckets int) map[string]Floats {
+	out := map[string]Floats{}
+	for _, k := range spreadKeys {
+		out[k] = nanSlice(buckets)
+	}
+	g := newCellGrid(t0, t1, buckets)
+	lo, hi := math.Min(t0, g.edge(0)), math.Max(t1, g.edge(buckets))
+	s.gpu.ensure(lo, hi, g.width, true, utilOnly, sel)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	hours := s.gpu.hours(lo, hi)
+	rolls := make([]*rollBlock, len(hours))
+	for i, h := range hours {
+		rolls[i] = s.gpu.rollUse(h, t0, g.width, true)
+	}
+
+	// Per hour answered by the roll-up: each lane's util buckets, and which of them fill which output bucket.
+	rfs := make([][]*rollField, len(hours))
+	sources := make([][]spreadSource, g.n)
+	for hi, h := range hours {
+		rb := rolls[hi]
+		if rb == nil || !rb.fields["util"] {
+			continue
+		}
+		rfs[hi] = make([]*rollField, len(sel))
+		n := 0
+		for li, l := range sel {
+			if rf := rb.lanes[l.Key]["util"]; rf != nil {
+				rfs[hi][li] = rf
+				n = max(n, len(rf.min))
+			}
+		}
+		foldCells(float64(h*3600), float64(rb.step), n, g, rb.end, func(j, i int) {
+			if i >= 0 && i < g.n {
+				sources[i] = append(sources[i], spreadSource{hour: hi, bucket: j})
+			}
+		})
+	}
+
+	// Lanes with raw readings: folded whole; their readings reach the output buckets ending after rawFrom.
+	raw := map[int]Floats{}
+	rawFrom := math.Inf(1)
+	var sc foldScratch
+	for li, l := range sel {
+		for hi, h := range hours {
+			if ld, _ := s.gpu.rawLane(l, h, rolls[hi]); ld == nil {
+				continue
+			}
+			from := math.Inf(-1)
+			if rb := rolls[hi]; rb != nil && rb.fields["util"] {
+				from = rb.end
+			}
+			rawFrom = math.Min(rawFrom, from)
+			if raw[li] == nil {
+				raw[li] = s.gpu.foldLane(l, hours, rolls, g, utilOnly, true, &sc).Fields["util"].Max
+			}
+		}
+	}
+
+	// The distinct columns: one per set of sources, one per output bucket raw readings can reach.
+	col := make([]int, g.n) // output bucket → its column
+	var reps []int          // column → the first output bucket holding it
+	ids := map[string]int{}
+	var key []byte
+	for i := range g.n {
+		if len(raw) > 0 && g.edge(i+1) > rawFrom {
+			col[i] = len(reps)
+			reps = append(reps, i)
+			continue
+		}
+		key = key[:0]
+		for _, src := range sources[i] {
+			key = strconv.AppendInt(strconv.AppendInt(key, int64(src.hour), 10), int64(src.bucket), 36)
+			key = append(key, ' ')
+		}
+		id, ok := ids[string(key)]
+		if !ok {
+			id = len(reps)
+			ids[string(key)] = id
+			reps = append(reps, i)
+		}
+		col[i] = id
+	}
+
+	// Each column's quantiles, on every core.
+	quant := make([][4]float64, len(reps))
+	workers := 1
+	if len(sel) >= 256 {
+		workers = min(runtime.GOMAXPROCS(0), len(reps))
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			vals := make([]float64, 0, len(sel))
+			for {
+				c := int(next.Add(1) - 1)
+				if c >= len(reps) {
+					return
+				}
+				i := reps[c]
+				vals = vals[:0]
+				for li := range sel {
+					v := math.NaN()
+					if r := raw[li]; r != nil {
+						v = r[i]
+					} else {
+						for _, src := range sources[i] {
+							rf := rfs[src.hour][li]
+							if rf == nil || src.bucket >= len(rf.min) || rf.min[src.bucket] != rf.min[src.bucket] {
+								continue
+							}
+							if x := float64(rf.max[src.bucket]); v != v || x > v {
+								v = x
+							}
+						}
+					}
+					if v == v {
+						vals = append(vals, v)
+					}
+				}
+				quant[c] = spreadOf(vals)
+			}
+		})
+	}
+	wg.Wait()
+	for i, c := range col {
+		for k, name := range spreadKeys {
+			out[name][i] = quant[c][k]
+		}
+	}
+	return out
+}
+
+// spreadKeys are the spread's series, in spreadOf's order.
+var spreadKeys = []string{"p10", "p50", "p90", "min"}
+
+var utilOnly = []string{"util"}
+
+// spreadSource is a roll-up bucket filling an output bucket: bucket of the query's hour.
+type spreadSource struct{ hour, bucket int }
+
+// spreadOf is p10, p50, p90 and min of vals (sorted in place; NaN for all when empty).
+func spreadOf(vals []float64) [4]float64 {
+	if len(vals) == 0 {
+		nan := math.NaN()
+		return [4]float64{nan, nan, nan, nan}
+	}
+	slices.Sort(vals)
+	q := func(p float64) float64 { return vals[int(math.Round(p*float64(len(vals)-1)))] }
+	return [4]float64{q(0.1), q(0.5), q(0.9), vals[0]}
+}
