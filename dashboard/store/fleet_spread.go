@@ -60,6 +60,7 @@ func (s *Store) utilSpread(t0, t1 float64, sel []*Lane, buckets int) map[string]
 
 	// Lanes with raw readings: folded whole; their readings reach the output buckets ending after rawFrom.
 	raw := map[int]Floats{}
+	isRaw := make([]bool, len(sel))
 	rawFrom := math.Inf(1)
 	var sc foldScratch
 	for li, l := range sel {
@@ -72,7 +73,8 @@ func (s *Store) utilSpread(t0, t1 float64, sel []*Lane, buckets int) map[string]
 				from = rb.end
 			}
 			rawFrom = math.Min(rawFrom, from)
-			if raw[li] == nil {
+			if !isRaw[li] {
+				isRaw[li] = true
 				raw[li] = s.gpu.foldLane(l, hours, rolls, g, utilOnly, true, &sc).Fields["util"].Max
 			}
 		}
@@ -103,40 +105,67 @@ func (s *Store) utilSpread(t0, t1 float64, sel []*Lane, buckets int) map[string]
 		col[i] = id
 	}
 
-	// Each column's quantiles, on every core.
-	quant := make([][4]float64, len(reps))
+	// The columns' roll-up maxima, lanes in blocks (a block's roll-up buckets stay in cache while every column
+	// takes its values), then each column's quantiles; both on every core when the lanes are many.
+	L := len(sel)
+	m := make([]float32, len(reps)*L)
 	workers := 1
-	if len(sel) >= 256 {
-		workers = min(runtime.GOMAXPROCS(0), len(reps))
+	if L >= 256 {
+		workers = runtime.GOMAXPROCS(0)
 	}
+	const block = 64
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Go(func() {
-			vals := make([]float64, 0, len(sel))
 			for {
-				c := int(next.Add(1) - 1)
-				if c >= len(reps) {
+				b0 := int(next.Add(block) - block)
+				if b0 >= L {
 					return
 				}
-				i := reps[c]
-				vals = vals[:0]
-				for li := range sel {
-					v := math.NaN()
-					if r := raw[li]; r != nil {
-						v = r[i]
-					} else {
+				b1 := min(b0+block, L)
+				for c, i := range reps {
+					row := m[c*L : (c+1)*L]
+					for li := b0; li < b1; li++ {
+						v := float32(math.NaN())
+						if isRaw[li] {
+							row[li] = v
+							continue
+						}
 						for _, src := range sources[i] {
 							rf := rfs[src.hour][li]
 							if rf == nil || src.bucket >= len(rf.min) || rf.min[src.bucket] != rf.min[src.bucket] {
 								continue
 							}
-							if x := float64(rf.max[src.bucket]); v != v || x > v {
+							if x := rf.max[src.bucket]; v != v || x > v {
 								v = x
 							}
 						}
+						row[li] = v
 					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	quant := make([][4]float64, len(reps))
+	next.Store(0)
+	for range min(workers, len(reps)) {
+		wg.Go(func() {
+			vals := make([]float64, 0, L)
+			for {
+				c := int(next.Add(1) - 1)
+				if c >= len(reps) {
+					return
+				}
+				vals = vals[:0]
+				for _, v := range m[c*L : (c+1)*L] { // NaN on raw lanes, taken below
 					if v == v {
+						vals = append(vals, float64(v))
+					}
+				}
+				for _, r := range raw { // lane order does not matter to the quantiles
+					if v := r[reps[c]]; v == v {
 						vals = append(vals, v)
 					}
 				}
