@@ -423,6 +423,8 @@ type foldScratch struct {
 	ts   []int64
 	tsOf *laneData // whose timestamps ts holds
 	vals []float64
+	// mins takes the minima a max-only fold does not keep.
+	mins []float64
 }
 
 // times returns l's decoded timestamps, decoding them at most once per lane and hour.

@@ -133,8 +133,19 @@ func (g *gpuReader) foldLane(l *Lane, hours []int64, rolls []*rollBlock, grid ce
 	lane := GPULane{ID: l.ID, Fields: make(map[string]*MinMax, len(fields))}
 	mms := make([]*MinMax, len(fields))
 	for i, f := range fields {
-		mms[i] = &MinMax{Min: nanSlice(grid.n), Max: nanSlice(grid.n)}
+		mms[i] = &MinMax{Max: nanSlice(grid.n)}
+		if !maxOnly {
+			mms[i].Min = nanSlice(grid.n)
+		}
 		lane.Fields[f] = mms[i]
+	}
+	// maxOnly: the roll-up's minima go to scratch, never read (widening a bucket's max does not look at its min).
+	omin := func(i int) []float64 { return mms[i].Min }
+	if maxOnly {
+		if cap(sc.mins) < grid.n {
+			sc.mins = make([]float64, grid.n)
+		}
+		omin = func(int) []float64 { return sc.mins[:grid.n] }
 	}
 	for hi, h := range hours {
 		rb := rolls[hi]
@@ -143,16 +154,12 @@ func (g *gpuReader) foldLane(l *Lane, hours []int64, rolls []*rollBlock, grid ce
 			from := math.Inf(-1) // raw data from here on: after the roll-up's newest bucket
 			if rb != nil && rb.fields[f] {
 				if rf := rb.lanes[l.Key][f]; rf != nil {
-					rf.fold(float64(h*3600), float64(rb.step), grid, rb.end, mms[i].Min, mms[i].Max)
+					rf.fold(float64(h*3600), float64(rb.step), grid, rb.end, omin(i), mms[i].Max)
 				}
 				from = rb.end
 			}
 			if ld != nil {
-				omin := mms[i].Min
-				if maxOnly {
-					omin = nil
-				}
-				ld.minMaxBuckets(f, h, grid, from, omin, mms[i].Max, sc, mu)
+				ld.minMaxBuckets(f, h, grid, from, mms[i].Min, mms[i].Max, sc, mu)
 			}
 		}
 	}
