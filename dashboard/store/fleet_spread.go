@@ -58,11 +58,11 @@ func (s *Store) utilSpread(t0, t1 float64, sel []*Lane, buckets int) map[string]
 		})
 	}
 
-	// Lanes with raw readings: folded whole; their readings reach the output buckets ending after rawFrom.
-	raw := map[int]Floats{}
+	// Lanes with raw readings: folded whole (on every core when many, as gpuQuery does); their readings reach
+	// the output buckets ending after rawFrom.
+	var rawLanes []int
 	isRaw := make([]bool, len(sel))
 	rawFrom := math.Inf(1)
-	var sc foldScratch
 	for li, l := range sel {
 		for hi, h := range hours {
 			if ld, _ := s.gpu.rawLane(l, h, rolls[hi]); ld == nil {
@@ -75,10 +75,26 @@ func (s *Store) utilSpread(t0, t1 float64, sel []*Lane, buckets int) map[string]
 			rawFrom = math.Min(rawFrom, from)
 			if !isRaw[li] {
 				isRaw[li] = true
-				raw[li] = s.gpu.foldLane(l, hours, rolls, g, utilOnly, true, &sc).Fields["util"].Max
+				rawLanes = append(rawLanes, li)
 			}
 		}
 	}
+	raw := make([]Floats, len(rawLanes)) // the raw lanes' maxima
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(len(rawLanes), foldWorkers(len(sel))) {
+		wg.Go(func() {
+			var sc foldScratch
+			for {
+				k := int(next.Add(1) - 1)
+				if k >= len(rawLanes) {
+					return
+				}
+				raw[k] = s.gpu.foldLane(sel[rawLanes[k]], hours, rolls, g, utilOnly, true, &sc).Fields["util"].Max
+			}
+		})
+	}
+	wg.Wait()
 
 	// The distinct columns: one per set of sources, one per output bucket raw readings can reach.
 	col := make([]int, g.n) // output bucket → its column
@@ -110,12 +126,14 @@ func (s *Store) utilSpread(t0, t1 float64, sel []*Lane, buckets int) map[string]
 	L := len(sel)
 	m := make([]float32, len(reps)*L)
 	workers := 1
-	if L >= 256 {
+	if len(raw) == L {
+		workers = 0 // every lane raw: no roll-up column to fill
+		m = nil
+	} else if L >= 256 {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	const block = 64
-	var next atomic.Int64
-	var wg sync.WaitGroup
+	next.Store(0)
 	for range workers {
 		wg.Go(func() {
 			for {
@@ -150,7 +168,7 @@ func (s *Store) utilSpread(t0, t1 float64, sel []*Lane, buckets int) map[string]
 	wg.Wait()
 	quant := make([][4]float64, len(reps))
 	next.Store(0)
-	for range min(workers, len(reps)) {
+	for range min(max(workers, 1), len(reps)) {
 		wg.Go(func() {
 			vals := make([]float64, 0, L)
 			for {
@@ -159,12 +177,12 @@ func (s *Store) utilSpread(t0, t1 float64, sel []*Lane, buckets int) map[string]
 					return
 				}
 				vals = vals[:0]
-				for _, v := range m[c*L : (c+1)*L] { // NaN on raw lanes, taken below
+				for _, v := range m[min(c*L, len(m)):min((c+1)*L, len(m))] { // NaN on raw lanes, taken below
 					if v == v {
 						vals = append(vals, float64(v))
 					}
 				}
-				for _, r := range raw { // lane order does not matter to the quantiles
+				for _, r := range raw {
 					if v := r[reps[c]]; v == v {
 						vals = append(vals, v)
 					}

@@ -106,10 +106,7 @@ func (s *Store) gpuQuery(t0, t1 float64, sel []*Lane, points int, fields []strin
 	res.Lanes = make([]GPULane, len(sel))
 	// Lanes are independent: folded on every core when many (a carpet of 512 lanes reads ~7 M readings), each
 	// worker decoding into its own reused buffers.
-	workers := 1
-	if len(sel) >= 16 {
-		workers = runtime.GOMAXPROCS(0)
-	}
+	workers := foldWorkers(len(sel))
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range workers {
@@ -126,6 +123,14 @@ func (s *Store) gpuQuery(t0, t1 float64, sel []*Lane, points int, fields []strin
 	}
 	wg.Wait()
 	return res
+}
+
+// foldWorkers is how many goroutines fold lanes lanes: every core when many.
+func foldWorkers(lanes int) int {
+	if lanes >= 16 {
+		return runtime.GOMAXPROCS(0)
+	}
+	return 1
 }
 
 // foldLane is one lane's answer of gpuQuery: per hour the roll-up's part, then the raw readings after it.
