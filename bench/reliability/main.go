@@ -795,8 +795,8 @@ func soak(o options) map[string]any {
 			break
 		}
 	}
-	addr := freeAddr()
-	dash := exec.Command(o.dash, "serve", "--dir", runDir, "--follow", "--addr", addr)
+	addr, profAddr := freeAddr(), freeAddr()
+	dash := exec.Command(o.dash, "serve", "--dir", runDir, "--follow", "--addr", addr, "--pprof", profAddr)
 	dash.Env = append(os.Environ(), "MILES_DASHBOARD_TOKEN=")
 	dlog, err := os.Create(filepath.Join(o.out, "soak-dashboard.log"))
 	must(err)
@@ -894,6 +894,13 @@ loop:
 		}
 	}
 	time.Sleep(3 * time.Second) // the last flush and the page's last delta
+	// The dashboard's heap at the end (go tool pprof -top -sample_index=inuse_space soak-heap.pb.gz).
+	if resp, err := http.Get("http://" + profAddr + "/debug/pprof/heap?gc=1"); err == nil {
+		if b, err := io.ReadAll(resp.Body); err == nil {
+			_ = os.WriteFile(filepath.Join(o.out, "soak-heap.pb.gz"), b, 0o644)
+		}
+		resp.Body.Close()
+	}
 	series := func(f func(sample) float64) []float64 {
 		out := make([]float64, len(samples))
 		for i, s := range samples {

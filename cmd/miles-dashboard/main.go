@@ -15,6 +15,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -67,6 +68,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return nil
 	})
 	poll := fl.Duration("poll", 250*time.Millisecond, "follow: how often the files are checked for growth")
+	pprofAddr := fl.String("pprof", "", "serve Go's profiles (net/http/pprof: heap, goroutine, profile) on this loopback address, e.g. 127.0.0.1:6060")
 	cacheDir := fl.String("cache-dir", "", "where derived data is cached (parsed columns of closed hours, dump step summaries); default: the user cache directory, never the run directory")
 	noCache := fl.Bool("no-cache", false, "do not cache parsed columns of closed hours")
 	// Run settings the advisory rules need when the run directory does not record them (meta.json "args" of
@@ -148,6 +150,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			go st.Follow(*poll, stopFollow)
 		}
 	}
+	if *pprofAddr != "" {
+		stopProfiles, err := serveProfiles(*pprofAddr, stderr)
+		if err != nil {
+			return err
+		}
+		defer stopProfiles()
+	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
 		return err
@@ -188,4 +197,30 @@ func checkExposure(addr, token string) error {
 		return fmt.Errorf("--addr %s is not loopback: refusing to serve the run without --token", addr)
 	}
 	return nil
+}
+
+// serveProfiles serves net/http/pprof on a loopback address (never beyond: profiles show paths and data), for an
+// operator looking at the dashboard's memory or goroutines (docs/operations.md "Sizing").
+func serveProfiles(addr string, stderr io.Writer) (func(), error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("--pprof %q: %w", addr, err)
+	}
+	if ip := net.ParseIP(host); (ip == nil || !ip.IsLoopback()) && host != "localhost" {
+		return nil, fmt.Errorf("--pprof %s is not loopback: profiles are served on loopback only", addr)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(stderr, "miles-dashboard: profiles at http://%s/debug/pprof/\n", ln.Addr())
+	go func() { _ = hs.Serve(ln) }()
+	return func() { _ = hs.Close() }, nil
 }
