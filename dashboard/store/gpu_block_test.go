@@ -160,7 +160,7 @@ func TestGPUReadingsReadTwiceReadOnce(t *testing.T) {
 			again.WriteString(gpuLine(h0+float64(i), "n1", g, 50))
 		}
 	}
-	again.WriteString(fmt.Sprintf(`{"ts":%.3f,"node":"n1","gpu":0,"temp_c":41}`+"\n", h0+10))
+	fmt.Fprintf(&again, `{"ts":%.3f,"node":"n1","gpu":0,"temp_c":41}`+"\n", h0+10)
 	appendTo(t, twice, rel, again.String())
 	answer := func(dir string) (*Store, string) {
 		st, err := Open(dir, false)
