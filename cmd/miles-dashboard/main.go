@@ -193,10 +193,16 @@ func checkExposure(addr, token string) error {
 	if token != strings.TrimSpace(token) {
 		return errors.New("--token starts or ends with white space, which an Authorization header cannot carry: remove it")
 	}
-	if ip := net.ParseIP(host); (ip == nil || !ip.IsLoopback()) && host != "localhost" && token == "" {
+	if !loopbackHost(host) && token == "" {
 		return fmt.Errorf("--addr %s is not loopback: refusing to serve the run without --token", addr)
 	}
 	return nil
+}
+
+// loopbackHost says whether a listen address's host reaches this machine only.
+func loopbackHost(host string) bool {
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback() || host == "localhost"
 }
 
 // serveProfiles serves net/http/pprof on a loopback address (never beyond: profiles show paths and data), for an
@@ -206,7 +212,7 @@ func serveProfiles(addr string, stderr io.Writer) (func(), error) {
 	if err != nil {
 		return nil, fmt.Errorf("--pprof %q: %w", addr, err)
 	}
-	if ip := net.ParseIP(host); (ip == nil || !ip.IsLoopback()) && host != "localhost" {
+	if !loopbackHost(host) {
 		return nil, fmt.Errorf("--pprof %s is not loopback: profiles are served on loopback only", addr)
 	}
 	ln, err := net.Listen("tcp", addr)
