@@ -154,7 +154,12 @@ func fzCheck(st *Store, stream string) error {
 		}
 		pts := []int{3600, 50} // raw readings, and 72 s buckets the roll-up answers
 		if stream == "gpu_rollup" {
-			pts = pts[1:] // gpu_util holds only the before-reading
+			// gpu_util holds only the before-reading, so the after-reading is the roll-up's alone. A fuzzed record
+			// of a coarser width coarsens the hour (rollBlock.coarsen): ask at a width the hour's roll-up answers.
+			pts = pts[1:]
+			if b := st.gpu.rollups[int64(h0/3600)]; b != nil && b.step > 72 {
+				pts[0] = int(3600 / b.step)
+			}
 		}
 		for _, points := range pts {
 			r := st.GPU(h0, h0+3600, lane, points, []string{"util"})
@@ -163,6 +168,9 @@ func fzCheck(st *Store, stream string) error {
 				i := int((at - h0) / r.Step)
 				if mm == nil || i >= len(mm.Max) || math.IsNaN(mm.Max[i]) {
 					return fmt.Errorf("%d points: the reading at +%g s lost", points, at-h0)
+				}
+				if int(100/r.Step) == int(200/r.Step) && (mm.Min[i] != 11 || mm.Max[i] != 12) {
+					return fmt.Errorf("%d points: one bucket holds both readings, min %v max %v, want 11 and 12", points, mm.Min[i], mm.Max[i])
 				}
 			}
 		}

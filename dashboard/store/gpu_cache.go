@@ -301,19 +301,15 @@ func readGPUBlock(c *columns.Reader, hour int64) (*gpuBlock, error) {
 	return b, nil
 }
 
-// rollCacheMagic marks a cached gpu_rollup hour; 1: min and max per bucket.
-const rollCacheMagic = "MILESRC1"
+// rollCacheMagic marks a cached gpu_rollup hour; 1: min and max per bucket; 2: no "mixed" flag (an hour of
+// several bucket widths is coarsened, never read raw), so a version-1 file is stale.
+const rollCacheMagic = "MILESRC2"
 
 func writeRollBlock(w *bufio.Writer, b *rollBlock) error {
 	c := columns.NewWriter(w)
 	c.Bytes([]byte(rollCacheMagic))
 	c.Int(b.hour)
 	c.Int(b.step)
-	mixed := uint64(0)
-	if b.mixed {
-		mixed = 1
-	}
-	c.Uint(mixed)
 	c.Float(b.first)
 	c.Float(b.end)
 	c.Uint(uint64(len(b.lanes)))
@@ -341,7 +337,7 @@ func readRollBlock(c *columns.Reader, hour int64) (*rollBlock, error) {
 	if b.hour != hour {
 		return nil, fmt.Errorf("cache holds hour %d, want %d", b.hour, hour)
 	}
-	b.step, b.mixed = c.Int(), c.Uint() == 1
+	b.step = c.Int()
 	b.first, b.end = c.Float(), c.Float()
 	lanes := c.Len()
 	for li := 0; li < lanes && c.Err() == nil; li++ {

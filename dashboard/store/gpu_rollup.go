@@ -27,10 +27,10 @@ import (
 type rollBlock struct {
 	// hour is the Unix hour the block holds.
 	hour int64
-	// step is the bucket width in seconds; 0 until the first record.
+	// step is the bucket width in seconds; 0 until the first record. Records of another width (rollup_interval
+	// changed within the hour, or a hostile record) coarsen the hour to the least common multiple of the two,
+	// which holds every record exactly (coarsen): the roll-up never drops what it was given.
 	step int64
-	// mixed says records with another bucket width were seen: the hour is read raw.
-	mixed bool
 	// lanes are the lanes' fields by lane key and field name.
 	lanes map[string]map[string]*rollField
 	// fields are the field names seen.
@@ -159,12 +159,11 @@ func (b *rollBlock) addLine(line []byte, onLane func(string)) bool {
 	if b.step == 0 {
 		b.step = int64(dt)
 	} else if int64(dt) != b.step {
-		b.mixed = true // rollup_interval changed within the hour: rare, and raw data answers correctly
-		return true
+		b.coarsen(lcm(b.step, int64(dt)))
 	}
 	lane := b.laneOf(node, int(gpu), onLane)
-	j := int((ts - h0) / dt)
-	nb := int(3600 / dt)
+	j := int((int64(ts) - int64(h0)) / b.step)
+	nb := int(3600 / b.step)
 	for i, x := range vals[:n] {
 		lo, hi, good := minMaxOf(x.arr)
 		if !good {
@@ -355,7 +354,48 @@ func minMaxOf(arr []byte) (float64, float64, bool) {
 	return lo, hi, true
 }
 
-func (b *rollBlock) usable() bool { return b != nil && b.step > 0 && !b.mixed }
+func (b *rollBlock) usable() bool { return b != nil && b.step > 0 }
+
+// coarsen widens the hour's buckets to step, a multiple of the current width that divides the hour: each new
+// bucket is the min of mins and max of maxes of the old buckets it covers, so nothing read so far is lost.
+func (b *rollBlock) coarsen(step int64) {
+	if step <= b.step || 3600%step != 0 {
+		return
+	}
+	k := int(step / b.step)
+	nb := int(3600 / step)
+	for _, fs := range b.lanes {
+		for _, f := range fs {
+			if f.min == nil {
+				continue
+			}
+			lo, hi := make([]float32, nb), make([]float32, nb)
+			for j := range lo {
+				mn, mx := float32(math.NaN()), float32(math.NaN())
+				for i := j * k; i < (j+1)*k; i++ {
+					if x := f.min[i]; x == x && (mn != mn || x < mn) {
+						mn = x
+					}
+					if x := f.max[i]; x == x && (mx != mx || x > mx) {
+						mx = x
+					}
+				}
+				lo[j], hi[j] = mn, mx
+			}
+			f.min, f.max = lo, hi
+		}
+	}
+	b.step = step
+}
+
+// lcm is the least common multiple of two bucket widths (both divide 3600, so it does too).
+func lcm(a, b int64) int64 {
+	x, y := a, b
+	for y != 0 {
+		x, y = y, x%y
+	}
+	return a / x * b
+}
 
 func (b *rollBlock) memBytes() int {
 	n := 0

@@ -279,10 +279,43 @@ func TestRollupBadRecords(t *testing.T) {
 	if len(b.fields) != 0 {
 		t.Fatalf("fields from bad records: %v", b.fields)
 	}
-	b.addLine([]byte(`{"ts":1796400060,"dt":60,"node":"n","gpu":0,"util":[1,2,3,1]}`), nil)
-	b.addLine([]byte(`{"ts":1796400000,"dt":16,"node":"n","gpu":0,"util":[1,2,3,1]}`), nil)
-	if !b.mixed || b.usable() {
-		t.Fatalf("mixed bucket widths must make the hour unusable")
+}
+
+// TestRollupMixedWidths: records of several bucket widths in one hour (rollup_interval changed, or a hostile
+// record) coarsen the hour to a width that holds each of them exactly; none is dropped and the roll-up stays
+// usable (a finer record that came first once made the hour read raw, losing what only the roll-up held).
+func TestRollupMixedWidths(t *testing.T) {
+	const h = 1796400000
+	b := newRollBlock(499_000)
+	for _, line := range []string{
+		`{"ts":1796400016,"dt":16,"node":"n","gpu":0,"util":[10,20,30,2]}`,
+		`{"ts":1796400200,"dt":1,"node":"n","gpu":0,"util":[5,5,5,1]}`,     // finer: folds into its 16 s bucket
+		`{"ts":1796400060,"dt":60,"node":"n","gpu":0,"util":[40,50,90,2]}`, // coarser: the hour goes to 240 s
+		`{"ts":1796400480,"dt":16,"node":"n","gpu":0,"util":[1,2,3,2]}`,
+	} {
+		if !b.addLine([]byte(line), nil) {
+			t.Fatalf("refused: %s", line)
+		}
+	}
+	if !b.usable() || b.step != 240 {
+		t.Fatalf("step %d usable %v, want 240 and usable", b.step, b.usable())
+	}
+	f := b.lanes["n:0"]["util"]
+	want := map[int][2]float32{0: {5, 50}, 2: {1, 2}} // [0, 240): the first three records; [480, 720): the last
+	for i := range f.min {
+		w, ok := want[i]
+		if !ok {
+			if f.min[i] == f.min[i] || f.max[i] == f.max[i] {
+				t.Fatalf("bucket %d holds %v..%v, no record there", i, f.min[i], f.max[i])
+			}
+			continue
+		}
+		if f.min[i] != w[0] || f.max[i] != w[1] {
+			t.Fatalf("bucket %d (+%d s): min %v max %v, want %v", i, i*240, f.min[i], f.max[i], w)
+		}
+	}
+	if b.first != h+16 || b.end != h+496 {
+		t.Fatalf("first %v end %v", b.first-h, b.end-h)
 	}
 }
 
