@@ -224,7 +224,10 @@ test("sample page: group navigator and the conversation (roles, collapsed system
   await page.click('.stbody .srow[data-sample="1"]');
   await until(async () => (await hashParams()).get("sample") === "1", { what: "sample 1 from the table" });
   const s = await api(dash, "/api/v1/dumps/steps/1/samples/1");
-  await until(() => page.$$eval(".sconvo .smsg", (m) => m.length > 0), { what: "messages" });
+  // wait for this sample's conversation, not any: the page may still show what it drew before the click
+  const roles = JSON.stringify(s.conversation.messages.map((m) => m.role));
+  await until(async () => (await page.$eval(".stitle", (e) => e.textContent).catch(() => "")) === "sample 1", { what: "sample 1 title" });
+  await until(async () => JSON.stringify(await page.$$eval(".sconvo > .smsg", (ms) => ms.map((m) => m.dataset.role))) === roles, { what: "sample 1's messages" });
   const msgs = await page.$$eval(".sconvo > .smsg", (ms) =>
     ms.map((m) => ({
       role: m.dataset.role,
