@@ -16,7 +16,7 @@ import (
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/exporter/exportertest"
 
-	"github.com/otelcol-miles/otelcol-miles/bench/fileexporter/payload"
+	"github.com/otelcol-miles/otelcol-miles/bench/jsonl/payload"
 )
 
 // newConfig is what `file: {path: <path>}` in a collector config yields: JSON lines (one OTLP export request

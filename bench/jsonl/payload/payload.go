@@ -1,9 +1,6 @@
 // Package payload generates the benchmark payloads shared by bench/jsonl (our jsonl exporter, root module) and
-// bench/fileexporter (contrib's fileexporter, its own module pinned at contrib v0.161.0).
-//
-// The two modules cannot import each other (the fileexporter module must keep its older pdata), so this file
-// exists twice, byte-identical: bench/jsonl/payload/payload.go and bench/fileexporter/payload/payload.go.
-// bench/run.sh refuses to run when they differ, and a test in each module checks that the generated pdata,
+// bench/fileexporter (contrib's fileexporter, its own module at the same collector release, which imports this
+// package through a replace of the root module). A test in each module checks that the generated pdata,
 // marshaled as OTLP protobuf, hashes to Digest — so both exporters are fed exactly the same data.
 //
 // Shapes follow docs/semconv.md: trainer-rank phase spans, sample-attempt trajectory traces (attempt, queue,
