@@ -69,6 +69,17 @@ type laneData struct {
 	// so the load puts the lane in time order at once (sortScrambled) rather than when the hour is sealed.
 	newestMs  int64
 	scrambled bool
+	// body holds the data of the columns (ts, values, pyramids) while the lane's hour came from the column cache
+	// and no query needed them yet (gpu_cache.go); readBody reads it. nil: the lane holds its data.
+	body *gpuColsFile
+}
+
+// readBody reads the data of the lane's columns if the column cache has not yet: every use of ts's or a field's
+// data, pyramid or non-eager 4 s maxima comes after it.
+func (l *laneData) readBody() {
+	if l.body != nil {
+		l.body.load()
+	}
 }
 
 // scrambleMs is how far back of a lane's newest reading a reading may arrive and the lane still be left as it
@@ -85,6 +96,7 @@ type orderedField struct {
 // pyramidOf returns f's pyramid, building it from the samples the first time. Queries run concurrently under
 // the store's read lock: mu (the block's) makes one of them build it; appends run under the write lock.
 func (l *laneData) pyramidOf(f *field, hour int64, mu *sync.Mutex, sc *foldScratch) *pyramid {
+	l.readBody()
 	if p := f.pyr.Load(); p != nil {
 		return p
 	}
@@ -131,6 +143,16 @@ type gpuBlock struct {
 	rec gpuRecord
 	// only are the lanes read (gpu_lanefilter.go); nil: all.
 	only *laneFilter
+	// body is the data of the lanes' columns while the hour came from the column cache and nobody needed it yet
+	// (gpu_cache.go); nil: the lanes hold their data.
+	body *gpuColsFile
+}
+
+// readBody reads the data of every lane's columns if the column cache has not yet: before the block grows.
+func (b *gpuBlock) readBody() {
+	if b.body != nil {
+		b.body.load()
+	}
 }
 
 func newGPUBlock(hour int64) *gpuBlock {
@@ -306,6 +328,7 @@ func (b *gpuBlock) sortScrambled() {
 // write and its answer is written again, docs/reliability.md), and one scrape's fields may come in two records
 // (a batch split between them); a lane has one reading per time, each field the first value read for it.
 func (l *laneData) sortByTime() {
+	l.readBody()
 	ts := l.ts.Decode(make([]int64, 0, l.ts.Len()))
 	l.scrambled = false
 	increasing := true
@@ -369,7 +392,14 @@ func (l *laneData) sortByTime() {
 
 func (b *gpuBlock) memBytes() int {
 	n := 0
+	body := b.body.loaded() // else only the head is held: no data, pyramids or non-eager 4 s maxima yet
 	for _, l := range b.lanes {
+		if !body {
+			for _, f := range l.fields {
+				n += fineBytes(f)
+			}
+			continue
+		}
 		n += l.ts.MemBytes()
 		for _, f := range l.fields {
 			n += f.vals.MemBytes()
@@ -470,6 +500,7 @@ func (l *laneData) minMaxBuckets(name string, hour int64, g cellGrid, from float
 		maxFromFine(l.fineMax(f, hour, mu, sc), hour, g, from, omax)
 		return
 	}
+	l.readBody()
 	times := sc.times(l)
 	sc.vals = f.vals.Decode(sc.vals[:0])
 	// In milliseconds: a reading at t in [lo, hi) is in bucket g.cell(t), found anew only when it leaves the

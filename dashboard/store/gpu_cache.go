@@ -2,6 +2,7 @@ package store
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -9,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/columns"
@@ -27,9 +30,10 @@ import (
 // ends with a complete line). Stateless reader rules hold: the cache is derived data, never written into the
 // run directory.
 
-// 5: plain hours keyed by their files, no read offset stored; 4: the 4 s maxima (gpu_grid.go); 3: value columns
-// with the delta / delta-of-delta predictor (internal/columns).
-const colCacheMagic = "MILESGC5"
+// 6: a head read at open (lanes, column lengths, the eager fields' 4 s maxima) and a body read on first use
+// (gpuColsFile); 5: plain hours keyed by their files, no read offset stored; 4: the 4 s maxima (gpu_grid.go); 3:
+// value columns with the delta / delta-of-delta predictor (internal/columns).
+const colCacheMagic = "MILESGC6"
 
 // plainSettled is how long a plain hour must have been left alone before it is cached (a v1 collector flushes
 // its buffers every few seconds, so the last readings of an hour land just after it ends; a live hour is
@@ -113,11 +117,14 @@ func (g *gpuReader) cachedHourLocked(h int64, p *partition.Partition) (*gpuBlock
 		return nil, nil, false
 	}
 	path := g.cachePath(sc.StreamGPUUtil, p, files)
-	data, err := os.ReadFile(path) // whole: the columns are slices of it
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, files, false
 	}
-	b, err := readGPUBlock(columns.NewBytesReader(data), h)
+	b, err := readGPUHead(f, h, func(msg string) { g.run.notice("warning", "column cache "+path+": "+msg) })
+	if err != nil {
+		f.Close()
+	}
 	if errors.Is(err, errStaleCache) {
 		return nil, files, false // written by an older version: parsed again and overwritten, nothing to report
 	}
@@ -227,30 +234,77 @@ func saveCacheFile(path string, write func(*bufio.Writer) error) {
 	_ = os.Rename(tmp, path)
 }
 
+// A cached gpu_util hour is a head and a body. The head holds what opening the hour needs: its lanes, each
+// column's length and range, and the 4 s maxima of the fields the carpet and the fleet draw (fineEager): a first
+// carpet after a reopen reads ~2 of an hour's ~9 MB and decodes nothing. The body holds the rest (timestamps,
+// values, pyramids, other fields' 4 s maxima), in the head's order, and is read whole on the first query that
+// needs any of it (gpuColsFile.load).
+//
+//	file: Bytes(magic) Uint(len(head)) head body
+//	head: Int(hour) Float(minTS) Float(maxTS) Uint(values) Uint(lanes) then per lane
+//	      Bytes(key) TimesMeta Uint(fields) then per field Bytes(name) Uint(start) ValuesMeta Floats32(eager 4 s maxima)
+//	body: per lane TimesData then per field ValuesData Floats32(pyramid min) Floats32(pyramid max) Floats32(other 4 s maxima)
+
+// cachedLane is one lane of a block being written, its fields in the order the file holds them.
+type cachedLane struct {
+	key    string
+	l      *laneData
+	names  []string
+	fields []*field
+}
+
 func writeGPUBlock(w *bufio.Writer, b *gpuBlock) error {
+	b.readBody()
+	lanes := make([]cachedLane, 0, len(b.lanes))
+	for key, l := range b.lanes {
+		cl := cachedLane{key: key, l: l}
+		for name, f := range l.fields {
+			cl.names, cl.fields = append(cl.names, name), append(cl.fields, f)
+		}
+		lanes = append(lanes, cl)
+	}
+	var head bytes.Buffer
+	hw := bufio.NewWriter(&head)
+	h := columns.NewWriter(hw)
+	h.Int(b.hour)
+	h.Float(b.minTS)
+	h.Float(b.maxTS)
+	h.Uint(uint64(b.values))
+	h.Uint(uint64(len(lanes)))
+	for _, cl := range lanes {
+		h.Bytes([]byte(cl.key))
+		h.TimesMeta(&cl.l.ts)
+		h.Uint(uint64(len(cl.fields)))
+		for i, f := range cl.fields {
+			h.Bytes([]byte(cl.names[i]))
+			h.Uint(uint64(f.start))
+			h.ValuesMeta(&f.vals)
+			h.Floats32(headFine(cl.names[i], f))
+		}
+	}
+	if err := errors.Join(h.Err(), hw.Flush()); err != nil {
+		return err
+	}
 	c := columns.NewWriter(w)
 	c.Bytes([]byte(colCacheMagic))
-	c.Int(b.hour)
-	c.Float(b.minTS)
-	c.Float(b.maxTS)
-	c.Uint(uint64(b.values))
-	c.Uint(uint64(len(b.lanes)))
-	for key, l := range b.lanes {
-		c.Bytes([]byte(key))
-		c.Times(&l.ts)
-		c.Uint(uint64(len(l.fields)))
-		for name, f := range l.fields {
-			c.Bytes([]byte(name))
-			c.Uint(uint64(f.start))
-			c.Values(&f.vals)
+	c.Uint(uint64(head.Len()))
+	if c.Err() == nil {
+		if _, err := w.Write(head.Bytes()); err != nil {
+			return err
+		}
+	}
+	for _, cl := range lanes {
+		c.TimesData(&cl.l.ts)
+		for i, f := range cl.fields {
+			c.ValuesData(&f.vals)
 			var pmin, pmax []float32 // empty: not built
 			if p := f.pyr.Load(); p != nil {
 				pmin, pmax = p.min, p.max
 			}
 			c.Floats32(pmin)
 			c.Floats32(pmax)
-			var fine []float32 // empty: not built
-			if fm := f.fine.Load(); fm != nil {
+			var fine []float32 // empty: not built, or in the head
+			if fm := f.fine.Load(); fm != nil && headFine(cl.names[i], f) == nil {
 				fine = *fm
 			}
 			c.Floats32(fine)
@@ -259,9 +313,32 @@ func writeGPUBlock(w *bufio.Writer, b *gpuBlock) error {
 	return c.Err()
 }
 
+// headFine is what the head holds of f's 4 s maxima: all of them for an eager field that has them, else nothing.
+func headFine(name string, f *field) []float32 {
+	if fm := f.fine.Load(); fm != nil && fineEager(name) {
+		return *fm
+	}
+	return nil
+}
+
 var errStaleCache = errors.New("column cache file of another version")
 
-func readGPUBlock(c *columns.Reader, hour int64) (*gpuBlock, error) {
+// cachePrefix bounds the magic and the head's length at the start of a cache file.
+const cachePrefix = 32
+
+// readGPUHead reads the head of a cached hour from f; the block reads its body from f on first use (f stays open
+// until then, so a cache file replaced or removed meanwhile is still the one read). warn reports a body that
+// cannot be read.
+func readGPUHead(f *os.File, hour int64, warn func(string)) (*gpuBlock, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	pre := make([]byte, min(fi.Size(), cachePrefix))
+	if _, err := f.ReadAt(pre, 0); err != nil {
+		return nil, err
+	}
+	c := columns.NewBytesReader(pre)
 	magic := string(c.Bytes())
 	if c.Err() == nil && len(magic) == len(colCacheMagic) && magic[:7] == colCacheMagic[:7] && magic != colCacheMagic {
 		return nil, errStaleCache
@@ -269,37 +346,101 @@ func readGPUBlock(c *columns.Reader, hour int64) (*gpuBlock, error) {
 	if magic != colCacheMagic || c.Err() != nil {
 		return nil, errors.Join(errors.New("not a column cache file"), c.Err())
 	}
+	n := c.Len()
+	off := int64(len(pre) - c.Rest())
+	if c.Err() != nil || off+int64(n) > fi.Size() {
+		return nil, errors.Join(errors.New("head longer than the file"), c.Err())
+	}
+	head := make([]byte, n)
+	if _, err := f.ReadAt(head, off); err != nil {
+		return nil, err
+	}
+	c = columns.NewBytesReader(head)
 	b := newGPUBlock(c.Int())
 	if b.hour != hour {
 		return nil, fmt.Errorf("cache holds hour %d, want %d", b.hour, hour)
 	}
 	b.minTS, b.maxTS, b.values = c.Float(), c.Float(), int(c.Uint())
+	body := &gpuColsFile{f: f, off: off + int64(n), n: fi.Size() - off - int64(n), warn: warn}
+	b.body = body
 	lanes := c.Len()
 	for li := 0; li < lanes && c.Err() == nil; li++ {
 		key := string(c.Bytes())
-		l := &laneData{fields: map[string]*field{}}
-		c.Times(&l.ts)
+		l := &laneData{fields: map[string]*field{}, body: body}
+		c.TimesMeta(&l.ts)
 		nf := c.Len()
+		fs := make([]*field, 0, min(nf, 64))
 		for fi := 0; fi < nf && c.Err() == nil; fi++ {
 			name := string(c.Bytes())
 			f := &field{start: c.Len()}
-			c.Values(&f.vals)
-			if pmin, pmax := c.Floats32(), c.Floats32(); len(pmin) > 0 && len(pmin) == len(pmax) {
-				f.pyr.Store(&pyramid{min: pmin, max: pmax})
-			}
+			c.ValuesMeta(&f.vals)
 			if fine := c.Floats32(); len(fine) == finePerHour {
 				f.fine.Store(&fine)
 			}
 			l.fields[name] = f
 			b.fields[name] = true
+			fs = append(fs, f)
 		}
 		b.lanes[key] = l
+		body.lanes, body.fields = append(body.lanes, l), append(body.fields, fs)
 	}
 	if c.Err() != nil {
 		return nil, c.Err()
 	}
+	if c.Rest() != 0 {
+		return nil, errors.New("head longer than its lanes")
+	}
 	return b, nil
 }
+
+// gpuColsFile is the body of a cached hour (its columns' data), read on the first query that needs it. Queries run
+// concurrently under the store's read lock: once makes one of them read it, the others wait for it.
+type gpuColsFile struct {
+	once sync.Once
+	// done says the body was read (or failed to be): what memBytes may count.
+	done atomic.Bool
+	// f is the cache file, open since its head was read; off and n are where the body lies in it.
+	f    *os.File
+	off  int64
+	n    int64
+	warn func(string)
+	// lanes and fields are the block's lanes and their fields in the file's order.
+	lanes  []*laneData
+	fields [][]*field
+}
+
+// load reads the body into the lanes' columns (their data: slices of one buffer, as the hour was read whole).
+func (c *gpuColsFile) load() {
+	c.once.Do(func() {
+		defer c.done.Store(true)
+		defer c.f.Close()
+		data := make([]byte, c.n)
+		if _, err := c.f.ReadAt(data, c.off); err != nil {
+			c.warn("body unreadable, the hour shows without its readings: " + err.Error())
+			return
+		}
+		r := columns.NewBytesReader(data)
+		for i, l := range c.lanes {
+			r.TimesData(&l.ts)
+			for _, f := range c.fields[i] {
+				r.ValuesData(&f.vals)
+				if pmin, pmax := r.Floats32(), r.Floats32(); len(pmin) > 0 && len(pmin) == len(pmax) {
+					f.pyr.Store(&pyramid{min: pmin, max: pmax})
+				}
+				if fine := r.Floats32(); len(fine) == finePerHour {
+					f.fine.Store(&fine)
+				}
+			}
+		}
+		if r.Err() != nil || r.Rest() != 0 {
+			c.warn("body damaged, the hour may show without some of its readings")
+		}
+		c.lanes, c.fields = nil, nil
+	})
+}
+
+// loaded says whether the body was read.
+func (c *gpuColsFile) loaded() bool { return c == nil || c.done.Load() }
 
 // rollCacheMagic marks a cached gpu_rollup hour; 1: min and max per bucket.
 const rollCacheMagic = "MILESRC1"

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -272,4 +273,106 @@ func TestColumnCacheRollup(t *testing.T) {
 	if st3.gpu.cacheHits != 0 || third != first {
 		t.Fatalf("grown roll-up: %d cache hits, same answer %v", st3.gpu.cacheHits, third == first)
 	}
+}
+
+// TestColumnCacheBodyOnDemand: a cached hour's head (lanes, the util 4 s maxima) is all a reopen reads for the
+// first carpet; the columns' data is read on the first query that needs it, from the file opened with the head
+// even when the cache file was removed meanwhile, and every answer is the parsed hour's. A cache file of the
+// previous version is parsed again and overwritten, never misread.
+func TestColumnCacheBodyOnDemand(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "dashboard/meta.json", `{"schema_version":2,"writer":"otelcol-miles"}`)
+	var b strings.Builder
+	for i := range 600 {
+		for g := range 4 {
+			b.WriteString(gpuLine(h0+float64(i), "n1", g, float64((i*7+g*13)%100)))
+		}
+	}
+	enc, _ := zstd.NewWriter(nil)
+	write(t, dir, "dashboard/gpu_util/"+hourA+".jsonl.zst", string(enc.EncodeAll([]byte(b.String()), nil)))
+	enc.Close()
+	cache := t.TempDir()
+	open := func() *Store {
+		st, err := Open(dir, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.SetCacheDir(cache)
+		return st
+	}
+	carpet := func(st *Store) string {
+		st.GPU(h0, h0+600, nil, 2, []string{"util"}) // no catalog: the lanes are learned from the first load
+		lanes, _, _ := st.Lanes("all")
+		h, err := st.Heatmap(h0, h0+600, lanes, "util", 60) // 10 s buckets: from the 4 s maxima
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(h.T0, h.T1, string(h.Cells))
+	}
+	lanesView := func(st *Store) string {
+		lanes, _, _ := st.Lanes("all")
+		js, err := json.Marshal(st.GPU(h0, h0+600, lanes, 300, []string{"util", "mem_mb", "power_w"}).Lanes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(js)
+	}
+	waitFile := func(want func(string) bool) string {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			files, _ := filepath.Glob(filepath.Join(cache, "*", "gpu_util", "*.cols"))
+			if len(files) == 1 {
+				if data, _ := os.ReadFile(files[0]); want(string(data)) {
+					return files[0]
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no cache file as wanted: %v", files)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	st1 := open()
+	wantCarpet, wantView := carpet(st1), lanesView(st1)
+	path := waitFile(func(data string) bool { return strings.Contains(data, colCacheMagic) })
+
+	st2 := open()
+	if got := carpet(st2); got != wantCarpet || st2.gpu.cacheHits != 1 {
+		t.Fatalf("carpet from the cache (%d hits) differs: %s, want %s", st2.gpu.cacheHits, got, wantCarpet)
+	}
+	blk := st2.gpu.blocks[499_000]
+	if blk.body == nil || blk.body.loaded() {
+		t.Fatal("the first carpet read the cached hour's body")
+	}
+	if err := os.Remove(path); err != nil { // the body is still read from the file opened with the head
+		t.Fatal(err)
+	}
+	views := make([]string, 4) // queries under the read lock at once: one reads the body, the others wait for it
+	var wg sync.WaitGroup
+	for i := range views {
+		wg.Go(func() { views[i] = lanesView(st2) })
+	}
+	wg.Wait()
+	for _, got := range views {
+		if got != wantView {
+			t.Fatalf("lane view from the cache differs:\n%s\nwant\n%s", got, wantView)
+		}
+	}
+	if !blk.body.loaded() || len(st2.Meta().Notices) != 0 {
+		t.Fatalf("body read %v, notices %v", blk.body.loaded(), st2.Meta().Notices)
+	}
+
+	// The previous version's file under the same name: parsed again, same answers, overwritten with this version.
+	old := []byte("\x08MILESGC5")
+	if err := os.WriteFile(path, append(old, make([]byte, 64)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st3 := open()
+	if got := carpet(st3); got != wantCarpet || st3.gpu.cacheHits != 0 || len(st3.Meta().Notices) != 0 {
+		t.Fatalf("previous version's file: %d hits, notices %v, same carpet %v", st3.gpu.cacheHits, st3.Meta().Notices, got == wantCarpet)
+	}
+	if got := lanesView(st3); got != wantView {
+		t.Fatal("lane view after the previous version's file differs")
+	}
+	waitFile(func(data string) bool { return strings.Contains(data, colCacheMagic) })
 }

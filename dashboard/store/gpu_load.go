@@ -141,6 +141,8 @@ func (g *gpuReader) loadHour(h int64, only *laneFilter) {
 		g.blocks[h] = b
 	}
 	g.run.lmu.Unlock()
+	b.readBody() // a cached hour that grew: its columns are appended to
+
 	var files []cacheFile // the hour's files, none read yet, when the block may go into the cache
 	if g.cacheDir != "" && !p.Loaded && h >= 0 && b.only == nil {
 		if files = cacheFiles(p); !stat(files) {

@@ -144,45 +144,82 @@ func (c *Reader) Floats32() []float32 {
 	return v
 }
 
-// Times writes a timestamp column.
+// Times writes a timestamp column: TimesMeta, then TimesData.
 func (c *Writer) Times(t *Times) {
+	c.TimesMeta(t)
+	c.TimesData(t)
+}
+
+// TimesMeta writes what a timestamp column knows without its data (its length, range and encoder state): a
+// file may keep it apart from the data, which is then read only when asked for.
+func (c *Writer) TimesMeta(t *Times) {
 	c.Uint(uint64(t.n))
 	c.Int(t.lastT)
 	c.Int(t.lastD)
 	c.Int(t.minT)
 	c.Int(t.maxT)
-	c.Bytes(t.buf)
 }
 
-// Values writes a value column.
+// TimesData writes a timestamp column's encoded data.
+func (c *Writer) TimesData(t *Times) { c.Bytes(t.buf) }
+
+// Values writes a value column: ValuesMeta, then ValuesData.
 func (c *Writer) Values(v *Values) {
+	c.ValuesMeta(v)
+	c.ValuesData(v)
+}
+
+// ValuesMeta writes a value column's length and encoder state, as TimesMeta does.
+func (c *Writer) ValuesMeta(v *Values) {
 	c.Uint(uint64(v.n))
 	c.Int(v.lastV)
 	c.Int(v.lastD)
 	c.Uint(uint64(v.costD))
 	c.Uint(uint64(v.costDD))
-	c.Bytes(v.buf)
 }
+
+// ValuesData writes a value column's encoded data.
+func (c *Writer) ValuesData(v *Values) { c.Bytes(v.buf) }
 
 // Err is the first write error.
 func (c *Writer) Err() error { return c.err }
 
 // Times reads a timestamp column Writer.Times wrote.
 func (c *Reader) Times(t *Times) {
+	c.TimesMeta(t)
+	c.TimesData(t)
+}
+
+// TimesMeta reads what Writer.TimesMeta wrote. Until TimesData fills the data the column knows its length and
+// range (Len, Interval) but decodes nothing.
+func (c *Reader) TimesMeta(t *Times) {
 	t.n = c.Len()
 	t.lastT, t.lastD, t.minT, t.maxT = c.Int(), c.Int(), c.Int(), c.Int()
-	t.buf = c.Bytes()
 }
+
+// TimesData reads what Writer.TimesData wrote into a column TimesMeta read.
+func (c *Reader) TimesData(t *Times) { t.buf = c.Bytes() }
 
 // Values reads a value column Writer.Values wrote.
 func (c *Reader) Values(v *Values) {
+	c.ValuesMeta(v)
+	c.ValuesData(v)
+}
+
+// ValuesMeta reads what Writer.ValuesMeta wrote, as TimesMeta does.
+func (c *Reader) ValuesMeta(v *Values) {
 	v.n = c.Len()
 	v.lastV = c.Int()
 	v.lastD = c.Int()
 	v.costD = uint32(c.Uint())
 	v.costDD = uint32(c.Uint())
-	v.buf = c.Bytes()
 }
+
+// ValuesData reads what Writer.ValuesData wrote into a column ValuesMeta read.
+func (c *Reader) ValuesData(v *Values) { v.buf = c.Bytes() }
+
+// Rest is how many bytes a reader in memory has not read yet.
+func (c *Reader) Rest() int { return len(c.mem) }
 
 // Err is the first read error (io.EOF on a short file).
 func (c *Reader) Err() error { return c.err }
