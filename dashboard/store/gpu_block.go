@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/columns"
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/flatjson"
 )
 
 // pyramidStep is the finest pre-aggregated bucket (seconds). A 1-hour block keeps up to 3600/16 = 225 min/max
@@ -33,7 +34,10 @@ type field struct {
 
 // fineEager are the fields whose 4 s maxima are kept while an hour is parsed: what the carpet and the fleet
 // overview draw by default.
-func fineEager(name string) bool { return name == "util" }
+func fineEager(name string) bool { return name == eagerField }
+
+// eagerField is the one eager field.
+const eagerField = "util"
 
 // pyramid holds per 16 s bucket of the hour the min and max (NaN = empty bucket).
 type pyramid struct{ min, max []float32 }
@@ -64,6 +68,9 @@ type laneData struct {
 	fields map[string]*field
 	// order is the field order of the lane's last record: the next one almost always repeats it.
 	order []orderedField
+	// skipped are the names of the members a deferred parse skipped in the lane's last record (gpuBlock.deferred),
+	// each already in the block's fields.
+	skipped [][]byte
 	// newestMs is the lane's newest reading time; scrambled says a reading arrived more than scrambleMs
 	// before it (the hour's readings of the lane come from several shards' files, read one after the other),
 	// so the load puts the lane in time order at once (sortScrambled) rather than when the hour is sealed.
@@ -143,6 +150,11 @@ type gpuBlock struct {
 	rec gpuRecord
 	// only are the lanes read (gpu_lanefilter.go); nil: all.
 	only *laneFilter
+	// deferred says only the eager fields (fineEager) were parsed, the columns the carpet and the fleet draw: a
+	// first open of a run that has no roll-up (miles v1) parses every reading of the window for the first carpet,
+	// and most of a record's numbers are other fields. fields still lists every field the hour has; a query of
+	// another field reads the hour again, whole (gpuReader.ensure).
+	deferred bool
 	// body is the data of the lanes' columns while the hour came from the column cache and nobody needed it yet
 	// (gpu_cache.go); nil: the lanes hold their data.
 	body *gpuColsFile
@@ -169,8 +181,11 @@ func (b *gpuBlock) addLine(line []byte, onLane func(key string)) bool {
 		}
 	}
 	r := &b.rec
-	if !r.scanFast(line) && !r.scan(line) {
-		return false
+	r.eagerOnly = b.deferred
+	if !r.scanFast(line) {
+		if r.ns = 0; !r.scan(line) {
+			return false
+		}
 	}
 	ts, node, gpu := r.ts, r.node, r.gpu
 	if b.only != nil && !b.only.has(node, int(gpu)) {
@@ -192,6 +207,12 @@ func (b *gpuBlock) addLine(line []byte, onLane func(key string)) bool {
 	fineJ := (tMs - h0) / (fineStep * 1000)
 	for i := range r.n {
 		x := &r.vals[i]
+		if b.deferred && string(x.k) != eagerField { // read by scan: every member parsed
+			if !b.fields[string(x.k)] {
+				b.fields[string(x.k)] = true
+			}
+			continue
+		}
 		var f *field
 		if i < len(lane.order) && bytes.Equal(lane.order[i].name, x.k) {
 			f = lane.order[i].f
@@ -229,9 +250,30 @@ func (b *gpuBlock) addLine(line []byte, onLane func(key string)) bool {
 		}
 		b.values++
 	}
+	for i := range r.ns {
+		b.noteSkipped(lane, i, r.skipped[i])
+	}
 	b.minTS = math.Min(b.minTS, ts)
 	b.maxTS = math.Max(b.maxTS, ts)
 	return true
+}
+
+// noteSkipped lists the name of the i-th member a deferred parse skipped in the block's fields, as parsing it would
+// have where its value is a number; the lane's previous record almost always had it at the same place.
+func (b *gpuBlock) noteSkipped(lane *laneData, i int, m rawSpan) {
+	if i < len(lane.skipped) && bytes.Equal(lane.skipped[i], m.k) {
+		return
+	}
+	if !b.fields[string(m.k)] {
+		if _, ok := flatjson.ParseNum(m.v); !ok {
+			return
+		}
+		b.fields[string(m.k)] = true
+	}
+	for len(lane.skipped) <= i {
+		lane.skipped = append(lane.skipped, nil)
+	}
+	lane.skipped[i] = []byte(string(m.k))
 }
 
 // laneFor finds the lane of (node, gpu) by the node's bytes and the GPU index, without building its key: the

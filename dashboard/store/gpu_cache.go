@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -111,7 +110,9 @@ func (g *gpuReader) cachePath(stream string, p *partition.Partition, files []cac
 
 // cachedHourLocked loads hour h from the cache; false when it is not cacheable or not cached. It returns the
 // hour's files as stat'ed (nil when the hour is not cacheable).
-func (g *gpuReader) cachedHourLocked(h int64, p *partition.Partition) (*gpuBlock, []cacheFile, bool) {
+//
+// A cached hour that holds only the eager fields (gpuBlock.deferred) serves a query of those alone (deferred).
+func (g *gpuReader) cachedHourLocked(h int64, p *partition.Partition, deferred bool) (*gpuBlock, []cacheFile, bool) {
 	files := cacheFiles(p)
 	if g.cacheDir == "" || files == nil || h < 0 || !stat(files) {
 		return nil, nil, false
@@ -131,6 +132,10 @@ func (g *gpuReader) cachedHourLocked(h int64, p *partition.Partition) (*gpuBlock
 	if err != nil {
 		g.run.notice("warning", "column cache "+path+" unreadable, parsing the hour instead: "+err.Error())
 		return nil, files, false
+	}
+	if b.deferred && !deferred {
+		f.Close()
+		return nil, files, false // parsed whole, and the cache file replaced with the whole hour
 	}
 	return b, files, true
 }
@@ -209,16 +214,17 @@ func (g *gpuReader) saveCached(path string, files []cacheFile, write func(*bufio
 	}()
 }
 
-// saveCacheFile writes a cache file through a temporary name, so a reader sees a whole file or none.
+// saveCacheFile writes a cache file through a temporary name, so a reader sees a whole file or none. The name is
+// unique: an hour parsed for its eager fields and then whole is written twice, maybe at once.
 func saveCacheFile(path string, write func(*bufio.Writer) error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return
 	}
-	tmp := path + ".tmp" + strconv.Itoa(os.Getpid())
-	f, err := os.Create(tmp)
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
 	if err != nil {
 		return
 	}
+	tmp := f.Name()
 	w := bufio.NewWriterSize(f, 1<<20)
 	err = write(w)
 	if err == nil {
@@ -241,7 +247,7 @@ func saveCacheFile(path string, write func(*bufio.Writer) error) {
 // needs any of it (gpuColsFile.load).
 //
 //	file: Bytes(magic) Uint(len(head)) head body
-//	head: Int(hour) Float(minTS) Float(maxTS) Uint(values) Uint(lanes) then per lane
+//	head: Int(hour) Float(minTS) Float(maxTS) Uint(values) Uint(deferred) Uint(lanes) then per lane
 //	      Bytes(key) TimesMeta Uint(fields) then per field Bytes(name) Uint(start) ValuesMeta Floats32(eager 4 s maxima)
 //	body: per lane TimesData then per field ValuesData Floats32(pyramid min) Floats32(pyramid max) Floats32(other 4 s maxima)
 
@@ -270,6 +276,11 @@ func writeGPUBlock(w *bufio.Writer, b *gpuBlock) error {
 	h.Float(b.minTS)
 	h.Float(b.maxTS)
 	h.Uint(uint64(b.values))
+	deferred := uint64(0)
+	if b.deferred {
+		deferred = 1
+	}
+	h.Uint(deferred)
 	h.Uint(uint64(len(lanes)))
 	for _, cl := range lanes {
 		h.Bytes([]byte(cl.key))
@@ -361,6 +372,7 @@ func readGPUHead(f *os.File, hour int64, warn func(string)) (*gpuBlock, error) {
 		return nil, fmt.Errorf("cache holds hour %d, want %d", b.hour, hour)
 	}
 	b.minTS, b.maxTS, b.values = c.Float(), c.Float(), int(c.Uint())
+	b.deferred = c.Uint() == 1
 	body := &gpuColsFile{f: f, off: off + int64(n), n: fi.Size() - off - int64(n), warn: warn}
 	b.body = body
 	lanes := c.Len()

@@ -301,7 +301,6 @@ func TestColumnCacheBodyOnDemand(t *testing.T) {
 		return st
 	}
 	carpet := func(st *Store) string {
-		st.GPU(h0, h0+600, nil, 2, []string{"util"}) // no catalog: the lanes are learned from the first load
 		lanes, _, _ := st.Lanes("all")
 		h, err := st.Heatmap(h0, h0+600, lanes, "util", 60) // 10 s buckets: from the 4 s maxima
 		if err != nil {
@@ -332,11 +331,14 @@ func TestColumnCacheBodyOnDemand(t *testing.T) {
 			time.Sleep(20 * time.Millisecond)
 		}
 	}
+	// No catalog: the lanes are learned from the first load, of every field here (the hour parsed whole).
 	st1 := open()
+	st1.GPU(h0, h0+600, nil, 2, []string{"util", "mem_mb"})
 	wantCarpet, wantView := carpet(st1), lanesView(st1)
 	path := waitFile(func(data string) bool { return strings.Contains(data, colCacheMagic) })
 
 	st2 := open()
+	st2.GPU(h0, h0+600, nil, 2, []string{"util"})
 	if got := carpet(st2); got != wantCarpet || st2.gpu.cacheHits != 1 {
 		t.Fatalf("carpet from the cache (%d hits) differs: %s, want %s", st2.gpu.cacheHits, got, wantCarpet)
 	}
@@ -368,11 +370,36 @@ func TestColumnCacheBodyOnDemand(t *testing.T) {
 		t.Fatal(err)
 	}
 	st3 := open()
+	st3.GPU(h0, h0+600, nil, 2, []string{"util"}) // parsed for util alone (gpuBlock.deferred) and cached so
 	if got := carpet(st3); got != wantCarpet || st3.gpu.cacheHits != 0 || len(st3.Meta().Notices) != 0 {
 		t.Fatalf("previous version's file: %d hits, notices %v, same carpet %v", st3.gpu.cacheHits, st3.Meta().Notices, got == wantCarpet)
 	}
-	if got := lanesView(st3); got != wantView {
-		t.Fatal("lane view after the previous version's file differs")
+	if b := st3.gpu.blocks[499_000]; b == nil || !b.deferred {
+		t.Fatal("the first carpet of a hour not cached parsed every field")
 	}
 	waitFile(func(data string) bool { return strings.Contains(data, colCacheMagic) })
+
+	// The hour cached with util alone serves a carpet; a lane view parses it whole and caches it whole.
+	st4 := open()
+	st4.GPU(h0, h0+600, nil, 2, []string{"util"})
+	if got := carpet(st4); got != wantCarpet || st4.gpu.cacheHits != 1 || !st4.gpu.blocks[499_000].deferred {
+		t.Fatalf("util alone from the cache: %d hits, same carpet %v", st4.gpu.cacheHits, got == wantCarpet)
+	}
+	if got := lanesView(st4); got != wantView || st4.gpu.blocks[499_000].deferred {
+		t.Fatal("lane view after util alone from the cache differs, or did not parse the hour whole")
+	}
+	waitFile(func(string) bool { // the whole hour's file replaces the one with util alone
+		f, err := os.Open(path)
+		if err != nil {
+			return false
+		}
+		defer f.Close()
+		b, err := readGPUHead(f, 499_000, nil)
+		return err == nil && !b.deferred
+	})
+	st5 := open()
+	st5.GPU(h0, h0+600, nil, 2, []string{"util", "mem_mb"})
+	if got := lanesView(st5); got != wantView || st5.gpu.cacheHits != 1 {
+		t.Fatalf("whole hour from the cache: %d hits, same lane view %v", st5.gpu.cacheHits, got == wantView)
+	}
 }
