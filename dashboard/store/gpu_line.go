@@ -144,7 +144,8 @@ func (r *gpuRecord) scanFast(line []byte) bool {
 			}
 			i = end
 		default:
-			if members++; r.eagerOnly && members >= len(r.vals) {
+			members++
+			if r.eagerOnly && members >= len(r.vals) {
 				return false // scan may have to drop members past maxRecordFields
 			}
 			if r.eagerOnly && !isKey(key, "ts") && !isKey(key, "gpu") && !isKey(key, eagerField) {
