@@ -78,7 +78,7 @@ type laneData struct {
 	scrambled bool
 	// body holds the data of the columns (ts, values, pyramids) while the lane's hour came from the column cache
 	// and no query needed them yet (gpu_cache.go); readBody reads it. nil: the lane holds its data.
-	body *gpuColsFile
+	body *cacheBody
 }
 
 // readBody reads the data of the lane's columns if the column cache has not yet: every use of ts's or a field's
@@ -157,7 +157,7 @@ type gpuBlock struct {
 	deferred bool
 	// body is the data of the lanes' columns while the hour came from the column cache and nobody needed it yet
 	// (gpu_cache.go); nil: the lanes hold their data.
-	body *gpuColsFile
+	body *cacheBody
 }
 
 // readBody reads the data of every lane's columns if the column cache has not yet: before the block grows.

@@ -234,6 +234,7 @@ func TestColumnCacheRollup(t *testing.T) {
 		}
 	}
 	cache := t.TempDir()
+	var bodyRead []bool // per query from the cache: read for util alone, read for the other fields
 	query := func() (*Store, string) {
 		st, err := Open(dir, false)
 		if err != nil {
@@ -242,7 +243,14 @@ func TestColumnCacheRollup(t *testing.T) {
 		st.SetCacheDir(cache)
 		lanes, _, _ := st.Lanes("all")
 		f := st.Fleet(h0, h0+1800, lanes, 300)
+		rb := st.gpu.rollups[499_000]
+		if rb != nil && rb.body != nil {
+			bodyRead = append(bodyRead, rb.body.loaded())
+		}
 		g := st.GPU(h0, h0+1792, lanes, 7, []string{"util", "mem_mb", "power_w"})
+		if rb != nil && rb.body != nil {
+			bodyRead = append(bodyRead, rb.body.loaded())
+		}
 		js, err := json.Marshal([]any{f, g.Lanes})
 		if err != nil {
 			t.Fatal(err)
@@ -267,6 +275,9 @@ func TestColumnCacheRollup(t *testing.T) {
 	st2, second := query()
 	if st2.gpu.cacheHits != 1 || second != first {
 		t.Fatalf("second open: %d cache hits, same answer %v", st2.gpu.cacheHits, second == first)
+	}
+	if fmt.Sprint(bodyRead) != "[false true]" {
+		t.Fatalf("cached roll-up's body read after the fleet, after the lane view: %v, want [false true]", bodyRead)
 	}
 	appendTo(t, dir, "dashboard/gpu_rollup/"+hourA+".jsonl", "\n")
 	st3, third := query()
@@ -389,12 +400,12 @@ func TestColumnCacheBodyOnDemand(t *testing.T) {
 		t.Fatal("lane view after util alone from the cache differs, or did not parse the hour whole")
 	}
 	waitFile(func(string) bool { // the whole hour's file replaces the one with util alone
-		f, err := os.Open(path)
+		head, body, err := openCacheFile(path, colCacheMagic, nil)
 		if err != nil {
 			return false
 		}
-		defer f.Close()
-		b, err := readGPUHead(f, 499_000, nil)
+		defer body.close()
+		b, err := readGPUHead(head, body, 499_000)
 		return err == nil && !b.deferred
 	})
 	st5 := open()

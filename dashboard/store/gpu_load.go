@@ -254,6 +254,7 @@ func (g *gpuReader) loadRollupHourLocked(h int64) {
 			files = nil
 		}
 	}
+	b.readBody() // a cached hour that grew: its buckets are widened
 	reports, err := b.read(g.rollupFiles, p, g.run.laneSeen)
 	if errors.Is(err, partition.ErrReload) {
 		p.Reset()
@@ -457,6 +458,7 @@ func (g *gpuReader) loadTailLocked(h int64, seam float64) bool {
 	// The file must be in time order near the seam: every lane of the roll-up's newest bucket has readings in
 	// the tail. Otherwise (a file written some other way) the whole hour is read.
 	if rb := g.rollups[h]; rb != nil && off > 0 {
+		rb.readBody()
 		j := int((rb.end-float64(h*3600))/float64(rb.step)) - 1
 		for key, fs := range rb.lanes {
 			for _, f := range fs {
