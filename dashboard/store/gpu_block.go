@@ -251,19 +251,25 @@ func (b *gpuBlock) addLine(line []byte, onLane func(key string)) bool {
 		b.values++
 	}
 	for i := range r.ns {
-		b.noteSkipped(lane, i, r.skipped[i])
+		if m := &r.skipped[i]; i >= len(lane.skipped) || !bytes.Equal(lane.skipped[i], m.k) {
+			b.noteSkipped(lane, i, *m) // a name not at this place in the lane's previous record
+		}
 	}
-	b.minTS = math.Min(b.minTS, ts)
-	b.maxTS = math.Max(b.maxTS, ts)
+	// ts > 0 (scanFast and scan refuse a record without), so plain comparisons are math.Min and math.Max, which are
+	// not inlined.
+	if ts < b.minTS {
+		b.minTS = ts
+	}
+	if ts > b.maxTS {
+		b.maxTS = ts
+	}
 	return true
 }
 
 // noteSkipped lists the name of the i-th member a deferred parse skipped in the block's fields, as parsing it would
-// have where its value is a number; the lane's previous record almost always had it at the same place.
+// have where its value is a number, and remembers it at its place for the lane's next record (addLine looks
+// there first: the previous record almost always had it at the same place).
 func (b *gpuBlock) noteSkipped(lane *laneData, i int, m rawSpan) {
-	if i < len(lane.skipped) && bytes.Equal(lane.skipped[i], m.k) {
-		return
-	}
 	if !b.fields[string(m.k)] {
 		if _, ok := flatjson.ParseNum(m.v); !ok {
 			return
