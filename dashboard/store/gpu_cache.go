@@ -408,6 +408,7 @@ func readGPUHead(head []byte, body *cacheBody, hour int64) (*gpuBlock, error) {
 	var order []*laneData
 	var fields [][]*field
 	lanes := c.Len()
+	fines := make([]float32, 0, min(lanes, 1<<16)*finePerHour) // the eager fields' 4 s maxima, one allocation
 	for li := 0; li < lanes && c.Err() == nil; li++ {
 		key := string(c.Bytes())
 		l := &laneData{fields: map[string]*field{}, body: body}
@@ -418,7 +419,8 @@ func readGPUHead(head []byte, body *cacheBody, hour int64) (*gpuBlock, error) {
 			name := string(c.Bytes())
 			f := &field{start: c.Len()}
 			c.ValuesMeta(&f.vals)
-			if fine := c.Floats32(); len(fine) == finePerHour {
+			var fine []float32
+			if fine, fines = c.AppendFloats32(fines); len(fine) == finePerHour {
 				f.fine.Store(&fine)
 			}
 			l.fields[name] = f

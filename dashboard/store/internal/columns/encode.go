@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"slices"
 )
 
 // Writer writes columns and the numbers around them as varints; the first error sticks (Err).
@@ -122,26 +123,36 @@ func (c *Reader) Bytes() []byte {
 
 // Floats32 reads what Writer.Floats32 wrote.
 func (c *Reader) Floats32() []float32 {
+	v, _ := c.AppendFloats32(nil)
+	return v
+}
+
+// AppendFloats32 reads what Writer.Floats32 wrote into dst's spare capacity (growing it when short): the values
+// read, capped to their length, and dst extended by them. A reader of many small columns fills one allocation
+// instead of one per column.
+func (c *Reader) AppendFloats32(dst []float32) (vals, extended []float32) {
 	n := c.Len()
 	if c.err != nil {
-		return nil
+		return nil, dst
 	}
 	var b []byte
 	if c.inMem {
 		if b = c.take(4 * n); b == nil {
-			return nil
+			return nil, dst
 		}
 	} else {
 		b = make([]byte, 4*n)
 		if _, c.err = io.ReadFull(c.r, b); c.err != nil {
-			return nil
+			return nil, dst
 		}
 	}
-	v := make([]float32, n)
+	start := len(dst)
+	dst = slices.Grow(dst, n)[:start+n]
+	v := dst[start : start+n : start+n]
 	for i := range v {
 		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 	}
-	return v
+	return v, dst
 }
 
 // Times writes a timestamp column: TimesMeta, then TimesData.
