@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/columns"
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/flatjson"
 )
 
 // pyramidStep is the finest pre-aggregated bucket (seconds). A 1-hour block keeps up to 3600/16 = 225 min/max
@@ -33,7 +34,10 @@ type field struct {
 
 // fineEager are the fields whose 4 s maxima are kept while an hour is parsed: what the carpet and the fleet
 // overview draw by default.
-func fineEager(name string) bool { return name == "util" }
+func fineEager(name string) bool { return name == eagerField }
+
+// eagerField is the one eager field.
+const eagerField = "util"
 
 // pyramid holds per 16 s bucket of the hour the min and max (NaN = empty bucket).
 type pyramid struct{ min, max []float32 }
@@ -64,11 +68,25 @@ type laneData struct {
 	fields map[string]*field
 	// order is the field order of the lane's last record: the next one almost always repeats it.
 	order []orderedField
+	// skipped are the names of the members a deferred parse skipped in the lane's last record (gpuBlock.deferred),
+	// each already in the block's fields.
+	skipped [][]byte
 	// newestMs is the lane's newest reading time; scrambled says a reading arrived more than scrambleMs
 	// before it (the hour's readings of the lane come from several shards' files, read one after the other),
 	// so the load puts the lane in time order at once (sortScrambled) rather than when the hour is sealed.
 	newestMs  int64
 	scrambled bool
+	// body holds the data of the columns (ts, values, pyramids) while the lane's hour came from the column cache
+	// and no query needed them yet (gpu_cache.go); readBody reads it. nil: the lane holds its data.
+	body *cacheBody
+}
+
+// readBody reads the data of the lane's columns if the column cache has not yet: every use of ts's or a field's
+// data, pyramid or non-eager 4 s maxima comes after it.
+func (l *laneData) readBody() {
+	if l.body != nil {
+		l.body.load()
+	}
 }
 
 // scrambleMs is how far back of a lane's newest reading a reading may arrive and the lane still be left as it
@@ -85,6 +103,7 @@ type orderedField struct {
 // pyramidOf returns f's pyramid, building it from the samples the first time. Queries run concurrently under
 // the store's read lock: mu (the block's) makes one of them build it; appends run under the write lock.
 func (l *laneData) pyramidOf(f *field, hour int64, mu *sync.Mutex, sc *foldScratch) *pyramid {
+	l.readBody()
 	if p := f.pyr.Load(); p != nil {
 		return p
 	}
@@ -131,6 +150,21 @@ type gpuBlock struct {
 	rec gpuRecord
 	// only are the lanes read (gpu_lanefilter.go); nil: all.
 	only *laneFilter
+	// deferred says only the eager fields (fineEager) were parsed, the columns the carpet and the fleet draw: a
+	// first open of a run that has no roll-up (miles v1) parses every reading of the window for the first carpet,
+	// and most of a record's numbers are other fields. fields still lists every field the hour has; a query of
+	// another field reads the hour again, whole (gpuReader.ensure).
+	deferred bool
+	// body is the data of the lanes' columns while the hour came from the column cache and nobody needed it yet
+	// (gpu_cache.go); nil: the lanes hold their data.
+	body *cacheBody
+}
+
+// readBody reads the data of every lane's columns if the column cache has not yet: before the block grows.
+func (b *gpuBlock) readBody() {
+	if b.body != nil {
+		b.body.load()
+	}
 }
 
 func newGPUBlock(hour int64) *gpuBlock {
@@ -147,8 +181,11 @@ func (b *gpuBlock) addLine(line []byte, onLane func(key string)) bool {
 		}
 	}
 	r := &b.rec
-	if !r.scanFast(line) && !r.scan(line) {
-		return false
+	r.eagerOnly = b.deferred
+	if !r.scanFast(line) {
+		if r.ns = 0; !r.scan(line) {
+			return false
+		}
 	}
 	ts, node, gpu := r.ts, r.node, r.gpu
 	if b.only != nil && !b.only.has(node, int(gpu)) {
@@ -170,6 +207,12 @@ func (b *gpuBlock) addLine(line []byte, onLane func(key string)) bool {
 	fineJ := (tMs - h0) / (fineStep * 1000)
 	for i := range r.n {
 		x := &r.vals[i]
+		if b.deferred && string(x.k) != eagerField { // read by scan: every member parsed
+			if !b.fields[string(x.k)] {
+				b.fields[string(x.k)] = true
+			}
+			continue
+		}
 		var f *field
 		if i < len(lane.order) && bytes.Equal(lane.order[i].name, x.k) {
 			f = lane.order[i].f
@@ -207,9 +250,36 @@ func (b *gpuBlock) addLine(line []byte, onLane func(key string)) bool {
 		}
 		b.values++
 	}
-	b.minTS = math.Min(b.minTS, ts)
-	b.maxTS = math.Max(b.maxTS, ts)
+	for i := range r.ns {
+		if m := &r.skipped[i]; i >= len(lane.skipped) || !bytes.Equal(lane.skipped[i], m.k) {
+			b.noteSkipped(lane, i, *m) // a name not at this place in the lane's previous record
+		}
+	}
+	// ts > 0 (scanFast and scan refuse a record without), so plain comparisons are math.Min and math.Max, which are
+	// not inlined.
+	if ts < b.minTS {
+		b.minTS = ts
+	}
+	if ts > b.maxTS {
+		b.maxTS = ts
+	}
 	return true
+}
+
+// noteSkipped lists the name of the i-th member a deferred parse skipped in the block's fields, as parsing it would
+// have where its value is a number, and remembers it at its place for the lane's next record (addLine looks
+// there first: the previous record almost always had it at the same place).
+func (b *gpuBlock) noteSkipped(lane *laneData, i int, m rawSpan) {
+	if !b.fields[string(m.k)] {
+		if _, ok := flatjson.ParseNum(m.v); !ok {
+			return
+		}
+		b.fields[string(m.k)] = true
+	}
+	for len(lane.skipped) <= i {
+		lane.skipped = append(lane.skipped, nil)
+	}
+	lane.skipped[i] = []byte(string(m.k))
 }
 
 // laneFor finds the lane of (node, gpu) by the node's bytes and the GPU index, without building its key: the
@@ -306,6 +376,7 @@ func (b *gpuBlock) sortScrambled() {
 // write and its answer is written again, docs/reliability.md), and one scrape's fields may come in two records
 // (a batch split between them); a lane has one reading per time, each field the first value read for it.
 func (l *laneData) sortByTime() {
+	l.readBody()
 	ts := l.ts.Decode(make([]int64, 0, l.ts.Len()))
 	l.scrambled = false
 	increasing := true
@@ -369,7 +440,14 @@ func (l *laneData) sortByTime() {
 
 func (b *gpuBlock) memBytes() int {
 	n := 0
+	body := b.body.loaded() // else only the head is held: no data, pyramids or non-eager 4 s maxima yet
 	for _, l := range b.lanes {
+		if !body {
+			for _, f := range l.fields {
+				n += fineBytes(f)
+			}
+			continue
+		}
 		n += l.ts.MemBytes()
 		for _, f := range l.fields {
 			n += f.vals.MemBytes()
@@ -470,6 +548,7 @@ func (l *laneData) minMaxBuckets(name string, hour int64, g cellGrid, from float
 		maxFromFine(l.fineMax(f, hour, mu, sc), hour, g, from, omax)
 		return
 	}
+	l.readBody()
 	times := sc.times(l)
 	sc.vals = f.vals.Decode(sc.vals[:0])
 	// In milliseconds: a reading at t in [lo, hi) is in bucket g.cell(t), found anew only when it leaves the

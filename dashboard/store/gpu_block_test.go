@@ -205,3 +205,92 @@ func TestGPUReadingsReadTwiceReadOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestDeferredParse: an hour parsed for the eager fields alone (the first carpet of a run without a roll-up)
+// holds the same util columns as the hour parsed whole and lists the same fields; a query of another field reads
+// the hour again, whole, with the answers of a store that parsed it whole from the start.
+func TestDeferredParse(t *testing.T) {
+	var lines []string
+	r := rand.New(rand.NewSource(5))
+	for i := range 3000 {
+		for g := range 3 {
+			line := fmt.Sprintf(`{"ts":%.6f,"node":"n1","gpu":%d,"util":%d,"mem_mb":%d,"power_w":%.1f}`,
+				float64(499_000*3600+i)+r.Float64()*0.3, g, r.Intn(101), 70000+r.Intn(2000), 600+r.Float64()*100)
+			switch {
+			case i == 100 && g == 0:
+				line = `{"ts":` + itoa(499_000*3600+i) + `,"node":"n1","gpu":0,"util":5,"late_field":null}` // a name without a number
+			case i == 200 && g == 1:
+				line = `{"ts":"` + itoa(499_000*3600+i) + `","node":"n1","gpu":1,"util":7,"temp_c":61}` // left to scan
+			case i == 300 && g == 2:
+				line = `{"ts":` + itoa(499_000*3600+i) + `,"node":"n1","gpu":2,"util":9,"x":1e3}` // another number form
+			}
+			lines = append(lines, line+"\n")
+		}
+	}
+	full, deferred := newGPUBlock(499_000), newGPUBlock(499_000)
+	deferred.deferred = true
+	for _, l := range lines {
+		full.addLine([]byte(l), nil)
+		deferred.addLine([]byte(l), nil)
+	}
+	full.seal()
+	deferred.seal()
+	if fmt.Sprint(full.fields) != fmt.Sprint(deferred.fields) || full.minTS != deferred.minTS || full.maxTS != deferred.maxTS {
+		t.Fatalf("fields %v, want %v", deferred.fields, full.fields)
+	}
+	for key, l := range full.lanes {
+		d := deferred.lanes[key]
+		if d == nil || len(d.fields) != 1 {
+			t.Fatalf("lane %s: deferred parse holds %v", key, d)
+		}
+		if fmt.Sprint(l.ts.Decode(nil)) != fmt.Sprint(d.ts.Decode(nil)) {
+			t.Fatalf("lane %s: timestamps differ", key)
+		}
+		a, b := l.fields["util"], d.fields["util"]
+		if a.start != b.start || fmt.Sprint(a.vals.Decode(nil)) != fmt.Sprint(b.vals.Decode(nil)) || fmt.Sprint(*a.fine.Load()) != fmt.Sprint(*b.fine.Load()) {
+			t.Fatalf("lane %s: util differs", key)
+		}
+	}
+
+	dir := t.TempDir()
+	write(t, dir, "dashboard/meta.json", `{"run_name":"v1","start_ts":`+fmt.Sprint(h0)+`,"schema_version":1}`)
+	write(t, dir, "dashboard/gpu_util/"+hourA+".jsonl", strings.Join(lines, ""))
+	answers := func(st *Store, carpetFirst bool) string {
+		st.GPU(h0, h0+3000, nil, 2, []string{"util"}) // no catalog: the lanes are learned from the first load
+		lanes, _, _ := st.Lanes("all")
+		var out []string
+		carpet := func() {
+			h, err := st.Heatmap(h0, h0+3000, lanes, "util", 300)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, fmt.Sprint(h.T0, h.T1, string(h.Cells)))
+		}
+		if carpetFirst {
+			carpet()
+		}
+		js, _ := json.Marshal(st.GPU(h0, h0+3000, lanes, 300, []string{"util", "mem_mb", "power_w"}).Lanes)
+		out = append(out, string(js))
+		if !carpetFirst {
+			carpet()
+			out[0], out[1] = out[1], out[0]
+		}
+		return strings.Join(out, "\n") + fmt.Sprint(st.Meta().Capabilities.GPUFields)
+	}
+	st1, err := Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := answers(st1, true)
+	if b := st1.gpu.blocks[499_000]; b == nil || b.deferred {
+		t.Fatal("the lane view did not read the hour whole")
+	}
+	st2, err := Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st2.GPU(h0, h0+3000, nil, 2, []string{"util", "mem_mb"}) // whole from the start
+	if want := answers(st2, false); got != want {
+		t.Fatalf("answers after a deferred parse:\n%s\nwant\n%s", got, want)
+	}
+}

@@ -2,13 +2,15 @@ package store
 
 import (
 	"bufio"
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/columns"
@@ -27,9 +29,10 @@ import (
 // ends with a complete line). Stateless reader rules hold: the cache is derived data, never written into the
 // run directory.
 
-// 5: plain hours keyed by their files, no read offset stored; 4: the 4 s maxima (gpu_grid.go); 3: value columns
-// with the delta / delta-of-delta predictor (internal/columns).
-const colCacheMagic = "MILESGC5"
+// 6: a head read at open (lanes, column lengths, the eager fields' 4 s maxima) and a body read on first use
+// (cacheBody); 5: plain hours keyed by their files, no read offset stored; 4: the 4 s maxima (gpu_grid.go); 3:
+// value columns with the delta / delta-of-delta predictor (internal/columns).
+const colCacheMagic = "MILESGC6"
 
 // plainSettled is how long a plain hour must have been left alone before it is cached (a v1 collector flushes
 // its buffers every few seconds, so the last readings of an hour land just after it ends; a live hour is
@@ -107,23 +110,30 @@ func (g *gpuReader) cachePath(stream string, p *partition.Partition, files []cac
 
 // cachedHourLocked loads hour h from the cache; false when it is not cacheable or not cached. It returns the
 // hour's files as stat'ed (nil when the hour is not cacheable).
-func (g *gpuReader) cachedHourLocked(h int64, p *partition.Partition) (*gpuBlock, []cacheFile, bool) {
+//
+// A cached hour that holds only the eager fields (gpuBlock.deferred) serves a query of those alone (deferred).
+func (g *gpuReader) cachedHourLocked(h int64, p *partition.Partition, deferred bool) (*gpuBlock, []cacheFile, bool) {
 	files := cacheFiles(p)
 	if g.cacheDir == "" || files == nil || h < 0 || !stat(files) {
 		return nil, nil, false
 	}
 	path := g.cachePath(sc.StreamGPUUtil, p, files)
-	data, err := os.ReadFile(path) // whole: the columns are slices of it
+	head, body, err := openCacheFile(path, colCacheMagic, func(msg string) { g.run.notice("warning", "column cache "+path+": "+msg) })
+	var b *gpuBlock
+	if err == nil {
+		if b, err = readGPUHead(head, body, h); err != nil {
+			body.close()
+		}
+	}
 	if err != nil {
+		if !errors.Is(err, errStaleCache) && !errors.Is(err, os.ErrNotExist) { // an older version: parsed again and overwritten
+			g.run.notice("warning", "column cache "+path+" unreadable, parsing the hour instead: "+err.Error())
+		}
 		return nil, files, false
 	}
-	b, err := readGPUBlock(columns.NewBytesReader(data), h)
-	if errors.Is(err, errStaleCache) {
-		return nil, files, false // written by an older version: parsed again and overwritten, nothing to report
-	}
-	if err != nil {
-		g.run.notice("warning", "column cache "+path+" unreadable, parsing the hour instead: "+err.Error())
-		return nil, files, false
+	if b.deferred && !deferred {
+		body.close()
+		return nil, files, false // parsed whole, and the cache file replaced with the whole hour
 	}
 	return b, files, true
 }
@@ -154,16 +164,17 @@ func (g *gpuReader) cachedRollupHourLocked(h int64, p *partition.Partition) (*ro
 		return nil, nil, false
 	}
 	path := g.cachePath(sc.StreamGPURollup, p, files)
-	data, err := os.ReadFile(path) // whole: the columns are slices of it
-	if err != nil {
-		return nil, files, false
+	head, body, err := openCacheFile(path, rollCacheMagic, func(msg string) { g.run.notice("warning", "column cache "+path+": "+msg) })
+	var b *rollBlock
+	if err == nil {
+		if b, err = readRollHead(head, body, h); err != nil {
+			body.close()
+		}
 	}
-	b, err := readRollBlock(columns.NewBytesReader(data), h)
-	if errors.Is(err, errStaleCache) {
-		return nil, files, false
-	}
 	if err != nil {
-		g.run.notice("warning", "column cache "+path+" unreadable, parsing the hour instead: "+err.Error())
+		if !errors.Is(err, errStaleCache) && !errors.Is(err, os.ErrNotExist) {
+			g.run.notice("warning", "column cache "+path+" unreadable, parsing the hour instead: "+err.Error())
+		}
 		return nil, files, false
 	}
 	return b, files, true
@@ -202,16 +213,17 @@ func (g *gpuReader) saveCached(path string, files []cacheFile, write func(*bufio
 	}()
 }
 
-// saveCacheFile writes a cache file through a temporary name, so a reader sees a whole file or none.
+// saveCacheFile writes a cache file through a temporary name, so a reader sees a whole file or none. The name is
+// unique: an hour parsed for its eager fields and then whole is written twice, maybe at once.
 func saveCacheFile(path string, write func(*bufio.Writer) error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return
 	}
-	tmp := path + ".tmp" + strconv.Itoa(os.Getpid())
-	f, err := os.Create(tmp)
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+".tmp*")
 	if err != nil {
 		return
 	}
+	tmp := f.Name()
 	w := bufio.NewWriterSize(f, 1<<20)
 	err = write(w)
 	if err == nil {
@@ -227,118 +239,335 @@ func saveCacheFile(path string, write func(*bufio.Writer) error) {
 	_ = os.Rename(tmp, path)
 }
 
+// A cache file is a head and a body: the head holds what opening the hour needs, read at once; the body the
+// rest, read whole on the first query that needs any of it (cacheBody.load).
+//
+//	file: Bytes(magic) Uint(len(head)) head body
+//
+// A cached gpu_util hour's head holds its lanes, each column's length and range, and the 4 s maxima of the fields
+// the carpet and the fleet draw (fineEager): a first carpet after a reopen reads ~2 of an hour's ~9 MB and decodes
+// nothing. Its body holds timestamps, values, pyramids and other fields' 4 s maxima, in the head's order.
+//
+//	head: Int(hour) Float(minTS) Float(maxTS) Uint(values) Uint(deferred) Uint(lanes) then per lane
+//	      Bytes(key) TimesMeta Uint(fields) then per field Bytes(name) Uint(start) ValuesMeta Floats32(eager 4 s maxima)
+//	body: per lane TimesData then per field ValuesData Floats32(pyramid min) Floats32(pyramid max) Floats32(other 4 s maxima)
+
+// cachedLane is one lane of a block being written, its fields in the order the file holds them.
+type cachedLane struct {
+	key    string
+	l      *laneData
+	names  []string
+	fields []*field
+}
+
 func writeGPUBlock(w *bufio.Writer, b *gpuBlock) error {
-	c := columns.NewWriter(w)
-	c.Bytes([]byte(colCacheMagic))
-	c.Int(b.hour)
-	c.Float(b.minTS)
-	c.Float(b.maxTS)
-	c.Uint(uint64(b.values))
-	c.Uint(uint64(len(b.lanes)))
+	b.readBody()
+	lanes := make([]cachedLane, 0, len(b.lanes))
 	for key, l := range b.lanes {
-		c.Bytes([]byte(key))
-		c.Times(&l.ts)
-		c.Uint(uint64(len(l.fields)))
+		cl := cachedLane{key: key, l: l}
 		for name, f := range l.fields {
-			c.Bytes([]byte(name))
-			c.Uint(uint64(f.start))
-			c.Values(&f.vals)
-			var pmin, pmax []float32 // empty: not built
-			if p := f.pyr.Load(); p != nil {
-				pmin, pmax = p.min, p.max
+			cl.names, cl.fields = append(cl.names, name), append(cl.fields, f)
+		}
+		lanes = append(lanes, cl)
+	}
+	return writeCacheFile(w, colCacheMagic, func(h *columns.Writer) {
+		h.Int(b.hour)
+		h.Float(b.minTS)
+		h.Float(b.maxTS)
+		h.Uint(uint64(b.values))
+		h.Uint(flag(b.deferred))
+		h.Uint(uint64(len(lanes)))
+		for _, cl := range lanes {
+			h.Bytes([]byte(cl.key))
+			h.TimesMeta(&cl.l.ts)
+			h.Uint(uint64(len(cl.fields)))
+			for i, f := range cl.fields {
+				h.Bytes([]byte(cl.names[i]))
+				h.Uint(uint64(f.start))
+				h.ValuesMeta(&f.vals)
+				h.Floats32(headFine(cl.names[i], f))
 			}
-			c.Floats32(pmin)
-			c.Floats32(pmax)
-			var fine []float32 // empty: not built
-			if fm := f.fine.Load(); fm != nil {
-				fine = *fm
+		}
+	}, func(c *columns.Writer) {
+		for _, cl := range lanes {
+			c.TimesData(&cl.l.ts)
+			for i, f := range cl.fields {
+				c.ValuesData(&f.vals)
+				var pmin, pmax []float32 // empty: not built
+				if p := f.pyr.Load(); p != nil {
+					pmin, pmax = p.min, p.max
+				}
+				c.Floats32(pmin)
+				c.Floats32(pmax)
+				var fine []float32 // empty: not built, or in the head
+				if fm := f.fine.Load(); fm != nil && headFine(cl.names[i], f) == nil {
+					fine = *fm
+				}
+				c.Floats32(fine)
 			}
-			c.Floats32(fine)
+		}
+	})
+}
+
+func flag(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// headFine is what the head holds of f's 4 s maxima: all of them for an eager field that has them, else nothing.
+func headFine(name string, f *field) []float32 {
+	if fm := f.fine.Load(); fm != nil && fineEager(name) {
+		return *fm
+	}
+	return nil
+}
+
+// writeCacheFile writes magic, the head that head writes, and the body that body writes.
+func writeCacheFile(w *bufio.Writer, magic string, head, body func(*columns.Writer)) error {
+	var buf bytes.Buffer
+	hw := bufio.NewWriter(&buf)
+	h := columns.NewWriter(hw)
+	head(h)
+	if err := errors.Join(h.Err(), hw.Flush()); err != nil {
+		return err
+	}
+	c := columns.NewWriter(w)
+	c.Bytes([]byte(magic))
+	c.Uint(uint64(buf.Len()))
+	if c.Err() == nil {
+		if _, err := w.Write(buf.Bytes()); err != nil {
+			return err
 		}
 	}
+	body(c)
 	return c.Err()
 }
 
 var errStaleCache = errors.New("column cache file of another version")
 
-func readGPUBlock(c *columns.Reader, hour int64) (*gpuBlock, error) {
-	magic := string(c.Bytes())
-	if c.Err() == nil && len(magic) == len(colCacheMagic) && magic[:7] == colCacheMagic[:7] && magic != colCacheMagic {
-		return nil, errStaleCache
+// cachePrefix bounds the magic and the head's length at the start of a cache file.
+const cachePrefix = 32
+
+// openCacheFile opens a cache file of magic and reads its head; the body is read from the open file on first use
+// (a cache file replaced or removed meanwhile is still the one read). warn reports a body that cannot be read.
+func openCacheFile(path, magic string, warn func(string)) ([]byte, *cacheBody, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, err
 	}
-	if magic != colCacheMagic || c.Err() != nil {
-		return nil, errors.Join(errors.New("not a column cache file"), c.Err())
+	head, body, err := readCacheHead(f, magic)
+	if err != nil {
+		f.Close()
+		return nil, nil, err
 	}
+	body.warn = warn
+	return head, body, nil
+}
+
+func readCacheHead(f *os.File, magic string) ([]byte, *cacheBody, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	pre := make([]byte, min(fi.Size(), cachePrefix))
+	if _, err := f.ReadAt(pre, 0); err != nil {
+		return nil, nil, err
+	}
+	c := columns.NewBytesReader(pre)
+	got := string(c.Bytes())
+	if c.Err() == nil && len(got) == len(magic) && got[:7] == magic[:7] && got != magic {
+		return nil, nil, errStaleCache
+	}
+	if got != magic || c.Err() != nil {
+		return nil, nil, errors.Join(errors.New("not a column cache file"), c.Err())
+	}
+	n := c.Len()
+	off := int64(len(pre) - c.Rest())
+	if c.Err() != nil || off+int64(n) > fi.Size() {
+		return nil, nil, errors.Join(errors.New("head longer than the file"), c.Err())
+	}
+	head := make([]byte, n)
+	if _, err := f.ReadAt(head, off); err != nil {
+		return nil, nil, err
+	}
+	return head, &cacheBody{f: f, off: off + int64(n), n: fi.Size() - off - int64(n)}, nil
+}
+
+// readGPUHead reads the head of a cached gpu_util hour; the block reads its body on first use.
+func readGPUHead(head []byte, body *cacheBody, hour int64) (*gpuBlock, error) {
+	c := columns.NewBytesReader(head)
 	b := newGPUBlock(c.Int())
 	if b.hour != hour {
 		return nil, fmt.Errorf("cache holds hour %d, want %d", b.hour, hour)
 	}
 	b.minTS, b.maxTS, b.values = c.Float(), c.Float(), int(c.Uint())
+	b.deferred = c.Uint() == 1
+	b.body = body
+	var order []*laneData
+	var fields [][]*field
 	lanes := c.Len()
+	fines := make([]float32, 0, min(lanes, 1<<16)*finePerHour) // the eager fields' 4 s maxima, one allocation
 	for li := 0; li < lanes && c.Err() == nil; li++ {
 		key := string(c.Bytes())
-		l := &laneData{fields: map[string]*field{}}
-		c.Times(&l.ts)
+		l := &laneData{fields: map[string]*field{}, body: body}
+		c.TimesMeta(&l.ts)
 		nf := c.Len()
+		fs := make([]*field, 0, min(nf, 64))
 		for fi := 0; fi < nf && c.Err() == nil; fi++ {
 			name := string(c.Bytes())
 			f := &field{start: c.Len()}
-			c.Values(&f.vals)
-			if pmin, pmax := c.Floats32(), c.Floats32(); len(pmin) > 0 && len(pmin) == len(pmax) {
-				f.pyr.Store(&pyramid{min: pmin, max: pmax})
-			}
-			if fine := c.Floats32(); len(fine) == finePerHour {
+			c.ValuesMeta(&f.vals)
+			var fine []float32
+			if fine, fines = c.AppendFloats32(fines); len(fine) == finePerHour {
 				f.fine.Store(&fine)
 			}
 			l.fields[name] = f
 			b.fields[name] = true
+			fs = append(fs, f)
 		}
 		b.lanes[key] = l
+		order, fields = append(order, l), append(fields, fs)
 	}
 	if c.Err() != nil {
 		return nil, c.Err()
 	}
+	if c.Rest() != 0 {
+		return nil, errors.New("head longer than its lanes")
+	}
+	body.fill = func(r *columns.Reader) {
+		for i, l := range order {
+			r.TimesData(&l.ts)
+			for _, f := range fields[i] {
+				r.ValuesData(&f.vals)
+				if pmin, pmax := r.Floats32(), r.Floats32(); len(pmin) > 0 && len(pmin) == len(pmax) {
+					f.pyr.Store(&pyramid{min: pmin, max: pmax})
+				}
+				if fine := r.Floats32(); len(fine) == finePerHour {
+					f.fine.Store(&fine)
+				}
+			}
+		}
+	}
 	return b, nil
 }
 
-// rollCacheMagic marks a cached gpu_rollup hour; 1: min and max per bucket; 2: no "mixed" flag (an hour of
-// several bucket widths is coarsened, never read raw), so a version-1 file is stale.
-const rollCacheMagic = "MILESRC2"
-
-func writeRollBlock(w *bufio.Writer, b *rollBlock) error {
-	c := columns.NewWriter(w)
-	c.Bytes([]byte(rollCacheMagic))
-	c.Int(b.hour)
-	c.Int(b.step)
-	c.Float(b.first)
-	c.Float(b.end)
-	c.Uint(uint64(len(b.lanes)))
-	for key, fs := range b.lanes {
-		c.Bytes([]byte(key))
-		c.Uint(uint64(len(fs)))
-		for name, f := range fs {
-			c.Bytes([]byte(name))
-			c.Floats32(f.min)
-			c.Floats32(f.max)
-		}
-	}
-	return c.Err()
+// cacheBody is the body of a cached hour, read on the first query that needs it. Queries run concurrently under
+// the store's read lock: once makes one of them read it, the others wait for it.
+type cacheBody struct {
+	once sync.Once
+	// done says the body was read (or failed to be): what memBytes may count.
+	done atomic.Bool
+	// f is the cache file, open since its head was read; off and n are where the body lies in it.
+	f    *os.File
+	off  int64
+	n    int64
+	warn func(string)
+	// fill reads the body into the block, in the head's order.
+	fill func(*columns.Reader)
 }
 
-func readRollBlock(c *columns.Reader, hour int64) (*rollBlock, error) {
-	magic := string(c.Bytes())
-	if c.Err() == nil && len(magic) == len(rollCacheMagic) && magic[:7] == rollCacheMagic[:7] && magic != rollCacheMagic {
-		return nil, errStaleCache
+// load reads the body (the columns' data: slices of one buffer, as the hour was read whole).
+func (c *cacheBody) load() {
+	c.once.Do(func() {
+		defer c.done.Store(true)
+		defer c.f.Close()
+		data := make([]byte, c.n)
+		if _, err := c.f.ReadAt(data, c.off); err != nil {
+			c.warn("body unreadable, the hour shows without some of its readings: " + err.Error())
+			return
+		}
+		r := columns.NewBytesReader(data)
+		c.fill(r)
+		if r.Err() != nil || r.Rest() != 0 {
+			c.warn("body damaged, the hour may show without some of its readings")
+		}
+		c.fill = nil
+	})
+}
+
+// close drops a body never to be read.
+func (c *cacheBody) close() { c.f.Close() }
+
+// loaded says whether the body was read.
+func (c *cacheBody) loaded() bool { return c == nil || c.done.Load() }
+
+// rollCacheMagic marks a cached gpu_rollup hour; 3: no "mixed" flag (an hour of several bucket widths is
+// coarsened, rollBlock.coarsen, never read raw); 2: the eager fields' buckets in the head, the others' in the
+// body; 1: min and max per bucket.
+const rollCacheMagic = "MILESRC3"
+
+// A cached gpu_rollup hour: the carpet and the fleet read util alone, a third of the hour.
+//
+//	head: Int(hour) Int(step) Float(first) Float(end) Uint(lanes) then per lane
+//	      Bytes(key) Uint(fields) then per field Bytes(name) Floats32(eager min) Floats32(eager max)
+//	body: per lane, per field not eager, Floats32(min) Floats32(max)
+func writeRollBlock(w *bufio.Writer, b *rollBlock) error {
+	b.readBody()
+	type lane struct {
+		key    string
+		names  []string
+		fields []*rollField
 	}
-	if magic != rollCacheMagic || c.Err() != nil {
-		return nil, errors.Join(errors.New("not a roll-up cache file"), c.Err())
+	lanes := make([]lane, 0, len(b.lanes))
+	for key, fs := range b.lanes {
+		l := lane{key: key}
+		for name, f := range fs {
+			l.names, l.fields = append(l.names, name), append(l.fields, f)
+		}
+		lanes = append(lanes, l)
 	}
+	return writeCacheFile(w, rollCacheMagic, func(h *columns.Writer) {
+		h.Int(b.hour)
+		h.Int(b.step)
+		h.Float(b.first)
+		h.Float(b.end)
+		h.Uint(uint64(len(lanes)))
+		for _, l := range lanes {
+			h.Bytes([]byte(l.key))
+			h.Uint(uint64(len(l.fields)))
+			for i, f := range l.fields {
+				h.Bytes([]byte(l.names[i]))
+				if fineEager(l.names[i]) {
+					h.Floats32(f.min)
+					h.Floats32(f.max)
+				}
+			}
+		}
+	}, func(c *columns.Writer) {
+		for _, l := range lanes {
+			for i, f := range l.fields {
+				if !fineEager(l.names[i]) {
+					c.Floats32(f.min)
+					c.Floats32(f.max)
+				}
+			}
+		}
+	})
+}
+
+// readRollHead reads the head of a cached gpu_rollup hour; the block reads its body on first use (readBody).
+func readRollHead(head []byte, body *cacheBody, hour int64) (*rollBlock, error) {
+	c := columns.NewBytesReader(head)
 	b := newRollBlock(c.Int())
 	if b.hour != hour {
 		return nil, fmt.Errorf("cache holds hour %d, want %d", b.hour, hour)
 	}
 	b.step = c.Int()
 	b.first, b.end = c.Float(), c.Float()
+	b.body = body
+	check := func(key, name string, f *rollField) error {
+		if len(f.min) != len(f.max) || (b.step > 0 && len(f.min) != int(3600/b.step)) {
+			return fmt.Errorf("lane %s field %s: %d minima, %d maxima", key, name, len(f.min), len(f.max))
+		}
+		return nil
+	}
+	type later struct {
+		key, name string
+		f         *rollField
+	}
+	var rest []later
 	lanes := c.Len()
 	for li := 0; li < lanes && c.Err() == nil; li++ {
 		key := string(c.Bytes())
@@ -346,9 +575,14 @@ func readRollBlock(c *columns.Reader, hour int64) (*rollBlock, error) {
 		nf := c.Len()
 		for fi := 0; fi < nf && c.Err() == nil; fi++ {
 			name := string(c.Bytes())
-			f := &rollField{min: c.Floats32(), max: c.Floats32()}
-			if len(f.min) != len(f.max) || (b.step > 0 && len(f.min) != int(3600/b.step)) {
-				return nil, fmt.Errorf("lane %s field %s: %d minima, %d maxima", key, name, len(f.min), len(f.max))
+			f := &rollField{}
+			if fineEager(name) {
+				f.min, f.max = c.Floats32(), c.Floats32()
+				if err := check(key, name, f); err != nil && c.Err() == nil {
+					return nil, err
+				}
+			} else {
+				rest = append(rest, later{key, name, f})
 			}
 			fs[name] = f
 			b.fields[name] = true
@@ -357,6 +591,17 @@ func readRollBlock(c *columns.Reader, hour int64) (*rollBlock, error) {
 	}
 	if c.Err() != nil {
 		return nil, c.Err()
+	}
+	if c.Rest() != 0 {
+		return nil, errors.New("head longer than its lanes")
+	}
+	body.fill = func(r *columns.Reader) {
+		for _, l := range rest {
+			lo, hi := r.Floats32(), r.Floats32()
+			if check(l.key, l.name, &rollField{lo, hi}) == nil {
+				l.f.min, l.f.max = lo, hi
+			}
+		}
 	}
 	return b, nil
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -233,6 +234,7 @@ func TestColumnCacheRollup(t *testing.T) {
 		}
 	}
 	cache := t.TempDir()
+	var bodyRead []bool // per query from the cache: read for util alone, read for the other fields
 	query := func() (*Store, string) {
 		st, err := Open(dir, false)
 		if err != nil {
@@ -241,7 +243,14 @@ func TestColumnCacheRollup(t *testing.T) {
 		st.SetCacheDir(cache)
 		lanes, _, _ := st.Lanes("all")
 		f := st.Fleet(h0, h0+1800, lanes, 300)
+		rb := st.gpu.rollups[499_000]
+		if rb != nil && rb.body != nil {
+			bodyRead = append(bodyRead, rb.body.loaded())
+		}
 		g := st.GPU(h0, h0+1792, lanes, 7, []string{"util", "mem_mb", "power_w"})
+		if rb != nil && rb.body != nil {
+			bodyRead = append(bodyRead, rb.body.loaded())
+		}
 		js, err := json.Marshal([]any{f, g.Lanes})
 		if err != nil {
 			t.Fatal(err)
@@ -267,9 +276,141 @@ func TestColumnCacheRollup(t *testing.T) {
 	if st2.gpu.cacheHits != 1 || second != first {
 		t.Fatalf("second open: %d cache hits, same answer %v", st2.gpu.cacheHits, second == first)
 	}
+	if fmt.Sprint(bodyRead) != "[false true]" {
+		t.Fatalf("cached roll-up's body read after the fleet, after the lane view: %v, want [false true]", bodyRead)
+	}
 	appendTo(t, dir, "dashboard/gpu_rollup/"+hourA+".jsonl", "\n")
 	st3, third := query()
 	if st3.gpu.cacheHits != 0 || third != first {
 		t.Fatalf("grown roll-up: %d cache hits, same answer %v", st3.gpu.cacheHits, third == first)
+	}
+}
+
+// TestColumnCacheBodyOnDemand: a cached hour's head (lanes, the util 4 s maxima) is all a reopen reads for the
+// first carpet; the columns' data is read on the first query that needs it, from the file opened with the head
+// even when the cache file was removed meanwhile, and every answer is the parsed hour's. A cache file of the
+// previous version is parsed again and overwritten, never misread.
+func TestColumnCacheBodyOnDemand(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "dashboard/meta.json", `{"schema_version":2,"writer":"otelcol-miles"}`)
+	var b strings.Builder
+	for i := range 600 {
+		for g := range 4 {
+			b.WriteString(gpuLine(h0+float64(i), "n1", g, float64((i*7+g*13)%100)))
+		}
+	}
+	enc, _ := zstd.NewWriter(nil)
+	write(t, dir, "dashboard/gpu_util/"+hourA+".jsonl.zst", string(enc.EncodeAll([]byte(b.String()), nil)))
+	enc.Close()
+	cache := t.TempDir()
+	open := func() *Store {
+		st, err := Open(dir, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.SetCacheDir(cache)
+		return st
+	}
+	carpet := func(st *Store) string {
+		lanes, _, _ := st.Lanes("all")
+		h, err := st.Heatmap(h0, h0+600, lanes, "util", 60) // 10 s buckets: from the 4 s maxima
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(h.T0, h.T1, string(h.Cells))
+	}
+	lanesView := func(st *Store) string {
+		lanes, _, _ := st.Lanes("all")
+		js, err := json.Marshal(st.GPU(h0, h0+600, lanes, 300, []string{"util", "mem_mb", "power_w"}).Lanes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(js)
+	}
+	waitFile := func(want func(string) bool) string {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			files, _ := filepath.Glob(filepath.Join(cache, "*", "gpu_util", "*.cols"))
+			if len(files) == 1 {
+				if data, _ := os.ReadFile(files[0]); want(string(data)) {
+					return files[0]
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no cache file as wanted: %v", files)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	// No catalog: the lanes are learned from the first load, of every field here (the hour parsed whole).
+	st1 := open()
+	st1.GPU(h0, h0+600, nil, 2, []string{"util", "mem_mb"})
+	wantCarpet, wantView := carpet(st1), lanesView(st1)
+	path := waitFile(func(data string) bool { return strings.Contains(data, colCacheMagic) })
+
+	st2 := open()
+	st2.GPU(h0, h0+600, nil, 2, []string{"util"})
+	if got := carpet(st2); got != wantCarpet || st2.gpu.cacheHits != 1 {
+		t.Fatalf("carpet from the cache (%d hits) differs: %s, want %s", st2.gpu.cacheHits, got, wantCarpet)
+	}
+	blk := st2.gpu.blocks[499_000]
+	if blk.body == nil || blk.body.loaded() {
+		t.Fatal("the first carpet read the cached hour's body")
+	}
+	if err := os.Remove(path); err != nil { // the body is still read from the file opened with the head
+		t.Fatal(err)
+	}
+	views := make([]string, 4) // queries under the read lock at once: one reads the body, the others wait for it
+	var wg sync.WaitGroup
+	for i := range views {
+		wg.Go(func() { views[i] = lanesView(st2) })
+	}
+	wg.Wait()
+	for _, got := range views {
+		if got != wantView {
+			t.Fatalf("lane view from the cache differs:\n%s\nwant\n%s", got, wantView)
+		}
+	}
+	if !blk.body.loaded() || len(st2.Meta().Notices) != 0 {
+		t.Fatalf("body read %v, notices %v", blk.body.loaded(), st2.Meta().Notices)
+	}
+
+	// The previous version's file under the same name: parsed again, same answers, overwritten with this version.
+	old := []byte("\x08MILESGC5")
+	if err := os.WriteFile(path, append(old, make([]byte, 64)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st3 := open()
+	st3.GPU(h0, h0+600, nil, 2, []string{"util"}) // parsed for util alone (gpuBlock.deferred) and cached so
+	if got := carpet(st3); got != wantCarpet || st3.gpu.cacheHits != 0 || len(st3.Meta().Notices) != 0 {
+		t.Fatalf("previous version's file: %d hits, notices %v, same carpet %v", st3.gpu.cacheHits, st3.Meta().Notices, got == wantCarpet)
+	}
+	if b := st3.gpu.blocks[499_000]; b == nil || !b.deferred {
+		t.Fatal("the first carpet of a hour not cached parsed every field")
+	}
+	waitFile(func(data string) bool { return strings.Contains(data, colCacheMagic) })
+
+	// The hour cached with util alone serves a carpet; a lane view parses it whole and caches it whole.
+	st4 := open()
+	st4.GPU(h0, h0+600, nil, 2, []string{"util"})
+	if got := carpet(st4); got != wantCarpet || st4.gpu.cacheHits != 1 || !st4.gpu.blocks[499_000].deferred {
+		t.Fatalf("util alone from the cache: %d hits, same carpet %v", st4.gpu.cacheHits, got == wantCarpet)
+	}
+	if got := lanesView(st4); got != wantView || st4.gpu.blocks[499_000].deferred {
+		t.Fatal("lane view after util alone from the cache differs, or did not parse the hour whole")
+	}
+	waitFile(func(string) bool { // the whole hour's file replaces the one with util alone
+		head, body, err := openCacheFile(path, colCacheMagic, nil)
+		if err != nil {
+			return false
+		}
+		defer body.close()
+		b, err := readGPUHead(head, body, 499_000)
+		return err == nil && !b.deferred
+	})
+	st5 := open()
+	st5.GPU(h0, h0+600, nil, 2, []string{"util", "mem_mb"})
+	if got := lanesView(st5); got != wantView || st5.gpu.cacheHits != 1 {
+		t.Fatalf("whole hour from the cache: %d hits, same lane view %v", st5.gpu.cacheHits, got == wantView)
 	}
 }

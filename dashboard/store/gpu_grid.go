@@ -95,6 +95,10 @@ func (g cellGrid) starts() []float64 {
 // pyramidOf does for the 16 s pyramid.
 func (l *laneData) fineMax(f *field, hour int64, mu *sync.Mutex, sc *foldScratch) []float32 {
 	if p := f.fine.Load(); p != nil {
+		return *p // an eager field's, also while a cached hour's body is unread
+	}
+	l.readBody()
+	if p := f.fine.Load(); p != nil {
 		return *p
 	}
 	mu.Lock()

@@ -12,7 +12,16 @@ type gpuRecord struct {
 	gpu  float64
 	vals [maxRecordFields]rawKV
 	n    int
+	// eagerOnly (set by the block: gpuBlock.deferred) has scanFast parse only the eager fields' numbers
+	// (fineEager); the other numeric members go to skipped with their raw values, unparsed.
+	eagerOnly bool
+	skipped   [maxRecordFields]rawSpan
+	ns        int
 }
+
+// rawSpan is a numeric member scanFast left unparsed: its key and its raw value (up to what ends a raw value for
+// flatjson.Scan).
+type rawSpan struct{ k, v []byte }
 
 // maxRecordFields bounds the numeric members kept of one record (the exporter writes about 20).
 const maxRecordFields = 32
@@ -64,8 +73,14 @@ func (r *gpuRecord) scan(line []byte) bool {
 // per member; false when the line is not a usable record or holds what it leaves to scan (a time written as a
 // string, a malformed member). Where it returns true, r is exactly what scan gives (the tests hold the two
 // against each other). It is the cold-open hot path: every reading of a v1 run is parsed at the first carpet.
+//
+// With eagerOnly, members other than ts, gpu and the eager fields are skipped to the end of their raw value
+// instead, where the number reader would also have stopped; it then leaves to scan any record whose numeric
+// members, parsed or skipped, could reach maxRecordFields, so that the members it keeps are exactly the eager ones
+// scan gives.
 func (r *gpuRecord) scanFast(line []byte) bool {
-	r.ts, r.node, r.gpu, r.n = 0, nil, -1, 0
+	r.ts, r.node, r.gpu, r.n, r.ns = 0, nil, -1, 0, 0
+	members := 0 // numeric or other plain values, ts and gpu included
 	i := flatjson.SkipSpace(line, 0)
 	if i >= len(line) || line[i] != '{' {
 		return false
@@ -129,6 +144,20 @@ func (r *gpuRecord) scanFast(line []byte) bool {
 			}
 			i = end
 		default:
+			members++
+			if r.eagerOnly && members >= len(r.vals) {
+				return false // scan may have to drop members past maxRecordFields
+			}
+			if r.eagerOnly && !isKey(key, "ts") && !isKey(key, "gpu") && !isKey(key, eagerField) {
+				j = i
+				for j < len(line) && line[j] != ',' && line[j] != '}' && line[j] != ' ' {
+					j++
+				}
+				r.skipped[r.ns] = rawSpan{key, line[i:j]}
+				r.ns++
+				i = j
+				break
+			}
 			j = r.number(line, i, key)
 			if j < 0 {
 				return false

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/columns"
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/flatjson"
 )
 
 // TestScanFastMatchesScan: wherever the one-pass record reader takes a line, it reads exactly what the generic
@@ -91,6 +92,43 @@ func TestScanFastMatchesScan(t *testing.T) {
 			}
 		}
 	}
+	// eagerOnly: where it takes a line, it keeps exactly scan's eager members and skips the others, whose names
+	// with a number for a value are scan's other members.
+	deferredFast := 0
+	for _, line := range lines {
+		var a, b gpuRecord
+		okSlow := a.scan([]byte(line))
+		b.eagerOnly = true
+		if !b.scanFast([]byte(line)) {
+			continue
+		}
+		deferredFast++
+		if !okSlow || math.Float64bits(a.ts) != math.Float64bits(b.ts) || !bytes.Equal(a.node, b.node) || math.Float64bits(a.gpu) != math.Float64bits(b.gpu) {
+			t.Fatalf("%s: eager fast path reads the record differently", line)
+		}
+		var want, got, wantOther, gotOther []string
+		for _, x := range a.vals[:a.n] {
+			if string(x.k) == eagerField {
+				want = append(want, fmt.Sprint(x.v))
+			} else {
+				wantOther = append(wantOther, string(x.k))
+			}
+		}
+		for _, x := range b.vals[:b.n] {
+			got = append(got, fmt.Sprint(x.v))
+		}
+		for _, m := range b.skipped[:b.ns] {
+			if _, ok := flatjson.ParseNum(m.v); ok {
+				gotOther = append(gotOther, string(m.k))
+			}
+		}
+		if fmt.Sprint(want, wantOther) != fmt.Sprint(got, gotOther) {
+			t.Fatalf("%s: eager fast path keeps %v and skips %v, scan %v and %v", line, got, gotOther, want, wantOther)
+		}
+	}
+	if deferredFast < 3000 {
+		t.Fatalf("only %d of %d lines read by the eager fast path", deferredFast, len(lines))
+	}
 	for _, line := range lines[:2] {
 		var r gpuRecord
 		if !r.scanFast([]byte(line)) {
@@ -112,7 +150,7 @@ func colBytes(c *columns.Values) []byte {
 }
 
 // BenchmarkAddLine: the cold-open hot path, one hour of 64 lanes' readings as miles v1 writes them, parsed into a
-// block (per line: record read, lane found, columns appended, 4 s maxima kept).
+// block (per line: record read, lane found, columns appended, 4 s maxima kept); deferred: util alone parsed.
 //
 //	go test -run '^$' -bench AddLine -count 6 ./dashboard/store/
 func BenchmarkAddLine(b *testing.B) {
@@ -124,13 +162,14 @@ func BenchmarkAddLine(b *testing.B) {
 				1797120000+float64(sec)+rng.Float64()*0.3, l/8+1, l%8, 60+rng.IntN(36), 70000+rng.IntN(2000), 600+rng.IntN(100)))
 		}
 	}
-	for _, mode := range []string{"addLine", "scanFast", "scan"} {
+	for _, mode := range []string{"addLine", "addLine-deferred", "scanFast", "scan"} {
 		b.Run(mode, func(b *testing.B) {
 			for b.Loop() {
 				blk := newGPUBlock(499_200)
+				blk.deferred = mode == "addLine-deferred"
 				for _, line := range lines {
 					switch mode {
-					case "addLine":
+					case "addLine", "addLine-deferred":
 						blk.addLine(line, nil)
 					case "scanFast":
 						blk.rec.scanFast(line)

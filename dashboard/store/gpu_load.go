@@ -96,30 +96,31 @@ func (g *gpuReader) refreshLocked(newest int64) bool {
 // an hour not loaded yet.
 func (g *gpuReader) loadHourLocked(h int64) {
 	var only *laneFilter
+	deferred := false // an hour not loaded yet: every field, as before any query asked
 	g.run.lmu.Lock()
 	if b := g.blocks[h]; b != nil {
-		only = b.only
+		only, deferred = b.only, b.deferred
 	}
 	g.run.lmu.Unlock()
-	g.loadHour(h, only)
+	g.loadHour(h, only, deferred)
 }
 
-// loadGPUHour reads hour h of gpu_util for the lanes of only (nil: every lane). A block holding fewer lanes
-// than asked for is read again from the start.
-func (g *gpuReader) loadHour(h int64, only *laneFilter) {
+// loadGPUHour reads hour h of gpu_util for the lanes of only (nil: every lane), only the eager fields when
+// deferred (gpuBlock.deferred). A block holding fewer lanes or fields than asked for is read again from the start.
+func (g *gpuReader) loadHour(h int64, only *laneFilter, deferred bool) {
 	p := g.utilFiles.Parts[h]
 	if p == nil {
 		return
 	}
 	g.run.lmu.Lock()
 	delete(g.tails, h) // the whole hour supersedes a tail read
-	if b := g.blocks[h]; b != nil && !b.only.covers(only) {
+	if b := g.blocks[h]; b != nil && (!b.only.covers(only) || b.deferred && !deferred) {
 		delete(g.blocks, h)
 		p.Reset()
 	}
 	g.run.lmu.Unlock()
 	if !p.Loaded && only == nil {
-		if cb, files, ok := g.cachedHourLocked(h, p); ok {
+		if cb, files, ok := g.cachedHourLocked(h, p, deferred); ok {
 			g.run.lmu.Lock()
 			g.blocks[h] = cb
 			g.cacheHits++
@@ -137,10 +138,12 @@ func (g *gpuReader) loadHour(h int64, only *laneFilter) {
 	b := g.blocks[h]
 	if b == nil {
 		b = newGPUBlock(h)
-		b.only = only
+		b.only, b.deferred = only, deferred
 		g.blocks[h] = b
 	}
 	g.run.lmu.Unlock()
+	b.readBody() // a cached hour that grew: its columns are appended to
+
 	var files []cacheFile // the hour's files, none read yet, when the block may go into the cache
 	if g.cacheDir != "" && !p.Loaded && h >= 0 && b.only == nil {
 		if files = cacheFiles(p); !stat(files) {
@@ -153,7 +156,7 @@ func (g *gpuReader) loadHour(h int64, only *laneFilter) {
 		g.run.lmu.Lock()
 		delete(g.blocks, h)
 		g.run.lmu.Unlock()
-		g.loadHour(h, b.only)
+		g.loadHour(h, b.only, b.deferred)
 		return
 	}
 	g.run.report(reports, err)
@@ -170,13 +173,24 @@ func (g *gpuReader) loadHour(h int64, only *laneFilter) {
 	}
 }
 
-// gpuHeld says whether hour h of gpu_util is loaded for every lane of want (nil: all lanes).
-func (g *gpuReader) held(h int64, want *laneFilter) bool {
+// gpuHeld says whether hour h of gpu_util is loaded for every lane of want (nil: all lanes), with every field
+// unless eager (the query asks for eager fields only).
+func (g *gpuReader) held(h int64, want *laneFilter, eager bool) bool {
 	if !g.utilFiles.Parts[h].Loaded {
 		return false
 	}
 	b := g.blocks[h]
-	return b == nil || b.only.covers(want)
+	return b == nil || b.only.covers(want) && (eager || !b.deferred)
+}
+
+// eagerOnly says whether fields are all eager (fineEager): an hour not loaded yet is then parsed for those alone.
+func eagerOnly(fields []string) bool {
+	for _, f := range fields {
+		if !fineEager(f) {
+			return false
+		}
+	}
+	return len(fields) > 0
 }
 
 // rawFilter is what a raw hour read for sel keeps: sel's lanes when they are few (a lane view parses the
@@ -240,6 +254,7 @@ func (g *gpuReader) loadRollupHourLocked(h int64) {
 			files = nil
 		}
 	}
+	b.readBody() // a cached hour that grew: its buckets are widened
 	reports, err := b.read(g.rollupFiles, p, g.run.laneSeen)
 	if errors.Is(err, partition.ErrReload) {
 		p.Reset()
@@ -355,6 +370,7 @@ func (g *gpuReader) rawNeededLocked(h int64, t0, t1, width float64, coarse bool,
 // ensureGPU loads what a GPU query needs: the roll-up of the window's hours, and the gpu_util hours it does
 // not answer.
 func (g *gpuReader) ensure(t0, t1, width float64, coarse bool, fields []string, sel []*Lane) {
+	eager := eagerOnly(fields)
 	missing := func() bool {
 		if !g.rollupOff {
 			for _, h := range g.rollupFiles.Overlapping(t0, t1, 0, 0) {
@@ -370,7 +386,7 @@ func (g *gpuReader) ensure(t0, t1, width float64, coarse bool, fields []string, 
 			}
 		}
 		for _, h := range g.utilFiles.Overlapping(t0, t1, 0, 0) {
-			if g.held(h, g.rawFilter(h, sel)) {
+			if g.held(h, g.rawFilter(h, sel), eager) {
 				continue
 			}
 			if need, _, tailOK := g.rawNeededLocked(h, t0, t1, width, coarse, fields); need && !tailOK {
@@ -406,7 +422,7 @@ func (g *gpuReader) ensure(t0, t1, width float64, coarse bool, fields []string, 
 	var jobs []loadJob
 	for _, h := range g.utilFiles.Overlapping(t0, t1, 0, 0) {
 		only := g.rawFilter(h, sel)
-		if g.held(h, only) {
+		if g.held(h, only, eager) {
 			continue
 		}
 		need, tailOnly, tailOK := g.rawNeededLocked(h, t0, t1, width, coarse, fields)
@@ -414,7 +430,7 @@ func (g *gpuReader) ensure(t0, t1, width float64, coarse bool, fields []string, 
 		case !need || tailOK:
 		case tailOnly && !g.utilFiles.Parts[h].Loaded && g.loadTailLocked(h, g.rollups[h].end):
 		default:
-			jobs = append(jobs, func() { g.loadHour(h, only) })
+			jobs = append(jobs, func() { g.loadHour(h, only, eager) })
 		}
 	}
 	g.run.loadAll(jobs)
@@ -442,6 +458,7 @@ func (g *gpuReader) loadTailLocked(h int64, seam float64) bool {
 	// The file must be in time order near the seam: every lane of the roll-up's newest bucket has readings in
 	// the tail. Otherwise (a file written some other way) the whole hour is read.
 	if rb := g.rollups[h]; rb != nil && off > 0 {
+		rb.readBody()
 		j := int((rb.end-float64(h*3600))/float64(rb.step)) - 1
 		for key, fs := range rb.lanes {
 			for _, f := range fs {

@@ -101,7 +101,9 @@ func (s *Store) gpuQuery(t0, t1 float64, sel []*Lane, points int, fields []strin
 	hours := s.gpu.hours(lo, hi)
 	rolls := make([]*rollBlock, len(hours))
 	for i, h := range hours {
-		rolls[i] = s.gpu.rollUse(h, t0, g.width, coarse)
+		if rolls[i] = s.gpu.rollUse(h, t0, g.width, coarse); rolls[i] != nil && !eagerOnly(fields) {
+			rolls[i].readBody() // a cached hour's fields not eager, before the workers read them
+		}
 	}
 	res.Lanes = make([]GPULane, len(sel))
 	// Lanes are independent: folded on every core when many (a carpet of 512 lanes reads ~7 M readings), each

@@ -50,6 +50,17 @@ type rollBlock struct {
 	// byNode finds a record's lane from its node and gpu without building the key (lanes interleave line by
 	// line, so the lookup runs per record).
 	byNode map[string][]*rollLane
+	// body holds the buckets of the fields not eager (fineEager) while the hour came from the column cache and no
+	// query asked for them (gpu_cache.go); readBody reads it. nil: the lanes hold every field's buckets.
+	body *cacheBody
+}
+
+// readBody reads the buckets of every field if the column cache has not yet: before a query of a field not eager,
+// and before the block grows.
+func (b *rollBlock) readBody() {
+	if b.body != nil {
+		b.body.load()
+	}
 }
 
 // rollLane is one lane's fields, with the field order of its last record (the next one almost always repeats
@@ -399,8 +410,12 @@ func lcm(a, b int64) int64 {
 
 func (b *rollBlock) memBytes() int {
 	n := 0
+	body := b.body.loaded() // else the fields not eager hold nothing yet
 	for _, l := range b.lanes {
-		for _, f := range l {
+		for name, f := range l {
+			if !body && !fineEager(name) {
+				continue
+			}
 			n += 4*cap(f.min) + 4*cap(f.max)
 		}
 	}

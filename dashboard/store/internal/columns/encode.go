@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"math"
+	"slices"
 )
 
 // Writer writes columns and the numbers around them as varints; the first error sticks (Err).
@@ -122,67 +123,114 @@ func (c *Reader) Bytes() []byte {
 
 // Floats32 reads what Writer.Floats32 wrote.
 func (c *Reader) Floats32() []float32 {
+	v, _ := c.AppendFloats32(nil)
+	return v
+}
+
+// AppendFloats32 reads what Writer.Floats32 wrote into dst's spare capacity (growing it when short): the values
+// read, capped to their length, and dst extended by them. A reader of many small columns fills one allocation
+// instead of one per column.
+func (c *Reader) AppendFloats32(dst []float32) (vals, extended []float32) {
 	n := c.Len()
 	if c.err != nil {
-		return nil
+		return nil, dst
 	}
 	var b []byte
 	if c.inMem {
 		if b = c.take(4 * n); b == nil {
-			return nil
+			return nil, dst
 		}
 	} else {
 		b = make([]byte, 4*n)
 		if _, c.err = io.ReadFull(c.r, b); c.err != nil {
-			return nil
+			return nil, dst
 		}
 	}
-	v := make([]float32, n)
+	start := len(dst)
+	dst = slices.Grow(dst, n)[:start+n]
+	v := dst[start : start+n : start+n]
 	for i := range v {
 		v[i] = math.Float32frombits(binary.LittleEndian.Uint32(b[4*i:]))
 	}
-	return v
+	return v, dst
 }
 
-// Times writes a timestamp column.
+// Times writes a timestamp column: TimesMeta, then TimesData.
 func (c *Writer) Times(t *Times) {
+	c.TimesMeta(t)
+	c.TimesData(t)
+}
+
+// TimesMeta writes what a timestamp column knows without its data (its length, range and encoder state): a
+// file may keep it apart from the data, which is then read only when asked for.
+func (c *Writer) TimesMeta(t *Times) {
 	c.Uint(uint64(t.n))
 	c.Int(t.lastT)
 	c.Int(t.lastD)
 	c.Int(t.minT)
 	c.Int(t.maxT)
-	c.Bytes(t.buf)
 }
 
-// Values writes a value column.
+// TimesData writes a timestamp column's encoded data.
+func (c *Writer) TimesData(t *Times) { c.Bytes(t.buf) }
+
+// Values writes a value column: ValuesMeta, then ValuesData.
 func (c *Writer) Values(v *Values) {
+	c.ValuesMeta(v)
+	c.ValuesData(v)
+}
+
+// ValuesMeta writes a value column's length and encoder state, as TimesMeta does.
+func (c *Writer) ValuesMeta(v *Values) {
 	c.Uint(uint64(v.n))
 	c.Int(v.lastV)
 	c.Int(v.lastD)
 	c.Uint(uint64(v.costD))
 	c.Uint(uint64(v.costDD))
-	c.Bytes(v.buf)
 }
+
+// ValuesData writes a value column's encoded data.
+func (c *Writer) ValuesData(v *Values) { c.Bytes(v.buf) }
 
 // Err is the first write error.
 func (c *Writer) Err() error { return c.err }
 
 // Times reads a timestamp column Writer.Times wrote.
 func (c *Reader) Times(t *Times) {
+	c.TimesMeta(t)
+	c.TimesData(t)
+}
+
+// TimesMeta reads what Writer.TimesMeta wrote. Until TimesData fills the data the column knows its length and
+// range (Len, Interval) but decodes nothing.
+func (c *Reader) TimesMeta(t *Times) {
 	t.n = c.Len()
 	t.lastT, t.lastD, t.minT, t.maxT = c.Int(), c.Int(), c.Int(), c.Int()
-	t.buf = c.Bytes()
 }
+
+// TimesData reads what Writer.TimesData wrote into a column TimesMeta read.
+func (c *Reader) TimesData(t *Times) { t.buf = c.Bytes() }
 
 // Values reads a value column Writer.Values wrote.
 func (c *Reader) Values(v *Values) {
+	c.ValuesMeta(v)
+	c.ValuesData(v)
+}
+
+// ValuesMeta reads what Writer.ValuesMeta wrote, as TimesMeta does.
+func (c *Reader) ValuesMeta(v *Values) {
 	v.n = c.Len()
 	v.lastV = c.Int()
 	v.lastD = c.Int()
 	v.costD = uint32(c.Uint())
 	v.costDD = uint32(c.Uint())
-	v.buf = c.Bytes()
 }
+
+// ValuesData reads what Writer.ValuesData wrote into a column ValuesMeta read.
+func (c *Reader) ValuesData(v *Values) { v.buf = c.Bytes() }
+
+// Rest is how many bytes a reader in memory has not read yet.
+func (c *Reader) Rest() int { return len(c.mem) }
 
 // Err is the first read error (io.EOF on a short file).
 func (c *Reader) Err() error { return c.err }

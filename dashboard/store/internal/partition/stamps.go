@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"slices"
+	"sync"
 
 	"github.com/klauspost/compress/zstd"
 
@@ -83,6 +84,17 @@ func FirstLine(p *Partition) []byte {
 	return nil
 }
 
+// firstLineDecoders are firstLine's zstd decoders, reused: a decoder allocates (and clears) a history of the
+// frame's window on its first block, 8 MiB for a compacted hour, and opening a run asks for the first line of
+// every hour in the window. Synchronous (concurrency 1), they hold no goroutines when dropped.
+var firstLineDecoders = sync.Pool{New: func() any {
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+	if err != nil {
+		return nil
+	}
+	return dec
+}}
+
 func (p *File) firstLine() []byte {
 	var r io.Reader
 	var closers []io.Closer
@@ -98,11 +110,11 @@ func (p *File) firstLine() []byte {
 			return nil
 		}
 		closers = append(closers, f)
-		dec, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(1))
-		if err != nil {
+		dec, _ := firstLineDecoders.Get().(*zstd.Decoder)
+		if dec == nil || dec.Reset(f) != nil {
 			return nil
 		}
-		defer dec.Close()
+		defer firstLineDecoders.Put(dec)
 		r = dec
 	case p.Plain != "":
 		f, err := os.Open(p.Plain)
