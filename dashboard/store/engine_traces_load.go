@@ -5,24 +5,38 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"unsafe"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
 
-// engineTraceReader reads the engine_traces stream (docs/semconv.md §10): sglang's request spans, by trace, in
-// hour blocks loaded when a view needs them (the anatomy joins them to generate segments: engine_traces_join.go).
+// engineTraceReader reads the engine_traces stream (docs/semconv.md §10): sglang's request spans, by hour and
+// trace, in hour blocks loaded when a view needs them (the anatomy joins them to generate segments:
+// engine_traces_join.go) and dropped by hour under the memory budget (budget.go).
 type engineTraceReader struct {
 	// run is the store whose lock, notices and data edge the reader shares.
 	run *Store
 	// files are the stream's partitions.
 	files *partition.Stream
-	// byTrace holds the loaded spans of every trace, in reading order.
-	byTrace map[traceID][]engSpan
-	// records counts the records loaded (the anatomy cache key moves when it grows).
+	// hours holds the loaded hours.
+	hours map[int64]*traceHour
+	// records counts the records loaded, again after a reload too (the anatomy cache key moves when it grows).
 	records uint64
 	// names interns slice names, so a span holds a small index.
 	names interner
+}
+
+// traceHour is one hour of engine_traces: the spans of every trace with records in the hour, in reading order.
+type traceHour struct {
+	// byTrace holds the hour's spans by trace.
+	byTrace map[traceID][]engSpan
+	// spans counts the spans held.
+	spans int
+}
+
+func (t *traceHour) heldBytes() int64 {
+	return int64(t.spans)*int64(unsafe.Sizeof(engSpan{})) + int64(len(t.byTrace))*(16+24+mapEntryBytes)
 }
 
 // engSpan is one engine span as the file holds it, with absolute times.
@@ -47,7 +61,7 @@ const (
 )
 
 func newEngineTraceReader(run *Store) engineTraceReader {
-	r := engineTraceReader{run: run, files: partition.NewStream(run.dir, sc.StreamEngineTraces), byTrace: map[traceID][]engSpan{}}
+	r := engineTraceReader{run: run, files: partition.NewStream(run.dir, sc.StreamEngineTraces), hours: map[int64]*traceHour{}}
 	r.names.init()
 	return r
 }
@@ -109,8 +123,9 @@ func parseSpanID(s string) (spanID, bool) {
 	return id, err == nil
 }
 
-// engineLine parses one record; a record that is not an engine_traces bundle is refused (counted as corrupt).
-func (r *engineTraceReader) engineLine(line []byte) bool {
+// engineLine parses one record of hour th; a record that is not an engine_traces bundle is refused (counted as
+// corrupt).
+func (r *engineTraceReader) engineLine(th *traceHour, line []byte) bool {
 	var rec engRecJSON
 	if json.Unmarshal(line, &rec) != nil || len(rec.Trace) != 32 || len(rec.Spans) == 0 {
 		return false
@@ -124,7 +139,8 @@ func (r *engineTraceReader) engineLine(line []byte) bool {
 	if rec.Parent != nil {
 		def, hasDef = parseSpanID(*rec.Parent)
 	}
-	out := r.byTrace[tid]
+	out := th.byTrace[tid]
+	n := len(out)
 	for _, m := range rec.Spans {
 		id, ok := parseSpanID(m.Span)
 		if !ok || m.T0 == nil || m.T1 == nil {
@@ -164,7 +180,8 @@ func (r *engineTraceReader) engineLine(line []byte) bool {
 		}
 		out = append(out, s)
 	}
-	r.byTrace[tid] = out
+	th.byTrace[tid] = out
+	th.spans += len(out) - n
 	r.records++
 	return true
 }
@@ -184,28 +201,43 @@ func (r *engineTraceReader) loadHourLocked(h int64) {
 	if p == nil {
 		return
 	}
-	reports, err := r.files.Read(p, r.engineLine)
+	th := r.hours[h]
+	if th == nil {
+		th = &traceHour{byTrace: map[traceID][]engSpan{}}
+		r.hours[h] = th
+	}
+	reports, err := r.files.Read(p, func(line []byte) bool { return r.engineLine(th, line) })
 	if errors.Is(err, partition.ErrReload) {
-		// A rewritten partition (compaction): start the stream over, as records of it are in byTrace.
-		loaded := []int64{h}
-		for hh, q := range r.files.Parts {
-			if q.Loaded && hh != h {
-				loaded = append(loaded, hh)
-			}
-			q.Reset()
-		}
-		r.byTrace = map[traceID][]engSpan{}
+		// A rewritten partition (compaction): the hour is read over.
+		p.Reset()
+		delete(r.hours, h)
 		r.records++
-		for _, hh := range loaded {
-			r.loadHourLocked(hh)
-		}
+		r.loadHourLocked(h)
 		return
 	}
 	r.run.report(reports, err)
 	p.Loaded = true
 }
 
-// ensureHours loads the hours lo…hi not loaded yet.
+// spansLocked is every span of trace tid in hours lo…hi, each span once (the first read, by hour), in the
+// order the hours were read. Only the hours asked for: which others happen to be loaded does not change an answer.
+func (r *engineTraceReader) spansLocked(tid traceID, lo, hi int64) []engSpan {
+	var out []engSpan
+	for h := lo; h <= hi; h++ {
+		th := r.hours[h]
+		if th == nil {
+			continue
+		}
+		for _, s := range th.byTrace[tid] {
+			if out == nil || !hasSpan(out, s.id) {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// ensureHours loads the hours lo…hi not loaded yet and marks them used. The caller holds a pin (budget.go).
 func (r *engineTraceReader) ensureHours(lo, hi int64) {
 	r.run.mu.RLock()
 	missing := false
@@ -213,6 +245,9 @@ func (r *engineTraceReader) ensureHours(lo, hi int64) {
 		if h >= lo && h <= hi && !r.files.Parts[h].Loaded {
 			missing = true
 		}
+	}
+	if !missing {
+		r.run.touch(heldTrace, lo, hi)
 	}
 	r.run.mu.RUnlock()
 	if !missing {
@@ -225,4 +260,6 @@ func (r *engineTraceReader) ensureHours(lo, hi int64) {
 			r.loadHourLocked(h)
 		}
 	}
+	r.run.touch(heldTrace, lo, hi)
+	r.run.settleLocked()
 }

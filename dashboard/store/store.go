@@ -97,6 +97,10 @@ type Store struct {
 	listeners map[chan struct{}]struct{}
 	// metaVer is bumped when lanes or notices change.
 	metaVer int
+
+	// mem is the store's part of the memory budget: the evictable hour blocks it holds, the queries in flight
+	// (budget.go, docs/operations.md "Memory").
+	mem memHeld
 }
 
 // streamReader is what the Store front asks of each per-stream reader. The caller holds Store.mu for writing.
@@ -127,7 +131,7 @@ func Open(dir string, follow bool) (*Store, error) {
 	}
 	s := &Store{
 		dir: dir, follow: follow, now: time.Now, horizon: math.MaxInt64 / 2,
-		notices: map[string]Notice{}, listeners: map[chan struct{}]struct{}{},
+		notices: map[string]Notice{}, listeners: map[chan struct{}]struct{}{}, mem: newMemHeld(),
 	}
 	s.lanes = newLaneReader()
 	s.gpu = newGPUReader(s)
@@ -220,6 +224,7 @@ func (s *Store) Refresh() {
 	if e := s.edgeLocked(); e > s.edge {
 		s.edge = e
 	}
+	s.settleLocked() // what the followed hours gained counts in the memory budget
 	grew = grew || s.edge > prevEdge
 	if k := stalledKey(s.shardStatusLocked()); k != s.stalled {
 		s.stalled = k
