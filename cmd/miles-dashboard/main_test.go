@@ -94,9 +94,17 @@ func TestParseBytes(t *testing.T) {
 		want int64
 		err  bool
 	}{
-		{"0", 0, false}, {"2GiB", 2 << 30, false}, {"512 MiB", 512 << 20, false}, {"1gb", 1e9, false},
-		{"4096", 4096, false}, {"1KiB", 1024, false}, {"", 0, true}, {"-1GiB", 0, true}, {"2 GiBs", 0, true},
-		{"1.5GiB", 0, true}, {"9999999TiB", 0, true},
+		{"0", 0, false},
+		{"2GiB", 2 << 30, false},
+		{"512 MiB", 512 << 20, false},
+		{"1gb", 1e9, false},
+		{"4096", 4096, false},
+		{"1KiB", 1024, false},
+		{"", 0, true},
+		{"-1GiB", 0, true},
+		{"2 GiBs", 0, true},
+		{"1.5GiB", 0, true},
+		{"9999999TiB", 0, true},
 	} {
 		got, err := parseBytes(tc.in)
 		if (err != nil) != tc.err || got != tc.want && !tc.err {

@@ -17,7 +17,7 @@ import (
 // from its files (or the column cache). What is dropped is only ever a copy of the files: gpu_util and
 // gpu_rollup hours, trajectories hours and engine_traces hours. The rest stays resident — small, whole-run, or
 // not rebuilt hour by hour: phases, step metrics, topology, the engine series (the advisory and the key
-// catalogue read every hour), the trajectories step index, the live tails of gpu_util, interned strings, lanes.
+// catalog read every hour), the trajectories step index, the live tails of gpu_util, interned strings, lanes.
 //
 //	load (ensure, Refresh) ──▶ settleLocked: count new and grown blocks ──▶ over budget: evictLocked, LRU first,
 //	never a block a query in flight touched (pins), never the newest two hours of a followed run
@@ -156,7 +156,8 @@ func (s *Store) pin() (unpin func()) {
 	s.lmu.Unlock()
 	return func() {
 		s.lmu.Lock()
-		if s.mem.pins[t]--; s.mem.pins[t] <= 0 {
+		s.mem.pins[t]--
+		if s.mem.pins[t] <= 0 {
 			delete(s.mem.pins, t)
 		}
 		s.lmu.Unlock()
