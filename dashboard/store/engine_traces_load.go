@@ -21,8 +21,12 @@ type engineTraceReader struct {
 	files *partition.Stream
 	// hours holds the loaded hours.
 	hours map[int64]*traceHour
-	// records counts the records loaded, again after a reload too (the anatomy cache key moves when it grows).
+	// records counts the records read (the anatomy cache key moves when it grows); an hour dropped by the memory
+	// budget and read again adds only what it gained since (most: the same hour, nothing), so reading it again
+	// keeps the cached anatomies.
 	records uint64
+	// most is, per hour, the most records it held at any load.
+	most map[int64]uint64
 	// names interns slice names, so a span holds a small index.
 	names interner
 }
@@ -31,12 +35,17 @@ type engineTraceReader struct {
 type traceHour struct {
 	// byTrace holds the hour's spans by trace.
 	byTrace map[traceID][]engSpan
-	// spans counts the spans held.
-	spans int
+	// records counts the records read into the hour.
+	records uint64
 }
 
+// heldBytes is the hour's size estimate: the spans' backing arrays as allocated, and a map entry per trace.
 func (t *traceHour) heldBytes() int64 {
-	return int64(t.spans)*int64(unsafe.Sizeof(engSpan{})) + int64(len(t.byTrace))*(16+24+mapEntryBytes)
+	n := int64(0)
+	for _, spans := range t.byTrace {
+		n += int64(cap(spans))*int64(unsafe.Sizeof(engSpan{})) + 16 + 24 + mapEntryBytes
+	}
+	return n
 }
 
 // engSpan is one engine span as the file holds it, with absolute times.
@@ -61,7 +70,7 @@ const (
 )
 
 func newEngineTraceReader(run *Store) engineTraceReader {
-	r := engineTraceReader{run: run, files: partition.NewStream(run.dir, sc.StreamEngineTraces), hours: map[int64]*traceHour{}}
+	r := engineTraceReader{run: run, files: partition.NewStream(run.dir, sc.StreamEngineTraces), hours: map[int64]*traceHour{}, most: map[int64]uint64{}}
 	r.names.init()
 	return r
 }
@@ -140,7 +149,6 @@ func (r *engineTraceReader) engineLine(th *traceHour, line []byte) bool {
 		def, hasDef = parseSpanID(*rec.Parent)
 	}
 	out := th.byTrace[tid]
-	n := len(out)
 	for _, m := range rec.Spans {
 		id, ok := parseSpanID(m.Span)
 		if !ok || m.T0 == nil || m.T1 == nil {
@@ -181,8 +189,7 @@ func (r *engineTraceReader) engineLine(th *traceHour, line []byte) bool {
 		out = append(out, s)
 	}
 	th.byTrace[tid] = out
-	th.spans += len(out) - n
-	r.records++
+	th.records++
 	return true
 }
 
@@ -208,15 +215,20 @@ func (r *engineTraceReader) loadHourLocked(h int64) {
 	}
 	reports, err := r.files.Read(p, func(line []byte) bool { return r.engineLine(th, line) })
 	if errors.Is(err, partition.ErrReload) {
-		// A rewritten partition (compaction): the hour is read over.
+		// A rewritten partition (compaction): the hour is read over, and counted anew.
 		p.Reset()
 		delete(r.hours, h)
+		delete(r.most, h)
 		r.records++
 		r.loadHourLocked(h)
 		return
 	}
 	r.run.report(reports, err)
 	p.Loaded = true
+	if th.records > r.most[h] {
+		r.records += th.records - r.most[h]
+		r.most[h] = th.records
+	}
 }
 
 // spansLocked is every span of trace tid in hours lo…hi, each span once (the first read, by hour), in the
