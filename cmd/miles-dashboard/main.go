@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -133,6 +134,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	mem := store.NewBudget(budget)
 	opts.Budget = mem
+	setMemoryLimit(budget)
 	var handler http.Handler
 	what, mode := *dir, "static"
 	if *root != "" {
@@ -243,6 +245,19 @@ func serveProfiles(addr string, stderr io.Writer) (func(), error) {
 	fmt.Fprintf(stderr, "miles-dashboard: profiles at http://%s/debug/pprof/\n", ln.Addr())
 	go func() { _ = hs.Serve(ln) }()
 	return func() { _ = hs.Close() }, nil
+}
+
+// setMemoryLimit gives the Go runtime a soft memory limit of the budget plus 1 GiB, unless GOMEMLIMIT sets one
+// or the budget is off. The heap otherwise grows to twice what is live before it is collected (GOGC=100), and
+// dropped and reloaded hours make garbage fast: the limit makes the collector work harder near it instead of
+// letting RSS run to twice the budget. The 1 GiB is for what stays resident outside the budget and the answers
+// being written (docs/operations.md "Memory"); past the limit the runtime still grows the heap, at most half the
+// CPU going to collection.
+func setMemoryLimit(budget int64) {
+	if budget <= 0 || os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	debug.SetMemoryLimit(budget + 1<<30)
 }
 
 // defaultMemoryBudget bounds the parsed hours a dashboard holds (docs/operations.md "Memory"): about a day of a
