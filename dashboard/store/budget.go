@@ -304,12 +304,9 @@ func (s *Store) evictLocked() {
 	var cands []evictCandidate
 	add := func(st *Store) {
 		oldest := st.oldestPinLocked()
-		protect := int64(math.MaxInt64)
-		if st.follow {
-			protect = int64(math.Floor(st.edge/3600)) - 1
-		}
+		protect := st.protectedFromLocked()
 		for k, e := range st.mem.entries {
-			if u := e.used.Load(); u < oldest && k.hour < protect {
+			if u := e.used.Load(); u < oldest && k.hour < protect[k.kind] {
 				cands = append(cands, evictCandidate{st, k, u})
 			}
 		}
@@ -328,6 +325,26 @@ func (s *Store) evictLocked() {
 		}
 		c.store.dropLocked(c.key)
 	}
+}
+
+// protectedFromLocked is, per kind, the oldest hour never dropped: in a followed run the newest two hours, by
+// the data edge and by the stream's own newest partition (a stream that stopped while the others go on is
+// still tailed there by Refresh, which would read a dropped hour again at every tick); none otherwise.
+func (s *Store) protectedFromLocked() [heldTrace + 1]int64 {
+	var out [heldTrace + 1]int64
+	for i := range out {
+		out[i] = math.MaxInt64
+	}
+	if !s.follow {
+		return out
+	}
+	edge := int64(math.Floor(s.edge/3600)) - 1
+	for kind, f := range map[heldKind]*partition.Stream{
+		heldGPU: s.gpu.utilFiles, heldRollup: s.gpu.rollupFiles, heldTraj: s.trajectories.files, heldTrace: s.engineTraces.files,
+	} {
+		out[kind] = min(edge, f.Newest()-1)
+	}
+	return out
 }
 
 // dropLocked forgets one block: the reader no longer holds it, and its partition reads from the start next time.
