@@ -356,6 +356,9 @@ func (s *Store) dropLocked(k heldKey) {
 	}
 	switch k.kind {
 	case heldGPU:
+		if len(s.gpu.blocks) == 1 { // /meta's reading interval, for when no hour is loaded
+			s.gpu.lastInterval = cmp.Or(gpuInterval(slices.Collect(maps.Values(s.gpu.blocks))), s.gpu.lastInterval)
+		}
 		delete(s.gpu.blocks, k.hour)
 		resetPart(s.gpu.utilFiles, k.hour)
 	case heldRollup:

@@ -141,6 +141,9 @@ func TestBudgetEvictionKeepsAnswers(t *testing.T) {
 		if b.Held() != 0 || st.mem.bytes != 0 || len(st.gpu.blocks)+len(st.gpu.rollups)+len(st.trajectories.blocks)+len(st.engineTraces.hours) != 0 {
 			t.Fatalf("round %d: held %d bytes after a settle with nothing in flight", round, b.Held())
 		}
+		if got, want := st.Meta().GPUInterval, ref.Meta().GPUInterval; got != want || want != 2 {
+			t.Fatalf("round %d: /meta's reading interval %v with every hour dropped, want %v (2 s)", round, got, want)
+		}
 	}
 	if b.Evictions() == 0 || b.Reloads() == 0 || b.Reloads() > b.Evictions() {
 		t.Fatalf("evictions %d reloads %d", b.Evictions(), b.Reloads())

@@ -32,6 +32,9 @@ type gpuReader struct {
 	cacheDir string
 	// cacheHits counts the hours read from the column cache.
 	cacheHits int
+	// lastInterval is the reading interval /meta reports when the memory budget dropped every loaded hour
+	// (budget.go): the one of the hours held when the last was dropped.
+	lastInterval float64
 	// hintFields are the fields of the first record of the newest gpu_util hour, hintHour (fieldsHintLocked).
 	hintFields []string
 	hintHour   int64

@@ -45,7 +45,9 @@ type Store struct {
 	// and phases hours in one concurrent batch (loaded one stream after the other they were the cold first
 	// answer's two halves), lane selections read the topology, the advisory joins engines, trajectories and
 	// metrics; and Refresh moves every stream and the edge together before waking listeners. Loads of one
-	// batch run concurrently inside it (loadAll).
+	// batch run concurrently inside it (loadAll). The memory budget drops hour blocks only under it for writing,
+	// and never one a query in flight pinned (budget.go): a query loads under the write lock and reads under the
+	// read lock, and the pin covers the moment between.
 	mu sync.RWMutex
 	// lmu guards what concurrent partition loads (loadAll, load.go) share: the block maps, lanes seen in the
 	// data, notices, the data edge, the cache-hit count. Never held while taking mu.
