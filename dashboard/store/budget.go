@@ -359,9 +359,11 @@ func (s *Store) dropLocked(k heldKey) {
 		if len(s.gpu.blocks) == 1 { // /meta's reading interval, for when no hour is loaded
 			s.gpu.lastInterval = cmp.Or(gpuInterval(slices.Collect(maps.Values(s.gpu.blocks))), s.gpu.lastInterval)
 		}
+		s.gpu.keepFields(s.gpu.blocks[k.hour].fields)
 		delete(s.gpu.blocks, k.hour)
 		resetPart(s.gpu.utilFiles, k.hour)
 	case heldRollup:
+		s.gpu.keepFields(s.gpu.rollups[k.hour].fields)
 		delete(s.gpu.rollups, k.hour)
 		resetPart(s.gpu.rollupFiles, k.hour)
 	case heldTraj:
@@ -376,6 +378,16 @@ func (s *Store) dropLocked(k heldKey) {
 	s.mem.bytes -= e.bytes
 	s.mem.budget.held.Add(-e.bytes)
 	s.mem.budget.evictions.Add(1)
+}
+
+// keepFields adds the fields of a dropped hour to those /meta lists.
+func (g *gpuReader) keepFields(fields map[string]bool) {
+	if g.droppedFields == nil {
+		g.droppedFields = map[string]bool{}
+	}
+	for f := range fields {
+		g.droppedFields[f] = true
+	}
 }
 
 func resetPart(f *partition.Stream, h int64) {

@@ -141,8 +141,10 @@ func TestBudgetEvictionKeepsAnswers(t *testing.T) {
 		if b.Held() != 0 || st.mem.bytes != 0 || len(st.gpu.blocks)+len(st.gpu.rollups)+len(st.trajectories.blocks)+len(st.engineTraces.hours) != 0 {
 			t.Fatalf("round %d: held %d bytes after a settle with nothing in flight", round, b.Held())
 		}
-		if got, want := st.Meta().GPUInterval, ref.Meta().GPUInterval; got != want || want != 2 {
-			t.Fatalf("round %d: /meta's reading interval %v with every hour dropped, want %v (2 s)", round, got, want)
+		if got, want := st.Meta(), ref.Meta(); got.GPUInterval != want.GPUInterval || want.GPUInterval != 2 ||
+			fmt.Sprint(got.Capabilities.GPUFields) != fmt.Sprint(want.Capabilities.GPUFields) {
+			t.Fatalf("round %d: /meta with every hour dropped: interval %v fields %v, want %v (2 s) %v", round,
+				got.GPUInterval, got.Capabilities.GPUFields, want.GPUInterval, want.Capabilities.GPUFields)
 		}
 	}
 	if b.Evictions() == 0 || b.Reloads() == 0 || b.Reloads() > b.Evictions() {

@@ -32,6 +32,8 @@ type gpuReader struct {
 	cacheDir string
 	// cacheHits counts the hours read from the column cache.
 	cacheHits int
+	// droppedFields are the GPU fields of the hours the memory budget dropped, so /meta lists what it listed.
+	droppedFields map[string]bool
 	// lastInterval is the reading interval /meta reports when the memory budget dropped every loaded hour
 	// (budget.go): the one of the hours held when the last was dropped.
 	lastInterval float64

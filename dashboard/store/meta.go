@@ -195,6 +195,7 @@ func (s *Store) Meta() *MetaResult {
 	for _, f := range s.gpu.hintFields { // before any hour is loaded
 		fields[f] = true
 	}
+	maps.Copy(fields, s.gpu.droppedFields) // hours the memory budget dropped
 	for _, b := range s.gpu.blocks {
 		for f := range b.fields {
 			fields[f] = true
