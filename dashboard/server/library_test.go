@@ -204,6 +204,16 @@ func TestLibraryMetrics(t *testing.T) {
 	if !strings.Contains(body, `miles_advisory_firing{run="hand",id="A1",rule="stall",severity="critical",tier="alarm"} 1`) {
 		t.Errorf("one-run metrics:\n%s", body)
 	}
+	if strings.Contains(body, "miles_dashboard_memory_") {
+		t.Errorf("a server without a budget shows one:\n%s", body)
+	}
+	ts2, _, _ := serve(t, handRun(t, healthySpec), Options{Budget: store.NewBudget(512 << 20)})
+	_, body = do(t, http.MethodGet, ts2.URL+"/metrics", nil)
+	for _, l := range []string{"miles_dashboard_memory_budget_bytes 536870912", "# TYPE miles_dashboard_memory_evictions_total counter", "miles_dashboard_memory_reloads_total 0"} {
+		if !strings.Contains(body, l+"\n") {
+			t.Errorf("one-run metrics lack %q", l)
+		}
+	}
 }
 
 // TestLibraryEvictsIdleRuns: past MaxOpen the least recently used idle run is closed, and opened again when
