@@ -48,6 +48,7 @@ type options struct {
 	diskMiB                     int
 	hold                        time.Duration
 	soakWall                    time.Duration
+	dashBudget                  string
 }
 
 func main() {
@@ -67,6 +68,7 @@ func main() {
 	flag.IntVar(&o.diskMiB, "disk-mib", 256, "disk: size of the tmpfs run directory (room for the run's data and the queue written back after recovery)")
 	flag.DurationVar(&o.hold, "hold", 15*time.Second, "disk: how long the disk stays full / read-only")
 	flag.DurationVar(&o.soakWall, "soak", 10*time.Minute, "soak: wall time (the simulated run is -speed times longer)")
+	flag.StringVar(&o.dashBudget, "dash-budget", "", "soak: the dashboard's --memory-budget (default: its own default)")
 	flag.Parse()
 	if o.out == "" {
 		d, err := os.MkdirTemp("", "miles-reliability-")
@@ -796,7 +798,11 @@ func soak(o options) map[string]any {
 		}
 	}
 	addr, profAddr := freeAddr(), freeAddr()
-	dash := exec.Command(o.dash, "serve", "--dir", runDir, "--follow", "--addr", addr, "--pprof", profAddr)
+	dashArgs := []string{"serve", "--dir", runDir, "--follow", "--addr", addr, "--pprof", profAddr}
+	if o.dashBudget != "" {
+		dashArgs = append(dashArgs, "--memory-budget", o.dashBudget)
+	}
+	dash := exec.Command(o.dash, dashArgs...)
 	dash.Env = append(os.Environ(), "MILES_DASHBOARD_TOKEN=")
 	dlog, err := os.Create(filepath.Join(o.out, "soak-dashboard.log"))
 	must(err)
@@ -870,6 +876,9 @@ func soak(o options) map[string]any {
 		Threads         float64 `json:"-"`
 		Goroutines      float64 `json:"-"`
 		Browser         float64 `json:"-"`
+		// Held is the dashboard's parsed hour blocks (MiB, by their estimates) and Evictions, Reloads its memory
+		// budget's counters (docs/operations.md "Memory").
+		Held, Evictions, Reloads float64 `json:"-"`
 	}
 	var samples []sample
 	t0 := time.Now()
@@ -886,6 +895,9 @@ loop:
 				T: round(time.Since(t0).Seconds()), Collector: rssMiB(c.cmd.Process.Pid),
 				Dash: rssMiB(dash.Process.Pid), Threads: threads(dash.Process.Pid),
 				Goroutines: dashboardGauge(addr, "miles_dashboard_goroutines"), Browser: -1,
+				Held:      round(dashboardGauge(addr, "miles_dashboard_memory_held_bytes") / (1 << 20)),
+				Evictions: dashboardGauge(addr, "miles_dashboard_memory_evictions_total"),
+				Reloads:   dashboardGauge(addr, "miles_dashboard_memory_reloads_total"),
 			}
 			if page != nil {
 				sm.Browser = treeRSSMiB(page.Process.Pid)
@@ -929,10 +941,13 @@ loop:
 		"browser_dom_nodes": pageSeries("dom_nodes"), "browser_problems": pageProblems, "browser_note": pageNote,
 		"wall_s_planned": o.soakWall.Seconds(), "sim_duration": simDur.String(), "speed": o.speed, "nodes": o.nodes,
 		"sim_error": fmt.Sprint(simErr), "samples_every_s": 10,
-		"collector_rss_mib": series(func(s sample) float64 { return s.Collector }),
-		"dashboard_rss_mib": series(func(s sample) float64 { return s.Dash }),
-		"dashboard_threads": series(func(s sample) float64 { return s.Threads }),
-		"page_messages":     msgs, "page_deltas": deltas, "page_last_edge": lastEdge,
+		"collector_rss_mib":  series(func(s sample) float64 { return s.Collector }),
+		"dashboard_rss_mib":  series(func(s sample) float64 { return s.Dash }),
+		"dashboard_threads":  series(func(s sample) float64 { return s.Threads }),
+		"dashboard_held_mib": series(func(s sample) float64 { return s.Held }), "dashboard_budget": o.dashBudget,
+		"dashboard_evictions": series(func(s sample) float64 { return s.Evictions }),
+		"dashboard_reloads":   series(func(s sample) float64 { return s.Reloads }),
+		"page_messages":       msgs, "page_deltas": deltas, "page_last_edge": lastEdge,
 		"gpu_util_lines": st.Streams[sc.StreamGPUUtil].Lines, "phases_lines": st.Streams[sc.StreamPhases].Lines,
 		"invalid_lines": st.Streams[sc.StreamGPUUtil].Invalid + st.Streams[sc.StreamPhases].Invalid,
 	}

@@ -2,6 +2,7 @@
 //
 //	miles-dashboard serve --dir RUN [--follow] [--addr 127.0.0.1:7788] [--token T] [--cache-dir D]
 //	miles-dashboard serve --root DIR [--addr 127.0.0.1:7788] [--token T]     # every run under DIR
+//	                      [--memory-budget 2GiB]                             # parsed hours held, all runs
 //
 // It only reads the run directory. It binds loopback by default; any other address requires --token.
 package main
@@ -13,12 +14,15 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"net"
 	"net/http"
 	"net/http/pprof"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -71,6 +75,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	pprofAddr := fl.String("pprof", "", "serve Go's profiles (net/http/pprof: heap, goroutine, profile) on this loopback address, e.g. 127.0.0.1:6060")
 	cacheDir := fl.String("cache-dir", "", "where derived data is cached (parsed columns of closed hours, dump step summaries); default: the user cache directory, never the run directory")
 	noCache := fl.Bool("no-cache", false, "do not cache parsed columns of closed hours")
+	budget := int64(defaultMemoryBudget)
+	fl.Func("memory-budget", "bytes of parsed hours (gpu_util, gpu_rollup, trajectories, engine_traces) held across every open run before the least recently used are dropped and read again when asked for, e.g. 2GiB, 512MiB; 0: unlimited (default 2GiB)", func(v string) error {
+		n, err := parseBytes(v)
+		budget = n
+		return err
+	})
 	// Run settings the advisory rules need when the run directory does not record them (meta.json "args" of
 	// miles v1 runs does; otelcol-miles runs do not yet).
 	maxRunning := fl.Int("sglang-max-running-requests", 0, "advisory: the run's --sglang-max-running-requests per engine (enables the KV-bound and low-concurrency rules)")
@@ -122,13 +132,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		opts.Advisory = &c
 	}
+	mem := store.NewBudget(budget)
+	opts.Budget = mem
+	setMemoryLimit(budget)
 	var handler http.Handler
 	what, mode := *dir, "static"
 	if *root != "" {
 		if fi, err := os.Stat(*root); err != nil || !fi.IsDir() {
 			return fmt.Errorf("--root %s is not a directory", *root)
 		}
-		lib := server.NewLibrary(server.LibraryOptions{Root: *root, Run: opts, FollowPoll: *poll, CacheDir: columns})
+		run := opts
+		run.Budget = nil // the library's /metrics shows it, once
+		lib := server.NewLibrary(server.LibraryOptions{Root: *root, Run: run, FollowPoll: *poll, CacheDir: columns, Budget: mem})
 		defer lib.Close()
 		handler, what, mode = lib, *root, "run library"
 	} else {
@@ -139,6 +154,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if columns != "" {
 			st.SetCacheDir(columns)
 		}
+		st.SetBudget(mem)
 		opts.Store = st
 		srv := server.New(opts)
 		defer srv.Close()
@@ -229,4 +245,46 @@ func serveProfiles(addr string, stderr io.Writer) (func(), error) {
 	fmt.Fprintf(stderr, "miles-dashboard: profiles at http://%s/debug/pprof/\n", ln.Addr())
 	go func() { _ = hs.Serve(ln) }()
 	return func() { _ = hs.Close() }, nil
+}
+
+// setMemoryLimit gives the Go runtime a soft memory limit of the budget plus 1 GiB, unless GOMEMLIMIT sets one
+// or the budget is off. The heap otherwise grows to twice what is live before it is collected (GOGC=100), and
+// dropped and reloaded hours make garbage fast: the limit makes the collector work harder near it instead of
+// letting RSS run to twice the budget. The 1 GiB is for what stays resident outside the budget and the answers
+// being written (docs/operations.md "Memory"); past the limit the runtime still grows the heap, at most half the
+// CPU going to collection.
+func setMemoryLimit(budget int64) {
+	if budget <= 0 || os.Getenv("GOMEMLIMIT") != "" {
+		return
+	}
+	debug.SetMemoryLimit(budget + 1<<30)
+}
+
+// defaultMemoryBudget bounds the parsed hours a dashboard holds (docs/operations.md "Memory"): about a day of a
+// 128-GPU run's engine and trajectory hours, or a few 1024-GPU gpu_util hours.
+const defaultMemoryBudget = 2 << 30
+
+// parseBytes reads a byte count: a whole number with an optional unit, B, KiB, MiB, GiB, TiB (powers of 1024)
+// or KB, MB, GB, TB (powers of 1000), case-insensitive.
+func parseBytes(v string) (int64, error) {
+	s := strings.TrimSpace(v)
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	n, err := strconv.ParseInt(s[:i], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a byte count (e.g. 2GiB, 512MiB, 0)", v)
+	}
+	mult := map[string]int64{
+		"": 1, "b": 1, "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
+		"kb": 1e3, "mb": 1e6, "gb": 1e9, "tb": 1e12,
+	}[strings.ToLower(strings.TrimSpace(s[i:]))]
+	if mult == 0 {
+		return 0, fmt.Errorf("%q: unknown unit %q (B, KiB, MiB, GiB, TiB, KB, MB, GB, TB)", v, strings.TrimSpace(s[i:]))
+	}
+	if n > math.MaxInt64/mult {
+		return 0, fmt.Errorf("%q is too large", v)
+	}
+	return n * mult, nil
 }

@@ -87,3 +87,28 @@ func TestStartLineHidesToken(t *testing.T) {
 		t.Errorf("no word on how to pass the token: %s", s)
 	}
 }
+
+func TestParseBytes(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int64
+		err  bool
+	}{
+		{"0", 0, false},
+		{"2GiB", 2 << 30, false},
+		{"512 MiB", 512 << 20, false},
+		{"1gb", 1e9, false},
+		{"4096", 4096, false},
+		{"1KiB", 1024, false},
+		{"", 0, true},
+		{"-1GiB", 0, true},
+		{"2 GiBs", 0, true},
+		{"1.5GiB", 0, true},
+		{"9999999TiB", 0, true},
+	} {
+		got, err := parseBytes(tc.in)
+		if (err != nil) != tc.err || got != tc.want && !tc.err {
+			t.Errorf("parseBytes(%q) = %d, %v; want %d (error %v)", tc.in, got, err, tc.want, tc.err)
+		}
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/advisory"
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
 )
 
 // The advisory as Prometheus metrics (GET /metrics, text exposition format 0.0.4), so existing alerting pages
@@ -26,13 +27,14 @@ type runAdvice struct {
 	explored bool // the advisory was evaluated (the run is open)
 }
 
-// writeExposition writes the gauges of every run given.
-func writeExposition(w http.ResponseWriter, runs []runAdvice) {
+// writeExposition writes the gauges of every run given, and the memory budget's figures (nil: none).
+func writeExposition(w http.ResponseWriter, runs []runAdvice, mem *store.Budget) {
 	sort.Slice(runs, func(i, j int) bool { return runs[i].run < runs[j].run })
 	var b bytes.Buffer
-	family := func(name, help string) {
-		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n", name, help, name)
+	typed := func(name, typ, help string) {
+		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
 	}
+	family := func(name, help string) { typed(name, "gauge", help) }
 	family("miles_advisory_firing", "1 while the advisory rule fires on the run, else 0 (severity: the rule's level; tier: alarm or tip).")
 	for _, r := range runs {
 		if !r.explored {
@@ -95,6 +97,16 @@ func writeExposition(w http.ResponseWriter, runs []runAdvice) {
 	fmt.Fprintf(&b, "miles_dashboard_heap_objects_bytes %d\n", sampleUint(proc[1]))
 	family("miles_dashboard_go_memory_bytes", "All memory the Go runtime of this dashboard process has mapped (heap, stacks, runtime).")
 	fmt.Fprintf(&b, "miles_dashboard_go_memory_bytes %d\n", sampleUint(proc[2]))
+	if mem != nil { // docs/operations.md "Memory"
+		family("miles_dashboard_memory_budget_bytes", "The byte budget over the parsed hour blocks of every open run (--memory-budget; 0: unlimited).")
+		fmt.Fprintf(&b, "miles_dashboard_memory_budget_bytes %d\n", max(0, mem.Limit()))
+		family("miles_dashboard_memory_held_bytes", "Bytes of parsed hour blocks held (gpu_util, gpu_rollup, trajectories, engine_traces), by their size estimates.")
+		fmt.Fprintf(&b, "miles_dashboard_memory_held_bytes %d\n", mem.Held())
+		typed("miles_dashboard_memory_evictions_total", "counter", "Hour blocks dropped to stay within the memory budget.")
+		fmt.Fprintf(&b, "miles_dashboard_memory_evictions_total %d\n", mem.Evictions())
+		typed("miles_dashboard_memory_reloads_total", "counter", "Dropped hour blocks a query read again from the files or the column cache.")
+		fmt.Fprintf(&b, "miles_dashboard_memory_reloads_total %d\n", mem.Reloads())
+	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	_, _ = w.Write(b.Bytes())
@@ -139,5 +151,5 @@ func (s *Server) exposition(w http.ResponseWriter, _ *http.Request) {
 	}
 	writeExposition(w, []runAdvice{{
 		run: name, live: m.Live, edge: m.DataEdge, res: s.advisoryResult(cfg, nil), explored: true,
-	}})
+	}}, s.budget)
 }

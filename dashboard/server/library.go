@@ -42,6 +42,9 @@ type LibraryOptions struct {
 	FollowPoll time.Duration
 	// CacheDir is where parsed columns of compacted hours are cached ("": no cache).
 	CacheDir string
+	// Budget is the memory budget every open run's hour blocks share (docs/operations.md "Memory"), shown at
+	// /metrics; nil: each run unbounded, not shown.
+	Budget *store.Budget
 	// ScanEvery bounds how often the root is scanned again; zero: 1 s.
 	ScanEvery time.Duration
 	// Now is the clock (tests); nil: time.Now.
@@ -114,11 +117,14 @@ func NewLibrary(opts LibraryOptions) *Library {
 			if opts.CacheDir != "" {
 				st.SetCacheDir(opts.CacheDir)
 			}
+			if opts.Budget != nil {
+				st.SetBudget(opts.Budget)
+			}
 			stop := make(chan struct{})
 			if live {
 				go st.Follow(cmpDuration(follow, 250*time.Millisecond), stop)
 			}
-			return st, func() { close(stop) }, nil
+			return st, func() { close(stop); st.Close() }, nil
 		}
 	}
 	l := &Library{
@@ -468,5 +474,5 @@ func (l *Library) exposition(w http.ResponseWriter, _ *http.Request) {
 		}
 		out = append(out, ra)
 	}
-	writeExposition(w, out)
+	writeExposition(w, out, l.opts.Budget)
 }

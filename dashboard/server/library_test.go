@@ -33,15 +33,17 @@ func moveRun(t *testing.T, dir, root, rel string) string {
 func library(t *testing.T, root string, opts Options) (*httptest.Server, *atomic.Int32) {
 	t.Helper()
 	var opened atomic.Int32
+	budget := store.NewBudget(1 << 30)
 	lib := NewLibrary(LibraryOptions{
-		Root: root, Run: opts, ScanEvery: time.Nanosecond,
+		Root: root, Run: opts, ScanEvery: time.Nanosecond, Budget: budget,
 		Open: func(dir string, _ bool) (Store, func(), error) {
 			opened.Add(1)
 			st, err := store.Open(dir, false)
 			if err != nil {
 				return nil, nil, err
 			}
-			return st, func() {}, nil
+			st.SetBudget(budget)
+			return st, st.Close, nil
 		},
 	})
 	ts := httptest.NewServer(lib)
@@ -178,12 +180,19 @@ func TestLibraryMetrics(t *testing.T) {
 			t.Errorf("%s = %q, want the process's own positive figure", k, got[k])
 		}
 	}
+	if v, err := strconv.ParseFloat(got["miles_dashboard_memory_held_bytes{}"], 64); err != nil || v < 0 || v > 1<<30 {
+		t.Errorf("miles_dashboard_memory_held_bytes = %q, want bytes within the budget", got["miles_dashboard_memory_held_bytes{}"])
+	}
 	for k, want := range map[string]string{
 		`miles_advisory_firing{run="stalled",id="A1",rule="stall",severity="critical",tier="alarm"}`: "1",
 		`miles_advisory_firing{run="healthy",id="A1",rule="stall",severity="critical",tier="alarm"}`: "0",
 		`miles_advisory_evaluated{run="stalled"}`:                                                    "1",
 		`miles_run_live{run="healthy"}`:                                                              "1",
 		`miles_run_latest_step{run="healthy"}`:                                                       "7",
+		// The memory budget the open runs share (docs/operations.md "Memory"): nothing evicted at 1 GiB.
+		`miles_dashboard_memory_budget_bytes{}`:    "1073741824",
+		`miles_dashboard_memory_evictions_total{}`: "0",
+		`miles_dashboard_memory_reloads_total{}`:   "0",
 	} {
 		if got[k] != want {
 			t.Errorf("%s = %q, want %s", k, got[k], want)
@@ -194,6 +203,16 @@ func TestLibraryMetrics(t *testing.T) {
 	_, body = do(t, http.MethodGet, ts1.URL+"/metrics", nil)
 	if !strings.Contains(body, `miles_advisory_firing{run="hand",id="A1",rule="stall",severity="critical",tier="alarm"} 1`) {
 		t.Errorf("one-run metrics:\n%s", body)
+	}
+	if strings.Contains(body, "miles_dashboard_memory_") {
+		t.Errorf("a server without a budget shows one:\n%s", body)
+	}
+	ts2, _, _ := serve(t, handRun(t, healthySpec), Options{Budget: store.NewBudget(512 << 20)})
+	_, body = do(t, http.MethodGet, ts2.URL+"/metrics", nil)
+	for _, l := range []string{"miles_dashboard_memory_budget_bytes 536870912", "# TYPE miles_dashboard_memory_evictions_total counter", "miles_dashboard_memory_reloads_total 0"} {
+		if !strings.Contains(body, l+"\n") {
+			t.Errorf("one-run metrics lack %q", l)
+		}
 	}
 }
 

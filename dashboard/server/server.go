@@ -18,6 +18,7 @@ import (
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/advisory"
 	"github.com/otelcol-miles/otelcol-miles/dashboard/dumps"
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
 )
 
 // Options are everything a Server holds; nothing is set after New.
@@ -49,6 +50,9 @@ type Options struct {
 	ExportMaxEvents int
 	// HeartbeatEvery is how often every page gets the live "heartbeat" (server clock and data edge); zero: 5 s.
 	HeartbeatEvery time.Duration
+	// Budget is the memory budget the store's hour blocks count in (docs/operations.md "Memory"), shown at
+	// /metrics; nil: not shown. A library's runs share the library's.
+	Budget *store.Budget
 }
 
 // Server serves one run.
@@ -66,6 +70,8 @@ type Server struct {
 	exportMax int
 	assets    fs.FS
 	advisory  advisoryCache
+	// budget is the memory budget shown at /metrics (nil: none).
+	budget *store.Budget
 
 	mux        *http.ServeMux
 	hub        *hub
@@ -79,6 +85,7 @@ func New(opts Options) *Server {
 	s := &Server{
 		compute: st, metrics: st, engines: st, traj: st, assets: opts.Assets,
 		access: newAccess(opts.Token, opts.AllowedHosts), advisory: advisoryCache{settings: opts.Advisory},
+		budget: opts.Budget,
 	}
 	s.exportMax = cmp.Or(opts.ExportMaxEvents, exportMaxEvents)
 	s.access.hide(st.Dir(), "")

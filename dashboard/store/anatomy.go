@@ -194,6 +194,7 @@ func sortRows(rows []AnatomyRow, key string) {
 }
 
 func (s *Store) anatomyFull(step int) (*AnatomyResult, error) {
+	defer s.pin()()
 	s.mu.Lock()
 	s.trajectories.ensureIndexLocked()
 	sc := s.trajectories.index.steps[step]
@@ -201,8 +202,7 @@ func (s *Store) anatomyFull(step int) (*AnatomyResult, error) {
 	if sc == nil {
 		return nil, ErrNoStep
 	}
-	lo := int64(math.Floor((sc.t0 - AnatomyLookback) / 3600))
-	hi := int64(math.Floor(sc.t1/3600)) + 1
+	lo, hi := sc.anatomyHours()
 	s.trajectories.ensureHours(lo, hi)
 	s.engineTraces.ensureHours(lo, hi)
 	s.mu.RLock()
@@ -245,6 +245,11 @@ type rowAcc struct {
 	hasQueue bool
 	// gens are the generate records in row.Gen order (the engine slices join them).
 	gens []*trajRec
+}
+
+// anatomyHours are the hours a step's anatomy reads: the lookback before its consume to the hour after it ends.
+func (sc *stepConsume) anatomyHours() (lo, hi int64) {
+	return int64(math.Floor((sc.t0 - AnatomyLookback) / 3600)), int64(math.Floor(sc.t1/3600)) + 1
 }
 
 func (r *trajectoryReader) buildAnatomyLocked(sc *stepConsume, blocks []*trajBlock) *AnatomyResult {
@@ -416,7 +421,7 @@ func (r *trajectoryReader) buildAnatomyLocked(sc *stepConsume, blocks []*trajBlo
 	}
 	sort.Slice(a.Pushes, func(i, j int) bool { return a.Pushes[i].T < a.Pushes[j].T })
 	a.Tiles = tl.tiles(sc)
-	ej := r.run.engineTraces.newJoin()
+	ej := r.run.engineTraces.newJoin(sc.anatomyHours())
 	for i := range rows {
 		ej.attachLocked(&rows[i].row, rows[i].gens, func(g *trajRec) string { return in.str(g.engine) })
 	}

@@ -27,6 +27,7 @@ type CarpetResult struct {
 func (s *Store) LifecycleCarpet(t0, t1 float64, buckets, maxRows, offset int) *CarpetResult {
 	lo := int64(math.Floor(t0 / 3600))
 	hi := int64(math.Floor(t1/3600)) + phaseReach
+	defer s.pin()()
 	s.trajectories.ensureHours(lo, hi)
 	s.mu.RLock()
 	defer s.mu.RUnlock()

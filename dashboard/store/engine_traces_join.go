@@ -63,14 +63,16 @@ var stageIndex = func() map[string]int {
 
 // engineJoin gathers one anatomy's engine slices and totals.
 type engineJoin struct {
-	r       *engineTraceReader
+	r *engineTraceReader
+	// lo and hi are the hours the join reads.
+	lo, hi  int64
 	names   []string
 	nameIdx map[uint16]int
 	engines map[string]*EngineStageTotals
 }
 
-func (r *engineTraceReader) newJoin() *engineJoin {
-	return &engineJoin{r: r, names: []string{}, nameIdx: map[uint16]int{}, engines: map[string]*EngineStageTotals{}}
+func (r *engineTraceReader) newJoin(lo, hi int64) *engineJoin {
+	return &engineJoin{r: r, lo: lo, hi: hi, names: []string{}, nameIdx: map[uint16]int{}, engines: map[string]*EngineStageTotals{}}
 }
 
 func (j *engineJoin) name(i uint16) int {
@@ -98,7 +100,7 @@ func (j *engineJoin) attachLocked(row *AnatomyRow, gens []*trajRec, engine func(
 	sums := make([][]float64, len(gens))
 	for _, tid := range order {
 		idx := byTrace[tid]
-		spans := sortedSpans(j.r.byTrace[tid])
+		spans := sortedSpans(j.r.spansLocked(tid, j.lo, j.hi))
 		if len(spans) == 0 {
 			continue
 		}

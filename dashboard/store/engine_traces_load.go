@@ -5,24 +5,47 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"unsafe"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
 
-// engineTraceReader reads the engine_traces stream (docs/semconv.md §10): sglang's request spans, by trace, in
-// hour blocks loaded when a view needs them (the anatomy joins them to generate segments: engine_traces_join.go).
+// engineTraceReader reads the engine_traces stream (docs/semconv.md §10): sglang's request spans, by hour and
+// trace, in hour blocks loaded when a view needs them (the anatomy joins them to generate segments:
+// engine_traces_join.go) and dropped by hour under the memory budget (budget.go).
 type engineTraceReader struct {
 	// run is the store whose lock, notices and data edge the reader shares.
 	run *Store
 	// files are the stream's partitions.
 	files *partition.Stream
-	// byTrace holds the loaded spans of every trace, in reading order.
-	byTrace map[traceID][]engSpan
-	// records counts the records loaded (the anatomy cache key moves when it grows).
+	// hours holds the loaded hours.
+	hours map[int64]*traceHour
+	// records counts the records read (the anatomy cache key moves when it grows); an hour dropped by the memory
+	// budget and read again adds only what it gained since (most: the same hour, nothing), so reading it again
+	// keeps the cached anatomies.
 	records uint64
+	// most is, per hour, the most records it held at any load.
+	most map[int64]uint64
 	// names interns slice names, so a span holds a small index.
 	names interner
+}
+
+// traceHour is one hour of engine_traces: the spans of every trace with records in the hour, in reading order.
+type traceHour struct {
+	// byTrace holds the hour's spans by trace.
+	byTrace map[traceID][]engSpan
+	// records counts the records read into the hour.
+	records uint64
+}
+
+// heldBytes is the hour's size estimate: the spans' backing arrays as allocated, and a map entry per trace.
+func (t *traceHour) heldBytes() int64 {
+	n := int64(0)
+	for _, spans := range t.byTrace {
+		n += int64(cap(spans))*int64(unsafe.Sizeof(engSpan{})) + 16 + 24 + mapEntryBytes
+	}
+	return n
 }
 
 // engSpan is one engine span as the file holds it, with absolute times.
@@ -47,7 +70,7 @@ const (
 )
 
 func newEngineTraceReader(run *Store) engineTraceReader {
-	r := engineTraceReader{run: run, files: partition.NewStream(run.dir, sc.StreamEngineTraces), byTrace: map[traceID][]engSpan{}}
+	r := engineTraceReader{run: run, files: partition.NewStream(run.dir, sc.StreamEngineTraces), hours: map[int64]*traceHour{}, most: map[int64]uint64{}}
 	r.names.init()
 	return r
 }
@@ -109,8 +132,9 @@ func parseSpanID(s string) (spanID, bool) {
 	return id, err == nil
 }
 
-// engineLine parses one record; a record that is not an engine_traces bundle is refused (counted as corrupt).
-func (r *engineTraceReader) engineLine(line []byte) bool {
+// engineLine parses one record of hour th; a record that is not an engine_traces bundle is refused (counted as
+// corrupt).
+func (r *engineTraceReader) engineLine(th *traceHour, line []byte) bool {
 	var rec engRecJSON
 	if json.Unmarshal(line, &rec) != nil || len(rec.Trace) != 32 || len(rec.Spans) == 0 {
 		return false
@@ -124,7 +148,7 @@ func (r *engineTraceReader) engineLine(line []byte) bool {
 	if rec.Parent != nil {
 		def, hasDef = parseSpanID(*rec.Parent)
 	}
-	out := r.byTrace[tid]
+	out := th.byTrace[tid]
 	for _, m := range rec.Spans {
 		id, ok := parseSpanID(m.Span)
 		if !ok || m.T0 == nil || m.T1 == nil {
@@ -164,8 +188,8 @@ func (r *engineTraceReader) engineLine(line []byte) bool {
 		}
 		out = append(out, s)
 	}
-	r.byTrace[tid] = out
-	r.records++
+	th.byTrace[tid] = out
+	th.records++
 	return true
 }
 
@@ -184,28 +208,48 @@ func (r *engineTraceReader) loadHourLocked(h int64) {
 	if p == nil {
 		return
 	}
-	reports, err := r.files.Read(p, r.engineLine)
+	th := r.hours[h]
+	if th == nil {
+		th = &traceHour{byTrace: map[traceID][]engSpan{}}
+		r.hours[h] = th
+	}
+	reports, err := r.files.Read(p, func(line []byte) bool { return r.engineLine(th, line) })
 	if errors.Is(err, partition.ErrReload) {
-		// A rewritten partition (compaction): start the stream over, as records of it are in byTrace.
-		loaded := []int64{h}
-		for hh, q := range r.files.Parts {
-			if q.Loaded && hh != h {
-				loaded = append(loaded, hh)
-			}
-			q.Reset()
-		}
-		r.byTrace = map[traceID][]engSpan{}
+		// A rewritten partition (compaction): the hour is read over, and counted anew.
+		p.Reset()
+		delete(r.hours, h)
+		delete(r.most, h)
 		r.records++
-		for _, hh := range loaded {
-			r.loadHourLocked(hh)
-		}
+		r.loadHourLocked(h)
 		return
 	}
 	r.run.report(reports, err)
 	p.Loaded = true
+	if th.records > r.most[h] {
+		r.records += th.records - r.most[h]
+		r.most[h] = th.records
+	}
 }
 
-// ensureHours loads the hours lo…hi not loaded yet.
+// spansLocked is every span of trace tid in hours lo…hi, each span once (the first read, by hour), in the
+// order the hours were read. Only the hours asked for: which others happen to be loaded does not change an answer.
+func (r *engineTraceReader) spansLocked(tid traceID, lo, hi int64) []engSpan {
+	var out []engSpan
+	for h := lo; h <= hi; h++ {
+		th := r.hours[h]
+		if th == nil {
+			continue
+		}
+		for _, s := range th.byTrace[tid] {
+			if out == nil || !hasSpan(out, s.id) {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// ensureHours loads the hours lo…hi not loaded yet and marks them used. The caller holds a pin (budget.go).
 func (r *engineTraceReader) ensureHours(lo, hi int64) {
 	r.run.mu.RLock()
 	missing := false
@@ -213,6 +257,9 @@ func (r *engineTraceReader) ensureHours(lo, hi int64) {
 		if h >= lo && h <= hi && !r.files.Parts[h].Loaded {
 			missing = true
 		}
+	}
+	if !missing {
+		r.run.touch(heldTrace, lo, hi)
 	}
 	r.run.mu.RUnlock()
 	if !missing {
@@ -225,4 +272,6 @@ func (r *engineTraceReader) ensureHours(lo, hi int64) {
 			r.loadHourLocked(h)
 		}
 	}
+	r.run.touch(heldTrace, lo, hi)
+	r.run.settleLocked()
 }

@@ -26,6 +26,7 @@ func (s *Store) utilSpread(t0, t1 float64, sel []*Lane, buckets int) map[string]
 	}
 	g := newCellGrid(t0, t1, buckets)
 	lo, hi := math.Min(t0, g.edge(0)), math.Max(t1, g.edge(buckets))
+	defer s.pin()()
 	s.gpu.ensure(lo, hi, g.width, true, utilOnly, sel)
 	s.mu.RLock()
 	defer s.mu.RUnlock()

@@ -487,8 +487,18 @@ func (c *cacheBody) load() {
 	})
 }
 
-// close drops a body never to be read.
-func (c *cacheBody) close() { c.f.Close() }
+// close drops a body never to be read (a failed head, an evicted hour): its file is closed now rather than by the garbage
+// collector. A body already read closed its file then.
+func (c *cacheBody) close() {
+	if c == nil {
+		return
+	}
+	c.once.Do(func() {
+		c.fill = nil
+		c.f.Close()
+		c.done.Store(true)
+	})
+}
 
 // loaded says whether the body was read.
 func (c *cacheBody) loaded() bool { return c == nil || c.done.Load() }

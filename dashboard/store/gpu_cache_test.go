@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -412,5 +413,41 @@ func TestColumnCacheBodyOnDemand(t *testing.T) {
 	st5.GPU(h0, h0+600, nil, 2, []string{"util", "mem_mb"})
 	if got := lanesView(st5); got != wantView || st5.gpu.cacheHits != 1 {
 		t.Fatalf("whole hour from the cache: %d hits, same lane view %v", st5.gpu.cacheHits, got == wantView)
+	}
+
+	// Under a memory budget (budget.go): the body's bytes count once it is read, and an hour dropped before its
+	// body was read closes the cache file it kept open for it.
+	st6 := open()
+	st6.SetBudget(NewBudget(1 << 40))
+	st6.GPU(h0, h0+600, nil, 2, []string{"util"}) // no catalog: the lanes come from the first load
+	if got := carpet(st6); got != wantCarpet || st6.gpu.cacheHits != 1 {
+		t.Fatalf("budgeted store: %d hits, same carpet %v", st6.gpu.cacheHits, got == wantCarpet)
+	}
+	blk6 := st6.gpu.blocks[499_000]
+	headOnly := st6.mem.bytes
+	if blk6.body.loaded() || headOnly == 0 {
+		t.Fatalf("body read %v, held %d", blk6.body.loaded(), headOnly)
+	}
+	if got := lanesView(st6); got != wantView {
+		t.Fatal("lane view under the budget differs")
+	}
+	st6.mu.Lock()
+	st6.settleLocked()
+	st6.mu.Unlock()
+	if st6.mem.bytes <= headOnly {
+		t.Fatalf("held %d bytes after the body was read, %d before", st6.mem.bytes, headOnly)
+	}
+	st7 := open()
+	st7.SetBudget(NewBudget(1))
+	st7.GPU(h0, h0+600, nil, 2, []string{"util"})
+	blk7 := st7.gpu.blocks[499_000]
+	if blk7 == nil || blk7.body == nil || blk7.body.loaded() {
+		t.Fatal("the carpet read the cached hour's body")
+	}
+	st7.mu.Lock()
+	st7.settleLocked() // nothing in flight: the hour is dropped
+	st7.mu.Unlock()
+	if st7.gpu.blocks[499_000] != nil || !errors.Is(blk7.body.f.Close(), os.ErrClosed) {
+		t.Fatal("the dropped hour kept its cache file open")
 	}
 }

@@ -32,6 +32,11 @@ type gpuReader struct {
 	cacheDir string
 	// cacheHits counts the hours read from the column cache.
 	cacheHits int
+	// droppedFields are the GPU fields of the hours the memory budget dropped, so /meta lists what it listed.
+	droppedFields map[string]bool
+	// lastInterval is the reading interval /meta reports when the memory budget dropped every loaded hour
+	// (budget.go): the one of the hours held when the last was dropped.
+	lastInterval float64
 	// hintFields are the fields of the first record of the newest gpu_util hour, hintHour (fieldsHintLocked).
 	hintFields []string
 	hintHour   int64
@@ -368,7 +373,8 @@ func (g *gpuReader) rawNeededLocked(h int64, t0, t1, width float64, coarse bool,
 }
 
 // ensureGPU loads what a GPU query needs: the roll-up of the window's hours, and the gpu_util hours it does
-// not answer.
+// not answer; and marks every block of the window's hours used (the query may read any it finds). The caller
+// holds a pin (budget.go).
 func (g *gpuReader) ensure(t0, t1, width float64, coarse bool, fields []string, sel []*Lane) {
 	eager := eagerOnly(fields)
 	missing := func() bool {
@@ -395,14 +401,23 @@ func (g *gpuReader) ensure(t0, t1, width float64, coarse bool, fields []string, 
 		}
 		return false
 	}
+	touch := func() {
+		g.run.touchHours(heldGPU, g.utilFiles.Overlapping(t0, t1, 0, 0))
+		g.run.touchHours(heldRollup, g.rollupFiles.Overlapping(t0, t1, 0, 0))
+	}
 	g.run.mu.RLock()
 	m := missing()
+	if !m {
+		touch()
+	}
 	g.run.mu.RUnlock()
 	if !m {
 		return
 	}
 	g.run.mu.Lock()
 	defer g.run.mu.Unlock()
+	defer g.run.settleLocked()
+	defer touch()
 	if !g.rollupOff {
 		var jobs []loadJob
 		for _, h := range g.rollupFiles.Overlapping(t0, t1, 0, 0) {

@@ -94,6 +94,7 @@ func (s *Store) GPU(t0, t1 float64, sel []*Lane, points int, fields []string) *G
 func (s *Store) gpuQuery(t0, t1 float64, sel []*Lane, points int, fields []string, coarse, maxOnly bool) *GPUResult {
 	g := newCellGrid(t0, t1, points)
 	lo, hi := math.Min(t0, g.edge(0)), math.Max(t1, g.edge(points))
+	defer s.pin()()
 	s.gpu.ensure(lo, hi, g.width, coarse, fields, sel)
 	s.mu.RLock()
 	defer s.mu.RUnlock()

@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -194,6 +195,7 @@ func (s *Store) Meta() *MetaResult {
 	for _, f := range s.gpu.hintFields { // before any hour is loaded
 		fields[f] = true
 	}
+	maps.Copy(fields, s.gpu.droppedFields) // hours the memory budget dropped
 	for _, b := range s.gpu.blocks {
 		for f := range b.fields {
 			fields[f] = true
@@ -222,20 +224,13 @@ func (s *Store) Meta() *MetaResult {
 		memBytes += tb.b.memBytes()
 		values += tb.b.values
 	}
-	var intervals []float64
 	for _, b := range s.gpu.blocks {
 		memBytes += b.memBytes()
 		values += b.values
-		for _, l := range b.lanes {
-			if l.ts.Len() > 1 {
-				intervals = append(intervals, l.ts.Interval()/1000)
-			}
-		}
 	}
-	gpuInterval := 0.0 // unknown until an hour is loaded
-	if len(intervals) > 0 {
-		sort.Float64s(intervals)
-		gpuInterval = math.Round(intervals[len(intervals)/2]*1000) / 1000
+	interval := gpuInterval(slices.Collect(maps.Values(s.gpu.blocks)))
+	if interval == 0 {
+		interval = s.gpu.lastInterval // every hour dropped by the memory budget since
 	}
 	runName, _ := s.meta["run_name"].(string)
 	return &MetaResult{
@@ -252,7 +247,7 @@ func (s *Store) Meta() *MetaResult {
 			GPUBytes: memBytes, GPUValues: values, LoadedHours: len(s.gpu.blocks),
 			RollupBytes: rollBytes, RollupHours: len(s.gpu.rollups),
 		},
-		GPUInterval: gpuInterval,
+		GPUInterval: interval,
 	}
 }
 
@@ -278,4 +273,21 @@ func (s *Store) noticesLocked(shards []ShardStatus) []Notice {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Message < out[j].Message })
 	return out
+}
+
+// gpuInterval is the median reading interval of the blocks' lanes, in seconds (0: unknown, no hour loaded).
+func gpuInterval(blocks []*gpuBlock) float64 {
+	var intervals []float64
+	for _, b := range blocks {
+		for _, l := range b.lanes {
+			if l.ts.Len() > 1 {
+				intervals = append(intervals, l.ts.Interval()/1000)
+			}
+		}
+	}
+	if len(intervals) == 0 {
+		return 0
+	}
+	sort.Float64s(intervals)
+	return math.Round(intervals[len(intervals)/2]*1000) / 1000
 }

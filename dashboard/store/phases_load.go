@@ -107,6 +107,7 @@ func (s *Store) ensurePhases(t0, t1 float64, roll bool) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	defer s.settleLocked() // the roll-up hours count in the memory budget
 	whole, sparse, rolls = s.missingPhasesLocked(t0, t1, roll)
 	var jobs []loadJob
 	// Longest first: roll-up hours parse slower than phases hours, sparse ones are the quickest.

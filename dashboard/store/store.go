@@ -45,7 +45,9 @@ type Store struct {
 	// and phases hours in one concurrent batch (loaded one stream after the other they were the cold first
 	// answer's two halves), lane selections read the topology, the advisory joins engines, trajectories and
 	// metrics; and Refresh moves every stream and the edge together before waking listeners. Loads of one
-	// batch run concurrently inside it (loadAll).
+	// batch run concurrently inside it (loadAll). The memory budget drops hour blocks only under it for writing,
+	// and never one a query in flight pinned (budget.go): a query loads under the write lock and reads under the
+	// read lock, and the pin covers the moment between.
 	mu sync.RWMutex
 	// lmu guards what concurrent partition loads (loadAll, load.go) share: the block maps, lanes seen in the
 	// data, notices, the data edge, the cache-hit count. Never held while taking mu.
@@ -97,6 +99,10 @@ type Store struct {
 	listeners map[chan struct{}]struct{}
 	// metaVer is bumped when lanes or notices change.
 	metaVer int
+
+	// mem is the store's part of the memory budget: the evictable hour blocks it holds, the queries in flight
+	// (budget.go, docs/operations.md "Memory").
+	mem memHeld
 }
 
 // streamReader is what the Store front asks of each per-stream reader. The caller holds Store.mu for writing.
@@ -127,7 +133,7 @@ func Open(dir string, follow bool) (*Store, error) {
 	}
 	s := &Store{
 		dir: dir, follow: follow, now: time.Now, horizon: math.MaxInt64 / 2,
-		notices: map[string]Notice{}, listeners: map[chan struct{}]struct{}{},
+		notices: map[string]Notice{}, listeners: map[chan struct{}]struct{}{}, mem: newMemHeld(),
 	}
 	s.lanes = newLaneReader()
 	s.gpu = newGPUReader(s)
@@ -220,6 +226,7 @@ func (s *Store) Refresh() {
 	if e := s.edgeLocked(); e > s.edge {
 		s.edge = e
 	}
+	s.settleLocked() // what the followed hours gained counts in the memory budget
 	grew = grew || s.edge > prevEdge
 	if k := stalledKey(s.shardStatusLocked()); k != s.stalled {
 		s.stalled = k

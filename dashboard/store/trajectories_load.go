@@ -140,6 +140,7 @@ func (r *trajectoryReader) loadHourLocked(h int64) {
 	r.run.raiseEdge(b.maxT)
 }
 
+// ensureHours loads the hours lo…hi not loaded yet and marks them used. The caller holds a pin (budget.go).
 func (r *trajectoryReader) ensureHours(lo, hi int64) {
 	r.run.mu.RLock()
 	missing := false
@@ -147,6 +148,9 @@ func (r *trajectoryReader) ensureHours(lo, hi int64) {
 		if (h == partition.LegacyHour || (h >= lo && h <= hi)) && !r.files.Parts[h].Loaded {
 			missing = true
 		}
+	}
+	if !missing {
+		r.run.touch(heldTraj, lo, hi)
 	}
 	r.run.mu.RUnlock()
 	if !missing {
@@ -159,6 +163,8 @@ func (r *trajectoryReader) ensureHours(lo, hi int64) {
 			r.loadHourLocked(h)
 		}
 	}
+	r.run.touch(heldTraj, lo, hi)
+	r.run.settleLocked()
 }
 
 func (r *trajectoryReader) hoursLocked(lo, hi int64) []*trajBlock {

@@ -5,7 +5,8 @@
 #   KILLS=20 NODES=16 DURATION=40m SPEED=25  (kill -9 under load)   OUTAGE=60 (collector down, s)
 #   DISK_HOLD=15s DISK_MIB=256 (disk full / read-only)                FUZZTIME=10s (per Fuzz* target)
 #   soak (not in the default list): SOAK=10m wall at SPEED with the dashboard following, a WebSocket reader and
-#   a browser page (scripts/reliability/soak_page.mjs, when dashboard/web has its node_modules)
+#   a browser page (scripts/reliability/soak_page.mjs, when dashboard/web has its node_modules);
+#   DASH_BUDGET=2GiB (the dashboard's --memory-budget; default its own)
 #   FUZZ_PARALLEL=<cores> (workers per Fuzz* target)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -18,7 +19,7 @@ for t in $TESTS; do
 	echo "reliability: $t ($(date -u +%T))" >&2
 	case $t in
 	soak)
-		$GO run ./bench/reliability -out "$OUT" -nodes "${NODES:-16}" -speed "${SPEED:-25}" -soak "${SOAK:-10m}" soak ;;
+		$GO run ./bench/reliability -out "$OUT" -nodes "${NODES:-16}" -speed "${SPEED:-25}" -soak "${SOAK:-10m}" -dash-budget "${DASH_BUDGET:-}" soak ;;
 	kill | disk | exposure)
 		$GO run ./bench/reliability -out "$OUT" -kills "${KILLS:-20}" -nodes "${NODES:-16}" -duration "${DURATION:-40m}" \
 			-speed "${SPEED:-25}" -hold "${DISK_HOLD:-15s}" -disk-mib "${DISK_MIB:-256}" "$t" ;;

@@ -1,0 +1,438 @@
+package store
+
+import (
+	"cmp"
+	"maps"
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
+)
+
+// The memory budget (docs/operations.md "Memory"): the parsed hour blocks a query or a follower loaded are
+// counted, and past the budget the least recently used are dropped; a query that needs one again reads it again
+// from its files (or the column cache). What is dropped is only ever a copy of the files: gpu_util and
+// gpu_rollup hours, trajectories hours and engine_traces hours. The rest stays resident — small, whole-run, or
+// not rebuilt hour by hour: phases, step metrics, topology, the engine series (the advisory and the key
+// catalog read every hour), the trajectories step index, the live tails of gpu_util, interned strings, lanes.
+//
+//	load (ensure, Refresh) ──▶ settleLocked: count new and grown blocks ──▶ over budget: evictLocked, LRU first,
+//	never a block a query in flight touched (pins), never the newest two hours of a followed run
+
+// Budget is one byte budget over the evictable hour blocks of every Store that shares it (the run library
+// opens several runs; one process, one budget).
+type Budget struct {
+	// limit is the most bytes of evictable blocks held; 0 or less: no limit (nothing is dropped).
+	limit int64
+	// clock orders block uses and query starts across every store sharing the budget.
+	clock atomic.Uint64
+	// held is the bytes of evictable blocks held, across the stores.
+	held atomic.Int64
+	// evictions counts the blocks dropped; reloads counts the dropped blocks loaded again.
+	evictions, reloads atomic.Uint64
+	// mu guards stores.
+	mu sync.Mutex
+	// stores are the stores sharing the budget, in the order they joined.
+	stores []*Store
+}
+
+// NewBudget returns a budget of limit bytes (0 or less: unlimited, blocks are only counted).
+func NewBudget(limit int64) *Budget { return &Budget{limit: limit} }
+
+// Limit is the budget in bytes (0 or less: unlimited).
+func (b *Budget) Limit() int64 { return b.limit }
+
+// Held is the bytes of evictable hour blocks the stores hold now.
+func (b *Budget) Held() int64 { return b.held.Load() }
+
+// Evictions counts the hour blocks dropped to stay within the budget.
+func (b *Budget) Evictions() uint64 { return b.evictions.Load() }
+
+// Reloads counts the dropped hour blocks a query loaded again.
+func (b *Budget) Reloads() uint64 { return b.reloads.Load() }
+
+func (b *Budget) join(s *Store) {
+	b.mu.Lock()
+	b.stores = append(b.stores, s)
+	b.mu.Unlock()
+}
+
+// leave takes a closed store's blocks off the budget.
+func (b *Budget) leave(s *Store) {
+	b.mu.Lock()
+	b.stores = slices.DeleteFunc(b.stores, func(x *Store) bool { return x == s })
+	b.mu.Unlock()
+}
+
+// heldKind is the stream of an evictable block.
+type heldKind uint8
+
+const (
+	heldGPU heldKind = iota
+	heldRollup
+	heldTraj
+	heldTrace
+)
+
+// heldKey names one evictable block: its stream and hour.
+type heldKey struct {
+	kind heldKind
+	hour int64
+}
+
+// heldEntry is one evictable block as the budget counts it.
+type heldEntry struct {
+	// block is the block measured (a reloaded hour is a new block).
+	block any
+	// stamp is how far its partition was read when measured: a block is measured again when it grew.
+	stamp int64
+	// bytes is the block's size estimate.
+	bytes int64
+	// used is the budget clock at the block's last use by a query (or its load).
+	used atomic.Uint64
+}
+
+// memHeld is a store's part of the budget.
+type memHeld struct {
+	// budget is the budget shared with the other stores (a private unlimited one until SetBudget).
+	budget *Budget
+	// entries are the evictable blocks held, by stream and hour; changed under Store.mu for writing, used
+	// stamped under the read lock.
+	entries map[heldKey]*heldEntry
+	// bytes is the sum of the entries' bytes.
+	bytes int64
+	// dropped are the blocks evicted and not loaded since (a load of one counts a reload).
+	dropped map[heldKey]bool
+	// pins are the budget clock at the start of each query in flight (with a count, several may start at one
+	// tick); guarded by Store.lmu.
+	pins map[uint64]int
+}
+
+func newMemHeld() memHeld {
+	return memHeld{budget: NewBudget(0), entries: map[heldKey]*heldEntry{}, dropped: map[heldKey]bool{}, pins: map[uint64]int{}}
+}
+
+// SetBudget makes the store count its hour blocks in b, shared with the other stores given it, and drop the
+// least recently used when b is exceeded. Call it before the first query (the library and serve do, right after
+// Open).
+func (s *Store) SetBudget(b *Budget) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	old := s.mem.budget
+	old.held.Add(-s.mem.bytes)
+	old.leave(s)
+	s.mem.budget = b
+	b.held.Add(s.mem.bytes)
+	b.join(s)
+	// The blocks held so far were stamped by the old budget's clock: stamped again on b's, in the same order.
+	es := slices.Collect(maps.Values(s.mem.entries))
+	slices.SortFunc(es, func(x, y *heldEntry) int { return cmp.Compare(x.used.Load(), y.used.Load()) })
+	for _, e := range es {
+		e.used.Store(b.clock.Add(1))
+	}
+	s.settleLocked()
+}
+
+// Close takes the store's blocks off its budget (the run library closes a run it no longer serves).
+func (s *Store) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mem.budget.held.Add(-s.mem.bytes)
+	s.mem.budget.leave(s)
+	s.mem.bytes = 0
+	clear(s.mem.entries)
+	for _, b := range s.gpu.blocks {
+		b.body.close()
+	}
+	for _, b := range s.gpu.rollups {
+		b.body.close()
+	}
+}
+
+// pin marks a query in flight: no block it touches from now on is dropped until unpin. A query reads its blocks
+// under the read lock after loading them under the write lock; between the two another query's load may evict,
+// and the pin is what keeps this query's hours.
+func (s *Store) pin() (unpin func()) {
+	t := s.mem.budget.clock.Add(1)
+	s.lmu.Lock()
+	s.mem.pins[t]++
+	s.lmu.Unlock()
+	return func() {
+		s.lmu.Lock()
+		s.mem.pins[t]--
+		if s.mem.pins[t] <= 0 {
+			delete(s.mem.pins, t)
+		}
+		s.lmu.Unlock()
+	}
+}
+
+// oldestPinLocked is the clock at the start of the oldest query in flight (MaxUint64: none).
+func (s *Store) oldestPinLocked() uint64 {
+	s.lmu.Lock()
+	defer s.lmu.Unlock()
+	oldest := uint64(math.MaxUint64)
+	for t := range s.mem.pins {
+		oldest = min(oldest, t)
+	}
+	return oldest
+}
+
+// touch stamps the blocks of kind for hours lo…hi as used now. The caller holds Store.mu (either way) and a pin.
+func (s *Store) touch(kind heldKind, lo, hi int64) {
+	for k, e := range s.mem.entries {
+		if k.kind == kind && k.hour >= lo && k.hour <= hi {
+			e.used.Store(s.mem.budget.clock.Add(1))
+		}
+	}
+}
+
+// touchHours stamps the blocks of kind for the given hours as used now (touch, for a list).
+func (s *Store) touchHours(kind heldKind, hours []int64) {
+	for _, h := range hours {
+		if e := s.mem.entries[heldKey{kind, h}]; e != nil {
+			e.used.Store(s.mem.budget.clock.Add(1))
+		}
+	}
+}
+
+// heldBlock is one evictable block as settleLocked finds it in a reader.
+type heldBlock struct {
+	key   heldKey
+	block any
+	part  *partition.Partition
+	size  func() int64
+	// body is a cached hour's body read on first use (nil: none): its bytes count once it is read.
+	body *cacheBody
+}
+
+// heldBlocksLocked lists the evictable blocks the readers hold now.
+func (s *Store) heldBlocksLocked() []heldBlock {
+	var out []heldBlock
+	for h, b := range s.gpu.blocks {
+		if h >= 0 {
+			out = append(out, heldBlock{heldKey{heldGPU, h}, b, s.gpu.utilFiles.Parts[h], b.heldBytes, b.body})
+		}
+	}
+	for h, b := range s.gpu.rollups {
+		if h >= 0 {
+			out = append(out, heldBlock{heldKey{heldRollup, h}, b, s.gpu.rollupFiles.Parts[h], b.heldBytes, b.body})
+		}
+	}
+	for h, b := range s.trajectories.blocks {
+		if h >= 0 {
+			out = append(out, heldBlock{heldKey{heldTraj, h}, b, s.trajectories.files.Parts[h], b.heldBytes, nil})
+		}
+	}
+	for h, b := range s.engineTraces.hours {
+		if h >= 0 {
+			out = append(out, heldBlock{heldKey{heldTrace, h}, b, s.engineTraces.files.Parts[h], b.heldBytes, nil})
+		}
+	}
+	return out
+}
+
+// partStamp is how far a partition was read: it moves when the block read from it grew.
+func partStamp(p *partition.Partition) int64 {
+	if p == nil {
+		return -1
+	}
+	n := int64(len(p.Files))
+	for _, f := range p.Files {
+		n += f.PlainOff + f.ZstSize
+	}
+	return n
+}
+
+// settleLocked brings the budget's count up to date with the blocks the readers hold (new ones, grown ones,
+// ones dropped by a reload) and evicts past the budget. The caller holds Store.mu for writing; it runs after
+// every load (the queries' ensure, Refresh).
+func (s *Store) settleLocked() {
+	m := &s.mem
+	live := make(map[heldKey]bool, len(m.entries))
+	var delta int64
+	for _, hb := range s.heldBlocksLocked() {
+		live[hb.key] = true
+		e := m.entries[hb.key]
+		stamp := partStamp(hb.part) * 2 // a cached hour whose body was read since it was measured is measured again
+		if hb.body.loaded() {
+			stamp++
+		}
+		if e != nil && e.block == hb.block && e.stamp == stamp {
+			continue
+		}
+		if e == nil {
+			e = &heldEntry{}
+			e.used.Store(m.budget.clock.Add(1))
+			m.entries[hb.key] = e
+			if m.dropped[hb.key] {
+				delete(m.dropped, hb.key)
+				m.budget.reloads.Add(1)
+			}
+		}
+		n := hb.size()
+		delta += n - e.bytes
+		e.block, e.stamp, e.bytes = hb.block, stamp, n
+	}
+	for k, e := range m.entries {
+		if !live[k] {
+			delta -= e.bytes
+			delete(m.entries, k)
+		}
+	}
+	m.bytes += delta
+	m.budget.held.Add(delta)
+	if m.budget.limit > 0 && m.budget.held.Load() > m.budget.limit {
+		s.evictLocked()
+	}
+}
+
+// evictCandidate is a block evictLocked may drop.
+type evictCandidate struct {
+	store *Store
+	key   heldKey
+	used  uint64
+}
+
+// evictLocked drops the least recently used blocks of this store and of every other store sharing the budget
+// that is idle right now (its lock free: a busy one is skipped, never waited for, so two stores evicting at once
+// cannot deadlock) until the budget holds. Never dropped: a block a query in flight touched, the newest two hours
+// of a followed run (the live tail every page reads), blocks outside the budget's kinds.
+func (s *Store) evictLocked() {
+	b := s.mem.budget
+	b.mu.Lock()
+	stores := slices.Clone(b.stores)
+	b.mu.Unlock()
+	var locked []*Store
+	defer func() {
+		for _, o := range locked {
+			o.mu.Unlock()
+		}
+	}()
+	var cands []evictCandidate
+	add := func(st *Store) {
+		oldest := st.oldestPinLocked()
+		protect := st.protectedFromLocked()
+		for k, e := range st.mem.entries {
+			if u := e.used.Load(); u < oldest && k.hour < protect[k.kind] {
+				cands = append(cands, evictCandidate{st, k, u})
+			}
+		}
+	}
+	add(s)
+	for _, o := range stores {
+		if o != s && o.mu.TryLock() {
+			locked = append(locked, o)
+			add(o)
+		}
+	}
+	slices.SortFunc(cands, func(x, y evictCandidate) int { return cmp.Compare(x.used, y.used) })
+	for _, c := range cands {
+		if b.held.Load() <= b.limit {
+			return
+		}
+		c.store.dropLocked(c.key)
+	}
+}
+
+// protectedFromLocked is, per kind, the oldest hour never dropped: in a followed run the newest two hours, by
+// the data edge and by the stream's own newest partition (a stream that stopped while the others go on is
+// still tailed there by Refresh, which would read a dropped hour again at every tick); none otherwise.
+func (s *Store) protectedFromLocked() [heldTrace + 1]int64 {
+	var out [heldTrace + 1]int64
+	for i := range out {
+		out[i] = math.MaxInt64
+	}
+	if !s.follow {
+		return out
+	}
+	edge := int64(math.Floor(s.edge/3600)) - 1
+	for kind, f := range map[heldKind]*partition.Stream{
+		heldGPU: s.gpu.utilFiles, heldRollup: s.gpu.rollupFiles, heldTraj: s.trajectories.files, heldTrace: s.engineTraces.files,
+	} {
+		out[kind] = min(edge, f.Newest()-1)
+	}
+	return out
+}
+
+// dropLocked forgets one block: the reader no longer holds it, and its partition reads from the start next time.
+// The block itself is left as it is (a column-cache write in the background may still hold it).
+func (s *Store) dropLocked(k heldKey) {
+	e := s.mem.entries[k]
+	if e == nil {
+		return
+	}
+	switch k.kind {
+	case heldGPU:
+		if len(s.gpu.blocks) == 1 { // /meta's reading interval, for when no hour is loaded
+			s.gpu.lastInterval = cmp.Or(gpuInterval(slices.Collect(maps.Values(s.gpu.blocks))), s.gpu.lastInterval)
+		}
+		s.gpu.keepFields(s.gpu.blocks[k.hour].fields)
+		s.gpu.blocks[k.hour].body.close()
+		delete(s.gpu.blocks, k.hour)
+		resetPart(s.gpu.utilFiles, k.hour)
+	case heldRollup:
+		s.gpu.keepFields(s.gpu.rollups[k.hour].fields)
+		s.gpu.rollups[k.hour].body.close()
+		delete(s.gpu.rollups, k.hour)
+		resetPart(s.gpu.rollupFiles, k.hour)
+	case heldTraj:
+		delete(s.trajectories.blocks, k.hour)
+		resetPart(s.trajectories.files, k.hour)
+	case heldTrace:
+		delete(s.engineTraces.hours, k.hour)
+		resetPart(s.engineTraces.files, k.hour)
+	}
+	delete(s.mem.entries, k)
+	s.mem.dropped[k] = true
+	s.mem.bytes -= e.bytes
+	s.mem.budget.held.Add(-e.bytes)
+	s.mem.budget.evictions.Add(1)
+}
+
+// keepFields adds the fields of a dropped hour to those /meta lists.
+func (g *gpuReader) keepFields(fields map[string]bool) {
+	if g.droppedFields == nil {
+		g.droppedFields = map[string]bool{}
+	}
+	for f := range fields {
+		g.droppedFields[f] = true
+	}
+}
+
+func resetPart(f *partition.Stream, h int64) {
+	if p := f.Parts[h]; p != nil {
+		p.Reset()
+	}
+}
+
+// Block size estimates: the bytes of the columns and slices held, plus a fixed allowance per map entry (lane,
+// field, trace, record id) for the map buckets and headers, which is what dominates small blocks.
+const (
+	mapEntryBytes = 64
+	laneBytes     = 160 // a laneData: its Times, field map, order slice
+	fieldBytes    = 96  // a field: its Values, pyramid and fine pointers, the map entry
+)
+
+func (b *gpuBlock) heldBytes() int64 {
+	n := int64(b.memBytes())
+	for _, l := range b.lanes {
+		n += laneBytes + int64(len(l.fields))*fieldBytes
+	}
+	return n
+}
+
+func (b *rollBlock) heldBytes() int64 {
+	n := int64(b.memBytes())
+	for _, l := range b.lanes {
+		n += laneBytes + int64(len(l))*fieldBytes
+	}
+	return n
+}
+
+func (b *trajBlock) heldBytes() int64 {
+	return int64(cap(b.records))*int64(unsafe.Sizeof(trajRec{})) + int64(len(b.seen))*(24+mapEntryBytes)
+}
