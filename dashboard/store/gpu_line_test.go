@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/columns"
@@ -37,8 +38,14 @@ func TestScanFastMatchesScan(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(7, 9))
 	alphabet := []byte(`{}[]":,. -0123456789enul\ats`)
+	primer := make([]int, len(lines)) // the line whose layout scanShape has learnt before each line (odd ones)
+	for i := range primer {
+		primer[i] = i
+	}
 	for range 20000 { // mutations of the shapes above: a byte replaced, dropped or doubled
-		b := []byte(lines[rng.IntN(5)])
+		base := rng.IntN(5)
+		primer = append(primer, base)
+		b := []byte(lines[base])
 		for range 1 + rng.IntN(3) {
 			i := rng.IntN(len(b))
 			switch rng.IntN(3) {
@@ -53,13 +60,24 @@ func TestScanFastMatchesScan(t *testing.T) {
 		lines = append(lines, string(b))
 	}
 	for i := range 2000 { // readings as collectors print them
+		primer = append(primer, len(lines)-i)
 		lines = append(lines, fmt.Sprintf(`{"ts":%.6f,"node":"n%d","gpu":%d,"util":%d,"power_w":%.1f,"mem":%.2f,"f":%g}`,
 			1.797e9+rng.Float64()*1e4, i%9, i%8, rng.IntN(101), rng.Float64()*1000-100, rng.Float64()*1e6, rng.NormFloat64()*1e5))
 	}
-	fast := 0
-	for _, line := range lines {
+	fast, shaped := 0, 0
+	var primed gpuRecord // read with the layout of one of the shapes above learnt (scanShape)
+	for n, line := range lines {
 		var a, b gpuRecord
 		okSlow := a.scan([]byte(line))
+		if n%2 == 1 {
+			primed.scanFast([]byte(lines[primer[n]]))
+			b = primed
+			b.shape.buf = slices.Clone(primed.shape.buf) // b learns into its own
+			c := b
+			if _, matched := c.scanShape([]byte(line)); matched {
+				shaped++
+			}
+		}
 		if !b.scanFast([]byte(line)) {
 			continue
 		}
@@ -95,10 +113,16 @@ func TestScanFastMatchesScan(t *testing.T) {
 	// eagerOnly: where it takes a line, it keeps exactly scan's eager members and skips the others, whose names
 	// with a number for a value are scan's other members.
 	deferredFast := 0
-	for _, line := range lines {
+	primed = gpuRecord{eagerOnly: true}
+	for n, line := range lines {
 		var a, b gpuRecord
 		okSlow := a.scan([]byte(line))
 		b.eagerOnly = true
+		if n%2 == 1 {
+			primed.scanFast([]byte(lines[primer[n]]))
+			b = primed
+			b.shape.buf = slices.Clone(primed.shape.buf) // b learns into its own
+		}
 		if !b.scanFast([]byte(line)) {
 			continue
 		}
@@ -134,6 +158,9 @@ func TestScanFastMatchesScan(t *testing.T) {
 		if !r.scanFast([]byte(line)) {
 			t.Fatalf("%s: not read by the fast path", line)
 		}
+	}
+	if shaped < 1500 {
+		t.Fatalf("only %d of %d lines read by the layout of the line before (scanShape)", shaped, len(lines))
 	}
 	if fast < 3000 {
 		t.Fatalf("only %d of %d lines read by the fast path", fast, len(lines))
