@@ -1,6 +1,8 @@
 package store
 
 import (
+	"encoding/binary"
+
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/flatjson"
 )
 
@@ -235,6 +237,9 @@ const maxShapeMembers = 24
 type shapeMember struct {
 	sep0, sep1, key0, key1 int
 	kind                   shapeKind
+	// head and last are the separator's first and last eight bytes as little-endian words, head masked to the
+	// separator where it is shorter (sepAt compares words instead of calling memequal).
+	head, headMask, last uint64
 }
 
 type shapeKind uint8
@@ -254,9 +259,31 @@ func (s *lineShape) learn(line []byte, w *lineShape, end, closeAt int) {
 		s.buf = append(s.buf, line[m.sep0:m.sep1]...)
 		s.members[k] = shapeMember{sep0: m.sep0 + off, sep1: m.sep1 + off, key0: m.key0 + off, key1: m.key1 + off, kind: m.kind}
 	}
+	for k := range w.n {
+		m := &s.members[k]
+		var word [8]byte
+		sep := s.buf[m.sep0:m.sep1]
+		copy(word[:], sep)
+		m.head = binary.LittleEndian.Uint64(word[:])
+		m.headMask = ^uint64(0) >> (64 - 8*min(len(sep), 8))
+		if len(sep) >= 8 {
+			m.last = binary.LittleEndian.Uint64(sep[len(sep)-8:])
+		}
+	}
 	s.tail0 = len(s.buf)
 	s.buf = append(s.buf, line[end:closeAt]...)
 	s.n, s.eagerOnly, s.ok = w.n, w.eagerOnly, true
+}
+
+// sepAt says line[i:] begins with sep, the member's separator; line holds more than sep from i.
+func (m *shapeMember) sepAt(line []byte, i int, sep []byte) bool {
+	switch n := len(sep); {
+	case n <= 8 && i+8 <= len(line):
+		return binary.LittleEndian.Uint64(line[i:])&m.headMask == m.head
+	case n > 8 && n <= 16:
+		return binary.LittleEndian.Uint64(line[i:]) == m.head && binary.LittleEndian.Uint64(line[i+n-8:]) == m.last
+	}
+	return string(line[i:i+len(sep)]) == string(sep)
 }
 
 // scanShape reads line as the walk would where it has the layout of the last record the walk read: the same
@@ -273,7 +300,7 @@ func (r *gpuRecord) scanShape(line []byte) (ok, matched bool) {
 	for k := range s.n {
 		m := &s.members[k]
 		sep := s.buf[m.sep0:m.sep1]
-		if len(line)-i <= len(sep) || string(line[i:i+len(sep)]) != string(sep) {
+		if len(line)-i <= len(sep) || !m.sepAt(line, i, sep) {
 			return false, false
 		}
 		key := line[i+m.key0-m.sep0 : i+m.key1-m.sep0]
