@@ -209,3 +209,44 @@ func BenchmarkAddLine(b *testing.B) {
 		})
 	}
 }
+
+// FuzzScanShape: a line read by the layout of the line before (scanShape) is read exactly as the walk reads it
+// on its own, with every member parsed or eager only.
+//
+//	go test -run '^$' -fuzz FuzzScanShape -fuzztime 60s ./dashboard/store/
+func FuzzScanShape(f *testing.F) {
+	v1 := `{"ts":1797127200.190654,"node":"10.1.0.1","gpu":0,"util":97,"mem_mb":71047,"power_w":685}`
+	f.Add([]byte(v1), []byte(`{"ts":1797127201.5,"node":"10.1.0.12","gpu":7,"util":-0,"mem_mb":null,"power_w":6e2}`), true)
+	f.Add([]byte(v1), []byte(`{"ts":1797127201.5,"node":"a\"b","gpu":7,"util":5,"mem_mb":1,"power_w":2} x`), false)
+	f.Add([]byte(` { "ts" : 100 , "node" : "a b" , "gpu" : 1 , "util" : 5 } `), []byte(` { "ts" : 101 , "node" : "a" , "gpu" : 2 , "util" :6 } `), false)
+	f.Add([]byte(`{"ts":1,"node":"a","gpu":1,"s":"x","util":5}`), []byte(`{"ts":1,"node":"a","gpu":1,"s":7,"util":5}`), true)
+	f.Fuzz(func(t *testing.T, primer, line []byte, eager bool) {
+		shaped := gpuRecord{eagerOnly: eager}
+		shaped.scanFast(primer)
+		walked := gpuRecord{eagerOnly: eager}
+		okWalk := walked.scanFast(line)
+		okShape := shaped.scanFast(line)
+		if okWalk != okShape {
+			t.Fatalf("after %s: %s: read %v by the layout, %v by the walk", primer, line, okShape, okWalk)
+		}
+		if !okWalk {
+			return
+		}
+		a, b := &walked, &shaped
+		if math.Float64bits(a.ts) != math.Float64bits(b.ts) || !bytes.Equal(a.node, b.node) || (a.node == nil) != (b.node == nil) ||
+			math.Float64bits(a.gpu) != math.Float64bits(b.gpu) || a.n != b.n || a.ns != b.ns {
+			t.Fatalf("after %s: %s: layout (%v %q %v %d %d) vs walk (%v %q %v %d %d)", primer, line, b.ts, b.node, b.gpu, b.n, b.ns, a.ts, a.node, a.gpu, a.n, a.ns)
+		}
+		for i := range a.n {
+			x, y := a.vals[i], b.vals[i]
+			if !bytes.Equal(x.k, y.k) || math.Float64bits(x.v) != math.Float64bits(y.v) || x.q != y.q || x.exact != y.exact {
+				t.Fatalf("after %s: %s: member %d: layout %+v, walk %+v", primer, line, i, y, x)
+			}
+		}
+		for i := range a.ns {
+			if x, y := a.skipped[i], b.skipped[i]; !bytes.Equal(x.k, y.k) || !bytes.Equal(x.v, y.v) {
+				t.Fatalf("after %s: %s: skipped %d: layout %q=%q, walk %q=%q", primer, line, i, y.k, y.v, x.k, x.v)
+			}
+		}
+	})
+}
