@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"encoding/binary"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/flatjson"
@@ -283,7 +284,7 @@ func (m *shapeMember) sepAt(line []byte, i int, sep []byte) bool {
 	case n > 8 && n <= 16:
 		return binary.LittleEndian.Uint64(line[i:]) == m.head && binary.LittleEndian.Uint64(line[i+n-8:]) == m.last
 	}
-	return string(line[i:i+len(sep)]) == string(sep)
+	return bytes.Equal(line[i:i+len(sep)], sep)
 }
 
 // scanShape reads line as the walk would where it has the layout of the last record the walk read: the same
@@ -348,7 +349,7 @@ func (r *gpuRecord) scanShape(line []byte) (ok, matched bool) {
 		}
 	}
 	tail := s.buf[s.tail0:]
-	if len(line)-i < len(tail) || string(line[i:i+len(tail)]) != string(tail) {
+	if len(line)-i < len(tail) || !bytes.Equal(line[i:i+len(tail)], tail) {
 		return false, false
 	}
 	return r.node != nil && r.gpu >= 0 && r.ts > 0, true

@@ -99,7 +99,8 @@ func TestMapPlainTruncated(t *testing.T) {
 	}
 	lines := 0
 	_, err := s.Read(s.Parts[s.Hours()[0]], func([]byte) bool {
-		if lines++; lines == 2 {
+		lines++
+		if lines == 2 {
 			if err := os.Truncate(path, 10); err != nil {
 				t.Fatal(err)
 			}
