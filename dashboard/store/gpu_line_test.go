@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/columns"
@@ -37,8 +38,14 @@ func TestScanFastMatchesScan(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(7, 9))
 	alphabet := []byte(`{}[]":,. -0123456789enul\ats`)
+	primer := make([]int, len(lines)) // the line whose layout scanShape has learnt before each line (odd ones)
+	for i := range primer {
+		primer[i] = i
+	}
 	for range 20000 { // mutations of the shapes above: a byte replaced, dropped or doubled
-		b := []byte(lines[rng.IntN(5)])
+		base := rng.IntN(5)
+		primer = append(primer, base)
+		b := []byte(lines[base])
 		for range 1 + rng.IntN(3) {
 			i := rng.IntN(len(b))
 			switch rng.IntN(3) {
@@ -53,13 +60,24 @@ func TestScanFastMatchesScan(t *testing.T) {
 		lines = append(lines, string(b))
 	}
 	for i := range 2000 { // readings as collectors print them
+		primer = append(primer, len(lines)-i)
 		lines = append(lines, fmt.Sprintf(`{"ts":%.6f,"node":"n%d","gpu":%d,"util":%d,"power_w":%.1f,"mem":%.2f,"f":%g}`,
 			1.797e9+rng.Float64()*1e4, i%9, i%8, rng.IntN(101), rng.Float64()*1000-100, rng.Float64()*1e6, rng.NormFloat64()*1e5))
 	}
-	fast := 0
-	for _, line := range lines {
+	fast, shaped := 0, 0
+	var primed gpuRecord // read with the layout of one of the shapes above learnt (scanShape)
+	for n, line := range lines {
 		var a, b gpuRecord
 		okSlow := a.scan([]byte(line))
+		if n%2 == 1 {
+			primed.scanFast([]byte(lines[primer[n]]))
+			b = primed
+			b.shape.buf = slices.Clone(primed.shape.buf) // b learns into its own
+			c := b
+			if _, matched := c.scanShape([]byte(line)); matched {
+				shaped++
+			}
+		}
 		if !b.scanFast([]byte(line)) {
 			continue
 		}
@@ -95,10 +113,16 @@ func TestScanFastMatchesScan(t *testing.T) {
 	// eagerOnly: where it takes a line, it keeps exactly scan's eager members and skips the others, whose names
 	// with a number for a value are scan's other members.
 	deferredFast := 0
-	for _, line := range lines {
+	primed = gpuRecord{eagerOnly: true}
+	for n, line := range lines {
 		var a, b gpuRecord
 		okSlow := a.scan([]byte(line))
 		b.eagerOnly = true
+		if n%2 == 1 {
+			primed.scanFast([]byte(lines[primer[n]]))
+			b = primed
+			b.shape.buf = slices.Clone(primed.shape.buf) // b learns into its own
+		}
 		if !b.scanFast([]byte(line)) {
 			continue
 		}
@@ -134,6 +158,9 @@ func TestScanFastMatchesScan(t *testing.T) {
 		if !r.scanFast([]byte(line)) {
 			t.Fatalf("%s: not read by the fast path", line)
 		}
+	}
+	if shaped < 1500 {
+		t.Fatalf("only %d of %d lines read by the layout of the line before (scanShape)", shaped, len(lines))
 	}
 	if fast < 3000 {
 		t.Fatalf("only %d of %d lines read by the fast path", fast, len(lines))
@@ -181,4 +208,45 @@ func BenchmarkAddLine(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(lines)), "ns/line")
 		})
 	}
+}
+
+// FuzzScanShape: a line read by the layout of the line before (scanShape) is read exactly as the walk reads it
+// on its own, with every member parsed or eager only.
+//
+//	go test -run '^$' -fuzz FuzzScanShape -fuzztime 60s ./dashboard/store/
+func FuzzScanShape(f *testing.F) {
+	v1 := `{"ts":1797127200.190654,"node":"10.1.0.1","gpu":0,"util":97,"mem_mb":71047,"power_w":685}`
+	f.Add([]byte(v1), []byte(`{"ts":1797127201.5,"node":"10.1.0.12","gpu":7,"util":-0,"mem_mb":null,"power_w":6e2}`), true)
+	f.Add([]byte(v1), []byte(`{"ts":1797127201.5,"node":"a\"b","gpu":7,"util":5,"mem_mb":1,"power_w":2} x`), false)
+	f.Add([]byte(` { "ts" : 100 , "node" : "a b" , "gpu" : 1 , "util" : 5 } `), []byte(` { "ts" : 101 , "node" : "a" , "gpu" : 2 , "util" :6 } `), false)
+	f.Add([]byte(`{"ts":1,"node":"a","gpu":1,"s":"x","util":5}`), []byte(`{"ts":1,"node":"a","gpu":1,"s":7,"util":5}`), true)
+	f.Fuzz(func(t *testing.T, primer, line []byte, eager bool) {
+		shaped := gpuRecord{eagerOnly: eager}
+		shaped.scanFast(primer)
+		walked := gpuRecord{eagerOnly: eager}
+		okWalk := walked.scanFast(line)
+		okShape := shaped.scanFast(line)
+		if okWalk != okShape {
+			t.Fatalf("after %s: %s: read %v by the layout, %v by the walk", primer, line, okShape, okWalk)
+		}
+		if !okWalk {
+			return
+		}
+		a, b := &walked, &shaped
+		if math.Float64bits(a.ts) != math.Float64bits(b.ts) || !bytes.Equal(a.node, b.node) || (a.node == nil) != (b.node == nil) ||
+			math.Float64bits(a.gpu) != math.Float64bits(b.gpu) || a.n != b.n || a.ns != b.ns {
+			t.Fatalf("after %s: %s: layout (%v %q %v %d %d) vs walk (%v %q %v %d %d)", primer, line, b.ts, b.node, b.gpu, b.n, b.ns, a.ts, a.node, a.gpu, a.n, a.ns)
+		}
+		for i := range a.n {
+			x, y := a.vals[i], b.vals[i]
+			if !bytes.Equal(x.k, y.k) || math.Float64bits(x.v) != math.Float64bits(y.v) || x.q != y.q || x.exact != y.exact {
+				t.Fatalf("after %s: %s: member %d: layout %+v, walk %+v", primer, line, i, y, x)
+			}
+		}
+		for i := range a.ns {
+			if x, y := a.skipped[i], b.skipped[i]; !bytes.Equal(x.k, y.k) || !bytes.Equal(x.v, y.v) {
+				t.Fatalf("after %s: %s: skipped %d: layout %q=%q, walk %q=%q", primer, line, i, y.k, y.v, x.k, x.v)
+			}
+		}
+	})
 }

@@ -70,9 +70,11 @@ func (g *gpuReader) fieldsHintLocked() {
 }
 
 func newGPUReader(run *Store) gpuReader {
+	util := partition.NewStream(run.dir, sc.StreamGPUUtil)
+	util.MapPlain = true // gpuBlock.addLine copies what it keeps of a line (node and member names)
 	return gpuReader{
 		run:       run,
-		utilFiles: partition.NewStream(run.dir, sc.StreamGPUUtil), rollupFiles: partition.NewStream(run.dir, sc.StreamGPURollup),
+		utilFiles: util, rollupFiles: partition.NewStream(run.dir, sc.StreamGPURollup),
 		blocks: map[int64]*gpuBlock{}, rollups: map[int64]*rollBlock{}, tails: map[int64]*tailBlock{},
 	}
 }

@@ -142,6 +142,11 @@ type Stream struct {
 	// Strays are the files of the stream's folders named like no partition (runfiles.ListLayoutPartitions), as
 	// of the last List, relative to the run's dashboard folder.
 	Strays []string
+	// MapPlain reads plain files through a read-only mapping instead of copies through a read buffer (the
+	// cold parse of a miles v1 run reads hundreds of MB of them: docs/dashboard-api.md "Cold open"). The
+	// lines handed to the sink are then the file's pages, unmapped once Read returns: set it only where every
+	// sink copies what it keeps of a line.
+	MapPlain bool
 }
 
 // NewStream tracks the stream name of the run in runDir; it lists nothing yet.

@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -41,7 +42,7 @@ func (s *Stream) Read(p *Partition, sink LineSink) ([]CorruptReport, error) {
 	var reports []CorruptReport
 	var firstErr error
 	for _, f := range p.Files {
-		reps, err := f.read(s.RunDir, sink)
+		reps, err := f.read(s.RunDir, sink, s.MapPlain)
 		if errors.Is(err, ErrReload) {
 			return nil, ErrReload
 		}
@@ -53,8 +54,8 @@ func (s *Stream) Read(p *Partition, sink LineSink) ([]CorruptReport, error) {
 	return reports, firstErr
 }
 
-// read consumes what is new in one layout's files of an hour.
-func (p *File) read(runDir string, sink LineSink) ([]CorruptReport, error) {
+// read consumes what is new in one layout's files of an hour; mapPlain: Stream.MapPlain.
+func (p *File) read(runDir string, sink LineSink, mapPlain bool) ([]CorruptReport, error) {
 	var reports []CorruptReport
 	if p.Zst != "" && p.ZstSize == 0 && p.PlainOff > 0 {
 		// The hour we tailed as plain text was compressed: its content is now in the .zst. Start the hour over
@@ -106,10 +107,19 @@ func (p *File) read(runDir string, sink LineSink) ([]CorruptReport, error) {
 		if fi.Size() == p.PlainOff {
 			return reports, nil
 		}
-		if _, err := f.Seek(p.PlainOff, io.SeekStart); err != nil {
-			return reports, err
+		rep, n, mapped, err := CorruptReport{}, int64(0), false, error(nil)
+		if mapPlain && fi.Size()-p.PlainOff >= MapMin {
+			rep, n, mapped, err = consumeMapped(f, p.PlainOff, fi.Size(), sink, p.Plain)
+			if errors.Is(err, ErrReload) {
+				return nil, ErrReload
+			}
 		}
-		rep, n, err := consume(f, p.PlainOff, sink, p.Plain)
+		if !mapped {
+			if _, err := f.Seek(p.PlainOff, io.SeekStart); err != nil {
+				return reports, err
+			}
+			rep, n, err = consume(f, p.PlainOff, sink, p.Plain)
+		}
 		p.PlainOff += n
 		if rep.Count > 0 || rep.Long > 0 {
 			reports = append(reports, rep)
@@ -150,24 +160,62 @@ var ErrReload = errors.New("Partition changed under the reader; reload it")
 func consume(r io.Reader, base int64, sink LineSink, path string) (CorruptReport, int64, error) {
 	rep := CorruptReport{Path: path, First: -1, LongFirst: -1}
 	n, _, err := runfiles.EachLineMax(r, MaxLine, func(line []byte, off int64) error {
-		if !sink(line) {
-			if rep.First < 0 {
-				rep.First = base + off
-			}
-			rep.Count++
-		}
+		rep.line(sink, line, base+off)
 		return nil
-	}, func(off, _ int64) {
-		if rep.LongFirst < 0 {
-			rep.LongFirst = base + off
-		}
-		rep.Long++
-	})
+	}, func(off, _ int64) { rep.long(base + off) })
 	return rep, n, err
+}
+
+// consumeBytes is consume of the bytes of a file from base on, held whole in data (a mapping): the same lines
+// to sink, the same report, the same bytes consumed as runfiles.EachLineMax gives, without copying them.
+func consumeBytes(data []byte, base int64, sink LineSink, path string) (CorruptReport, int64) {
+	rep := CorruptReport{Path: path, First: -1, LongFirst: -1}
+	n := 0
+	for {
+		k := bytes.IndexByte(data[n:], '\n')
+		if k < 0 {
+			return rep, int64(n) // a last line not ended yet is left for the next read
+		}
+		line := data[n : n+k+1]
+		if len(line) > MaxLine {
+			rep.long(base + int64(n))
+		} else {
+			body := line // as EachLineMax trims it
+			for len(body) > 0 && (body[len(body)-1] == '\n' || body[len(body)-1] == '\r') {
+				body = body[:len(body)-1]
+			}
+			if len(body) > 0 {
+				rep.line(sink, body, base+int64(n))
+			}
+		}
+		n += len(line)
+	}
+}
+
+// line hands one line at off to sink, counting it when sink says it is corrupt.
+func (r *CorruptReport) line(sink LineSink, line []byte, off int64) {
+	if !sink(line) {
+		if r.First < 0 {
+			r.First = off
+		}
+		r.Count++
+	}
+}
+
+// long counts a line over MaxLine at off, skipped unread.
+func (r *CorruptReport) long(off int64) {
+	if r.LongFirst < 0 {
+		r.LongFirst = off
+	}
+	r.Long++
 }
 
 // MaxLine is the longest line read (runfiles.MaxLine; tests lower it).
 var MaxLine = runfiles.MaxLine
+
+// MapMin is the least a plain file must have left to read for Stream.MapPlain to map it: below it a read costs
+// less than setting up the mapping (tests lower it).
+var MapMin int64 = 1 << 20
 
 func (r CorruptReport) String() string {
 	var parts []string
