@@ -17,18 +17,7 @@ import (
 // TestColumnCache: a compacted hour parsed once is served from the cache (outside the run directory) by the
 // next open, with identical answers; a cache file for another version of the hour is never used.
 func TestColumnCache(t *testing.T) {
-	dir := t.TempDir()
-	write(t, dir, "dashboard/meta.json", `{"schema_version":2,"writer":"otelcol-miles"}`)
-	var b strings.Builder
-	for i := range 600 {
-		for g := range 4 {
-			b.WriteString(gpuLine(h0+float64(i), "n1", g, float64((i*7+g*13)%100)))
-		}
-	}
-	enc, _ := zstd.NewWriter(nil)
-	write(t, dir, "dashboard/gpu_util/"+hourA+".jsonl.zst", string(enc.EncodeAll([]byte(b.String()), nil)))
-	enc.Close()
-	cache := t.TempDir()
+	dir, cache := compactedHourRun(t)
 
 	query := func() (*Store, string) {
 		st, err := Open(dir, false)
@@ -292,18 +281,7 @@ func TestColumnCacheRollup(t *testing.T) {
 // even when the cache file was removed meanwhile, and every answer is the parsed hour's. A cache file of the
 // previous version is parsed again and overwritten, never misread.
 func TestColumnCacheBodyOnDemand(t *testing.T) {
-	dir := t.TempDir()
-	write(t, dir, "dashboard/meta.json", `{"schema_version":2,"writer":"otelcol-miles"}`)
-	var b strings.Builder
-	for i := range 600 {
-		for g := range 4 {
-			b.WriteString(gpuLine(h0+float64(i), "n1", g, float64((i*7+g*13)%100)))
-		}
-	}
-	enc, _ := zstd.NewWriter(nil)
-	write(t, dir, "dashboard/gpu_util/"+hourA+".jsonl.zst", string(enc.EncodeAll([]byte(b.String()), nil)))
-	enc.Close()
-	cache := t.TempDir()
+	dir, cache := compactedHourRun(t)
 	open := func() *Store {
 		st, err := Open(dir, false)
 		if err != nil {
@@ -450,4 +428,22 @@ func TestColumnCacheBodyOnDemand(t *testing.T) {
 	if st7.gpu.blocks[499_000] != nil || !errors.Is(blk7.body.f.Close(), os.ErrClosed) {
 		t.Fatal("the dropped hour kept its cache file open")
 	}
+}
+
+// compactedHourRun writes a run whose hour hourA of gpu_util is compacted (4 lanes, 600 s of readings), and gives
+// it with an empty column cache directory.
+func compactedHourRun(t *testing.T) (dir, cache string) {
+	t.Helper()
+	dir = t.TempDir()
+	write(t, dir, "dashboard/meta.json", `{"schema_version":2,"writer":"otelcol-miles"}`)
+	var b strings.Builder
+	for i := range 600 {
+		for g := range 4 {
+			b.WriteString(gpuLine(h0+float64(i), "n1", g, float64((i*7+g*13)%100)))
+		}
+	}
+	enc, _ := zstd.NewWriter(nil)
+	write(t, dir, "dashboard/gpu_util/"+hourA+".jsonl.zst", string(enc.EncodeAll([]byte(b.String()), nil)))
+	enc.Close()
+	return dir, t.TempDir()
 }
