@@ -261,7 +261,7 @@ func setMemoryLimit(budget int64) {
 }
 
 // defaultMemoryBudget bounds the parsed hours a dashboard holds (docs/operations.md "Memory"): about a day of a
-// 128-GPU run's engine and trajectory hours, or a few 1024-GPU gpu_util hours.
+// 128-GPU run's engine trace and trajectory hours, or a few 1024-GPU gpu_util hours.
 const defaultMemoryBudget = 2 << 30
 
 // parseBytes reads a byte count: a whole number with an optional unit, B, KiB, MiB, GiB, TiB (powers of 1024)

@@ -260,15 +260,20 @@ type cachedLane struct {
 	fields []*field
 }
 
+// fieldsInOrder lists a lane's fields once, so a cache file's head and body walk them in the same order.
+func fieldsInOrder[F any](fields map[string]F) (names []string, fs []F) {
+	for name, f := range fields {
+		names, fs = append(names, name), append(fs, f)
+	}
+	return names, fs
+}
+
 func writeGPUBlock(w *bufio.Writer, b *gpuBlock) error {
 	b.readBody()
 	lanes := make([]cachedLane, 0, len(b.lanes))
 	for key, l := range b.lanes {
-		cl := cachedLane{key: key, l: l}
-		for name, f := range l.fields {
-			cl.names, cl.fields = append(cl.names, name), append(cl.fields, f)
-		}
-		lanes = append(lanes, cl)
+		names, fields := fieldsInOrder(l.fields)
+		lanes = append(lanes, cachedLane{key: key, l: l, names: names, fields: fields})
 	}
 	return writeCacheFile(w, colCacheMagic, func(h *columns.Writer) {
 		h.Int(b.hour)
@@ -522,11 +527,8 @@ func writeRollBlock(w *bufio.Writer, b *rollBlock) error {
 	}
 	lanes := make([]lane, 0, len(b.lanes))
 	for key, fs := range b.lanes {
-		l := lane{key: key}
-		for name, f := range fs {
-			l.names, l.fields = append(l.names, name), append(l.fields, f)
-		}
-		lanes = append(lanes, l)
+		names, fields := fieldsInOrder(fs)
+		lanes = append(lanes, lane{key: key, names: names, fields: fields})
 	}
 	return writeCacheFile(w, rollCacheMagic, func(h *columns.Writer) {
 		h.Int(b.hour)

@@ -2,6 +2,7 @@ package runfiles
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -155,6 +156,19 @@ func FuzzEachLineMax(f *testing.F) {
 		}
 		if partial > 0 && bytes.IndexByte(in[consumed:], '\n') >= 0 {
 			t.Fatal("the partial tail holds a newline")
+		}
+		// EachLineBytes over the same bytes held whole: the same lines, offsets, long lines and bytes consumed.
+		var read, held []string
+		each := func(out *[]string) (func([]byte, int64) error, func(int64, int64)) {
+			return func(line []byte, off int64) error { *out = append(*out, fmt.Sprint(off, string(line))); return nil },
+				func(off, n int64) { *out = append(*out, fmt.Sprint("long ", off, n)) }
+		}
+		fn, long := each(&read)
+		_, _, _ = EachLineMax(bytes.NewReader(in), maxLine, fn, long)
+		fn, long = each(&held)
+		n, err := EachLineBytes(in, maxLine, fn, long)
+		if err != nil || n != consumed || !slices.Equal(read, held) {
+			t.Fatalf("EachLineBytes consumed %d (want %d), lines %q, want %q", n, consumed, held, read)
 		}
 	})
 }

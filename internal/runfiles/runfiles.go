@@ -6,6 +6,7 @@ package runfiles
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -295,15 +296,42 @@ func EachLineMax(r io.Reader, maxLine int, fn func(line []byte, off int64) error
 			consumed += over
 			continue
 		}
-		body := line // bytes.TrimRight(line, "\r\n") without building its byte set for every line
-		for len(body) > 0 && (body[len(body)-1] == '\n' || body[len(body)-1] == '\r') {
-			body = body[:len(body)-1]
-		}
-		if len(body) > 0 {
+		if body := trimEOL(line); len(body) > 0 {
 			if err := fn(body, consumed); err != nil {
 				return consumed, 0, err
 			}
 		}
 		consumed += int64(len(line))
 	}
+}
+
+// EachLineBytes is EachLineMax over bytes held whole (a read-only mapping): the same lines, offsets and long
+// lines, handed out in place instead of copied through a read buffer. It returns the bytes through the last
+// newline; a last line with no newline is left, as EachLineMax leaves it.
+func EachLineBytes(data []byte, maxLine int, fn func(line []byte, off int64) error, long func(off, n int64)) (consumed int64, err error) {
+	for {
+		k := bytes.IndexByte(data[consumed:], '\n')
+		if k < 0 {
+			return consumed, nil
+		}
+		line := data[consumed : consumed+int64(k)+1]
+		if len(line) > maxLine {
+			if long != nil {
+				long(consumed, int64(len(line)))
+			}
+		} else if body := trimEOL(line); len(body) > 0 {
+			if err := fn(body, consumed); err != nil {
+				return consumed, err
+			}
+		}
+		consumed += int64(len(line))
+	}
+}
+
+// trimEOL is bytes.TrimRight(line, "\r\n") without building its byte set for every line.
+func trimEOL(line []byte) []byte {
+	for len(line) > 0 && (line[len(line)-1] == '\n' || line[len(line)-1] == '\r') {
+		line = line[:len(line)-1]
+	}
+	return line
 }

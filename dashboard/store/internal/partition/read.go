@@ -1,7 +1,6 @@
 package partition
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -166,30 +165,15 @@ func consume(r io.Reader, base int64, sink LineSink, path string) (CorruptReport
 	return rep, n, err
 }
 
-// consumeBytes is consume of the bytes of a file from base on, held whole in data (a mapping): the same lines
-// to sink, the same report, the same bytes consumed as runfiles.EachLineMax gives, without copying them.
+// consumeBytes is consume of the bytes of a file from base on, held whole in data (a mapping), without copying
+// them (runfiles.EachLineBytes).
 func consumeBytes(data []byte, base int64, sink LineSink, path string) (CorruptReport, int64) {
 	rep := CorruptReport{Path: path, First: -1, LongFirst: -1}
-	n := 0
-	for {
-		k := bytes.IndexByte(data[n:], '\n')
-		if k < 0 {
-			return rep, int64(n) // a last line not ended yet is left for the next read
-		}
-		line := data[n : n+k+1]
-		if len(line) > MaxLine {
-			rep.long(base + int64(n))
-		} else {
-			body := line // as EachLineMax trims it
-			for len(body) > 0 && (body[len(body)-1] == '\n' || body[len(body)-1] == '\r') {
-				body = body[:len(body)-1]
-			}
-			if len(body) > 0 {
-				rep.line(sink, body, base+int64(n))
-			}
-		}
-		n += len(line)
-	}
+	n, _ := runfiles.EachLineBytes(data, MaxLine, func(line []byte, off int64) error {
+		rep.line(sink, line, base+off)
+		return nil
+	}, func(off, _ int64) { rep.long(base + off) })
+	return rep, n
 }
 
 // line hands one line at off to sink, counting it when sink says it is corrupt.
