@@ -13,7 +13,6 @@ import (
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/advisory"
 	"github.com/otelcol-miles/otelcol-miles/dashboard/dumps"
-	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
 )
 
 // The advisory: dashboard/advisory's rules over the whole run (or a window), with the run's settings from
@@ -181,15 +180,13 @@ func (s *Server) advisoryConfig(r *http.Request) (advisory.Config, error) {
 // AdvisoryInput gathers the advisory's input from the store: every phase, the full-resolution engine series
 // the rules read (whole run), the step metrics, and the newest consumed step's outcome from the trajectories.
 func AdvisoryInput(st AdvisorySource, cfg advisory.Config, win *[2]float64) advisory.Input {
-	in := advisory.Input{Config: cfg, Window: win, Engines: map[string][]store.EngineRaw{}}
+	in := advisory.Input{Config: cfg, Window: win}
 	// Engine series first: loading them moves the store's data edge to the newest scrape, which in a finished
 	// (compacted) run is not known before (only the phase hours are loaded by AllPhases). A run whose trainer
 	// hung while its engines kept being scraped must measure its open phases against that edge.
-	for _, m := range advisory.EngineMetrics {
-		if rs := st.EngineRawSeries(m, math.Inf(-1), math.Inf(1)); len(rs) > 0 {
-			in.Engines[m] = rs
-		}
-	}
+	// Every hour at full resolution: hours the memory budget dropped are read back for this pass
+	// (docs/operations.md "Memory").
+	in.Engines = st.EngineRawMetrics(advisory.EngineMetrics, math.Inf(-1), math.Inf(1))
 	in.Phases, in.Edge = st.AllPhases()
 	// The attempt boundary: miles v1 rewrites meta.json at every (re)start, so start_ts is the current
 	// attempt's; otelcol-miles keeps the first start (docs/semconv.md §8.1), before which no phase of this run

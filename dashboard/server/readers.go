@@ -54,6 +54,7 @@ type engineReader interface {
 	EngineOverlay(metric, stat string, t0, t1 float64, sel []*store.Lane, points int) (*store.EngineOverlayResult, error)
 	EngineSeries(metric, stat string, perDP bool, t0, t1 float64, points int) (*store.EngineSeriesResult, error)
 	EngineRawSeries(metric string, t0, t1 float64) []store.EngineRaw
+	EngineRawMetrics(metrics []string, t0, t1 float64) map[string][]store.EngineRaw
 }
 
 // trajectoryReader is the samples' lifecycle spans: consumed steps, a step's anatomy, the lifecycle carpet.
@@ -89,7 +90,7 @@ var _ dumpReader = (*dumps.Reader)(nil)
 type AdvisorySource interface {
 	Info() store.RunInfo
 	AllPhases() (recs []store.PhaseRecord, edge float64)
-	EngineRawSeries(metric string, t0, t1 float64) []store.EngineRaw
+	EngineRawMetrics(metrics []string, t0, t1 float64) map[string][]store.EngineRaw
 	MetricKeyNames() []string
 	StepMetricSeries(keys ...string) map[string]store.StepSeries
 	LifecycleSteps() []store.StepSummary

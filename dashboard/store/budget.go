@@ -15,9 +15,10 @@ import (
 // The memory budget (docs/operations.md "Memory"): the parsed hour blocks a query or a follower loaded are
 // counted, and past the budget the least recently used are dropped; a query that needs one again reads it again
 // from its files (or the column cache). What is dropped is only ever a copy of the files: gpu_util and
-// gpu_rollup hours, trajectories hours and engine_traces hours. The rest stays resident — small, whole-run, or
-// not rebuilt hour by hour: phases, step metrics, topology, the engine series (the advisory and the key
-// catalog read every hour), the trajectories step index, the live tails of gpu_util, interned strings, lanes.
+// gpu_rollup hours, trajectories hours, engine_traces hours and engine_series hours (the key catalog keeps a
+// dropped engine hour's point counts; the advisory reads the hours it needs back, pinned). The rest stays
+// resident — small, whole-run, or not rebuilt hour by hour: phases, step metrics, topology, the trajectories
+// step index, the live tails of gpu_util, interned strings, lanes.
 //
 //	load (ensure, Refresh) ──▶ settleLocked: count new and grown blocks ──▶ over budget: evictLocked, LRU first,
 //	never a block a query in flight touched (pins), never the newest two hours of a followed run
@@ -75,6 +76,7 @@ const (
 	heldRollup
 	heldTraj
 	heldTrace
+	heldEngine
 )
 
 // heldKey names one evictable block: its stream and hour.
@@ -232,6 +234,11 @@ func (s *Store) heldBlocksLocked() []heldBlock {
 			out = append(out, heldBlock{heldKey{heldTrace, h}, b, s.engineTraces.files.Parts[h], b.heldBytes, nil})
 		}
 	}
+	for h, b := range s.engines.blocks {
+		if h >= 0 {
+			out = append(out, heldBlock{heldKey{heldEngine, h}, b, s.engines.files.Parts[h], b.heldBytes, nil})
+		}
+	}
 	return out
 }
 
@@ -341,8 +348,8 @@ func (s *Store) evictLocked() {
 // protectedFromLocked is, per kind, the oldest hour never dropped: in a followed run the newest two hours, by
 // the data edge and by the stream's own newest partition (a stream that stopped while the others go on is
 // still tailed there by Refresh, which would read a dropped hour again at every tick); none otherwise.
-func (s *Store) protectedFromLocked() [heldTrace + 1]int64 {
-	var out [heldTrace + 1]int64
+func (s *Store) protectedFromLocked() [heldEngine + 1]int64 {
+	var out [heldEngine + 1]int64
 	for i := range out {
 		out[i] = math.MaxInt64
 	}
@@ -352,6 +359,7 @@ func (s *Store) protectedFromLocked() [heldTrace + 1]int64 {
 	edge := int64(math.Floor(s.edge/3600)) - 1
 	for kind, f := range map[heldKind]*partition.Stream{
 		heldGPU: s.gpu.utilFiles, heldRollup: s.gpu.rollupFiles, heldTraj: s.trajectories.files, heldTrace: s.engineTraces.files,
+		heldEngine: s.engines.files,
 	} {
 		out[kind] = min(edge, f.Newest()-1)
 	}
@@ -385,6 +393,10 @@ func (s *Store) dropLocked(k heldKey) {
 	case heldTrace:
 		delete(s.engineTraces.hours, k.hour)
 		resetPart(s.engineTraces.files, k.hour)
+	case heldEngine:
+		s.engines.dropped[k.hour] = s.engines.blocks[k.hour].catalogOf()
+		delete(s.engines.blocks, k.hour)
+		resetPart(s.engines.files, k.hour)
 	}
 	delete(s.mem.entries, k)
 	s.mem.dropped[k] = true
@@ -429,6 +441,15 @@ func (b *rollBlock) heldBytes() int64 {
 	n := int64(b.memBytes())
 	for _, l := range b.lanes {
 		n += laneBytes + int64(len(l))*fieldBytes
+	}
+	return n
+}
+
+// heldBytes of an engine hour: its columns, and per series the struct, its key and label map.
+func (b *engBlock) heldBytes() int64 {
+	n := int64(b.memBytes())
+	for k, ser := range b.series {
+		n += int64(unsafe.Sizeof(*ser)) + int64(len(k)) + mapEntryBytes + int64(len(ser.labels))*mapEntryBytes
 	}
 	return n
 }

@@ -17,14 +17,49 @@ type engineReader struct {
 	files *partition.Stream
 	// blocks holds the loaded hours.
 	blocks map[int64]*engBlock
-	// allLoaded says every hour was loaded once (the advisory and the whole-run catalog need them all).
+	// allLoaded says every hour was loaded once (the whole-run catalog needs them all).
 	allLoaded bool
-	// version counts changes to the blocks (points added, an hour read again).
+	// dropped are the catalog figures of the hours the memory budget dropped (budget.go), by hour: the key
+	// catalog counts them without reading the hour again; a reload of the hour takes its entry out.
+	dropped map[int64]engHourCatalog
+	// version counts changes to the blocks (points added, an hour read again). A dropped hour read back with
+	// the points it had is no change: the views and the advisory cached on DataVersion stay valid.
 	version uint64
 }
 
+// engHourCatalog is what the key catalog needs of one hour: per metric, its points and whether it is a histogram
+// (the first series seen, as catalogLocked takes it), and the hour's point total (a reload that finds as many
+// points changed nothing).
+type engHourCatalog struct {
+	metrics map[string]engMetricCount
+	points  int
+}
+
+// engMetricCount is one metric's part of an hour in the catalog.
+type engMetricCount struct {
+	points int
+	hist   bool
+}
+
+// catalogOf is the block's catalog figures.
+func (b *engBlock) catalogOf() engHourCatalog {
+	c := engHourCatalog{metrics: map[string]engMetricCount{}, points: b.points}
+	for _, ser := range b.series {
+		e, ok := c.metrics[ser.metric]
+		if !ok {
+			e.hist = ser.hist
+		}
+		e.points += ser.packedLen()
+		c.metrics[ser.metric] = e
+	}
+	return c
+}
+
 func newEngineReader(run *Store) engineReader {
-	return engineReader{run: run, files: partition.NewStream(run.dir, sc.StreamEngineSeries), blocks: map[int64]*engBlock{}}
+	return engineReader{
+		run: run, files: partition.NewStream(run.dir, sc.StreamEngineSeries), blocks: map[int64]*engBlock{},
+		dropped: map[int64]engHourCatalog{},
+	}
 }
 
 func (r *engineReader) partitionFiles() []*partition.Stream { return []*partition.Stream{r.files} }
@@ -57,8 +92,13 @@ func (r *engineReader) loadHourLocked(h int64) {
 		r.blocks[h] = b
 	}
 	before := b.points
+	if d, ok := r.dropped[h]; ok && before == 0 {
+		before = d.points // read back after the budget dropped it: only new points are a change
+		delete(r.dropped, h)
+	}
 	reports, err := r.files.Read(p, b.addLine)
 	if errors.Is(err, partition.ErrReload) {
+		delete(r.dropped, h)
 		p.Reset()
 		r.blocks[h] = newEngBlock()
 		r.version++
@@ -91,21 +131,42 @@ func (r *engineReader) hourClosedLocked(h int64, p *partition.Partition) bool {
 	return h < newest-1 || (h < newest && !p.HasPlain())
 }
 
-// ensureEngineHoursLocked loads the engine hours overlapping [t0, t1] (every hour when t0 is -Inf).
-func (r *engineReader) ensureHoursLocked(t0, t1 float64) {
+// hoursLocked are the engine hours overlapping [t0, t1] (every hour when t0 is -Inf).
+func (r *engineReader) hoursLocked(t0, t1 float64) []int64 {
+	var out []int64
 	for _, h := range r.files.Hours() {
 		if h != partition.LegacyHour && !math.IsInf(t0, -1) && (float64(h+1)*3600 < t0 || float64(h)*3600 > t1) {
 			continue
 		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// ensureHoursLocked loads the engine hours overlapping [t0, t1] that are not loaded (never read, or dropped by
+// the memory budget), marks them used and settles the budget. The caller holds Store.mu for writing and a pin
+// (budget.go): the hours stay until the pin is released.
+func (r *engineReader) ensureHoursLocked(t0, t1 float64) {
+	hours := r.hoursLocked(t0, t1)
+	for _, h := range hours {
 		if !r.files.Parts[h].Loaded {
 			r.loadHourLocked(h)
 		}
 	}
+	r.run.touchHours(heldEngine, hours)
+	r.run.settleLocked()
 }
 
-func (r *engineReader) ensureAllLocked() {
-	if !r.allLoaded {
-		r.ensureHoursLocked(math.Inf(-1), math.Inf(1))
-		r.allLoaded = true
+// ensureCatalogLocked loads the hours never read (a dropped hour's catalog figures are kept: engHourCatalog).
+func (r *engineReader) ensureCatalogLocked() {
+	if r.allLoaded && len(r.files.Hours()) == len(r.blocks)+len(r.dropped) {
+		return
 	}
+	for _, h := range r.files.Hours() {
+		if _, gone := r.dropped[h]; !gone && !r.files.Parts[h].Loaded {
+			r.loadHourLocked(h)
+			r.run.settleLocked() // hour by hour: a long run opened cold never holds all its hours at once
+		}
+	}
+	r.allLoaded = true
 }

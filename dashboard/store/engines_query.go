@@ -29,17 +29,38 @@ type EngineRaw struct {
 
 // EngineRawSeries returns every series of metric with samples in [t0, t1] (±Inf for the whole run), hours
 // concatenated in time order.
+//
+// Hours the memory budget dropped are read again from their files for the call (docs/operations.md "Memory"):
+// the pin keeps them until the answer is built.
 func (s *Store) EngineRawSeries(metric string, t0, t1 float64) []EngineRaw {
+	defer s.pin()()
 	s.mu.Lock()
-	if math.IsInf(t0, -1) {
-		s.engines.ensureAllLocked()
-	} else {
-		s.engines.ensureHoursLocked(t0, t1)
-	}
+	s.engines.ensureHoursLocked(t0, t1)
+	s.engines.allLoaded = s.engines.allLoaded || math.IsInf(t0, -1)
 	s.mu.Unlock()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.engines.rawLocked(metric, t0, t1)
+}
+
+// EngineRawMetrics is EngineRawSeries for several metrics, by metric (those with no series left out): the hours
+// are loaded, and dropped ones read back, once for all of them (the advisory reads 8 metrics of every hour;
+// one metric at a time would read a dropped hour back 8 times under a small budget).
+func (s *Store) EngineRawMetrics(metrics []string, t0, t1 float64) map[string][]EngineRaw {
+	defer s.pin()()
+	s.mu.Lock()
+	s.engines.ensureHoursLocked(t0, t1)
+	s.engines.allLoaded = s.engines.allLoaded || math.IsInf(t0, -1)
+	s.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make(map[string][]EngineRaw, len(metrics))
+	for _, m := range metrics {
+		if rs := s.engines.rawLocked(m, t0, t1); len(rs) > 0 {
+			out[m] = rs
+		}
+	}
+	return out
 }
 
 func (r *engineReader) rawLocked(metric string, t0, t1 float64) []EngineRaw {
@@ -357,20 +378,29 @@ type EngineMetricInfo struct {
 	Points int      `json:"points"`
 }
 
+// catalogLocked counts the loaded hours' series and the kept figures of the hours the budget dropped.
 func (r *engineReader) catalogLocked() []EngineMetricInfo {
 	m := map[string]*EngineMetricInfo{}
+	add := func(metric string, hist bool, points int) {
+		e := m[metric]
+		if e == nil {
+			kind := EngineKind(metric, hist)
+			e = &EngineMetricInfo{Name: metric, Kind: kind, Stats: EngineStats(kind)}
+			if kind == "counter" {
+				e.Kind = "rate"
+			}
+			m[metric] = e
+		}
+		e.Points += points
+	}
 	for _, b := range r.blocks {
 		for _, ser := range b.series {
-			e := m[ser.metric]
-			if e == nil {
-				kind := EngineKind(ser.metric, ser.hist)
-				e = &EngineMetricInfo{Name: ser.metric, Kind: kind, Stats: EngineStats(kind)}
-				if kind == "counter" {
-					e.Kind = "rate"
-				}
-				m[ser.metric] = e
-			}
-			e.Points += ser.packedLen()
+			add(ser.metric, ser.hist, ser.packedLen())
+		}
+	}
+	for _, c := range r.dropped {
+		for metric, e := range c.metrics {
+			add(metric, e.hist, e.points)
 		}
 	}
 	out := make([]EngineMetricInfo, 0, len(m))
@@ -384,7 +414,7 @@ func (r *engineReader) catalogLocked() []EngineMetricInfo {
 // EngineMetrics is the engine metric catalog (every hour loaded).
 func (s *Store) EngineMetrics() []EngineMetricInfo {
 	s.mu.Lock()
-	s.engines.ensureAllLocked()
+	s.engines.ensureCatalogLocked()
 	s.mu.Unlock()
 	s.mu.RLock()
 	defer s.mu.RUnlock()

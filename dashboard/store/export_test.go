@@ -11,3 +11,25 @@ func PackedSeriesForTest(st *Store) (packed, raw int) {
 
 // V1RunForTest writes the miles v1 run of v1run_test.go.
 func V1RunForTest(t *testing.T, catalog bool) string { return v1Run(t, catalog) }
+
+// SettleForTest runs the budget's settle with nothing in flight (every evictable block past the budget goes).
+func SettleForTest(st *Store) {
+	st.mu.Lock()
+	st.settleLocked()
+	st.mu.Unlock()
+}
+
+// EngineHoursForTest is how many engine hours are held loaded and how many the budget dropped.
+func EngineHoursForTest(st *Store) (held, dropped int) {
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	for h := range st.engines.blocks {
+		if h >= 0 {
+			held++
+		}
+	}
+	return held, len(st.engines.dropped)
+}
+
+// H0ForTest is the start of the fixtures' first hour.
+const H0ForTest = h0

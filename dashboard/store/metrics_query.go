@@ -75,7 +75,7 @@ func (s *Store) MetricKeys() ([]MetricKey, []string, uint64) {
 	s.mu.Lock()
 	s.metrics.syncLocked()
 	s.trajectories.ensureIndexLocked()
-	s.engines.ensureAllLocked()
+	s.engines.ensureCatalogLocked()
 	s.mu.Unlock()
 	s.mu.RLock()
 	defer s.mu.RUnlock()

@@ -1,0 +1,115 @@
+package store_test
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+
+	"github.com/otelcol-miles/otelcol-miles/dashboard/advisory"
+	"github.com/otelcol-miles/otelcol-miles/dashboard/server"
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
+)
+
+// engineAnswers are what the engine hours feed, as JSON: the advisory's input series (float bits, NaN-safe) and
+// result, the key catalog, the engine metric catalog, and the metric views over windows that cut hours (a rate's
+// first interval and a sample holding across an hour edge come from the hour before).
+func engineAnswers(t *testing.T, st *store.Store) []string {
+	t.Helper()
+	in := server.AdvisoryInput(st, advisory.Config{MaxRunningRequests: 64}, nil)
+	var bits []uint64
+	for _, m := range advisory.EngineMetrics {
+		for _, r := range in.Engines[m] {
+			for _, col := range [][]float64{r.TS, r.V, r.Sum, r.Buckets} {
+				bits = append(bits, uint64(len(col)))
+				for _, f := range col {
+					bits = append(bits, math.Float64bits(f))
+				}
+			}
+		}
+	}
+	var out []string
+	add := func(v any) {
+		j, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, string(j))
+	}
+	add(bits)
+	add(advisory.Compute(in))
+	win := [2]float64{store.H0ForTest + 3000, store.H0ForTest + 7500}
+	add(advisory.Compute(server.AdvisoryInput(st, advisory.Config{MaxRunningRequests: 64}, &win)))
+	keys, cats, _ := st.MetricKeys()
+	add(keys)
+	add(cats)
+	add(st.EngineMetrics())
+	for _, m := range []string{"sglang:num_running_reqs", "sglang:num_requests_total", "sglang:inter_token_latency_seconds"} {
+		for _, w := range [][2]float64{{store.H0ForTest + 3590, store.H0ForTest + 3700}, {store.H0ForTest, store.H0ForTest + 4*3600}} {
+			res, err := st.EngineSeries(m, "p99", true, w[0], w[1], 50)
+			if err != nil {
+				t.Fatal(err)
+			}
+			add(res)
+			lanes, _, _ := st.Lanes("all")
+			ov, err := st.EngineOverlay(m, "", w[0], w[1], lanes, 50)
+			if err != nil {
+				t.Fatal(err)
+			}
+			add(ov)
+		}
+	}
+	return out
+}
+
+// TestEngineHoursEvictedAlike: with every engine_series hour dropped by the memory budget (docs/operations.md
+// "Memory"), the advisory (input and result, whole run and a window), the key catalogs and the metric views
+// answer byte for byte as a store that keeps every hour; the catalogs answer without reading a dropped hour back.
+func TestEngineHoursEvictedAlike(t *testing.T) {
+	dir := store.PackRunForTest(t)
+	ref, err := store.Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := engineAnswers(t, ref)
+	catalogs := func(st *store.Store) string {
+		keys, cats, ver := st.MetricKeys()
+		j, err := json.Marshal([]any{keys, cats, ver, st.EngineMetrics()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(j)
+	}
+	wantCat := catalogs(ref)
+
+	st, err := store.Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := store.NewBudget(1)
+	st.SetBudget(b)
+	for round := range 2 {
+		store.SettleForTest(st)
+		if held, dropped := store.EngineHoursForTest(st); round > 0 && (held != 0 || dropped != 4) {
+			t.Fatalf("round %d: %d engine hours held, %d dropped after a settle; want 0 and 4", round, held, dropped)
+		}
+		reloads := b.Reloads()
+		if got := catalogs(st); got != wantCat {
+			t.Fatalf("round %d: catalogs differ with the engine hours dropped:\n keep all %.600s\n budget   %.600s", round, wantCat, got)
+		}
+		if held, _ := store.EngineHoursForTest(st); b.Reloads() != reloads || held != 0 {
+			t.Fatalf("round %d: the catalogs read %d dropped hours back (%d held)", round, b.Reloads()-reloads, held)
+		}
+		got := engineAnswers(t, st)
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("round %d answer %d differs with the engine hours dropped:\n keep all %.400s\n budget   %.400s", round, i, want[i], got[i])
+			}
+		}
+	}
+	if b.Evictions() == 0 || b.Reloads() == 0 {
+		t.Fatalf("evictions %d reloads %d: the engine hours were never dropped and read back", b.Evictions(), b.Reloads())
+	}
+	if a, b := ref.DataVersion(), st.DataVersion(); a != b {
+		t.Fatalf("data version %v after reloads, want %v (a reload is no change)", b, a)
+	}
+}
