@@ -3,6 +3,7 @@ package store_test
 import (
 	"encoding/json"
 	"math"
+	"sync"
 	"testing"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/advisory"
@@ -111,5 +112,54 @@ func TestEngineHoursEvictedAlike(t *testing.T) {
 	}
 	if a, b := ref.DataVersion(), st.DataVersion(); a != b {
 		t.Fatalf("data version %v after reloads, want %v (a reload is no change)", b, a)
+	}
+}
+
+// TestEngineHoursConcurrentAlike: engine views, catalogs and advisories side by side under a budget that drops
+// every hour not in use answer as a store that keeps everything (a query's pin keeps the hours it read back
+// until it is done).
+func TestEngineHoursConcurrentAlike(t *testing.T) {
+	dir := store.PackRunForTest(t)
+	ref, err := store.Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := engineAnswers(t, ref)
+	st, err := store.Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.SetBudget(store.NewBudget(1))
+	var wg sync.WaitGroup
+	got := make([][]string, 3)
+	for i := range got {
+		wg.Go(func() { got[i] = engineAnswers(t, st) })
+	}
+	wg.Wait()
+	for i := range got {
+		for j := range want {
+			if got[i][j] != want[j] {
+				t.Fatalf("answer %d of goroutine %d differs under concurrent eviction:\n keep all %.400s\n budget   %.400s", j, i, want[j], got[i][j])
+			}
+		}
+	}
+}
+
+// TestEngineHoursFollowedKeepNewest: a followed run's newest two engine hours are never dropped (Refresh tails
+// them); the older ones are.
+func TestEngineHoursFollowedKeepNewest(t *testing.T) {
+	dir := store.PackRunForTest(t)
+	st, err := store.Open(dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.SetBudget(store.NewBudget(1))
+	if len(st.EngineMetrics()) == 0 {
+		t.Fatal("no engine metrics")
+	}
+	st.Refresh()
+	store.SettleForTest(st)
+	if held, dropped := store.EngineHoursForTest(st); held != 2 || dropped != 2 {
+		t.Fatalf("%d engine hours held, %d dropped; want the newest 2 held and 2 dropped", held, dropped)
 	}
 }
