@@ -201,6 +201,31 @@ func (s *Store) touchHours(kind heldKind, hours []int64) {
 	}
 }
 
+// stampsLocked are the budget clock stamps of the blocks of kind held for the given hours (absent: not held).
+func (s *Store) stampsLocked(kind heldKind, hours []int64) map[int64]uint64 {
+	out := make(map[int64]uint64, len(hours))
+	for _, h := range hours {
+		if e := s.mem.entries[heldKey{kind, h}]; e != nil {
+			out[h] = e.used.Load()
+		}
+	}
+	return out
+}
+
+// unscanLocked undoes a whole-run scan's stamps (the advisory reads every engine hour at each evaluation): each
+// hour the scan stamped (mine) gets back its stamp from before the scan (prev; 0, the oldest, for an hour the
+// scan read back) unless another query stamped it since. A scan's hours would otherwise be the most recently
+// used after every evaluation and outlive the hours the pages keep reading, which the next settle would drop
+// first (docs/operations.md "Memory", the working set). Call it before the scan's pin is released: no hour it
+// stamped can have been dropped yet.
+func (s *Store) unscanLocked(kind heldKind, prev, mine map[int64]uint64) {
+	for h, t := range mine {
+		if e := s.mem.entries[heldKey{kind, h}]; e != nil {
+			e.used.CompareAndSwap(t, prev[h])
+		}
+	}
+}
+
 // heldBlock is one evictable block as settleLocked finds it in a reader.
 type heldBlock struct {
 	key   heldKey

@@ -163,3 +163,36 @@ func TestEngineHoursFollowedKeepNewest(t *testing.T) {
 		t.Fatalf("%d engine hours held, %d dropped; want the newest 2 held and 2 dropped", held, dropped)
 	}
 }
+
+// TestEngineScanKeepsPageHours: the advisory's whole-run read (EngineRawMetrics) leaves the hours as recently
+// used as before it, so past the budget the next settle drops the hours it read back, not the hour a page
+// read before it.
+func TestEngineScanKeepsPageHours(t *testing.T) {
+	dir := store.PackRunForTest(t)
+	sizes, err := store.Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sizes.EngineRawMetrics(advisory.EngineMetrics, math.Inf(-1), math.Inf(1))
+	one := store.EngineHourBytesForTest(sizes)[1]
+	if one == 0 {
+		t.Fatal("hour 1 not counted")
+	}
+
+	st, err := store.Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.SetBudget(store.NewBudget(one + one/2))
+	if _, err := st.EngineSeries("sglang:num_running_reqs", "", false, store.H0ForTest+3600+600, store.H0ForTest+3600+1200, 20); err != nil {
+		t.Fatal(err)
+	}
+	in := server.AdvisoryInput(st, advisory.Config{MaxRunningRequests: 64}, nil)
+	if len(in.Engines) < 4 {
+		t.Fatalf("advisory input has %d engine metrics", len(in.Engines))
+	}
+	store.SettleForTest(st)
+	if held := store.EngineHourBytesForTest(st); len(held) != 1 || held[1] == 0 {
+		t.Fatalf("engine hours held after the scan and a settle: %v; want only hour 1, the page's", held)
+	}
+}

@@ -43,23 +43,30 @@ func (s *Store) EngineRawSeries(metric string, t0, t1 float64) []EngineRaw {
 	return s.engines.rawLocked(metric, t0, t1)
 }
 
-// EngineRawMetrics is EngineRawSeries for several metrics, by metric (those with no series left out): the hours
-// are loaded, and dropped ones read back, once for all of them (the advisory reads 8 metrics of every hour;
-// one metric at a time would read a dropped hour back 8 times under a small budget).
+// EngineRawMetrics is EngineRawSeries for several metrics, by metric (those with no series left out), read as a
+// scan: the hours are loaded, and dropped ones read back, once for all of them (the advisory reads 8 metrics of
+// every hour; one metric at a time would read a dropped hour back 8 times under a small budget), and left as
+// recently used as they were before (unscanLocked), so the pages' hours are not dropped in their place.
 func (s *Store) EngineRawMetrics(metrics []string, t0, t1 float64) map[string][]EngineRaw {
 	defer s.pin()()
 	s.mu.Lock()
+	hours := s.engines.hoursLocked(t0, t1)
+	prev := s.stampsLocked(heldEngine, hours)
 	s.engines.ensureHoursLocked(t0, t1)
 	s.engines.allLoaded = s.engines.allLoaded || math.IsInf(t0, -1)
+	mine := s.stampsLocked(heldEngine, hours)
 	s.mu.Unlock()
-	s.mu.RLock()
-	defer s.mu.RUnlock()
 	out := make(map[string][]EngineRaw, len(metrics))
+	s.mu.RLock()
 	for _, m := range metrics {
 		if rs := s.engines.rawLocked(m, t0, t1); len(rs) > 0 {
 			out[m] = rs
 		}
 	}
+	s.mu.RUnlock()
+	s.mu.Lock()
+	s.unscanLocked(heldEngine, prev, mine)
+	s.mu.Unlock()
 	return out
 }
 

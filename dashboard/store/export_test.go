@@ -33,3 +33,16 @@ func EngineHoursForTest(st *Store) (held, dropped int) {
 
 // H0ForTest is the start of the fixtures' first hour.
 const H0ForTest = h0
+
+// EngineHourBytesForTest is the bytes the budget counts for each engine hour held, by hour from the first.
+func EngineHourBytesForTest(st *Store) map[int64]int64 {
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	out := map[int64]int64{}
+	for k, e := range st.mem.entries {
+		if k.kind == heldEngine {
+			out[k.hour-int64(h0/3600)] = e.bytes
+		}
+	}
+	return out
+}
