@@ -147,17 +147,19 @@ type DumpStep struct {
 	AlignmentFailed       int // samples whose per-token columns could not be aligned (CP layout)
 }
 
-// Input is everything the rules read. Engines holds raw, unfolded series (one per engine × label set × dp rank)
-// by canonical metric name; Steps holds step-metric series by key.
+// Input is everything the rules read. EngineHours holds the engine metrics hour by hour (the store's digests);
+// without it, Engines holds raw, unfolded series (one per engine × label set × dp rank) by canonical metric
+// name, which Compute digests the same way (EngineHoursOf). Steps holds step-metric series by key.
 type Input struct {
-	Edge    float64 // data edge (open phases and abort windows are measured against it)
-	StartTS float64 // run start: phases before it belong to an earlier attempt
-	Phases  []store.PhaseRecord
-	Engines map[string][]store.EngineRaw
-	Window  *[2]float64 // narrows A3, A4, T2, T3, T4 (nil: whole run)
-	Steps   map[string]store.StepSeries
-	Newest  *StepOutcome
-	Dump    *DumpStep
+	Edge        float64 // data edge (open phases and abort windows are measured against it)
+	StartTS     float64 // run start: phases before it belong to an earlier attempt
+	Phases      []store.PhaseRecord
+	EngineHours *EngineHours
+	Engines     map[string][]store.EngineRaw
+	Window      *[2]float64 // narrows A3, A4, T2, T3, T4 (nil: whole run)
+	Steps       map[string]store.StepSeries
+	Newest      *StepOutcome
+	Dump        *DumpStep
 	// EngineQueue is the newest consumed steps' generate time by engine stage (sglang request traces,
 	// docs/semconv.md §10); nil when the run has none.
 	EngineQueue *EngineQueue
@@ -205,13 +207,22 @@ func StepKeys() []string {
 
 var levelRank = map[string]int{Critical: 0, Warning: 1, Info: 2}
 
+// EffectiveThresholds are the thresholds the rules apply: the configured ones, or the defaults when none are.
+func (c Config) EffectiveThresholds() Thresholds {
+	if c.Thresholds == (Thresholds{}) {
+		return DefaultThresholds()
+	}
+	return c.Thresholds
+}
+
 // Compute evaluates every rule.
 func Compute(in Input) Result {
-	th := in.Config.Thresholds
-	if th == (Thresholds{}) {
-		th = DefaultThresholds()
+	th := in.Config.EffectiveThresholds()
+	eng := in.EngineHours
+	if eng == nil {
+		eng = EngineHoursOf(in.Engines, th.StragglerEngineBinS)
 	}
-	c := &ctx{in: in, th: th}
+	c := &ctx{in: in, th: th, eng: eng}
 	c.stall()
 	c.abortStorm()
 	c.kv()
@@ -245,6 +256,7 @@ func Compute(in Input) Result {
 type ctx struct {
 	in      Input
 	th      Thresholds
+	eng     *EngineHours
 	alarms  []Advisory
 	tips    []Advisory
 	skipped []Skip
@@ -284,44 +296,14 @@ func (c *ctx) bounds() (float64, float64) {
 	return math.Inf(-1), math.Inf(1)
 }
 
-// timeWeighted is Σ v·dt / Σ dt over every sample of every series in [lo, hi]: a sample holds until the next
-// one, at most gapHold(series) (a scrape gap — engine down, collector restart — is not extrapolated), and the
-// last sample holds for one median interval. It returns the mean and the time covered.
-func timeWeighted(series []store.EngineRaw, lo, hi float64) (mean, covered float64) {
-	var num, den float64
-	for i := range series {
-		ts, v := series[i].TS, series[i].V
-		i0 := sort.SearchFloat64s(ts, lo)
-		i1 := sort.Search(len(ts), func(k int) bool { return ts[k] > hi })
-		if i1-i0 < 1 {
-			continue
-		}
-		med := medianInterval(ts)
-		for k := i0; k < i1; k++ {
-			dt := med
-			if k+1 < len(ts) {
-				dt = math.Min(ts[k+1]-ts[k], gapHold(med))
-			}
-			if dt <= 0 || v[k] != v[k] {
-				continue
-			}
-			num += v[k] * dt
-			den += dt
-		}
-	}
-	if den == 0 {
-		return math.NaN(), 0
-	}
-	return num / den, den
-}
-
 // gapHold is the longest a sample is taken to hold: 3 × the median scrape interval, at least 15 s (a slow
 // scrape of a busy engine still counts for its whole interval).
 func gapHold(med float64) float64 { return math.Max(3*med, 15) }
 
+// medianInterval is the median of up to 512 of ts's positive intervals, evenly spread (0 with none).
 func medianInterval(ts []float64) float64 {
 	if len(ts) < 2 {
-		return 1
+		return 0
 	}
 	d := make([]float64, 0, min(len(ts)-1, 512))
 	step := max(1, (len(ts)-1)/512)
@@ -330,24 +312,10 @@ func medianInterval(ts []float64) float64 {
 			d = append(d, g)
 		}
 	}
-	m := median(d)
-	if m != m || m <= 0 {
-		return 1
+	if m := median(d); m > 0 {
+		return m
 	}
-	return m
-}
-
-// peakFolded is the highest per-engine value (all labels and dp ranks summed at one scrape) in [lo, hi].
-func peakFolded(series []store.EngineRaw, lo, hi float64) (float64, bool) {
-	peak, found := math.Inf(-1), false
-	for _, f := range store.FoldEngines(series, store.ByEngine, false) {
-		for k, t := range f.TS {
-			if t >= lo && t <= hi && f.V[k] == f.V[k] {
-				peak, found = math.Max(peak, f.V[k]), true
-			}
-		}
-	}
-	return peak, found
+	return 0
 }
 
 // thresholdFields names every threshold by its snake_case key (the --advisory-threshold flag of miles-dashboard).

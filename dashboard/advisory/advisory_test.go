@@ -564,17 +564,84 @@ func TestRules(t *testing.T) {
 }
 
 func TestTimeWeighted(t *testing.T) {
+	tw := func(r store.EngineRaw) (float64, float64) {
+		r.Metric = MTokenUsage
+		return EngineHoursOf(map[string][]store.EngineRaw{MTokenUsage: {r}}, 300).timeWeighted(MTokenUsage, math.Inf(-1), math.Inf(1))
+	}
 	r := store.EngineRaw{TS: []float64{0, 10, 20, 21, 22}, V: []float64{1, 0, 0, 0, 0}}
 	// median interval 1… (4 intervals: 10, 10, 1, 1 → 5.5); holds 10, 10, 1, 1, 5.5
-	m, cov := timeWeighted([]store.EngineRaw{r}, math.Inf(-1), math.Inf(1))
+	m, cov := tw(r)
 	if math.Abs(cov-27.5) > 1e-9 || math.Abs(m-10/27.5) > 1e-9 {
 		t.Fatalf("mean %v covered %v", m, cov)
 	}
 	// A 10-minute gap holds only gapHold (15 s here), not 600 s.
 	r = store.EngineRaw{TS: []float64{0, 2, 4, 604}, V: []float64{1, 1, 1, 0}}
-	m, _ = timeWeighted([]store.EngineRaw{r}, math.Inf(-1), math.Inf(1))
+	m, _ = tw(r)
 	if math.Abs(m-(2+2+15)/(2+2+15+2.0)) > 1e-9 {
 		t.Fatalf("gap extrapolated: %v", m)
+	}
+}
+
+// TestEngineHoursCombine: statistics combined hour by hour equal the same statistics over the whole series where
+// the hour boundary changes nothing (the same scrape interval on both sides), and across a boundary the
+// earlier hour's last sample holds until the later hour's first and the later's first rises from the earlier's
+// last.
+func TestEngineHoursCombine(t *testing.T) {
+	// 2 s scrapes from 30 min before an hour boundary to 30 min after it.
+	start := 3600*500_000.0 - 1800
+	var ts, g, c []float64
+	for i := range 1800 {
+		ts = append(ts, start+float64(i)*2)
+		g = append(g, float64(i%7))
+		c = append(c, float64(i*3-(i/900)*2000)) // one reset, after the boundary
+	}
+	raws := map[string][]store.EngineRaw{
+		MTokenUsage: {{Addr: "e0", Metric: MTokenUsage, TS: ts, V: g}},
+		MRequests:   {{Addr: "e0", Metric: MRequests, TS: ts, V: c}},
+	}
+	eh := EngineHoursOf(raws, 300)
+	if len(eh.Hours) != 2 {
+		t.Fatalf("%d hours, want 2", len(eh.Hours))
+	}
+	var num, den, rise float64
+	for k := range ts {
+		dt := 2.0
+		if k+1 == len(ts) {
+			dt = 2 // the last sample holds one median interval
+		}
+		num += g[k] * dt
+		den += dt
+		if k > 0 && c[k] > c[k-1] {
+			rise += c[k] - c[k-1]
+		}
+	}
+	m, cov := eh.timeWeighted(MTokenUsage, math.Inf(-1), math.Inf(1))
+	if math.Abs(cov-den) > 1e-9 || math.Abs(m-num/den) > 1e-12 {
+		t.Fatalf("time-weighted %v over %v, want %v over %v", m, cov, num/den, den)
+	}
+	if got := eh.rise(MRequests, math.Inf(-1), math.Inf(1)); got != rise {
+		t.Fatalf("rise %v, want %v", got, rise)
+	}
+	// A window that cuts both hours: only the increases that end inside it, the boundary's among them.
+	lo, hi := start+1000, start+2600
+	want := 0.0
+	for k := 1; k < len(ts); k++ {
+		if ts[k] >= lo && ts[k] <= hi && c[k] > c[k-1] {
+			want += c[k] - c[k-1]
+		}
+	}
+	if got := eh.rise(MRequests, lo, hi); got != want {
+		t.Fatalf("windowed rise %v, want %v", got, want)
+	}
+	num, den = 0, 0
+	for k := range ts {
+		if ts[k] >= lo && ts[k] <= hi {
+			num += g[k] * 2
+			den += 2
+		}
+	}
+	if m, cov := eh.timeWeighted(MTokenUsage, lo, hi); math.Abs(cov-den) > 1e-9 || math.Abs(m-num/den) > 1e-12 {
+		t.Fatalf("windowed time-weighted %v over %v, want %v over %v", m, cov, num/den, den)
 	}
 }
 

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-
-	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
 )
 
 func dur(s float64) string {
@@ -102,48 +100,19 @@ func sortedKeys(m map[string]bool) []string {
 	return out
 }
 
-// positiveDeltas sums the non-negative scrape-to-scrape increases of counters whose interval ends in [lo, hi]
-// (a decrease is a reset: skipped, never counted negative).
-func positiveDeltas(series []store.EngineRaw, lo, hi float64) float64 {
-	total := 0.0
-	for i := range series {
-		ts, v := series[i].TS, series[i].V
-		for k := 1; k < len(ts); k++ {
-			if ts[k] < lo || ts[k] > hi {
-				continue
-			}
-			if d := v[k] - v[k-1]; d > 0 {
-				total += d
-			}
-		}
-	}
-	return total
-}
-
-func newestTS(series []store.EngineRaw) float64 {
-	t := math.Inf(-1)
-	for i := range series {
-		if n := len(series[i].TS); n > 0 {
-			t = math.Max(t, series[i].TS[n-1])
-		}
-	}
-	return t
-}
-
 // A2: many requests aborted client-side in the last 30 minutes.
 func (c *ctx) abortStorm() {
-	req, ab := c.in.Engines[MRequests], c.in.Engines[MAborted]
-	if len(req) == 0 || len(ab) == 0 {
+	if !c.eng.has(MRequests) || !c.eng.has(MAborted) {
 		c.skip("A2", "abort_storm", "no "+MRequests+" / "+MAborted+" engine series")
 		return
 	}
-	end := math.Max(newestTS(req), newestTS(ab))
+	end := math.Max(c.eng.newest(MRequests), c.eng.newest(MAborted))
 	lo := end - c.th.AbortWindowS
-	total, aborted := positiveDeltas(req, lo, end), positiveDeltas(ab, lo, end)
+	total, aborted := c.eng.rise(MRequests, lo, end), c.eng.rise(MAborted, lo, end)
 	if total < c.th.AbortMinRequests || aborted/total <= c.th.AbortRatio {
 		return
 	}
-	runT, runA := positiveDeltas(req, math.Inf(-1), end), positiveDeltas(ab, math.Inf(-1), end)
+	runT, runA := c.eng.rise(MRequests, math.Inf(-1), end), c.eng.rise(MAborted, math.Inf(-1), end)
 	msg := fmt.Sprintf("%s of engine requests were aborted client-side in the last %s (%.0f/%.0f; %s over the run) — request timeouts are poisoning samples.",
 		pct(aborted/total), dur(c.th.AbortWindowS), aborted, total, pct(runA/math.Max(runT, 1)))
 	if n := c.in.Config.NSamplesPerPrompt; n > 1 {
@@ -157,19 +126,18 @@ func (c *ctx) abortStorm() {
 
 // A3 / A4: KV cache usage (time-weighted mean over every engine and scrape).
 func (c *ctx) kv() {
-	tu := c.in.Engines[MTokenUsage]
-	if len(tu) == 0 {
+	if !c.eng.has(MTokenUsage) {
 		c.skip("A3", "kv_bound", "no "+MTokenUsage+" engine series")
 		c.skip("A4", "kv_high", "no "+MTokenUsage+" engine series")
 		return
 	}
 	lo, hi := c.bounds()
-	mean, covered := timeWeighted(tu, lo, hi)
+	mean, covered := c.eng.timeWeighted(MTokenUsage, lo, hi)
 	if covered == 0 {
 		return
 	}
 	maxRunning := c.in.Config.MaxRunningRequests
-	peak, havePeak := peakFolded(c.in.Engines[MRunning], lo, hi)
+	peak, havePeak := c.eng.peak(MRunning, lo, hi)
 	if mean > c.th.KVBoundTokenUsage && maxRunning > 0 && havePeak && peak < c.th.KVBoundRunningRatio*float64(maxRunning) {
 		msg := fmt.Sprintf("KV cache usage is pegged at %s while peak concurrency (%.0f) stays far below --sglang-max-running-requests (%d): the KV pool, not the request cap, limits concurrency — raise --sglang-mem-fraction-static%s; do NOT lower the request cap.",
 			pct(mean), peak, maxRunning, memFrac(c.in.Config.MemFractionStatic))
@@ -416,10 +384,9 @@ func dur2(s float64) string {
 // only for a run that has no inter-token latency (an older engine), and the end-to-end latency last.
 func (c *ctx) stragglerEngines() {
 	var metric string
-	var raws []store.EngineRaw
 	for _, m := range []string{MITL, MTPOT, ME2E} {
-		if len(c.in.Engines[m]) > 0 {
-			metric, raws = m, c.in.Engines[m]
+		if c.eng.has(m) {
+			metric = m
 			break
 		}
 	}
@@ -427,33 +394,13 @@ func (c *ctx) stragglerEngines() {
 		c.skip("S2", "straggler_engine", "no latency histogram ("+MITL+", "+MTPOT+", "+ME2E+")")
 		return
 	}
-	folded := store.FoldEngines(raws, store.ByEngine, false)
-	if len(folded) < 2 {
+	binS := c.th.StragglerEngineBinS
+	bins, engines := c.eng.latencyBins(metric, binS)
+	if engines < 2 {
 		c.skip("S2", "straggler_engine", "fewer than two engines")
 		return
 	}
-	binS := c.th.StragglerEngineBinS
 	type acc struct{ sum, cnt float64 }
-	bins := map[int64]map[string]*acc{}
-	for _, f := range folded {
-		for k := 1; k < len(f.TS); k++ {
-			dc, ds := f.V[k]-f.V[k-1], f.Sum[k]-f.Sum[k-1]
-			if dc <= 0 || ds < 0 {
-				continue
-			}
-			b := int64(math.Floor(f.TS[k] / binS))
-			if bins[b] == nil {
-				bins[b] = map[string]*acc{}
-			}
-			a := bins[b][f.Addr]
-			if a == nil {
-				a = &acc{}
-				bins[b][f.Addr] = a
-			}
-			a.sum += ds
-			a.cnt += dc
-		}
-	}
 	var keys []int64
 	for b, m := range bins {
 		if len(m) >= 2 {
@@ -473,7 +420,7 @@ func (c *ctx) stragglerEngines() {
 	for _, b := range keys {
 		top, topV := "", math.Inf(-1)
 		for a, v := range bins[b] {
-			m := v.sum / v.cnt
+			m := v[0] / v[1]
 			if m > topV || (m == topV && a < top) {
 				top, topV = a, m
 			}
@@ -482,8 +429,8 @@ func (c *ctx) stragglerEngines() {
 				t = &acc{}
 				tot[a] = t
 			}
-			t.sum += v.sum
-			t.cnt += v.cnt
+			t.sum += v[0]
+			t.cnt += v[1]
 		}
 		slowest[top]++
 	}
@@ -626,7 +573,7 @@ func (c *ctx) lowConcurrency() {
 		return
 	}
 	lo, hi := c.bounds()
-	peak, ok := peakFolded(c.in.Engines[MRunning], lo, hi)
+	peak, ok := c.eng.peak(MRunning, lo, hi)
 	if !ok {
 		c.skip("T2", "low_concurrency", "no "+MRunning+" engine series")
 		return
@@ -651,7 +598,7 @@ func (c *ctx) lowCacheHit() {
 		return
 	}
 	lo, hi := c.bounds()
-	mean, covered := timeWeighted(c.in.Engines[MCacheHit], lo, hi)
+	mean, covered := c.eng.timeWeighted(MCacheHit, lo, hi)
 	if covered == 0 {
 		c.skip("T3", "low_cache_hit", "no "+MCacheHit+" engine series")
 		return
@@ -666,10 +613,10 @@ func (c *ctx) lowCacheHit() {
 // T4: within an engine, some dp ranks carry the requests while others idle.
 func (c *ctx) dpImbalance() {
 	lo, hi := c.bounds()
-	byEngine := map[string][]store.EngineRaw{}
-	for _, r := range c.in.Engines[MRunning] {
-		if r.DP != "" {
-			byEngine[r.Addr+"\x00"+r.Group] = append(byEngine[r.Addr+"\x00"+r.Group], r)
+	byEngine := map[string][]seriesStat{}
+	for _, st := range c.eng.series(MRunning, lo, hi) {
+		if st.DP != "" {
+			byEngine[st.Addr+"\x00"+st.Group] = append(byEngine[st.Addr+"\x00"+st.Group], st)
 		}
 	}
 	keys := make([]string, 0, len(byEngine))
@@ -686,10 +633,10 @@ func (c *ctx) dpImbalance() {
 		busy, idle := math.Inf(-1), math.Inf(1)
 		var parts []string
 		for _, r := range rs {
-			m, cov := timeWeighted([]store.EngineRaw{r}, lo, hi)
-			if cov == 0 {
+			if r.Den == 0 {
 				continue
 			}
+			m := r.Num / r.Den
 			means[r.DP] = m
 			busy, idle = math.Max(busy, m), math.Min(idle, m)
 			parts = append(parts, fmt.Sprintf("dp%s=%.1f", r.DP, m))

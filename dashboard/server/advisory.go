@@ -13,6 +13,7 @@ import (
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/advisory"
 	"github.com/otelcol-miles/otelcol-miles/dashboard/dumps"
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
 )
 
 // The advisory: dashboard/advisory's rules over the whole run (or a window), with the run's settings from
@@ -177,16 +178,16 @@ func (s *Server) advisoryConfig(r *http.Request) (advisory.Config, error) {
 	return cfg, nil
 }
 
-// AdvisoryInput gathers the advisory's input from the store: every phase, the full-resolution engine series
-// the rules read (whole run), the step metrics, and the newest consumed step's outcome from the trajectories.
+// AdvisoryInput gathers the advisory's input from the store: every phase, the engine metrics the rules read as
+// hour digests (whole run), the step metrics, and the newest consumed step's outcome from the trajectories.
 func AdvisoryInput(st AdvisorySource, cfg advisory.Config, win *[2]float64) advisory.Input {
 	in := advisory.Input{Config: cfg, Window: win}
 	// Engine series first: loading them moves the store's data edge to the newest scrape, which in a finished
 	// (compacted) run is not known before (only the phase hours are loaded by AllPhases). A run whose trainer
 	// hung while its engines kept being scraped must measure its open phases against that edge.
-	// Every hour at full resolution: hours the memory budget dropped are read back for this pass
-	// (docs/operations.md "Memory").
-	in.Engines = st.EngineRawMetrics(advisory.EngineMetrics, math.Inf(-1), math.Inf(1))
+	// A closed hour's digest is kept by the store, so an hour the memory budget dropped is not read back; only
+	// the hours a window cuts are (docs/operations.md "Memory").
+	in.EngineHours = engineHours(st, cfg)
 	in.Phases, in.Edge = st.AllPhases()
 	// The attempt boundary: miles v1 rewrites meta.json at every (re)start, so start_ts is the current
 	// attempt's; otelcol-miles keeps the first start (docs/semconv.md §8.1), before which no phase of this run
@@ -314,6 +315,25 @@ func (s *Server) advisoryResult(cfg advisory.Config, win *[2]float64) *advisory.
 	c.key, c.res = k, &res
 	c.mu.Unlock()
 	return &res
+}
+
+// engineHours is the store's digests of the engine hours for the advisory's rules (advisory.DigestEngineHour),
+// kept per straggler bin width (the one threshold a digest depends on).
+func engineHours(st AdvisorySource, cfg advisory.Config) *advisory.EngineHours {
+	binS := cfg.EffectiveThresholds().StragglerEngineBinS
+	key := "advisory/bin=" + strconv.FormatFloat(binS, 'g', -1, 64)
+	digests := st.EngineDigests(key, advisory.EngineMetrics, func(h int64, raws map[string][]store.EngineRaw) any {
+		return advisory.DigestEngineHour(h, raws, math.Inf(-1), math.Inf(1), binS)
+	})
+	eh := &advisory.EngineHours{Hours: make([]advisory.EngineHour, 0, len(digests))}
+	for _, d := range digests {
+		eh.Hours = append(eh.Hours, d.Value.(advisory.EngineHour))
+	}
+	eh.Part = func(i int, lo, hi float64) advisory.EngineHour {
+		h := eh.Hours[i].Hour
+		return advisory.DigestEngineHour(h, st.EngineHourRaw(advisory.EngineMetrics, h), lo, hi, binS)
+	}
+	return eh
 }
 
 func versionKey(v [6]uint64) string {

@@ -54,7 +54,8 @@ type engineReader interface {
 	EngineOverlay(metric, stat string, t0, t1 float64, sel []*store.Lane, points int) (*store.EngineOverlayResult, error)
 	EngineSeries(metric, stat string, perDP bool, t0, t1 float64, points int) (*store.EngineSeriesResult, error)
 	EngineRawSeries(metric string, t0, t1 float64) []store.EngineRaw
-	EngineRawMetrics(metrics []string, t0, t1 float64) map[string][]store.EngineRaw
+	EngineDigests(key string, metrics []string, fn func(hour int64, raws map[string][]store.EngineRaw) any) []store.EngineDigest
+	EngineHourRaw(metrics []string, hour int64) map[string][]store.EngineRaw
 }
 
 // trajectoryReader is the samples' lifecycle spans: consumed steps, a step's anatomy, the lifecycle carpet.
@@ -90,7 +91,8 @@ var _ dumpReader = (*dumps.Reader)(nil)
 type AdvisorySource interface {
 	Info() store.RunInfo
 	AllPhases() (recs []store.PhaseRecord, edge float64)
-	EngineRawMetrics(metrics []string, t0, t1 float64) map[string][]store.EngineRaw
+	EngineDigests(key string, metrics []string, fn func(hour int64, raws map[string][]store.EngineRaw) any) []store.EngineDigest
+	EngineHourRaw(metrics []string, hour int64) map[string][]store.EngineRaw
 	MetricKeyNames() []string
 	StepMetricSeries(keys ...string) map[string]store.StepSeries
 	LifecycleSteps() []store.StepSummary

@@ -77,6 +77,7 @@ const (
 	heldTraj
 	heldTrace
 	heldEngine
+	heldNone // no block: memHeld.cold when unset
 )
 
 // heldKey names one evictable block: its stream and hour.
@@ -108,13 +109,19 @@ type memHeld struct {
 	bytes int64
 	// dropped are the blocks evicted and not loaded since (a load of one counts a reload).
 	dropped map[heldKey]bool
+	// cold is a block read for a whole-run reduction, counted least recently used when settled
+	// (settleColdLocked); heldNone otherwise.
+	cold heldKey
 	// pins are the budget clock at the start of each query in flight (with a count, several may start at one
 	// tick); guarded by Store.lmu.
 	pins map[uint64]int
 }
 
 func newMemHeld() memHeld {
-	return memHeld{budget: NewBudget(0), entries: map[heldKey]*heldEntry{}, dropped: map[heldKey]bool{}, pins: map[uint64]int{}}
+	return memHeld{
+		budget: NewBudget(0), entries: map[heldKey]*heldEntry{}, dropped: map[heldKey]bool{}, pins: map[uint64]int{},
+		cold: heldKey{kind: heldNone},
+	}
 }
 
 // SetBudget makes the store count its hour blocks in b, shared with the other stores given it, and drop the
@@ -201,29 +208,13 @@ func (s *Store) touchHours(kind heldKind, hours []int64) {
 	}
 }
 
-// stampsLocked are the budget clock stamps of the blocks of kind held for the given hours (absent: not held).
-func (s *Store) stampsLocked(kind heldKind, hours []int64) map[int64]uint64 {
-	out := make(map[int64]uint64, len(hours))
-	for _, h := range hours {
-		if e := s.mem.entries[heldKey{kind, h}]; e != nil {
-			out[h] = e.used.Load()
-		}
-	}
-	return out
-}
-
-// unscanLocked undoes a whole-run scan's stamps (the advisory reads every engine hour at each evaluation): each
-// hour the scan stamped (mine) gets back its stamp from before the scan (prev; 0, the oldest, for an hour the
-// scan read back) unless another query stamped it since. A scan's hours would otherwise be the most recently
-// used after every evaluation and outlive the hours the pages keep reading, which the next settle would drop
-// first (docs/operations.md "Memory", the working set). Call it before the scan's pin is released: no hour it
-// stamped can have been dropped yet.
-func (s *Store) unscanLocked(kind heldKind, prev, mine map[int64]uint64) {
-	for h, t := range mine {
-		if e := s.mem.entries[heldKey{kind, h}]; e != nil {
-			e.used.CompareAndSwap(t, prev[h])
-		}
-	}
+// settleColdLocked settles with the block of kind for hour h, if new, counted as the least recently used: it was
+// read for a whole-run reduction (EngineDigests) that needs it no more, and must not outlive the hours the pages
+// read (docs/operations.md "Memory", the working set).
+func (s *Store) settleColdLocked(kind heldKind, h int64) {
+	s.mem.cold = heldKey{kind, h}
+	s.settleLocked()
+	s.mem.cold = heldKey{kind: heldNone}
 }
 
 // heldBlock is one evictable block as settleLocked finds it in a reader.
@@ -298,7 +289,9 @@ func (s *Store) settleLocked() {
 		}
 		if e == nil {
 			e = &heldEntry{}
-			e.used.Store(m.budget.clock.Add(1))
+			if hb.key != m.cold {
+				e.used.Store(m.budget.clock.Add(1))
+			}
 			m.entries[hb.key] = e
 			if m.dropped[hb.key] {
 				delete(m.dropped, hb.key)

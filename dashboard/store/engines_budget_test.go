@@ -2,7 +2,10 @@ package store_test
 
 import (
 	"encoding/json"
-	"math"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -11,23 +14,43 @@ import (
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
 )
 
-// engineAnswers are what the engine hours feed, as JSON: the advisory's input series (float bits, NaN-safe) and
-// result, the key catalog, the engine metric catalog, and the metric views over windows that cut hours (a rate's
+// digestDump writes the advisory's engine hour digests out in a fixed order, floats exact (%v) and NaN-safe.
+func digestDump(eh *advisory.EngineHours) string {
+	var b strings.Builder
+	sorted := func(m map[string]bool) []string { return slices.Sorted(maps.Keys(m)) }
+	for _, h := range eh.Hours {
+		fmt.Fprintf(&b, "hour %d %v %v\n", h.Hour, h.T0, h.T1)
+		metrics := map[string]bool{}
+		for m := range h.Metrics {
+			metrics[m] = true
+		}
+		for _, m := range sorted(metrics) {
+			mh := h.Metrics[m]
+			keys := map[string]bool{}
+			for k := range mh.Series {
+				keys[k] = true
+			}
+			for _, k := range sorted(keys) {
+				fmt.Fprintf(&b, "%s %q %+v\n", m, k, *mh.Series[k])
+			}
+			fmt.Fprintf(&b, "%s peaks %v\n", m, mh.Peaks)
+			addrs := map[string]bool{}
+			for a := range mh.Folds {
+				addrs[a] = true
+			}
+			for _, a := range sorted(addrs) {
+				fmt.Fprintf(&b, "%s fold %q %+v\n", m, a, *mh.Folds[a])
+			}
+		}
+	}
+	return b.String()
+}
+
+// engineAnswers are what the engine hours feed, as JSON: the advisory's input digests and result, the key catalog, the engine metric catalog, and the metric views over windows that cut hours (a rate's
 // first interval and a sample holding across an hour edge come from the hour before).
 func engineAnswers(t *testing.T, st *store.Store) []string {
 	t.Helper()
 	in := server.AdvisoryInput(st, advisory.Config{MaxRunningRequests: 64}, nil)
-	var bits []uint64
-	for _, m := range advisory.EngineMetrics {
-		for _, r := range in.Engines[m] {
-			for _, col := range [][]float64{r.TS, r.V, r.Sum, r.Buckets} {
-				bits = append(bits, uint64(len(col)))
-				for _, f := range col {
-					bits = append(bits, math.Float64bits(f))
-				}
-			}
-		}
-	}
 	var out []string
 	add := func(v any) {
 		j, err := json.Marshal(v)
@@ -36,7 +59,7 @@ func engineAnswers(t *testing.T, st *store.Store) []string {
 		}
 		out = append(out, string(j))
 	}
-	add(bits)
+	out = append(out, digestDump(in.EngineHours))
 	add(advisory.Compute(in))
 	win := [2]float64{store.H0ForTest + 3000, store.H0ForTest + 7500}
 	add(advisory.Compute(server.AdvisoryInput(st, advisory.Config{MaxRunningRequests: 64}, &win)))
@@ -110,6 +133,13 @@ func TestEngineHoursEvictedAlike(t *testing.T) {
 	if b.Evictions() == 0 || b.Reloads() == 0 {
 		t.Fatalf("evictions %d reloads %d: the engine hours were never dropped and read back", b.Evictions(), b.Reloads())
 	}
+	// The whole-run advisory reads no dropped hour back: the closed hours' digests are kept.
+	store.SettleForTest(st)
+	reloads := b.Reloads()
+	server.AdvisoryInput(st, advisory.Config{MaxRunningRequests: 64}, nil)
+	if r := b.Reloads() - reloads; r != 2 {
+		t.Fatalf("the whole-run advisory read %d dropped engine hours back; want only the newest two (open, digested at every call)", r)
+	}
 	if a, b := ref.DataVersion(), st.DataVersion(); a != b {
 		t.Fatalf("data version %v after reloads, want %v (a reload is no change)", b, a)
 	}
@@ -164,16 +194,15 @@ func TestEngineHoursFollowedKeepNewest(t *testing.T) {
 	}
 }
 
-// TestEngineScanKeepsPageHours: the advisory's whole-run read (EngineRawMetrics) leaves the hours as recently
-// used as before it, so past the budget the next settle drops the hours it read back, not the hour a page
-// read before it.
+// TestEngineScanKeepsPageHours: the hours the advisory's digests read (EngineDigests) are left least recently
+// used, so past the budget the next settle drops them, not the hour a page read before.
 func TestEngineScanKeepsPageHours(t *testing.T) {
 	dir := store.PackRunForTest(t)
 	sizes, err := store.Open(dir, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sizes.EngineRawMetrics(advisory.EngineMetrics, math.Inf(-1), math.Inf(1))
+	server.AdvisoryInput(sizes, advisory.Config{MaxRunningRequests: 64}, nil)
 	one := store.EngineHourBytesForTest(sizes)[1]
 	if one == 0 {
 		t.Fatal("hour 1 not counted")
@@ -188,8 +217,8 @@ func TestEngineScanKeepsPageHours(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := server.AdvisoryInput(st, advisory.Config{MaxRunningRequests: 64}, nil)
-	if len(in.Engines) < 4 {
-		t.Fatalf("advisory input has %d engine metrics", len(in.Engines))
+	if n := len(in.EngineHours.Hours); n != 4 {
+		t.Fatalf("advisory input has %d engine hours, want 4", n)
 	}
 	store.SettleForTest(st)
 	if held := store.EngineHourBytesForTest(st); len(held) != 1 || held[1] == 0 {

@@ -22,6 +22,10 @@ type engineReader struct {
 	// dropped are the catalog figures of the hours the memory budget dropped (budget.go), by hour: the key
 	// catalog counts them without reading the hour again; a reload of the hour takes its entry out.
 	dropped map[int64]engHourCatalog
+	// digesters are the digest functions asked for (engines_digest.go), by key, and digests their values for
+	// the closed hours, by hour and key: kept when the budget drops the hour, dropped when the hour changes.
+	digesters map[string]engDigester
+	digests   map[int64]map[string]any
 	// version counts changes to the blocks (points added, an hour read again). A dropped hour read back with
 	// the points it had is no change: the views and the advisory cached on DataVersion stay valid.
 	version uint64
@@ -58,7 +62,7 @@ func (b *engBlock) catalogOf() engHourCatalog {
 func newEngineReader(run *Store) engineReader {
 	return engineReader{
 		run: run, files: partition.NewStream(run.dir, sc.StreamEngineSeries), blocks: map[int64]*engBlock{},
-		dropped: map[int64]engHourCatalog{},
+		dropped: map[int64]engHourCatalog{}, digesters: map[string]engDigester{}, digests: map[int64]map[string]any{},
 	}
 }
 
@@ -99,6 +103,7 @@ func (r *engineReader) loadHourLocked(h int64) {
 	reports, err := r.files.Read(p, b.addLine)
 	if errors.Is(err, partition.ErrReload) {
 		delete(r.dropped, h)
+		delete(r.digests, h)
 		p.Reset()
 		r.blocks[h] = newEngBlock()
 		r.version++
@@ -112,10 +117,12 @@ func (r *engineReader) loadHourLocked(h int64) {
 	}
 	if b.points != before {
 		r.version++
+		delete(r.digests, h)
 	}
 	r.run.raiseEdge(b.maxTS)
 	if r.hourClosedLocked(h, p) {
 		b.seal()
+		r.digestLocked(h)
 	}
 }
 

@@ -2,7 +2,6 @@ package store_test
 
 import (
 	"encoding/json"
-	"math"
 	"testing"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/advisory"
@@ -25,21 +24,10 @@ func TestAdvisoryPackedAlike(t *testing.T) {
 		if p, _ := store.PackedSeriesForTest(st); (p > 0) != pack {
 			t.Fatalf("pack=%v: %d series packed", pack, p)
 		}
-		if len(in.Engines) < 4 {
-			t.Fatalf("advisory input has %d engine metrics, want the 4+ the run writes", len(in.Engines))
+		if n := len(in.EngineHours.Hours); n < 4 || len(in.EngineHours.Hours[0].Metrics) < 4 {
+			t.Fatalf("advisory input has %d engine hours, want the 4 the run writes with 4+ metrics", n)
 		}
-		var bits []uint64 // NaN-safe and exact
-		for _, m := range advisory.EngineMetrics {
-			for _, r := range in.Engines[m] {
-				for _, col := range [][]float64{r.TS, r.V, r.Sum, r.Buckets} {
-					bits = append(bits, uint64(len(col)))
-					for _, f := range col {
-						bits = append(bits, math.Float64bits(f))
-					}
-				}
-			}
-		}
-		ib, _ := json.Marshal(bits)
+		ib := digestDump(in.EngineHours)
 		res, err := json.Marshal(advisory.Compute(in))
 		if err != nil {
 			t.Fatal(err)

@@ -43,34 +43,12 @@ func (s *Store) EngineRawSeries(metric string, t0, t1 float64) []EngineRaw {
 	return s.engines.rawLocked(metric, t0, t1)
 }
 
-// EngineRawMetrics is EngineRawSeries for several metrics, by metric (those with no series left out), read as a
-// scan: the hours are loaded, and dropped ones read back, once for all of them (the advisory reads 8 metrics of
-// every hour; one metric at a time would read a dropped hour back 8 times under a small budget), and left as
-// recently used as they were before (unscanLocked), so the pages' hours are not dropped in their place.
-func (s *Store) EngineRawMetrics(metrics []string, t0, t1 float64) map[string][]EngineRaw {
-	defer s.pin()()
-	s.mu.Lock()
-	hours := s.engines.hoursLocked(t0, t1)
-	prev := s.stampsLocked(heldEngine, hours)
-	s.engines.ensureHoursLocked(t0, t1)
-	s.engines.allLoaded = s.engines.allLoaded || math.IsInf(t0, -1)
-	mine := s.stampsLocked(heldEngine, hours)
-	s.mu.Unlock()
-	out := make(map[string][]EngineRaw, len(metrics))
-	s.mu.RLock()
-	for _, m := range metrics {
-		if rs := s.engines.rawLocked(m, t0, t1); len(rs) > 0 {
-			out[m] = rs
-		}
-	}
-	s.mu.RUnlock()
-	s.mu.Lock()
-	s.unscanLocked(heldEngine, prev, mine)
-	s.mu.Unlock()
-	return out
+func (r *engineReader) rawLocked(metric string, t0, t1 float64) []EngineRaw {
+	return r.rawHoursLocked(metric, t0, t1, r.files.Hours())
 }
 
-func (r *engineReader) rawLocked(metric string, t0, t1 float64) []EngineRaw {
+// rawHoursLocked is rawLocked over the given hours' blocks only (time order).
+func (r *engineReader) rawHoursLocked(metric string, t0, t1 float64, hours []int64) []EngineRaw {
 	type part struct {
 		ser    *engSeries
 		i0, i1 int
@@ -78,7 +56,7 @@ func (r *engineReader) rawLocked(metric string, t0, t1 float64) []EngineRaw {
 	}
 	parts := map[string][]part{}
 	var order []string
-	for _, h := range r.files.Hours() {
+	for _, h := range hours {
 		b := r.blocks[h]
 		if b == nil {
 			continue
