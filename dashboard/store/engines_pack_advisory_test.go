@@ -32,7 +32,7 @@ func TestAdvisoryPackedAlike(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		return string(ib), string(res)
+		return ib, string(res)
 	}
 	rawIn, rawRes := pass(false)
 	pkIn, pkRes := pass(true)
