@@ -172,7 +172,9 @@ func (r *engineReader) ensureCatalogLocked() {
 	for _, h := range r.files.Hours() {
 		if _, gone := r.dropped[h]; !gone && !r.files.Parts[h].Loaded {
 			r.loadHourLocked(h)
-			r.run.settleLocked() // hour by hour: a long run opened cold never holds all its hours at once
+			// Hour by hour, each left least recently used: a long run opened cold never holds all its hours
+			// at once, and the catalog's read does not push out the hours the pages read.
+			r.run.settleColdLocked(heldEngine, h)
 		}
 	}
 	r.allLoaded = true
