@@ -1,6 +1,7 @@
 package advisory
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -83,12 +84,7 @@ func seriesKey(r *store.EngineRaw) string { return r.Addr + "\x00" + r.Group + "
 func DigestEngineHour(hour int64, raws map[string][]store.EngineRaw, lo, hi, binS float64) EngineHour {
 	eh := EngineHour{Hour: hour, T0: math.Inf(1), T1: math.Inf(-1), Metrics: make(map[string]*MetricHour, len(raws))}
 	whole := math.IsInf(lo, -1) && math.IsInf(hi, 1)
-	metrics := make([]string, 0, len(raws))
-	for m := range raws {
-		metrics = append(metrics, m)
-	}
-	sort.Strings(metrics)
-	for _, m := range metrics {
+	for _, m := range slices.Sorted(maps.Keys(raws)) {
 		rs := raws[m]
 		if len(rs) == 0 {
 			continue
@@ -207,11 +203,7 @@ func EngineHoursOf(raws map[string][]store.EngineRaw, binS float64) *EngineHours
 			}
 		}
 	}
-	hours := make([]int64, 0, len(byHour))
-	for h := range byHour {
-		hours = append(hours, h)
-	}
-	slices.Sort(hours)
+	hours := slices.Sorted(maps.Keys(byHour))
 	eh := &EngineHours{}
 	for _, h := range hours {
 		eh.Hours = append(eh.Hours, DigestEngineHour(h, byHour[h], math.Inf(-1), math.Inf(1), binS))
@@ -277,13 +269,8 @@ func (e *EngineHours) series(metric string, lo, hi float64) []seriesStat {
 			}
 		}
 	}
-	keys := make([]string, 0, len(present))
-	for k := range present {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]seriesStat, 0, len(keys))
-	for _, key := range keys {
+	out := make([]seriesStat, 0, len(present))
+	for _, key := range slices.Sorted(maps.Keys(present)) {
 		hs := present[key]
 		var st seriesStat
 		fallback := 0.0 // the median of the hours' medians: the hold of a sample alone in its hour
@@ -419,24 +406,14 @@ func (e *EngineHours) latencyBins(metric string, binS float64) (map[int64]map[st
 		if mh == nil {
 			continue
 		}
-		addrs := make([]string, 0, len(mh.Folds))
-		for a := range mh.Folds {
-			addrs = append(addrs, a)
-		}
-		sort.Strings(addrs)
-		for _, a := range addrs {
+		for _, a := range slices.Sorted(maps.Keys(mh.Folds)) {
 			f := mh.Folds[a]
 			if p := prev[a]; p != nil {
 				if dc, ds := f.FirstC-p.LastC, f.FirstS-p.LastS; dc > 0 && ds >= 0 {
 					add(int64(math.Floor(f.FirstTS/binS)), a, ds, dc)
 				}
 			}
-			bs := make([]int64, 0, len(f.Bins))
-			for b := range f.Bins {
-				bs = append(bs, b)
-			}
-			slices.Sort(bs)
-			for _, b := range bs {
+			for _, b := range slices.Sorted(maps.Keys(f.Bins)) {
 				add(b, a, f.Bins[b][0], f.Bins[b][1])
 			}
 			prev[a] = f
