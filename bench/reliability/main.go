@@ -334,21 +334,30 @@ func analyze(runDir string) runStats {
 		}
 		parts, err := runfiles.ListPartitions(runDir, stream)
 		must(err)
+		readZst := func(path string) {
+			st.ZstFiles++
+			z, err := os.ReadFile(path)
+			must(err)
+			plain, err := dec.DecodeAll(z, nil)
+			if err != nil {
+				st.ZstUnreadable++
+			}
+			lines(plain)
+		}
 		for _, p := range parts {
 			if p.Compressed != "" {
-				st.ZstFiles++
-				z, err := os.ReadFile(p.Compressed)
-				must(err)
-				plain, err := dec.DecodeAll(z, nil)
-				if err != nil {
-					st.ZstUnreadable++
-				}
-				lines(plain)
+				readZst(p.Compressed)
 			}
 			if p.Plain != "" {
-				st.PlainFiles++
 				b, err := os.ReadFile(p.Plain)
+				if errors.Is(err, os.ErrNotExist) && p.Compressed == "" {
+					// Compacted between the listing and the read (a collector still running compacts closed
+					// hours): the same hour is now in its .zst.
+					readZst(p.Plain + runfiles.CompressedExt)
+					continue
+				}
 				must(err)
+				st.PlainFiles++
 				i := bytes.LastIndexByte(b, '\n')
 				st.PartialTail += int64(len(b) - (i + 1))
 				lines(b[:i+1])
@@ -920,6 +929,9 @@ loop:
 		}
 		return out
 	}
+	// Count the files once the collector has flushed and stopped: a running one compacts closed hours under
+	// the reader's feet.
+	c.stop()
 	st := analyze(runDir)
 	pageMu.Lock()
 	defer pageMu.Unlock()
