@@ -147,13 +147,16 @@ type DumpStep struct {
 	AlignmentFailed       int // samples whose per-token columns could not be aligned (CP layout)
 }
 
-// Input is everything the rules read. EngineHours holds the engine metrics hour by hour (the store's digests);
+// Input is everything the rules read. PhaseHours holds the phases hour by hour (the store's digests); without
+// it, Phases holds the run's phase records (closed ones and the open markers nobody closed), which Compute
+// digests the same way (PhaseHoursOf). EngineHours holds the engine metrics hour by hour (the store's digests);
 // without it, Engines holds raw, unfolded series (one per engine × label set × dp rank) by canonical metric
 // name, which Compute digests the same way (EngineHoursOf). Steps holds step-metric series by key.
 type Input struct {
 	Edge        float64 // data edge (open phases and abort windows are measured against it)
 	StartTS     float64 // run start: phases before it belong to an earlier attempt
 	Phases      []store.PhaseRecord
+	PhaseHours  *PhaseHours
 	EngineHours *EngineHours
 	Engines     map[string][]store.EngineRaw
 	Window      *[2]float64 // narrows A3, A4, T2, T3, T4 (nil: whole run)
@@ -222,7 +225,11 @@ func Compute(in Input) Result {
 	if eng == nil {
 		eng = EngineHoursOf(in.Engines, th.StragglerEngineBinS)
 	}
-	c := &ctx{in: in, th: th, eng: eng}
+	phs := in.PhaseHours
+	if phs == nil {
+		phs = PhaseHoursOf(in.Phases)
+	}
+	c := &ctx{in: in, th: th, eng: eng, ph: phaseStatsOf(phs, in.StartTS, in.Edge)}
 	c.stall()
 	c.abortStorm()
 	c.kv()
@@ -257,6 +264,7 @@ type ctx struct {
 	in      Input
 	th      Thresholds
 	eng     *EngineHours
+	ph      *phaseStats
 	alarms  []Advisory
 	tips    []Advisory
 	skipped []Skip

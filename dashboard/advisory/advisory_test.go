@@ -3,8 +3,10 @@ package advisory
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -513,6 +515,13 @@ func TestRules(t *testing.T) {
 			in := healthy()
 			c.mod(&in)
 			res := Compute(in)
+			// The same phases filed hour by hour as the store digests them (700 s "hours", so that many phases
+			// and their markers fall in different hours) give the same answer.
+			hin := in
+			hin.Phases, hin.PhaseHours = nil, phaseHoursFiled(in.Phases, 700)
+			if a, b := mustJSON(t, res), mustJSON(t, Compute(hin)); a != b {
+				t.Fatalf("phases by hour answer differently:\n records %.600s\n by hour %.600s", a, b)
+			}
 			if got := ids(res.Advisories); got != c.want {
 				t.Fatalf("advisories %q, want %q: %+v", got, c.want, res.Advisories)
 			}
@@ -670,4 +679,54 @@ func TestThresholdsSet(t *testing.T) {
 	if n, f := len(ThresholdNames()), reflect.TypeFor[Thresholds]().NumField(); n != f {
 		t.Fatalf("%d threshold keys for %d fields", n, f)
 	}
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// phaseHoursFiled files a run's phases the way the exporter does, in hours of width seconds — a closed record
+// by its end, its open marker (every phase has one) by its start, a marker nobody closed by its start — and
+// digests each hour as the store hands it over (store.PhaseHourRecords): markers closed within their hour are
+// not pending, closed records that started in another hour are Closes.
+func phaseHoursFiled(recs []store.PhaseRecord, width float64) *PhaseHours {
+	hourOf := func(t float64) int64 { return int64(math.Floor(t / width)) }
+	byHour := map[int64]*store.PhaseHourRecords{}
+	at := func(h int64) *store.PhaseHourRecords {
+		if byHour[h] == nil {
+			byHour[h] = &store.PhaseHourRecords{}
+		}
+		return byHour[h]
+	}
+	for i, p := range recs {
+		id := fmt.Sprintf("%016x", i+1)
+		start := hourOf(p.T0)
+		if p.Open {
+			hr := at(start)
+			hr.Pending, hr.PendingIDs = append(hr.Pending, p), append(hr.PendingIDs, id)
+			continue
+		}
+		end := hourOf(p.T1)
+		at(end).Closed = append(at(end).Closed, p)
+		if end != start {
+			m := p
+			m.Open, m.T1 = true, p.T0
+			hr := at(start)
+			hr.Pending, hr.PendingIDs = append(hr.Pending, m), append(hr.PendingIDs, id)
+			at(end).Closes = append(at(end).Closes, id)
+		} else {
+			at(start) // the marker, closed within its hour
+		}
+	}
+	hours := slices.Sorted(maps.Keys(byHour))
+	ph := &PhaseHours{}
+	for _, h := range hours {
+		ph.Hours = append(ph.Hours, DigestPhaseHour(h, *byHour[h]))
+	}
+	return ph
 }

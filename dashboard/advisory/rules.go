@@ -24,21 +24,7 @@ func pct(f float64) string { return fmt.Sprintf("%.0f%%", f*100) }
 // whose process already closed a later phase of the same name (same node and rank) is an orphan of a crash, not
 // a stall.
 func (c *ctx) stall() {
-	type key struct {
-		node string
-		rank int
-		name string
-	}
-	lastClosed := map[key]float64{}
-	closed := map[string][]float64{}
-	for _, p := range c.in.Phases {
-		if p.T0 < c.in.StartTS || p.Open {
-			continue
-		}
-		closed[p.Name] = append(closed[p.Name], p.T1-p.T0)
-		k := key{p.Node, p.Rank, p.Name}
-		lastClosed[k] = math.Max(lastClosed[k], p.T0)
-	}
+	ph := c.ph
 	type hit struct {
 		age    float64
 		ranks  []int
@@ -46,14 +32,14 @@ func (c *ctx) stall() {
 		median float64
 	}
 	hits := map[string]*hit{}
-	for _, p := range c.in.Phases {
-		if !p.Open || p.T0 < c.in.StartTS {
+	for _, p := range ph.open {
+		if p.T0 < c.in.StartTS {
 			continue
 		}
-		if t, ok := lastClosed[key{p.Node, p.Rank, p.Name}]; ok && t > p.T0 {
+		if t, ok := ph.lastClosed[stallKey{p.Node, p.Rank, p.Name}]; ok && t > p.T0 {
 			continue
 		}
-		ds := closed[p.Name]
+		ds := ph.durs[p.Name]
 		if len(ds) < c.th.StallMinClosed {
 			continue
 		}
@@ -276,26 +262,9 @@ var stragglerExcluded = map[string]bool{"train_wait": true, "update_weights": tr
 
 // S1: one train rank is the slowest at a phase in most recent steps, by a clear margin.
 func (c *ctx) stragglerRanks() {
-	type rk struct {
-		node string
-		rank int
-	}
-	per := map[string]map[int]map[rk]float64{} // phase → step → rank → duration
-	gpus := map[rk][]int{}
-	for _, p := range c.in.Phases {
-		if p.Open || p.Role != "train" || p.Step < 0 || p.Rank < 0 || stragglerExcluded[p.Name] {
-			continue
-		}
-		if per[p.Name] == nil {
-			per[p.Name] = map[int]map[rk]float64{}
-		}
-		if per[p.Name][p.Step] == nil {
-			per[p.Name][p.Step] = map[rk]float64{}
-		}
-		k := rk{p.Node, p.Rank}
-		per[p.Name][p.Step][k] += p.T1 - p.T0
-		gpus[k] = p.GPUs
-	}
+	type rk = RankKey
+	ph := c.ph
+	per := ph.train // phase → step → rank → duration
 	type finding struct {
 		phase         string
 		ratio, frac   float64
@@ -326,7 +295,7 @@ func (c *ctx) stragglerRanks() {
 			topD := math.Inf(-1)
 			for k, d := range bySteps[st] {
 				durs[k] = append(durs[k], d)
-				if d > topD || (d == topD && (k.node < top.node || k.node == top.node && k.rank < top.rank)) {
+				if d > topD || (d == topD && (k.Node < top.Node || k.Node == top.Node && k.Rank < top.Rank)) {
 					top, topD = k, d
 				}
 			}
@@ -360,13 +329,13 @@ func (c *ctx) stragglerRanks() {
 	for k := range best {
 		keys = append(keys, k)
 	}
-	sort.Slice(keys, func(i, j int) bool { return keys[i].rank < keys[j].rank })
+	sort.Slice(keys, func(i, j int) bool { return keys[i].Rank < keys[j].Rank })
 	for _, k := range keys {
 		f := best[k]
 		c.alarm("S1", "straggler_rank", Warning, fmt.Sprintf("Rank %d (%s, GPU %v) is the slowest at '%s' in %s of the last %d steps, %.0f%% slower than the median rank (%s vs %s): every synchronous step waits for it — check that GPU (clocks, thermals, XID errors) and its node's network.",
-			k.rank, k.node, gpus[k], f.phase, pct(f.frac), f.steps, (f.ratio-1)*100, dur2(f.median), dur2(f.other)),
+			k.Rank, k.Node, ph.gpus[k].GPUs, f.phase, pct(f.frac), f.steps, (f.ratio-1)*100, dur2(f.median), dur2(f.other)),
 			StragglerRankEvidence{
-				Rank: k.rank, Node: k.node, GPUs: gpus[k], Phase: f.phase, Ratio: f.ratio,
+				Rank: k.Rank, Node: k.Node, GPUs: ph.gpus[k].GPUs, Phase: f.phase, Ratio: f.ratio,
 				SlowestFrac: f.frac, Steps: f.steps, MedianS: f.median, OthersMedianS: f.other,
 			})
 	}

@@ -178,7 +178,7 @@ func (s *Server) advisoryConfig(r *http.Request) (advisory.Config, error) {
 	return cfg, nil
 }
 
-// AdvisoryInput gathers the advisory's input from the store: every phase, the engine metrics the rules read as
+// AdvisoryInput gathers the advisory's input from the store: the phases and the engine metrics the rules read as
 // hour digests (whole run), the step metrics, and the newest consumed step's outcome from the trajectories.
 func AdvisoryInput(st AdvisorySource, cfg advisory.Config, win *[2]float64) advisory.Input {
 	in := advisory.Input{Config: cfg, Window: win}
@@ -188,7 +188,8 @@ func AdvisoryInput(st AdvisorySource, cfg advisory.Config, win *[2]float64) advi
 	// A closed hour's digest is kept by the store, so an hour the memory budget dropped is not read back; only
 	// the hours a window cuts are (docs/operations.md "Memory").
 	in.EngineHours = engineHours(st, cfg)
-	in.Phases, in.Edge = st.AllPhases()
+	// Phases the same way: a closed hour's digest is kept, so a dropped phases hour is not read back.
+	in.PhaseHours, in.Edge = phaseHours(st)
 	// The attempt boundary: miles v1 rewrites meta.json at every (re)start, so start_ts is the current
 	// attempt's; otelcol-miles keeps the first start (docs/semconv.md §8.1), before which no phase of this run
 	// can lie unless it was replayed (fast-forward), so it draws no boundary. Crashed attempts' open markers
@@ -334,6 +335,19 @@ func engineHours(st AdvisorySource, cfg advisory.Config) *advisory.EngineHours {
 		return advisory.DigestEngineHour(h, st.EngineHourRaw(advisory.EngineMetrics, h), lo, hi, binS)
 	}
 	return eh
+}
+
+// phaseHours is the run's phases as the phase rules read them, one digest per hour (the store keeps a closed
+// hour's).
+func phaseHours(st AdvisorySource) (*advisory.PhaseHours, float64) {
+	digests, edge := st.PhaseDigests("advisory", func(h int64, recs store.PhaseHourRecords) any {
+		return advisory.DigestPhaseHour(h, recs)
+	})
+	ph := &advisory.PhaseHours{Hours: make([]advisory.PhaseHour, 0, len(digests))}
+	for _, d := range digests {
+		ph.Hours = append(ph.Hours, d.Value.(advisory.PhaseHour))
+	}
+	return ph, edge
 }
 
 func versionKey(v [6]uint64) string {

@@ -29,7 +29,7 @@ type runReader interface {
 // computeReader is the GPU samples and the phases of the ranks (the compute view).
 type computeReader interface {
 	Phases(t0, t1 float64, sel []*store.Lane) *store.PhasesResult
-	AllPhases() (recs []store.PhaseRecord, edge float64)
+	PhaseDigests(key string, fn func(hour int64, recs store.PhaseHourRecords) any) ([]store.PhaseDigest, float64)
 	GPU(t0, t1 float64, sel []*store.Lane, points int, fields []string) *store.GPUResult
 	Fleet(t0, t1 float64, sel []*store.Lane, buckets int) *store.FleetResult
 	Heatmap(t0, t1 float64, sel []*store.Lane, metric string, buckets int) (*store.HeatmapResult, error)
@@ -90,7 +90,7 @@ var _ dumpReader = (*dumps.Reader)(nil)
 // AdvisorySource is what the advisory reads from the store (AdvisoryInput).
 type AdvisorySource interface {
 	Info() store.RunInfo
-	AllPhases() (recs []store.PhaseRecord, edge float64)
+	PhaseDigests(key string, fn func(hour int64, recs store.PhaseHourRecords) any) ([]store.PhaseDigest, float64)
 	EngineDigests(key string, metrics []string, fn func(hour int64, raws map[string][]store.EngineRaw) any) []store.EngineDigest
 	EngineHourRaw(metrics []string, hour int64) map[string][]store.EngineRaw
 	MetricKeyNames() []string

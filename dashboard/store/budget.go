@@ -15,10 +15,11 @@ import (
 // The memory budget (docs/operations.md "Memory"): the parsed hour blocks a query or a follower loaded are
 // counted, and past the budget the least recently used are dropped; a query that needs one again reads it again
 // from its files (or the column cache). What is dropped is only ever a copy of the files: gpu_util and
-// gpu_rollup hours, trajectories hours, engine_traces hours and engine_series hours (the key catalog keeps a
-// dropped engine hour's point counts; the advisory reads the hours it needs back, pinned). The rest stays
-// resident — small, whole-run, or not rebuilt hour by hour: phases, step metrics, topology, the trajectories
-// step index, the live tails of gpu_util, interned strings, lanes.
+// gpu_rollup hours, trajectories hours, engine_traces hours, engine_series hours (the key catalog keeps a
+// dropped engine hour's point counts, the advisory its digest) and phases hours (the advisory's digest of a
+// closed hour is made before it is dropped). The rest stays resident — small,
+// whole-run, or not rebuilt hour by hour: step metrics, topology, the trajectories step index, the live tails of
+// gpu_util, interned strings, lanes.
 //
 //	load (ensure, Refresh) ──▶ settleLocked: count new and grown blocks ──▶ over budget: evictLocked, LRU first,
 //	never a block a query in flight touched (pins), never the newest two hours of a followed run
@@ -77,6 +78,7 @@ const (
 	heldTraj
 	heldTrace
 	heldEngine
+	heldPhase
 	heldNone // no block: memHeld.cold when unset
 )
 
@@ -255,6 +257,11 @@ func (s *Store) heldBlocksLocked() []heldBlock {
 			out = append(out, heldBlock{heldKey{heldEngine, h}, b, s.engines.files.Parts[h], b.heldBytes, nil})
 		}
 	}
+	for h, b := range s.phases.blocks {
+		if h >= 0 && !b.sparse { // a sparse block (a reach hour, or what a dropped hour leaves) holds a few records
+			out = append(out, heldBlock{heldKey{heldPhase, h}, b, s.phases.files.Parts[h], b.heldBytes, nil})
+		}
+	}
 	return out
 }
 
@@ -366,8 +373,8 @@ func (s *Store) evictLocked() {
 // protectedFromLocked is, per kind, the oldest hour never dropped: in a followed run the newest two hours, by
 // the data edge and by the stream's own newest partition (a stream that stopped while the others go on is
 // still tailed there by Refresh, which would read a dropped hour again at every tick); none otherwise.
-func (s *Store) protectedFromLocked() [heldEngine + 1]int64 {
-	var out [heldEngine + 1]int64
+func (s *Store) protectedFromLocked() [heldNone]int64 {
+	var out [heldNone]int64
 	for i := range out {
 		out[i] = math.MaxInt64
 	}
@@ -377,7 +384,7 @@ func (s *Store) protectedFromLocked() [heldEngine + 1]int64 {
 	edge := int64(math.Floor(s.edge/3600)) - 1
 	for kind, f := range map[heldKind]*partition.Stream{
 		heldGPU: s.gpu.utilFiles, heldRollup: s.gpu.rollupFiles, heldTraj: s.trajectories.files, heldTrace: s.engineTraces.files,
-		heldEngine: s.engines.files,
+		heldEngine: s.engines.files, heldPhase: s.phases.files,
 	} {
 		out[kind] = min(edge, f.Newest()-1)
 	}
@@ -415,6 +422,9 @@ func (s *Store) dropLocked(k heldKey) {
 		s.engines.dropped[k.hour] = s.engines.blocks[k.hour].catalogOf()
 		delete(s.engines.blocks, k.hour)
 		resetPart(s.engines.files, k.hour)
+	case heldPhase:
+		s.digestBeforeDropLocked(k.hour)
+		s.phases.dropHourLocked(k.hour)
 	}
 	delete(s.mem.entries, k)
 	s.mem.dropped[k] = true
@@ -474,4 +484,21 @@ func (b *engBlock) heldBytes() int64 {
 
 func (b *trajBlock) heldBytes() int64 {
 	return int64(cap(b.records))*int64(unsafe.Sizeof(trajRec{})) + int64(len(b.seen))*(24+mapEntryBytes)
+}
+
+// heldBytes of a phases hour: its records with their GPU lists and ids, the identity sets, the arena of pending
+// marker lines and the per-node index.
+func (b *phaseBlock) heldBytes() int64 {
+	n := int64(cap(b.closed)+cap(b.open))*int64(unsafe.Sizeof(phaseRec{})) + int64(cap(b.arena))
+	for _, rs := range [][]phaseRec{b.closed, b.open} {
+		for i := range rs {
+			n += int64(cap(rs[i].GPUs))*8 + int64(len(rs[i].Span)+len(rs[i].Parent))
+			if rs[i].Step != nil {
+				n += 8
+			}
+		}
+	}
+	n += int64(len(b.spans))*24 + int64(len(b.ids))*mapEntryBytes + int64(len(b.openLeft))*4
+	n += int64(b.nodeIdx.n) * 4
+	return n
 }

@@ -46,3 +46,26 @@ func EngineHourBytesForTest(st *Store) map[int64]int64 {
 	}
 	return out
 }
+
+// PhaseHoursForTest is how many phases hours the run has closed (their digests kept) and open (digested at every
+// call), and how many are held whole (a dropped hour leaves a sparse remnant).
+func PhaseHoursForTest(st *Store) (closed, open, held int) {
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	for _, h := range st.phases.files.Hours() {
+		if st.phases.hourClosedLocked(h) {
+			closed++
+		} else {
+			open++
+		}
+	}
+	for h, b := range st.phases.blocks {
+		if h >= 0 && !b.sparse {
+			held++
+		}
+	}
+	return closed, open, held
+}
+
+// PhaseRunForTest writes the 12-hour phases run of phases_reach_test.go.
+func PhaseRunForTest(t *testing.T) string { return phaseRun(t) }

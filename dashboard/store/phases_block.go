@@ -232,6 +232,24 @@ func (b *phaseBlock) addSparse(line []byte, hourStart float64) bool {
 	return true
 }
 
+// remnant is the sparse block (addSparse) of a whole block's hour starting at hourStart: the closed records that
+// started before the hour and the open markers no closed record of the hour matched.
+func (b *phaseBlock) remnant(hourStart float64) *phaseBlock {
+	r := newPhaseBlock(true)
+	for i := range b.closed {
+		if b.closed[i].T0 < hourStart {
+			r.keep(b.closed[i])
+		}
+	}
+	for i := range b.open {
+		if !b.isClosed(&b.open[i]) {
+			r.keep(b.open[i])
+		}
+	}
+	r.maxT = b.maxT
+	return r
+}
+
 // settle ends a sparse read: the markers no closed record of the hour matched are decoded and kept.
 func (b *phaseBlock) settle() (bad int) {
 	for _, m := range b.pend {

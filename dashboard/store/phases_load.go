@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
@@ -25,10 +26,22 @@ type phaseReader struct {
 	openGen int64
 	// openMu serializes bringing the still-open marker lists up to date (queries hold mu only for reading).
 	openMu sync.Mutex
+	// digesters are the digest functions asked for (phases_digest.go), by key, and digests their values for
+	// closed hours, by hour and key; digestBounds is the step bounds' signature (count, last end) they read.
+	digesters    map[string]func(hour int64, recs PhaseHourRecords) any
+	digests      map[int64]map[string]phaseDigest
+	digestBounds [2]float64
+	// counts is each hour's record count when last read whole (kept when the budget drops the hour): a whole
+	// read that finds another count changed the hour, and its digests are forgotten.
+	counts map[int64]int
 }
 
 func newPhaseReader(run *Store) phaseReader {
-	return phaseReader{run: run, files: partition.NewStream(run.dir, sc.StreamPhases), blocks: map[int64]*phaseBlock{}}
+	return phaseReader{
+		run: run, files: partition.NewStream(run.dir, sc.StreamPhases), blocks: map[int64]*phaseBlock{},
+		digesters: map[string]func(int64, PhaseHourRecords) any{}, digests: map[int64]map[string]phaseDigest{},
+		counts: map[int64]int{},
+	}
 }
 
 func (r *phaseReader) partitionFiles() []*partition.Stream { return []*partition.Stream{r.files} }
@@ -43,6 +56,22 @@ func (r *phaseReader) refreshLocked(newest int64) bool {
 		}
 	}
 	return false
+}
+
+// dropHourLocked replaces the whole block of hour h, which the memory budget drops, with what a sparse read of
+// the hour keeps (phases_block.go): the records that reach outside the hour. Windows elsewhere read the hour as
+// before; one that covers it reads it whole again. The partition keeps its read offsets, so a sparse tail
+// (refreshLocked) reads only what is new.
+func (r *phaseReader) dropHourLocked(h int64) {
+	b := r.blocks[h]
+	if b == nil {
+		return
+	}
+	r.blocks[h] = b.remnant(float64(h) * 3600)
+	if p := r.files.Parts[h]; p != nil {
+		p.Loaded = false
+	}
+	r.gen++
 }
 
 // phaseReach is how far outside a window phase partitions are read: phases are filed by end hour (a long phase
@@ -82,6 +111,8 @@ func (r *phaseReader) loadHour(h int64, sparse bool) {
 		p.Reset()
 		r.run.lmu.Lock()
 		delete(r.blocks, h)
+		delete(r.digests, h)
+		delete(r.counts, h)
 		r.run.lmu.Unlock()
 		r.loadHour(h, sparse)
 		return
@@ -91,6 +122,16 @@ func (r *phaseReader) loadHour(h int64, sparse bool) {
 	}
 	r.run.report(reports, err)
 	p.Loaded = !b.sparse
+	if p.Loaded {
+		// Hours load concurrently (ensurePhases): the digest bookkeeping under lmu.
+		n := len(b.closed) + len(b.open)
+		r.run.lmu.Lock()
+		if c, ok := r.counts[h]; !ok || c != n {
+			delete(r.digests, h)
+		}
+		r.counts[h] = n
+		r.run.lmu.Unlock()
+	}
 	r.run.raiseEdge(b.maxT)
 }
 
@@ -98,16 +139,22 @@ func (r *phaseReader) loadHour(h int64, sparse bool) {
 // (phases_block.go) — and, with roll, its gpu_rollup hours, all in one concurrent batch under the write lock (the
 // fleet overview needs both: loaded one stream after the other, they were the cold first answer's two halves).
 // Queries then read under the read lock.
+//
+// The phases hours it reads are marked used (the memory budget); the caller holds a pin (budget.go).
 func (s *Store) ensurePhases(t0, t1 float64, roll bool) {
 	s.mu.RLock()
 	whole, sparse, rolls := s.missingPhasesLocked(t0, t1, roll)
+	if len(whole)+len(sparse)+len(rolls) == 0 {
+		s.touchPhasesLocked(t0, t1)
+	}
 	s.mu.RUnlock()
 	if len(whole)+len(sparse)+len(rolls) == 0 {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	defer s.settleLocked() // the roll-up hours count in the memory budget
+	defer s.settleLocked() // the hours loaded count in the memory budget
+	defer s.touchPhasesLocked(t0, t1)
 	whole, sparse, rolls = s.missingPhasesLocked(t0, t1, roll)
 	var jobs []loadJob
 	// Longest first: roll-up hours parse slower than phases hours, sparse ones are the quickest.
@@ -121,6 +168,11 @@ func (s *Store) ensurePhases(t0, t1 float64, roll bool) {
 		jobs = append(jobs, func() { s.phases.loadHour(h, true) })
 	}
 	s.loadAll(jobs)
+}
+
+// touchPhasesLocked marks the phases hours of the window and its reach used now.
+func (s *Store) touchPhasesLocked(t0, t1 float64) {
+	s.touch(heldPhase, int64(math.Floor(t0/3600))-phaseReach, int64(math.Floor(t1/3600))+phaseReach)
 }
 
 // missingLocked lists what ensure must load: phases hours to read whole, reach hours to read sparse, and (with

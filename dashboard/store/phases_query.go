@@ -34,6 +34,7 @@ type PhasesResult struct {
 // block's dictionaries once, deal the candidates to their lanes (numbering names by first appearance), then
 // sort and fill each lane (split over the cores for many lanes).
 func (s *Store) Phases(t0, t1 float64, sel []*Lane) *PhasesResult {
+	defer s.pin()()
 	s.ensurePhases(t0, t1, false)
 	var bounds stepBounds
 	if s.layout == "miles-v1" {
