@@ -529,3 +529,77 @@ func BenchmarkEngineHeld(b *testing.B) {
 		})
 	}
 }
+
+// phaseWeekRun is phasesHours hours of phases of a synchronous run on 32 train ranks (4 nodes × 8): a 120 s step
+// of rollout wait, log-prob, train (forward and backward inside it) and weight update per rank, filed as the
+// exporter files them (an open marker by start hour, the closed record by end hour), 6 840 records an hour.
+const phasesHours = 12
+
+func phaseWeekRun() string {
+	return cached("phaseweek", func() string {
+		w := newWriter("phaseweek")
+		rng := rand.New(rand.NewSource(5))
+		id := 0
+		rec := func(name, node string, rank, step int, t0, t1 float64) {
+			id++
+			span := fmt.Sprintf("%016x", uint64(id)*0x9e3779b97f4a7c15)
+			w.line("phases", t0, fmt.Sprintf(`{"name":%q,"t0":%.6f,"t1":null,"node":%q,"rank":%d,"role":"train","gpus":[%d],"step":%d,"span":%q}`, name, t0, node, rank, rank%8, step, span))
+			w.line("phases", t1, fmt.Sprintf(`{"name":%q,"t0":%.6f,"t1":%.6f,"node":%q,"rank":%d,"role":"train","gpus":[%d],"step":%d,"span":%q}`, name, t0, t1, node, rank, rank%8, step, span))
+		}
+		for step := 0; step < phasesHours*30; step++ {
+			s0 := base + float64(step)*120
+			for rank := range 32 {
+				node := fmt.Sprintf("n%d", rank/8)
+				j := rng.Float64()
+				rec("train_wait", node, rank, step, s0, s0+30+j)
+				rec("log_probs", node, rank, step, s0+31, s0+45+j)
+				rec("actor_train", node, rank, step, s0+46, s0+100+j)
+				rec("fwd", node, rank, step, s0+47, s0+70+j)
+				rec("bwd", node, rank, step, s0+71, s0+99+j)
+				rec("update_weights", node, rank, step, s0+101, s0+115+j)
+			}
+		}
+		return w.close()
+	})
+}
+
+// BenchmarkPhasesHeld: the heap the store holds for the phases of phaseWeekRun after whole-run advisory passes
+// (which read every phases hour), keeping every hour or under a budget too small for any (docs/operations.md
+// "Memory": a dropped closed hour leaves its advisory digest and the few records that reach outside it), and a
+// pass's time. B-held/phase is per closed phase record.
+func BenchmarkPhasesHeld(b *testing.B) {
+	dir := phaseWeekRun()
+	const phases = phasesHours * 30 * 32 * 6
+	for _, limit := range []int64{0, 1} {
+		name := "advisory-phases"
+		if limit > 0 {
+			name = "advisory-phases-budget"
+		}
+		b.Run(name, func(b *testing.B) {
+			before := heap()
+			st, _ := store.Open(dir, false)
+			bud := store.NewBudget(limit)
+			st.SetBudget(bud)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				in := server.AdvisoryInput(st, advisory.Config{MaxRunningRequests: 64}, nil)
+				n := 0
+				for _, h := range in.PhaseHours.Hours {
+					n += len(h.Closed)
+				}
+				if n != phases {
+					b.Fatalf("%d closed phases in the digests, want %d", n, phases)
+				}
+				advisory.Compute(in)
+				st.SetBudget(bud) // settles, as a follower's Refresh does between two evaluations
+			}
+			b.StopTimer()
+			st.SetBudget(bud)
+			held := float64(heap() - before)
+			b.ReportMetric(float64(bud.Reloads())/float64(b.N), "reloads/op")
+			b.ReportMetric(held/phasesHours/1e3, "held-kB/hour")
+			b.ReportMetric(held/phases, "B-held/phase")
+			runtime.KeepAlive(st)
+		})
+	}
+}
