@@ -546,7 +546,7 @@ func phaseWeekRun() string {
 			w.line("phases", t0, fmt.Sprintf(`{"name":%q,"t0":%.6f,"t1":null,"node":%q,"rank":%d,"role":"train","gpus":[%d],"step":%d,"span":%q}`, name, t0, node, rank, rank%8, step, span))
 			w.line("phases", t1, fmt.Sprintf(`{"name":%q,"t0":%.6f,"t1":%.6f,"node":%q,"rank":%d,"role":"train","gpus":[%d],"step":%d,"span":%q}`, name, t0, t1, node, rank, rank%8, step, span))
 		}
-		for step := 0; step < phasesHours*30; step++ {
+		for step := range phasesHours * 30 {
 			s0 := base + float64(step)*120
 			for rank := range 32 {
 				node := fmt.Sprintf("n%d", rank/8)
