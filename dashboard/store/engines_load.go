@@ -134,8 +134,7 @@ func (r *engineReader) hourClosedLocked(h int64, p *partition.Partition) bool {
 	if h == partition.LegacyHour || engPackOff {
 		return false
 	}
-	newest := r.files.Newest()
-	return h < newest-1 || (h < newest && !p.HasPlain())
+	return p != nil && r.files.Closed(h)
 }
 
 // hoursLocked are the engine hours overlapping [t0, t1] (every hour when t0 is -Inf).

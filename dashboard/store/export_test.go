@@ -53,7 +53,7 @@ func PhaseHoursForTest(st *Store) (closed, open, held int) {
 	st.mu.RLock()
 	defer st.mu.RUnlock()
 	for _, h := range st.phases.files.Hours() {
-		if st.phases.hourClosedLocked(h) {
+		if st.phases.files.Closed(h) {
 			closed++
 		} else {
 			open++

@@ -60,13 +60,13 @@ func (s *Store) PhaseDigests(key string, fn func(hour int64, recs PhaseHourRecor
 		if read {
 			r.loadHourLocked(h)
 		}
-		recs, stepless := r.hourRecordsLocked(h, bounds)
-		v := fn(h, recs)
-		if r.hourClosedLocked(h) {
-			if r.digests[h] == nil {
-				r.digests[h] = map[string]phaseDigest{}
-			}
-			r.digests[h][key] = phaseDigest{v, stepless}
+		var v any
+		if r.files.Closed(h) {
+			r.digestLocked(h, bounds)
+			v = r.digests[h][key].value
+		} else { // open: reduced at every call
+			recs, _ := r.hourRecordsLocked(h, bounds)
+			v = fn(h, recs)
 		}
 		out = append(out, PhaseDigest{h, v})
 		if read {
@@ -101,25 +101,18 @@ func (s *Store) phaseBoundsLocked() stepBounds {
 	return b
 }
 
-// hourClosedLocked: a phases hour that will (almost certainly) not grow any more — older than the hour before
-// the newest, or compacted and older than the newest.
-func (r *phaseReader) hourClosedLocked(h int64) bool {
-	p := r.files.Parts[h]
-	if h < 0 || p == nil {
-		return false
-	}
-	newest := r.files.Newest()
-	return h < newest-1 || (h < newest && !p.HasPlain())
-}
-
 // digestBeforeDropLocked makes the registered digests the closed hour h lacks, from its block, which the
 // budget is about to drop (an open hour is digested at every call anyway).
 func (s *Store) digestBeforeDropLocked(h int64) {
 	r := &s.phases
-	b := r.blocks[h]
-	if b == nil || b.sparse || len(r.digesters) == 0 || !r.hourClosedLocked(h) {
+	if b := r.blocks[h]; b == nil || b.sparse || len(r.digesters) == 0 || !r.files.Closed(h) {
 		return
 	}
+	r.digestLocked(h, s.phaseBoundsLocked())
+}
+
+// digestLocked computes the registered digests the closed, loaded hour h lacks.
+func (r *phaseReader) digestLocked(h int64, bounds stepBounds) {
 	var recs PhaseHourRecords
 	var stepless, made bool
 	for key, fn := range r.digesters {
@@ -127,7 +120,7 @@ func (s *Store) digestBeforeDropLocked(h int64) {
 			continue
 		}
 		if !made {
-			recs, stepless = r.hourRecordsLocked(h, s.phaseBoundsLocked())
+			recs, stepless = r.hourRecordsLocked(h, bounds)
 			made = true
 		}
 		if r.digests[h] == nil {

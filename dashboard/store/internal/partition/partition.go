@@ -259,6 +259,18 @@ func (s *Stream) Overlapping(t0, t1 float64, before, after int64) []int64 {
 	return out
 }
 
+// Closed says hour h will (almost certainly) not grow any more: it is older than the hour before the newest, or
+// compacted and older than the newest. The newest hour is being written; the one before it may still get late
+// records until the collector compacts it or the next hour starts.
+func (s *Stream) Closed(h int64) bool {
+	p := s.Parts[h]
+	if h < 0 || p == nil {
+		return false
+	}
+	newest := s.Newest()
+	return h < newest-1 || (h < newest && !p.HasPlain())
+}
+
 // Newest is the newest hour (far in the past when there is none).
 func (s *Stream) Newest() int64 {
 	hs := s.Hours()
