@@ -41,7 +41,8 @@ type PhaseHour struct {
 type ClosedPhase struct {
 	T0, Dur                float64
 	Name, Node, Rank, Step int32
-	Train                  bool
+	// Straggler says the straggler rule compares it across ranks (stragglerEligible).
+	Straggler bool
 }
 
 // RankKey names a process: its node and rank.
@@ -76,7 +77,7 @@ func DigestPhaseHour(hour int64, recs store.PhaseHourRecords) PhaseHour {
 		p := &recs.Closed[i]
 		d.Closed = append(d.Closed, ClosedPhase{
 			T0: p.T0, Dur: p.T1 - p.T0, Name: index(&d.Names, nameAt, p.Name), Node: index(&d.Nodes, nodeAt, p.Node),
-			Rank: clamp32(p.Rank), Step: clamp32(p.Step), Train: p.Role == "train",
+			Rank: clamp32(p.Rank), Step: clamp32(p.Step), Straggler: stragglerEligible(p),
 		})
 		if stragglerEligible(p) {
 			k := RankKey{p.Node, p.Rank}
@@ -157,7 +158,7 @@ func phaseStatsOf(ph *PhaseHours, startTS, edge float64) *phaseStats {
 					st.lastClosed[k] = p.T0
 				}
 			}
-			if !p.Train || p.Step < 0 || p.Rank < 0 || stragglerExcluded[name] {
+			if !p.Straggler {
 				continue
 			}
 			bySteps := st.train[name]
