@@ -1,0 +1,374 @@
+"""Drives sglang 0.5.23's own metrics collectors and request tracing for the e2e tests (docs/semconv.md §7, §10).
+
+    python sglang_driver.py [--otlp http://127.0.0.1:4318/v1/traces --miles-otlp http://127.0.0.1:4318]
+
+Three engines, each with its own prometheus_client registry and /metrics on a loopback port, built as sglang's
+scheduler and tokenizer processes build them (SchedulerMetricsCollector.init_new, tokenizer_metric_labels):
+
+    u  unified, dp 2 × pp 2 (four schedulers), a scripted request stream that pauses every third cycle
+    p  PD prefill engine (disaggregation_mode=prefill), bootstrap queue and KV transfer histograms
+    d  PD decode engine (disaggregation_mode=decode), prealloc/transfer queues and a failed transfer
+
+It prints one JSON line when every /metrics answers: {"engines": {"u": "host:port", ...}, "families": [...]}, the
+families being every `sglang:` family the real code defines (from the collectors' registries with every option on,
+plus a scan of the wheel for the few families defined outside srt/observability), then "ready" lines as cycles
+complete ({"cycle": n, "paused": bool}). With --otlp it also traces requests with sglang's TraceReqContext, each
+under the traceparent that miles_otel.generate_headers gives for the sample's miles.generate span (sent by
+miles_otel's TrajectorySink to --miles-otlp), and prints {"traced": n} when the spans are flushed.
+Stops on SIGTERM or when stdin closes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import sglang_shim  # noqa: E402
+
+sglang_shim.install()
+
+import prometheus_client  # noqa: E402
+from prometheus_client import CollectorRegistry  # noqa: E402
+
+import sglang.srt.observability.metrics_collector as mc  # noqa: E402
+import sglang.srt.runtime_context as rc  # noqa: E402
+
+MODEL = "Qwen/Qwen3-8B"
+MAX_TOTAL_NUM_TOKENS = 123456
+CYCLE_S = 0.5
+
+
+def publish(disaggregation_mode: str = "null", every_option: bool = False) -> None:
+    """Installs the configuration the collectors read into sglang's real runtime context, as publish() does from
+    ServerArgs (which this venv cannot build: its hardware probing imports torch). Every leaf set here is one the
+    collectors read; a leaf they read and this lacks raises sglang's own "has no leaf" error."""
+    leaves = {
+        "observability": {
+            "enable_metrics": True, "enable_metrics_for_all_schedulers": False, "kv_events_config": None,
+            "extra_metric_labels": None, "stat_loggers": None, "tokenizer_metrics_allowed_custom_labels": None,
+            "prompt_tokens_buckets": None, "generation_tokens_buckets": None,
+        },
+        "serving": {"served_model_name": MODEL, "enable_streaming_session": False},
+        "disagg": {"disaggregation_mode": disaggregation_mode, "enable_pd_role_switch": False},
+        "schedule": {
+            "enable_priority_scheduling": False, "prefill_delayer_max_delay_passes": 30,
+            "prefill_delayer_forward_passes_buckets": None, "prefill_delayer_wait_seconds_buckets": None,
+        },
+        # Expert balancedness families exist only with --expert-balancedness-report-mode prometheus|both.
+        "exec": {"moe": {"expert_balancedness_report_mode": "prometheus" if every_option else "log"}},
+    }
+    ctx = rc.get_context()
+    bags = {}
+
+    def bag(path: str, kv: dict):
+        b = rc._ConfigBag(path)
+        for k, v in kv.items():
+            if isinstance(v, dict):
+                b._set_sub(k, bag(path + "." + k, v))
+            else:
+                b._set(k, v)
+        return b
+
+    for ns, kv in leaves.items():
+        bags[ns] = bag(ns, kv)
+    ctx._config_bags = bags
+
+
+def set_ranks(tp: int = 0, pp: int = 0, dp: int | None = None) -> None:
+    rc.get_parallel().override_permanently(
+        tp_rank=tp, pp_rank=pp, dp_rank=dp, moe_ep_rank=0, attn_tp_rank=0, attn_cp_rank=0, attn_dp_rank=dp or 0
+    )
+
+
+def shared_metric_classes(registry: CollectorRegistry) -> dict:
+    """sglang's collector DI hooks (_StatLoggerDIMixin: _counter_cls, _gauge_cls, …) bound to one registry, each
+    family created once: the collectors of several schedulers of one engine then write their own label sets into
+    one family, which is what sglang's multiprocess exposition (PROMETHEUS_MULTIPROC_DIR) merges them into."""
+    made: dict[str, object] = {}
+
+    def kind(cls):
+        def make(*args, **kw):
+            name = kw.get("name", args[0] if args else None)
+            m = made.get(name)
+            if m is None:
+                kw.pop("multiprocess_mode", None)
+                m = made[name] = cls(*args, registry=registry, **kw)
+            return m
+
+        return make
+
+    return {
+        "_counter_cls": staticmethod(kind(prometheus_client.Counter)),
+        "_gauge_cls": staticmethod(kind(prometheus_client.Gauge)),
+        "_histogram_cls": staticmethod(kind(prometheus_client.Histogram)),
+        "_summary_cls": staticmethod(kind(prometheus_client.Summary)),
+    }
+
+
+class Engine:
+    """One engine: its schedulers (one per dp × pp rank) and its tokenizer, in one registry."""
+
+    def __init__(self, name: str, mode: str, dp: int, pp: int):
+        self.name, self.mode, self.dp, self.pp = name, mode, dp, pp
+        self.registry = CollectorRegistry()
+        hooks = shared_metric_classes(self.registry)
+        sched_cls = type("Scheduler_" + name, (mc.SchedulerMetricsCollector,), hooks)
+        tok_cls = type("Tokenizer_" + name, (mc.TokenizerMetricsCollector,), hooks)
+        publish(mode)
+        # Scheduler collectors are created only on attention-TP rank 0 (init_new: is_stats_logging_rank).
+        self.schedulers = {}
+        for d in range(dp):
+            for p in range(pp):
+                set_ranks(tp=0, pp=p, dp=d if dp > 1 or mode != "null" else d)
+                rc.get_observability()  # published
+                ctx = mc.SchedulerMetricsCollector.init_new.__func__(
+                    sched_cls, server_args=None, enable_priority_scheduling=False, enable_lora=False,
+                    enable_hierarchical_cache=False,
+                )
+                self.schedulers[(d, p)] = ctx.collector
+                ctx.collector.emit_constants(
+                    max_total_num_tokens=MAX_TOTAL_NUM_TOKENS, max_total_num_tokens_swa=None,
+                    weight_memory_usage_gb=16.0, kv_cache_memory_usage_gb=40.0, graph_memory_usage_gb={"decode": 1.5},
+                    max_running_requests_under_SLO=None, page_size=1, num_pages=MAX_TOTAL_NUM_TOKENS,
+                    context_len=32768, startup_available_gpu_memory_gb=70.0,
+                )
+        self.tok_labels = mc.tokenizer_metric_labels()
+        self.tokenizer = tok_cls(server_args=None, labels=self.tok_labels)
+        self.cycle = 0
+        self.fed = {"requests": 0, "prompt": 0, "generated": 0, "streaming": 0}
+
+    def step(self) -> bool:
+        """One scripted cycle: requests finish on every scheduler, gauges move; every third cycle is a weight
+        sync that pauses the running requests (num_paused_reqs = running). Returns whether it paused."""
+        self.cycle += 1
+        c = self.cycle
+        paused = c % 3 == 0
+        for (d, p), s in self.schedulers.items():
+            running = 4 + d + 2 * p
+            st = mc.SchedulerStats()
+            st.num_running_reqs = mc.QueueCount(total=0 if paused else running)
+            st.num_queue_reqs = mc.QueueCount(total=(c + d) % 5)
+            st.num_paused_reqs = running if paused else 0
+            st.num_used_tokens = 1000 * (d + 1) + 100 * p + 10 * (c % 7)
+            st.kv_used_tokens = st.num_used_tokens
+            st.kv_available_tokens = MAX_TOTAL_NUM_TOKENS - st.num_used_tokens
+            st.token_usage = st.num_used_tokens / MAX_TOTAL_NUM_TOKENS
+            st.full_token_usage = st.token_usage
+            st.gen_throughput = 0.0 if paused else 500.0 + 10 * d
+            st.cache_hit_rate = 0.25
+            st.num_retracted_reqs = 1 if d == 1 and c % 4 == 0 else 0
+            if self.mode == "prefill":
+                st.num_prefill_bootstrap_queue_reqs = mc.QueueCount(total=2)
+                st.num_prefill_inflight_queue_reqs = mc.QueueCount(total=1)
+            if self.mode == "decode":
+                st.num_decode_prealloc_queue_reqs = mc.QueueCount(total=3)
+                st.num_decode_transfer_queue_reqs = mc.QueueCount(total=1)
+            s.log_stats(st)
+            s.observe_queue_time(0.05 + 0.01 * d)
+            s.observe_per_stage_req_latency("prefill_waiting", 0.05)
+            s.observe_per_stage_req_latency("prefill_forward", 0.08)
+            if st.num_retracted_reqs:
+                s.increment_retracted_reqs(1, 300, 40)
+            if self.mode != "null":
+                s.observe_kv_transfer_bootstrap(bootstrap_ms=12.0, alloc_ms=3.0)
+                s.observe_kv_transfer_metrics(latency_ms=25.0, total_mb=64.0, speed_gb_s=2.5)
+            if self.mode == "decode" and c == 1:
+                s.increment_transfer_failed_reqs()
+        # The tokenizer: one finished request per scheduler and cycle, every other one streaming.
+        for i in range(len(self.schedulers)):
+            stream = (c + i) % 2 == 0
+            prompt, gen = 100 + i, 50
+            self.tokenizer.observe_one_finished_request(
+                self.tok_labels, prompt_tokens=prompt, generation_tokens=gen, cached_tokens=10, e2e_latency=2.0,
+                has_grammar=False, is_streaming=stream,
+            )
+            self.tokenizer.observe_time_to_first_token(self.tok_labels, 0.3, stream=stream)
+            self.tokenizer.observe_inter_token_latency(self.tok_labels, 0.02 * gen, gen)
+            self.fed["requests"] += 1
+            self.fed["prompt"] += prompt
+            self.fed["generated"] += gen
+            self.fed["streaming"] += stream
+        return paused
+
+
+def all_families() -> list[dict]:
+    """Every `sglang:` family sglang 0.5.23 defines: the metrics_collector.py collectors built with every option
+    on, in a scratch registry, plus http_request_metrics.py, and the wheel's source scanned for the families other
+    modules (PD transfer backends, cpu monitor, startup timers) create at import or start time."""
+    reg = CollectorRegistry()
+    hooks = shared_metric_classes(reg)
+    publish("null", every_option=True)
+    set_ranks(0, 0, 0)
+    labels = {"model_name": MODEL, "engine_type": "unified", "tp_rank": 0, "pp_rank": 0, "moe_ep_rank": 0, "dp_rank": 0}
+    built = [
+        ("observability/metrics_collector.py", lambda: type("S", (mc.SchedulerMetricsCollector,), hooks)(
+            labels=labels, server_args=None, enable_lora=True, enable_hierarchical_cache=True,
+            enable_streaming_session=True)),
+        ("observability/metrics_collector.py", lambda: type("T", (mc.TokenizerMetricsCollector,), hooks)(
+            server_args=None, labels=mc.tokenizer_metric_labels())),
+        ("observability/metrics_collector.py", lambda: type("St", (mc.StorageMetricsCollector,), hooks)(
+            labels={"storage_backend": "file", "tp_rank": 0, "dp_rank": 0, "pp_rank": 0})),
+        ("observability/metrics_collector.py", lambda: type("R", (mc.RadixCacheMetricsCollector,), hooks)(
+            labels=mc.radix_cache_metric_labels("radix", rc.get_parallel(), False))),
+        ("observability/metrics_collector.py", lambda: type("E", (mc.ExpertDispatchCollector,), hooks)(ep_size=2)),
+        ("observability/metrics_collector.py", lambda: type("En", (mc.EncoderMetricsCollector,), hooks)(
+            labels={"model_name": MODEL})),
+    ]
+    out: dict[str, dict] = {}
+    for _, make in built:
+        make()
+    for fam in reg.collect():
+        name = fam.name + ("_total" if fam.type == "counter" else "")
+        if not name.startswith("sglang:"):
+            continue
+        labelnames = set()
+        m = reg._names_to_collectors.get(fam.name) or reg._names_to_collectors.get(name)
+        if m is not None:
+            labelnames = set(getattr(m, "_labelnames", ()))
+        out[name] = {"name": name, "type": fam.type, "labels": sorted(labelnames),
+                     "file": "srt/observability/metrics_collector.py"}
+    import sglang.srt.observability.http_request_metrics as hm
+
+    src = open(hm.__file__, encoding="utf-8").read()
+    for file, names in _scan_wheel().items():
+        for n in names:
+            if n not in out and n.removesuffix("_total") not in out:
+                out[n] = {"name": n, "type": "", "labels": [], "file": "srt/" + file}
+    del src
+    return sorted(out.values(), key=lambda f: f["name"])
+
+
+def _scan_wheel() -> dict[str, list[str]]:
+    pat = re.compile(r"[\"'](sglang:[a-z0-9_]+)[\"']")
+    found: dict[str, list[str]] = {}
+    for root, _, files in os.walk(sglang_shim.SRT):
+        for f in files:
+            if not f.endswith(".py"):
+                continue
+            path = os.path.join(root, f)
+            with open(path, encoding="utf-8") as fh:
+                names = sorted(set(pat.findall(fh.read())))
+            if names:
+                found[os.path.relpath(path, sglang_shim.SRT)] = names
+    return found
+
+
+def serve(registry: CollectorRegistry) -> ThreadingHTTPServer:
+    class H(BaseHTTPRequestHandler):
+        def do_GET(self):
+            if self.path.split("?")[0] != "/metrics":
+                self.send_error(404)
+                return
+            body = prometheus_client.generate_latest(registry)
+            self.send_response(200)
+            self.send_header("Content-Type", prometheus_client.CONTENT_TYPE_LATEST)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *a):
+            pass
+
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), H)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
+def trace_requests(otlp: str, miles_otlp: str, engine_url: str, samples: int, turns: int) -> int:
+    """Traces samples × turns requests with sglang's TraceReqContext and RequestStage names, each request's root
+    under the traceparent miles_otel.generate_headers returns for the sample's next miles.generate span."""
+    os.environ.setdefault("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/protobuf")
+    os.environ.setdefault("SGLANG_OTLP_EXPORTER_SCHEDULE_DELAY_MILLIS", "200")
+    import sglang.srt.observability.trace as tr
+    from sglang.srt.observability.req_time_stats import RequestStage as RS
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    import miles_otel
+
+    em = miles_otel.Emitter(endpoint=miles_otlp)
+    sink = miles_otel.TrajectorySink(em)
+    tr.process_tracing_init(otlp, "sglang")
+    tr.set_global_trace_level(3)
+    tr.trace_set_thread_info("Scheduler", tp_rank=0, dp_rank=0)
+
+    class Sample:
+        def __init__(self, i):
+            self.index, self.group_index, self.status, self.weight_versions, self.metadata = i, i // 2, "completed", [], {}
+
+    ns = time.time_ns
+    sleep = lambda s: time.sleep(s)  # noqa: E731  the stages take real (short) time
+    n = 0
+    all_samples = [Sample(i) for i in range(samples)]
+    for s in all_samples:
+        sink.attempt_start(s)
+        sink.gen_start(s)
+        for turn in range(1, turns + 1):
+            t0 = time.time()
+            headers = miles_otel.generate_headers(s, {"Content-Type": "application/json"})
+            rid = f"{s.index:04x}{turn:04x}" + "ab" * 12
+            ctx = tr.TraceReqContext(rid, role="unified", module_name="request",
+                                     external_trace_header=tr.extract_trace_headers(headers))
+            ctx.trace_req_start(ns())
+            for stage, dur in ((RS.TOKENIZE, 0.002), (RS.API_SERVER_DISPATCH, 0.001), (RS.REQUEST_PROCESS, 0.001),
+                               (RS.PREFILL_WAITING, 0.01), (RS.PREFILL_FORWARD, 0.015)):
+                ctx.trace_slice_start(stage.stage_name, stage.level, ns())
+                sleep(dur)
+                ctx.trace_slice_end(stage.stage_name, stage.level, ns())
+            ctx.trace_slice_start(RS.DECODE_FORWARD.stage_name, RS.DECODE_FORWARD.level, ns())
+            for _ in range(3):
+                ctx.trace_slice_start(RS.DECODE_LOOP.stage_name, RS.DECODE_LOOP.level, ns())
+                sleep(0.005)
+                ctx.trace_slice_end(RS.DECODE_LOOP.stage_name, RS.DECODE_LOOP.level, ns(), attrs={"decode_ct": 1})
+            ctx.trace_slice_end(RS.DECODE_FORWARD.stage_name, RS.DECODE_FORWARD.level, ns(), thread_finish_flag=True)
+            ctx.trace_req_finish(ns())
+            sink.gen_span(s, t0, time.time(), turn=turn, engine=engine_url,
+                          meta_info={"weight_version": "1", "completion_tokens": 3, "prompt_tokens": 12})
+            n += 1
+        sink.attempt_end(s)
+    sink.consume(all_samples, step=0, weight_version=1)
+    from opentelemetry import trace as ot
+
+    ot.get_tracer_provider().force_flush()
+    em.flush(10)
+    return n
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--otlp", help="sglang's --otlp-traces-endpoint (OTLP/HTTP traces URL)")
+    ap.add_argument("--miles-otlp", help="miles_otel's endpoint (the collector's OTLP/HTTP base URL)")
+    ap.add_argument("--samples", type=int, default=6)
+    ap.add_argument("--turns", type=int, default=2)
+    ap.add_argument("--families-only", action="store_true", help="print the family list and exit")
+    a = ap.parse_args()
+    fams = all_families()
+    if a.families_only:
+        print(json.dumps({"families": fams}), flush=True)
+        return
+    engines = {"u": Engine("u", "null", 2, 2), "p": Engine("p", "prefill", 1, 1), "d": Engine("d", "decode", 1, 1)}
+    for e in engines.values():
+        e.step()
+    servers = {k: serve(e.registry) for k, e in engines.items()}
+    addrs = {k: "%s:%d" % s.server_address[:2] for k, s in servers.items()}
+    print(json.dumps({"engines": addrs, "families": fams}), flush=True)
+    stop = threading.Event()
+    threading.Thread(target=lambda: (sys.stdin.read(), stop.set()), daemon=True).start()
+    if a.otlp:
+        n = trace_requests(a.otlp, a.miles_otlp, "http://" + addrs["u"], a.samples, a.turns)
+        print(json.dumps({"traced": n}), flush=True)
+    while not stop.wait(CYCLE_S):
+        paused = False
+        for e in engines.values():
+            paused = e.step()
+        print(json.dumps({"cycle": engines["u"].cycle, "paused": paused, "fed": engines["u"].fed}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
