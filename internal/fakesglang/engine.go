@@ -34,6 +34,15 @@ var (
 		0.002, 0.004, 0.006, 0.008, 0.010, 0.015, 0.020, 0.025, 0.030, 0.035, 0.040, 0.060,
 		0.080, 0.100, 0.200, 0.400, 0.600, 0.800, 1.000, 2.000, 4.000, 6.000, 8.000,
 	}
+	// BucketsKVTransfer are sglang 0.5.23's bounds of kv_transfer_speed_gb_s, kv_transfer_latency_ms,
+	// kv_transfer_bootstrap_ms, kv_transfer_alloc_ms and kv_transfer_total_mb, in that order.
+	BucketsKVTransfer = [5][]float64{
+		{0.1, 0.5, 1, 5, 10, 25, 50, 100, 200, 400},
+		{1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000},
+		{1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500},
+		{1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500},
+		{1, 5, 10, 50, 100, 500, 1000, 5000, 10000},
+	}
 	BucketsQueue = []float64{
 		0.0, 0.1, 0.2, 0.5, 1, 2, 3, 4, 5, 10, 15, 20, 30, 40, 50, 60, 70, 80, 90, 100, 200,
 		300, 400, 500, 600, 700, 800, 900, 1000, 1200, 1400, 1600, 1800, 2000, 2500, 3000,
@@ -170,6 +179,9 @@ type Engine struct {
 	promptTotal, genTotal, cachedTotal, reqTotal, abortTotal float64
 	ttft, itl, e2e                                           *hist
 	kvSpeed, kvLatency, kvBoot, kvAlloc, kvMB                float64
+	// kvH: the KV-transfer histograms of a PD engine (speed, latency, bootstrap, alloc, total MB), one
+	// observation per transfer, as sglang's observe_kv_transfer_metrics records them.
+	kvH [5]*hist
 }
 
 // NewEngine returns an idle engine.
@@ -286,6 +298,12 @@ func (e *Engine) Finish(id uint64, dp int, at time.Time, aborted bool) {
 		e.kvBoot = 2.5 + math.Mod(float64(e.reqTotal)*0.7, 1.5)
 		e.kvAlloc = 0.4 + math.Mod(float64(e.reqTotal)*0.3, 0.6)
 		e.kvMB = mb
+		for i, v := range []float64{e.kvSpeed, e.kvLatency, e.kvBoot, e.kvAlloc, e.kvMB} {
+			if e.kvH[i] == nil {
+				e.kvH[i] = newHist(BucketsKVTransfer[i])
+			}
+			e.kvH[i].observe(v)
+		}
 	}
 }
 
@@ -384,6 +402,9 @@ func (e *Engine) Families(at time.Time) []Family {
 	pd := make([]Family, len(pdNames))
 	for i, n := range pdNames {
 		pd[i] = g(n[0], n[1])
+		if i >= 4 { // the KV-transfer figures are histograms (srt/observability/metrics_collector.py)
+			pd[i] = Family{Name: n[0], Help: n[1], Kind: Histogram, Bounds: BucketsKVTransfer[i-4]}
+		}
 	}
 	bootFailed := sc("sglang:num_bootstrap_failed_reqs_total", "The number of bootstrap failed requests.")
 	transferFailed := sc("sglang:num_transfer_failed_reqs_total", "The number of transfer failed requests.")
@@ -463,11 +484,12 @@ func (e *Engine) Families(at time.Time) []Family {
 				add(&pd[3], float64(prefilling))
 			}
 			if e.cfg.EngineType != EngineUnified {
-				add(&pd[4], round(e.kvSpeed, 3))
-				add(&pd[5], round(e.kvLatency, 3))
-				add(&pd[6], round(e.kvBoot, 3))
-				add(&pd[7], round(e.kvAlloc, 3))
-				add(&pd[8], round(e.kvMB, 3))
+				for i, h := range e.kvH {
+					if h == nil {
+						h = newHist(BucketsKVTransfer[i])
+					}
+					pd[4+i].Samples = append(pd[4+i].Samples, histSample(lb, h))
+				}
 				add(&bootFailed, rs.bootFailed)
 				add(&transferFailed, rs.transferFailed)
 			}

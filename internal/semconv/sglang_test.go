@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -79,6 +80,83 @@ func TestSglangCanonicalName(t *testing.T) {
 	} {
 		if got := SglangCanonicalName(in); got != want {
 			t.Errorf("SglangCanonicalName(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// TestSglangFamilies: the kept/dropped table covers exactly the families of the reviewed sglang release (the
+// listing its own code produced, testdata/sglang-0.5.23-families.tsv), kept means whitelisted, every whitelisted
+// name is a family of that release (or a documented earlier name), each kept family is whitelisted as its real
+// type (a histogram listed as a gauge would lose its _bucket/_sum/_count series), and no kept family carries a
+// label the default label whitelist drops other than the documented ones, so that no distinct series merge.
+func TestSglangFamilies(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("testdata", "sglang-"+SglangReviewedVersion+"-families.tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type fam struct{ typ, file, labels string }
+	real := map[string]fam{}
+	for line := range strings.Lines(string(b)) {
+		if strings.HasPrefix(line, "#") || strings.TrimSpace(line) == "" {
+			continue
+		}
+		f := strings.Split(strings.TrimRight(line, "\n"), "\t")
+		if len(f) != 4 {
+			t.Fatalf("bad line %q", line)
+		}
+		real[f[0]] = fam{f[1], f[2], f[3]}
+	}
+	kind := map[string]string{}
+	for _, n := range SglangGauges {
+		kind[n] = "gauge"
+	}
+	for _, n := range SglangCounters {
+		kind[n] = "counter"
+	}
+	for _, n := range SglangHistograms {
+		kind[n] = "histogram"
+	}
+	dropped := map[string]bool{"model_name": true, "tp_rank": true, "moe_ep_rank": true} // docs/semconv.md §7
+	kept := map[string]bool{}
+	for _, l := range SglangLabels {
+		kept[l] = true
+	}
+	seen := map[string]bool{}
+	for _, f := range SglangFamilies {
+		if seen[f.Name] {
+			t.Errorf("%s listed twice", f.Name)
+		}
+		seen[f.Name] = true
+		r, ok := real[f.Name]
+		if !ok {
+			t.Errorf("%s is not a family of sglang %s", f.Name, SglangReviewedVersion)
+			continue
+		}
+		k, listed := kind[f.Name]
+		switch {
+		case f.Kept != listed:
+			t.Errorf("%s: table says kept=%v, whitelist says %v", f.Name, f.Kept, listed)
+		case !f.Kept && f.Why == "":
+			t.Errorf("%s dropped without a reason", f.Name)
+		case f.Kept && r.typ != "-" && k != r.typ:
+			t.Errorf("%s is a %s in sglang (%s) but whitelisted as a %s", f.Name, r.typ, r.file, k)
+		}
+		if f.Kept && r.labels != "-" {
+			for _, l := range strings.Split(r.labels, ",") {
+				if !kept[l] && !dropped[l] {
+					t.Errorf("%s: label %q is dropped by the default label whitelist, merging distinct series", f.Name, l)
+				}
+			}
+		}
+	}
+	for n := range real {
+		if !seen[n] {
+			t.Errorf("%s (sglang %s, %s) is neither kept nor dropped in SglangFamilies", n, SglangReviewedVersion, real[n].file)
+		}
+	}
+	for n := range kind {
+		if _, ok := real[n]; !ok && !slices.Contains(SglangLegacyNames, n) {
+			t.Errorf("whitelisted %s is not a family of sglang %s", n, SglangReviewedVersion)
 		}
 	}
 }
