@@ -133,6 +133,7 @@ class Engine:
                     enable_hierarchical_cache=False,
                 )
                 self.schedulers[(d, p)] = ctx.collector
+                _unregister_gauge_histograms(ctx.collector)
                 ctx.collector.emit_constants(
                     max_total_num_tokens=MAX_TOTAL_NUM_TOKENS, max_total_num_tokens_swa=None,
                     weight_memory_usage_gb=16.0, kv_cache_memory_usage_gb=40.0, graph_memory_usage_gb={"decode": 1.5},
@@ -198,6 +199,19 @@ class Engine:
         return paused
 
 
+def _unregister_gauge_histograms(collector) -> None:
+    """sglang's GaugeHistogram (utils/gauge_histogram.py, the routing-key counts) registers its Gauge in the global
+    registry, bypassing the DI hooks; each scheduler would register it again. The driver takes it out (the family
+    is dropped by the default whitelist and listed from the source scan)."""
+    for v in vars(collector).values():
+        g = getattr(v, "_gauge", None)
+        if g is not None:
+            try:
+                prometheus_client.REGISTRY.unregister(g)
+            except KeyError:
+                pass
+
+
 def all_families() -> list[dict]:
     """Every `sglang:` family sglang 0.5.23 defines: the metrics_collector.py collectors built with every option
     on, in a scratch registry, plus http_request_metrics.py, and the wheel's source scanned for the families other
@@ -223,7 +237,7 @@ def all_families() -> list[dict]:
     ]
     out: dict[str, dict] = {}
     for _, make in built:
-        make()
+        _unregister_gauge_histograms(make())
     for fam in reg.collect():
         name = fam.name + ("_total" if fam.type == "counter" else "")
         if not name.startswith("sglang:"):
