@@ -57,17 +57,6 @@ type realDriver struct {
 	lines    []map[string]any
 }
 
-func (d *realDriver) seen(cond func(map[string]any) bool) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	for _, l := range d.lines {
-		if cond(l) {
-			return true
-		}
-	}
-	return false
-}
-
 func startRealDriver(t *testing.T, args ...string) *realDriver {
 	t.Helper()
 	py := sglangPython(t)

@@ -95,7 +95,7 @@ func TestSglangFamilies(t *testing.T) {
 		t.Fatal(err)
 	}
 	type fam struct{ typ, file, labels string }
-	real := map[string]fam{}
+	listed := map[string]fam{}
 	for line := range strings.Lines(string(b)) {
 		if strings.HasPrefix(line, "#") || strings.TrimSpace(line) == "" {
 			continue
@@ -104,7 +104,7 @@ func TestSglangFamilies(t *testing.T) {
 		if len(f) != 4 {
 			t.Fatalf("bad line %q", line)
 		}
-		real[f[0]] = fam{f[1], f[2], f[3]}
+		listed[f[0]] = fam{f[1], f[2], f[3]}
 	}
 	kind := map[string]string{}
 	for _, n := range SglangGauges {
@@ -127,7 +127,7 @@ func TestSglangFamilies(t *testing.T) {
 			t.Errorf("%s listed twice", f.Name)
 		}
 		seen[f.Name] = true
-		r, ok := real[f.Name]
+		r, ok := listed[f.Name]
 		if !ok {
 			t.Errorf("%s is not a family of sglang %s", f.Name, SglangReviewedVersion)
 			continue
@@ -142,20 +142,20 @@ func TestSglangFamilies(t *testing.T) {
 			t.Errorf("%s is a %s in sglang (%s) but whitelisted as a %s", f.Name, r.typ, r.file, k)
 		}
 		if f.Kept && r.labels != "-" {
-			for _, l := range strings.Split(r.labels, ",") {
+			for l := range strings.SplitSeq(r.labels, ",") {
 				if !kept[l] && !dropped[l] {
 					t.Errorf("%s: label %q is dropped by the default label whitelist, merging distinct series", f.Name, l)
 				}
 			}
 		}
 	}
-	for n := range real {
+	for n := range listed {
 		if !seen[n] {
-			t.Errorf("%s (sglang %s, %s) is neither kept nor dropped in SglangFamilies", n, SglangReviewedVersion, real[n].file)
+			t.Errorf("%s (sglang %s, %s) is neither kept nor dropped in SglangFamilies", n, SglangReviewedVersion, listed[n].file)
 		}
 	}
 	for n := range kind {
-		if _, ok := real[n]; !ok && !slices.Contains(SglangLegacyNames, n) {
+		if _, ok := listed[n]; !ok && !slices.Contains(SglangLegacyNames, n) {
 			t.Errorf("whitelisted %s is not a family of sglang %s", n, SglangReviewedVersion)
 		}
 	}
