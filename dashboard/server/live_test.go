@@ -33,6 +33,28 @@ func stalledDial(t *testing.T, url string) *websocket.Conn {
 	return c
 }
 
+// waitSubscribed waits until n connected pages have subscribed (the hub has read their subscribe message), so a
+// test's next file write is sent to them as a delta; a fixed sleep is too short on a loaded machine.
+func waitSubscribed(t *testing.T, srv *Server, n int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		subscribed := 0
+		for _, c := range srv.hub.clientList() {
+			if c.subscription() != nil {
+				subscribed++
+			}
+		}
+		if subscribed >= n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d pages subscribed after 30 s", subscribed, n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // edgeReader follows one page's deltas and reports each data edge it reaches.
 func edgeReader(c *websocket.Conn) <-chan float64 {
 	edges := make(chan float64, 1024)
@@ -73,7 +95,7 @@ func TestLiveFiftyStalledPages(t *testing.T) {
 		t.Fatal(err)
 	}
 	edges := edgeReader(good)
-	time.Sleep(100 * time.Millisecond) // subscribed
+	waitSubscribed(t, srv, 1)
 	next := 600
 	// update appends one second of readings and returns how long the reading page took to see it.
 	update := func() time.Duration {
@@ -119,14 +141,14 @@ func TestLiveFiftyStalledPages(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for len(srv.hub.clientList()) <= stalledPages && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	if n := len(srv.hub.clientList()); n != stalledPages+1 {
 		t.Fatalf("%d pages connected, want %d", n, stalledPages+1)
 	}
-	time.Sleep(100 * time.Millisecond) // subscribed
+	waitSubscribed(t, srv, stalledPages+1)
 
 	var crowded []time.Duration
 	maxMsgs, maxBytes := 0, 0

@@ -252,7 +252,7 @@ func TestLivePushAndStalledClient(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(100 * time.Millisecond) // both subscriptions registered
+	waitSubscribed(t, srv, 2)
 	path := filepath.Join(dir, "dashboard/gpu_util/20261204_16.jsonl")
 	start := time.Now()
 	writeFile(t, path, gpuLines(600, 601, 16), true)
@@ -306,7 +306,7 @@ func TestLivePushAndStalledClient(t *testing.T) {
 	final := h0 + float64(i)
 	writeFile(t, path, gpuLines(i, i+1, 16), true)
 	st.Refresh()
-	deadline := time.Now().Add(3 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		mu.Lock()
 		e := goodEdge
