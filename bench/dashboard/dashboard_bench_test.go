@@ -15,6 +15,7 @@ import (
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/server"
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
+	"github.com/otelcol-miles/otelcol-miles/internal/testwait"
 )
 
 func runDir(tb testing.TB) string {
@@ -119,7 +120,7 @@ func TestColdOpenAndWarmQueries(t *testing.T) {
 		t.Logf("warm %-55s %8.1f ms", q, float64(time.Since(s).Microseconds())/1000/n)
 	}
 	if os.Getenv("MILES_BENCH_CACHE") != "" {
-		time.Sleep(5 * time.Second) // the column cache is written in the background; let it finish
+		testwait.CacheWrites(t, 5*time.Minute) // the column cache is written in the background; let it finish
 	}
 	_ = json.Unmarshal(get(t, ts.URL+"/api/v1/meta"), &meta) // the lane query above parsed gpu_util
 	m = meta.Data

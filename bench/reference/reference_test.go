@@ -13,6 +13,7 @@ import (
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/server"
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
+	"github.com/otelcol-miles/otelcol-miles/internal/testwait"
 )
 
 // Our side of the comparison with the Python miles dashboard (run.sh runs both, BENCHMARKS.md "Against the
@@ -115,8 +116,8 @@ func BenchmarkViews(b *testing.B) {
 		b.Run(layout+"/reopen+first-carpet", func(b *testing.B) {
 			dir := runDir(b, layout, s)
 			cache := b.TempDir()
-			get(b, open(b, dir, cache), carpet) // fills the cache
-			waitCache(cache)
+			get(b, open(b, dir, cache), carpet)    // fills the cache
+			testwait.CacheWrites(b, 5*time.Minute) // compacted hours are written in the background
 			coldOpen(b, dir, cache, carpet)
 		})
 		b.Run(layout+"/warm-carpet", func(b *testing.B) {
@@ -170,19 +171,6 @@ func cpuTime() time.Duration {
 // included).
 func reportCPU(b *testing.B, since time.Duration) {
 	b.ReportMetric(float64((cpuTime()-since).Microseconds())/1e3/float64(b.N), "cpu-ms/op")
-}
-
-// waitCache waits until the column cache files stop changing (compacted hours are written in the background).
-func waitCache(cache string) {
-	last := -1
-	for range 100 {
-		files, _ := filepath.Glob(filepath.Join(cache, "*", "gpu_util", "*.cols"))
-		if len(files) > 0 && len(files) == last {
-			return
-		}
-		last = len(files)
-		time.Sleep(200 * time.Millisecond)
-	}
 }
 
 // BenchmarkFleet8192: the warm fleet overview of 8192 lanes (1024 nodes) over a 20-minute run in our layout

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/otelcol-miles/otelcol-miles/internal/testwait"
 )
 
 // TestColumnCache: a compacted hour parsed once is served from the cache (outside the run directory) by the
@@ -42,7 +44,7 @@ func TestColumnCache(t *testing.T) {
 	if st1.gpu.cacheHits != 0 {
 		t.Fatal("cache hit on the first open")
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		files, _ := filepath.Glob(filepath.Join(cache, "*", "gpu_util", "*.cols"))
 		if len(files) == 1 {
@@ -136,16 +138,9 @@ func TestColumnCachePlainHour(t *testing.T) {
 				return st, fmt.Sprint(h.T0, h.T1, string(h.Cells), string(js))
 			}
 			cached := func() []string {
-				deadline := time.Now().Add(5 * time.Second)
-				for {
-					got, _ := filepath.Glob(filepath.Join(cache, "*", "gpu_util", "*.cols"))
-					if len(got) > 0 || time.Now().After(deadline) {
-						time.Sleep(50 * time.Millisecond) // the writer renames its file into place last
-						got, _ = filepath.Glob(filepath.Join(cache, "*", "gpu_util", "*.cols"))
-						return got
-					}
-					time.Sleep(20 * time.Millisecond)
-				}
+				testwait.CacheWrites(t, 30*time.Second)
+				got, _ := filepath.Glob(filepath.Join(cache, "*", "gpu_util", "*.cols"))
+				return got
 			}
 			st1, first := query()
 			if st1.gpu.cacheHits != 0 {
@@ -197,7 +192,7 @@ func TestColumnCacheLivePlainHour(t *testing.T) {
 	}
 	st.SetCacheDir(cache)
 	st.GPU(h0, h0+600, nil, 2, []string{"util"})
-	time.Sleep(200 * time.Millisecond)
+	testwait.CacheWrites(t, 30*time.Second) // a write the query started would be done now
 	if got, _ := filepath.Glob(filepath.Join(cache, "*", "gpu_util", "*.cols")); len(got) != 0 {
 		t.Fatalf("a live hour was cached: %v", got)
 	}
@@ -251,7 +246,7 @@ func TestColumnCacheRollup(t *testing.T) {
 	if st1.gpu.cacheHits != 0 || loadedHours(st1) != 0 {
 		t.Fatalf("first open: %d cache hits, %d gpu_util hours parsed", st1.gpu.cacheHits, loadedHours(st1))
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if got, _ := filepath.Glob(filepath.Join(cache, "*", "gpu_rollup", "*.cols")); len(got) == 1 {
 			break
@@ -261,7 +256,7 @@ func TestColumnCacheRollup(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	time.Sleep(50 * time.Millisecond)
+	testwait.CacheWrites(t, 30*time.Second)
 	st2, second := query()
 	if st2.gpu.cacheHits != 1 || second != first {
 		t.Fatalf("second open: %d cache hits, same answer %v", st2.gpu.cacheHits, second == first)
@@ -307,7 +302,7 @@ func TestColumnCacheBodyOnDemand(t *testing.T) {
 		return string(js)
 	}
 	waitFile := func(want func(string) bool) string {
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(30 * time.Second)
 		for {
 			files, _ := filepath.Glob(filepath.Join(cache, "*", "gpu_util", "*.cols"))
 			if len(files) == 1 {

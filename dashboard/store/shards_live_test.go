@@ -297,7 +297,7 @@ func TestShardedColumnCache(t *testing.T) {
 	}
 	hits, first := query()
 	waitFiles := func(n int) {
-		deadline := time.Now().Add(5 * time.Second)
+		deadline := time.Now().Add(30 * time.Second)
 		for {
 			files, _ := filepath.Glob(filepath.Join(cache, "*", "gpu_util", "*.cols"))
 			if len(files) == n {
