@@ -648,7 +648,12 @@ func TestConcurrentSenders(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	time.Sleep(5 * cfg.WaitWindow)
+	// The real tickers release what they held (not the shutdown's flush), however long they take.
+	for deadline := time.Now().Add(time.Minute); sink.SpanCount() < want; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d spans passed on by the tickers after a minute", sink.SpanCount(), want)
+		}
+	}
 	if err := p.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
