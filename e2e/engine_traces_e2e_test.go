@@ -125,8 +125,8 @@ func TestEngineTracesE2E(t *testing.T) {
 
 	// The files: an engine_traces stream beside the trajectories (the lifecycle processor releases the sample
 	// spans after its wait window).
-	waitFile(t, filepath.Join(runDir, "dashboard", sc.StreamEngineTraces), 20*time.Second)
-	waitFile(t, filepath.Join(runDir, "dashboard", sc.StreamTrajectories), 20*time.Second)
+	waitFile(t, filepath.Join(runDir, "dashboard", sc.StreamEngineTraces), 60*time.Second)
+	waitFile(t, filepath.Join(runDir, "dashboard", sc.StreamTrajectories), 60*time.Second)
 
 	st, err := store.Open(runDir, false)
 	if err != nil {
@@ -138,7 +138,7 @@ func TestEngineTracesE2E(t *testing.T) {
 	defer api.Close()
 
 	var a store.AnatomyResult
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		st.Refresh()
 		a = store.AnatomyResult{}

@@ -120,7 +120,7 @@ exporters:
 			t.Logf("jaeger output:\n%s", j.logs())
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		select {
 		case <-done:
@@ -131,7 +131,7 @@ exporters:
 			return j
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("jaeger query API not up after 30s:\n%s", j.logs())
+			t.Fatalf("jaeger query API not up after 60s:\n%s", j.logs())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -313,7 +313,7 @@ func TestForwardToJaegerE2E(t *testing.T) {
 
 	// 1. Jaeger has both traces with every span, byte for byte in ids, names and attributes.
 	got := map[trace.TraceID]ptrace.Traces{}
-	e2etest.Eventually(t, 20*time.Second, "both traces with all their spans in Jaeger (/api/v3/traces/{id})", func() bool {
+	e2etest.Eventually(t, 60*time.Second, "both traces with all their spans in Jaeger (/api/v3/traces/{id})", func() bool {
 		for id, want := range map[trace.TraceID]int{phaseTrace: 2, sampleTrace: 5} {
 			td, ok := jaeger.v3Trace(t, id)
 			if !ok || td.SpanCount() < want {
@@ -382,7 +382,7 @@ func TestForwardToJaegerE2E(t *testing.T) {
 
 	// 2. The same spans are in the run directory (docs/semconv.md §8.3).
 	var phases, trajs []map[string]any
-	e2etest.Eventually(t, 10*time.Second, "2 phase and 5 trajectory records on disk", func() bool {
+	e2etest.Eventually(t, 60*time.Second, "2 phase and 5 trajectory records on disk", func() bool {
 		phases = e2etest.Records(t, runDir, sc.StreamPhases)
 		trajs = e2etest.TrajectorySpans(t, runDir)
 		return len(phases) >= 2 && len(trajs) >= 5

@@ -88,17 +88,23 @@ func TestIngestGuardAgentToGatewayE2E(t *testing.T) {
 			t.Errorf("client %d: HTTP %d", i, c)
 		}
 	}
-	e2etest.Eventually(t, 30*time.Second, "the 100 good spans at the gateway", func() bool {
+	e2etest.Eventually(t, 60*time.Second, "the 100 good spans at the gateway", func() bool {
 		return phaseCount(t, gwDir) == 100
 	})
-	e2etest.Eventually(t, 10*time.Second, "the agent's warning", func() bool {
+	e2etest.Eventually(t, 60*time.Second, "the agent's warning", func() bool {
 		return strings.Contains(agent.Logs(), "ingestguard: dropped items")
 	})
 	if logs := agent.Logs(); strings.Contains(logs, "permanent") || strings.Contains(logs, "Dropping data") {
 		t.Fatalf("the agent dropped a batch:\n%s", logs)
 	}
-	// Nothing else arrives later (the deep span is not retried into the files).
-	time.Sleep(time.Second)
+	// Nothing else arrives later (the deep span is not retried into the files): wait until the agent has
+	// accounted for every span it accepted, sent or dropped by the guard, with no export in flight.
+	e2etest.Eventually(t, 60*time.Second, "the agent's spans all sent or dropped", func() bool {
+		accepted := agent.Metric("otelcol_receiver_accepted_spans")
+		sent := agent.Metric("otelcol_exporter_sent_spans", `exporter="load_balancing/traces"`)
+		dropped := agent.Metric("otelcol_processor_ingestguard_dropped")
+		return accepted == 101 && sent+dropped == accepted && agent.Metric("otelcol_exporter_in_flight_requests") == 0
+	})
 	if n := phaseCount(t, gwDir); n != 100 {
 		t.Fatalf("%d phases at the gateway, want 100", n)
 	}

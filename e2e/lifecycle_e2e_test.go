@@ -99,8 +99,15 @@ func TestLifecycleE2E(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// The rollout manager's export comes a second later.
-	time.Sleep(time.Second)
+	// The rollout manager's export comes later: once the trainer's spans are in the files (the exporter's 1 s
+	// flush), so the processor has held the consumes before their sample's spans arrive.
+	e2etest.Eventually(t, 60*time.Second, "the trainer's spans on disk", func() bool {
+		n := map[string]int{}
+		for _, r := range e2etest.TrajectorySpans(t, runDir) {
+			n[r["type"].(string)]++
+		}
+		return n["consume"] == 2 && n["step_consume"] == 1 && n["weight_update"] == 3
+	})
 	for _, p := range rolloutSpans {
 		p.span.End(trace.WithTimestamp(at(p.end)))
 	}
@@ -118,7 +125,7 @@ func TestLifecycleE2E(t *testing.T) {
 		return out
 	}
 	// The exporter's 1 s flush: nothing is held.
-	e2etest.Eventually(t, 30*time.Second, "trajectory records", func() bool {
+	e2etest.Eventually(t, 60*time.Second, "trajectory records", func() bool {
 		m := byType()
 		return len(m["consume"]) == 2 && len(m["step_consume"]) == 1 && len(m["generate"]) == 2 &&
 			len(m["weight_update"]) == 3 && len(m["attempt"]) == 1
@@ -168,7 +175,7 @@ func TestLifecycleE2E(t *testing.T) {
 	}
 
 	// The processor's self-telemetry is on the collector's metrics endpoint.
-	e2etest.Eventually(t, 10*time.Second, "lifecycle self-metrics", func() bool {
+	e2etest.Eventually(t, 60*time.Second, "lifecycle self-metrics", func() bool {
 		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", c.TelemetryPort))
 		if err != nil {
 			return false

@@ -175,7 +175,7 @@ func TestOTLPIngestE2E(t *testing.T) {
 		}
 	}
 	// ... and counted in the collector's own telemetry (configs set metrics level detailed for this).
-	e2etest.Eventually(t, 5*time.Second, "a 4xx counter for /v1/traces", func() bool {
+	e2etest.Eventually(t, 60*time.Second, "a 4xx counter for /v1/traces", func() bool {
 		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", c.TelemetryPort))
 		if err != nil {
 			return false
@@ -193,7 +193,7 @@ func TestOTLPIngestE2E(t *testing.T) {
 	})
 
 	// --- What landed.
-	e2etest.Eventually(t, 15*time.Second, "all records on disk", func() bool {
+	e2etest.Eventually(t, 60*time.Second, "all records on disk", func() bool {
 		return len(e2etest.Records(t, runDir, sc.StreamPhases)) >= 3 && len(e2etest.TrajectorySpans(t, runDir)) >= 2 &&
 			len(e2etest.Records(t, runDir, sc.StreamMetrics)) >= 2 && len(e2etest.Records(t, runDir, sc.StreamTopology)) >= 1
 	})
@@ -244,7 +244,7 @@ func TestOTLPIngestE2E(t *testing.T) {
 		t.Errorf("topology = %v", topoRecs[0])
 	}
 	// The lane catalog joined the phase (rank 3 on node-grpc:3, its uuid) and the topology (engine on that GPU).
-	e2etest.Eventually(t, 5*time.Second, "lane catalog", func() bool {
+	e2etest.Eventually(t, 60*time.Second, "lane catalog", func() bool {
 		b, _ := os.ReadFile(filepath.Join(runDir, "dashboard", "lane_catalog.json"))
 		return strings.Contains(string(b), `"node-grpc:3":{"uuid":"GPU-e2e-3","ranks":[3],"engine_addrs":["http://10.1.1.1:30000"],"roles":["rollout","train"]}`)
 	})

@@ -90,7 +90,7 @@ func TestOTLPRequestSizeLimitE2E(t *testing.T) {
 				t.Errorf("%s: a %d-span (~24 MiB) batch was accepted over the 20 MiB limit", proto, large)
 			}
 		}
-		e2etest.Eventually(t, 20*time.Second, "both 10 MiB batches written", func() bool {
+		e2etest.Eventually(t, 60*time.Second, "both 10 MiB batches written", func() bool {
 			return phaseCount(t, runDir) == 2*small
 		})
 	})
@@ -103,7 +103,7 @@ func TestOTLPRequestSizeLimitE2E(t *testing.T) {
 				t.Errorf("%s: a %d-span (~24 MiB) batch was refused by the gateway: %v", proto, large, err)
 			}
 		}
-		e2etest.Eventually(t, 20*time.Second, "both 24 MiB batches written", func() bool {
+		e2etest.Eventually(t, 60*time.Second, "both 24 MiB batches written", func() bool {
 			return phaseCount(t, runDir) == 2*large
 		})
 	})

@@ -90,7 +90,7 @@ func TestOTLPHTTPAnswersE2E(t *testing.T) {
 		t.Fatalf("health after the refused bodies: %v %v", resp, err)
 	}
 	resp.Body.Close()
-	e2etest.Eventually(t, 10*time.Second, "the good requests written", func() bool {
+	e2etest.Eventually(t, 60*time.Second, "the good requests written", func() bool {
 		return len(e2etest.Records(t, runDir, sc.StreamPhases)) >= 15
 	})
 }

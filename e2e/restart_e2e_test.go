@@ -48,14 +48,14 @@ func TestCrashAndRestartE2E(t *testing.T) {
 	runDir := t.TempDir()
 	c := e2etest.StartCollector(t, runDir, e2etest.Options{})
 	sendSteps(t, c.HTTPAddr, 0, 100)
-	e2etest.Eventually(t, 10*time.Second, "first 100 steps on disk", func() bool {
+	e2etest.Eventually(t, 60*time.Second, "first 100 steps on disk", func() bool {
 		return len(e2etest.Records(t, runDir, sc.StreamMetrics)) == 100
 	})
 	c.Kill()
 
 	c2 := e2etest.StartCollector(t, runDir, e2etest.Options{})
 	sendSteps(t, c2.HTTPAddr, 100, 50)
-	e2etest.Eventually(t, 10*time.Second, "150 steps on disk", func() bool {
+	e2etest.Eventually(t, 60*time.Second, "150 steps on disk", func() bool {
 		return len(e2etest.Records(t, runDir, sc.StreamMetrics)) == 150
 	})
 	c2.Stop(t)

@@ -179,6 +179,17 @@ func has(recs []map[string]any, addr, metric string) bool {
 	return false
 }
 
+// scrapes counts the scrapes of addr written so far (one `up` record each).
+func scrapes(recs []map[string]any, addr string) int {
+	n := 0
+	for _, r := range recs {
+		if r["addr"] == addr && r["metric"] == "up" {
+			n++
+		}
+	}
+	return n
+}
+
 func floats(t *testing.T, v any) []float64 {
 	t.Helper()
 	arr, ok := v.([]any)
@@ -341,7 +352,7 @@ func testSglangDirect(t *testing.T, config string) {
 	writeTargets(t, runDir, []map[string]any{target(a.Addr(), 0), target(b.Addr(), 1, "worker_addr", bURL, "worker_type", "prefill")})
 	e2etest.StartCollector(t, runDir, e2etest.Options{Configs: []string{config}})
 
-	recs := waitFor(t, runDir, 30*time.Second, "both engines' histograms and PD gauges", func(recs []map[string]any) bool {
+	recs := waitFor(t, runDir, 60*time.Second, "both engines' histograms and PD gauges", func(recs []map[string]any) bool {
 		return has(recs, a.URL(), "sglang:e2e_request_latency_seconds") && has(recs, bURL, "sglang:kv_transfer_latency_ms") &&
 			has(recs, a.URL(), "up") && has(recs, bURL, "up")
 	})
@@ -404,13 +415,15 @@ func TestSglangRouterE2E(t *testing.T) {
 			writeTargets(t, runDir, []map[string]any{target(direct.Addr(), 0)})
 			routerAddr := strings.TrimPrefix(srv.URL, "http://")
 			c := e2etest.StartCollector(t, runDir, e2etest.Options{Configs: []string{sglangConfig()}, Env: []string{"MILES_SGLANG_ROUTER=" + routerAddr}})
-			waitFor(t, runDir, 30*time.Second, "both workers' histograms", func(recs []map[string]any) bool {
+			recs := waitFor(t, runDir, 60*time.Second, "both workers' histograms", func(recs []map[string]any) bool {
 				return has(recs, workers[0], "sglang:time_to_first_token_seconds") &&
 					has(recs, workers[1], "sglang:num_decode_transfer_queue_reqs") && has(recs, routerAddr, "up")
 			})
 			// Let a few more scrapes happen (the direct target would have shown up by now too).
-			time.Sleep(4 * time.Second)
-			recs := engineRecords(t, runDir)
+			n := scrapes(recs, routerAddr)
+			recs = waitFor(t, runDir, 60*time.Second, "two more scrapes of the router", func(recs []map[string]any) bool {
+				return scrapes(recs, routerAddr) >= n+2
+			})
 			checkContract(t, recs)
 			checkEngine(t, recs, workers[0], ea, fa)
 			checkEngine(t, recs, workers[1], eb, fb)
@@ -447,7 +460,7 @@ func TestSglangEngineRestartE2E(t *testing.T) {
 	b := startEngine(t, fakesglang.Config{}, 1)
 	writeTargets(t, runDir, []map[string]any{target(a.Addr(), 0), target(b.Addr(), 1)})
 	e2etest.StartCollector(t, runDir, e2etest.Options{Configs: []string{sglangConfig()}})
-	waitFor(t, runDir, 30*time.Second, "first scrapes of both engines", func(recs []map[string]any) bool {
+	waitFor(t, runDir, 60*time.Second, "first scrapes of both engines", func(recs []map[string]any) bool {
 		return has(recs, a.URL(), "sglang:num_requests_total") && has(recs, b.URL(), "sglang:num_requests_total")
 	})
 
@@ -458,7 +471,7 @@ func TestSglangEngineRestartE2E(t *testing.T) {
 	writeTargets(t, runDir, []map[string]any{target(a2.Addr(), 0), target(b.Addr(), 1)})
 	const bound = 9 * time.Second // 5 s discovery tick + 2 s scrape slot + slack for a loaded machine
 	var first float64
-	recs := waitFor(t, runDir, 20*time.Second, "the restarted engine on its new port", func(recs []map[string]any) bool {
+	recs := waitFor(t, runDir, 60*time.Second, "the restarted engine on its new port", func(recs []map[string]any) bool {
 		r := latest(recs, a2.URL(), "sglang:num_requests_total", nil)
 		return r != nil
 	})
@@ -479,8 +492,12 @@ func TestSglangEngineRestartE2E(t *testing.T) {
 	// Removal: b leaves the file.
 	tRemove := time.Now()
 	writeTargets(t, runDir, []map[string]any{target(a2.Addr(), 0)})
-	time.Sleep(bound + 2*time.Second)
-	recs = engineRecords(t, runDir)
+	// Wait until the engine that stayed has been scraped past the bound and one more interval: b's scrapes up to
+	// then are on disk too, however slowly the machine runs.
+	recs = waitFor(t, runDir, 60*time.Second, "a scrape of the remaining engine after the removal bound", func(recs []map[string]any) bool {
+		r := latest(recs, a2.URL(), "up", nil)
+		return r != nil && r["ts"].(float64) >= float64(tRemove.UnixNano())/1e9+(bound+2*time.Second).Seconds()
+	})
 	checkContract(t, recs)
 	removeTS := float64(tRemove.UnixNano())/1e9 + bound.Seconds()
 	var bUps []float64
@@ -553,7 +570,7 @@ func TestSglangHangingAndMalformedE2E(t *testing.T) {
 	bad := malformedEngine(t)
 	writeTargets(t, runDir, []map[string]any{target(hang, 0), target(g1.Addr(), 1), target(bad, 2), target(g2.Addr(), 3)})
 	c := e2etest.StartCollector(t, runDir, e2etest.Options{Configs: []string{sglangConfig()}})
-	recs := waitFor(t, runDir, 40*time.Second, "four failed scrapes of the hanging engine", func(recs []map[string]any) bool {
+	recs := waitFor(t, runDir, 60*time.Second, "four failed scrapes of the hanging engine", func(recs []map[string]any) bool {
 		n := 0
 		for _, r := range recs {
 			if r["addr"] == "http://"+hang && r["metric"] == "up" {
@@ -708,7 +725,7 @@ func TestSglangRealRouterE2E(t *testing.T) {
 	runDir := t.TempDir()
 	writeTargets(t, runDir, []map[string]any{target(a.Addr(), 0), target(b.Addr(), 1)})
 	e2etest.StartCollector(t, runDir, e2etest.Options{Configs: []string{sglangConfig()}, Env: []string{"MILES_SGLANG_ROUTER=" + routerAddr}})
-	recs := waitFor(t, runDir, 30*time.Second, "both workers through the real router", func(recs []map[string]any) bool {
+	recs := waitFor(t, runDir, 60*time.Second, "both workers through the real router", func(recs []map[string]any) bool {
 		return has(recs, a.URL(), "sglang:e2e_request_latency_seconds") && has(recs, b.URL(), "sglang:e2e_request_latency_seconds")
 	})
 	checkContract(t, recs)
@@ -746,7 +763,7 @@ func TestSglangRealRouterHangingWorkerE2E(t *testing.T) {
 	routerAddr, _ := launchRouter(t, []string{good.URL(), hang.URL}, nil)
 	runDir := t.TempDir()
 	e2etest.StartCollector(t, runDir, e2etest.Options{Configs: []string{sglangConfig()}, Env: []string{"MILES_SGLANG_ROUTER=" + routerAddr}})
-	recs := waitFor(t, runDir, 30*time.Second, "three scrapes of the router", func(recs []map[string]any) bool {
+	recs := waitFor(t, runDir, 60*time.Second, "three scrapes of the router", func(recs []map[string]any) bool {
 		n := 0
 		for _, r := range recs {
 			if r["addr"] == routerAddr && r["metric"] == "up" {

@@ -37,7 +37,7 @@ func TestSglangCurrentFamiliesE2E(t *testing.T) {
 	writeTargets(t, runDir, []map[string]any{target(us.Addr(), 0), target(ds.Addr(), 1)})
 	e2etest.StartCollector(t, runDir, e2etest.Options{Configs: []string{sglangConfig()}})
 
-	recs := waitFor(t, runDir, 30*time.Second, "per-stage latency and PD failure counters", func(recs []map[string]any) bool {
+	recs := waitFor(t, runDir, 60*time.Second, "per-stage latency and PD failure counters", func(recs []map[string]any) bool {
 		return has(recs, us.URL(), "sglang:per_stage_req_latency_seconds") && has(recs, ds.URL(), "sglang:num_transfer_failed_reqs_total")
 	})
 	checkContract(t, recs)

@@ -56,7 +56,7 @@ func TestSglangRouterPerWorkerE2E(t *testing.T) {
 				Configs: []string{sglangConfig()},
 				Env:     []string{"MILES_SGLANG_ROUTER=" + routerAddr},
 			})
-			waitFor(t, runDir, 30*time.Second, "every worker's gauges", func(recs []map[string]any) bool {
+			recs := waitFor(t, runDir, 60*time.Second, "every worker's gauges", func(recs []map[string]any) bool {
 				for _, w := range ws {
 					if !has(recs, w.url, "sglang:num_running_reqs") {
 						return false
@@ -64,8 +64,10 @@ func TestSglangRouterPerWorkerE2E(t *testing.T) {
 				}
 				return true
 			})
-			time.Sleep(3 * time.Second) // a few more scrapes
-			recs := engineRecords(t, runDir)
+			n := scrapes(recs, routerAddr) // a few more scrapes
+			recs = waitFor(t, runDir, 60*time.Second, "two more scrapes of the router", func(recs []map[string]any) bool {
+				return scrapes(recs, routerAddr) >= n+2
+			})
 			var junk []string
 			for _, rec := range recs {
 				name, _ := rec["metric"].(string)

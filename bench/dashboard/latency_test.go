@@ -60,7 +60,24 @@ func TestLiveLatency(t *testing.T) {
 	if err := c.WriteJSON(map[string]any{"type": "subscribe", "view": "compute", "lanes": "all", "follow_s": 900}); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
+	// Subscribed: the server reads a page's messages in order, so the error answering a bad subscription sent
+	// after the real one (which it ignores) says the real one was read.
+	if err := c.WriteJSON(map[string]any{"type": "subscribe", "view": "compute", "lanes": "rank:x"}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if err := c.SetReadDeadline(time.Now().Add(60 * time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		_, msg, err := c.ReadMessage()
+		if err != nil {
+			t.Fatalf("waiting for the subscription to be read: %v", err)
+		}
+		var m struct{ Type string }
+		if json.Unmarshal(msg, &m) == nil && m.Type == "error" {
+			break
+		}
+	}
 	var lat []time.Duration
 	for i := 1; i <= 20; i++ {
 		f, _ := os.OpenFile(part, os.O_WRONLY|os.O_APPEND, 0)

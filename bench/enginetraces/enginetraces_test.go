@@ -88,7 +88,10 @@ func TestEngineTraceCost(t *testing.T) {
 				}
 			}
 			wall := time.Since(start).Seconds()
-			time.Sleep(3 * time.Second) // batch + flush
+			// Batch + flush: every span the engines sent has been taken by the jsonl exporter.
+			e2etest.Eventually(t, 60*time.Second, "the engine spans through the jsonl exporter", func() bool {
+				return col.Metric("otelcol_exporter_sent_spans", `exporter="jsonl"`) >= float64(sent)
+			})
 			cpu := cpuSeconds(t, col.PID()) - cpu0
 			kept, bytes := 0, int64(0)
 			files, _ := filepath.Glob(filepath.Join(runDir, "dashboard", sc.StreamEngineTraces, "*.jsonl"))

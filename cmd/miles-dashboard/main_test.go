@@ -71,7 +71,7 @@ func TestStartLineHidesToken(t *testing.T) {
 	go func() {
 		done <- run(ctx, []string{"serve", "--dir", dir, "--addr", "127.0.0.1:0", "--token", "hunter2-token", "--no-cache"}, &out, io.Discard)
 	}()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for !strings.Contains(out.String(), "Bearer") && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}

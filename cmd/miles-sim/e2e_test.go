@@ -301,7 +301,7 @@ func TestE2EFastForwardLooksScraped(t *testing.T) {
 	}, io.Discard, io.Discard); err != nil {
 		t.Fatal(err)
 	}
-	e2etest.Eventually(t, 30*time.Second, "fast-forward engine series", func() bool {
+	e2etest.Eventually(t, 60*time.Second, "fast-forward engine series", func() bool {
 		return len(e2etest.Records(t, ffDir, sc.StreamEngineSeries)) > 0 && len(e2etest.Records(t, ffDir, sc.StreamGPUProcesses)) > 0
 	})
 	col2.Stop(t)

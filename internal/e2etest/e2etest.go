@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"net"
@@ -95,7 +96,7 @@ type Options struct {
 }
 
 // StartCollector starts the binary with configs/run.yaml (or opts.Configs) writing into runDir, on free
-// loopback ports, and waits until its health check answers. It is stopped at test cleanup.
+// loopback ports, and waits (up to 60 s) until its health check answers. It is stopped at test cleanup.
 func StartCollector(t testing.TB, runDir string, opts Options) *Collector {
 	t.Helper()
 	return startCollector(t, runDir, opts, 1)
@@ -145,7 +146,7 @@ func startCollector(t testing.TB, runDir string, opts Options, attempt int) *Col
 		t.Fatal(err)
 	}
 	go func() { _ = c.cmd.Wait(); close(c.done) }()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		select {
 		case <-c.done:
@@ -171,10 +172,45 @@ func startCollector(t testing.TB, runDir string, opts Options, attempt int) *Col
 		}
 		if time.Now().After(deadline) {
 			c.Stop(t)
-			t.Fatalf("otelcol-miles not healthy after 30s:\n%s", c.Logs())
+			t.Fatalf("otelcol-miles not healthy after 60s:\n%s", c.Logs())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// Metric sums the samples of one of the collector's own metrics (its Prometheus endpoint, docs/operations.md
+// "Health and self-monitoring") whose labels contain every string of match (e.g. `exporter="jsonl"`): a counter
+// to wait on instead of a fixed time. It is 0 when no sample matches or the endpoint does not answer.
+func (c *Collector) Metric(name string, match ...string) float64 {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", c.TelemetryPort))
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0
+	}
+	sum := 0.0
+	for line := range strings.SplitSeq(string(b), "\n") {
+		i := strings.LastIndexByte(line, ' ')
+		if i < 0 || strings.HasPrefix(line, "#") {
+			continue
+		}
+		series, value := line[:i], line[i+1:]
+		metric, labels, _ := strings.Cut(series, "{")
+		if metric != name {
+			continue
+		}
+		all := true
+		for _, m := range match {
+			all = all && strings.Contains(labels, m)
+		}
+		if v, err := strconv.ParseFloat(strings.TrimSpace(value), 64); err == nil && all {
+			sum += v
+		}
+	}
+	return sum
 }
 
 // Logs returns everything the process printed so far.
