@@ -63,7 +63,7 @@ test("a stall alarm appears in the open page without a reload, pushed over the W
   ({ page, problems } = await openPage(browser, dash.url));
   await page.click('.tabs .tab[data-view="metrics"]');
   await page.waitForFunction(() => document.body.dataset.view === "metrics");
-  await until(async () => (await shown()).state === "clear", { timeout: 30000, what: "the advisory panel loaded" });
+  await until(async () => (await shown()).state === "clear", { timeout: 60000, what: "the advisory panel loaded" });
   const before = await api(dash, "/api/v1/advisory");
   assert.deepEqual(before.advisories, [], "no advisory while the run is healthy");
   assert.equal((await shown()).ids.length, 0);

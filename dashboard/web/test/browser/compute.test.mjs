@@ -120,7 +120,7 @@ test("lanes render: phase bands and util areas are painted from the server's dat
   const ph8 = await until(async () => {
     const p = await pixels(page, ".lanecanvas", laneRect(0, "phase", W), probes);
     return p.counts.rollout > 50 ? p : null;
-  }, { what: "rollout pixels on g8", timeout: 30000 });
+  }, { what: "rollout pixels on g8", timeout: 60000 });
   assert.ok(ph8.counts.rollout > 50);
   assert.equal(ph8.counts.actor_train, 0, "a rollout GPU shows no training phase in fully-async mode");
   await page.evaluate(() => (document.querySelector(".lanes").scrollTop = 0));
@@ -280,7 +280,7 @@ test("lane grammar: chips select lanes, update the canvas and the URL; bad terms
     return s.selErr ? s : null;
   }, { what: "an error for a bad term" });
   assert.match(s.selErr, /rank:nope/);
-  await until(async () => problems.length >= nProblems + 1, { what: "the 400 response", timeout: 5000 });
+  await until(async () => problems.length >= nProblems + 1, { what: "the 400 response", timeout: 60000 });
   const extra = problems.splice(nProblems);
   assert.ok(extra.every((p) => /400/.test(p)), extra.join("\n"));
   assert.equal(s.chips.join(), "node:sim-node-1");
@@ -368,7 +368,7 @@ test("a live event appears without reload", async () => {
         for (let i = 0; i < l.n; i++) if (Math.abs(l.t0[i] - f.t0) < 1e-6 && m.phases.names[l.name[i]] === f.name) return true;
         return false;
       }, fresh[0]),
-    { timeout: 30000, what: `the new ${fresh[0].name} phase of ${fresh[0].id} in the page` },
+    { timeout: 60000, what: `the new ${fresh[0].name} phase of ${fresh[0].id} in the page` },
   );
   assert.ok(seen);
   const px1 = await pixels(page, ".lanecanvas", { x: G.GUTTER, y: 0, w: W, h: G.LANE_H * 4 });

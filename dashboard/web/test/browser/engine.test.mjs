@@ -68,7 +68,7 @@ test("anatomy: engine stage slices inside every traced generate segment, hover d
   const tip = await until(async () => {
     const t = await page.$eval(".lifecycle .tooltip", (e) => (e.style.display === "block" ? e.textContent : ""));
     return t.includes("decode") ? t : null;
-  }, { what: "the stage tooltip", timeout: 5000 });
+  }, { what: "the stage tooltip", timeout: 60000 });
   assert.match(tip, /generate .*decode \d/);
   // Per-engine and per-step breakdown rows.
   const rows = await page.$$eval(".lstages .lstagerow", (rs) => rs.map((r) => ({ label: r.dataset.label, segs: r.querySelectorAll(".lstageseg").length })));
@@ -92,7 +92,7 @@ test("sample page: lifecycle strip with the sample's engine slices", async () =>
   const drawn = await until(async () => {
     const v = await page.$eval(".slifecycle canvas", (c) => c.dataset.engineSlices).catch(() => null);
     return v ? Number(v) : null;
-  }, { what: "the lifecycle strip", timeout: 20000 });
+  }, { what: "the lifecycle strip", timeout: 60000 });
   assert.equal(drawn, row.engine.length / 5);
   const stages = await page.$$eval(".slifecycle .sstage .lkey", (ks) => ks.map((k) => k.dataset.stage));
   assert.ok(stages.includes("decode") && stages.includes("prefill"), `stage keys ${stages}`);

@@ -118,7 +118,7 @@ test("metrics explorer: categories in order, one drawn chart per key, filter", a
       cats = await page.$$eval(".mcat", (bs) => bs.map((b) => b.dataset.cat));
       return JSON.stringify(cats) === JSON.stringify(keys.categories);
     },
-    { timeout: 20000, what: "the page's categories = the catalogue's" },
+    { timeout: 60000, what: "the page's categories = the catalogue's" },
   );
   const known = ["rollout", "perf", "train", "eval", "lifecycle"];
   const present = known.filter((c) => cats.includes(c));
@@ -209,7 +209,7 @@ async function sglangChecks() {
       const cs = await cards();
       return cs.filter((c) => c.drawn).length >= 2 && cs.some((c) => c.key === "sglang:num_running_reqs" && c.drawn);
     },
-    { timeout: 30000, what: "engine charts incl. num_running_reqs" },
+    { timeout: 60000, what: "engine charts incl. num_running_reqs" },
   );
   const c = (await cards()).find((x) => x.key === "sglang:num_running_reqs");
   assert.ok(c && c.drawn, "num_running_reqs chart");
@@ -251,7 +251,7 @@ test("sglang charts read: continuous lines when zoomed below the scrape interval
   try {
     const want = ["sglang:num_running_reqs", "sglang:max_total_num_tokens"];
     await until(async () => (await cards()).filter((c) => want.includes(c.key) && c.drawn).length === want.length, {
-      timeout: 30000,
+      timeout: 60000,
       what: "num_running_reqs and max_total_num_tokens drawn",
     });
     const keys = (await cards()).map((c) => c.key);
@@ -347,7 +347,7 @@ test("KV pool beside token_usage and paused-by-weight-sync in the sglang charts 
     const pool = "KV pool: sglang:num_used_tokens / max_total_num_tokens";
     const want = [pool, "sglang:num_paused_reqs"];
     for (const k of want) await page.locator(`.mcard[data-key="${k}"]`).scrollIntoViewIfNeeded();
-    await until(async () => (await cards()).filter((c) => want.includes(c.key) && c.drawn).length === want.length, { timeout: 30000, what: "KV pool and num_paused_reqs drawn" });
+    await until(async () => (await cards()).filter((c) => want.includes(c.key) && c.drawn).length === want.length, { timeout: 60000, what: "KV pool and num_paused_reqs drawn" });
     const order = (await cards()).map((c) => c.key);
     assert.equal(order[order.indexOf("sglang:token_usage") + 1], pool, "KV pool right after token_usage");
     const kv = await page.evaluate((k) => {
@@ -391,7 +391,7 @@ test("advisory panel shows the server's advisories and receives live pushes", as
       const now = await api(dash, "/api/v1/advisory");
       return JSON.stringify(shown) === JSON.stringify(now.advisories.map((a) => a.id));
     },
-    { timeout: 30000, what: "advisory list matches the API" },
+    { timeout: 60000, what: "advisory list matches the API" },
   );
   assert.ok(adv.advisories.every((a) => ["critical", "warning", "info"].includes(a.level)));
   assert.ok(wsMessages.advisory > 0, "advisory pushed over the page's socket");
@@ -471,7 +471,7 @@ test("lifecycle: batch anatomy drawn per sample (generation by version, tool wai
   const cq = await until(async () => {
     const c = await carpetState();
     return c.q && c.q.t0 === c.win.t0 && c.q.t1 === c.win.t1 ? c : null;
-  }, { what: "the carpet query on the view's window", timeout: 10000 });
+  }, { what: "the carpet query on the view's window", timeout: 60000 });
   assert.ok(Math.abs(cq.anatW - (70 + 90) - cq.plotW) <= 2, `the carpet spans the anatomy's plot (gutters aside): ${JSON.stringify(cq)}`);
   await page.screenshot({ path: join(SHOTS, "lifecycle-anatomy.png") });
   assert.deepEqual(problems, []);
@@ -513,7 +513,7 @@ test("every answer and live message conforms to its response type (src/api/respo
     for (let i = before; i < errs.length; i++) errs[i] = `${name}: ${errs[i]}`;
   }
   // What the live page's socket received: meta on connect, compute deltas, metrics and advisory pushes.
-  await until(() => ["meta", "delta", "metrics", "advisory"].every((t) => wsFrames[t]?.length), { timeout: 30000, what: "meta, delta, metrics and advisory messages" });
+  await until(() => ["meta", "delta", "metrics", "advisory"].every((t) => wsFrames[t]?.length), { timeout: 60000, what: "meta, delta, metrics and advisory messages" });
   for (const frames of Object.values(wsFrames)) for (const f of frames) errs.push(...(await liveShapeErrors(f)));
   assert.deepEqual(errs, [], "answers that differ from src/api/responseTypes");
 });

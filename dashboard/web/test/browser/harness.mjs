@@ -220,8 +220,8 @@ export async function frameHeader(dash, path, token = "") {
   return JSON.parse(b.subarray(4, 4 + b.readUInt32LE(0)).toString());
 }
 
-/** Wait until fn() is truthy (polling). */
-export async function until(fn, { timeout = 30000, every = 200, what = "condition" } = {}) {
+/** Wait until fn() is truthy (polling), by default for up to a minute: long enough for a loaded 2-core machine. */
+export async function until(fn, { timeout = 60000, every = 200, what = "condition" } = {}) {
   const deadline = Date.now() + timeout;
   let last;
   for (;;) {
@@ -253,6 +253,9 @@ export async function launch() {
       "--disable-sync",
     ],
   });
+  // Playwright's waits (waitForFunction, waitForSelector, locator actions) wait on a state; on a loaded machine
+  // their 30 s default is not always enough.
+  context.setDefaultTimeout(60000);
   return {
     context,
     async close() {

@@ -57,7 +57,7 @@ test("the runs page lists the three runs and picks up a fourth started during th
   assert.match(text, /colocate/);
   await page.screenshot({ path: join(SHOTS, "runs.png"), fullPage: true });
   await simulate("fourth", ["--mode", "async", "--seed", "4"]);
-  await until(async () => (await rowIds()).includes("fourth"), { what: "the fourth run listed", timeout: 20000 });
+  await until(async () => (await rowIds()).includes("fourth"), { what: "the fourth run listed", timeout: 60000 });
   assert.equal((await rowIds()).length, 4);
 });
 

@@ -52,7 +52,7 @@ const domRows = () => page.$$eval(".stbody .srow", (rs) => rs.map((r) => Number(
 /** Wait for the table to show what the API answers for the same query. */
 async function tableMatches(query, what) {
   const want = (await api(dash, `/api/v1/dumps/steps/1/samples?${query}`)).data.sample_index;
-  await until(async () => JSON.stringify(await domRows()) === JSON.stringify(want), { what, timeout: 15000 });
+  await until(async () => JSON.stringify(await domRows()) === JSON.stringify(want), { what, timeout: 60000 });
   return want;
 }
 
@@ -495,8 +495,8 @@ test("a new dump appears live in the navigator and, following the newest, opens"
     ["train_data/4_1.pt", "train_data/5_1.pt"],
   ])
     cpSync(join(runDir, a), join(runDir, b));
-  await until(async () => (await page.$$eval(".sstepsel option", (o) => o.map((x) => x.value))).includes("5"), { what: "step 5 in the navigator", timeout: 20000 });
-  await until(async () => (await hashParams()).get("step") === "5", { what: "follow opens step 5", timeout: 20000 });
+  await until(async () => (await page.$$eval(".sstepsel option", (o) => o.map((x) => x.value))).includes("5"), { what: "step 5 in the navigator", timeout: 60000 });
+  await until(async () => (await hashParams()).get("step") === "5", { what: "follow opens step 5", timeout: 60000 });
   await until(() => page.$eval(".sstepinfo", (e) => e.textContent.startsWith("step 5")).catch(() => false), { what: "step 5 info" });
   assert.ok(await page.evaluate(() => window.__milesViews.steps.probe.newSteps >= 1));
 });
@@ -533,7 +533,7 @@ test("a corrupt dump: the page names the file and shows nothing of the previous 
   writeFileSync(f, randomBytes(3000));
   const old = new Date(Date.now() - 3600_000);
   utimesSync(f, old, old); // older than 30 s: corrupt, not "still being written"
-  await until(async () => (await page.$$eval(".sstepsel option", (o) => o.map((x) => x.value))).includes("7"), { what: "step 7 listed", timeout: 20000 });
+  await until(async () => (await page.$$eval(".sstepsel option", (o) => o.map((x) => x.value))).includes("7"), { what: "step 7 listed", timeout: 60000 });
   await page.evaluate(() => (location.hash = "#/steps?step=7"));
   await until(() => page.$eval(".serr", (e) => e.textContent).catch(() => false), { what: "inline error" });
   assert.match(await page.$eval(".serr", (e) => e.textContent), /rollout_data\/7\.pt is corrupt/);
@@ -555,13 +555,13 @@ test("a dump still being written: the page says so, retries, and shows the step 
   const before = problems.length;
   const f = join(runDir, "rollout_data", "8.pt");
   writeFileSync(f, randomBytes(3000)); // unreadable and fresh: the server answers 503 unavailable
-  await until(async () => (await page.$$eval(".sstepsel option", (o) => o.map((x) => x.value))).includes("8"), { what: "step 8 listed", timeout: 20000 });
+  await until(async () => (await page.$$eval(".sstepsel option", (o) => o.map((x) => x.value))).includes("8"), { what: "step 8 listed", timeout: 60000 });
   await page.evaluate(() => (location.hash = "#/steps?step=8"));
-  await until(() => page.$eval(".serr", (e) => /8\.pt is still being written.*retrying/.test(e.textContent)).catch(() => false), { what: "retrying message", timeout: 20000 });
+  await until(() => page.$eval(".serr", (e) => /8\.pt is still being written.*retrying/.test(e.textContent)).catch(() => false), { what: "retrying message", timeout: 60000 });
   assert.equal((await domRows()).length, 0);
   const n = (await api(dash, "/api/v1/dumps/steps/4/samples")).data.sample_index.length;
   cpSync(join(runDir, "rollout_data", "4.pt"), f); // the writer finished
-  await until(async () => (await domRows()).length === n, { what: "rows once the file is complete", timeout: 20000 });
+  await until(async () => (await domRows()).length === n, { what: "rows once the file is complete", timeout: 60000 });
   assert.equal(await page.$eval(".serr", (e) => e.textContent), "");
   assert.match(await page.$eval(".sstepinfo", (e) => e.textContent), /^step 8 · /);
   const extra = problems.splice(before);
@@ -589,7 +589,7 @@ test("a run without dumps says so; its first dump appears without a reload", asy
     cpSync(join(FIXTURE, "tokenizer", "tokenizer.json"), join(empty, "tokenizer", "tokenizer.json"));
     cpSync(join(FIXTURE, "trajectory", "3.jsonl"), join(empty, "trajectory", "3.jsonl"));
     cpSync(join(FIXTURE, "rollout_data", "3.pt"), join(empty, "rollout_data", "3.pt"));
-    await until(() => p2.page.evaluate(() => location.hash.includes("step=3")), { what: "first dump opened", timeout: 20000 });
+    await until(() => p2.page.evaluate(() => location.hash.includes("step=3")), { what: "first dump opened", timeout: 60000 });
     const n = (await api(d2, "/api/v1/dumps/steps/3/samples")).data.sample_index.length;
     await until(async () => (await p2.page.$$(".stbody .srow")).length === n, { what: "rows of the first dump" });
     await until(() => p2.page.evaluate(() => window.__milesViews.steps.scatterPts.idx.length > 0), { what: "scatter of the first dump" });
@@ -627,11 +627,11 @@ test("every tab shows the page's one data freshness: a stalled collector reads s
     }, { what: "the stale freshness on the Steps tab" });
     assert.ok(f0.stale && f0.color === "rgb(180, 83, 9)", JSON.stringify(f0));
     // Nothing changes in the run, yet the age grows (the server's heartbeat and the page's clock), on every tab.
-    await until(async () => (await fresh()).age >= f0.age + 2, { what: "the age to grow while nothing arrives", timeout: 10000 });
+    await until(async () => (await fresh()).age >= f0.age + 2, { what: "the age to grow while nothing arrives", timeout: 60000 });
     for (const tab of ["metrics", "lifecycle"]) {
       await p3.page.click(`.tabs .tab[data-view="${tab}"]`);
       const a = (await fresh()).age;
-      await until(async () => (await fresh()).age >= a + 2, { what: `the age to grow on the ${tab} tab`, timeout: 10000 });
+      await until(async () => (await fresh()).age >= a + 2, { what: `the age to grow on the ${tab} tab`, timeout: 60000 });
     }
     assert.deepEqual(p3.problems, []);
     await p3.page.close();
