@@ -12,7 +12,7 @@ BIN := bin/otelcol-miles
 OCB := $(GO) tool -modfile=tools/ocb/go.mod builder
 GOLANGCI_LINT := $(GO) tool -modfile=tools/golangci-lint/go.mod golangci-lint
 
-.PHONY: all build generate check-generate test unit-test e2e-test python-test web-test screenshots lint nocgo-build bench demo clean reliability
+.PHONY: all build generate check-generate test test-stress unit-test e2e-test python-test web-test screenshots lint nocgo-build bench demo clean reliability
 
 all: build
 
@@ -57,6 +57,11 @@ web-test:
 ## screenshots: refresh the README's docs/screenshots from a browser-test run (the tests write them to a scratch dir)
 screenshots:
 	$(MAKE) -C dashboard/web screenshots
+
+## test-stress: the e2e package and the browser suite 5 times back to back (STRESS_RUNS) while busy loops hold
+## every core; not part of `make test` or CI (scripts/test-stress.sh lists its knobs)
+test-stress: build jaeger
+	scripts/test-stress.sh
 
 ## test: everything CI checks
 test: check-generate build jaeger lint nocgo-build
