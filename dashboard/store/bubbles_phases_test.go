@@ -53,3 +53,23 @@ func TestStepPhases(t *testing.T) {
 		}
 	}
 }
+
+// TestBubblesStepWrittenTwiceReadOnce: a step's perf record written twice (at-least-once delivery), and a step
+// logged again later, make one bubble each: the newest record of the step, as on the step charts
+// (docs/semconv.md §8 "Record identity").
+func TestBubblesStepWrittenTwiceReadOnce(t *testing.T) {
+	st := twoRankRun(t, rec("actor_train", 10, 70, 0, "a2", ""))
+	one := metricsLine(h0+100, "rollout/step", 1, `"perf/step_time":100,"perf/wait_time_ratio":0.05`)
+	write(t, st.dir, "dashboard/metrics/"+hourA+".jsonl",
+		one+metricsLine(h0+200, "rollout/step", 2, `"perf/step_time":100,"perf/wait_time_ratio":0.6`)+one+
+			metricsLine(h0+210, "rollout/step", 2, `"perf/step_time":110,"perf/wait_time_ratio":0.5`))
+	st.Refresh()
+	got := st.Bubbles(h0, h0+300)
+	if len(got) != 2 || got[0].Step != 1 || got[0].WaitRatio != 0.05 || got[1].Step != 2 || got[1].WaitRatio != 0.5 ||
+		got[1].T1 != h0+210 {
+		t.Fatalf("bubbles %+v, want step 1 once and step 2's newest record", got)
+	}
+	if sp := st.StepPhases(h0, h0+300, nil); len(sp.Steps) != 2 {
+		t.Fatalf("step phases %+v, want 2 steps", sp.Steps)
+	}
+}

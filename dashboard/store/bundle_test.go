@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // bundled rewrites schema 2 trajectories lines (one span per line) into schema 3 records (docs/semconv.md §8.3):
@@ -214,5 +216,47 @@ func TestRedeliveredSpansReadOnce(t *testing.T) {
 		wj, _ := json.Marshal(want)
 		gj, _ := json.Marshal(got)
 		t.Fatalf("re-delivered spans read differently:\n once  %s\n twice %s", wj, gj)
+	}
+}
+
+// TestRedeliveredSpansAfterCompactionReadOnce: the dashboard follows a run whose trajectories hour was already
+// compacted when it read it; then a batch of that hour comes again (at-least-once delivery) and starts a plain
+// file beside the .zst. The copies are read once: the anatomy and the steps stay as they were
+// (docs/semconv.md §8 "Record identity").
+func TestRedeliveredSpansAfterCompactionReadOnce(t *testing.T) {
+	rel := filepath.Join("dashboard", "trajectories", hourA+".jsonl")
+	dir := trajRun(t)
+	raw, err := os.ReadFile(filepath.Join(dir, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, _ := zstd.NewWriter(nil)
+	write(t, dir, rel+".zst", string(enc.EncodeAll(raw, nil)))
+	if err := os.Remove(filepath.Join(dir, rel)); err != nil {
+		t.Fatal(err)
+	}
+	st, err := Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	views := func() string {
+		a, err := st.Anatomy(2, "submit", 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal([]any{st.LifecycleSteps(), a, st.LifecycleCarpet(h0, h0+3600, 60, 100, 0)})
+		return string(b)
+	}
+	want := views()
+	var again strings.Builder
+	for _, l := range strings.SplitAfter(string(raw), "\n") {
+		if json.Valid([]byte(strings.TrimSpace(l))) && strings.Contains(l, `"span"`) {
+			again.WriteString(l)
+		}
+	}
+	write(t, dir, rel, again.String())
+	st.Refresh()
+	if got := views(); got != want {
+		t.Fatalf("spans sent again beside the compacted hour read twice:\n once  %.600s\n twice %.600s", want, got)
 	}
 }

@@ -31,7 +31,8 @@ type RunConfig struct {
 	Truncated []string `json:"truncated"`
 	Dropped   int      `json:"dropped"`
 	// Records counts the run_config records of the newest hour holding one (a run that recorded its
-	// arguments again, resumed, has several: the newest is shown).
+	// arguments again, resumed, has several: the newest is shown), each once: a record written twice (the
+	// same ts, node, service and pid, docs/semconv.md §8 "Record identity") counts once.
 	Records int `json:"records"`
 }
 
@@ -85,7 +86,12 @@ func ReadRunConfig(runDir string) (*RunConfig, error) {
 	for i := 0; i < len(parts); {
 		j := i
 		var best *runConfigRecord
-		n := 0
+		type identity struct {
+			ts            float64
+			node, service string
+			pid           int
+		}
+		seen := map[identity]bool{}
 		for ; j < len(parts) && parts[j].p.Hour.Equal(parts[i].p.Hour); j++ {
 			if _, err := parts[j].p.ReadLines(func(line []byte) error {
 				if len(line) > runConfigMaxLine {
@@ -95,7 +101,7 @@ func ReadRunConfig(runDir string) (*RunConfig, error) {
 				if json.Unmarshal(line, &r) != nil || r.Args == nil {
 					return nil
 				}
-				n++
+				seen[identity{r.TS, r.Node, r.Service, r.PID}] = true
 				if best == nil || r.TS >= best.TS {
 					best = &r
 				}
@@ -108,7 +114,7 @@ func ReadRunConfig(runDir string) (*RunConfig, error) {
 			return &RunConfig{
 				Source: "run_config", TS: best.TS, Node: best.Node, Service: best.Service, PID: best.PID,
 				Args: best.Args, Redacted: nzStrings(best.Redacted), Truncated: nzStrings(best.Truncated),
-				Dropped: best.Dropped, Records: n,
+				Dropped: best.Dropped, Records: len(seen),
 			}, nil
 		}
 		i = j

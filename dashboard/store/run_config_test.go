@@ -57,3 +57,19 @@ func TestReadRunConfig(t *testing.T) {
 		t.Errorf("none %+v", rc)
 	}
 }
+
+// TestRunConfigWrittenTwiceCountsOnce: a run_config record written twice (at-least-once delivery: the same ts,
+// node, service and pid, once in each shard) is one record (docs/semconv.md §8 "Record identity").
+func TestRunConfigWrittenTwiceCountsOnce(t *testing.T) {
+	dir := t.TempDir()
+	line := `{"ts":1796220000,"node":"n0","service":"miles-trainer","pid":1,"args":{"lr":1e-6}}` + "\n"
+	write(t, dir, "dashboard/shards/gw-0/run_config/20261202_13.jsonl", line+line)
+	write(t, dir, "dashboard/shards/gw-1/run_config/20261202_13.jsonl", line)
+	rc, err := ReadRunConfig(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rc.Records != 1 || rc.PID != 1 {
+		t.Fatalf("got %+v, want 1 record", rc)
+	}
+}

@@ -116,6 +116,14 @@ func (r *trajectoryReader) loadHourLocked(h int64) {
 		return
 	}
 	b := r.blocks[h]
+	if b != nil && b.seen == nil && len(b.records) > 0 && p.HasPlain() {
+		// Read when only its compacted form was there, and since then a plain file has started beside it: late
+		// records, which may be copies of what the .zst holds (docs/semconv.md §8 "Record identity"). The ids of
+		// the compacted spans were not kept, so the hour is read over with them.
+		p.Reset()
+		b = nil
+		r.version++
+	}
 	if b == nil {
 		b = &trajBlock{}
 		r.blocks[h] = b
