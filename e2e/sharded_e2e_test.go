@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -541,17 +542,17 @@ func killedRun(t *testing.T, maxSpeed string, agentEnv []string, backAfter func(
 
 // checkLossBound compares a killed run with the reference, stream by stream, against what the agents counted:
 // per signal, the records missing from the files are at most the items the agents refused (each missing record
-// lacks at least one of its signal's items), and nothing is written twice. Streams merged by key (gpu_util,
-// engine_series: one reading's points may travel in two batches) show a partly lost reading as one missing and
-// one extra record, and so do span bundles (trajectories, engine_traces: a bundle holds the spans of a trace that
-// arrived together, and a partly lost trace's remaining spans are bundled differently), so there extra may reach
-// missing; elsewhere extra is a duplicate. The exception is a batch
-// the killed gateway wrote but had not acknowledged when it died: its agents send it again (at-least-once), so
-// its records are in the files twice. Phases tolerate that (copies only, and the dashboard's phases answer must
-// equal the reference run's); other streams do not yet (their readers are not checked for copies).
+// lacks at least one of its signal's items). Lines written twice are counted, as information: a batch the killed
+// gateway wrote but had not acknowledged when it died comes again from its agents (at-least-once delivery,
+// docs/operations.md "Agents and gateways"), so its records are in the files twice; how often depends on where
+// the kill lands, which a loaded machine moves. What must hold is what users see: no record the reference run
+// does not have (invented; streams merged by key or bundled, see multiset, may regroup a partly lost reading or
+// trace into other records, never beyond what is missing), and, when nothing was lost, every dashboard answer
+// equal to the reference run's (sameAnswers: a record written twice is read once).
 func checkLossBound(t *testing.T, ref, dir string, drops map[string]float64) {
 	t.Helper()
 	missing := map[string]int{}
+	lost := 0
 	for _, stream := range sc.Streams {
 		if stream == sc.StreamGPURollup {
 			continue // checkRollups: the killed gateway's open buckets are recomputed from what reaches it
@@ -561,21 +562,16 @@ func checkLossBound(t *testing.T, ref, dir string, drops map[string]float64) {
 		}
 		r, g := multiset(t, ref, stream), multiset(t, dir, stream)
 		d := compare(r, g)
-		t.Logf("%s: %d records, %d missing, %d extra", stream, d.total, d.missing, d.extra)
+		inv := invented(r, g)
+		t.Logf("%s: %d records, %d missing, %d lines written twice, %d regrouped", stream, d.total, d.missing,
+			d.extra-inv, inv)
 		missing[signalOf[stream]] += d.missing
+		lost += d.missing
 		regrouped := stream == sc.StreamGPUUtil || stream == sc.StreamEngineSeries ||
 			stream == sc.StreamTrajectories || stream == sc.StreamEngineTraces
-		switch {
-		case d.extra == 0, regrouped && d.extra <= d.missing:
-		case stream == sc.StreamPhases && invented(r, g) == 0:
-			// Copies of records: a batch the killed gateway wrote but had not acknowledged, sent again by the
-			// agents (at-least-once delivery). The dashboard reads a closed phase once: checked below.
-			t.Logf("phases: %d records written twice (re-delivered after the kill)", d.extra)
-		default:
-			t.Errorf("%s: %d records written that the reference run does not have (duplicated)", stream, d.extra)
-		}
-		if stream == sc.StreamPhases && d.missing == 0 {
-			samePhases(t, ref, dir) // copies or not, the dashboard answers as for the reference run
+		if inv > 0 && (!regrouped || inv > d.missing) {
+			showDiff(t, r, g)
+			t.Errorf("%s: %d records written that the reference run does not have, not copies of its records", stream, inv)
 		}
 	}
 	for _, sig := range []string{"spans", "metric_points", "log_records"} {
@@ -584,6 +580,11 @@ func checkLossBound(t *testing.T, ref, dir string, drops map[string]float64) {
 			t.Errorf("%s: %d records missing from the files, but the agents counted only %v items refused: "+
 				"a loss nobody counted", sig, missing[sig], drops[sig])
 		}
+	}
+	if lost == 0 {
+		sameAnswers(t, ref, dir)
+	} else {
+		t.Logf("%d records lost (counted above): the dashboard's answers are not compared", lost)
 	}
 	checkRollups(t, ref, dir)
 }
@@ -599,28 +600,119 @@ func invented(ref, got map[string]int) int {
 	return n
 }
 
-// samePhases: the dashboard's phases answer over the whole run, every lane, is the same for both runs.
-func samePhases(t *testing.T, ref, dir string) {
+// dashboardAnswers is what a user of the dashboard sees of a run, view by view, each as its JSON answer: the
+// lanes, the phases over the whole run, idle bubbles, the steps and every step's anatomy (its samples, their
+// segments, staleness and the engine-trace stage slices inside each generate segment), the step metrics, every
+// engine metric's chart, the GPU series (read from gpu_util: the killed gateway's open roll-up buckets are
+// recomputed, checkRollups) and the run config.
+func dashboardAnswers(t *testing.T, runDir string) map[string]string {
 	t.Helper()
-	answer := func(runDir string) string {
-		st, err := store.Open(runDir, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		lanes, _, err := st.Lanes("all")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t0, t1, err := st.Window(nil, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := json.Marshal(st.Phases(t0, t1, lanes))
-		return string(b)
+	st, err := store.Open(runDir, false)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if a, b := answer(ref), answer(dir); a != b {
-		t.Errorf("the dashboard's phases differ from the reference run's (a re-delivered record read twice?):\nreference %.400s\nkilled    %.400s", a, b)
+	defer st.Close()
+	return storeAnswers(t, st)
+}
+
+// storeAnswers is dashboardAnswers of an open store, as it reads now, over the run's window once the views have
+// read their hours: before any view has loaded data, the window's end is the data edge found from the files'
+// last lines (docs/dashboard-api.md "meta"), which the spans read later may still raise by under a second.
+func storeAnswers(t *testing.T, st *store.Store) map[string]string {
+	t.Helper()
+	st.SetRollup(false)
+	t0, t1, err := st.Window(nil, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
+	answersAt(t, st, t0, t1)
+	if t0, t1, err = st.Window(nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	out := answersAt(t, st, t0, t1)
+	b, _ := json.Marshal([]float64{t0, t1})
+	out["window"] = string(b)
+	return out
+}
+
+// answersAt is every view's answer over the window t0…t1.
+func answersAt(t *testing.T, st *store.Store, t0, t1 float64) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	put := func(view string, v any) {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatalf("%s: %v", view, err)
+		}
+		out[view] = string(b)
+	}
+	lanes, _, err := st.Lanes("all")
+	if err != nil {
+		t.Fatal(err)
+	}
+	put("lanes", lanes)
+	put("phases", st.Phases(t0, t1, lanes))
+	put("step phases", st.StepPhases(t0, t1, lanes))
+	put("bubbles", st.Bubbles(t0, t1))
+	steps := st.LifecycleSteps()
+	put("steps", steps)
+	for _, s := range steps {
+		a, err := st.Anatomy(s.Step, "submit", 0, 0)
+		if err != nil {
+			t.Fatalf("anatomy of step %d: %v", s.Step, err)
+		}
+		put(fmt.Sprintf("anatomy of step %d", s.Step), a)
+	}
+	put("carpet", st.LifecycleCarpet(t0, t1, 200, 1<<20, 0))
+	keys, _, _ := st.MetricKeys()
+	put("metric keys", keys)
+	var names []string
+	for _, k := range keys {
+		names = append(names, k.Key)
+	}
+	put("metric series", st.MetricSeries(names, nil, nil, 1000))
+	for _, m := range st.EngineMetrics() {
+		stats := m.Stats
+		if len(stats) == 0 {
+			stats = []string{""}
+		}
+		for _, stat := range stats {
+			for _, perDP := range []bool{false, true} {
+				r, err := st.EngineSeries(m.Name, stat, perDP, t0, t1, 300)
+				if err != nil {
+					t.Fatalf("engine series %s %s: %v", m.Name, stat, err)
+				}
+				put(fmt.Sprintf("engine %s %s per-dp=%v", m.Name, stat, perDP), r)
+			}
+		}
+	}
+	put("gpu", st.GPU(t0, t1, lanes, 500, nil))
+	rc, err := st.RunConfig()
+	put("run config", map[string]any{"config": rc, "error": fmt.Sprint(err)})
+	return out
+}
+
+// sameAnswers: the dashboard answers on the killed run as on the reference run, view by view (records written
+// twice by at-least-once delivery are read once: docs/reliability.md "Read once").
+func sameAnswers(t *testing.T, ref, dir string) {
+	t.Helper()
+	a, b := dashboardAnswers(t, ref), dashboardAnswers(t, dir)
+	views := slices.Sorted(maps.Keys(a))
+	anatomies := 0
+	for _, v := range views {
+		if strings.HasPrefix(v, "anatomy") {
+			anatomies++
+		}
+		if a[v] != b[v] {
+			t.Errorf("the dashboard's %s differs from the reference run's (a record read twice?)%s", v, firstDiff(a[v], b[v]))
+		}
+	}
+	for v := range b {
+		if _, ok := a[v]; !ok {
+			t.Errorf("the killed run answers %s, the reference run does not", v)
+		}
+	}
+	t.Logf("dashboard answers compared: %d views (%d step anatomies)", len(views), anatomies)
 }
 
 // checkRollups: roll-up buckets (merged per GPU and bucket as in multiset) may lose what the killed gateway held
@@ -663,8 +755,9 @@ func checkRollups(t *testing.T, ref, dir string) {
 
 // TestShardedGatewayKilledE2E: a gateway SIGKILLed mid-run and restarted on the same address and shard id: the
 // other shard keeps appending while it is down, the agents queue its batches and deliver them once it is back,
-// the restarted gateway resumes its shard (a second start in its meta.json), no line is torn, no record is
-// duplicated (but see checkLossBound: a batch written and not yet acknowledged comes again), and nothing is lost (docs/operations.md "Agents and gateways"): the gateway acknowledges a batch
+// the restarted gateway resumes its shard (a second start in its meta.json), no line is torn, nothing is lost
+// and the dashboard answers as for the reference run, though a batch written and not yet acknowledged comes
+// again (checkLossBound; docs/operations.md "Agents and gateways"): the gateway acknowledges a batch
 // once written (ack: written), what it had not acknowledged is still in the agents' queues, and the queues
 // (MILES_AGENT_QUEUE_BATCHES) hold a short outage, so the agents refuse nothing. Only the killed gateway's open
 // roll-up buckets lose readings.
