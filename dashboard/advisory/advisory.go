@@ -27,7 +27,7 @@ const (
 
 // Advisory is one piece of advice.
 type Advisory struct {
-	ID       string   `json:"id"`   // A1…A6, T1…T4 (reference numbering), S1/S2 straggler, D1 drift
+	ID       string   `json:"id"`   // the rule's row of Rules (catalog.go)
 	Rule     string   `json:"rule"` // stall, abort_storm, kv_bound, kv_high, zero_std, truncation, low_mfu, …
 	Level    string   `json:"level"`
 	Tier     string   `json:"tier"` // alarm | tip
@@ -73,7 +73,7 @@ type Config struct {
 	Thresholds         Thresholds
 }
 
-// Thresholds are the rules' constants (defaults: the reference's, and ours for S1, S2, D1).
+// Thresholds are the rules' constants (keys and defaults: the thresholds table of catalog.go).
 type Thresholds struct {
 	StallFactor, StallMinAgeS float64
 	StallMinClosed            int
@@ -96,24 +96,6 @@ type Thresholds struct {
 	DriftRatio, DriftMinDelta                 float64
 	EngineQueueFrac                           float64
 	EngineQueueMinSegments                    int
-}
-
-// DefaultThresholds returns A1–A6 and T1–T4 exactly as the reference dashboard's; S1/S2/D1 ours (the table of
-// docs/dashboard-api.md "GET /api/v1/advisory").
-func DefaultThresholds() Thresholds {
-	return Thresholds{
-		StallFactor: 6, StallMinAgeS: 1800, StallMinClosed: 3,
-		AbortWindowS: 1800, AbortMinRequests: 100, AbortRatio: 0.05,
-		KVBoundTokenUsage: 0.90, KVBoundRunningRatio: 0.5, HighTokenUsage: 0.95,
-		ZeroStdFrac: 0.5, TruncatedFrac: 0.25,
-		LowMFU: 0.15, MFUMinSteps: 3,
-		LowConcurrencyRatio: 0.3, LowCacheHit: 0.10,
-		DPImbalanceMinRunning: 1.0, DPImbalanceRatio: 0.25,
-		StragglerMinSteps: 5, StragglerWindow: 20, StragglerSlowestFrac: 0.75, StragglerRankRatio: 1.10,
-		StragglerEngineRatio: 1.5, StragglerEngineBinS: 300,
-		DriftMinSteps: 6, DriftRatio: 2.0, DriftMinDelta: 0.01,
-		EngineQueueFrac: 0.5, EngineQueueMinSegments: 20,
-	}
 }
 
 // EngineQueue is generate time and its engine-side queueing over the newest consumed steps, in total and per
@@ -230,20 +212,9 @@ func Compute(in Input) Result {
 		phs = PhaseHoursOf(in.Phases)
 	}
 	c := &ctx{in: in, th: th, eng: eng, ph: phaseStatsOf(phs, in.StartTS, in.Edge)}
-	c.stall()
-	c.abortStorm()
-	c.kv()
-	c.zeroStd()
-	c.truncation()
-	c.cpAlignment()
-	c.stragglerRanks()
-	c.stragglerEngines()
-	c.drift()
-	c.mfu()
-	c.lowConcurrency()
-	c.lowCacheHit()
-	c.dpImbalance()
-	c.engineQueueing()
+	for i := range Rules {
+		Rules[i].eval(c, &Rules[i])
+	}
 	res := Result{Advisories: []Advisory{}, Suppressed: []Advisory{}, Skipped: c.skipped, MFU: c.mfuSum}
 	if res.Skipped == nil {
 		res.Skipped = []Skip{}
@@ -269,18 +240,7 @@ type ctx struct {
 	tips    []Advisory
 	skipped []Skip
 	mfuSum  *MFU
-}
-
-func (c *ctx) alarm(id, rule, level, msg string, ev Evidence) {
-	c.alarms = append(c.alarms, Advisory{ID: id, Rule: rule, Level: level, Tier: "alarm", Message: msg, Evidence: ev})
-}
-
-func (c *ctx) tip(id, rule, level, msg string, ev Evidence) {
-	c.tips = append(c.tips, Advisory{ID: id, Rule: rule, Level: level, Tier: "tip", Message: msg, Evidence: ev})
-}
-
-func (c *ctx) skip(id, rule, reason string) {
-	c.skipped = append(c.skipped, Skip{ID: id, Rule: rule, Reason: reason})
+	kvFig   *kvFigures // A3 and A4's shared figures, once computed
 }
 
 func median(xs []float64) float64 {
@@ -324,35 +284,6 @@ func medianInterval(ts []float64) float64 {
 		return m
 	}
 	return 0
-}
-
-// thresholdFields names every threshold by its snake_case key (the --advisory-threshold flag of miles-dashboard).
-func (t *Thresholds) fields() map[string]any {
-	return map[string]any{
-		"stall_factor": &t.StallFactor, "stall_min_age_s": &t.StallMinAgeS, "stall_min_closed": &t.StallMinClosed,
-		"abort_window_s": &t.AbortWindowS, "abort_min_requests": &t.AbortMinRequests, "abort_ratio": &t.AbortRatio,
-		"kv_bound_token_usage": &t.KVBoundTokenUsage, "kv_bound_running_ratio": &t.KVBoundRunningRatio, "high_token_usage": &t.HighTokenUsage,
-		"zero_std_frac": &t.ZeroStdFrac, "truncated_frac": &t.TruncatedFrac,
-		"low_mfu": &t.LowMFU, "mfu_min_steps": &t.MFUMinSteps,
-		"low_concurrency_ratio": &t.LowConcurrencyRatio, "low_cache_hit": &t.LowCacheHit,
-		"dp_imbalance_min_running": &t.DPImbalanceMinRunning, "dp_imbalance_ratio": &t.DPImbalanceRatio,
-		"straggler_min_steps": &t.StragglerMinSteps, "straggler_window": &t.StragglerWindow,
-		"straggler_slowest_frac": &t.StragglerSlowestFrac, "straggler_rank_ratio": &t.StragglerRankRatio,
-		"straggler_engine_ratio": &t.StragglerEngineRatio, "straggler_engine_bin_s": &t.StragglerEngineBinS,
-		"drift_min_steps": &t.DriftMinSteps, "drift_ratio": &t.DriftRatio, "drift_min_delta": &t.DriftMinDelta,
-		"engine_queue_frac": &t.EngineQueueFrac, "engine_queue_min_segments": &t.EngineQueueMinSegments,
-	}
-}
-
-// ThresholdNames are the keys Thresholds.Set accepts, sorted.
-func ThresholdNames() []string {
-	var t Thresholds
-	var out []string
-	for k := range t.fields() {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // Set parses "key=value[,key=value…]" into t (keys: ThresholdNames; seconds for *_s keys). Values must be

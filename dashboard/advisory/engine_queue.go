@@ -8,13 +8,13 @@ import (
 // T5: engine-side queueing dominates generate time. Requests wait in the engines' queues (prefill_waiting,
 // decode_waiting in sglang's request traces) longer than they are prefilled and decoded: the rollout sends more
 // concurrent requests than the engines run at once, so adding requests adds only latency.
-func (c *ctx) engineQueueing() {
+func (c *ctx) engineQueueing(r *RuleInfo) {
 	q := c.in.EngineQueue
 	if q == nil || q.Segments == 0 {
 		return // no engine request traces: optional (sglang --enable-trace, docs/python.md), so not a skip
 	}
 	if q.Segments < c.th.EngineQueueMinSegments || q.GenS <= 0 {
-		c.skip("T5", "engine_queueing", fmt.Sprintf("only %d generate segments with engine traces (need %d)", q.Segments, c.th.EngineQueueMinSegments))
+		c.skip(r, fmt.Sprintf("only %d generate segments with engine traces (need %d)", q.Segments, c.th.EngineQueueMinSegments))
 		return
 	}
 	frac := q.QueueS / q.GenS
@@ -39,5 +39,5 @@ func (c *ctx) engineQueueing() {
 	if ev.WorstEngine != "" && len(engines) > 1 {
 		msg += fmt.Sprintf("; worst engine %s (%s)", ev.WorstEngine, pct(ev.WorstFrac))
 	}
-	c.tip("T5", "engine_queueing", Info, msg+".", ev)
+	c.fire(r, msg+".", ev)
 }

@@ -23,7 +23,7 @@ func pct(f float64) string { return fmt.Sprintf("%.0f%%", f*100) }
 // A1: a phase open far longer than it usually takes. Only phases of this run (t0 ≥ start) count; an open marker
 // whose process already closed a later phase of the same name (same node and rank) is an orphan of a crash, not
 // a stall.
-func (c *ctx) stall() {
+func (c *ctx) stall(r *RuleInfo) {
 	ph := c.ph
 	type hit struct {
 		age    float64
@@ -70,7 +70,7 @@ func (c *ctx) stall() {
 		if n == "train_wait" {
 			msg += " The trainer is starved of data: check the rollout side (engines, data buffer, aborted requests)."
 		}
-		c.alarm("A1", "stall", Critical, msg, StallEvidence{
+		c.fire(r, msg, StallEvidence{
 			Phase: n, AgeS: h.age, MedianS: h.median,
 			Ranks: h.ranks, Nodes: sortedKeys(h.nodes),
 		})
@@ -87,9 +87,9 @@ func sortedKeys(m map[string]bool) []string {
 }
 
 // A2: many requests aborted client-side in the last 30 minutes.
-func (c *ctx) abortStorm() {
+func (c *ctx) abortStorm(r *RuleInfo) {
 	if !c.eng.has(MRequests) || !c.eng.has(MAborted) {
-		c.skip("A2", "abort_storm", "no "+MRequests+" / "+MAborted+" engine series")
+		c.skip(r, "no "+MRequests+" / "+MAborted+" engine series")
 		return
 	}
 	end := math.Max(c.eng.newest(MRequests), c.eng.newest(MAborted))
@@ -104,38 +104,77 @@ func (c *ctx) abortStorm() {
 	if n := c.in.Config.NSamplesPerPrompt; n > 1 {
 		msg += fmt.Sprintf(" With %d samples per prompt one aborted sample can discard or re-generate its whole group, amplifying the loss.", n)
 	}
-	c.alarm("A2", "abort_storm", Warning, msg, AbortStormEvidence{
+	c.fire(r, msg, AbortStormEvidence{
 		WindowS: c.th.AbortWindowS, Aborted: aborted,
 		Requests: total, Ratio: aborted / total, RunRatio: runA / math.Max(runT, 1),
 	})
 }
 
-// A3 / A4: KV cache usage (time-weighted mean over every engine and scrape).
-func (c *ctx) kv() {
-	if !c.eng.has(MTokenUsage) {
-		c.skip("A3", "kv_bound", "no "+MTokenUsage+" engine series")
-		c.skip("A4", "kv_high", "no "+MTokenUsage+" engine series")
-		return
+// kvFigures are what A3 and A4 read: the time-weighted mean KV cache usage over every engine and scrape, and
+// whether A3 holds (the KV pool, not the request cap, bounds concurrency).
+type kvFigures struct {
+	has           bool // the run has token-usage series
+	mean, covered float64
+	peak          float64
+	havePeak      bool
+	bound         bool
+}
+
+func (c *ctx) kvFigures() *kvFigures {
+	if c.kvFig != nil {
+		return c.kvFig
+	}
+	k := &kvFigures{has: c.eng.has(MTokenUsage)}
+	c.kvFig = k
+	if !k.has {
+		return k
 	}
 	lo, hi := c.bounds()
-	mean, covered := c.eng.timeWeighted(MTokenUsage, lo, hi)
-	if covered == 0 {
+	k.mean, k.covered = c.eng.timeWeighted(MTokenUsage, lo, hi)
+	if k.covered == 0 {
+		return k
+	}
+	maxRunning := c.in.Config.MaxRunningRequests
+	k.peak, k.havePeak = c.eng.peak(MRunning, lo, hi)
+	k.bound = k.mean > c.th.KVBoundTokenUsage && maxRunning > 0 && k.havePeak && k.peak < c.th.KVBoundRunningRatio*float64(maxRunning)
+	return k
+}
+
+// A3: KV cache usage pegged while concurrency stays far below the request cap.
+func (c *ctx) kvBound(r *RuleInfo) {
+	k := c.kvFigures()
+	if !k.has {
+		c.skip(r, "no "+MTokenUsage+" engine series")
+		return
+	}
+	if k.covered == 0 {
 		return
 	}
 	maxRunning := c.in.Config.MaxRunningRequests
-	peak, havePeak := c.eng.peak(MRunning, lo, hi)
-	if mean > c.th.KVBoundTokenUsage && maxRunning > 0 && havePeak && peak < c.th.KVBoundRunningRatio*float64(maxRunning) {
+	if k.bound {
 		msg := fmt.Sprintf("KV cache usage is pegged at %s while peak concurrency (%.0f) stays far below --sglang-max-running-requests (%d): the KV pool, not the request cap, limits concurrency — raise --sglang-mem-fraction-static%s; do NOT lower the request cap.",
-			pct(mean), peak, maxRunning, memFrac(c.in.Config.MemFractionStatic))
-		c.alarm("A3", "kv_bound", Warning, msg, KVEvidence{TokenUsageMean: mean, PeakRunning: new(peak), MaxRunningRequests: new(maxRunning)})
+			pct(k.mean), k.peak, maxRunning, memFrac(c.in.Config.MemFractionStatic))
+		c.fire(r, msg, KVEvidence{TokenUsageMean: k.mean, PeakRunning: new(k.peak), MaxRunningRequests: new(maxRunning)})
 		return
 	}
-	if maxRunning <= 0 && mean > c.th.KVBoundTokenUsage {
-		c.skip("A3", "kv_bound", "--sglang-max-running-requests unknown (meta.json args or advisory config)")
+	if maxRunning <= 0 && k.mean > c.th.KVBoundTokenUsage {
+		c.skip(r, "--sglang-max-running-requests unknown (meta.json args or advisory config)")
 	}
-	if mean > c.th.HighTokenUsage {
-		c.alarm("A4", "kv_high", Warning, fmt.Sprintf("KV cache usage is consistently high (time-weighted mean %s) — likely a throughput bottleneck; consider more GPUs or a smaller rollout batch.", pct(mean)),
-			KVEvidence{TokenUsageMean: mean})
+}
+
+// A4: KV cache usage consistently high, when A3 does not already say why.
+func (c *ctx) kvHigh(r *RuleInfo) {
+	k := c.kvFigures()
+	if !k.has {
+		c.skip(r, "no "+MTokenUsage+" engine series")
+		return
+	}
+	if k.covered == 0 || k.bound {
+		return
+	}
+	if k.mean > c.th.HighTokenUsage {
+		c.fire(r, fmt.Sprintf("KV cache usage is consistently high (time-weighted mean %s) — likely a throughput bottleneck; consider more GPUs or a smaller rollout batch.", pct(k.mean)),
+			KVEvidence{TokenUsageMean: k.mean})
 	}
 }
 
@@ -161,7 +200,7 @@ func (c *ctx) lastValue(keys []string) (key string, step, v float64, ok bool) {
 
 // A5: the newest step's groups have zero reward std (no policy gradient from them). The dumps (exact group
 // counts) when the run has them, else the trainer's metric.
-func (c *ctx) zeroStd() {
+func (c *ctx) zeroStd(r *RuleInfo) {
 	if d := c.in.Dump; d != nil && d.Groups > 0 {
 		frac := float64(d.ZeroStdGroups) / float64(d.Groups)
 		if frac < c.th.ZeroStdFrac {
@@ -171,7 +210,7 @@ func (c *ctx) zeroStd() {
 		if d.MaxAbsGroupRewardMean != nil && *d.MaxAbsGroupRewardMean < 1e-12 {
 			msg += " Every reward is 0: a systematic failure (reward function, answer parsing, or a broken environment), not hard prompts."
 		}
-		c.alarm("A5", "zero_std", Warning, msg, ZeroStdEvidence{
+		c.fire(r, msg, ZeroStdEvidence{
 			Source: "dumps", Step: float64(d.Step), Frac: frac,
 			ZeroStdGroups: new(d.ZeroStdGroups), Groups: new(d.Groups),
 		})
@@ -179,7 +218,7 @@ func (c *ctx) zeroStd() {
 	}
 	key, step, frac, ok := c.lastValue(ZeroStdKeys)
 	if !ok {
-		c.skip("A5", "zero_std", "no zero-std metric ("+strings.Join(ZeroStdKeys, ", ")+") logged")
+		c.skip(r, "no zero-std metric ("+strings.Join(ZeroStdKeys, ", ")+") logged")
 		return
 	}
 	if frac < c.th.ZeroStdFrac {
@@ -199,12 +238,12 @@ func (c *ctx) zeroStd() {
 			break
 		}
 	}
-	c.alarm("A5", "zero_std", Warning, msg.String(), ev)
+	c.fire(r, msg.String(), ev)
 }
 
 // A6: too many samples of the newest step are truncated. The trajectories (final attempt statuses of the
 // consumed samples) are used when they have the newest step; the trainer's metric otherwise.
-func (c *ctx) truncation() {
+func (c *ctx) truncation(r *RuleInfo) {
 	var frac, step float64
 	var ev TruncationEvidence
 	key, mstep, mv, mok := c.lastValue(TruncatedKeys)
@@ -223,7 +262,7 @@ func (c *ctx) truncation() {
 		frac, step = mv, mstep
 		ev.Source, ev.Key = "metrics", key
 	default:
-		c.skip("A6", "truncation", "no consumed step in the trajectories, no train dump and no truncation metric logged")
+		c.skip(r, "no consumed step in the trajectories, no train dump and no truncation metric logged")
 		return
 	}
 	ev.Step, ev.Frac = step, frac
@@ -234,26 +273,26 @@ func (c *ctx) truncation() {
 	if c.in.Config.MaxResponseLen > 0 {
 		lenFlag += fmt.Sprintf(" (%d)", c.in.Config.MaxResponseLen)
 	}
-	c.alarm("A6", "truncation", Warning, fmt.Sprintf("%s of the samples of rollout %.0f are truncated — check %s: in multi-turn agentic runs the per-turn cap is usually the binding limit.",
+	c.fire(r, fmt.Sprintf("%s of the samples of rollout %.0f are truncated — check %s: in multi-turn agentic runs the per-turn cap is usually the binding limit.",
 		pct(frac), step, lenFlag), ev)
 }
 
 // A7: per-token columns of the newest train dump could not be aligned (context-parallel layout): blank there
 // means unreadable, not undumped. Info level, but it counts as an alarm (the reference's tiering).
-func (c *ctx) cpAlignment() {
+func (c *ctx) cpAlignment(r *RuleInfo) {
 	d := c.in.Dump
 	if d == nil {
 		why := c.in.DumpWhy
 		if why == "" {
 			why = "no train dumps in this run"
 		}
-		c.skip("A7", "cp_alignment", why)
+		c.skip(r, why)
 		return
 	}
 	if d.AlignmentFailed == 0 {
 		return
 	}
-	c.alarm("A7", "cp_alignment", Info, fmt.Sprintf("Per-token columns are blank for %d sample(s) of rollout %d: their context-parallel shards could not be put back together (the dump predates the cp_rank/cp_size fields and the layout could not be inferred). Blank here means unreadable, not undumped.",
+	c.fire(r, fmt.Sprintf("Per-token columns are blank for %d sample(s) of rollout %d: their context-parallel shards could not be put back together (the dump predates the cp_rank/cp_size fields and the layout could not be inferred). Blank here means unreadable, not undumped.",
 		d.AlignmentFailed, d.Step), CPAlignmentEvidence{Step: d.Step, Samples: d.AlignmentFailed})
 }
 
@@ -261,7 +300,7 @@ func (c *ctx) cpAlignment() {
 var stragglerExcluded = map[string]bool{"train_wait": true, "update_weights": true, "update_weights_implementation": true}
 
 // S1: one train rank is the slowest at a phase in most recent steps, by a clear margin.
-func (c *ctx) stragglerRanks() {
+func (c *ctx) stragglerRanks(r *RuleInfo) {
 	type rk = RankKey
 	ph := c.ph
 	per := ph.train // phase → step → rank → duration
@@ -323,7 +362,7 @@ func (c *ctx) stragglerRanks() {
 		}
 	}
 	if !anyEligible {
-		c.skip("S1", "straggler_rank", fmt.Sprintf("fewer than %d steps with per-rank train phases", c.th.StragglerMinSteps))
+		c.skip(r, fmt.Sprintf("fewer than %d steps with per-rank train phases", c.th.StragglerMinSteps))
 	}
 	keys := make([]rk, 0, len(best))
 	for k := range best {
@@ -332,7 +371,7 @@ func (c *ctx) stragglerRanks() {
 	sort.Slice(keys, func(i, j int) bool { return keys[i].Rank < keys[j].Rank })
 	for _, k := range keys {
 		f := best[k]
-		c.alarm("S1", "straggler_rank", Warning, fmt.Sprintf("Rank %d (%s, GPU %v) is the slowest at '%s' in %s of the last %d steps, %.0f%% slower than the median rank (%s vs %s): every synchronous step waits for it — check that GPU (clocks, thermals, XID errors) and its node's network.",
+		c.fire(r, fmt.Sprintf("Rank %d (%s, GPU %v) is the slowest at '%s' in %s of the last %d steps, %.0f%% slower than the median rank (%s vs %s): every synchronous step waits for it — check that GPU (clocks, thermals, XID errors) and its node's network.",
 			k.Rank, k.Node, ph.gpus[k].GPUs, f.phase, pct(f.frac), f.steps, (f.ratio-1)*100, dur2(f.median), dur2(f.other)),
 			StragglerRankEvidence{
 				Rank: k.Rank, Node: k.Node, GPUs: ph.gpus[k].GPUs, Phase: f.phase, Ratio: f.ratio,
@@ -351,7 +390,7 @@ func dur2(s float64) string {
 // S2: one engine's per-token latency is the highest in most recent time bins, by a wide margin. Per-token
 // latency is inter_token_latency_seconds; time_per_output_token_seconds, which current sglang no longer exports,
 // only for a run that has no inter-token latency (an older engine), and the end-to-end latency last.
-func (c *ctx) stragglerEngines() {
+func (c *ctx) stragglerEngines(r *RuleInfo) {
 	var metric string
 	for _, m := range []string{MITL, MTPOT, ME2E} {
 		if c.eng.has(m) {
@@ -360,13 +399,13 @@ func (c *ctx) stragglerEngines() {
 		}
 	}
 	if metric == "" {
-		c.skip("S2", "straggler_engine", "no latency histogram ("+MITL+", "+MTPOT+", "+ME2E+")")
+		c.skip(r, "no latency histogram ("+MITL+", "+MTPOT+", "+ME2E+")")
 		return
 	}
 	binS := c.th.StragglerEngineBinS
 	bins, engines := c.eng.latencyBins(metric, binS)
 	if engines < 2 {
-		c.skip("S2", "straggler_engine", "fewer than two engines")
+		c.skip(r, "fewer than two engines")
 		return
 	}
 	type acc struct{ sum, cnt float64 }
@@ -381,7 +420,7 @@ func (c *ctx) stragglerEngines() {
 		keys = keys[len(keys)-c.th.StragglerWindow:]
 	}
 	if len(keys) < c.th.StragglerMinSteps {
-		c.skip("S2", "straggler_engine", fmt.Sprintf("fewer than %d %s bins with two engines serving", c.th.StragglerMinSteps, dur(binS)))
+		c.skip(r, fmt.Sprintf("fewer than %d %s bins with two engines serving", c.th.StragglerMinSteps, dur(binS)))
 		return
 	}
 	slowest := map[string]int{}
@@ -425,7 +464,7 @@ func (c *ctx) stragglerEngines() {
 		if om <= 0 || me/om < c.th.StragglerEngineRatio {
 			continue
 		}
-		c.alarm("S2", "straggler_engine", Warning, fmt.Sprintf("Engine %s has the highest %s in %s of the last %d %s bins, %.1fx the median engine (%.3gs vs %.3gs): its samples finish last and hold the batch back — check its GPUs and whether it runs a different config.",
+		c.fire(r, fmt.Sprintf("Engine %s has the highest %s in %s of the last %d %s bins, %.1fx the median engine (%.3gs vs %.3gs): its samples finish last and hold the batch back — check its GPUs and whether it runs a different config.",
 			a, strings.TrimPrefix(metric, "sglang:"), pct(frac), len(keys), dur(binS), me/om, me, om),
 			StragglerEngineEvidence{
 				Engine: a, Metric: metric, Ratio: me / om, SlowestFrac: frac, Bins: len(keys), MeanS: me,
@@ -443,7 +482,7 @@ func DriftKeyLike(k string) bool {
 
 // D1: the rollout-vs-train log-prob difference grew (engine and trainer disagree more and more: a kernel,
 // precision or weight-sync problem; importance weights blow up).
-func (c *ctx) drift() {
+func (c *ctx) drift(r *RuleInfo) {
 	var key string
 	var xs, ys []float64
 	for _, k := range DriftKeys {
@@ -477,7 +516,7 @@ func (c *ctx) drift() {
 		}
 	}
 	if key == "" {
-		c.skip("D1", "logprob_drift", "no rollout-vs-train log-prob diff logged ("+strings.Join(DriftKeys, ", ")+", or rollout/log_probs with rollout/rollout_log_probs)")
+		c.skip(r, "no rollout-vs-train log-prob diff logged ("+strings.Join(DriftKeys, ", ")+", or rollout/log_probs with rollout/rollout_log_probs)")
 		return
 	}
 	var vals []float64
@@ -488,7 +527,7 @@ func (c *ctx) drift() {
 		}
 	}
 	if len(vals) < c.th.DriftMinSteps {
-		c.skip("D1", "logprob_drift", fmt.Sprintf("%s: %d steps, need %d", key, len(vals), c.th.DriftMinSteps))
+		c.skip(r, fmt.Sprintf("%s: %d steps, need %d", key, len(vals), c.th.DriftMinSteps))
 		return
 	}
 	k := max(3, len(vals)/5)
@@ -496,16 +535,16 @@ func (c *ctx) drift() {
 	if recent < c.th.DriftRatio*base || recent-base < c.th.DriftMinDelta {
 		return
 	}
-	c.alarm("D1", "logprob_drift", Warning, fmt.Sprintf("Rollout-vs-train log-prob difference grew from %.4g (median of steps %.0f–%.0f) to %.4g (steps %.0f–%.0f), %.1fx: the engine and the trainer disagree more and more about the same tokens — check weight sync, engine/trainer precision and kernels; importance ratios (TIS) will blow up.",
+	c.fire(r, fmt.Sprintf("Rollout-vs-train log-prob difference grew from %.4g (median of steps %.0f–%.0f) to %.4g (steps %.0f–%.0f), %.1fx: the engine and the trainer disagree more and more about the same tokens — check weight sync, engine/trainer precision and kernels; importance ratios (TIS) will blow up.",
 		base, steps[0], steps[k-1], recent, steps[len(steps)-k], steps[len(steps)-1], recent/math.Max(base, 1e-12)),
 		DriftEvidence{Key: key, Baseline: base, Recent: recent, Ratio: recent / math.Max(base, 1e-12), Steps: len(vals)})
 }
 
 // T1: low MFU over the steady steps (step 0 dropped).
-func (c *ctx) mfu() {
+func (c *ctx) mfu(r *RuleInfo) {
 	s, ok := c.in.Steps[KeyMFU]
 	if !ok || len(s.X) < 2 {
-		c.skip("T1", "low_mfu", KeyMFU+" not logged on at least two steps")
+		c.skip(r, KeyMFU+" not logged on at least two steps")
 		return
 	}
 	ys := s.Y[1:]
@@ -530,21 +569,21 @@ func (c *ctx) mfu() {
 	if m.Peak != nil {
 		peak = fmt.Sprintf("the device's %.0f TFLOP/s", *m.Peak)
 	}
-	c.tip("T1", "low_mfu", Warning, fmt.Sprintf("Model FLOPs utilization averaged %.1f%% of %s over %d train steps — the training step is computing slowly, not waiting: check parallelism (TP/PP/CP), micro-batch size, recomputation and sequence packing.",
+	c.fire(r, fmt.Sprintf("Model FLOPs utilization averaged %.1f%% of %s over %d train steps — the training step is computing slowly, not waiting: check parallelism (TP/PP/CP), micro-batch size, recomputation and sequence packing.",
 		m.Mean*100, peak, m.Steps), LowMFUEvidence{Mean: m.Mean, Threshold: th, Steps: m.Steps})
 }
 
 // T2: peak concurrency far below the request cap.
-func (c *ctx) lowConcurrency() {
+func (c *ctx) lowConcurrency(r *RuleInfo) {
 	maxRunning := c.in.Config.MaxRunningRequests
 	if maxRunning <= 0 {
-		c.skip("T2", "low_concurrency", "--sglang-max-running-requests unknown (meta.json args or advisory config)")
+		c.skip(r, "--sglang-max-running-requests unknown (meta.json args or advisory config)")
 		return
 	}
 	lo, hi := c.bounds()
 	peak, ok := c.eng.peak(MRunning, lo, hi)
 	if !ok {
-		c.skip("T2", "low_concurrency", "no "+MRunning+" engine series")
+		c.skip(r, "no "+MRunning+" engine series")
 		return
 	}
 	if peak >= c.th.LowConcurrencyRatio*float64(maxRunning) {
@@ -554,13 +593,13 @@ func (c *ctx) lowConcurrency() {
 	if c.in.Config.Colocate != nil && *c.in.Config.Colocate {
 		msg += " to free memory for training (colocate)"
 	}
-	c.tip("T2", "low_concurrency", Info, msg+".", LowConcurrencyEvidence{PeakRunning: peak, MaxRunningRequests: maxRunning})
+	c.fire(r, msg+".", LowConcurrencyEvidence{PeakRunning: peak, MaxRunningRequests: maxRunning})
 }
 
 // T3: low prefix-cache hit rate (not in colocate runs, where the cache is flushed at every offload).
-func (c *ctx) lowCacheHit() {
+func (c *ctx) lowCacheHit(r *RuleInfo) {
 	if c.in.Config.Colocate == nil {
-		c.skip("T3", "low_cache_hit", "unknown whether the run is colocated (no train and rollout lane roles)")
+		c.skip(r, "unknown whether the run is colocated (no train and rollout lane roles)")
 		return
 	}
 	if *c.in.Config.Colocate {
@@ -569,18 +608,18 @@ func (c *ctx) lowCacheHit() {
 	lo, hi := c.bounds()
 	mean, covered := c.eng.timeWeighted(MCacheHit, lo, hi)
 	if covered == 0 {
-		c.skip("T3", "low_cache_hit", "no "+MCacheHit+" engine series")
+		c.skip(r, "no "+MCacheHit+" engine series")
 		return
 	}
 	if mean >= c.th.LowCacheHit {
 		return
 	}
-	c.tip("T3", "low_cache_hit", Info, fmt.Sprintf("Prefix cache hit rate is low (time-weighted mean %.1f%%); consider raising --sglang-mem-fraction-static%s.",
+	c.fire(r, fmt.Sprintf("Prefix cache hit rate is low (time-weighted mean %.1f%%); consider raising --sglang-mem-fraction-static%s.",
 		mean*100, memFrac(c.in.Config.MemFractionStatic)), LowCacheHitEvidence{CacheHitMean: mean})
 }
 
 // T4: within an engine, some dp ranks carry the requests while others idle.
-func (c *ctx) dpImbalance() {
+func (c *ctx) dpImbalance(r *RuleInfo) {
 	lo, hi := c.bounds()
 	byEngine := map[string][]seriesStat{}
 	for _, st := range c.eng.series(MRunning, lo, hi) {
@@ -613,7 +652,7 @@ func (c *ctx) dpImbalance() {
 		if len(means) < 2 || busy < c.th.DPImbalanceMinRunning || idle >= c.th.DPImbalanceRatio*busy {
 			continue
 		}
-		c.tip("T4", "dp_imbalance", Warning, fmt.Sprintf("%s: dp ranks imbalanced (mean running reqs %s) — requests pile onto few ranks; %s.",
+		c.fire(r, fmt.Sprintf("%s: dp ranks imbalanced (mean running reqs %s) — requests pile onto few ranks; %s.",
 			rs[0].Addr, strings.Join(parts, ", "), c.dpHint()), DPImbalanceEvidence{Engine: rs[0].Addr, Means: means})
 	}
 }

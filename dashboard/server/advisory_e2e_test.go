@@ -344,6 +344,9 @@ func TestAdvisoryFaultsE2E(t *testing.T) {
 				}
 				v.check(t, byID, d)
 				golden(t, fmt.Sprintf("sim_fault_%s_%d_advisory", tc.name, i), d)
+				if v.query == "" { // /metrics evaluates with the run's own settings: what the advisory without a query says
+					checkExposedLikeAdvisory(t, ts.URL, "")
+				}
 			}
 		})
 	}

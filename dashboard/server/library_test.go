@@ -172,8 +172,8 @@ func TestLibraryMetrics(t *testing.T) {
 			n++
 		}
 	}
-	if n != 2*14 {
-		t.Errorf("%d firing gauges, want one per rule (14) and run (2)", n)
+	if n != 2*15 {
+		t.Errorf("%d firing gauges, want one per rule (15, T5 included) and run (2)", n)
 	}
 	for _, k := range []string{"miles_dashboard_goroutines{}", "miles_dashboard_heap_objects_bytes{}", "miles_dashboard_go_memory_bytes{}"} {
 		if v, err := strconv.ParseFloat(got[k], 64); err != nil || v <= 0 {

@@ -3,6 +3,7 @@
 // usual views (its id in the URL), 2–4 checked runs open the compare page.
 
 import type { Api } from "../api/client";
+import type { RuleID, RuleName } from "../api/responseTypes/advisoryRules";
 import { el } from "../shared/dom";
 
 export interface RunSummary {
@@ -22,7 +23,7 @@ export interface RunSummary {
   latest_step: number | null;
   headline: Record<string, number>;
   args: Record<string, unknown> | null;
-  advisory: { level: string; firing: { id: string; rule: string; level: string }[] } | null;
+  advisory: { level: string; firing: { id: RuleID; rule: RuleName; level: string }[] } | null;
 }
 
 export interface RunsList {

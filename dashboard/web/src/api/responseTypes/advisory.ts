@@ -2,12 +2,13 @@
 // {"type":"advisory"} push.
 
 import { arr, json, nullable, num, obj, oneOf, record, str, type Infer } from "../schema";
+import { RULE_IDS, RULE_NAMES } from "./advisoryRules";
 
 export const advisorySchema = obj({
-  /** A1…A7 alarms, T1…T4 tips, S1/S2 stragglers, D1 drift. */
-  id: str,
+  /** The rule's id (advisoryRules.ts, written from dashboard/advisory/catalog.go). */
+  id: oneOf(...RULE_IDS),
   /** The rule's name: stall, abort_storm, kv_bound, zero_std, low_mfu, … */
-  rule: str,
+  rule: oneOf(...RULE_NAMES),
   level: oneOf("critical", "warning", "info"),
   tier: oneOf("alarm", "tip"),
   message: str,
@@ -22,7 +23,7 @@ export const advisoryResultSchema = obj({
   /** Tips withheld because an alarm fired. */
   suppressed: arr(advisorySchema),
   /** Rules not evaluated, and why (a setting or a stream the run lacks). */
-  skipped: arr(obj({ id: str, rule: str, reason: str })),
+  skipped: arr(obj({ id: oneOf(...RULE_IDS), rule: oneOf(...RULE_NAMES), reason: str })),
   mfu: nullable(obj({ latest: num, mean: num, steps: num, peak_tflops: nullable(num) })),
 });
 export type AdvisoryResult = Infer<typeof advisoryResultSchema>;
