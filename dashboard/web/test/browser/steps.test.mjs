@@ -280,6 +280,9 @@ test("sample page: group navigator and the conversation (roles, collapsed system
   // keys: ←/→ walk the group, Escape goes back to the step page (the sample's row marked), ←/→ walk the steps
   await page.keyboard.press("ArrowLeft");
   await until(async () => (await hashParams()).get("sample") === "0", { what: "← in the group" });
+  // → walks from the sample shown: wait until sample 0 is loaded, not only named in the URL (a key pressed while
+  // it loads has no group to walk; on a slow machine that is the whole press)
+  await until(() => page.$eval(".stitle", (e) => e.textContent === "sample 0").catch(() => false), { what: "sample 0 shown" });
   await page.keyboard.press("ArrowRight");
   await until(async () => (await hashParams()).get("sample") === "1", { what: "→ in the group" });
   await page.keyboard.press("Escape");
