@@ -124,11 +124,6 @@ func TestRulesTS(t *testing.T) {
 	}
 	list("RULE_IDS", "Every rule's id, in the order the advisory evaluates them.", func(r RuleInfo) string { return r.ID })
 	list("RULE_NAMES", "Every rule's name, in the same order.", func(r RuleInfo) string { return r.Rule })
-	b.WriteString("export type RuleID = (typeof RULE_IDS)[number];\nexport type RuleName = (typeof RULE_NAMES)[number];\n\n")
-	b.WriteString("/** Each rule's level and tier. */\nexport const RULES: Record<RuleID, { rule: RuleName; level: \"critical\" | \"warning\" | \"info\"; tier: \"alarm\" | \"tip\" }> = {\n")
-	for _, r := range Rules {
-		fmt.Fprintf(&b, "  %s: { rule: %q, level: %q, tier: %q },\n", r.ID, r.Rule, r.Level, r.Tier)
-	}
-	b.WriteString("};\n")
+	b.WriteString("export type RuleID = (typeof RULE_IDS)[number];\nexport type RuleName = (typeof RULE_NAMES)[number];\n")
 	goldenfile.Assert(t, "../web/src/api/responseTypes/advisoryRules.ts", []byte(b.String()))
 }
