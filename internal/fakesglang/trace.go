@@ -1,9 +1,10 @@
 package fakesglang
 
-// Request traces in sglang's real shape (sglang/srt/observability/trace.py and req_time_stats.py, read for
-// docs/semconv.md §10): per request a root span "{role} Req {rid[:8]}" whose parent is the caller's W3C
-// traceparent (a new trace without one), one thread span per process that handled it ("Tokenizer", "Scheduler
-// [TP n] ", with host_id/pid/thread_label and the ranks), and the RequestStage slices below the thread spans —
+// Request traces in sglang's real shape (sglang 0.5.23 srt/observability/trace.py and req_time_stats.py,
+// docs/semconv.md §10; e2e/sglang_real_fake_e2e_test.go holds the shape against sglang's own code): per request
+// a root span "{role} Req {rid[:8]}" whose parent is the caller's W3C traceparent (a new trace without one), one
+// thread span per process that handled it ("Tokenizer(host:…", "Scheduler [TP n]  [PP 0] (host:…", with
+// host_id/pid/thread_label and the ranks), and the RequestStage slices below the thread spans —
 // first-level slices linked to the previous first-level slice, nested ones (chunked_prefill in prefill_forward,
 // decode_loop in decode_forward) below their parent slice, each kept only at or below the trace level.
 
@@ -149,22 +150,33 @@ type thread struct {
 	prev pcommon.SpanID // last first-level slice (linked by the next one)
 }
 
-func (b *builder) thread(label string, tp, dp int, parent pcommon.SpanID, t0, t1 time.Time, pid int64, prev pcommon.SpanID) *thread {
-	name := label
-	if tp >= 0 {
-		name += fmt.Sprintf(" [TP %d] ", tp)
+// thread adds a thread span named as trace.py names it: the label, then " [TP n] ", " [PP n] " and " [DP n] "
+// for the ranks the thread has (a scheduler has tp and pp, dp only with data-parallel attention; the tokenizer
+// none; a negative rank is none), then "(host:… | pid:…)".
+func (b *builder) thread(label string, tp, pp, dp int, parent pcommon.SpanID, t0, t1 time.Time, pid int64, prev pcommon.SpanID) *thread {
+	if b.t.cfg.DPSize <= 1 {
+		dp = -1
 	}
-	if dp >= 0 && b.t.cfg.DPSize > 1 {
-		name += fmt.Sprintf(" [DP %d] ", dp)
+	var name strings.Builder
+	name.WriteString(label)
+	for _, r := range [...]struct {
+		tag  string
+		rank int
+	}{{"TP", tp}, {"PP", pp}, {"DP", dp}} {
+		if r.rank >= 0 {
+			fmt.Fprintf(&name, " [%s %d] ", r.tag, r.rank)
+		}
 	}
-	name += fmt.Sprintf("(host:%s | pid:%d)", b.t.hostID[:8], pid)
-	s := b.span(name, parent, t0, t1)
+	fmt.Fprintf(&name, "(host:%s | pid:%d)", b.t.hostID[:8], pid)
+	s := b.span(name.String(), parent, t0, t1)
 	a := s.Attributes()
-	if tp >= 0 {
-		a.PutInt(sc.SglangTPRank, int64(tp))
-	}
-	if dp >= 0 && b.t.cfg.DPSize > 1 {
-		a.PutInt(sc.SglangDPRank, int64(dp))
+	for _, r := range [...]struct {
+		key  string
+		rank int
+	}{{sc.SglangTPRank, tp}, {sc.SglangPPRank, pp}, {sc.SglangDPRank, dp}} {
+		if r.rank >= 0 {
+			a.PutInt(r.key, int64(r.rank))
+		}
 	}
 	a.PutStr("host_id", b.t.hostID)
 	a.PutInt("pid", pid)
@@ -265,9 +277,9 @@ func (t *Tracer) Append(out ptrace.SpanSlice, r TracedRequest) (pcommon.SpanID, 
 		ra.PutInt("gen_ai.usage.completion_tokens", int64(r.CompletionTokens))
 	}
 
-	tok := b.thread("Tokenizer", -1, -1, root.SpanID(), recv, dispEnd, t.pid, pcommon.SpanID{})
+	tok := b.thread("Tokenizer", -1, -1, -1, root.SpanID(), recv, dispEnd, t.pid, pcommon.SpanID{})
 	tok.slice("tokenize", recv, tokEnd)
-	tok.slice("dispatch", tokEnd, dispEnd)
+	tok.slice("api_server_dispatch", tokEnd, dispEnd)
 
 	dp := 0
 	label := "Scheduler"
@@ -278,7 +290,7 @@ func (t *Tracer) Append(out ptrace.SpanSlice, r TracedRequest) (pcommon.SpanID, 
 		label = "Decode Scheduler"
 	}
 	for tp := range t.cfg.TPSize {
-		th := b.thread(label, tp, dp, root.SpanID(), dispEnd, r.End, t.pid+1+int64(tp), tok.prev)
+		th := b.thread(label, tp, 0, dp, root.SpanID(), dispEnd, r.End, t.pid+1+int64(tp), tok.prev)
 		if r.Aborted {
 			th.span.Status().SetCode(ptrace.StatusCodeError)
 			th.span.Attributes().PutStr("reason", "abort")

@@ -89,7 +89,7 @@ func TestTraceShape(t *testing.T) {
 		t.Fatalf("threads %v", threads)
 	}
 	for name, want := range map[string]int{
-		"tokenize": 1, "dispatch": 1, "request_process": 2, "prefill_waiting": 2,
+		"tokenize": 1, "api_server_dispatch": 1, "request_process": 2, "prefill_waiting": 2,
 		"prefill_forward": 2, "chunked_prefill": 6, "decode_waiting": 2, "decode_forward": 2, "decode_loop": 20,
 	} {
 		if got := len(m[name]); got != want {
@@ -126,7 +126,7 @@ func TestTraceShape(t *testing.T) {
 	// Level 1: no request_process/dispatch (level 2) either.
 	_, ss1 := NewTraces()
 	NewTracer(Config{}, 1, 1).Append(ss1, req)
-	if m1 := byName(ss1); len(m1["request_process"])+len(m1["dispatch"]) != 0 || len(m1["tokenize"]) != 1 {
+	if m1 := byName(ss1); len(m1["request_process"])+len(m1["api_server_dispatch"]) != 0 || len(m1["tokenize"]) != 1 {
 		t.Errorf("level 1 kept request_process/dispatch")
 	}
 }

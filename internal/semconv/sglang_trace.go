@@ -3,16 +3,17 @@ package semconv
 import "strings"
 
 // sglang request traces (docs/semconv.md §10): the spans an sglang server started with --enable-trace
-// --otlp-traces-endpoint exports for each request, as its tracing package (sglang/srt/observability/trace.py
-// and req_time_stats.py) builds them:
+// --otlp-traces-endpoint exports for each request, as sglang 0.5.23's tracing package builds them
+// (srt/observability/trace.py, driven by srt/observability/req_time_stats.py):
 //
-//	"{role} Req {rid[:8]}"                 request root; parent = the caller's traceparent (our miles.generate)
-//	└─ "{thread_label} [TP n] (host:… | pid:…)"  one thread span per process/thread handling the request
+//	"{role} Req {rid[:8]}"        request root; parent = the caller's traceparent (our miles.generate)
+//	└─ "{thread_label}[ [TP n] ][ [PP n] ][ [DP n] ](host:… | pid:…)"  one thread span per process/thread
 //	   └─ slice spans ("prefill_waiting", "prefill_forward", …), nested slices below their parent slice;
-//	      each first-level slice links to the previous first-level slice of its thread
+//	      each first-level slice links to the previous first-level slice of the request
 //
-// The names and levels below are sglang's RequestStage table; the level decides what SGLANG_TRACE_LEVEL (and
-// our exporter's engine_traces.max_level) keeps: 1 important slices, 2 all but nested ones, 3 all.
+// The names and levels below are sglang's RequestStage table (req_time_stats.py) and MooncakeRequestStage table
+// (mooncake_trace.py); the level decides what SGLANG_TRACE_LEVEL (and our exporter's engine_traces.max_level)
+// keeps: 1 important slices, 2 all but nested ones, 3 nested ones, 4 the CPU side of a batch run.
 
 // Service and attributes of sglang's request spans.
 const (
@@ -20,15 +21,19 @@ const (
 	SglangService = "sglang"
 	// SglangRID is the request id on the request root span ("rid", the id sglang returns as meta_info.id).
 	SglangRID = "rid"
+	// SglangModule is the request root's module ("sglang::request" for generate requests; --trace-modules
+	// filters on the part after "sglang::").
+	SglangModule = "module"
 	// SglangBootstrapRoom is the PD-disaggregation bootstrap room (hex string) on the request root span.
 	SglangBootstrapRoom = "bootstrap_room"
-	// SglangThreadLabel marks a thread span ("Tokenizer", "Scheduler", "Prefill Scheduler", "Decode Scheduler").
+	// SglangThreadLabel marks a thread span (labels: SglangThreadKind).
 	SglangThreadLabel = "thread_label"
-	// SglangTPRank, SglangDPRank and SglangPPRank are the thread span's parallel ranks.
+	// SglangTPRank, SglangDPRank and SglangPPRank are the thread span's parallel ranks (each only when the
+	// thread has that rank: schedulers have tp and pp, dp only with data-parallel attention).
 	SglangTPRank = "tp_rank"
 	SglangDPRank = "dp_rank"
 	SglangPPRank = "pp_rank"
-	// SglangDecodeCt is the decode step counter on decode_loop slices.
+	// SglangDecodeCt is the decode step counter on decode_loop slices (0 for the first step).
 	SglangDecodeCt = "decode_ct"
 	// SglangReqMarker is the part of a request root span's name after the role.
 	SglangReqMarker = "Req "
@@ -38,7 +43,7 @@ const (
 const (
 	StageQueue    = "queue"    // waiting in the engine: prefill_waiting, decode_waiting, request_process
 	StagePrefill  = "prefill"  // prefill_forward, chunked_prefill
-	StageDecode   = "decode"   // decode_forward, decode_loop
+	StageDecode   = "decode"   // decode_forward, decode_loop, speculative draft and verify
 	StageTransfer = "transfer" // PD bootstrap and KV transfer slices
 	StageOther    = "other"    // tokenizer and dispatch slices, and the untraced remainder of a segment
 )
@@ -48,32 +53,56 @@ var EngineStages = []string{StageQueue, StagePrefill, StageDecode, StageTransfer
 
 // SglangSlice is one of sglang's RequestStage entries.
 type SglangSlice struct {
+	// Level is sglang's trace level of the slice.
 	Level int
+	// Stage is the stage the dashboard draws it as.
 	Stage string
+	// Legacy marks a name of an earlier sglang release that SglangReviewedVersion no longer emits.
+	Legacy bool
 }
 
-// SglangSlices maps sglang's slice names to their trace level and our stage.
+// SglangSlices maps sglang's slice names to their trace level and our stage: every slice of sglang
+// SglangReviewedVersion (testdata/sglang-0.5.23-stages.tsv, listed by its own code), then earlier names.
 var SglangSlices = map[string]SglangSlice{
-	"tokenize":                  {1, StageOther},
-	"dispatch":                  {2, StageOther},
-	"dc_dispatch":               {2, StageOther},
-	"request_process":           {2, StageQueue},
-	"prefill_waiting":           {1, StageQueue},
-	"prefill_forward":           {1, StagePrefill},
-	"chunked_prefill":           {3, StagePrefill},
-	"decode_waiting":            {1, StageQueue},
-	"decode_forward":            {1, StageDecode},
-	"decode_loop":               {3, StageDecode},
-	"prefill_prepare":           {1, StageTransfer},
-	"prefill_bootstrap":         {1, StageTransfer},
-	"prefill_transfer_kv_cache": {1, StageTransfer},
-	"decode_prepare":            {1, StageTransfer},
-	"decode_bootstrap":          {1, StageTransfer},
-	"decode_transferred":        {1, StageTransfer},
-	"fake_output":               {3, StageDecode},
-	"quick_finish":              {1, StageOther},
-	"mini_lb_launch":            {1, StageOther},
-	"wait_pd_finish":            {2, StageOther},
+	// req_time_stats.py RequestStage: the tokenizer (HTTP or gRPC server) and the DP controller.
+	"tokenize":            {Level: 1, Stage: StageOther},
+	"api_server_dispatch": {Level: 2, Stage: StageOther},
+	"dpc_dispatch":        {Level: 2, Stage: StageOther},
+	// The scheduler, unified engines.
+	"request_process": {Level: 2, Stage: StageQueue},
+	"prefill_waiting": {Level: 1, Stage: StageQueue},
+	"prefill_forward": {Level: 1, Stage: StagePrefill},
+	"chunked_prefill": {Level: 3, Stage: StagePrefill},
+	"decode_waiting":  {Level: 1, Stage: StageQueue},
+	"decode_forward":  {Level: 1, Stage: StageDecode},
+	"decode_loop":     {Level: 3, Stage: StageDecode},
+	// The encoder of encode/prefill/decode disaggregation (multimodal inputs).
+	"mm_encode": {Level: 1, Stage: StageOther},
+	// PD prefill and decode schedulers.
+	"prefill_prepare":           {Level: 1, Stage: StageTransfer},
+	"prefill_bootstrap":         {Level: 1, Stage: StageTransfer},
+	"prefill_transfer_kv_cache": {Level: 1, Stage: StageTransfer},
+	"decode_prepare":            {Level: 1, Stage: StageTransfer},
+	"decode_bootstrap":          {Level: 1, Stage: StageTransfer},
+	"decode_transferred":        {Level: 1, Stage: StageTransfer},
+	"fake_output":               {Level: 3, Stage: StageDecode},
+	"quick_finish":              {Level: 1, Stage: StageOther},
+	// Speculative decoding (nested in decode_forward) and the CPU side of a pipeline-parallel batch run.
+	"spec_draft":    {Level: 2, Stage: StageDecode},
+	"spec_verify":   {Level: 2, Stage: StageDecode},
+	"run_batch_cpu": {Level: 4, Stage: StageOther},
+	// mooncake_trace.py MooncakeRequestStage: the mooncake KV transfer backend and its worker threads.
+	"mooncake_send":                {Level: 1, Stage: StageTransfer},
+	"mooncake_recv":                {Level: 1, Stage: StageTransfer},
+	"mooncake_worker_send":         {Level: 1, Stage: StageTransfer},
+	"mooncake_worker_send_session": {Level: 2, Stage: StageTransfer},
+	"mooncake_worker_recv":         {Level: 1, Stage: StageTransfer},
+	// Earlier releases (dispatch and dc_dispatch became api_server_dispatch and dpc_dispatch; the mini load
+	// balancer's slices are gone with it).
+	"dispatch":       {Level: 2, Stage: StageOther, Legacy: true},
+	"dc_dispatch":    {Level: 2, Stage: StageOther, Legacy: true},
+	"mini_lb_launch": {Level: 1, Stage: StageOther, Legacy: true},
+	"wait_pd_finish": {Level: 2, Stage: StageOther, Legacy: true},
 }
 
 // SglangUnknownLevel is the level given to a slice name this table does not know (a newer sglang): kept at the
@@ -85,7 +114,7 @@ func SglangSliceOf(name string) SglangSlice {
 	if s, ok := SglangSlices[name]; ok {
 		return s
 	}
-	return SglangSlice{SglangUnknownLevel, StageOther}
+	return SglangSlice{Level: SglangUnknownLevel, Stage: StageOther}
 }
 
 // SglangRequestRole returns the role of a request root span name ("" unified, "prefill", "decode") and whether
@@ -96,4 +125,41 @@ func SglangRequestRole(name string) (string, bool) {
 		return "", false
 	}
 	return strings.TrimSpace(role), true
+}
+
+// SglangThread is the part a thread span plays in a request (docs/semconv.md §10.3).
+type SglangThread int
+
+const (
+	// SglangThreadOther is a thread sglang did not label ("unknown") or a label this table does not know.
+	SglangThreadOther SglangThread = iota
+	// SglangThreadTokenizer is the tokenizer (tokenize, api_server_dispatch): "Tokenizer", "Prefill Tokenizer"
+	// and "PrefillTokenizer" under PD (the engine and the HTTP server spell it apart), "MultiTokenizer-N".
+	SglangThreadTokenizer
+	// SglangThreadScheduler is a scheduler rank: "Scheduler", "Prefill Scheduler", "Decode Scheduler".
+	SglangThreadScheduler
+	// SglangThreadDPController is the data-parallel controller (dpc_dispatch): "DP Controller", "Prefill DP
+	// Controller", "Decode DP Controller".
+	SglangThreadDPController
+	// SglangThreadTransfer is a KV transfer worker of the mooncake backend: "mooncake transfer worker N".
+	SglangThreadTransfer
+	// SglangThreadEncoder is the multimodal encoder of encode disaggregation (mm_encode): "Encoder".
+	SglangThreadEncoder
+)
+
+// SglangThreadKind classifies a thread span's thread_label.
+func SglangThreadKind(label string) SglangThread {
+	switch {
+	case strings.Contains(label, "Tokenizer"):
+		return SglangThreadTokenizer
+	case strings.HasSuffix(label, "Scheduler"):
+		return SglangThreadScheduler
+	case strings.HasSuffix(label, "DP Controller"):
+		return SglangThreadDPController
+	case strings.HasPrefix(label, "mooncake transfer worker"):
+		return SglangThreadTransfer
+	case label == "Encoder":
+		return SglangThreadEncoder
+	}
+	return SglangThreadOther
 }

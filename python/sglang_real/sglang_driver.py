@@ -12,9 +12,11 @@ scheduler and tokenizer processes build them (SchedulerMetricsCollector.init_new
 It prints one JSON line when every /metrics answers: {"engines": {"u": "host:port", ...}, "families": [...]}, the
 families being every `sglang:` family the real code defines (from the collectors' registries with every option on,
 plus a scan of the wheel for the few families defined outside srt/observability), then "ready" lines as cycles
-complete ({"cycle": n, "paused": bool}). With --otlp it also traces requests with sglang's TraceReqContext, each
-under the traceparent that miles_otel.generate_headers gives for the sample's miles.generate span (sent by
-miles_otel's TrajectorySink to --miles-otlp), and prints {"traced": n} when the spans are flushed.
+complete ({"cycle": n, "paused": bool}). With --otlp it first traces requests with sglang's tracing
+(trace.py's TraceReqContext, driven by req_time_stats.py's request-time classes as sglang's tokenizer and
+scheduler processes drive them), each under the traceparent that miles_otel.generate_headers gives for the
+sample's miles.generate span (sent by miles_otel's TrajectorySink to --miles-otlp), and prints {"traced": n} when
+the spans are flushed. --families-only and --stages-only print the family list or the trace slice table and exit.
 Stops on SIGTERM or when stdin closes.
 """
 
@@ -295,29 +297,102 @@ def serve(registry: CollectorRegistry) -> ThreadingHTTPServer:
     return srv
 
 
-def trace_requests(otlp: str, miles_otlp: str, engine_url: str, samples: int, turns: int) -> int:
-    """Traces samples × turns requests with sglang's TraceReqContext and RequestStage names, each request's root
-    under the traceparent miles_otel.generate_headers returns for the sample's next miles.generate span."""
+def stage_table() -> list[dict]:
+    """Every request-trace slice name sglang 0.5.23 defines, with its trace level: the RequestStage table of
+    srt/observability/req_time_stats.py and the MooncakeRequestStage table of srt/observability/mooncake_trace.py
+    (the PD transfer workers), read from the classes themselves."""
+    from sglang.srt.observability import mooncake_trace
+    from sglang.srt.observability.req_time_stats import RequestStage, RequestStageConfig
+
+    out = []
+    for cls, file in ((RequestStage, "srt/observability/req_time_stats.py"),
+                      (mooncake_trace.MooncakeRequestStage, "srt/observability/mooncake_trace.py")):
+        for const, v in vars(cls).items():
+            if isinstance(v, RequestStageConfig) and v.stage_name:
+                out.append({"name": v.stage_name, "level": v.level, "const": cls.__name__ + "." + const, "file": file})
+    return sorted(out, key=lambda s: s["name"])
+
+
+class _Batch:
+    """The two fields of a ScheduleBatch that set_schedule_time_batch reads."""
+
+    def __init__(self, reqs, forward_mode):
+        self.reqs, self.forward_mode = reqs, forward_mode
+
+
+class _Req:
+    def __init__(self, time_stats):
+        self.time_stats = time_stats
+
+
+def trace_requests(otlp: str, miles_otlp: str, engine_url: str, samples: int, turns: int, tp: int = 2) -> int:
+    """Traces samples × turns requests through a unified engine of tp scheduler ranks the way sglang's processes
+    do, with sglang's own request-time classes (srt/observability/req_time_stats.py) driving its tracing
+    (trace.py): the tokenizer thread opens the request under the traceparent miles_otel.generate_headers gives for
+    the sample's next miles.generate span (APIServerReqTimeStats: tokenize, api_server_dispatch), hands the
+    pickled time stats to every scheduler thread, as the tokenizer manager's ZMQ send does, and each scheduler
+    rank rebuilds them (SchedulerReqTimeStats.new_from_obj) and runs the request through its queue, prefill
+    (chunked for the first sample), decode steps and completion; the tokenizer then finishes the request."""
+    import pickle
+    import queue
+
     os.environ.setdefault("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/protobuf")
     os.environ.setdefault("SGLANG_OTLP_EXPORTER_SCHEDULE_DELAY_MILLIS", "200")
     import sglang.srt.observability.trace as tr
-    from sglang.srt.observability.req_time_stats import RequestStage as RS
+    from sglang.srt.disaggregation.utils import DisaggregationMode
+    from sglang.srt.model_executor.forward_batch_info import ForwardMode
+    from sglang.srt.observability import req_time_stats as rts
 
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     import miles_otel
 
     em = miles_otel.Emitter(endpoint=miles_otlp)
     sink = miles_otel.TrajectorySink(em)
+    # sglang's tokenizer and schedulers are separate processes; here they are threads, and the handoff between
+    # them must not wait the interpreter's default 5 ms switch interval (it would show as untraced time).
+    sys.setswitchinterval(0.0005)
     tr.process_tracing_init(otlp, "sglang")
     tr.set_global_trace_level(3)
-    tr.trace_set_thread_info("Scheduler", tp_rank=0, dp_rank=0)
+    tr.trace_set_thread_info("Tokenizer")
+
+    decode_steps = 4
+    inboxes = [queue.Queue() for _ in range(tp)]
+    done: queue.Queue = queue.Queue()
+
+    def scheduler(rank: int) -> None:
+        # One scheduler process per TP rank (run_scheduler_process: trace_set_thread_info(label, tp, dp, pp)).
+        tr.trace_set_thread_info("Scheduler", tp_rank=rank, dp_rank=None, pp_rank=0)
+        while (msg := inboxes[rank].get()) is not None:
+            blob, chunks = msg
+            st = rts.SchedulerReqTimeStats.new_from_obj(pickle.loads(blob))  # Req.__init__
+            st.set_scheduler_recv_time()
+            time.sleep(0.001)
+            st.set_wait_queue_entry_time()  # request_process
+            time.sleep(0.008)
+            st.set_forward_entry_time()  # prefill_waiting; prefill_forward opens
+            req = _Req(st)
+            rts.set_schedule_time_batch(_Batch([req], ForwardMode.EXTEND))
+            for _ in range(chunks - 1):
+                time.sleep(0.004)
+                st.set_last_chunked_prefill_finish_time()
+            time.sleep(0.01)
+            st.set_prefill_finished_time()  # prefill_forward closes
+            time.sleep(0.002)
+            for _ in range(decode_steps):
+                rts.set_schedule_time_batch(_Batch([req], ForwardMode.DECODE))  # first: decode_waiting
+                time.sleep(0.004)
+                st.set_last_decode_finish_time()  # decode_loop
+            st.set_completion_time()  # closes decode_forward and the thread span
+            done.put(rank)
+
+    workers = [threading.Thread(target=scheduler, args=(r,), daemon=True) for r in range(tp)]
+    for w in workers:
+        w.start()
 
     class Sample:
         def __init__(self, i):
             self.index, self.group_index, self.status, self.weight_versions, self.metadata = i, i // 2, "completed", [], {}
 
-    ns = time.time_ns
-    sleep = lambda s: time.sleep(s)  # noqa: E731  the stages take real (short) time
     n = 0
     all_samples = [Sample(i) for i in range(samples)]
     for s in all_samples:
@@ -327,25 +402,29 @@ def trace_requests(otlp: str, miles_otlp: str, engine_url: str, samples: int, tu
             t0 = time.time()
             headers = miles_otel.generate_headers(s, {"Content-Type": "application/json"})
             rid = f"{s.index:04x}{turn:04x}" + "ab" * 12
-            ctx = tr.TraceReqContext(rid, role="unified", module_name="request",
-                                     external_trace_header=tr.extract_trace_headers(headers))
-            ctx.trace_req_start(ns())
-            for stage, dur in ((RS.TOKENIZE, 0.002), (RS.API_SERVER_DISPATCH, 0.001), (RS.REQUEST_PROCESS, 0.001),
-                               (RS.PREFILL_WAITING, 0.01), (RS.PREFILL_FORWARD, 0.015)):
-                ctx.trace_slice_start(stage.stage_name, stage.level, ns())
-                sleep(dur)
-                ctx.trace_slice_end(stage.stage_name, stage.level, ns())
-            ctx.trace_slice_start(RS.DECODE_FORWARD.stage_name, RS.DECODE_FORWARD.level, ns())
-            for _ in range(3):
-                ctx.trace_slice_start(RS.DECODE_LOOP.stage_name, RS.DECODE_LOOP.level, ns())
-                sleep(0.005)
-                ctx.trace_slice_end(RS.DECODE_LOOP.stage_name, RS.DECODE_LOOP.level, ns(), attrs={"decode_ct": 1})
-            ctx.trace_slice_end(RS.DECODE_FORWARD.stage_name, RS.DECODE_FORWARD.level, ns(), thread_finish_flag=True)
-            ctx.trace_req_finish(ns())
+            ts = rts.APIServerReqTimeStats(disagg_mode=DisaggregationMode.NULL)
+            ts.init_trace_ctx(rid, None, tr.extract_trace_headers(headers))
+            ts.set_created_time()  # request span, Tokenizer thread, tokenize opens
+            time.sleep(0.002)
+            ts.set_tokenize_finish_time()
+            ts.set_api_server_dispatch_time()
+            blob = pickle.dumps(ts)  # TokenizedGenerateReqInput.time_stats over ZMQ
+            for q in inboxes:
+                q.put((blob, 3 if s.index == 0 else 1))
+            ts.set_api_server_dispatch_finish_time()  # closes the Tokenizer thread span
+            for _ in range(tp):
+                done.get()
+            ts.set_first_token_time()
+            ts.set_finished_time(span_attrs={"gen_ai.usage.prompt_tokens": 12, "gen_ai.usage.completion_tokens": decode_steps})
             sink.gen_span(s, t0, time.time(), turn=turn, engine=engine_url,
-                          meta_info={"weight_version": "1", "completion_tokens": 3, "prompt_tokens": 12})
+                          meta_info={"weight_version": "1", "completion_tokens": decode_steps, "prompt_tokens": 12,
+                                     "id": rid})
             n += 1
         sink.attempt_end(s)
+    for q in inboxes:
+        q.put(None)
+    for w in workers:
+        w.join()
     sink.consume(all_samples, step=0, weight_version=1)
     from opentelemetry import trace as ot
 
@@ -361,7 +440,11 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=6)
     ap.add_argument("--turns", type=int, default=2)
     ap.add_argument("--families-only", action="store_true", help="print the family list and exit")
+    ap.add_argument("--stages-only", action="store_true", help="print the trace slice names and levels and exit")
     a = ap.parse_args()
+    if a.stages_only:
+        print(json.dumps({"stages": stage_table()}), flush=True)
+        return
     fams = all_families()
     if a.families_only:
         print(json.dumps({"families": fams}), flush=True)
