@@ -45,8 +45,9 @@ var defaultWhitelist = func() map[string]string {
 }()
 
 // keptLabels are the only data point labels an engine_series record of the fake engines may carry with the
-// default config (pp_rank only when not 0, stage only on per_stage_req_latency_seconds).
-var keptLabels = map[string]bool{"engine_type": true, "dp_rank": true, "pp_rank": true, "stage": true}
+// default config (pp_rank only when not 0, stage only on per_stage_req_latency_seconds, is_streaming and
+// cache_source only on the tokenizer's families).
+var keptLabels = map[string]bool{"engine_type": true, "dp_rank": true, "pp_rank": true, "stage": true, "is_streaming": true, "cache_source": true}
 
 // fed is what feedEngine pushed through an engine: the values its counters and histograms must show.
 type fed struct {
@@ -157,6 +158,24 @@ func labelsMatch(r map[string]any, want map[string]string) bool {
 	return true
 }
 
+// tokLabels are the labels the collector keeps on the fake engine's tokenizer families (docs/semconv.md §7:
+// model_name dropped): engine_type, is_streaming (the fake's requests are non-streamed) on the request counters
+// and the TTFT and end-to-end histograms, cache_source on cached_tokens_total.
+func tokLabels(engineType, metric string) map[string]string {
+	if engineType == "" {
+		engineType = fakesglang.EngineUnified
+	}
+	lb := map[string]string{"engine_type": engineType}
+	switch metric {
+	case "sglang:cached_tokens_total":
+		lb["cache_source"] = "total"
+	case "sglang:num_aborted_requests_total", "sglang:inter_token_latency_seconds":
+	default:
+		lb["is_streaming"] = "false"
+	}
+	return lb
+}
+
 // latest returns the newest record of (addr, metric, labels), or nil.
 func latest(recs []map[string]any, addr, metric string, labels map[string]string) map[string]any {
 	var best map[string]any
@@ -264,12 +283,12 @@ func checkEngine(t *testing.T, recs []map[string]any, addr string, e *fakesglang
 		"sglang:generation_tokens_total":    float64(f.generated),
 		"sglang:num_aborted_requests_total": 0,
 	} {
-		r := latest(recs, addr, m, nil) // model_name dropped: no labels left
+		r := latest(recs, addr, m, tokLabels(cfg.EngineType, m))
 		if r == nil || r["v"] != want {
 			t.Errorf("%s: %s = %v, want v=%v", addr, m, r, want)
 		}
 	}
-	h := latest(recs, addr, "sglang:time_to_first_token_seconds", nil)
+	h := latest(recs, addr, "sglang:time_to_first_token_seconds", tokLabels(cfg.EngineType, "sglang:time_to_first_token_seconds"))
 	if h == nil {
 		t.Fatalf("%s: no TTFT histogram", addr)
 	}
@@ -289,14 +308,14 @@ func checkEngine(t *testing.T, recs []map[string]any, addr string, e *fakesglang
 		"sglang:e2e_request_latency_seconds": fakesglang.BucketsE2E,
 		"sglang:inter_token_latency_seconds": fakesglang.BucketsITL,
 	} {
-		r := latest(recs, addr, m, nil)
+		r := latest(recs, addr, m, tokLabels(cfg.EngineType, m))
 		if r == nil || !slices.Equal(floats(t, r["bounds"]), b) || r["count"] != float64(f.requests) {
 			t.Errorf("%s: %s = %v", addr, m, r)
 		}
 	}
 	switch cfg.EngineType {
 	case fakesglang.EnginePrefill, fakesglang.EngineDecode:
-		pd := []string{"sglang:num_prefill_prealloc_queue_reqs", "sglang:num_prefill_inflight_queue_reqs"}
+		pd := []string{"sglang:num_prefill_bootstrap_queue_reqs", "sglang:num_prefill_inflight_queue_reqs"}
 		if cfg.EngineType == fakesglang.EngineDecode {
 			pd = []string{"sglang:num_decode_prealloc_queue_reqs", "sglang:num_decode_transfer_queue_reqs"}
 		}
@@ -309,7 +328,7 @@ func checkEngine(t *testing.T, recs []map[string]any, addr string, e *fakesglang
 	}
 	// Exposed by the engine but not whitelisted: never written.
 	for _, m := range []string{
-		"sglang:utilization", "sglang:engine_startup_time", "sglang:engine_load_weights_time",
+		"sglang:utilization", "sglang:startup_time_seconds",
 		"sglang:is_cuda_graph", "sglang:decode_sum_seq_lens", "sglang:time_to_first_token_seconds_bucket",
 	} {
 		if has(recs, addr, m) {
@@ -472,7 +491,7 @@ func TestSglangEngineRestartE2E(t *testing.T) {
 	const bound = 9 * time.Second // 5 s discovery tick + 2 s scrape slot + slack for a loaded machine
 	var first float64
 	recs := waitFor(t, runDir, 60*time.Second, "the restarted engine on its new port", func(recs []map[string]any) bool {
-		r := latest(recs, a2.URL(), "sglang:num_requests_total", nil)
+		r := latest(recs, a2.URL(), "sglang:num_requests_total", tokLabels("", "sglang:num_requests_total"))
 		return r != nil
 	})
 	for _, r := range recs {
@@ -485,7 +504,7 @@ func TestSglangEngineRestartE2E(t *testing.T) {
 	if lag > bound {
 		t.Errorf("new address scraped %.2f s after the rewrite, bound %s", lag.Seconds(), bound)
 	}
-	if r := latest(recs, a2.URL(), "sglang:num_requests_total", nil); r["v"] != 5.0 {
+	if r := latest(recs, a2.URL(), "sglang:num_requests_total", tokLabels("", "sglang:num_requests_total")); r["v"] != 5.0 {
 		t.Errorf("restarted engine's counter: %v", r)
 	}
 
@@ -791,7 +810,7 @@ func TestSglangRealRouterHangingWorkerE2E(t *testing.T) {
 	for ts, ok := range ticks {
 		if !ok {
 			failed++
-		} else if latest(recs, good.URL(), "sglang:num_requests_total", nil) == nil {
+		} else if latest(recs, good.URL(), "sglang:num_requests_total", tokLabels("", "sglang:num_requests_total")) == nil {
 			t.Errorf("router up=1 at %.3f but no series of the healthy worker", ts)
 		}
 	}

@@ -80,7 +80,7 @@ func TestSglangCurrentFamiliesE2E(t *testing.T) {
 			}
 		}
 	}
-	if c := latest(recs, us.URL(), "sglang:cached_tokens_total", nil); c == nil || c["v"] != float64(10*uf.requests) {
+	if c := latest(recs, us.URL(), "sglang:cached_tokens_total", tokLabels("", "sglang:cached_tokens_total")); c == nil || c["v"] != float64(10*uf.requests) {
 		t.Errorf("cached_tokens_total = %v, want %d", c, 10*uf.requests)
 	}
 	for _, r := range recs {
@@ -100,7 +100,7 @@ func TestSglangCurrentFamiliesE2E(t *testing.T) {
 		}
 	}
 	for _, m := range []string{
-		"sglang:utilization", "sglang:engine_startup_time", "sglang:is_cuda_graph",
+		"sglang:utilization", "sglang:startup_time_seconds", "sglang:is_cuda_graph",
 		"sglang:decode_sum_seq_lens", "sglang:time_per_output_token_seconds",
 	} {
 		if has(recs, us.URL(), m) || has(recs, ds.URL(), m) {

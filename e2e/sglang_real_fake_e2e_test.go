@@ -15,6 +15,9 @@ import (
 	"testing"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/pdata/ptrace/ptraceotlp"
@@ -176,5 +179,96 @@ func TestSglangRealFakeTracesE2E(t *testing.T) {
 	}
 	if t.Failed() {
 		t.Logf("real shapes:\n%s", strings.Join(want, "\n"))
+	}
+}
+
+// scrapeFamilies reads an engine's /metrics in the text format (the `_created` series prometheus_client
+// writes beside counters and histograms are families of their own there, and left out).
+func scrapeFamilies(t *testing.T, url string) map[string]*dto.MetricFamily {
+	t.Helper()
+	resp, err := http.Get(url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatalf("%s/metrics: %v", url, err)
+	}
+	for n := range fams {
+		if strings.HasSuffix(n, "_created") {
+			delete(fams, n)
+		}
+	}
+	return fams
+}
+
+// familyShape is what a reader of a family depends on: its type, its label names (le aside) and, for a
+// histogram, its bucket bounds.
+func familyShape(f *dto.MetricFamily) string {
+	names := map[string]bool{}
+	var bounds []float64
+	for _, m := range f.GetMetric() {
+		for _, l := range m.GetLabel() {
+			names[l.GetName()] = true
+		}
+		if h := m.GetHistogram(); h != nil && bounds == nil {
+			for _, b := range h.GetBucket() {
+				bounds = append(bounds, b.GetUpperBound())
+			}
+		}
+	}
+	s := fmt.Sprintf("%s labels=%v", strings.ToLower(f.GetType().String()), slices.Sorted(maps.Keys(names)))
+	if f.GetType() == dto.MetricType_HISTOGRAM {
+		s += fmt.Sprintf(" buckets=%v", bounds)
+	}
+	return s
+}
+
+// TestSglangRealFakeMetricsE2E: every family the fake engine serves is one sglang 0.5.23's own collectors
+// serve for the same kind of engine (unified dp 2 × pp 2, PD prefill, PD decode: python/sglang_real) with the
+// same type, label names and histogram buckets; a gauge or counter the driver's engines do not serve is held
+// against sglang's listing of every family (type and label names).
+func TestSglangRealFakeMetricsE2E(t *testing.T) {
+	d := startRealDriver(t)
+	listing := map[string]realFamily{}
+	for _, f := range d.Families {
+		listing[f.Name] = f
+	}
+	for _, tc := range []struct {
+		engine string
+		cfg    fakesglang.Config
+	}{
+		{"u", fakesglang.Config{DPSize: 2, PPSize: 2}},
+		{"p", fakesglang.Config{EngineType: fakesglang.EnginePrefill}},
+		{"d", fakesglang.Config{EngineType: fakesglang.EngineDecode}},
+	} {
+		realFams := scrapeFamilies(t, "http://"+d.Engines[tc.engine])
+		fake := scrapeFamilies(t, startEngine(t, tc.cfg, 8).URL())
+		kind := tc.cfg.EngineType
+		if kind == "" {
+			kind = fakesglang.EngineUnified
+		}
+		for _, name := range slices.Sorted(maps.Keys(fake)) {
+			f := fake[name]
+			if r, ok := realFams[name]; ok {
+				if got, want := familyShape(f), familyShape(r); got != want {
+					t.Errorf("%s engine %s:\n  fake %s\n  real %s", kind, name, got, want)
+				}
+				continue
+			}
+			if f.GetType() == dto.MetricType_HISTOGRAM {
+				t.Errorf("%s engine: the driver's engine serves no %s, so its buckets go unchecked", kind, name)
+			}
+			l, ok := listing[name]
+			if !ok {
+				t.Errorf("%s engine: the fake serves %s, which sglang %s does not define", kind, name, sc.SglangReviewedVersion)
+				continue
+			}
+			if got, want := familyShape(f), fmt.Sprintf("%s labels=%v", l.Type, l.Labels); !strings.HasPrefix(got, want) {
+				t.Errorf("%s engine %s (not served by the driver's engines):\n  fake    %s\n  listing %s", kind, name, got, want)
+			}
+		}
 	}
 }

@@ -84,7 +84,7 @@ func TestSglangRouterPerWorkerE2E(t *testing.T) {
 			}
 			for _, w := range ws {
 				for _, m := range []string{"sglang:time_to_first_token_seconds", "sglang:inter_token_latency_seconds"} {
-					h := latest(recs, w.url, m, nil)
+					h := latest(recs, w.url, m, tokLabels(w.e.Config().EngineType, m))
 					if h == nil {
 						t.Errorf("%s: no %s histogram", w.url, m)
 					} else if _, ok := h["bounds"]; !ok || h["count"] != float64(w.f.requests) {

@@ -6,13 +6,15 @@
 // concatenates
 // workers under /engine_metrics with a worker_addr label, as sgl-model-gateway does.
 //
-// Names, labels and buckets follow sglang python/sglang/srt/metrics/collector.py (../shared/reference/anchors.md §5).
+// Names, labels and buckets follow sglang 0.5.23's srt/observability/metrics_collector.py; e2e/sglang_real_fake_e2e_test.go
+// holds them against that code's own output (docs/semconv.md §7, "Real sglang fixtures").
 // The engine keeps no clock of its own: every event and every snapshot carries its time, so the same engine serves
 // a live run (wall clock) and a fast-forwarded one (synthetic timestamps).
 package fakesglang
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -44,18 +46,21 @@ var (
 		{1, 5, 10, 50, 100, 500, 1000, 5000, 10000},
 	}
 	BucketsQueue = []float64{
-		0.0, 0.1, 0.2, 0.5, 1, 2, 3, 4, 5, 10, 15, 20, 30, 40, 50, 60, 70, 80, 90, 100, 200,
+		0.0, 0.001, 0.005, 0.01, 0.05, 0.1, 0.2, 0.5, 1, 2, 3, 4, 5, 10, 15, 20, 30, 40, 50, 60, 70, 80, 90, 100, 200,
 		300, 400, 500, 600, 700, 800, 900, 1000, 1200, 1400, 1600, 1800, 2000, 2500, 3000,
 	}
 	// BucketsStage are per_stage_req_latency_seconds' bounds: exponential_buckets(start=0.001, width=1.62,
-	// length=30), 1 ms to ~1191 s.
-	BucketsStage = func() []float64 {
-		out := make([]float64, 30)
-		for i := range out {
-			out[i] = 0.001 * math.Pow(1.62, float64(i))
-		}
-		return out
-	}()
+	// length=30), 1 ms to ~1191 s, as Python computes them (0.001 * 1.62**i; Go's math.Pow rounds some
+	// differently, and the bounds are compared exactly).
+	BucketsStage = []float64{
+		0.001, 0.0016200000000000001, 0.0026244000000000007, 0.004251528, 0.006887475360000002,
+		0.011157710083200004, 0.018075490334784006, 0.029282294342350097, 0.047437316834607154,
+		0.07684845327206359, 0.12449449430074302, 0.20168108076720373, 0.3267233508428701, 0.5292918283654495,
+		0.8574527619520282, 1.389073474362286, 2.2502990284669036, 3.6454844261163837, 5.905684770308542,
+		9.567209327899839, 15.49887911119774, 25.10818416014034, 40.67525833942735, 65.89391850987231,
+		106.74814798599316, 172.93199973730896, 280.1498395744405, 453.84274011059364, 735.2252389791618,
+		1191.064887146242,
+	}
 )
 
 // Request stages (the stage label of per_stage_req_latency_seconds, sglang's RequestStage values) that the fake
@@ -376,8 +381,6 @@ func (e *Engine) Families(at time.Time) []Family {
 	paused := g("sglang:num_paused_reqs", "The number of paused requests by async weight sync.")
 	retracted := g("sglang:num_retracted_reqs", "The number of retracted requests.")
 	util := g("sglang:utilization", "The utilization.")
-	startup := g("sglang:engine_startup_time", "The time taken for the engine to start up.")
-	loadW := g("sglang:engine_load_weights_time", "The time taken for the engine to load weights.")
 	cudaGraph := g("sglang:is_cuda_graph", "Whether the batch is using CUDA graph.")
 	sumSeq := g("sglang:decode_sum_seq_lens", "The sum of all sequence lengths in decode.")
 	specRate := g("sglang:spec_accept_rate", "The average acceptance rate of speculative decoding (`accepted tokens / total draft tokens` in batch).")
@@ -389,7 +392,7 @@ func (e *Engine) Families(at time.Time) []Family {
 	queueTime := Family{Name: "sglang:queue_time_seconds", Help: "Histogram of queueing time in seconds.", Kind: Histogram, Bounds: BucketsQueue}
 	perStage := Family{Name: "sglang:per_stage_req_latency_seconds", Help: "The latency of each stage of requests.", Kind: Histogram, Bounds: BucketsStage}
 	pdNames := [][2]string{
-		{"sglang:num_prefill_prealloc_queue_reqs", "The number of requests in the prefill prealloc queue."},
+		{"sglang:num_prefill_bootstrap_queue_reqs", "The number of requests in the prefill bootstrap queue."},
 		{"sglang:num_prefill_inflight_queue_reqs", "The number of requests in the prefill inflight queue."},
 		{"sglang:num_decode_prealloc_queue_reqs", "The number of requests in the decode prealloc queue."},
 		{"sglang:num_decode_transfer_queue_reqs", "The number of requests in the decode transfer queue."},
@@ -461,8 +464,6 @@ func (e *Engine) Families(at time.Time) []Family {
 			add(&paused, float64(nPaused))
 			add(&retracted, float64(rs.lastRetracted))
 			add(&util, round(min(1, float64(n)/64), 3))
-			add(&startup, e.cfg.StartupSeconds)
-			add(&loadW, e.cfg.LoadWeightsSeconds)
 			add(&cudaGraph, b2f(decoding > 0))
 			add(&sumSeq, float64(seq))
 			add(&specRate, accRate)
@@ -496,7 +497,7 @@ func (e *Engine) Families(at time.Time) []Family {
 		}
 	}
 	fams := []Family{
-		running, usedTok, usage, thr, queue, cache, maxTok, paused, retracted, util, startup, loadW, cudaGraph,
+		running, usedTok, usage, thr, queue, cache, maxTok, paused, retracted, util, cudaGraph,
 		sumSeq, specRate, specLen, retrReqs, retrIn, retrOut,
 	}
 	if e.cfg.EngineType != EngineUnified {
@@ -510,22 +511,36 @@ func (e *Engine) Families(at time.Time) []Family {
 	}
 	fams = append(fams, queueTime, perStage)
 
-	tl := []Label{{"model_name", e.cfg.ModelName}}
-	c := func(name, help string, v float64) Family {
-		return Family{Name: name, Help: help, Kind: Counter, Samples: []Sample{{Labels: tl, Value: v}}}
+	// The tokenizer's families (TokenizerMetricsCollector): engine_type and model_name on each; the request
+	// counters and latency histograms keep streamed and non-streamed requests apart (is_streaming: the fake's
+	// requests are non-streamed, as miles' rollout sends them), cached tokens come by cache_source (the fake
+	// reports only the "total" that sglang writes beside its device/host/storage split).
+	tl := []Label{{"engine_type", e.cfg.EngineType}, {"model_name", e.cfg.ModelName}}
+	stream := append(slices.Clone(tl), Label{"is_streaming", "false"})
+	cached := append([]Label{{"cache_source", "total"}}, tl...)
+	startup := g("sglang:startup_time_seconds", "Engine startup duration by phase in seconds.")
+	for _, ph := range [...]struct { // emit_startup_time: one series per startup phase
+		phase string
+		v     float64
+	}{{"load_weight", e.cfg.LoadWeightsSeconds}, {"kv_cache_allocation", 2.1}, {"scheduler_e2e", e.cfg.StartupSeconds}, {"tokenizer_e2e", 3.4}} {
+		startup.Samples = append(startup.Samples, Sample{Labels: append(slices.Clone(tl), Label{"phase", ph.phase}), Value: ph.v})
 	}
-	h := func(name, help string, hh *hist) Family {
-		return Family{Name: name, Help: help, Kind: Histogram, Bounds: hh.bounds, Samples: []Sample{histSample(tl, hh)}}
+	fams = append(fams, startup)
+	c := func(name, help string, lb []Label, v float64) Family {
+		return Family{Name: name, Help: help, Kind: Counter, Samples: []Sample{{Labels: lb, Value: v}}}
+	}
+	h := func(name, help string, lb []Label, hh *hist) Family {
+		return Family{Name: name, Help: help, Kind: Histogram, Bounds: hh.bounds, Samples: []Sample{histSample(lb, hh)}}
 	}
 	fams = append(fams,
-		c("sglang:prompt_tokens_total", "Number of prefill tokens processed.", e.promptTotal),
-		c("sglang:generation_tokens_total", "Number of generation tokens processed.", e.genTotal),
-		c("sglang:cached_tokens_total", "Number of cached prompt tokens.", e.cachedTotal),
-		c("sglang:num_requests_total", "Number of requests processed.", e.reqTotal),
-		c("sglang:num_aborted_requests_total", "Number of requests aborted.", e.abortTotal),
-		h("sglang:time_to_first_token_seconds", "Histogram of time to first token in seconds.", e.ttft),
-		h("sglang:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", e.itl),
-		h("sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds", e.e2e),
+		c("sglang:prompt_tokens_total", "Number of prefill tokens processed.", stream, e.promptTotal),
+		c("sglang:generation_tokens_total", "Number of generation tokens processed.", stream, e.genTotal),
+		c("sglang:cached_tokens_total", "Number of cached prompt tokens.", cached, e.cachedTotal),
+		c("sglang:num_requests_total", "Number of requests processed.", stream, e.reqTotal),
+		c("sglang:num_aborted_requests_total", "Number of requests aborted.", tl, e.abortTotal),
+		h("sglang:time_to_first_token_seconds", "Histogram of time to first token in seconds.", stream, e.ttft),
+		h("sglang:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", tl, e.itl),
+		h("sglang:e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds", stream, e.e2e),
 	)
 	return fams
 }

@@ -1,6 +1,7 @@
 package fakesglang
 
 import (
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -97,7 +98,7 @@ func TestEngineServesSglangExposition(t *testing.T) {
 			t.Errorf("%s: type %v, want %v", name, f.GetType(), kind)
 		}
 	}
-	for _, pdName := range []string{"sglang:num_prefill_prealloc_queue_reqs", "sglang:num_decode_transfer_queue_reqs"} {
+	for _, pdName := range []string{"sglang:num_prefill_bootstrap_queue_reqs", "sglang:num_decode_transfer_queue_reqs"} {
 		if _, ok := fams[pdName]; ok {
 			t.Errorf("unified engine exposes PD metric %s", pdName)
 		}
@@ -113,8 +114,9 @@ func TestEngineServesSglangExposition(t *testing.T) {
 			t.Errorf("label %s=%q, want %q (all: %v)", k, l[k], v, l)
 		}
 	}
-	if got := labels(fams["sglang:prompt_tokens_total"].GetMetric()[0]); len(got) != 1 || got["model_name"] != "Qwen/Qwen3-8B" {
-		t.Errorf("tokenizer counter labels %v, want only model_name", got)
+	// The tokenizer's labels (sglang 0.5.23 TokenizerMetricsCollector): no ranks.
+	if got := labels(fams["sglang:prompt_tokens_total"].GetMetric()[0]); fmt.Sprint(got) != fmt.Sprint(map[string]string{"engine_type": "unified", "is_streaming": "false", "model_name": "Qwen/Qwen3-8B"}) {
+		t.Errorf("tokenizer counter labels %v, want engine_type, is_streaming and model_name", got)
 	}
 
 	// Load: two requests queue on dp 0, one starts; one starts on dp 1.
@@ -204,7 +206,7 @@ func TestPDEnginesExposeQueueMetrics(t *testing.T) {
 		want     []string
 		notWants []string
 	}{
-		{EnginePrefill, []string{"sglang:num_prefill_prealloc_queue_reqs", "sglang:num_prefill_inflight_queue_reqs", "sglang:kv_transfer_speed_gb_s", "sglang:kv_transfer_latency_ms"}, []string{"sglang:num_decode_prealloc_queue_reqs"}},
+		{EnginePrefill, []string{"sglang:num_prefill_bootstrap_queue_reqs", "sglang:num_prefill_inflight_queue_reqs", "sglang:kv_transfer_speed_gb_s", "sglang:kv_transfer_latency_ms"}, []string{"sglang:num_decode_prealloc_queue_reqs"}},
 		{EngineDecode, []string{"sglang:num_decode_prealloc_queue_reqs", "sglang:num_decode_transfer_queue_reqs", "sglang:kv_transfer_speed_gb_s"}, []string{"sglang:num_prefill_inflight_queue_reqs"}},
 	} {
 		e := NewEngine(Config{EngineType: tc.typ})
@@ -228,7 +230,7 @@ func TestPDEnginesExposeQueueMetrics(t *testing.T) {
 				t.Errorf("%s engine exposes %s", tc.typ, n)
 			}
 		}
-		qn := "sglang:num_prefill_prealloc_queue_reqs"
+		qn := "sglang:num_prefill_bootstrap_queue_reqs"
 		if tc.typ == EngineDecode {
 			qn = "sglang:num_decode_prealloc_queue_reqs"
 		}
