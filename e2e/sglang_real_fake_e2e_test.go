@@ -132,7 +132,7 @@ func spanList(ss ptrace.SpanSlice) []ptrace.Span {
 }
 
 // TestSglangRealFakeTracesE2E: the fake engine's request spans have the shape of sglang's own for the same
-// request (a unified engine of two TP ranks, a prompt prefilled in three chunks, four decode steps, trace level
+// request (a unified engine of two TP ranks, a prompt prefilled in three chunks, ten decode steps, trace level
 // 3): the same spans by name and nesting, the same thread names, attribute keys, previous-slice links and
 // status, the same resource service and tracer scope.
 func TestSglangRealFakeTracesE2E(t *testing.T) {
@@ -160,7 +160,7 @@ func TestSglangRealFakeTracesE2E(t *testing.T) {
 	tr.Append(out, fakesglang.TracedRequest{
 		Trace: pcommon.TraceID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, Parent: pcommon.SpanID{1, 2, 3, 4, 5, 6, 7, 8},
 		Received: t0, Start: t0.Add(12 * ms), FirstToken: t0.Add(30 * ms), End: t0.Add(50 * ms),
-		DecodeSteps: 4, PromptTokens: 3 * 8192, CompletionTokens: 4,
+		DecodeSteps: 10, PromptTokens: 3 * 8192, CompletionTokens: 10,
 	})
 	fakeScope := td.ResourceSpans().At(0).ScopeSpans().At(0).Scope().Name()
 	if v, _ := td.ResourceSpans().At(0).Resource().Attributes().Get(sc.ServiceName); v.Str() != sc.SglangService || !realScopes[fakeScope] || len(realScopes) != 1 {

@@ -355,7 +355,7 @@ def trace_requests(otlp: str, miles_otlp: str, engine_url: str, samples: int, tu
     tr.set_global_trace_level(3)
     tr.trace_set_thread_info("Tokenizer")
 
-    decode_steps = 4
+    decode_steps = 10
     inboxes = [queue.Queue() for _ in range(tp)]
     done: queue.Queue = queue.Queue()
 
@@ -366,24 +366,25 @@ def trace_requests(otlp: str, miles_otlp: str, engine_url: str, samples: int, tu
             blob, chunks = msg
             st = rts.SchedulerReqTimeStats.new_from_obj(pickle.loads(blob))  # Req.__init__
             st.set_scheduler_recv_time()
-            time.sleep(0.001)
+            time.sleep(0.002)
             st.set_wait_queue_entry_time()  # request_process
-            time.sleep(0.008)
+            time.sleep(0.04)
             st.set_forward_entry_time()  # prefill_waiting; prefill_forward opens
             req = _Req(st)
             rts.set_schedule_time_batch(_Batch([req], ForwardMode.EXTEND))
             for _ in range(chunks - 1):
-                time.sleep(0.004)
+                time.sleep(0.01)
                 st.set_last_chunked_prefill_finish_time()
-            time.sleep(0.01)
+            time.sleep(0.05)
             st.set_prefill_finished_time()  # prefill_forward closes
-            time.sleep(0.002)
+            time.sleep(0.005)
             for _ in range(decode_steps):
                 rts.set_schedule_time_batch(_Batch([req], ForwardMode.DECODE))  # first: decode_waiting
-                time.sleep(0.004)
+                time.sleep(0.02)
                 st.set_last_decode_finish_time()  # decode_loop
             st.set_completion_time()  # closes decode_forward and the thread span
-            done.put(rank)
+            if rank == 0:  # the tokenizer hears from TP rank 0 (through the detokenizer), not from every rank
+                done.put(rank)
 
     workers = [threading.Thread(target=scheduler, args=(r,), daemon=True) for r in range(tp)]
     for w in workers:
@@ -405,15 +406,14 @@ def trace_requests(otlp: str, miles_otlp: str, engine_url: str, samples: int, tu
             ts = rts.APIServerReqTimeStats(disagg_mode=DisaggregationMode.NULL)
             ts.init_trace_ctx(rid, None, tr.extract_trace_headers(headers))
             ts.set_created_time()  # request span, Tokenizer thread, tokenize opens
-            time.sleep(0.002)
+            time.sleep(0.005)
             ts.set_tokenize_finish_time()
             ts.set_api_server_dispatch_time()
             blob = pickle.dumps(ts)  # TokenizedGenerateReqInput.time_stats over ZMQ
             for q in inboxes:
                 q.put((blob, 3 if s.index == 0 else 1))
             ts.set_api_server_dispatch_finish_time()  # closes the Tokenizer thread span
-            for _ in range(tp):
-                done.get()
+            done.get()
             ts.set_first_token_time()
             ts.set_finished_time(span_attrs={"gen_ai.usage.prompt_tokens": 12, "gen_ai.usage.completion_tokens": decode_steps})
             sink.gen_span(s, t0, time.time(), turn=turn, engine=engine_url,
