@@ -12,7 +12,7 @@ import (
 
 // Joining engine request spans to generate segments (docs/semconv.md §10.3): a request of a sample's trace
 // belongs to the generate segment of that trace it overlaps most; its stage time is the first-level slices of
-// its Tokenizer thread and of one scheduler thread (the lowest tp, dp, pp), by stage.
+// its tokenizer, DP-controller and encoder threads and of one scheduler thread (the lowest tp, dp, pp), by stage.
 
 // CoverageSlack and CoverageFrac are the documented tolerance: a segment is covered by its engine slices when
 // |segment − Σ slices| ≤ CoverageSlack + CoverageFrac · segment.
@@ -130,9 +130,13 @@ func (j *engineJoin) attachLocked(row *AnatomyRow, gens []*trajRec, engine func(
 				seg[s.id] = best
 			}
 		}
-		// Threads of each request: the Tokenizer ones and the scheduler thread of the lowest ranks.
+		// Threads of each request (docs/semconv.md §10.3): the ones on its path that hold no rank (tokenizer, DP
+		// controller, encoder) and one scheduler, the lowest ranks. A thread sglang left unlabelled stands in for
+		// the scheduler only where the request has none; KV transfer workers run beside the scheduler's own
+		// transfer slice and add nothing.
 		chosen := map[spanID]bool{}
 		sched := map[spanID]int{} // request → chosen scheduler thread
+		other := map[spanID]int{} // request → lowest-ranked unlabelled thread
 		for i := range spans {
 			s := &spans[i]
 			if s.kind != ekThread || !s.hasParent {
@@ -141,12 +145,23 @@ func (j *engineJoin) attachLocked(row *AnatomyRow, gens []*trajRec, engine func(
 			if _, ok := seg[s.parent]; !ok {
 				continue
 			}
-			if j.r.names.str(s.label) == "Tokenizer" {
+			pick := sched
+			switch sc.SglangThreadKind(j.r.names.str(s.label)) {
+			case sc.SglangThreadTokenizer, sc.SglangThreadDPController, sc.SglangThreadEncoder:
 				chosen[s.id] = true
 				continue
+			case sc.SglangThreadTransfer:
+				continue
+			case sc.SglangThreadOther:
+				pick = other
 			}
-			if k, ok := sched[s.parent]; !ok || rankLess(s, &spans[k]) {
-				sched[s.parent] = i
+			if k, ok := pick[s.parent]; !ok || rankLess(s, &spans[k]) {
+				pick[s.parent] = i
+			}
+		}
+		for req, k := range other {
+			if _, ok := sched[req]; !ok {
+				sched[req] = k
 			}
 		}
 		for _, k := range sched {

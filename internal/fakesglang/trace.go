@@ -277,7 +277,15 @@ func (t *Tracer) Append(out ptrace.SpanSlice, r TracedRequest) (pcommon.SpanID, 
 		ra.PutInt("gen_ai.usage.completion_tokens", int64(r.CompletionTokens))
 	}
 
-	tok := b.thread("Tokenizer", -1, -1, -1, root.SpanID(), recv, dispEnd, t.pid, pcommon.SpanID{})
+	// sglang's http_server.py prefixes the tokenizer's label with the PD role, without a space.
+	tokLabel := "Tokenizer"
+	switch role {
+	case "prefill":
+		tokLabel = "PrefillTokenizer"
+	case "decode":
+		tokLabel = "DecodeTokenizer"
+	}
+	tok := b.thread(tokLabel, -1, -1, -1, root.SpanID(), recv, dispEnd, t.pid, pcommon.SpanID{})
 	tok.slice("tokenize", recv, tokEnd)
 	tok.slice("api_server_dispatch", tokEnd, dispEnd)
 

@@ -1,0 +1,86 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// TestEngineJoinThreadsByKind: a request's stage time is its tokenizer, DP-controller and encoder threads plus
+// one scheduler (the lowest ranks), whatever sglang calls them under PD (docs/semconv.md §10.3): the labels are
+// sglang 0.5.23's own ("PrefillTokenizer" from http_server.py, "Prefill DP Controller" from
+// data_parallel_controller.py, "Encoder" from the encoder runtime). A thread without ranks must not win the
+// scheduler choice, and a KV transfer worker (concurrent with the scheduler's own transfer slice) and an
+// unlabelled thread beside a scheduler add nothing.
+func TestEngineJoinThreadsByKind(t *testing.T) {
+	dir := trajRun(t)
+	raw, err := os.ReadFile(filepath.Join(dir, "dashboard", "trajectories", hourA+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	gen1 := ""
+	for l := range strings.SplitSeq(string(raw), "\n") {
+		var r struct {
+			Type   string `json:"type"`
+			Sample int    `json:"sample"`
+			Turn   int    `json:"turn"`
+			Span   string `json:"span"`
+		}
+		if json.Unmarshal([]byte(l), &r) == nil && r.Type == "generate" && r.Sample == 10 && r.Turn == 1 {
+			gen1 = r.Span
+		}
+	}
+	if gen1 == "" {
+		t.Fatal("no generate span for sample 10")
+	}
+	thread := func(id, label, ranks string, t0, t1 float64) string {
+		return fmt.Sprintf(`{"k":"thread","span":%q,"parent":"00000000000000a1","label":%q%s,"t0":%g,"t1":%g},`, id, label, ranks, t0, t1)
+	}
+	slice := func(id, parent, name string, t0, t1 float64) string {
+		return fmt.Sprintf(`{"k":"slice","span":%q,"parent":%q,"name":%q,"lvl":1,"t0":%g,"t1":%g},`, id, parent, name, t0, t1)
+	}
+	rec := fmt.Sprintf(`{"trace":%q,"t":%g,"parent":%q,"spans":[`, tid(1), h0+105, gen1) +
+		`{"k":"req","span":"00000000000000a1","t0":0.5,"t1":390,"rid":"r1"},` +
+		thread("00000000000000b1", "PrefillTokenizer", "", 0.5, 2) +
+		slice("00000000000000c1", "00000000000000b1", "tokenize", 0.5, 1.5) +
+		slice("00000000000000c2", "00000000000000b1", "api_server_dispatch", 1.5, 2) +
+		thread("00000000000000b2", "Prefill DP Controller", "", 2, 3) +
+		slice("00000000000000c3", "00000000000000b2", "dpc_dispatch", 2, 3) +
+		thread("00000000000000b3", "Encoder", "", 3, 4) +
+		slice("00000000000000c4", "00000000000000b3", "mm_encode", 3, 4) +
+		thread("00000000000000b4", "Prefill Scheduler", `,"tp":1,"dp":0,"pp":0`, 4, 390) +
+		slice("00000000000000c5", "00000000000000b4", "prefill_forward", 4, 390) +
+		thread("00000000000000b5", "Prefill Scheduler", `,"tp":0,"dp":0,"pp":0`, 4, 390) +
+		slice("00000000000000c6", "00000000000000b5", "prefill_waiting", 4, 20) +
+		slice("00000000000000c7", "00000000000000b5", "prefill_forward", 20, 300) +
+		slice("00000000000000c8", "00000000000000b5", "prefill_transfer_kv_cache", 300, 390) +
+		thread("00000000000000b6", "mooncake transfer worker 0", "", 300, 390) +
+		slice("00000000000000c9", "00000000000000b6", "transfer_kv", 300, 390) +
+		thread("00000000000000b7", "unknown", "", 4, 390) +
+		strings.TrimSuffix(slice("00000000000000ca", "00000000000000b7", "prefill_forward", 4, 390), ",") +
+		"]}\n"
+	write(t, dir, filepath.Join("dashboard", "engine_traces", hourA+".jsonl"), rec)
+	st, err := Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := st.Anatomy(2, "submit", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range a.Rows {
+		for i := 0; i+4 < len(r.EngineSlices); i += 5 {
+			got = append(got, fmt.Sprintf("%g-%g", r.EngineSlices[i]-(h0+105), r.EngineSlices[i+1]-(h0+105)))
+		}
+	}
+	slices.Sort(got)
+	want := []string{"0.5-1.5", "1.5-2", "2-3", "20-300", "3-4", "300-390", "4-20"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("joined slices (s from the record's base) %v, want %v: tokenizer, DP controller, encoder and TP 0's scheduler", got, want)
+	}
+}
