@@ -331,13 +331,6 @@ func (r *Reader) evictLocked(el *list.Element) {
 	}
 }
 
-// OpenSteps is the number of steps held open.
-func (r *Reader) OpenSteps() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.lru.Len()
-}
-
 // Close closes every open step.
 func (r *Reader) Close() {
 	r.mu.Lock()

@@ -79,7 +79,7 @@ type phaseBlock struct {
 	pend  []pendingMarker
 	arena []byte
 	// Open markers still unmatched (indices into open) as of stillOpen's last look, and how many of open that
-	// look examined (phaseIndex.go).
+	// look examined (phases_index.go).
 	openLeft []int32
 	checked  int
 	nodeIdx  phaseNodeIndex

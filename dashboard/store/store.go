@@ -2,7 +2,7 @@
 // nothing; a query loads only the hourly partitions its window touches, into compressed columns with min/max
 // pyramids; in follow mode the newest partitions are tailed by byte offset and listeners are told what grew.
 //
-//	files ──(tail.go: offsets, corrupt lines reported)──▶ per-stream readers (<stream>_load.go) ──▶ blocks
+//	files ──(internal/partition: offsets, corrupt lines reported)──▶ per-stream readers (<stream>_load.go) ──▶ blocks
 //	(<stream>_block.go) ──▶ queries (<stream>_query.go, and the views reading several: heatmap.go, fleet.go,
 //	bubbles.go, anatomy.go, carpet.go)
 package store

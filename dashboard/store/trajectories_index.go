@@ -285,10 +285,3 @@ func (s *Store) LifecycleStepsIfIndexed() ([]StepSummary, bool) {
 	}
 	return s.LifecycleSteps(), true
 }
-
-// TrajVersion changes whenever the step index grew.
-func (s *Store) TrajVersion() uint64 {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	return s.trajectories.index.version
-}
