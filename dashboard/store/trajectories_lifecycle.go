@@ -26,7 +26,7 @@ type lcJoin struct {
 	// version counts changes that can change a resolved sample.
 	version uint64
 	// evicted, when set, names the attempts dropped before their consume.
-	evicted *evictedRing
+	evicted *lifecycle.Evicted[traceID]
 	// unversioned are the consumed attempts whose consume span has no version: the timeline pins theirs.
 	unversioned map[traceID]*lcTrace
 }
@@ -108,7 +108,7 @@ func (j *lcJoin) add(r *trajRec, in *interner) bool {
 	}
 	t := j.traces[r.trace]
 	if t == nil {
-		t = &lcTrace{id: r.trace, dirty: true, evicted: j.evicted != nil && j.evicted.has(r.trace)}
+		t = &lcTrace{id: r.trace, dirty: true, evicted: j.evicted != nil && j.evicted.Has(r.trace)}
 		j.traces[r.trace] = t
 	}
 	t.last = math.Max(t.last, r.t1)
@@ -216,7 +216,7 @@ type lcIndex struct {
 	// settled at.
 	done map[traceID]lcDone
 	// evicted remembers attempts dropped before their consume (bounded), so the consume says why it is unknown.
-	evicted evictedRing
+	evicted lifecycle.Evicted[traceID]
 	// edge is the newest span end read.
 	edge float64
 }
@@ -228,7 +228,7 @@ type lcDone struct {
 
 func (x *lcIndex) init() {
 	*x = lcIndex{join: newLcJoin(nil), done: map[traceID]lcDone{}}
-	x.evicted.init(4096)
+	x.evicted = lifecycle.NewEvicted[traceID](4096)
 	x.join.evicted = &x.evicted
 }
 
@@ -329,7 +329,7 @@ func (x *lcIndex) sweep(bound float64, steps map[int]*stepConsume) {
 
 func (x *lcIndex) evict(t *lcTrace) {
 	x.join.drop(t)
-	x.evicted.add(t.id)
+	x.evicted.Add(t.id)
 }
 
 func cmpF(a, b float64) int {
@@ -340,31 +340,4 @@ func cmpF(a, b float64) int {
 		return 1
 	}
 	return 0
-}
-
-// evictedRing remembers the last evicted trace ids (bounded FIFO).
-type evictedRing struct {
-	ids  map[traceID]struct{}
-	ring []traceID
-	next int
-}
-
-func (e *evictedRing) init(n int) {
-	e.ids, e.ring, e.next = map[traceID]struct{}{}, make([]traceID, 0, n), 0
-}
-
-func (e *evictedRing) add(id traceID) {
-	if len(e.ring) < cap(e.ring) {
-		e.ring = append(e.ring, id)
-	} else {
-		delete(e.ids, e.ring[e.next])
-		e.ring[e.next] = id
-		e.next = (e.next + 1) % len(e.ring)
-	}
-	e.ids[id] = struct{}{}
-}
-
-func (e *evictedRing) has(id traceID) bool {
-	_, ok := e.ids[id]
-	return ok
 }

@@ -52,7 +52,7 @@ type worker struct {
 	retired list.List // consumed states, oldest first
 	held    []*heldGroup
 	tl      lifecycle.Timeline
-	evicted evictedSet
+	evicted lifecycle.Evicted[pcommon.TraceID]
 
 	// counts since the last tick, for the rate-limited log lines
 	evictedCap, lateSpans, lostConsumes int64
@@ -64,7 +64,7 @@ func newWorker(p *lifecycleProcessor, capacity int) *worker {
 		p: p, ch: make(chan any, 256), cap: capacity, traces: map[pcommon.TraceID]*traceState{},
 		tl: lifecycle.Timeline{Max: 1 << 16},
 	}
-	w.evicted.init(max(1024, capacity/4))
+	w.evicted = lifecycle.NewEvicted[pcommon.TraceID](max(1024, capacity/4))
 	return w
 }
 
@@ -176,7 +176,7 @@ func (w *worker) drop(st *traceState, evicted bool) {
 	delete(w.traces, st.id)
 	w.p.tel.inFlight.Add(-1)
 	if evicted {
-		w.evicted.add(st.id)
+		w.evicted.Add(st.id)
 	}
 }
 
@@ -294,7 +294,7 @@ func (w *worker) resolveConsume(span ptrace.Span, f *spanInfo, now time.Time) {
 	evicted := false
 	if st != nil {
 		cur = &st.Attempt
-	} else if w.evicted.has(f.trace) {
+	} else if w.evicted.Has(f.trace) {
 		evicted = true
 		w.lostConsumes++
 	}
@@ -360,32 +360,4 @@ func putInts(attrs pcommon.Map, key string, vs []int64) {
 	for _, v := range vs {
 		s.AppendEmpty().SetInt(v)
 	}
-}
-
-// evictedSet remembers the ids of the last evicted states (bounded FIFO).
-type evictedSet struct {
-	ids  map[pcommon.TraceID]struct{}
-	ring []pcommon.TraceID
-	next int
-}
-
-func (e *evictedSet) init(n int) {
-	e.ids = make(map[pcommon.TraceID]struct{})
-	e.ring = make([]pcommon.TraceID, 0, n)
-}
-
-func (e *evictedSet) add(id pcommon.TraceID) {
-	if len(e.ring) < cap(e.ring) {
-		e.ring = append(e.ring, id)
-	} else {
-		delete(e.ids, e.ring[e.next])
-		e.ring[e.next] = id
-		e.next = (e.next + 1) % len(e.ring)
-	}
-	e.ids[id] = struct{}{}
-}
-
-func (e *evictedSet) has(id pcommon.TraceID) bool {
-	_, ok := e.ids[id]
-	return ok
 }
