@@ -10,5 +10,5 @@
 // log record or data point (or the resource / scope whose own attributes are too deep, with what it holds), counts
 // it and logs one warning a minute; everything else passes unchanged.
 //
-//	ConsumeTraces/Metrics/Logs → walk attributes (depth-bounded) → remove offending items → next
+//	processorhelper → process{Traces,Metrics,Logs} → walk attributes (depth-bounded) → remove offending items → next
 package ingestguardprocessor // import "github.com/otelcol-miles/otelcol-miles/processors/ingestguardprocessor"

@@ -6,6 +6,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/collector/processor/processorhelper"
 
 	"github.com/otelcol-miles/otelcol-miles/processors/ingestguardprocessor/internal/metadata"
 )
@@ -18,26 +19,29 @@ func NewFactory() processor.Factory {
 		processor.WithLogs(createLogs, metadata.LogsStability))
 }
 
-func createTraces(_ context.Context, set processor.Settings, cfg component.Config, next consumer.Traces) (processor.Traces, error) {
+// The guard removes items in place, so the pipeline must hand it data no other consumer shares.
+var mutates = processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: true})
+
+func createTraces(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Traces) (processor.Traces, error) {
 	g, err := newGuard(set, cfg.(*Config))
 	if err != nil {
 		return nil, err
 	}
-	return &tracesGuard{base: base{guard: g}, next: next}, nil
+	return processorhelper.NewTraces(ctx, set, cfg, next, g.processTraces, mutates)
 }
 
-func createMetrics(_ context.Context, set processor.Settings, cfg component.Config, next consumer.Metrics) (processor.Metrics, error) {
+func createMetrics(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Metrics) (processor.Metrics, error) {
 	g, err := newGuard(set, cfg.(*Config))
 	if err != nil {
 		return nil, err
 	}
-	return &metricsGuard{base: base{guard: g}, next: next}, nil
+	return processorhelper.NewMetrics(ctx, set, cfg, next, g.processMetrics, mutates)
 }
 
-func createLogs(_ context.Context, set processor.Settings, cfg component.Config, next consumer.Logs) (processor.Logs, error) {
+func createLogs(ctx context.Context, set processor.Settings, cfg component.Config, next consumer.Logs) (processor.Logs, error) {
 	g, err := newGuard(set, cfg.(*Config))
 	if err != nil {
 		return nil, err
 	}
-	return &logsGuard{base: base{guard: g}, next: next}, nil
+	return processorhelper.NewLogs(ctx, set, cfg, next, g.processLogs, mutates)
 }

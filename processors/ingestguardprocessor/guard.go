@@ -3,13 +3,12 @@ package ingestguardprocessor
 import (
 	"context"
 
-	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor"
+	"go.opentelemetry.io/collector/processor/processorhelper"
 )
 
 // guard is the state shared by the three signal processors: the limit and the counters.
@@ -232,56 +231,36 @@ func dataPoints(m pmetric.Metric) int {
 	return 0
 }
 
-// The three signal processors. Each removes items in place (MutatesData) and passes the rest on; a request
-// left empty is acknowledged without calling the next consumer.
+// The processing functions of the three signal processors (processorhelper wraps them). Each removes items in
+// place and passes the rest on; a request left empty is acknowledged without calling the next consumer
+// (processorhelper.ErrSkipProcessingData), since an empty request would only cost the next hop a call.
 
-type base struct{ guard *guard }
-
-func (base) Start(context.Context, component.Host) error { return nil }
-func (base) Shutdown(context.Context) error              { return nil }
-func (base) Capabilities() consumer.Capabilities         { return consumer.Capabilities{MutatesData: true} }
-
-type tracesGuard struct {
-	base
-	next consumer.Traces
-}
-
-func (p *tracesGuard) ConsumeTraces(ctx context.Context, td ptrace.Traces) error {
-	if n := p.guard.filterTraces(td); n > 0 {
-		p.guard.tel.dropped(signalTraces, n)
+func (g *guard) processTraces(_ context.Context, td ptrace.Traces) (ptrace.Traces, error) {
+	if n := g.filterTraces(td); n > 0 {
+		g.tel.dropped(signalTraces, n)
 		if td.SpanCount() == 0 {
-			return nil
+			return td, processorhelper.ErrSkipProcessingData
 		}
 	}
-	return p.next.ConsumeTraces(ctx, td)
+	return td, nil
 }
 
-type metricsGuard struct {
-	base
-	next consumer.Metrics
-}
-
-func (p *metricsGuard) ConsumeMetrics(ctx context.Context, md pmetric.Metrics) error {
-	if n := p.guard.filterMetrics(md); n > 0 {
-		p.guard.tel.dropped(signalMetrics, n)
+func (g *guard) processMetrics(_ context.Context, md pmetric.Metrics) (pmetric.Metrics, error) {
+	if n := g.filterMetrics(md); n > 0 {
+		g.tel.dropped(signalMetrics, n)
 		if md.DataPointCount() == 0 {
-			return nil
+			return md, processorhelper.ErrSkipProcessingData
 		}
 	}
-	return p.next.ConsumeMetrics(ctx, md)
+	return md, nil
 }
 
-type logsGuard struct {
-	base
-	next consumer.Logs
-}
-
-func (p *logsGuard) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
-	if n := p.guard.filterLogs(ld); n > 0 {
-		p.guard.tel.dropped(signalLogs, n)
+func (g *guard) processLogs(_ context.Context, ld plog.Logs) (plog.Logs, error) {
+	if n := g.filterLogs(ld); n > 0 {
+		g.tel.dropped(signalLogs, n)
 		if ld.LogRecordCount() == 0 {
-			return nil
+			return ld, processorhelper.ErrSkipProcessingData
 		}
 	}
-	return p.next.ConsumeLogs(ctx, ld)
+	return ld, nil
 }

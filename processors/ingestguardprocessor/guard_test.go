@@ -13,7 +13,9 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processortest"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/otelcol-miles/otelcol-miles/processors/ingestguardprocessor/internal/metadata"
@@ -93,21 +95,52 @@ func nopTelemetry(t *testing.T) *telemetry {
 	return tel
 }
 
-func newTraces(t *testing.T, next *consumertest.TracesSink) (*tracesGuard, *guard) {
+// newSettings returns processor settings whose meter records, so a test reads the drops from the
+// processor's own self-metric, as an operator would.
+func newSettings(t *testing.T) (processor.Settings, *componenttest.Telemetry) {
 	t.Helper()
-	p, err := NewFactory().CreateTraces(context.Background(), processortest.NewNopSettings(metadata.Type), createDefaultConfig(), next)
+	tt := componenttest.NewTelemetry()
+	t.Cleanup(func() { _ = tt.Shutdown(context.Background()) })
+	set := processortest.NewNopSettings(metadata.Type)
+	set.TelemetrySettings = tt.NewTelemetrySettings()
+	return set, tt
+}
+
+// dropped is the otelcol_processor_ingestguard_dropped total of signal (0 when nothing was recorded).
+func dropped(t *testing.T, tt *componenttest.Telemetry, signal string) int64 {
+	t.Helper()
+	m, err := tt.GetMetric("otelcol_processor_ingestguard_dropped")
+	if err != nil {
+		return 0
+	}
+	sum, ok := m.Data.(metricdata.Sum[int64])
+	if !ok {
+		t.Fatalf("otelcol_processor_ingestguard_dropped is a %T, want an int64 sum", m.Data)
+	}
+	var n int64
+	for _, dp := range sum.DataPoints {
+		if v, _ := dp.Attributes.Value("signal"); v.AsString() == signal {
+			n += dp.Value
+		}
+	}
+	return n
+}
+
+func newTraces(t *testing.T, next *consumertest.TracesSink) (processor.Traces, *guard, *componenttest.Telemetry) {
+	t.Helper()
+	set, tt := newSettings(t)
+	p, err := NewFactory().CreateTraces(context.Background(), set, createDefaultConfig(), next)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg := p.(*tracesGuard)
-	return tg, tg.guard
+	return p, &guard{max: maxSafeNesting, tel: nopTelemetry(t)}, tt
 }
 
 // One rank's deep span among 100 good spans of others: only it is dropped, counted, and the rest decodes at
 // the next hop.
 func TestTracesDropOnlyTheOffendingSpan(t *testing.T) {
 	sink := &consumertest.TracesSink{}
-	p, g := newTraces(t, sink)
+	p, g, tt := newTraces(t, sink)
 	td := ptrace.NewTraces()
 	for c := range 2 {
 		rs := td.ResourceSpans().AppendEmpty()
@@ -125,8 +158,8 @@ func TestTracesDropOnlyTheOffendingSpan(t *testing.T) {
 	if got := sink.SpanCount(); got != 100 {
 		t.Fatalf("%d spans passed, want the 100 good ones", got)
 	}
-	if g.tel.total.Load() != 1 {
-		t.Fatalf("dropped %d, want 1", g.tel.total.Load())
+	if n := dropped(t, tt, signalTraces); n != 1 {
+		t.Fatalf("dropped %d, want 1", n)
 	}
 	if err := decodes(t, sink.AllTraces()[0]); err != nil {
 		t.Fatalf("the guarded batch does not decode: %v", err)
@@ -159,7 +192,7 @@ func TestTracesDropOnlyTheOffendingSpan(t *testing.T) {
 }
 
 func TestLogsAndMetrics(t *testing.T) {
-	set := processortest.NewNopSettings(metadata.Type)
+	set, tt := newSettings(t)
 	logs := &consumertest.LogsSink{}
 	lp, err := NewFactory().CreateLogs(context.Background(), set, createDefaultConfig(), logs)
 	if err != nil {
@@ -174,8 +207,8 @@ func TestLogsAndMetrics(t *testing.T) {
 	if err := lp.ConsumeLogs(context.Background(), ld); err != nil {
 		t.Fatal(err)
 	}
-	if logs.LogRecordCount() != 2 || lp.(*logsGuard).guard.tel.total.Load() != 2 {
-		t.Fatalf("logs: %d passed, %d dropped; want 2, 2", logs.LogRecordCount(), lp.(*logsGuard).guard.tel.total.Load())
+	if n := dropped(t, tt, signalLogs); logs.LogRecordCount() != 2 || n != 2 {
+		t.Fatalf("logs: %d passed, %d dropped; want 2, 2", logs.LogRecordCount(), n)
 	}
 
 	metrics := &consumertest.MetricsSink{}
@@ -197,8 +230,8 @@ func TestLogsAndMetrics(t *testing.T) {
 	if err := mp.ConsumeMetrics(context.Background(), md); err != nil {
 		t.Fatal(err)
 	}
-	if metrics.DataPointCount() != 1 || mp.(*metricsGuard).guard.tel.total.Load() != 2 {
-		t.Fatalf("metrics: %d points passed, %d dropped; want 1, 2", metrics.DataPointCount(), mp.(*metricsGuard).guard.tel.total.Load())
+	if n := dropped(t, tt, signalMetrics); metrics.DataPointCount() != 1 || n != 2 {
+		t.Fatalf("metrics: %d points passed, %d dropped; want 1, 2", metrics.DataPointCount(), n)
 	}
 }
 

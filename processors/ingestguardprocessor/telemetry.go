@@ -3,7 +3,6 @@ package ingestguardprocessor
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/collector/component"
@@ -23,12 +22,11 @@ const (
 // warnEvery spaces the warnings: one line a minute at most, with the count since the last.
 const warnEvery = time.Minute
 
-// telemetry counts the drops as a self-metric (otelcol_processor_ingestguard_dropped{signal}) and as a plain
-// counter tests read, and logs at most one warning per warnEvery. Never one log line per item.
+// telemetry counts the drops as a self-metric (otelcol_processor_ingestguard_dropped{signal}) and logs at most
+// one warning per warnEvery. Never one log line per item.
 type telemetry struct {
 	drops  metric.Int64Counter
 	opts   map[string]metric.AddOption
-	total  atomic.Int64
 	logger *zap.Logger
 	now    func() time.Time
 
@@ -56,7 +54,6 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 }
 
 func (t *telemetry) dropped(signal string, n int64) {
-	t.total.Add(n)
 	t.drops.Add(context.Background(), n, t.opts[signal])
 	now := t.now()
 	t.mu.Lock()
