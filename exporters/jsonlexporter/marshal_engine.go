@@ -86,28 +86,10 @@ type engineSpan struct {
 	lvl  int
 }
 
-// engineBundler groups the kept engine spans of one export by (trace, end hour), like trajectory bundles.
-type engineBundler struct {
-	index   map[bundleKey]int32
-	bundles []bundle
-	arrived []engineSpan
-	members []engineSpan
-	bundle  []int32 // bundle of arrived[i]
-}
+var engineBundlers = newBundlerPool[engineSpan]()
 
-var engineBundlerPool = sync.Pool{New: func() any { return &engineBundler{index: map[bundleKey]int32{}} }}
-
-func (g *engineBundler) release() {
-	if len(g.arrived) > 4096 {
-		return
-	}
-	clear(g.index)
-	g.bundles, g.arrived, g.members, g.bundle = g.bundles[:0], g.arrived[:0], g.members[:0], g.bundle[:0]
-	engineBundlerPool.Put(g)
-}
-
-// consider classifies one span of an engine service, applies the level and the sample, and queues it.
-func (g *engineBundler) consider(f *engineFilter, r *records, span ptrace.Span) {
+// considerEngine classifies one span of an engine service, applies the level and the sample, and queues it.
+func considerEngine(g *bundler[engineSpan], f *engineFilter, r *records, span ptrace.Span) {
 	if !validIDs(span) {
 		r.invalid++
 		return
@@ -132,44 +114,17 @@ func (g *engineBundler) consider(f *engineFilter, r *records, span ptrace.Span) 
 			return
 		}
 	}
-	g.arrived = append(g.arrived, es)
+	g.add(span, es)
 }
 
-// flush applies the rate cap and encodes the bundles into r.
-func (g *engineBundler) flush(f *engineFilter, r *records) {
-	if k := f.take(len(g.arrived)); k < len(g.arrived) {
-		r.eng.rate += int64(len(g.arrived) - k)
-		g.arrived = g.arrived[:k]
+// flushEngine applies the rate cap and encodes the bundles into r.
+func flushEngine(g *bundler[engineSpan], f *engineFilter, r *records) {
+	n := len(g.arrived)
+	if k := f.take(n); k < n {
+		r.eng.rate += int64(n - k)
+		g.keep(k)
 	}
-	for _, es := range g.arrived {
-		k := bundleKey{trace: es.span.TraceID(), hour: hourOf(es.span.EndTimestamp())}
-		i, ok := g.index[k]
-		if !ok || g.bundles[i].n >= maxBundle {
-			i = int32(len(g.bundles))
-			g.index[k] = i
-			g.bundles = append(g.bundles, bundle{end: es.span.EndTimestamp()})
-		}
-		g.bundles[i].n++
-		g.bundle = append(g.bundle, i)
-	}
-	var off int32
-	for i := range g.bundles {
-		g.bundles[i].first = off
-		off += g.bundles[i].n
-		g.bundles[i].n = 0
-	}
-	g.members = append(g.members[:0], g.arrived...)
-	for j, es := range g.arrived {
-		bd := &g.bundles[g.bundle[j]]
-		g.members[bd.first+bd.n] = es
-		bd.n++
-	}
-	for i := range g.bundles {
-		bd := &g.bundles[i]
-		c := r.chunkFor(sc.StreamEngineTraces, bd.end)
-		c.data = appendEngineBundle(c.data, g.members[bd.first:bd.first+bd.n])
-		c.lines++
-	}
+	g.write(r, sc.StreamEngineTraces, appendEngineBundle)
 }
 
 // appendEngineBundle encodes the engine spans of one trace as one engine_traces record (docs/semconv.md §10.2):

@@ -3,7 +3,6 @@ package jsonlexporter
 import (
 	"encoding/hex"
 	"strconv"
-	"sync"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -21,16 +20,16 @@ import (
 // to the base). The lifecycle processor releases a sample's spans together when the trainer consumes it, so in
 // the shipped pipelines a bundle is usually a whole sample attempt.
 func mapTraces(td ptrace.Traces, r *records) {
-	g := bundlerPool.Get().(*bundler)
-	defer g.release()
-	eg := engineBundlerPool.Get().(*engineBundler)
-	defer eg.release()
+	g := trajectoryBundlers.Get().(*bundler[member])
+	defer g.release(trajectoryBundlers)
+	eg := engineBundlers.Get().(*bundler[engineSpan])
+	defer eg.release(engineBundlers)
 	for _, rs := range td.ResourceSpans().All() {
 		node, _ := attrStr(rs.Resource().Attributes(), sc.HostName)
 		if svc, _ := attrStr(rs.Resource().Attributes(), sc.ServiceName); r.engine != nil && r.engine.services[svc] {
 			for _, ss := range rs.ScopeSpans().All() {
 				for _, span := range ss.Spans().All() {
-					eg.consider(r.engine, r, span)
+					considerEngine(eg, r.engine, r, span)
 				}
 			}
 			continue
@@ -65,23 +64,16 @@ func mapTraces(td ptrace.Traces, r *records) {
 					if !r.spanTimesOK(span.StartTimestamp(), span.EndTimestamp()) {
 						continue
 					}
-					g.add(typ, span)
+					addTrajectory(g, typ, span)
 				default:
 					r.unmapped++
 				}
 			}
 		}
 	}
-	g.group()
-	for i := range g.bundles {
-		bd := &g.bundles[i]
-		// Encoded straight into the partition's chunk: no scratch copy on the hottest path.
-		c := r.chunkFor(sc.StreamTrajectories, bd.end)
-		c.data = appendBundle(c.data, g.members[bd.first:bd.first+bd.n])
-		c.lines++
-	}
+	g.write(r, sc.StreamTrajectories, appendBundle)
 	if r.engine != nil {
-		eg.flush(r.engine, r)
+		flushEngine(eg, r.engine, r)
 	}
 }
 
@@ -219,55 +211,18 @@ func trajectoryIndex(k string) (int, bool) {
 
 // member is one trajectory span waiting to be written in its bundle, with its known attributes already found.
 type member struct {
-	typ    string
-	span   ptrace.Span
-	bundle int32
-	known  int // how many of the attributes are known fields
-	vals   [14]pcommon.Value
-	have   [14]bool
+	typ   string
+	span  ptrace.Span
+	known int // how many of the attributes are known fields
+	vals  [14]pcommon.Value
+	have  [14]bool
 }
 
-type bundleKey struct {
-	trace pcommon.TraceID
-	hour  int64
-}
+var trajectoryBundlers = newBundlerPool[member]()
 
-type bundle struct {
-	end      pcommon.Timestamp // an end time of a member: picks the partition
-	first, n int32
-}
-
-// bundler groups the trajectory spans of one export by (trace, end hour), keeping arrival order within a bundle.
-// It is pooled: a batch of a few hundred spans then costs no allocation.
-type bundler struct {
-	index   map[bundleKey]int32
-	bundles []bundle
-	arrived []member
-	members []member // arrived, grouped by bundle (bundle.first indexes it)
-}
-
-var bundlerPool = sync.Pool{New: func() any { return &bundler{index: map[bundleKey]int32{}} }}
-
-func (g *bundler) release() {
-	if len(g.arrived) > 4096 {
-		return // an unusually large export: let the GC have it
-	}
-	clear(g.index)
-	g.bundles, g.arrived, g.members = g.bundles[:0], g.arrived[:0], g.members[:0]
-	bundlerPool.Put(g)
-}
-
-func (g *bundler) add(typ string, span ptrace.Span) {
-	k := bundleKey{trace: span.TraceID(), hour: hourOf(span.EndTimestamp())}
-	i, ok := g.index[k]
-	if !ok || g.bundles[i].n >= maxBundle {
-		i = int32(len(g.bundles))
-		g.index[k] = i
-		g.bundles = append(g.bundles, bundle{end: span.EndTimestamp()})
-	}
-	g.bundles[i].n++
-	g.arrived = append(g.arrived, member{typ: typ, span: span, bundle: i})
-	m := &g.arrived[len(g.arrived)-1]
+// addTrajectory queues a trajectory span for its bundle.
+func addTrajectory(g *bundler[member], typ string, span ptrace.Span) {
+	m := g.add(span, member{typ: typ, span: span})
 	// One pass over the attributes instead of one linear Map.Get per known field.
 	for k, v := range span.Attributes().All() {
 		if j, ok := trajectoryIndex(k); ok {
@@ -276,26 +231,6 @@ func (g *bundler) add(typ string, span ptrace.Span) {
 		}
 	}
 }
-
-// group lays the members out bundle by bundle (a counting sort: stable, linear).
-func (g *bundler) group() {
-	var off int32
-	for i := range g.bundles {
-		g.bundles[i].first = off
-		off += g.bundles[i].n
-		g.bundles[i].n = 0
-	}
-	g.members = append(g.members[:0], g.arrived...)
-	for _, m := range g.arrived {
-		bd := &g.bundles[m.bundle]
-		g.members[bd.first+bd.n] = m
-		bd.n++
-	}
-}
-
-// maxBundle caps the spans of one record, so a pathological trace (thousands of spans) still makes lines of
-// bounded size; its spans then continue in a further record.
-const maxBundle = 256
 
 // The attributes written once per bundle (indexes into trajectoryOrder): one trace is one sample attempt.
 const nShared = 3 // sample, group, attempt
