@@ -29,6 +29,17 @@ type catalogFile struct {
 	Lanes   map[string]*laneEntry `json:"lanes"`
 }
 
+// laneFact is one thing learned about a GPU lane ("node:gpu") while mapping records; the catalog folds them.
+type laneFact struct {
+	node   string
+	gpu    int64
+	uuid   string
+	model  string
+	rank   int64 // -1 none
+	train  bool
+	engine string // engine addr, "" none
+}
+
 // laneCatalog folds lane facts from every export into lane_catalog.json so readers never scan streams to
 // resolve lanes. Export calls fold under the lock; the flush goroutine writes the file when it changed.
 type laneCatalog struct {

@@ -5,7 +5,9 @@
 //
 // Data flow (one concern per file):
 //
-//	marshal_*.go  pdata → records (encode.go: reflection-free JSON)
+//	marshal_*.go  pdata → records (encode.go: reflection-free JSON; marshal_attrs.go: lenient attribute reads)
+//	bundle.go     trajectory and engine spans → one record per trace and hour
+//	records.go    one export's lines, grouped by partition (stream, hour)
 //	writer.go     bounded queue, flush ticker, drop-oldest, loud rate-limited errors
 //	partitioner.go hour key → O_APPEND file, small LRU, torn-tail repair, path guard
 //	rollup.go     gpu_util readings → gpu_rollup (per lane and 16 s bucket: min/max/sum/count)
