@@ -36,18 +36,14 @@ func (o *obj) float(k string, v float64)          { o.key(k); o.b = appendFloat(
 func (o *obj) time(k string, t pcommon.Timestamp) { o.key(k); o.b = appendTime(o.b, t) }
 func (o *obj) null(k string)                      { o.key(k); o.b = append(o.b, "null"...) }
 
-func (o *obj) traceID(k string, id pcommon.TraceID) {
-	o.key(k)
-	o.b = append(o.b, '"')
-	o.b = hex.AppendEncode(o.b, id[:])
-	o.b = append(o.b, '"')
-}
+func (o *obj) traceID(k string, id pcommon.TraceID) { o.key(k); o.b = appendID(o.b, id[:]) }
+func (o *obj) spanID(k string, id pcommon.SpanID)   { o.key(k); o.b = appendID(o.b, id[:]) }
 
-func (o *obj) spanID(k string, id pcommon.SpanID) {
-	o.key(k)
-	o.b = append(o.b, '"')
-	o.b = hex.AppendEncode(o.b, id[:])
-	o.b = append(o.b, '"')
+// appendID writes a trace or span id as a lowercase hex string, the form OTLP/JSON uses.
+func appendID(b, id []byte) []byte {
+	b = append(b, '"')
+	b = hex.AppendEncode(b, id)
+	return append(b, '"')
 }
 
 // line closes the object and terminates the record.

@@ -1,7 +1,6 @@
 package jsonlexporter
 
 import (
-	"encoding/hex"
 	"strconv"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -329,9 +328,7 @@ func appendMember(b []byte, m *member, ms []member, shared [nShared]int, base pc
 				o.b = append(o.b, ',')
 			}
 			id := l.TraceID()
-			o.b = append(o.b, '"')
-			o.b = hex.AppendEncode(o.b, id[:])
-			o.b = append(o.b, '"')
+			o.b = appendID(o.b, id[:])
 		}
 		o.b = append(o.b, ']')
 	}
