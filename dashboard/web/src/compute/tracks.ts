@@ -1,0 +1,252 @@
+// Compute Utilization view: the tracks — the time axis, the step bubble strip and the lanes (phase bands over
+// util / mem / engine-overlay lines, one row per selected lane, virtualised: a sticky canvas over a spacer) —
+// with their pointer handling: wheel zoom, drag pan, double-click to the latest window, a click on a step's
+// bubble to zoom to it, and the hover tips of lanes and bubbles.
+
+import type { Bubble } from "../api/responseTypes/bubbles";
+import type { Lane } from "../api/responseTypes/lanes";
+import { phaseColor } from "../shared/colors";
+import { bucketAt } from "../shared/decimate";
+import { el, esc, fitCanvas } from "../shared/dom";
+import { atEdge, formatDuration, pan, wheelFactor, xToTime, zoomAt, type Bounds, type Win } from "../shared/timeaxis";
+import { axisTicks, drawAxis, type AxisOpts } from "./axis";
+import { bubbleAt, drawBubbles } from "./bubbleStrip";
+import { drawGrid, drawLane, GUTTER, LANE_H, UTIL_H, UTIL_Y } from "./laneTrack";
+import { isAll } from "./selection";
+import { phasesAt, type EngineStore, type GpuStore, type PhaseStore } from "./store";
+import { fmtVal, type Tooltip } from "./tooltip";
+import type { UrlState } from "./urlState";
+
+const AXIS_H = 24;
+const BUBBLE_H = 18;
+
+/** What the tracks read from the view and ask it to do. */
+export interface TracksHost {
+  readonly root: HTMLElement;
+  readonly st: UrlState;
+  readonly view: Win;
+  readonly pinned: boolean;
+  readonly edge: number;
+  readonly allLanes: Lane[];
+  readonly selLanes: Lane[];
+  readonly bubbles: Bubble[];
+  readonly phases: PhaseStore;
+  readonly gpu: GpuStore;
+  readonly engines: EngineStore;
+  readonly probe: { lanesDrawn: number };
+  readonly tip: Tooltip;
+  bounds(): Bounds;
+  cap(): number;
+  plotWidth(): number;
+  timeAtEvent(e: MouseEvent, c: HTMLElement): number | null;
+  showCursor(e: MouseEvent): void;
+  fmtT(t: number): string;
+  setView(v: Win, pinned: boolean): void;
+  goTo(t0: number, t1: number): void;
+  goLatest(span: number): void;
+  spanToFollow(): number;
+  /** The lanes box scrolled: repaint and load the rows now in view. */
+  scrolled(): void;
+}
+
+export class Tracks {
+  readonly root = el("div", "tracks");
+  private readonly axisCanvas = el("canvas", "axis");
+  private readonly bubbleCanvas = el("canvas", "bubbles");
+  /** The scroll box of the lanes (its scrollTop says which rows are in view). */
+  readonly lanesBox = el("div", "lanes");
+  private readonly lanesSpacer = el("div", "spacer");
+  private readonly lanesCanvas = el("canvas", "lanecanvas");
+  private readonly empty = el("div", "empty");
+
+  constructor(private readonly h: TracksHost) {
+    this.root.appendChild(this.axisCanvas);
+    this.root.appendChild(this.bubbleCanvas);
+    this.lanesBox.appendChild(this.lanesCanvas);
+    this.lanesBox.appendChild(this.lanesSpacer);
+    this.root.appendChild(this.lanesBox);
+    this.root.appendChild(h.tip.cursor);
+    this.root.appendChild(this.empty);
+    this.lanesBox.addEventListener("scroll", () => h.scrolled());
+    for (const c of [this.lanesCanvas, this.axisCanvas]) {
+      c.addEventListener("wheel", (e) => this.onWheel(e, c), { passive: false });
+      c.addEventListener("mousedown", (e) => this.onDragStart(e, c));
+      c.addEventListener("dblclick", () => h.goLatest(h.spanToFollow()));
+    }
+    this.lanesCanvas.addEventListener("mousemove", (e) => this.onHover(e));
+    this.lanesCanvas.addEventListener("mouseleave", () => h.tip.hide());
+    this.bubbleCanvas.addEventListener("click", (e) => this.bubbleClick(e));
+    this.bubbleCanvas.addEventListener("mousemove", (e) => this.bubbleHover(e));
+    this.bubbleCanvas.addEventListener("mouseleave", () => h.tip.hide());
+  }
+
+  /** Size the scroll box for n selected lanes (at most what the window height leaves room for). */
+  layout(n: number): void {
+    const visibleRows = Math.min(n, Math.max(4, Math.floor((window.innerHeight - 360) / LANE_H)));
+    this.lanesBox.style.height = Math.max(1, visibleRows) * LANE_H + "px";
+    this.lanesSpacer.style.height = Math.max(0, n * LANE_H - visibleRows * LANE_H) + "px";
+    this.empty.textContent = n === 0 ? "No lanes in this selection." : "";
+  }
+
+  /** Row range [first, last] of selected lanes visible in the scroll box. */
+  visibleRows(margin = 0): [number, number] {
+    const top = this.lanesBox.scrollTop;
+    const h = this.lanesBox.clientHeight || LANE_H * 4;
+    const first = Math.max(0, Math.floor(top / LANE_H) - margin);
+    const last = Math.min(this.h.selLanes.length - 1, Math.floor((top + h - 1) / LANE_H) + margin);
+    return [first, last];
+  }
+
+  /** Repaint the dirty tracks; rows: only these lanes (null: every visible lane, when lanes is set). */
+  draw(d: { axis: boolean; bubbles: boolean; lanes: boolean; rows: Set<string> }, ax: AxisOpts, full: number): void {
+    const w = ax.width;
+    if (d.axis) drawAxis(fitCanvas(this.axisCanvas, full, AXIS_H), AXIS_H, ax);
+    if (d.bubbles) drawBubbles(fitCanvas(this.bubbleCanvas, full, BUBBLE_H), BUBBLE_H, this.h.bubbles, this.h.view, w);
+    if (d.lanes || d.rows.size) this.drawLanes(d.lanes ? null : d.rows, w, full, axisTicks(ax).ts);
+  }
+
+  private drawLanes(only: Set<string> | null, w: number, full: number, ts: number[]): void {
+    const h = this.h;
+    const boxH = this.lanesBox.clientHeight || LANE_H;
+    const ctx = fitCanvas(this.lanesCanvas, full, boxH);
+    const top = this.lanesBox.scrollTop;
+    const [first, last] = this.visibleRows(0);
+    if (!only) ctx.clearRect(0, 0, full, boxH);
+    const multiNode = new Set(h.allLanes.map((l) => l.node)).size > 1;
+    const sel = new Set(h.selLanes.map((l) => l.id));
+    let drawn = 0;
+    for (let r = first; r <= last; r++) {
+      const lane = h.selLanes[r];
+      if (only && !only.has(lane.id)) continue;
+      const y = r * LANE_H - top;
+      drawLane(ctx, y, lane, multiNode, h.phases.get(lane.id), h.gpu.get(lane.id), {
+        view: h.view,
+        width: w,
+        edge: h.edge,
+        mem: h.st.mem,
+        memMax: h.st.mem ? h.gpu.fieldMax("mem_mb") : 0,
+        names: h.phases.names,
+        overlay: h.st.overlay ? h.engines.get(lane.id) : undefined,
+        overlayMax: h.engines.max,
+        engines: h.engines.engines,
+        selected: !isAll(h.st.lanes) && sel.has(lane.id),
+      });
+      drawGrid(ctx, ts, h.view, w, y + UTIL_Y, y + UTIL_Y + UTIL_H);
+      drawn++;
+    }
+    h.probe.lanesDrawn = only ? h.probe.lanesDrawn : drawn;
+  }
+
+  // ---------------------------------------------------------------------------------------------- zoom and pan
+
+  private onWheel(e: WheelEvent, c: HTMLCanvasElement): void {
+    const h = this.h;
+    e.preventDefault();
+    const r = c.getBoundingClientRect();
+    const x = e.clientX - r.left - GUTTER;
+    const w = h.plotWidth();
+    const anchor = h.pinned ? h.view.t1 : xToTime(Math.max(0, Math.min(w, x)), h.view, w);
+    const v = zoomAt(h.view, anchor, wheelFactor(e.deltaY), h.bounds(), h.cap());
+    h.setView(v, h.pinned && atEdge(v, h.edge));
+  }
+
+  private onDragStart(e: MouseEvent, c: HTMLCanvasElement): void {
+    const h = this.h;
+    if (e.button !== 0) return;
+    const r = c.getBoundingClientRect();
+    if (e.clientX - r.left < GUTTER) return;
+    e.preventDefault();
+    const x0 = e.clientX;
+    const v0 = h.view;
+    const w = h.plotWidth();
+    let moved = false;
+    h.root.classList.add("dragging");
+    const move = (ev: MouseEvent) => {
+      const dx = ev.clientX - x0;
+      if (Math.abs(dx) < 3 && !moved) return;
+      moved = true;
+      const v = pan(v0, (-dx * (v0.t1 - v0.t0)) / w, h.bounds());
+      h.setView(v, atEdge(v, h.edge));
+    };
+    const up = () => {
+      window.removeEventListener("mousemove", move);
+      window.removeEventListener("mouseup", up);
+      h.root.classList.remove("dragging");
+    };
+    window.addEventListener("mousemove", move);
+    window.addEventListener("mouseup", up);
+  }
+
+  private bubbleClick(e: MouseEvent): void {
+    const t = this.h.timeAtEvent(e, this.bubbleCanvas);
+    if (t === null) return;
+    const s = bubbleAt(this.h.bubbles, t);
+    if (!s) return;
+    const pad = (s.t1 - s.t0) * 0.05;
+    this.h.goTo(s.t0 - pad, s.t1 + pad);
+  }
+
+  // ---------------------------------------------------------------------------------------------- hover
+
+  /** A lane's tip: its phases at the pointer (nested, with step / rank), util range, mem, the overlay's value. */
+  private onHover(e: MouseEvent): void {
+    const h = this.h;
+    const t = h.timeAtEvent(e, this.lanesCanvas);
+    const r = this.lanesCanvas.getBoundingClientRect();
+    const row = Math.floor((e.clientY - r.top + this.lanesBox.scrollTop) / LANE_H);
+    const lane = h.selLanes[row];
+    if (t === null || !lane) return h.tip.hide();
+    h.showCursor(e);
+    const rows: string[] = [];
+    rows.push(`<b>${esc(lane.id)}</b> <span class="muted">${esc(lane.key)}${lane.model ? " · " + esc(lane.model) : ""}</span>`);
+    rows.push(`<span class="muted">${h.fmtT(t)}</span>`);
+    const ph = h.phases.get(lane.id);
+    const at = phasesAt(ph, t, h.edge);
+    if (at.length) {
+      for (const i of at) {
+        const name = h.phases.names[ph.name[i]];
+        const end = ph.open[i] ? Math.max(ph.t1[i], h.edge) : ph.t1[i];
+        const meta = [ph.step[i] >= 0 ? `step ${ph.step[i]}` : "", ph.rank[i] >= 0 ? `rank ${ph.rank[i]}` : "", ph.open[i] ? "still running" : ""]
+          .filter(Boolean)
+          .join(" · ");
+        rows.push(
+          `<span class="tsw" style="background:${phaseColor(name)}"></span>${"&nbsp;&nbsp;".repeat(ph.depth[i])}${esc(name)} ` +
+            `<b>${formatDuration(end - ph.t0[i])}</b> <span class="muted">${meta}</span>`,
+        );
+      }
+    } else rows.push(`<span class="muted">no phase</span>`);
+    for (const c of h.gpu.get(lane.id)) {
+      const i = bucketAt(c.t, c.step, t);
+      if (i < 0) continue;
+      const u = c.fields.get("util");
+      const m = c.fields.get("mem_mb");
+      if (u && u.max[i] === u.max[i]) {
+        const lo = u.min[i];
+        const hi = u.max[i];
+        rows.push(`util <b>${lo === hi ? fmtVal(hi) : fmtVal(lo) + "–" + fmtVal(hi)}%</b>`);
+      }
+      if (m && m.max[i] === m.max[i]) rows.push(`mem <b>${(m.max[i] / 1024).toFixed(1)} GB</b>`);
+    }
+    const ov = h.st.overlay ? h.engines.get(lane.id) : undefined;
+    if (ov) {
+      const k = bucketAt(ov.t, ov.step, t);
+      if (k >= 0)
+        for (const s of ov.segments)
+          if (s.v[k] === s.v[k]) rows.push(`${esc(h.st.overlay)} <b>${fmtVal(s.v[k])}</b> <span class="muted">${esc(s.engine)}</span>`);
+    }
+    h.tip.show(e, rows.join("<br>"));
+  }
+
+  private bubbleHover(e: MouseEvent): void {
+    const h = this.h;
+    const t = h.timeAtEvent(e, this.bubbleCanvas);
+    const s = t === null ? null : bubbleAt(h.bubbles, t);
+    if (!s) return h.tip.hide();
+    h.showCursor(e);
+    h.tip.show(
+      e,
+      `<b>step ${s.step}</b><br>wait ratio <b>${s.wait_ratio === null ? "—" : (s.wait_ratio * 100).toFixed(1) + "%"}</b><br>` +
+        `step time <b>${formatDuration(s.t1 - s.t0)}</b><br><span class="muted">click to zoom to this step</span>`,
+    );
+  }
+}
