@@ -69,7 +69,7 @@ func (b *Budget) leave(s *Store) {
 	b.mu.Unlock()
 }
 
-// heldKind is the stream of an evictable block.
+// heldKind is the stream of an evictable block: each has one hour cache registered (hours.go).
 type heldKind uint8
 
 const (
@@ -117,6 +117,8 @@ type memHeld struct {
 	// pins are the budget clock at the start of each query in flight (with a count, several may start at one
 	// tick); guarded by Store.lmu.
 	pins map[uint64]int
+	// sources are the hour caches of the evictable streams, by kind (hours.go, registerHours).
+	sources [heldNone]hourSource
 }
 
 func newMemHeld() memHeld {
@@ -229,38 +231,11 @@ type heldBlock struct {
 	body *cacheBody
 }
 
-// heldBlocksLocked lists the evictable blocks the readers hold now.
+// heldBlocksLocked lists the evictable blocks the registered hour caches hold now (hours.go).
 func (s *Store) heldBlocksLocked() []heldBlock {
 	var out []heldBlock
-	for h, b := range s.gpu.blocks {
-		if h >= 0 {
-			out = append(out, heldBlock{heldKey{heldGPU, h}, b, s.gpu.utilFiles.Parts[h], b.heldBytes, b.body})
-		}
-	}
-	for h, b := range s.gpu.rollups {
-		if h >= 0 {
-			out = append(out, heldBlock{heldKey{heldRollup, h}, b, s.gpu.rollupFiles.Parts[h], b.heldBytes, b.body})
-		}
-	}
-	for h, b := range s.trajectories.blocks {
-		if h >= 0 {
-			out = append(out, heldBlock{heldKey{heldTraj, h}, b, s.trajectories.files.Parts[h], b.heldBytes, nil})
-		}
-	}
-	for h, b := range s.engineTraces.hours {
-		if h >= 0 {
-			out = append(out, heldBlock{heldKey{heldTrace, h}, b, s.engineTraces.files.Parts[h], b.heldBytes, nil})
-		}
-	}
-	for h, b := range s.engines.blocks {
-		if h >= 0 {
-			out = append(out, heldBlock{heldKey{heldEngine, h}, b, s.engines.files.Parts[h], b.heldBytes, nil})
-		}
-	}
-	for h, b := range s.phases.blocks {
-		if h >= 0 && !b.sparse { // a sparse block (a reach hour, or what a dropped hour leaves) holds a few records
-			out = append(out, heldBlock{heldKey{heldPhase, h}, b, s.phases.files.Parts[h], b.heldBytes, nil})
-		}
+	for _, src := range s.mem.sources {
+		out = src.appendHeld(out)
 	}
 	return out
 }
@@ -382,11 +357,8 @@ func (s *Store) protectedFromLocked() [heldNone]int64 {
 		return out
 	}
 	edge := int64(math.Floor(s.edge/3600)) - 1
-	for kind, f := range map[heldKind]*partition.Stream{
-		heldGPU: s.gpu.utilFiles, heldRollup: s.gpu.rollupFiles, heldTraj: s.trajectories.files, heldTrace: s.engineTraces.files,
-		heldEngine: s.engines.files, heldPhase: s.phases.files,
-	} {
-		out[kind] = min(edge, f.Newest()-1)
+	for kind, src := range s.mem.sources {
+		out[kind] = min(edge, src.stream().Newest()-1)
 	}
 	return out
 }
@@ -398,49 +370,12 @@ func (s *Store) dropLocked(k heldKey) {
 	if e == nil {
 		return
 	}
-	switch k.kind {
-	case heldGPU:
-		if len(s.gpu.blocks) == 1 { // /meta's reading interval, for when no hour is loaded
-			s.gpu.lastInterval = cmp.Or(gpuInterval(slices.Collect(maps.Values(s.gpu.blocks))), s.gpu.lastInterval)
-		}
-		s.gpu.keepFields(s.gpu.blocks[k.hour].fields)
-		s.gpu.blocks[k.hour].body.close()
-		delete(s.gpu.blocks, k.hour)
-		resetPart(s.gpu.utilFiles, k.hour)
-	case heldRollup:
-		s.gpu.keepFields(s.gpu.rollups[k.hour].fields)
-		s.gpu.rollups[k.hour].body.close()
-		delete(s.gpu.rollups, k.hour)
-		resetPart(s.gpu.rollupFiles, k.hour)
-	case heldTraj:
-		delete(s.trajectories.blocks, k.hour)
-		resetPart(s.trajectories.files, k.hour)
-	case heldTrace:
-		delete(s.engineTraces.hours, k.hour)
-		resetPart(s.engineTraces.files, k.hour)
-	case heldEngine:
-		s.engines.dropped[k.hour] = s.engines.blocks[k.hour].catalogOf()
-		delete(s.engines.blocks, k.hour)
-		resetPart(s.engines.files, k.hour)
-	case heldPhase:
-		s.digestBeforeDropLocked(k.hour)
-		s.phases.dropHourLocked(k.hour)
-	}
+	s.mem.sources[k.kind].drop(k.hour)
 	delete(s.mem.entries, k)
 	s.mem.dropped[k] = true
 	s.mem.bytes -= e.bytes
 	s.mem.budget.held.Add(-e.bytes)
 	s.mem.budget.evictions.Add(1)
-}
-
-// keepFields adds the fields of a dropped hour to those /meta lists.
-func (g *gpuReader) keepFields(fields map[string]bool) {
-	if g.droppedFields == nil {
-		g.droppedFields = map[string]bool{}
-	}
-	for f := range fields {
-		g.droppedFields[f] = true
-	}
 }
 
 func resetPart(f *partition.Stream, h int64) {

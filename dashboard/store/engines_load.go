@@ -66,6 +66,15 @@ func newEngineReader(run *Store) engineReader {
 	}
 }
 
+// hourCache is the engine_series hours' cache (hours.go): a dropped hour leaves its key catalog figures
+// (engHourCatalog), so the catalog counts it without reading it again.
+func (r *engineReader) hourCache() hourSource {
+	return &hourCache[*engBlock]{
+		kind: heldEngine, files: r.files, blocks: r.blocks,
+		beforeDrop: func(h int64, b *engBlock) { r.dropped[h] = b.catalogOf() },
+	}
+}
+
 func (r *engineReader) partitionFiles() []*partition.Stream { return []*partition.Stream{r.files} }
 
 // refreshLocked tails the loaded hours and loads the newest two. Once the catalog has looked at engines (even

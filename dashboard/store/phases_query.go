@@ -35,7 +35,7 @@ type PhasesResult struct {
 // sort and fill each lane (split over the cores for many lanes).
 func (s *Store) Phases(t0, t1 float64, sel []*Lane) *PhasesResult {
 	defer s.pin()()
-	s.ensurePhases(t0, t1, false)
+	s.phases.ensure(t0, t1, false)
 	var bounds stepBounds
 	if s.layout == "miles-v1" {
 		// v1 phase records carry no step: each gets the step whose bounds hold its start, as AllPhases gives the

@@ -143,6 +143,7 @@ func Open(dir string, follow bool) (*Store, error) {
 	s.engines = newEngineReader(s)
 	s.trajectories = newTrajectoryReader(s)
 	s.engineTraces = newEngineTraceReader(s)
+	s.registerHours()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.listLocked()
