@@ -29,6 +29,9 @@ type engineReader struct {
 	// version counts changes to the blocks (points added, an hour read again). A dropped hour read back with
 	// the points it had is no change: the views and the advisory cached on DataVersion stay valid.
 	version uint64
+	// packOff keeps every engine hour as float64 columns, never packed (withEngPackOff: the tests compare both
+	// forms).
+	packOff bool
 }
 
 // engHourCatalog is what the key catalog needs of one hour: per metric, its points and whether it is a histogram
@@ -140,7 +143,7 @@ func (r *engineReader) loadHourLocked(h int64) {
 // hour starts. A flat miles v1 file (partition.LegacyHour) may grow forever. Packing is only a representation: a late
 // record into a packed hour unpacks the series it touches (addLine) and the load packs it again.
 func (r *engineReader) hourClosedLocked(h int64, p *partition.Partition) bool {
-	if h == partition.LegacyHour || engPackOff {
+	if h == partition.LegacyHour || r.packOff {
 		return false
 	}
 	return p != nil && r.files.Closed(h)

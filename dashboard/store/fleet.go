@@ -107,7 +107,7 @@ func (s *Store) composition(p *PhasesResult, t0, width float64, buckets int) map
 		idle[i] = idlePhases[n]
 	}
 	workers := 1
-	if len(p.Lanes) >= phaseWorkerLanes {
+	if len(p.Lanes) >= s.phases.workerLanes {
 		workers = min(runtime.GOMAXPROCS(0), 8)
 	}
 	parts := make([][][]float64, workers)

@@ -34,13 +34,19 @@ type phaseReader struct {
 	// counts is each hour's record count when last read whole (kept when the budget drops the hour): a whole
 	// read that finds another count changed the hour, and its digests are forgotten.
 	counts map[int64]int
+	// indexLanes is the most lanes a Phases query reads through the blocks' node index (phaseIndexLanes; the
+	// tests set -1 to compare with the walk of every record).
+	indexLanes int
+	// workerLanes is the fewest lanes whose filling a Phases query (and the fleet's composition) splits over the
+	// cores (phaseWorkerLanes; the tests set 1 to run the split on a few lanes).
+	workerLanes int
 }
 
 func newPhaseReader(run *Store) phaseReader {
 	return phaseReader{
 		run: run, files: partition.NewStream(run.dir, sc.StreamPhases), blocks: map[int64]*phaseBlock{},
 		digesters: map[string]func(int64, PhaseHourRecords) any{}, digests: map[int64]map[string]phaseDigest{},
-		counts: map[int64]int{},
+		counts: map[int64]int{}, indexLanes: phaseIndexLanes, workerLanes: phaseWorkerLanes,
 	}
 }
 

@@ -121,7 +121,16 @@ func (s *Store) readers() []streamReader {
 }
 
 // Open prepares a run directory without parsing any stream.
-func Open(dir string, follow bool) (*Store, error) {
+func Open(dir string, follow bool) (*Store, error) { return open(dir, follow) }
+
+// storeOption sets a switch of a store being opened, before it reads anything (the tests').
+type storeOption func(*Store)
+
+// withEngPackOff keeps every engine hour as float64 columns, never packed (the tests compare both forms).
+func withEngPackOff() storeOption { return func(s *Store) { s.engines.packOff = true } }
+
+// open is Open with options.
+func open(dir string, follow bool, opts ...storeOption) (*Store, error) {
 	// A run directory has dashboard/ (otelcol-miles or the Python miles dashboard) and/or miles dump folders
 	// (rollout_data/, train_data/): a dump-only directory opens with empty streams.
 	isDir := func(name string) bool {
@@ -143,6 +152,9 @@ func Open(dir string, follow bool) (*Store, error) {
 	s.engines = newEngineReader(s)
 	s.trajectories = newTrajectoryReader(s)
 	s.engineTraces = newEngineTraceReader(s)
+	for _, o := range opts {
+		o(s)
+	}
 	s.registerHours()
 	s.mu.Lock()
 	defer s.mu.Unlock()
