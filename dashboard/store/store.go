@@ -129,6 +129,17 @@ type storeOption func(*Store)
 // withEngPackOff keeps every engine hour as float64 columns, never packed (the tests compare both forms).
 func withEngPackOff() storeOption { return func(s *Store) { s.engines.packOff = true } }
 
+// withMaxLine lowers the longest line every stream reads (partition.Stream.MaxLine).
+func withMaxLine(n int) storeOption {
+	return func(s *Store) {
+		for _, r := range s.readers() {
+			for _, f := range r.partitionFiles() {
+				f.MaxLine = n
+			}
+		}
+	}
+}
+
 // open is Open with options.
 func open(dir string, follow bool, opts ...storeOption) (*Store, error) {
 	// A run directory has dashboard/ (otelcol-miles or the Python miles dashboard) and/or miles dump folders
