@@ -166,13 +166,13 @@ func (r *engineReader) hoursLocked(t0, t1 float64) []int64 {
 // (budget.go): the hours stay until the pin is released.
 func (r *engineReader) ensureHoursLocked(t0, t1 float64) {
 	hours := r.hoursLocked(t0, t1)
+	var missing []int64
 	for _, h := range hours {
 		if !r.files.Parts[h].Loaded {
-			r.loadHourLocked(h)
+			missing = append(missing, h)
 		}
 	}
-	r.run.touchHours(heldEngine, hours)
-	r.run.settleLocked()
+	r.run.ensureLocked(inOrder(missing, r.loadHourLocked), func() { r.run.touchHours(heldEngine, hours) })
 }
 
 // ensureCatalogLocked loads the hours never read (a dropped hour's catalog figures are kept: engHourCatalog).

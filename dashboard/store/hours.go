@@ -116,7 +116,13 @@ func (s *Store) ensure(plan func() []loadJob, touch func()) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.loadAll(plan())
+	s.ensureLocked(plan(), touch)
+}
+
+// ensureLocked is ensure's write half, for a query that already holds Store.mu for writing (and a pin): it runs
+// jobs side by side, stamps the query's hours (touch) and settles the budget.
+func (s *Store) ensureLocked(jobs []loadJob, touch func()) {
+	s.loadAll(jobs)
 	touch()
 	s.settleLocked() // the hours loaded count in the memory budget
 }
