@@ -75,8 +75,8 @@ func newEngineTraceReader(run *Store) engineTraceReader {
 	return r
 }
 
-// hourCache is the engine_traces hours' cache (hours.go).
-func (r *engineTraceReader) hourCache() hourSource {
+// heldHours is the engine_traces hours' cache (hours.go).
+func (r *engineTraceReader) heldHours() hourSource {
 	return &hourCache[*traceHour]{kind: heldTrace, files: r.files, blocks: r.hours}
 }
 
@@ -257,7 +257,8 @@ func (r *engineTraceReader) spansLocked(tid traceID, lo, hi int64) []engSpan {
 // ensureHours loads the hours lo…hi not loaded yet, one after the other, and marks them used. The caller holds
 // a pin (budget.go).
 func (r *engineTraceReader) ensureHours(lo, hi int64) {
-	r.run.ensure(func() []loadJob { return inOrder(r.missingLocked(lo, hi), r.loadHourLocked) }, func() { r.run.touch(heldTrace, lo, hi) })
+	plan := func() []loadJob { return inOrder(r.missingLocked(lo, hi), r.loadHourLocked) }
+	r.run.ensure(plan, func() { r.run.touch(heldTrace, lo, hi) })
 }
 
 // missingLocked lists the hours lo…hi not loaded.

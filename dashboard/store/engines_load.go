@@ -69,9 +69,9 @@ func newEngineReader(run *Store) engineReader {
 	}
 }
 
-// hourCache is the engine_series hours' cache (hours.go): a dropped hour leaves its key catalog figures
+// heldHours is the engine_series hours' cache (hours.go): a dropped hour leaves its key catalog figures
 // (engHourCatalog), so the catalog counts it without reading it again.
-func (r *engineReader) hourCache() hourSource {
+func (r *engineReader) heldHours() hourSource {
 	return &hourCache[*engBlock]{
 		kind: heldEngine, files: r.files, blocks: r.blocks,
 		beforeDrop: func(h int64, b *engBlock) { r.dropped[h] = b.catalogOf() },

@@ -18,7 +18,8 @@ import (
 //	query ──▶ ensure: plan (read lock) ──▶ nothing missing: touch ──▶ done
 //	                                  └──▶ missing: plan again (write lock), load side by side, touch, settle
 
-// hourBlock is a stream's parsed hour as the budget measures it.
+// hourBlock is a stream's parsed hour as the budget measures it: a pointer, comparable, since the budget tells a
+// reloaded hour from the block it measured by identity (settleLocked).
 type hourBlock interface {
 	comparable
 	// heldBytes is the block's size estimate (budget.go, "Block size estimates").
@@ -92,16 +93,16 @@ func (c *hourCache[B]) drop(h int64) {
 func (s *Store) registerHours() {
 	s.mem.sources = [heldNone]hourSource{}
 	for _, src := range [...]hourSource{
-		s.gpu.utilHours(), s.gpu.rollupHours(), s.trajectories.hourCache(), s.engineTraces.hourCache(),
-		s.engines.hourCache(), s.phases.hourCache(),
+		s.gpu.utilHours(), s.gpu.rollupHours(), s.trajectories.heldHours(), s.engineTraces.heldHours(),
+		s.engines.heldHours(), s.phases.heldHours(),
 	} {
 		s.mem.sources[src.sourceKind()] = src
 	}
 }
 
 // ensure brings in the hours a query needs and marks them used: plan lists the loads missing (none: every hour
-// is held), touch stamps the query's hours. Most queries find their hours held, and settle that under the read
-// lock; otherwise the write lock is taken, the plan made again (another query may have loaded them meanwhile),
+// is held), touch stamps the query's hours. Most queries find their hours held, and only stamp them under the
+// read lock; otherwise the write lock is taken, the plan made again (another query may have loaded them meanwhile),
 // the loads run side by side (loadAll), and the budget settled. The caller holds a pin (budget.go): the hours
 // stay until the pin is released.
 func (s *Store) ensure(plan func() []loadJob, touch func()) {

@@ -50,10 +50,10 @@ func newPhaseReader(run *Store) phaseReader {
 	}
 }
 
-// hourCache is the phases hours' cache (hours.go). Only whole hours count: a sparse block (a reach hour, or what
+// heldHours is the phases hours' cache (hours.go). Only whole hours count: a sparse block (a reach hour, or what
 // a dropped hour leaves) holds a few records. A closed hour is digested before it is dropped, and leaves a
 // sparse remnant (dropHourLocked).
-func (r *phaseReader) hourCache() hourSource {
+func (r *phaseReader) heldHours() hourSource {
 	return &hourCache[*phaseBlock]{
 		kind: heldPhase, files: r.files, blocks: r.blocks,
 		counted:    func(b *phaseBlock) bool { return !b.sparse },

@@ -40,8 +40,8 @@ func newTrajectoryReader(run *Store) trajectoryReader {
 	return r
 }
 
-// hourCache is the trajectories hour blocks' cache (hours.go); the step index is not in it (always held).
-func (r *trajectoryReader) hourCache() hourSource {
+// heldHours is the trajectories hour blocks' cache (hours.go); the step index is not in it (always held).
+func (r *trajectoryReader) heldHours() hourSource {
 	return &hourCache[*trajBlock]{kind: heldTraj, files: r.files, blocks: r.blocks}
 }
 
@@ -156,7 +156,8 @@ func (r *trajectoryReader) loadHourLocked(h int64) {
 // ensureHours loads the hours lo…hi not loaded yet, one after the other, and marks them used. The caller holds
 // a pin (budget.go).
 func (r *trajectoryReader) ensureHours(lo, hi int64) {
-	r.run.ensure(func() []loadJob { return inOrder(r.missingLocked(lo, hi), r.loadHourLocked) }, func() { r.run.touch(heldTraj, lo, hi) })
+	plan := func() []loadJob { return inOrder(r.missingLocked(lo, hi), r.loadHourLocked) }
+	r.run.ensure(plan, func() { r.run.touch(heldTraj, lo, hi) })
 }
 
 // missingLocked lists the hours lo…hi not loaded.
