@@ -160,12 +160,8 @@ func (r *phaseReader) loadHour(h int64, sparse bool) {
 //
 // The phases hours it reads are marked used (the memory budget); the caller holds a pin (budget.go).
 func (r *phaseReader) ensure(t0, t1 float64, roll bool) {
-	r.run.ensure(func() []loadJob { return r.pendingLocked(t0, t1, roll) }, func() { r.touchLocked(t0, t1) })
-}
-
-// touchLocked marks the phases hours of the window and its reach used now.
-func (r *phaseReader) touchLocked(t0, t1 float64) {
-	r.run.touch(heldPhase, int64(math.Floor(t0/3600))-phaseReach, int64(math.Floor(t1/3600))+phaseReach)
+	lo, hi := int64(math.Floor(t0/3600))-phaseReach, int64(math.Floor(t1/3600))+phaseReach // the window and its reach
+	r.run.ensure(func() []loadJob { return r.pendingLocked(t0, t1, roll) }, func() { r.run.touch(heldPhase, lo, hi) })
 }
 
 // pendingLocked lists the loads ensure must run, longest first: (with roll) gpu_rollup hours, which parse

@@ -49,7 +49,7 @@ type Store struct {
 	// and never one a query in flight pinned (budget.go): a query loads under the write lock and reads under the
 	// read lock, and the pin covers the moment between.
 	mu sync.RWMutex
-	// lmu guards what concurrent partition loads (loadAll, load.go) share: the block maps, lanes seen in the
+	// lmu guards what concurrent partition loads (loadAll, hours.go) share: the block maps, lanes seen in the
 	// data, notices, the data edge, the cache-hit count. Never held while taking mu.
 	lmu sync.Mutex
 
