@@ -8,8 +8,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
-
-	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
 )
 
 // The memory budget (docs/operations.md "Memory"): the parsed hour blocks a query or a follower loaded are
@@ -20,6 +18,8 @@ import (
 // closed hour is made before it is dropped). The rest stays resident — small,
 // whole-run, or not rebuilt hour by hour: step metrics, topology, the trajectories step index, the live tails of
 // gpu_util, interned strings, lanes.
+//
+// The hour caches and their settle, evict and drop are in hours.go.
 //
 //	load (ensure, Refresh) ──▶ settleLocked: count new and grown blocks ──▶ over budget: evictLocked, LRU first,
 //	never a block a query in flight touched (pins), never the newest two hours of a followed run
@@ -69,7 +69,7 @@ func (b *Budget) leave(s *Store) {
 	b.mu.Unlock()
 }
 
-// heldKind is the stream of an evictable block.
+// heldKind is the stream of an evictable block: each has one hour cache registered (hours.go).
 type heldKind uint8
 
 const (
@@ -117,6 +117,8 @@ type memHeld struct {
 	// pins are the budget clock at the start of each query in flight (with a count, several may start at one
 	// tick); guarded by Store.lmu.
 	pins map[uint64]int
+	// sources are the hour caches of the evictable streams, by kind (hours.go, registerHours).
+	sources [heldNone]hourSource
 }
 
 func newMemHeld() memHeld {
@@ -190,263 +192,6 @@ func (s *Store) oldestPinLocked() uint64 {
 		oldest = min(oldest, t)
 	}
 	return oldest
-}
-
-// touch stamps the blocks of kind for hours lo…hi as used now. The caller holds Store.mu (either way) and a pin.
-func (s *Store) touch(kind heldKind, lo, hi int64) {
-	for k, e := range s.mem.entries {
-		if k.kind == kind && k.hour >= lo && k.hour <= hi {
-			e.used.Store(s.mem.budget.clock.Add(1))
-		}
-	}
-}
-
-// touchHours stamps the blocks of kind for the given hours as used now (touch, for a list).
-func (s *Store) touchHours(kind heldKind, hours []int64) {
-	for _, h := range hours {
-		if e := s.mem.entries[heldKey{kind, h}]; e != nil {
-			e.used.Store(s.mem.budget.clock.Add(1))
-		}
-	}
-}
-
-// settleColdLocked settles with the block of kind for hour h, if new, counted as the least recently used: it was
-// read for a whole-run reduction (EngineDigests) that needs it no more, and must not outlive the hours the pages
-// read (docs/operations.md "Memory", the working set).
-func (s *Store) settleColdLocked(kind heldKind, h int64) {
-	s.mem.cold = heldKey{kind, h}
-	s.settleLocked()
-	s.mem.cold = heldKey{kind: heldNone}
-}
-
-// heldBlock is one evictable block as settleLocked finds it in a reader.
-type heldBlock struct {
-	key   heldKey
-	block any
-	part  *partition.Partition
-	size  func() int64
-	// body is a cached hour's body read on first use (nil: none): its bytes count once it is read.
-	body *cacheBody
-}
-
-// heldBlocksLocked lists the evictable blocks the readers hold now.
-func (s *Store) heldBlocksLocked() []heldBlock {
-	var out []heldBlock
-	for h, b := range s.gpu.blocks {
-		if h >= 0 {
-			out = append(out, heldBlock{heldKey{heldGPU, h}, b, s.gpu.utilFiles.Parts[h], b.heldBytes, b.body})
-		}
-	}
-	for h, b := range s.gpu.rollups {
-		if h >= 0 {
-			out = append(out, heldBlock{heldKey{heldRollup, h}, b, s.gpu.rollupFiles.Parts[h], b.heldBytes, b.body})
-		}
-	}
-	for h, b := range s.trajectories.blocks {
-		if h >= 0 {
-			out = append(out, heldBlock{heldKey{heldTraj, h}, b, s.trajectories.files.Parts[h], b.heldBytes, nil})
-		}
-	}
-	for h, b := range s.engineTraces.hours {
-		if h >= 0 {
-			out = append(out, heldBlock{heldKey{heldTrace, h}, b, s.engineTraces.files.Parts[h], b.heldBytes, nil})
-		}
-	}
-	for h, b := range s.engines.blocks {
-		if h >= 0 {
-			out = append(out, heldBlock{heldKey{heldEngine, h}, b, s.engines.files.Parts[h], b.heldBytes, nil})
-		}
-	}
-	for h, b := range s.phases.blocks {
-		if h >= 0 && !b.sparse { // a sparse block (a reach hour, or what a dropped hour leaves) holds a few records
-			out = append(out, heldBlock{heldKey{heldPhase, h}, b, s.phases.files.Parts[h], b.heldBytes, nil})
-		}
-	}
-	return out
-}
-
-// partStamp is how far a partition was read: it moves when the block read from it grew.
-func partStamp(p *partition.Partition) int64 {
-	if p == nil {
-		return -1
-	}
-	n := int64(len(p.Files))
-	for _, f := range p.Files {
-		n += f.PlainOff + f.ZstSize
-	}
-	return n
-}
-
-// settleLocked brings the budget's count up to date with the blocks the readers hold (new ones, grown ones,
-// ones dropped by a reload) and evicts past the budget. The caller holds Store.mu for writing; it runs after
-// every load (the queries' ensure, Refresh).
-func (s *Store) settleLocked() {
-	m := &s.mem
-	live := make(map[heldKey]bool, len(m.entries))
-	var delta int64
-	for _, hb := range s.heldBlocksLocked() {
-		live[hb.key] = true
-		e := m.entries[hb.key]
-		stamp := partStamp(hb.part) * 2 // a cached hour whose body was read since it was measured is measured again
-		if hb.body.loaded() {
-			stamp++
-		}
-		if e != nil && e.block == hb.block && e.stamp == stamp {
-			continue
-		}
-		if e == nil {
-			e = &heldEntry{}
-			if hb.key != m.cold {
-				e.used.Store(m.budget.clock.Add(1))
-			}
-			m.entries[hb.key] = e
-			if m.dropped[hb.key] {
-				delete(m.dropped, hb.key)
-				m.budget.reloads.Add(1)
-			}
-		}
-		n := hb.size()
-		delta += n - e.bytes
-		e.block, e.stamp, e.bytes = hb.block, stamp, n
-	}
-	for k, e := range m.entries {
-		if !live[k] {
-			delta -= e.bytes
-			delete(m.entries, k)
-		}
-	}
-	m.bytes += delta
-	m.budget.held.Add(delta)
-	if m.budget.limit > 0 && m.budget.held.Load() > m.budget.limit {
-		s.evictLocked()
-	}
-}
-
-// evictCandidate is a block evictLocked may drop.
-type evictCandidate struct {
-	store *Store
-	key   heldKey
-	used  uint64
-}
-
-// evictLocked drops the least recently used blocks of this store and of every other store sharing the budget
-// that is idle right now (its lock free: a busy one is skipped, never waited for, so two stores evicting at once
-// cannot deadlock) until the budget holds. Never dropped: a block a query in flight touched, the newest two hours
-// of a followed run (the live tail every page reads), blocks outside the budget's kinds.
-func (s *Store) evictLocked() {
-	b := s.mem.budget
-	b.mu.Lock()
-	stores := slices.Clone(b.stores)
-	b.mu.Unlock()
-	var locked []*Store
-	defer func() {
-		for _, o := range locked {
-			o.mu.Unlock()
-		}
-	}()
-	var cands []evictCandidate
-	add := func(st *Store) {
-		oldest := st.oldestPinLocked()
-		protect := st.protectedFromLocked()
-		for k, e := range st.mem.entries {
-			if u := e.used.Load(); u < oldest && k.hour < protect[k.kind] {
-				cands = append(cands, evictCandidate{st, k, u})
-			}
-		}
-	}
-	add(s)
-	for _, o := range stores {
-		if o != s && o.mu.TryLock() {
-			locked = append(locked, o)
-			add(o)
-		}
-	}
-	slices.SortFunc(cands, func(x, y evictCandidate) int { return cmp.Compare(x.used, y.used) })
-	for _, c := range cands {
-		if b.held.Load() <= b.limit {
-			return
-		}
-		c.store.dropLocked(c.key)
-	}
-}
-
-// protectedFromLocked is, per kind, the oldest hour never dropped: in a followed run the newest two hours, by
-// the data edge and by the stream's own newest partition (a stream that stopped while the others go on is
-// still tailed there by Refresh, which would read a dropped hour again at every tick); none otherwise.
-func (s *Store) protectedFromLocked() [heldNone]int64 {
-	var out [heldNone]int64
-	for i := range out {
-		out[i] = math.MaxInt64
-	}
-	if !s.follow {
-		return out
-	}
-	edge := int64(math.Floor(s.edge/3600)) - 1
-	for kind, f := range map[heldKind]*partition.Stream{
-		heldGPU: s.gpu.utilFiles, heldRollup: s.gpu.rollupFiles, heldTraj: s.trajectories.files, heldTrace: s.engineTraces.files,
-		heldEngine: s.engines.files, heldPhase: s.phases.files,
-	} {
-		out[kind] = min(edge, f.Newest()-1)
-	}
-	return out
-}
-
-// dropLocked forgets one block: the reader no longer holds it, and its partition reads from the start next time.
-// The block itself is left as it is (a column-cache write in the background may still hold it).
-func (s *Store) dropLocked(k heldKey) {
-	e := s.mem.entries[k]
-	if e == nil {
-		return
-	}
-	switch k.kind {
-	case heldGPU:
-		if len(s.gpu.blocks) == 1 { // /meta's reading interval, for when no hour is loaded
-			s.gpu.lastInterval = cmp.Or(gpuInterval(slices.Collect(maps.Values(s.gpu.blocks))), s.gpu.lastInterval)
-		}
-		s.gpu.keepFields(s.gpu.blocks[k.hour].fields)
-		s.gpu.blocks[k.hour].body.close()
-		delete(s.gpu.blocks, k.hour)
-		resetPart(s.gpu.utilFiles, k.hour)
-	case heldRollup:
-		s.gpu.keepFields(s.gpu.rollups[k.hour].fields)
-		s.gpu.rollups[k.hour].body.close()
-		delete(s.gpu.rollups, k.hour)
-		resetPart(s.gpu.rollupFiles, k.hour)
-	case heldTraj:
-		delete(s.trajectories.blocks, k.hour)
-		resetPart(s.trajectories.files, k.hour)
-	case heldTrace:
-		delete(s.engineTraces.hours, k.hour)
-		resetPart(s.engineTraces.files, k.hour)
-	case heldEngine:
-		s.engines.dropped[k.hour] = s.engines.blocks[k.hour].catalogOf()
-		delete(s.engines.blocks, k.hour)
-		resetPart(s.engines.files, k.hour)
-	case heldPhase:
-		s.digestBeforeDropLocked(k.hour)
-		s.phases.dropHourLocked(k.hour)
-	}
-	delete(s.mem.entries, k)
-	s.mem.dropped[k] = true
-	s.mem.bytes -= e.bytes
-	s.mem.budget.held.Add(-e.bytes)
-	s.mem.budget.evictions.Add(1)
-}
-
-// keepFields adds the fields of a dropped hour to those /meta lists.
-func (g *gpuReader) keepFields(fields map[string]bool) {
-	if g.droppedFields == nil {
-		g.droppedFields = map[string]bool{}
-	}
-	for f := range fields {
-		g.droppedFields[f] = true
-	}
-}
-
-func resetPart(f *partition.Stream, h int64) {
-	if p := f.Parts[h]; p != nil {
-		p.Reset()
-	}
 }
 
 // Block size estimates: the bytes of the columns and slices held, plus a fixed allowance per map entry (lane,

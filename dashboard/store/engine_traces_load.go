@@ -75,6 +75,11 @@ func newEngineTraceReader(run *Store) engineTraceReader {
 	return r
 }
 
+// heldHours is the engine_traces hours' cache (hours.go).
+func (r *engineTraceReader) heldHours() hourSource {
+	return &hourCache[*traceHour]{kind: heldTrace, files: r.files, blocks: r.hours}
+}
+
 func (r *engineTraceReader) partitionFiles() []*partition.Stream { return []*partition.Stream{r.files} }
 
 // refreshLocked tails the loaded hours and the newest two once any is loaded.
@@ -249,29 +254,20 @@ func (r *engineTraceReader) spansLocked(tid traceID, lo, hi int64) []engSpan {
 	return out
 }
 
-// ensureHours loads the hours lo…hi not loaded yet and marks them used. The caller holds a pin (budget.go).
+// ensureHours loads the hours lo…hi not loaded yet, one after the other, and marks them used. The caller holds
+// a pin (budget.go).
 func (r *engineTraceReader) ensureHours(lo, hi int64) {
-	r.run.mu.RLock()
-	missing := false
+	plan := func() []loadJob { return inOrder(r.missingLocked(lo, hi), r.loadHourLocked) }
+	r.run.ensure(plan, func() { r.run.touch(heldTrace, lo, hi) })
+}
+
+// missingLocked lists the hours lo…hi not loaded.
+func (r *engineTraceReader) missingLocked(lo, hi int64) []int64 {
+	var out []int64
 	for _, h := range r.files.Hours() {
 		if h >= lo && h <= hi && !r.files.Parts[h].Loaded {
-			missing = true
+			out = append(out, h)
 		}
 	}
-	if !missing {
-		r.run.touch(heldTrace, lo, hi)
-	}
-	r.run.mu.RUnlock()
-	if !missing {
-		return
-	}
-	r.run.mu.Lock()
-	defer r.run.mu.Unlock()
-	for _, h := range r.files.Hours() {
-		if h >= lo && h <= hi && !r.files.Parts[h].Loaded {
-			r.loadHourLocked(h)
-		}
-	}
-	r.run.touch(heldTrace, lo, hi)
-	r.run.settleLocked()
+	return out
 }

@@ -29,6 +29,9 @@ type engineReader struct {
 	// version counts changes to the blocks (points added, an hour read again). A dropped hour read back with
 	// the points it had is no change: the views and the advisory cached on DataVersion stay valid.
 	version uint64
+	// packOff keeps every engine hour as float64 columns, never packed (withEngPackOff: the tests compare both
+	// forms).
+	packOff bool
 }
 
 // engHourCatalog is what the key catalog needs of one hour: per metric, its points and whether it is a histogram
@@ -63,6 +66,15 @@ func newEngineReader(run *Store) engineReader {
 	return engineReader{
 		run: run, files: partition.NewStream(run.dir, sc.StreamEngineSeries), blocks: map[int64]*engBlock{},
 		dropped: map[int64]engHourCatalog{}, digesters: map[string]engDigester{}, digests: map[int64]map[string]any{},
+	}
+}
+
+// heldHours is the engine_series hours' cache (hours.go): a dropped hour leaves its key catalog figures
+// (engHourCatalog), so the catalog counts it without reading it again.
+func (r *engineReader) heldHours() hourSource {
+	return &hourCache[*engBlock]{
+		kind: heldEngine, files: r.files, blocks: r.blocks,
+		beforeDrop: func(h int64, b *engBlock) { r.dropped[h] = b.catalogOf() },
 	}
 }
 
@@ -131,7 +143,7 @@ func (r *engineReader) loadHourLocked(h int64) {
 // hour starts. A flat miles v1 file (partition.LegacyHour) may grow forever. Packing is only a representation: a late
 // record into a packed hour unpacks the series it touches (addLine) and the load packs it again.
 func (r *engineReader) hourClosedLocked(h int64, p *partition.Partition) bool {
-	if h == partition.LegacyHour || engPackOff {
+	if h == partition.LegacyHour || r.packOff {
 		return false
 	}
 	return p != nil && r.files.Closed(h)
@@ -154,13 +166,13 @@ func (r *engineReader) hoursLocked(t0, t1 float64) []int64 {
 // (budget.go): the hours stay until the pin is released.
 func (r *engineReader) ensureHoursLocked(t0, t1 float64) {
 	hours := r.hoursLocked(t0, t1)
+	var missing []int64
 	for _, h := range hours {
 		if !r.files.Parts[h].Loaded {
-			r.loadHourLocked(h)
+			missing = append(missing, h)
 		}
 	}
-	r.run.touchHours(heldEngine, hours)
-	r.run.settleLocked()
+	r.run.ensureLocked(inOrder(missing, r.loadHourLocked), func() { r.run.touchHours(heldEngine, hours) })
 }
 
 // ensureCatalogLocked loads the hours never read (a dropped hour's catalog figures are kept: engHourCatalog).

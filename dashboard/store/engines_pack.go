@@ -289,9 +289,6 @@ func (b *engBlock) memBytes() int {
 	return n
 }
 
-// engPackOff keeps every engine hour as float64 columns (tests compare both forms; never set outside tests).
-var engPackOff bool
-
 // engRawTmp is scratch space for decoding packed series that a query covers only in part.
 type engRawTmp struct {
 	v, sum, buckets, tr []float64

@@ -14,9 +14,7 @@ import (
 func TestAdvisoryPackedAlike(t *testing.T) {
 	dir := store.PackRunForTest(t)
 	pass := func(pack bool) (string, string) {
-		store.SetEngPackOffForTest(!pack)
-		defer store.SetEngPackOffForTest(false)
-		st, err := store.Open(dir, false)
+		st, err := store.OpenPackedForTest(dir, pack)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -144,9 +144,11 @@ func compact(t *testing.T, dir, rel string) {
 // openEngines opens the run with engine hours packed or not, every hour loaded.
 func openEngines(t *testing.T, dir string, pack bool) *Store {
 	t.Helper()
-	engPackOff = !pack
-	defer func() { engPackOff = false }()
-	st, err := Open(dir, false)
+	var opts []storeOption
+	if !pack {
+		opts = append(opts, withEngPackOff())
+	}
+	st, err := open(dir, false, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

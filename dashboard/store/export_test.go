@@ -4,7 +4,12 @@ import "testing"
 
 // Hooks for the external tests (engines_pack_advisory_test.go): the packed-hours run and the packing switch.
 func PackRunForTest(t *testing.T) string { return packRun(t) }
-func SetEngPackOffForTest(off bool)      { engPackOff = off }
+func OpenPackedForTest(dir string, pack bool) (*Store, error) {
+	if pack {
+		return open(dir, false)
+	}
+	return open(dir, false, withEngPackOff())
+}
 func PackedSeriesForTest(st *Store) (packed, raw int) {
 	return packedSeries(st)
 }

@@ -22,7 +22,7 @@ func (s *Store) Fleet(t0, t1 float64, sel []*Lane, buckets int) *FleetResult {
 		f.T[i] = t0 + float64(i)*(t1-t0)/float64(buckets)
 	}
 	defer s.pin()()
-	s.ensurePhases(t0, t1, true) // phases and roll-up hours in one batch
+	s.phases.ensure(t0, t1, true) // phases and roll-up hours in one batch
 	// The utilization spread (roll-up columns) is worked out beside the phase composition (phase records).
 	done := make(chan struct{})
 	go func() {
@@ -107,7 +107,7 @@ func (s *Store) composition(p *PhasesResult, t0, width float64, buckets int) map
 		idle[i] = idlePhases[n]
 	}
 	workers := 1
-	if len(p.Lanes) >= phaseWorkerLanes {
+	if len(p.Lanes) >= s.phases.workerLanes {
 		workers = min(runtime.GOMAXPROCS(0), 8)
 	}
 	parts := make([][][]float64, workers)

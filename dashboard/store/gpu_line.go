@@ -355,72 +355,15 @@ func (r *gpuRecord) scanShape(line []byte) (ok, matched bool) {
 	return r.node != nil && r.gpu >= 0 && r.ts > 0, true
 }
 
-// number reads the number starting at line[i] (raw up to what ends a value for flatjson.Scan) under key into r,
-// parsed while its bytes are walked where flatjson.ParseNum's fast paths apply, by ParseNum otherwise; it returns
-// the index past it, or -1 when ts or gpu is not a number (the record is then not usable: scan says so).
+// number reads the number starting at line[i] under key into r (flatjson.ReadNum); it returns the index past
+// it, or -1 when ts or gpu is not a number (the record is then not usable: scan says so).
 func (r *gpuRecord) number(line []byte, i int, key []byte) int {
-	j := i
-	neg := line[j] == '-'
-	if neg {
-		j++
-	}
-	d0 := j
-	var m int64
-	for j < len(line) && line[j]-'0' < 10 {
-		m = m*10 + int64(line[j]-'0') // wraps past 18 digits: such a number is left to ParseNum below
-		j++
-	}
-	ip, frac, dot := j-d0, 0, false
-	if j < len(line) && line[j] == '.' {
-		dot = true
-		j++
-		f0 := j
-		for j < len(line) && line[j]-'0' < 10 {
-			m = m*10 + int64(line[j]-'0')
-			j++
+	j, v, q, exact, good := flatjson.ReadNum(line, i)
+	if !good {
+		if isKey(key, "ts") || isKey(key, "gpu") {
+			return -1
 		}
-		frac = j - f0
-	}
-	var v float64
-	var q int64
-	exact := false
-	switch {
-	case j < len(line) && line[j] != ',' && line[j] != '}' && line[j] != ' ':
-		// Not digits[.digits] up to what ends a raw value for flatjson.Scan (an exponent, null, …).
-		for j < len(line) && line[j] != ',' && line[j] != '}' && line[j] != ' ' {
-			j++
-		}
-		var good bool
-		if v, good = flatjson.ParseNum(line[i:j]); !good {
-			if isKey(key, "ts") || isKey(key, "gpu") {
-				return -1
-			}
-			return j // not a number (null, true, …): left out, as scan does
-		}
-	case !dot && ip > 0 && ip < 16:
-		// ParseNum's integer path; in hundredths exactly (columns.quantise gives the same).
-		if neg {
-			m = -m
-		}
-		v, q, exact = float64(m), m*100, ip < 14
-	case dot && frac > 0 && ip > 0 && ip+frac <= 16 && m <= 1<<53:
-		// ParseNum's decimal path: one correctly rounded division. With at most two decimals the hundredths are
-		// the digits (columns.quantise gives the same for every such value but -0, which it stores raw).
-		v = float64(m) / exactPow10[frac]
-		if frac <= 2 && ip+frac < 14 && (!neg || m != 0) {
-			q, exact = m*int64(exactPow10[2-frac]), true
-		}
-		if neg {
-			v, q = -v, -q
-		}
-	default:
-		var good bool
-		if v, good = flatjson.ParseNum(line[i:j]); !good {
-			if isKey(key, "ts") || isKey(key, "gpu") {
-				return -1
-			}
-			return j
-		}
+		return j // not a number (null, true, …): left out, as scan does
 	}
 	switch {
 	case len(key) == 2 && key[0] == 't' && key[1] == 's':
@@ -433,8 +376,5 @@ func (r *gpuRecord) number(line []byte, i int, key []byte) int {
 	}
 	return j
 }
-
-// exactPow10 are the powers of ten exact in a float64 (flatjson.ParseNum divides by them).
-var exactPow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16}
 
 func isKey(key []byte, name string) bool { return string(key) == name }

@@ -2,7 +2,9 @@ package store
 
 import (
 	"bufio"
+	"cmp"
 	"errors"
+	"maps"
 	"math"
 	"slices"
 
@@ -81,6 +83,43 @@ func newGPUReader(run *Store) gpuReader {
 
 func (g *gpuReader) partitionFiles() []*partition.Stream {
 	return []*partition.Stream{g.utilFiles, g.rollupFiles}
+}
+
+// utilHours is gpu_util's hour cache (hours.go). A dropped hour leaves its fields for /meta, and the last one
+// held its reading interval (for when no hour is loaded); its cached body's file is closed.
+func (g *gpuReader) utilHours() hourSource {
+	return &hourCache[*gpuBlock]{
+		kind: heldGPU, files: g.utilFiles, blocks: g.blocks, body: func(b *gpuBlock) *cacheBody { return b.body },
+		beforeDrop: func(_ int64, b *gpuBlock) {
+			if len(g.blocks) == 1 {
+				g.lastInterval = cmp.Or(gpuInterval(slices.Collect(maps.Values(g.blocks))), g.lastInterval)
+			}
+			g.keepFields(b.fields)
+			b.body.close()
+		},
+	}
+}
+
+// rollupHours is gpu_rollup's hour cache (hours.go): a dropped hour leaves its fields for /meta; its cached
+// body's file is closed.
+func (g *gpuReader) rollupHours() hourSource {
+	return &hourCache[*rollBlock]{
+		kind: heldRollup, files: g.rollupFiles, blocks: g.rollups, body: func(b *rollBlock) *cacheBody { return b.body },
+		beforeDrop: func(_ int64, b *rollBlock) {
+			g.keepFields(b.fields)
+			b.body.close()
+		},
+	}
+}
+
+// keepFields adds the fields of a dropped hour to those /meta lists.
+func (g *gpuReader) keepFields(fields map[string]bool) {
+	if g.droppedFields == nil {
+		g.droppedFields = map[string]bool{}
+	}
+	for f := range fields {
+		g.droppedFields[f] = true
+	}
 }
 
 // refreshLocked tails every loaded hour of both streams and the live tails; growth shows in the data edge.
@@ -374,60 +413,71 @@ func (g *gpuReader) rawNeededLocked(h int64, t0, t1, width float64, coarse bool,
 	return true, tailOnly, tailOnly && tb != nil && tb.from <= b.end
 }
 
-// ensureGPU loads what a GPU query needs: the roll-up of the window's hours, and the gpu_util hours it does
-// not answer; and marks every block of the window's hours used (the query may read any it finds). The caller
-// holds a pin (budget.go).
+// ensure loads what a GPU query needs: the roll-up of the window's hours, and the gpu_util hours it does not
+// answer; and marks every block of the window's hours used (the query may read any it finds). The caller holds a
+// pin (budget.go).
 func (g *gpuReader) ensure(t0, t1, width float64, coarse bool, fields []string, sel []*Lane) {
 	eager := eagerOnly(fields)
-	missing := func() bool {
-		if !g.rollupOff {
-			for _, h := range g.rollupFiles.Overlapping(t0, t1, 0, 0) {
-				if h < 0 {
-					continue
-				}
-				if !g.rollupFiles.Parts[h].Loaded {
-					return true
-				}
-				if b := g.rollups[h]; b != nil && b.rawFirst == 0 && g.utilFiles.Parts[h] != nil {
-					return true
-				}
-			}
+	plan := func() []loadJob {
+		if !g.missingLocked(t0, t1, width, coarse, fields, sel, eager) {
+			return nil
 		}
-		for _, h := range g.utilFiles.Overlapping(t0, t1, 0, 0) {
-			if g.held(h, g.rawFilter(h, sel), eager) {
+		// One job: which gpu_util hours to read depends on the roll-up hours read first.
+		return []loadJob{func() { g.loadWindowLocked(t0, t1, width, coarse, fields, sel, eager) }}
+	}
+	g.run.ensure(plan, func() {
+		g.run.touchHours(heldGPU, g.utilFiles.Overlapping(t0, t1, 0, 0))
+		g.run.touchHours(heldRollup, g.rollupFiles.Overlapping(t0, t1, 0, 0))
+	})
+}
+
+// missingLocked says whether a GPU query (ensure's arguments) needs a block not held: a roll-up hour not
+// loaded or not yet compared with its gpu_util's start, or a gpu_util hour the roll-up does not answer.
+func (g *gpuReader) missingLocked(t0, t1, width float64, coarse bool, fields []string, sel []*Lane, eager bool) bool {
+	if !g.rollupOff {
+		for _, h := range g.rollupFiles.Overlapping(t0, t1, 0, 0) {
+			if h < 0 {
 				continue
 			}
-			if need, _, tailOK := g.rawNeededLocked(h, t0, t1, width, coarse, fields); need && !tailOK {
+			if !g.rollupFiles.Parts[h].Loaded {
+				return true
+			}
+			if b := g.rollups[h]; b != nil && b.rawFirst == 0 && g.utilFiles.Parts[h] != nil {
 				return true
 			}
 		}
-		return false
 	}
-	touch := func() {
-		g.run.touchHours(heldGPU, g.utilFiles.Overlapping(t0, t1, 0, 0))
-		g.run.touchHours(heldRollup, g.rollupFiles.Overlapping(t0, t1, 0, 0))
-	}
-	g.run.mu.RLock()
-	m := missing()
-	if !m {
-		touch()
-	}
-	g.run.mu.RUnlock()
-	if !m {
-		return
-	}
-	g.run.mu.Lock()
-	defer g.run.mu.Unlock()
-	defer g.run.settleLocked()
-	defer touch()
-	if !g.rollupOff {
-		var jobs []loadJob
-		for _, h := range g.rollupFiles.Overlapping(t0, t1, 0, 0) {
-			if !g.rollupFiles.Parts[h].Loaded {
-				jobs = append(jobs, func() { g.loadRollupHourLocked(h) })
-			}
+	for _, h := range g.utilFiles.Overlapping(t0, t1, 0, 0) {
+		if g.held(h, g.rawFilter(h, sel), eager) {
+			continue
 		}
-		g.run.loadAll(jobs)
+		if need, _, tailOK := g.rawNeededLocked(h, t0, t1, width, coarse, fields); need && !tailOK {
+			return true
+		}
+	}
+	return false
+}
+
+// pendingRollupsLocked lists the loads of the gpu_rollup hours overlapping [t0, t1] not loaded (none with the
+// roll-up off).
+func (g *gpuReader) pendingRollupsLocked(t0, t1 float64) []loadJob {
+	if g.rollupOff {
+		return nil
+	}
+	var jobs []loadJob
+	for _, h := range g.rollupFiles.Overlapping(t0, t1, 0, 0) {
+		if h >= 0 && !g.rollupFiles.Parts[h].Loaded {
+			jobs = append(jobs, func() { g.loadRollupHourLocked(h) })
+		}
+	}
+	return jobs
+}
+
+// loadWindowLocked reads what missingLocked found missing: the roll-up hours side by side, then the gpu_util
+// hours (or their live tails) the roll-up does not answer, side by side. The caller holds Store.mu for writing.
+func (g *gpuReader) loadWindowLocked(t0, t1, width float64, coarse bool, fields []string, sel []*Lane, eager bool) {
+	if !g.rollupOff {
+		g.run.loadAll(g.pendingRollupsLocked(t0, t1))
 		for _, h := range g.rollupFiles.Overlapping(t0, t1, 0, 0) {
 			if b, p := g.rollups[h], g.utilFiles.Parts[h]; b != nil && b.rawFirst == 0 && p != nil {
 				if b.rawFirst = partition.FirstStamp(p); b.rawFirst == 0 {

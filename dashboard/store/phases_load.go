@@ -34,13 +34,31 @@ type phaseReader struct {
 	// counts is each hour's record count when last read whole (kept when the budget drops the hour): a whole
 	// read that finds another count changed the hour, and its digests are forgotten.
 	counts map[int64]int
+	// indexLanes is the most lanes a Phases query reads through the blocks' node index (phaseIndexLanes; the
+	// tests set -1 to compare with the walk of every record).
+	indexLanes int
+	// workerLanes is the fewest lanes whose filling a Phases query (and the fleet's composition) splits over the
+	// cores (phaseWorkerLanes; the tests set 1 to run the split on a few lanes).
+	workerLanes int
 }
 
 func newPhaseReader(run *Store) phaseReader {
 	return phaseReader{
 		run: run, files: partition.NewStream(run.dir, sc.StreamPhases), blocks: map[int64]*phaseBlock{},
 		digesters: map[string]func(int64, PhaseHourRecords) any{}, digests: map[int64]map[string]phaseDigest{},
-		counts: map[int64]int{},
+		counts: map[int64]int{}, indexLanes: phaseIndexLanes, workerLanes: phaseWorkerLanes,
+	}
+}
+
+// heldHours is the phases hours' cache (hours.go). Only whole hours count: a sparse block (a reach hour, or what
+// a dropped hour leaves) holds a few records. A closed hour is digested before it is dropped, and leaves a
+// sparse remnant (dropHourLocked).
+func (r *phaseReader) heldHours() hourSource {
+	return &hourCache[*phaseBlock]{
+		kind: heldPhase, files: r.files, blocks: r.blocks,
+		counted:    func(b *phaseBlock) bool { return !b.sparse },
+		beforeDrop: func(h int64, _ *phaseBlock) { r.run.digestBeforeDropLocked(h) },
+		forget:     r.dropHourLocked,
 	}
 }
 
@@ -123,7 +141,7 @@ func (r *phaseReader) loadHour(h int64, sparse bool) {
 	r.run.report(reports, err)
 	p.Loaded = !b.sparse
 	if p.Loaded {
-		// Hours load concurrently (ensurePhases): the digest bookkeeping under lmu.
+		// Hours load concurrently (phaseReader.ensure): the digest bookkeeping under lmu.
 		n := len(b.closed) + len(b.open)
 		r.run.lmu.Lock()
 		if c, ok := r.counts[h]; !ok || c != n {
@@ -141,61 +159,30 @@ func (r *phaseReader) loadHour(h int64, sparse bool) {
 // Queries then read under the read lock.
 //
 // The phases hours it reads are marked used (the memory budget); the caller holds a pin (budget.go).
-func (s *Store) ensurePhases(t0, t1 float64, roll bool) {
-	s.mu.RLock()
-	whole, sparse, rolls := s.missingPhasesLocked(t0, t1, roll)
-	if len(whole)+len(sparse)+len(rolls) == 0 {
-		s.touchPhasesLocked(t0, t1)
-	}
-	s.mu.RUnlock()
-	if len(whole)+len(sparse)+len(rolls) == 0 {
-		return
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	defer s.settleLocked() // the hours loaded count in the memory budget
-	defer s.touchPhasesLocked(t0, t1)
-	whole, sparse, rolls = s.missingPhasesLocked(t0, t1, roll)
+func (r *phaseReader) ensure(t0, t1 float64, roll bool) {
+	lo, hi := int64(math.Floor(t0/3600))-phaseReach, int64(math.Floor(t1/3600))+phaseReach // the window and its reach
+	r.run.ensure(func() []loadJob { return r.pendingLocked(t0, t1, roll) }, func() { r.run.touch(heldPhase, lo, hi) })
+}
+
+// pendingLocked lists the loads ensure must run, longest first: (with roll) gpu_rollup hours, which parse
+// slower than phases hours, then phases hours to read whole, then reach hours to read sparse, the quickest.
+func (r *phaseReader) pendingLocked(t0, t1 float64, roll bool) []loadJob {
 	var jobs []loadJob
-	// Longest first: roll-up hours parse slower than phases hours, sparse ones are the quickest.
-	for _, h := range rolls {
-		jobs = append(jobs, func() { s.gpu.loadRollupHourLocked(h) })
+	if roll {
+		jobs = r.run.gpu.pendingRollupsLocked(t0, t1)
 	}
-	for _, h := range whole {
-		jobs = append(jobs, func() { s.phases.loadHour(h, false) })
-	}
-	for _, h := range sparse {
-		jobs = append(jobs, func() { s.phases.loadHour(h, true) })
-	}
-	s.loadAll(jobs)
-}
-
-// touchPhasesLocked marks the phases hours of the window and its reach used now.
-func (s *Store) touchPhasesLocked(t0, t1 float64) {
-	s.touch(heldPhase, int64(math.Floor(t0/3600))-phaseReach, int64(math.Floor(t1/3600))+phaseReach)
-}
-
-// missingLocked lists what ensure must load: phases hours to read whole, reach hours to read sparse, and (with
-// roll) gpu_rollup hours.
-func (s *Store) missingPhasesLocked(t0, t1 float64, roll bool) (whole, sparse, rolls []int64) {
 	inWindow := map[int64]bool{}
-	for _, h := range s.phases.files.Overlapping(t0, t1, 0, 0) {
+	for _, h := range r.files.Overlapping(t0, t1, 0, 0) {
 		inWindow[h] = true
-		if !s.phases.files.Parts[h].Loaded {
-			whole = append(whole, h)
+		if !r.files.Parts[h].Loaded {
+			jobs = append(jobs, func() { r.loadHour(h, false) })
 		}
 	}
-	for _, h := range s.phases.files.Overlapping(t0, t1, phaseReach, phaseReach) {
-		if !inWindow[h] && !s.phases.files.Parts[h].Loaded && s.phases.blocks[h] == nil {
-			sparse = append(sparse, h)
+	var sparse []loadJob
+	for _, h := range r.files.Overlapping(t0, t1, phaseReach, phaseReach) {
+		if !inWindow[h] && !r.files.Parts[h].Loaded && r.blocks[h] == nil {
+			sparse = append(sparse, func() { r.loadHour(h, true) })
 		}
 	}
-	if roll && !s.gpu.rollupOff {
-		for _, h := range s.gpu.rollupFiles.Overlapping(t0, t1, 0, 0) {
-			if h >= 0 && !s.gpu.rollupFiles.Parts[h].Loaded {
-				rolls = append(rolls, h)
-			}
-		}
-	}
-	return whole, sparse, rolls
+	return append(jobs, sparse...)
 }

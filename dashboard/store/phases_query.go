@@ -35,7 +35,7 @@ type PhasesResult struct {
 // sort and fill each lane (split over the cores for many lanes).
 func (s *Store) Phases(t0, t1 float64, sel []*Lane) *PhasesResult {
 	defer s.pin()()
-	s.ensurePhases(t0, t1, false)
+	s.phases.ensure(t0, t1, false)
 	var bounds stepBounds
 	if s.layout == "miles-v1" {
 		// v1 phase records carry no step: each gets the step whose bounds hold its start, as AllPhases gives the
@@ -49,6 +49,7 @@ func (s *Store) Phases(t0, t1 float64, sel []*Lane) *PhasesResult {
 	s.phases.refreshOpenLocked()
 	q := &phaseQuery{
 		t0: t0, t1: t1, sel: sel, edge: s.edge, bounds: bounds,
+		nodeIndexLaneLimit: s.phases.indexLanes, workerLaneThreshold: s.phases.workerLanes,
 		out: &PhasesResult{Names: []string{}, Lanes: make([]*PhaseLane, 0, len(sel))},
 	}
 	for _, h := range s.phases.files.Overlapping(t0, t1, phaseReach, phaseReach) {
@@ -67,6 +68,10 @@ func (s *Store) Phases(t0, t1 float64, sel []*Lane) *PhasesResult {
 type phaseQuery struct {
 	// t0 and t1 are the window.
 	t0, t1 float64
+	// nodeIndexLaneLimit is the most lanes read through the blocks' node index (phaseReader.indexLanes).
+	nodeIndexLaneLimit int
+	// workerLaneThreshold is the fewest lanes whose filling is split over the cores (phaseReader.workerLanes).
+	workerLaneThreshold int
 	// sel are the selected lanes, in answer order.
 	sel []*Lane
 	// edge is the data edge open phases are clipped to.
@@ -120,7 +125,7 @@ type phaseFirstSeen struct {
 // drawn on rollout lanes) through each block's node index; many read every record.
 func (q *phaseQuery) collect() {
 	capacity := 0 // every closed record, when they are all walked
-	if len(q.sel) > phaseIndexLanes {
+	if len(q.sel) > q.nodeIndexLaneLimit {
 		for _, b := range q.blocks {
 			if b != nil {
 				capacity += len(b.closed)
@@ -130,7 +135,7 @@ func (q *phaseQuery) collect() {
 	q.cands = make([]phaseCand, 0, capacity)
 	var nodes map[string]bool
 	rollout := false
-	if len(q.sel) <= phaseIndexLanes {
+	if len(q.sel) <= q.nodeIndexLaneLimit {
 		nodes = map[string]bool{}
 		for _, l := range q.sel {
 			nodes[l.Node] = true
@@ -313,7 +318,7 @@ func (q *phaseQuery) orderNames() {
 // fillLanes sorts and fills every lane; many lanes are split over the cores (each lane is its own).
 func (q *phaseQuery) fillLanes() {
 	workers := 1
-	if len(q.sel) >= phaseWorkerLanes {
+	if len(q.sel) >= q.workerLaneThreshold {
 		workers = min(runtime.GOMAXPROCS(0), 8)
 	}
 	var wg sync.WaitGroup
@@ -420,13 +425,12 @@ func (q *phaseQuery) nestLane(pl *PhaseLane, cands []phaseCand, pos map[spanRef]
 	}
 }
 
-// phaseIndexLanes is the most lanes a Phases query reads through the blocks' node index (a variable: the tests
-// compare both paths).
-var phaseIndexLanes = partialLanes
+// phaseIndexLanes is the most lanes a Phases query reads through the blocks' node index (phaseReader.indexLanes).
+const phaseIndexLanes = partialLanes
 
-// phaseWorkerLanes is the fewest lanes whose filling a Phases query splits over the cores (a variable: the
-// tests run the split on a few lanes).
-var phaseWorkerLanes = 128
+// phaseWorkerLanes is the fewest lanes whose filling a Phases query splits over the cores
+// (phaseReader.workerLanes).
+const phaseWorkerLanes = 128
 
 // phaseCand is one phase record a Phases query draws: its start, its place in reading order, the record.
 type phaseCand struct {

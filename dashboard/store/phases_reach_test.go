@@ -165,19 +165,19 @@ func TestPhasesNodeIndex(t *testing.T) {
 	for _, w := range [][2]float64{{h0, h0 + 4*3600}, {h0 + 5*3600, h0 + 7*3600}, {h0 + 9*3600, h0 + 12*3600}} {
 		for _, sel := range []string{"g0", "g1,g2", "all"} {
 			lanes, _, _ := st.Lanes(sel)
-			phaseIndexLanes = partialLanes
+			st.phases.indexLanes = partialLanes
 			indexed := flat(st.Phases(w[0], w[1], lanes))
-			phaseIndexLanes = -1
+			st.phases.indexLanes = -1
 			walked := flat(st.Phases(w[0], w[1], lanes))
-			phaseIndexLanes = partialLanes
+			st.phases.indexLanes = partialLanes
 			if len(walked) == 0 || !reflect.DeepEqual(indexed, walked) {
 				t.Fatalf("%s over [%+.0f, %+.0f]: node index and full walk differ\n%v\n%v", sel, w[0]-h0, w[1]-h0, indexed, walked)
 			}
 			// Lanes filled on several goroutines (as for a fleet) come out the same as on one.
 			serial := st.Phases(w[0], w[1], lanes)
-			phaseWorkerLanes = 1
+			st.phases.workerLanes = 1
 			split := st.Phases(w[0], w[1], lanes)
-			phaseWorkerLanes = 128
+			st.phases.workerLanes = phaseWorkerLanes
 			if !reflect.DeepEqual(serial, split) {
 				t.Fatalf("%s over [%+.0f, %+.0f]: lanes filled on several goroutines differ", sel, w[0]-h0, w[1]-h0)
 			}

@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/klauspost/compress/zstd"
-
-	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
 )
 
 func phaseLine(name string, t0, t1 float64, gpu int, span string) string {
@@ -202,12 +200,10 @@ func TestCorruptZstKeepsPlainHour(t *testing.T) {
 // TestOverlongLineSkipped: a line over the line limit is skipped with bounded memory and reported; the lines
 // around it are read.
 func TestOverlongLineSkipped(t *testing.T) {
-	defer func(n int) { partition.MaxLine = n }(partition.MaxLine)
-	partition.MaxLine = 4 << 10
 	dir := v2Run(t)
 	long := `{"ts":` + fmt.Sprint(h0+1) + `,"node":"n1","gpu":0,"util":1,"x":"` + strings.Repeat("a", 1<<20) + `"}` + "\n"
 	appendTo(t, dir, "dashboard/gpu_util/"+hourA+".jsonl", long+gpuLine(h0+3599.5, "n1", 0, 77))
-	st, err := Open(dir, false)
+	st, err := open(dir, false, withMaxLine(4<<10))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,7 @@ type Store struct {
 	// and never one a query in flight pinned (budget.go): a query loads under the write lock and reads under the
 	// read lock, and the pin covers the moment between.
 	mu sync.RWMutex
-	// lmu guards what concurrent partition loads (loadAll, load.go) share: the block maps, lanes seen in the
+	// lmu guards what concurrent partition loads (loadAll, hours.go) share: the block maps, lanes seen in the
 	// data, notices, the data edge, the cache-hit count. Never held while taking mu.
 	lmu sync.Mutex
 
@@ -121,7 +121,27 @@ func (s *Store) readers() []streamReader {
 }
 
 // Open prepares a run directory without parsing any stream.
-func Open(dir string, follow bool) (*Store, error) {
+func Open(dir string, follow bool) (*Store, error) { return open(dir, follow) }
+
+// storeOption sets a switch of a store being opened, before it reads anything (the tests').
+type storeOption func(*Store)
+
+// withEngPackOff keeps every engine hour as float64 columns, never packed (the tests compare both forms).
+func withEngPackOff() storeOption { return func(s *Store) { s.engines.packOff = true } }
+
+// withMaxLine lowers the longest line every stream reads (partition.Stream.MaxLine).
+func withMaxLine(n int) storeOption {
+	return func(s *Store) {
+		for _, r := range s.readers() {
+			for _, f := range r.partitionFiles() {
+				f.MaxLine = n
+			}
+		}
+	}
+}
+
+// open is Open with options.
+func open(dir string, follow bool, opts ...storeOption) (*Store, error) {
 	// A run directory has dashboard/ (otelcol-miles or the Python miles dashboard) and/or miles dump folders
 	// (rollout_data/, train_data/): a dump-only directory opens with empty streams.
 	isDir := func(name string) bool {
@@ -143,6 +163,10 @@ func Open(dir string, follow bool) (*Store, error) {
 	s.engines = newEngineReader(s)
 	s.trajectories = newTrajectoryReader(s)
 	s.engineTraces = newEngineTraceReader(s)
+	for _, o := range opts {
+		o(s)
+	}
+	s.registerHours()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.listLocked()

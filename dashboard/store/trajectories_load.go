@@ -40,6 +40,11 @@ func newTrajectoryReader(run *Store) trajectoryReader {
 	return r
 }
 
+// heldHours is the trajectories hour blocks' cache (hours.go); the step index is not in it (always held).
+func (r *trajectoryReader) heldHours() hourSource {
+	return &hourCache[*trajBlock]{kind: heldTraj, files: r.files, blocks: r.blocks}
+}
+
 func (r *trajectoryReader) partitionFiles() []*partition.Stream {
 	return []*partition.Stream{r.indexFiles, r.files}
 }
@@ -148,31 +153,22 @@ func (r *trajectoryReader) loadHourLocked(h int64) {
 	r.run.raiseEdge(b.maxT)
 }
 
-// ensureHours loads the hours lo…hi not loaded yet and marks them used. The caller holds a pin (budget.go).
+// ensureHours loads the hours lo…hi not loaded yet, one after the other, and marks them used. The caller holds
+// a pin (budget.go).
 func (r *trajectoryReader) ensureHours(lo, hi int64) {
-	r.run.mu.RLock()
-	missing := false
+	plan := func() []loadJob { return inOrder(r.missingLocked(lo, hi), r.loadHourLocked) }
+	r.run.ensure(plan, func() { r.run.touch(heldTraj, lo, hi) })
+}
+
+// missingLocked lists the hours lo…hi not loaded.
+func (r *trajectoryReader) missingLocked(lo, hi int64) []int64 {
+	var out []int64
 	for _, h := range r.files.Hours() {
 		if (h == partition.LegacyHour || (h >= lo && h <= hi)) && !r.files.Parts[h].Loaded {
-			missing = true
+			out = append(out, h)
 		}
 	}
-	if !missing {
-		r.run.touch(heldTraj, lo, hi)
-	}
-	r.run.mu.RUnlock()
-	if !missing {
-		return
-	}
-	r.run.mu.Lock()
-	defer r.run.mu.Unlock()
-	for _, h := range r.files.Hours() {
-		if (h == partition.LegacyHour || (h >= lo && h <= hi)) && !r.files.Parts[h].Loaded {
-			r.loadHourLocked(h)
-		}
-	}
-	r.run.touch(heldTraj, lo, hi)
-	r.run.settleLocked()
+	return out
 }
 
 func (r *trajectoryReader) hoursLocked(lo, hi int64) []*trajBlock {

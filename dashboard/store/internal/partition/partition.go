@@ -147,11 +147,17 @@ type Stream struct {
 	// lines handed to the sink are then the file's pages, unmapped once Read returns: set it only where every
 	// sink copies what it keeps of a line.
 	MapPlain bool
+	// MaxLine is the longest line read (runfiles.MaxLine; tests lower it): a longer one is skipped unread and
+	// reported.
+	MaxLine int
+	// MapMin is the least a plain file must have left to read for MapPlain to map it (1 MiB; tests lower it):
+	// below it a read costs less than setting up the mapping.
+	MapMin int64
 }
 
 // NewStream tracks the stream name of the run in runDir; it lists nothing yet.
 func NewStream(runDir, name string) *Stream {
-	return &Stream{RunDir: runDir, Name: name, Parts: map[int64]*Partition{}}
+	return &Stream{RunDir: runDir, Name: name, Parts: map[int64]*Partition{}, MaxLine: runfiles.MaxLine, MapMin: 1 << 20}
 }
 
 // List refreshes which partitions exist in every layout of the run (runfiles.Layouts: one directory read per

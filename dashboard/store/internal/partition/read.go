@@ -25,10 +25,12 @@ type CorruptReport struct {
 	First int64
 	// Count is how many lines were corrupt.
 	Count int
-	// Long is how many lines were longer than runfiles.MaxLine (skipped unread), LongFirst the offset of the
+	// Long is how many lines were longer than the stream's MaxLine (skipped unread), LongFirst the offset of the
 	// first.
 	Long      int
 	LongFirst int64
+	// Limit is the line limit the long lines were over (the stream's MaxLine).
+	Limit int
 	// Damaged says where a compressed file stopped decoding, "" when it decoded to its end.
 	Damaged string
 }
@@ -41,7 +43,7 @@ func (s *Stream) Read(p *Partition, sink LineSink) ([]CorruptReport, error) {
 	var reports []CorruptReport
 	var firstErr error
 	for _, f := range p.Files {
-		reps, err := f.read(s.RunDir, sink, s.MapPlain)
+		reps, err := f.read(s, sink)
 		if errors.Is(err, ErrReload) {
 			return nil, ErrReload
 		}
@@ -53,8 +55,9 @@ func (s *Stream) Read(p *Partition, sink LineSink) ([]CorruptReport, error) {
 	return reports, firstErr
 }
 
-// read consumes what is new in one layout's files of an hour; mapPlain: Stream.MapPlain.
-func (p *File) read(runDir string, sink LineSink, mapPlain bool) ([]CorruptReport, error) {
+// read consumes what is new in one layout's files of an hour of stream s.
+func (p *File) read(s *Stream, sink LineSink) ([]CorruptReport, error) {
+	runDir := s.RunDir
 	var reports []CorruptReport
 	if p.Zst != "" && p.ZstSize == 0 && p.PlainOff > 0 {
 		// The hour we tailed as plain text was compressed: its content is now in the .zst. Start the hour over
@@ -68,7 +71,7 @@ func (p *File) read(runDir string, sink LineSink, mapPlain bool) ([]CorruptRepor
 				// Rewritten with a late frame: the whole hour is read again. The caller resets its block.
 				return nil, ErrReload
 			}
-			rep, err := readZst(runDir, p.Zst, sink)
+			rep, err := readZst(runDir, p.Zst, sink, s.MaxLine)
 			if rep.Count > 0 || rep.Long > 0 || rep.Damaged != "" {
 				reports = append(reports, rep)
 			}
@@ -107,8 +110,8 @@ func (p *File) read(runDir string, sink LineSink, mapPlain bool) ([]CorruptRepor
 			return reports, nil
 		}
 		rep, n, mapped, err := CorruptReport{}, int64(0), false, error(nil)
-		if mapPlain && fi.Size()-p.PlainOff >= MapMin {
-			rep, n, mapped, err = consumeMapped(f, p.PlainOff, fi.Size(), sink, p.Plain)
+		if s.MapPlain && fi.Size()-p.PlainOff >= s.MapMin {
+			rep, n, mapped, err = consumeMapped(f, p.PlainOff, fi.Size(), sink, p.Plain, s.MaxLine)
 			if errors.Is(err, ErrReload) {
 				return nil, ErrReload
 			}
@@ -117,7 +120,7 @@ func (p *File) read(runDir string, sink LineSink, mapPlain bool) ([]CorruptRepor
 			if _, err := f.Seek(p.PlainOff, io.SeekStart); err != nil {
 				return reports, err
 			}
-			rep, n, err = consume(f, p.PlainOff, sink, p.Plain)
+			rep, n, err = consume(f, p.PlainOff, sink, p.Plain, s.MaxLine)
 		}
 		p.PlainOff += n
 		if rep.Count > 0 || rep.Long > 0 {
@@ -132,7 +135,7 @@ func (p *File) read(runDir string, sink LineSink, mapPlain bool) ([]CorruptRepor
 
 // readZst reads a compressed file's lines. A decoding error is not returned: the lines before it were read,
 // and the report says where decoding stopped (Damaged). Only failing to open the file is an error.
-func readZst(runDir, path string, sink LineSink) (CorruptReport, error) {
+func readZst(runDir, path string, sink LineSink, maxLine int) (CorruptReport, error) {
 	f, err := runfiles.Open(runDir, path) // a link out of the run is not followed
 	if err != nil {
 		return CorruptReport{Path: path, First: -1}, err
@@ -144,7 +147,7 @@ func readZst(runDir, path string, sink LineSink) (CorruptReport, error) {
 		return CorruptReport{Path: path, First: -1}, err
 	}
 	defer dec.Close()
-	rep, n, err := consume(dec, 0, sink, path)
+	rep, n, err := consume(dec, 0, sink, path, maxLine)
 	if err != nil {
 		rep.Damaged = fmt.Sprintf("undecodable after %d bytes of records (%v)", n, err)
 	}
@@ -155,10 +158,11 @@ func readZst(runDir, path string, sink LineSink) (CorruptReport, error) {
 // its block and the partition (Reset) and reads the hour again.
 var ErrReload = errors.New("Partition changed under the reader; reload it")
 
-// consume feeds complete lines to sink and returns the bytes consumed (up to the last newline).
-func consume(r io.Reader, base int64, sink LineSink, path string) (CorruptReport, int64, error) {
-	rep := CorruptReport{Path: path, First: -1, LongFirst: -1}
-	n, _, err := runfiles.EachLineMax(r, MaxLine, func(line []byte, off int64) error {
+// consume feeds complete lines of at most maxLine bytes to sink (a longer one is skipped and counted) and returns
+// the bytes consumed (up to the last newline).
+func consume(r io.Reader, base int64, sink LineSink, path string, maxLine int) (CorruptReport, int64, error) {
+	rep := CorruptReport{Path: path, First: -1, LongFirst: -1, Limit: maxLine}
+	n, _, err := runfiles.EachLineMax(r, maxLine, func(line []byte, off int64) error {
 		rep.line(sink, line, base+off)
 		return nil
 	}, func(off, _ int64) { rep.long(base + off) })
@@ -167,9 +171,9 @@ func consume(r io.Reader, base int64, sink LineSink, path string) (CorruptReport
 
 // consumeBytes is consume of the bytes of a file from base on, held whole in data (a mapping), without copying
 // them (runfiles.EachLineBytes).
-func consumeBytes(data []byte, base int64, sink LineSink, path string) (CorruptReport, int64) {
-	rep := CorruptReport{Path: path, First: -1, LongFirst: -1}
-	n, _ := runfiles.EachLineBytes(data, MaxLine, func(line []byte, off int64) error {
+func consumeBytes(data []byte, base int64, sink LineSink, path string, maxLine int) (CorruptReport, int64) {
+	rep := CorruptReport{Path: path, First: -1, LongFirst: -1, Limit: maxLine}
+	n, _ := runfiles.EachLineBytes(data, maxLine, func(line []byte, off int64) error {
 		rep.line(sink, line, base+off)
 		return nil
 	}, func(off, _ int64) { rep.long(base + off) })
@@ -186,7 +190,7 @@ func (r *CorruptReport) line(sink LineSink, line []byte, off int64) {
 	}
 }
 
-// long counts a line over MaxLine at off, skipped unread.
+// long counts a line over the line limit at off, skipped unread.
 func (r *CorruptReport) long(off int64) {
 	if r.LongFirst < 0 {
 		r.LongFirst = off
@@ -194,20 +198,13 @@ func (r *CorruptReport) long(off int64) {
 	r.Long++
 }
 
-// MaxLine is the longest line read (runfiles.MaxLine; tests lower it).
-var MaxLine = runfiles.MaxLine
-
-// MapMin is the least a plain file must have left to read for Stream.MapPlain to map it: below it a read costs
-// less than setting up the mapping (tests lower it).
-var MapMin int64 = 1 << 20
-
 func (r CorruptReport) String() string {
 	var parts []string
 	if r.Count > 0 {
 		parts = append(parts, fmt.Sprintf("%d corrupt line(s) skipped, first near byte %d", r.Count, r.First))
 	}
 	if r.Long > 0 {
-		parts = append(parts, fmt.Sprintf("%d line(s) over the line limit of %s skipped, first at byte %d", r.Long, sizeText(MaxLine), r.LongFirst))
+		parts = append(parts, fmt.Sprintf("%d line(s) over the line limit of %s skipped, first at byte %d", r.Long, sizeText(r.Limit), r.LongFirst))
 	}
 	if r.Damaged != "" {
 		parts = append(parts, "compressed file "+r.Damaged+": the rest of it is lost")

@@ -12,11 +12,8 @@ import (
 
 // TestMapPlainReadsAsBuffered: a plain file read through a mapping (Stream.MapPlain) hands the sink the same lines
 // and gives the same reports and read offsets as the buffered read, over appends that end mid-line, CRLF and empty
-// lines, lines over MaxLine and longer than the read buffer, corrupt lines, and offsets off a page.
+// lines, lines over Stream.MaxLine and longer than the read buffer, corrupt lines, and offsets off a page.
 func TestMapPlainReadsAsBuffered(t *testing.T) {
-	oldMax, oldMin := MaxLine, MapMin
-	MaxLine, MapMin = 300<<10, 1
-	t.Cleanup(func() { MaxLine, MapMin = oldMax, oldMin })
 	rng := rand.New(rand.NewPCG(3, 4))
 	var chunks []string
 	for range 16 {
@@ -45,7 +42,7 @@ func TestMapPlainReadsAsBuffered(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := NewStream(dir, "phases")
-		s.MapPlain = mapPlain
+		s.MapPlain, s.MaxLine, s.MapMin = mapPlain, 300<<10, 1
 		var out strings.Builder
 		sink := func(line []byte) bool {
 			out.Write(line)
@@ -81,9 +78,6 @@ func TestMapPlainReadsAsBuffered(t *testing.T) {
 // TestMapPlainTruncated: a file cut short while the sink reads it through the mapping faults on its lost pages;
 // the read says ErrReload (the caller starts the hour over), as when Stat finds it shorter.
 func TestMapPlainTruncated(t *testing.T) {
-	oldMin := MapMin
-	MapMin = 1
-	t.Cleanup(func() { MapMin = oldMin })
 	dir := t.TempDir()
 	path := filepath.Join(dir, "dashboard", "phases", "20261212_00.jsonl")
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -93,7 +87,7 @@ func TestMapPlainTruncated(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := NewStream(dir, "phases")
-	s.MapPlain = true
+	s.MapPlain, s.MapMin = true, 1
 	if err := s.List(); err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 // into a read buffer, no read system call per 256 KiB); mapped false when the file could not be mapped (the
 // caller reads it as usual). A file cut short while mapped (a tail repair after a crash) faults on its lost
 // pages: that fault is caught and reported as ErrReload, as a truncated file found by Stat is.
-func consumeMapped(f *os.File, off, size int64, sink LineSink, path string) (rep CorruptReport, n int64, mapped bool, err error) {
+func consumeMapped(f *os.File, off, size int64, sink LineSink, path string, maxLine int) (rep CorruptReport, n int64, mapped bool, err error) {
 	start := off &^ int64(os.Getpagesize()-1) // a mapping starts on a page
 	if size-start > int64(^uint(0)>>1) {
 		return rep, 0, false, nil
@@ -31,6 +31,6 @@ func consumeMapped(f *os.File, off, size int64, sink LineSink, path string) (rep
 			rep, n, mapped, err = CorruptReport{}, 0, true, ErrReload
 		}
 	}()
-	rep, n = consumeBytes(data[off-start:], off, sink, path)
+	rep, n = consumeBytes(data[off-start:], off, sink, path, maxLine)
 	return rep, n, true, nil
 }
