@@ -142,7 +142,7 @@ func TestEngineTracesE2E(t *testing.T) {
 	for {
 		st.Refresh()
 		a = store.AnatomyResult{}
-		if getStatus(api.URL+"/api/v1/steps/0/anatomy") == http.StatusOK { // 404 until the step_consume is written
+		if getStatus(t, api.URL+"/api/v1/steps/0/anatomy") == http.StatusOK { // 404 until the step_consume is written
 			getJSON(t, api.URL+"/api/v1/steps/0/anatomy", &a)
 		}
 		traced := 0
@@ -253,7 +253,11 @@ func waitFile(t *testing.T, dir string, timeout time.Duration) {
 
 func getJSON(t *testing.T, url string, into any) {
 	t.Helper()
-	resp, err := http.Get(url)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, http.NoBody)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,8 +278,13 @@ func getJSON(t *testing.T, url string, into any) {
 	}
 }
 
-func getStatus(url string) int {
-	resp, err := http.Get(url)
+func getStatus(t *testing.T, url string) int {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, http.NoBody)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0
 	}

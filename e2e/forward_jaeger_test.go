@@ -127,7 +127,7 @@ exporters:
 			t.Fatalf("jaeger exited during start-up:\n%s", j.logs())
 		default:
 		}
-		if code, _ := httpGet("http://" + j.QueryHTTP + "/api/services"); code == http.StatusOK {
+		if code, _ := httpGet(t, "http://"+j.QueryHTTP+"/api/services"); code == http.StatusOK {
 			return j
 		}
 		if time.Now().After(deadline) {
@@ -137,8 +137,13 @@ exporters:
 	}
 }
 
-func httpGet(u string) (int, []byte) {
-	resp, err := http.Get(u)
+func httpGet(t *testing.T, u string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, u, http.NoBody)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0, nil
 	}
@@ -150,7 +155,7 @@ func httpGet(u string) (int, []byte) {
 // v3Trace fetches one trace as OTLP (Jaeger's /api/v3/traces/{id} answers {"result": <OTLP JSON>}); it returns
 // false while Jaeger does not have it yet.
 func (j *jaegerProc) v3Trace(t *testing.T, id trace.TraceID) (ptrace.Traces, bool) {
-	code, body := httpGet("http://" + j.QueryHTTP + "/api/v3/traces/" + id.String())
+	code, body := httpGet(t, "http://"+j.QueryHTTP+"/api/v3/traces/"+id.String())
 	if code != http.StatusOK {
 		return ptrace.Traces{}, false
 	}
@@ -171,7 +176,7 @@ func (j *jaegerProc) v3Trace(t *testing.T, id trace.TraceID) (ptrace.Traces, boo
 
 // v1Traces lists a service's traces with the classic query API: trace id → span ids.
 func (j *jaegerProc) v1Traces(t *testing.T, service string) map[string][]string {
-	code, body := httpGet("http://" + j.QueryHTTP + "/api/traces?limit=100&lookback=1h&service=" + url.QueryEscape(service))
+	code, body := httpGet(t, "http://"+j.QueryHTTP+"/api/traces?limit=100&lookback=1h&service="+url.QueryEscape(service))
 	if code != http.StatusOK {
 		return nil
 	}

@@ -4,10 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math"
-	"os"
 	"os/exec"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,33 +12,6 @@ import (
 	"github.com/otelcol-miles/otelcol-miles/internal/e2etest"
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
-
-var (
-	killSimOnce sync.Once
-	killSimBin  string
-	killSimErr  error
-)
-
-func killSim(t *testing.T) string {
-	t.Helper()
-	killSimOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "miles-sim-bin")
-		if err != nil {
-			killSimErr = err
-			return
-		}
-		killSimBin = filepath.Join(dir, "miles-sim")
-		cmd := exec.Command("go", "build", "-o", killSimBin, "./cmd/miles-sim")
-		cmd.Dir = e2etest.RepoRoot()
-		if out, err := cmd.CombinedOutput(); err != nil {
-			killSimErr = fmt.Errorf("go build ./cmd/miles-sim: %w\n%s", err, out)
-		}
-	})
-	if killSimErr != nil {
-		t.Fatal(killSimErr)
-	}
-	return killSimBin
-}
 
 // The simulated run both halves of the kill test send: deterministic for the seed and start time, paced so
 // that the collector can be killed in the middle of it.
@@ -73,7 +43,7 @@ func trajectorySpanIDs(t *testing.T, runDir string) (map[string]int, map[string]
 // staleness, known fraction, mixed versions) equal those of a clean run of the same seed for every step whose
 // spans all reached the files.
 func TestKillCollectorKeepsAcknowledgedTrajectories(t *testing.T) {
-	sim := killSim(t)
+	sim := buildSim(t)
 
 	// The clean run.
 	cleanDir := t.TempDir()

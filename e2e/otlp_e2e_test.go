@@ -47,7 +47,12 @@ func find(recs []map[string]any, match func(map[string]any) bool) map[string]any
 
 func postJSON(t *testing.T, url string, body []byte, contentType string) (int, string) {
 	t.Helper()
-	resp, err := http.Post(url, contentType, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", contentType)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -279,9 +284,15 @@ func TestConfigsValidateE2E(t *testing.T) {
 		}
 	}
 	// And a broken one is refused with the key named.
-	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	badDir := t.TempDir()
+	bad := filepath.Join(badDir, "bad.yaml")
 	cfg, _ := os.ReadFile(e2etest.Config("run.yaml"))
-	_ = os.WriteFile(bad, bytes.Replace(cfg, []byte("directory: ${env:MILES_RUN_DIR}"), []byte("directory: ${env:MILES_RUN_DIR}\n    fsync: sometimes"), 1), 0o644)
+	root, err := os.OpenRoot(badDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	_ = root.WriteFile("bad.yaml", bytes.Replace(cfg, []byte("directory: ${env:MILES_RUN_DIR}"), []byte("directory: ${env:MILES_RUN_DIR}\n    fsync: sometimes"), 1), 0o644)
 	cmd := exec.Command(bin, "validate", "--config", bad)
 	cmd.Env = append(os.Environ(), "MILES_RUN_DIR="+t.TempDir())
 	out, err := cmd.CombinedOutput()

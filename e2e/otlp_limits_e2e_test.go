@@ -52,7 +52,7 @@ func bigBatch(n int, seed byte) []sdktrace.ReadOnlySpan {
 // come back as the error of that one export).
 func limitExporters(t *testing.T, c *e2etest.Collector) map[string]*otlptrace.Exporter {
 	t.Helper()
-	ctx := context.Background()
+	ctx := t.Context()
 	g, err := otlptracegrpc.New(ctx, otlptracegrpc.WithEndpoint(c.GRPCAddr), otlptracegrpc.WithInsecure(),
 		otlptracegrpc.WithRetry(otlptracegrpc.RetryConfig{Enabled: false}))
 	if err != nil {
@@ -63,7 +63,12 @@ func limitExporters(t *testing.T, c *e2etest.Collector) map[string]*otlptrace.Ex
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = g.Shutdown(ctx); _ = h.Shutdown(ctx) })
+	t.Cleanup(func() {
+		// t.Context() is canceled before cleanups run.
+		ctx := context.WithoutCancel(ctx)
+		_ = g.Shutdown(ctx)
+		_ = h.Shutdown(ctx)
+	})
 	return map[string]*otlptrace.Exporter{"grpc": g, "http": h}
 }
 
@@ -76,12 +81,12 @@ func phaseCount(t *testing.T, runDir string) int {
 // accepted by configs/run.yaml on both protocols (it used to fail over gRPC only); a 24 MiB one is refused by
 // run.yaml on both and accepted by the gateway on both.
 func TestOTLPRequestSizeLimitE2E(t *testing.T) {
-	ctx := context.Background()
 	small, large := 1200, 2900 // ≈ 10 MiB and ≈ 24 MiB
 	t.Run("run.yaml", func(t *testing.T) {
 		runDir := t.TempDir()
 		c := e2etest.StartCollector(t, runDir, e2etest.Options{})
 		exps := limitExporters(t, c)
+		ctx := t.Context()
 		for i, proto := range []string{"grpc", "http"} {
 			if err := exps[proto].ExportSpans(ctx, bigBatch(small, byte(i+1))); err != nil {
 				t.Errorf("%s: a %d-span (~10 MiB) batch was refused: %v", proto, small, err)
@@ -98,6 +103,7 @@ func TestOTLPRequestSizeLimitE2E(t *testing.T) {
 		runDir := t.TempDir()
 		c := e2etest.StartCollector(t, runDir, e2etest.Options{Configs: []string{e2etest.Config("gateway.yaml")}})
 		exps := limitExporters(t, c)
+		ctx := t.Context()
 		for i, proto := range []string{"grpc", "http"} {
 			if err := exps[proto].ExportSpans(ctx, bigBatch(large, byte(i+1))); err != nil {
 				t.Errorf("%s: a %d-span (~24 MiB) batch was refused by the gateway: %v", proto, large, err)

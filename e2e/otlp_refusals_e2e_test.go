@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"testing"
 	"time"
 
@@ -20,7 +21,7 @@ func phaseJSON(i int) []byte {
 		"resource": map[string]any{"attributes": []any{map[string]any{"key": sc.HostName, "value": map[string]any{"stringValue": "n1"}}}},
 		"scopeSpans": []any{map[string]any{"spans": []any{map[string]any{
 			"traceId": fmt.Sprintf("%032x", i), "spanId": fmt.Sprintf("%016x", i), "name": "actor_train",
-			"startTimeUnixNano": fmt.Sprint(now - 2e9), "endTimeUnixNano": fmt.Sprint(now - 1e9),
+			"startTimeUnixNano": strconv.FormatInt(now-2e9, 10), "endTimeUnixNano": strconv.FormatInt(now-1e9, 10),
 			"attributes": []any{
 				map[string]any{"key": sc.SpanType, "value": map[string]any{"stringValue": sc.SpanTypePhase}},
 				map[string]any{"key": sc.Rank, "value": map[string]any{"intValue": "0"}},

@@ -80,7 +80,7 @@ func appendLines(t *testing.T, path string, lines [][]byte) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,13 @@ func appendLines(t *testing.T, path string, lines [][]byte) {
 // compact replaces a plain hour file by its compacted form, as the collector's compactor leaves a closed hour.
 func compact(t *testing.T, path string) {
 	t.Helper()
-	b, err := os.ReadFile(path)
+	root, err := os.OpenRoot(filepath.Dir(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	name := filepath.Base(path)
+	b, err := root.ReadFile(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,10 +107,10 @@ func compact(t *testing.T, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(path+".zst", enc.EncodeAll(b, nil), 0o644); err != nil {
+	if err := root.WriteFile(name+".zst", enc.EncodeAll(b, nil), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Remove(path); err != nil {
+	if err := root.Remove(name); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -172,23 +178,31 @@ var resends = []resend{
 func copyRun(t *testing.T, src string) string {
 	t.Helper()
 	dst := t.TempDir()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+	from, err := os.OpenRoot(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer from.Close()
+	to, err := os.OpenRoot(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer to.Close()
+	err = fs.WalkDir(from.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(src, p)
-		to := filepath.Join(dst, rel)
 		if d.IsDir() {
-			return os.MkdirAll(to, 0o755)
+			return to.MkdirAll(p, 0o755)
 		}
 		if !d.Type().IsRegular() {
 			return nil
 		}
-		b, err := os.ReadFile(p)
+		b, err := from.ReadFile(p)
 		if err != nil {
 			return err
 		}
-		return os.WriteFile(to, b, 0o644)
+		return to.WriteFile(p, b, 0o644)
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -114,7 +115,7 @@ func writeTargets(t *testing.T, runDir string, groups []map[string]any) {
 
 // target is one file_sd group as the emitter writes it (docs/semconv.md §9).
 func target(hostPort string, rank int, extra ...string) map[string]any {
-	labels := map[string]string{"engine_rank": fmt.Sprint(rank), "worker_type": "regular"}
+	labels := map[string]string{"engine_rank": strconv.Itoa(rank), "worker_type": "regular"}
 	for i := 0; i+1 < len(extra); i += 2 {
 		labels[extra[i]] = extra[i+1]
 	}
@@ -262,7 +263,7 @@ func checkEngine(t *testing.T, recs []map[string]any, addr string, e *fakesglang
 	t.Helper()
 	cfg := e.Config()
 	for dp := 0; dp < cfg.DPSize; dp++ {
-		lb := map[string]string{"engine_type": cfg.EngineType, "dp_rank": fmt.Sprint(dp)}
+		lb := map[string]string{"engine_type": cfg.EngineType, "dp_rank": strconv.Itoa(dp)}
 		for _, m := range []string{"sglang:num_running_reqs", "sglang:token_usage", "sglang:cache_hit_rate", "sglang:gen_throughput"} {
 			if latest(recs, addr, m, lb) == nil {
 				t.Errorf("%s: no %s%v", addr, m, lb)

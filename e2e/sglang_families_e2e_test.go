@@ -1,8 +1,8 @@
 package e2e
 
 import (
-	"fmt"
 	"maps"
+	"strconv"
 	"testing"
 	"time"
 
@@ -44,7 +44,7 @@ func TestSglangCurrentFamiliesE2E(t *testing.T) {
 
 	for dp := range 2 {
 		for _, pp := range []string{"", "1"} {
-			lb := map[string]string{"engine_type": "unified", "dp_rank": fmt.Sprint(dp)}
+			lb := map[string]string{"engine_type": "unified", "dp_rank": strconv.Itoa(dp)}
 			if pp != "" {
 				lb["pp_rank"] = pp
 			}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -10,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -93,7 +95,7 @@ func startRealDriver(t *testing.T, args ...string) *realDriver {
 		_ = cmd.Wait()
 		close(exited)
 		if n == 0 {
-			first <- fmt.Errorf("driver exited without output")
+			first <- errors.New("driver exited without output")
 		}
 	}()
 	t.Cleanup(func() {
@@ -220,7 +222,7 @@ func TestSglangRealMetricsE2E(t *testing.T) {
 	}
 	for dp := range 2 {
 		for _, pp := range []string{"", "1"} {
-			lb := map[string]string{"engine_type": "unified", "dp_rank": fmt.Sprint(dp)}
+			lb := map[string]string{"engine_type": "unified", "dp_rank": strconv.Itoa(dp)}
 			if pp != "" {
 				lb["pp_rank"] = pp
 			}

@@ -126,7 +126,7 @@ func TestSglangRealEngineTracesE2E(t *testing.T) {
 	e2etest.Eventually(t, 90*time.Second, "the step's anatomy with every segment traced", func() bool {
 		st.Refresh()
 		a = store.AnatomyResult{}
-		if getStatus(api.URL+"/api/v1/steps/0/anatomy") != http.StatusOK { // 404 until the step_consume is written
+		if getStatus(t, api.URL+"/api/v1/steps/0/anatomy") != http.StatusOK { // 404 until the step_consume is written
 			return false
 		}
 		getJSON(t, api.URL+"/api/v1/steps/0/anatomy", &a)

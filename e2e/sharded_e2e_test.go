@@ -45,13 +45,14 @@ var (
 func simBinary(t *testing.T) string {
 	t.Helper()
 	e2etest.Binary(t) // skips (or fails under MILES_E2E_REQUIRE) without bin/otelcol-miles, like every e2e test
+	return buildSim(t)
+}
+
+// buildSim builds cmd/miles-sim into binDir once per test binary.
+func buildSim(t *testing.T) string {
+	t.Helper()
 	simOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "miles-sim-e2e")
-		if err != nil {
-			simErr = err
-			return
-		}
-		simBin = filepath.Join(dir, "miles-sim")
+		simBin = filepath.Join(binDir, "miles-sim")
 		cmd := exec.Command("go", "build", "-o", simBin, "./cmd/miles-sim")
 		cmd.Dir = e2etest.RepoRoot()
 		if out, err := cmd.CombinedOutput(); err != nil {

@@ -27,7 +27,11 @@ func runDir(tb testing.TB) string {
 }
 
 func get(tb testing.TB, url string) []byte {
-	resp, err := http.Get(url)
+	req, err := http.NewRequestWithContext(tb.Context(), http.MethodGet, url, http.NoBody)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -49,11 +50,7 @@ func run(b *testing.B, create func(exporter.Factory, exporter.Settings, *jsonlex
 // runCounting is run that also counts the engine points on disk before the directory goes.
 func runCounting(b *testing.B, create func(exporter.Factory, exporter.Settings, *jsonlexporter.Config) (component.Component, func(int) error)) (int64, int64, int64) {
 	b.Helper()
-	dir, err := os.MkdirTemp("", "jsonlbench-")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
+	dir := b.TempDir()
 	ctx := context.Background()
 	f := jsonlexporter.NewFactory()
 	set := exportertest.NewNopSettings(component.MustNewType("jsonl"))
@@ -83,11 +80,16 @@ func runCounting(b *testing.B, create func(exporter.Factory, exporter.Settings, 
 // and the lane catalog are per-run files, not records). Every file must end with a complete line.
 func streamStats(b *testing.B, root string) (size, lines int64) {
 	b.Helper()
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	err = fs.WalkDir(r.FS(), ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".jsonl") {
 			return err
 		}
-		data, err := os.ReadFile(p)
+		data, err := r.ReadFile(p)
 		if err != nil {
 			return err
 		}
@@ -95,7 +97,7 @@ func streamStats(b *testing.B, root string) (size, lines int64) {
 			b.Fatalf("%s ends with a partial line", p)
 		}
 		size += int64(len(data)) // every stream's bytes count, the gpu_rollup summaries included
-		if filepath.Base(filepath.Dir(p)) != "gpu_rollup" {
+		if path.Base(path.Dir(p)) != "gpu_rollup" {
 			lines += int64(bytes.Count(data, []byte{'\n'})) // items: roll-up records summarize gpu_util rows
 		}
 		return nil

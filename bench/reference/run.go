@@ -50,7 +50,7 @@ const gpusPerNode = 8
 
 // hourFiles appends lines to hourly partitions of the streams.
 type hourFiles struct {
-	dir   string
+	root  *os.Root // the run directory; partition paths are relative to it
 	ours  bool
 	files map[string]*hourFile
 }
@@ -63,13 +63,13 @@ type hourFile struct {
 }
 
 func (h *hourFiles) line(stream string, ts float64, b []byte) error {
-	name := filepath.Join(h.dir, "dashboard", stream, runfiles.HourName(time.Unix(int64(ts), 0).UTC())+".jsonl")
+	name := filepath.Join("dashboard", stream, runfiles.HourName(time.Unix(int64(ts), 0).UTC())+".jsonl")
 	f := h.files[name]
 	if f == nil {
-		if err := os.MkdirAll(filepath.Dir(name), 0o755); err != nil {
+		if err := h.root.MkdirAll(filepath.Dir(name), 0o755); err != nil {
 			return err
 		}
-		fd, err := os.Create(name)
+		fd, err := h.root.Create(name)
 		if err != nil {
 			return err
 		}
@@ -104,15 +104,15 @@ func (h *hourFiles) close() error {
 		if !h.ours {
 			continue
 		}
-		plain, err := os.ReadFile(f.path)
+		plain, err := h.root.ReadFile(f.path)
 		if err != nil {
 			return err
 		}
 		z := runfiles.AppendSpan(enc.EncodeAll(plain, nil), f.first, f.last)
-		if err := os.WriteFile(f.path+".zst", z, 0o644); err != nil {
+		if err := h.root.WriteFile(f.path+".zst", z, 0o644); err != nil {
 			return err
 		}
-		if err := os.Remove(f.path); err != nil {
+		if err := h.root.Remove(f.path); err != nil {
 			return err
 		}
 	}
@@ -121,10 +121,15 @@ func (h *hourFiles) close() error {
 
 // Write writes the run into dir (created) and returns its size on disk in bytes.
 func Write(dir string, s Shape) (int64, error) {
-	h := &hourFiles{dir: dir, ours: s.Ours, files: map[string]*hourFile{}}
 	if err := os.MkdirAll(filepath.Join(dir, "dashboard"), 0o755); err != nil {
 		return 0, err
 	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return 0, err
+	}
+	defer root.Close()
+	h := &hourFiles{root: root, ours: s.Ours, files: map[string]*hourFile{}}
 	node := func(n int) string { return fmt.Sprintf("10.%d.%d.%d", 1+n/65536, n/256%256, n%256+1) }
 	engine := func(n, e int) string { return fmt.Sprintf("http://%s:%d", node(n), 15000+e) }
 	schema, writer, catVersion := 1, "", 1
@@ -187,7 +192,7 @@ func Write(dir string, s Shape) (int64, error) {
 		return 0, err
 	}
 	var size int64
-	err := filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
+	err = filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
 		if err == nil && !fi.IsDir() {
 			size += fi.Size()
 		}

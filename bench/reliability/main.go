@@ -91,7 +91,7 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	res, err := os.OpenFile(filepath.Join(o.out, "results.jsonl"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	res, err := os.OpenFile(filepath.Join(o.out, "results.jsonl"), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	must(err)
 	defer res.Close()
 	for _, w := range what {
@@ -144,7 +144,7 @@ type collector struct {
 }
 
 func startCollector(o options, runDir string, p ports, logPath string) (*collector, error) {
-	lf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	lf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		return nil, err
 	}

@@ -9,8 +9,9 @@ package stepviews
 import (
 	"bufio"
 	"fmt"
+	"io/fs"
 	"math"
-	"math/rand"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -384,7 +385,7 @@ func BenchmarkAdvisory(b *testing.B) {
 func engineDayRun() string {
 	return cached("engine-day", func() string {
 		w := newWriter("engine-day")
-		r := rand.New(rand.NewSource(17))
+		r := rand.New(rand.NewPCG(17, 17))
 		end := base + 4*3600
 		type eng struct {
 			c [6]float64
@@ -399,15 +400,15 @@ func engineDayRun() string {
 				b.Reset()
 				fmt.Fprintf(&b, `{"ts":%.6f,"addr":"http://n0:%d","labels":{"dp_rank":"0","engine_type":"unified"},"m":{`, ts+r.Float64()*0.05, 30000+e)
 				fmt.Fprintf(&b, `"sglang:num_running_reqs":%d,"sglang:num_queue_reqs":%d,"sglang:num_used_tokens":%d,"sglang:token_usage":%.2f,"sglang:cache_hit_rate":%v,"sglang:gen_throughput":%v,"sglang:spec_accept_length":%.4f,"sglang:num_grammar_queue_reqs":0`,
-					40+r.Intn(24), r.Intn(5), 100000+r.Intn(50000), r.Float64(), r.Float64(), 1500+r.Float64()*1000, 1+r.Float64())
+					40+r.IntN(24), r.IntN(5), 100000+r.IntN(50000), r.Float64(), r.Float64(), 1500+r.Float64()*1000, 1+r.Float64())
 				for i, name := range []string{"prompt_tokens", "generation_tokens", "num_requests", "num_aborted_requests", "cached_tokens", "num_so_requests"} {
-					en.c[i] += float64(r.Intn([]int{20000, 4000, 30, 2, 10000, 1}[i]))
+					en.c[i] += float64(r.IntN([]int{20000, 4000, 30, 2, 10000, 1}[i]))
 					fmt.Fprintf(&b, `,"sglang:%s_total":%.0f`, name, en.c[i])
 				}
 				b.WriteString(`},"h":{`)
 				for i, name := range []string{"time_to_first_token_seconds", "inter_token_latency_seconds", "e2e_request_latency_seconds"} {
 					hh := &en.h[i]
-					obs := r.Intn(50)
+					obs := r.IntN(50)
 					for range obs {
 						lat := math.Exp(r.NormFloat64() - 3 + float64(i))
 						hh[1] += lat
@@ -433,18 +434,21 @@ func engineDayRun() string {
 		}
 		dir := w.close()
 		// Closed hours compacted as the collector does (.jsonl.zst); the newest one is still being written.
-		hours, _ := filepath.Glob(filepath.Join(dir, "dashboard", "engine_series", "*.jsonl"))
+		series, err := os.OpenRoot(filepath.Join(dir, "dashboard", "engine_series"))
+		must(err)
+		hours, _ := fs.Glob(series.FS(), "*.jsonl")
 		sort.Strings(hours)
 		enc, _ := zstd.NewWriter(nil)
 		for _, h := range hours[:len(hours)-1] {
-			raw, err := os.ReadFile(h)
+			raw, err := series.ReadFile(h)
 			if err != nil {
 				panic(err)
 			}
-			must(os.WriteFile(h+".zst", enc.EncodeAll(raw, nil), 0o644))
-			must(os.Remove(h))
+			must(series.WriteFile(h+".zst", enc.EncodeAll(raw, nil), 0o644))
+			must(series.Remove(h))
 		}
 		enc.Close()
+		must(series.Close())
 		return dir
 	})
 }
@@ -538,7 +542,7 @@ const phasesHours = 12
 func phaseWeekRun() string {
 	return cached("phaseweek", func() string {
 		w := newWriter("phaseweek")
-		rng := rand.New(rand.NewSource(5))
+		rng := rand.New(rand.NewPCG(5, 5))
 		id := 0
 		rec := func(name, node string, rank, step int, t0, t1 float64) {
 			id++

@@ -186,7 +186,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		_ = hs.Shutdown(sctx)
 	}()

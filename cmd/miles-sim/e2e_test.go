@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -204,7 +205,7 @@ func TestE2ERunsLandInRunDir(t *testing.T) {
 			defer cancel()
 			const steps = 2
 			args := []string{
-				"--mode", mode, "--nodes", "2", "--steps", fmt.Sprint(steps), "--speed", "150", "--restart-step", "1",
+				"--mode", mode, "--nodes", "2", "--steps", strconv.Itoa(steps), "--speed", "150", "--restart-step", "1",
 				"--seed", "11", "--run-dir", runDir, "--endpoint", col.HTTPAddr, "--linger", "90s",
 			}
 			out := &safeBuf{}
@@ -312,7 +313,10 @@ func TestE2EFastForwardLooksScraped(t *testing.T) {
 	}{{sc.StreamEngineSeries, true}, {sc.StreamGPUUtil, false}, {sc.StreamGPUProcesses, false}} {
 		read := e2etest.Records
 		if s.stream == sc.StreamEngineSeries {
-			read = func(t testing.TB, dir, _ string) []map[string]any { return e2etest.EngineSeries(t, dir) }
+			read = func(tb testing.TB, dir, _ string) []map[string]any {
+				tb.Helper()
+				return e2etest.EngineSeries(tb, dir)
+			}
 		}
 		live, ff := shape(read(t, liveDir, s.stream), s.byMetric), shape(read(t, ffDir, s.stream), s.byMetric)
 		for k, v := range live {

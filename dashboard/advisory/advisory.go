@@ -155,7 +155,7 @@ type Input struct {
 // Engine metric and step-metric names the rules read.
 const (
 	MRunning     = "sglang:num_running_reqs"
-	MTokenUsage  = "sglang:token_usage"
+	MKVUsage     = "sglang:token_usage" // the KV cache's token usage (fraction of its capacity)
 	MCacheHit    = "sglang:cache_hit_rate"
 	MRequests    = "sglang:num_requests_total"
 	MAborted     = "sglang:num_aborted_requests_total"
@@ -168,7 +168,7 @@ const (
 )
 
 // EngineMetrics are the engine metrics Compute reads (what a caller must load).
-var EngineMetrics = []string{MRunning, MTokenUsage, MCacheHit, MRequests, MAborted, MITL, MTPOT, ME2E}
+var EngineMetrics = []string{MRunning, MKVUsage, MCacheHit, MRequests, MAborted, MITL, MTPOT, ME2E}
 
 // Zero-std, truncation and drift keys, in preference order (first present wins).
 var (

@@ -15,14 +15,14 @@ import (
 
 const t0 = 1_800_000_000.0
 
-// gauge: one engine series sampled every dt seconds from t0.
-func gauge(metric, addr, dp string, dt float64, vals ...float64) store.EngineRaw {
+// gauge: one engine series sampled every 2 seconds from t0.
+func gauge(metric, addr, dp string, vals ...float64) store.EngineRaw {
 	r := store.EngineRaw{Addr: addr, Metric: metric, DP: dp, Labels: map[string]string{}}
 	if dp != "" {
 		r.Labels["dp_rank"] = dp
 	}
 	for i, v := range vals {
-		r.TS = append(r.TS, t0+float64(i)*dt)
+		r.TS = append(r.TS, t0+float64(i)*2)
 		r.V = append(r.V, v)
 	}
 	return r
@@ -36,25 +36,25 @@ func repeat(v float64, n int) []float64 {
 	return out
 }
 
-// counter: cumulative from increments.
-func counter(metric, addr string, dt float64, incs ...float64) store.EngineRaw {
+// counter: cumulative from increments, sampled like a gauge.
+func counter(metric, addr string, incs ...float64) store.EngineRaw {
 	vals := []float64{0}
 	for _, d := range incs {
 		vals = append(vals, vals[len(vals)-1]+d)
 	}
-	return gauge(metric, addr, "", dt, vals...)
+	return gauge(metric, addr, "", vals...)
 }
 
-// latency histogram with one bucket per scrape: each interval adds n observations of mean m.
-func latency(addr string, dt float64, n int, means ...float64) store.EngineRaw {
+// latency histogram with one bucket per scrape (every 60 s): each interval adds 100 observations of mean m.
+func latency(addr string, means ...float64) store.EngineRaw {
 	r := store.EngineRaw{Addr: addr, Metric: MITL, Hist: true, Bounds: []float64{1}, Labels: map[string]string{}}
 	var c, s float64
 	for i := 0; i <= len(means); i++ {
 		if i > 0 {
-			c += float64(n)
-			s += float64(n) * means[i-1]
+			c += 100
+			s += 100 * means[i-1]
 		}
-		r.TS = append(r.TS, t0+float64(i)*dt)
+		r.TS = append(r.TS, t0+float64(i)*60)
 		r.V, r.Sum = append(r.V, c), append(r.Sum, s)
 		r.Buckets = append(r.Buckets, c, 0)
 	}
@@ -94,12 +94,12 @@ func healthy() Input {
 	}
 	in.Phases = append(in.Phases, phase("train_wait", 0, 8, in.Edge-1200, -1)) // open, 20 min: normal waiting
 	for _, a := range []string{"e0", "e1"} {
-		in.Engines[MRunning] = append(in.Engines[MRunning], gauge(MRunning, a, "0", 2, repeat(40, 1800)...))
-		in.Engines[MTokenUsage] = append(in.Engines[MTokenUsage], gauge(MTokenUsage, a, "0", 2, repeat(0.6, 1800)...))
-		in.Engines[MCacheHit] = append(in.Engines[MCacheHit], gauge(MCacheHit, a, "0", 2, repeat(0.5, 1800)...))
-		in.Engines[MRequests] = append(in.Engines[MRequests], counter(MRequests, a, 2, repeat(3, 1799)...))
-		in.Engines[MAborted] = append(in.Engines[MAborted], counter(MAborted, a, 2, repeat(0.01, 1799)...))
-		in.Engines[MITL] = append(in.Engines[MITL], latency(a, 60, 100, repeat(0.02, 60)...))
+		in.Engines[MRunning] = append(in.Engines[MRunning], gauge(MRunning, a, "0", repeat(40, 1800)...))
+		in.Engines[MKVUsage] = append(in.Engines[MKVUsage], gauge(MKVUsage, a, "0", repeat(0.6, 1800)...))
+		in.Engines[MCacheHit] = append(in.Engines[MCacheHit], gauge(MCacheHit, a, "0", repeat(0.5, 1800)...))
+		in.Engines[MRequests] = append(in.Engines[MRequests], counter(MRequests, a, repeat(3, 1799)...))
+		in.Engines[MAborted] = append(in.Engines[MAborted], counter(MAborted, a, repeat(0.01, 1799)...))
+		in.Engines[MITL] = append(in.Engines[MITL], latency(a, repeat(0.02, 60)...))
 	}
 	in.Steps[KeyMFU] = steps(0.2, 0.4, 0.41, 0.39, 0.4)
 	in.Steps["rollout/zero_std_ratio"] = steps(0.1, 0.12, 0.08, 0.1, 0.1)
@@ -197,32 +197,32 @@ func TestRules(t *testing.T) {
 			mod: func(in *Input) {
 				// The last 30 min hold 901 scrape intervals of both engines: 2×901×3 = 5406 requests;
 				// 0.31×901 + 0.01×901 = 288.3 aborted.
-				in.Engines[MAborted][0] = counter(MAborted, "e0", 2, append(repeat(0, 898), repeat(0.31, 901)...)...)
+				in.Engines[MAborted][0] = counter(MAborted, "e0", append(repeat(0, 898), repeat(0.31, 901)...)...)
 			},
 		},
 		{
 			name: "A2 4.99% is not a storm", want: "",
 			mod: func(in *Input) {
-				in.Engines[MAborted] = []store.EngineRaw{counter(MAborted, "e0", 2, append(repeat(0, 899), repeat(0.3, 900)...)...)}
+				in.Engines[MAborted] = []store.EngineRaw{counter(MAborted, "e0", append(repeat(0, 899), repeat(0.3, 900)...)...)}
 			},
 		},
 		{
 			name: "A2 aborts older than 30 min do not count", want: "",
 			mod: func(in *Input) {
-				in.Engines[MAborted][0] = counter(MAborted, "e0", 2, append(repeat(1, 800), repeat(0, 999)...)...)
+				in.Engines[MAborted][0] = counter(MAborted, "e0", append(repeat(1, 800), repeat(0, 999)...)...)
 			},
 		},
 		{
 			name: "A2 under 100 requests ignored", want: "",
 			mod: func(in *Input) {
-				in.Engines[MRequests] = []store.EngineRaw{counter(MRequests, "e0", 2, append(repeat(0, 1700), repeat(0.5, 99)...)...)}
-				in.Engines[MAborted] = []store.EngineRaw{counter(MAborted, "e0", 2, append(repeat(0, 1700), repeat(0.4, 99)...)...)}
+				in.Engines[MRequests] = []store.EngineRaw{counter(MRequests, "e0", append(repeat(0, 1700), repeat(0.5, 99)...)...)}
+				in.Engines[MAborted] = []store.EngineRaw{counter(MAborted, "e0", append(repeat(0, 1700), repeat(0.4, 99)...)...)}
 			},
 		},
 		{
 			name: "A2 counter reset (engine restart) is not a negative or huge delta", want: "",
 			mod: func(in *Input) {
-				r := counter(MAborted, "e0", 2, repeat(0.01, 1799)...)
+				r := counter(MAborted, "e0", repeat(0.01, 1799)...)
 				for i := 1000; i < len(r.V); i++ {
 					r.V[i] -= r.V[999] // restarted at 0
 				}
@@ -232,26 +232,26 @@ func TestRules(t *testing.T) {
 		{
 			name: "A3 KV-bound: usage 92%, peak 31 < 32", want: "A3",
 			mod: func(in *Input) {
-				for i := range in.Engines[MTokenUsage] {
-					in.Engines[MTokenUsage][i] = gauge(MTokenUsage, in.Engines[MTokenUsage][i].Addr, "0", 2, repeat(0.92, 1800)...)
-					in.Engines[MRunning][i] = gauge(MRunning, in.Engines[MRunning][i].Addr, "0", 2, repeat(31, 1800)...)
+				for i := range in.Engines[MKVUsage] {
+					in.Engines[MKVUsage][i] = gauge(MKVUsage, in.Engines[MKVUsage][i].Addr, "0", repeat(0.92, 1800)...)
+					in.Engines[MRunning][i] = gauge(MRunning, in.Engines[MRunning][i].Addr, "0", repeat(31, 1800)...)
 				}
 			},
 		},
 		{
 			name: "A3 peak 32 is not far below the cap; 92% is not high", want: "",
 			mod: func(in *Input) {
-				for i := range in.Engines[MTokenUsage] {
-					in.Engines[MTokenUsage][i] = gauge(MTokenUsage, in.Engines[MTokenUsage][i].Addr, "0", 2, repeat(0.92, 1800)...)
-					in.Engines[MRunning][i] = gauge(MRunning, in.Engines[MRunning][i].Addr, "0", 2, repeat(32, 1800)...)
+				for i := range in.Engines[MKVUsage] {
+					in.Engines[MKVUsage][i] = gauge(MKVUsage, in.Engines[MKVUsage][i].Addr, "0", repeat(0.92, 1800)...)
+					in.Engines[MRunning][i] = gauge(MRunning, in.Engines[MRunning][i].Addr, "0", repeat(32, 1800)...)
 				}
 			},
 		},
 		{
 			name: "A4 high KV usage 96%", want: "A4",
 			mod: func(in *Input) {
-				for i := range in.Engines[MTokenUsage] {
-					in.Engines[MTokenUsage][i] = gauge(MTokenUsage, in.Engines[MTokenUsage][i].Addr, "0", 2, repeat(0.96, 1800)...)
+				for i := range in.Engines[MKVUsage] {
+					in.Engines[MKVUsage][i] = gauge(MKVUsage, in.Engines[MKVUsage][i].Addr, "0", repeat(0.96, 1800)...)
 				}
 			},
 		},
@@ -261,22 +261,22 @@ func TestRules(t *testing.T) {
 				// 0.99 scraped every 10 s for 3000 s, 0.3 scraped every 1 s for 100 s: the sample mean is 0.80,
 				// the time-weighted mean 0.97.
 				var r store.EngineRaw
-				r.Addr, r.Metric = "e0", MTokenUsage
+				r.Addr, r.Metric = "e0", MKVUsage
 				for i := range 300 {
 					r.TS, r.V = append(r.TS, t0+float64(i)*10), append(r.V, 0.99)
 				}
 				for i := range 100 {
 					r.TS, r.V = append(r.TS, t0+3000+float64(i)), append(r.V, 0.3)
 				}
-				in.Engines[MTokenUsage] = []store.EngineRaw{r}
+				in.Engines[MKVUsage] = []store.EngineRaw{r}
 			},
 		},
 		{
 			name: "A3 cap unknown: skipped, A4 still judged", want: "A4", skipped: "A3",
 			mod: func(in *Input) {
 				in.Config.MaxRunningRequests = 0
-				for i := range in.Engines[MTokenUsage] {
-					in.Engines[MTokenUsage][i] = gauge(MTokenUsage, in.Engines[MTokenUsage][i].Addr, "0", 2, repeat(0.96, 1800)...)
+				for i := range in.Engines[MKVUsage] {
+					in.Engines[MKVUsage][i] = gauge(MKVUsage, in.Engines[MKVUsage][i].Addr, "0", repeat(0.96, 1800)...)
 				}
 			},
 		},
@@ -351,13 +351,13 @@ func TestRules(t *testing.T) {
 		{
 			name: "T2 low concurrency 19 < 19.2", want: "T2",
 			mod: func(in *Input) {
-				in.Engines[MRunning] = []store.EngineRaw{gauge(MRunning, "e0", "0", 2, repeat(19, 100)...)}
+				in.Engines[MRunning] = []store.EngineRaw{gauge(MRunning, "e0", "0", repeat(19, 100)...)}
 			},
 		},
 		{
 			name: "T2 dp ranks are summed per engine (10+10 = 20)", want: "",
 			mod: func(in *Input) {
-				in.Engines[MRunning] = []store.EngineRaw{gauge(MRunning, "e0", "0", 2, repeat(10, 100)...), gauge(MRunning, "e0", "1", 2, repeat(10, 100)...)}
+				in.Engines[MRunning] = []store.EngineRaw{gauge(MRunning, "e0", "0", repeat(10, 100)...), gauge(MRunning, "e0", "1", repeat(10, 100)...)}
 			},
 		},
 		{name: "T2 cap unknown: skipped", want: "", skipped: "T2", mod: func(in *Input) { in.Config.MaxRunningRequests = 0 }},
@@ -365,7 +365,7 @@ func TestRules(t *testing.T) {
 			name: "T3 low cache hit", want: "T3",
 			mod: func(in *Input) {
 				for i := range in.Engines[MCacheHit] {
-					in.Engines[MCacheHit][i] = gauge(MCacheHit, in.Engines[MCacheHit][i].Addr, "0", 2, repeat(0.05, 1800)...)
+					in.Engines[MCacheHit][i] = gauge(MCacheHit, in.Engines[MCacheHit][i].Addr, "0", repeat(0.05, 1800)...)
 				}
 			},
 		},
@@ -374,27 +374,27 @@ func TestRules(t *testing.T) {
 			mod: func(in *Input) {
 				in.Config.Colocate = new(true)
 				for i := range in.Engines[MCacheHit] {
-					in.Engines[MCacheHit][i] = gauge(MCacheHit, in.Engines[MCacheHit][i].Addr, "0", 2, repeat(0.05, 1800)...)
+					in.Engines[MCacheHit][i] = gauge(MCacheHit, in.Engines[MCacheHit][i].Addr, "0", repeat(0.05, 1800)...)
 				}
 			},
 		},
 		{
 			name: "T4 dp imbalance 4 vs 0.9", want: "T4", msgHas: "dp-aware",
 			mod: func(in *Input) {
-				in.Engines[MRunning] = append(in.Engines[MRunning], gauge(MRunning, "e2", "0", 2, repeat(4, 100)...), gauge(MRunning, "e2", "1", 2, repeat(0.9, 100)...))
+				in.Engines[MRunning] = append(in.Engines[MRunning], gauge(MRunning, "e2", "0", repeat(4, 100)...), gauge(MRunning, "e2", "1", repeat(0.9, 100)...))
 			},
 		},
 		{
 			name: "T4 1.0 is not below 25% of 4", want: "",
 			mod: func(in *Input) {
-				in.Engines[MRunning] = append(in.Engines[MRunning], gauge(MRunning, "e2", "0", 2, repeat(4, 100)...), gauge(MRunning, "e2", "1", 2, repeat(1, 100)...))
+				in.Engines[MRunning] = append(in.Engines[MRunning], gauge(MRunning, "e2", "0", repeat(4, 100)...), gauge(MRunning, "e2", "1", repeat(1, 100)...))
 			},
 		},
 		{
 			name: "T4 manual router names the assignment mode", want: "T4", msgHas: "--router-assignment-mode",
 			mod: func(in *Input) {
 				in.Config.RouterPolicy = "manual"
-				in.Engines[MRunning] = append(in.Engines[MRunning], gauge(MRunning, "e2", "0", 2, repeat(4, 100)...), gauge(MRunning, "e2", "1", 2, repeat(0, 100)...))
+				in.Engines[MRunning] = append(in.Engines[MRunning], gauge(MRunning, "e2", "0", repeat(4, 100)...), gauge(MRunning, "e2", "1", repeat(0, 100)...))
 			},
 		},
 		{
@@ -402,7 +402,7 @@ func TestRules(t *testing.T) {
 			mod: func(in *Input) {
 				in.Phases[len(in.Phases)-1].T0 = in.Edge - 2000
 				in.Steps[KeyMFU] = steps(0.9, 0.1, 0.1, 0.1)
-				in.Engines[MRunning] = []store.EngineRaw{gauge(MRunning, "e0", "0", 2, repeat(5, 100)...)}
+				in.Engines[MRunning] = []store.EngineRaw{gauge(MRunning, "e0", "0", repeat(5, 100)...)}
 			},
 		},
 		{
@@ -449,14 +449,14 @@ func TestRules(t *testing.T) {
 		{
 			name: "S2 straggler engine 2x per-token latency", want: "S2", evidenceAdvisor: "S2", evidence: map[string]any{"engine": "e2"},
 			mod: func(in *Input) {
-				in.Engines[MITL] = append(in.Engines[MITL], latency("e2", 60, 100, repeat(0.04, 60)...))
+				in.Engines[MITL] = append(in.Engines[MITL], latency("e2", repeat(0.04, 60)...))
 			},
 		},
 		{
 			name: "S2 from time_per_output_token when an old engine exports no inter-token latency", want: "S2",
 			evidenceAdvisor: "S2", evidence: map[string]any{"engine": "e2"},
 			mod: func(in *Input) {
-				for _, r := range append(in.Engines[MITL], latency("e2", 60, 100, repeat(0.04, 60)...)) {
+				for _, r := range append(in.Engines[MITL], latency("e2", repeat(0.04, 60)...)) {
 					r.Metric = MTPOT
 					in.Engines[MTPOT] = append(in.Engines[MTPOT], r)
 				}
@@ -466,7 +466,7 @@ func TestRules(t *testing.T) {
 		{
 			name: "S2 inter-token latency wins over time_per_output_token", want: "",
 			mod: func(in *Input) {
-				for _, r := range append(in.Engines[MITL], latency("e2", 60, 100, repeat(0.04, 60)...)) {
+				for _, r := range append(in.Engines[MITL], latency("e2", repeat(0.04, 60)...)) {
 					r.Metric = MTPOT
 					in.Engines[MTPOT] = append(in.Engines[MTPOT], r) // a straggler only in the old metric
 				}
@@ -475,7 +475,7 @@ func TestRules(t *testing.T) {
 		{
 			name: "S2 1.3x is not a straggler", want: "",
 			mod: func(in *Input) {
-				in.Engines[MITL] = append(in.Engines[MITL], latency("e2", 60, 100, repeat(0.026, 60)...))
+				in.Engines[MITL] = append(in.Engines[MITL], latency("e2", repeat(0.026, 60)...))
 			},
 		},
 		{
@@ -574,8 +574,8 @@ func TestRules(t *testing.T) {
 
 func TestTimeWeighted(t *testing.T) {
 	tw := func(r store.EngineRaw) (float64, float64) {
-		r.Metric = MTokenUsage
-		return EngineHoursOf(map[string][]store.EngineRaw{MTokenUsage: {r}}, 300).timeWeighted(MTokenUsage, math.Inf(-1), math.Inf(1))
+		r.Metric = MKVUsage
+		return EngineHoursOf(map[string][]store.EngineRaw{MKVUsage: {r}}, 300).timeWeighted(MKVUsage, math.Inf(-1), math.Inf(1))
 	}
 	r := store.EngineRaw{TS: []float64{0, 10, 20, 21, 22}, V: []float64{1, 0, 0, 0, 0}}
 	// median interval 1… (4 intervals: 10, 10, 1, 1 → 5.5); holds 10, 10, 1, 1, 5.5
@@ -605,8 +605,8 @@ func TestEngineHoursCombine(t *testing.T) {
 		c = append(c, float64(i*3-(i/900)*2000)) // one reset, after the boundary
 	}
 	raws := map[string][]store.EngineRaw{
-		MTokenUsage: {{Addr: "e0", Metric: MTokenUsage, TS: ts, V: g}},
-		MRequests:   {{Addr: "e0", Metric: MRequests, TS: ts, V: c}},
+		MKVUsage:  {{Addr: "e0", Metric: MKVUsage, TS: ts, V: g}},
+		MRequests: {{Addr: "e0", Metric: MRequests, TS: ts, V: c}},
 	}
 	eh := EngineHoursOf(raws, 300)
 	if len(eh.Hours) != 2 {
@@ -624,7 +624,7 @@ func TestEngineHoursCombine(t *testing.T) {
 			rise += c[k] - c[k-1]
 		}
 	}
-	m, cov := eh.timeWeighted(MTokenUsage, math.Inf(-1), math.Inf(1))
+	m, cov := eh.timeWeighted(MKVUsage, math.Inf(-1), math.Inf(1))
 	if math.Abs(cov-den) > 1e-9 || math.Abs(m-num/den) > 1e-12 {
 		t.Fatalf("time-weighted %v over %v, want %v over %v", m, cov, num/den, den)
 	}
@@ -649,7 +649,7 @@ func TestEngineHoursCombine(t *testing.T) {
 			den += 2
 		}
 	}
-	if m, cov := eh.timeWeighted(MTokenUsage, lo, hi); math.Abs(cov-den) > 1e-9 || math.Abs(m-num/den) > 1e-12 {
+	if m, cov := eh.timeWeighted(MKVUsage, lo, hi); math.Abs(cov-den) > 1e-9 || math.Abs(m-num/den) > 1e-12 {
 		t.Fatalf("windowed time-weighted %v over %v, want %v over %v", m, cov, num/den, den)
 	}
 }

@@ -124,13 +124,13 @@ func (c *ctx) kvFigures() *kvFigures {
 	if c.kvFig != nil {
 		return c.kvFig
 	}
-	k := &kvFigures{has: c.eng.has(MTokenUsage)}
+	k := &kvFigures{has: c.eng.has(MKVUsage)}
 	c.kvFig = k
 	if !k.has {
 		return k
 	}
 	lo, hi := c.bounds()
-	k.mean, k.covered = c.eng.timeWeighted(MTokenUsage, lo, hi)
+	k.mean, k.covered = c.eng.timeWeighted(MKVUsage, lo, hi)
 	if k.covered == 0 {
 		return k
 	}
@@ -144,7 +144,7 @@ func (c *ctx) kvFigures() *kvFigures {
 func (c *ctx) kvBound(r *RuleInfo) {
 	k := c.kvFigures()
 	if !k.has {
-		c.skip(r, "no "+MTokenUsage+" engine series")
+		c.skip(r, "no "+MKVUsage+" engine series")
 		return
 	}
 	if k.covered == 0 {
@@ -166,7 +166,7 @@ func (c *ctx) kvBound(r *RuleInfo) {
 func (c *ctx) kvHigh(r *RuleInfo) {
 	k := c.kvFigures()
 	if !k.has {
-		c.skip(r, "no "+MTokenUsage+" engine series")
+		c.skip(r, "no "+MKVUsage+" engine series")
 		return
 	}
 	if k.covered == 0 || k.bound {

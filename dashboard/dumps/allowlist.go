@@ -494,7 +494,7 @@ func newObj(cls, args any) (any, error) {
 	return nil, corruptf("pickle NEWOBJ on %s is not supported", g.String())
 }
 
-func build(obj, state any) (any, error) {
+func build(obj, state any) error {
 	switch x := obj.(type) {
 	case *Object:
 		switch s := state.(type) {
@@ -502,7 +502,7 @@ func build(obj, state any) (any, error) {
 			for i := range s.Keys {
 				x.State.set(s.Keys[i], s.Vals[i])
 			}
-			return nil, nil
+			return nil
 		case Tuple:
 			for _, part := range s {
 				if d, ok := part.(*Dict); ok {
@@ -510,21 +510,21 @@ func build(obj, state any) (any, error) {
 						x.State.set(d.Keys[i], d.Vals[i])
 					}
 				} else if part != nil {
-					return nil, corruptf("pickle BUILD of %s with %s", x.Class, describe(part))
+					return corruptf("pickle BUILD of %s with %s", x.Class, describe(part))
 				}
 			}
-			return nil, nil
+			return nil
 		}
-		return nil, corruptf("pickle BUILD of %s with %s", x.Class, describe(state))
+		return corruptf("pickle BUILD of %s with %s", x.Class, describe(state))
 	case *Dict:
 		if s, ok := state.(*Dict); ok {
 			for i := range s.Keys {
 				x.set(s.Keys[i], s.Vals[i])
 			}
-			return nil, nil
+			return nil
 		}
 		if state == nil {
-			return nil, nil
+			return nil
 		}
 	case *npDType:
 		// (version, byteorder, subarray, names, fields, elsize, alignment, flags)
@@ -536,22 +536,22 @@ func build(obj, state any) (any, error) {
 				x.dt = DTUnknown // structured or sub-array dtypes are not read
 				x.code = "structured"
 			}
-			return nil, nil
+			return nil
 		}
 	case *NDArray:
 		t, ok := state.(Tuple)
 		if !ok || len(t) != 5 {
-			return nil, corruptf("numpy array state is %s", describe(state))
+			return corruptf("numpy array state is %s", describe(state))
 		}
 		shape, ok1 := intTuple(t[1])
 		dt, ok2 := t[2].(*npDType)
 		if !ok1 || !ok2 || len(shape) > 8 {
-			return nil, corruptf("numpy array state: bad shape or dtype")
+			return corruptf("numpy array state: bad shape or dtype")
 		}
 		n := int64(1)
 		for _, s := range shape {
 			if s > 0 && n > math.MaxInt32/s {
-				return nil, corruptf("numpy array state: shape too large")
+				return corruptf("numpy array state: shape too large")
 			}
 			n *= s
 		}
@@ -560,32 +560,32 @@ func build(obj, state any) (any, error) {
 		switch raw := t[4].(type) {
 		case []byte:
 			if dt.order == '>' && dt.dt.Size() > 1 {
-				return nil, corruptf("numpy array: big-endian data is not supported")
+				return corruptf("numpy array: big-endian data is not supported")
 			}
 			if dt.dt == DTUnknown {
-				return nil, corruptf("numpy array: unsupported dtype %q", dt.code)
+				return corruptf("numpy array: unsupported dtype %q", dt.code)
 			}
 			if int64(len(raw)) != n*int64(dt.dt.Size()) {
-				return nil, corruptf("numpy array: %d data bytes for %d elements of %s", len(raw), n, dt.dt)
+				return corruptf("numpy array: %d data bytes for %d elements of %s", len(raw), n, dt.dt)
 			}
 			if f, _ := asInt(t[3]); f == 1 && len(shape) > 1 {
-				return nil, corruptf("numpy array: Fortran order is not supported")
+				return corruptf("numpy array: Fortran order is not supported")
 			}
 			x.Data = raw
 		case *List:
 			if int64(raw.Len()) != n {
-				return nil, corruptf("numpy object array: %d items for %d elements", raw.Len(), n)
+				return corruptf("numpy object array: %d items for %d elements", raw.Len(), n)
 			}
 			x.Objects = raw.Items
 			if raw.Span.N > 0 {
-				return nil, corruptf("numpy object array of numbers is not supported")
+				return corruptf("numpy object array of numbers is not supported")
 			}
 		default:
-			return nil, corruptf("numpy array data is %s", describe(t[4]))
+			return corruptf("numpy array data is %s", describe(t[4]))
 		}
-		return nil, nil
+		return nil
 	}
-	return nil, corruptf("pickle BUILD on %s is not supported", describe(obj))
+	return corruptf("pickle BUILD on %s is not supported", describe(obj))
 }
 
 func latin1(s string) ([]byte, error) {

@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"testing"
@@ -41,10 +42,8 @@ func benchRun(b *testing.B) string {
 		return d
 	}
 	stepOnce.Do(func() {
-		stepDir, stepErr = os.MkdirTemp("", "dumps-bench-")
-		if stepErr == nil {
-			_, stepErr = writeStep(stepDir, benchSamples, benchTokens, 4, 2, 2)
-		}
+		stepDir = filepath.Join(dumps.SharedTmpForTest(), "bench-run")
+		_, stepErr = writeStep(stepDir, benchSamples, benchTokens, 4, 2, 2)
 	})
 	if stepErr != nil {
 		b.Fatal(stepErr)

@@ -77,7 +77,7 @@ func FuzzArchive(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if samples, _, err := indexRollout(a); err == nil {
+		if samples, err := indexRollout(a); err == nil {
 			for _, s := range samples {
 				_, _ = s.tokens.read(a)
 				_, _ = s.rolloutLP.read(a)

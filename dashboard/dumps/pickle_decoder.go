@@ -568,14 +568,7 @@ func (d *decoder) callable(op opcode, off int) error {
 		if err != nil {
 			return err
 		}
-		built, err := build(obj, state)
-		if err != nil {
-			return err
-		}
-		if built != nil {
-			d.stack[len(d.stack)-1] = built
-		}
-		return nil
+		return build(obj, state)
 	case opInst:
 		g, err := d.globalFromLines()
 		if err != nil {
@@ -793,12 +786,12 @@ func setItems(t any, items []any) error {
 	}
 	switch x := t.(type) {
 	case *Dict:
-		for i := 0; i < len(items); i += 2 {
+		for i := 0; i+1 < len(items); i += 2 {
 			x.set(items[i], items[i+1])
 		}
 		return nil
 	case *Object:
-		for i := 0; i < len(items); i += 2 {
+		for i := 0; i+1 < len(items); i += 2 {
 			x.State.set(items[i], items[i+1])
 		}
 		return nil

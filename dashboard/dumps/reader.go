@@ -388,13 +388,13 @@ func (r *Reader) openStep(k StepKey) (*Step, error) {
 	name := "rollout_data/" + k.base() + ".pt"
 	srcs := r.currentSources(k)
 	if len(srcs) == 0 || srcs[0].Name != name || !r.inside(r.path(name)) {
-		return nil, &NotFoundError{fmt.Sprintf("no rollout dump %s", name)}
+		return nil, &NotFoundError{"no rollout dump " + name}
 	}
 	a, err := OpenArchive(r.path(name), name, r.opts.Settle)
 	if err != nil {
 		return nil, err
 	}
-	samples, _, err := indexRollout(a)
+	samples, err := indexRollout(a)
 	if err != nil {
 		a.Close()
 		return nil, classify(name, a.ModTime, r.opts.Settle, err)

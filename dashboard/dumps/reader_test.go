@@ -6,20 +6,20 @@ import (
 	"testing"
 )
 
-func openFixture(t testing.TB) *Reader {
-	t.Helper()
+func openFixture(tb testing.TB) *Reader {
+	tb.Helper()
 	r := Open(fixtureRun, Options{Settle: 1})
-	t.Cleanup(r.Close)
+	tb.Cleanup(r.Close)
 	return r
 }
 
-func acquire(t testing.TB, r *Reader, k StepKey) *Step {
-	t.Helper()
+func acquire(tb testing.TB, r *Reader, k StepKey) *Step {
+	tb.Helper()
 	st, release, err := r.Acquire(k)
 	if err != nil {
-		t.Fatalf("%s: %v", k, err)
+		tb.Fatalf("%s: %v", k, err)
 	}
-	t.Cleanup(release)
+	tb.Cleanup(release)
 	return st
 }
 

@@ -124,33 +124,32 @@ func (r strRef) read(a *Archive) (string, error) {
 const lazyStringMin = 256
 
 // indexRollout decodes a rollout dump's pickle into the step's sample index.
-func indexRollout(a *Archive) ([]*Sample, *Dict, error) {
+func indexRollout(a *Archive) ([]*Sample, error) {
 	b, err := a.PickleBytes()
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	v, err := a.Decode(b, DecodeOptions{LazyLists: true, LazyStrings: lazyStringMin})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	top := fields(v)
 	if top == nil {
-		return nil, nil, &FileCorruptError{Path: a.Path, Err: fmt.Errorf("top level is %s, not a dict", describe(v))}
+		return nil, &FileCorruptError{Path: a.Path, Err: fmt.Errorf("top level is %s, not a dict", describe(v))}
 	}
 	raw := get(top, "samples")
 	list := items(raw)
 	if list == nil {
 		if l, ok := raw.(*List); !ok || l.Len() != 0 {
-			return nil, nil, &FileCorruptError{Path: a.Path, Err: fmt.Errorf("no samples list (got %s)", describe(raw))}
+			return nil, &FileCorruptError{Path: a.Path, Err: fmt.Errorf("no samples list (got %s)", describe(raw))}
 		}
 	}
-	meta := fields(get(top, "metadata"))
 	out := make([]*Sample, 0, len(list))
 	seen := map[int64]bool{}
 	for pos, sv := range list {
 		d := fields(sv)
 		if d == nil {
-			return nil, nil, &FileCorruptError{Path: a.Path, Err: fmt.Errorf("sample %d is %s", pos, describe(sv))}
+			return nil, &FileCorruptError{Path: a.Path, Err: fmt.Errorf("sample %d is %s", pos, describe(sv))}
 		}
 		s := &Sample{Pos: pos, Group: -1}
 		if x, ok := toInt(get(d, "index")); ok {
@@ -215,7 +214,7 @@ func indexRollout(a *Archive) ([]*Sample, *Dict, error) {
 		s.Label, _ = toString(get(d, "label"))
 		out = append(out, s)
 	}
-	return out, meta, nil
+	return out, nil
 }
 
 // versionRange returns the oldest and newest weight versions of a sample. ok is false when it has none or one

@@ -19,7 +19,7 @@ func TestEvilDumpRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer a.Close()
-	_, _, err = indexRollout(a)
+	_, err = indexRollout(a)
 	var fe *ForbiddenError
 	if !errors.As(err, &fe) || fe.Module != "posix" || fe.Name != "system" {
 		t.Fatalf("want a ForbiddenError for posix.system, got %v", err)
@@ -70,24 +70,23 @@ func TestCraftedPicklesRefused(t *testing.T) {
 func copyRun(t *testing.T) string {
 	t.Helper()
 	dst := t.TempDir()
-	err := filepath.Walk(fixtureRun, func(p string, fi os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(fixtureRun, p)
-		if fi.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
+	if err := os.CopyFS(dst, os.DirFS(fixtureRun)); err != nil {
 		t.Fatal(err)
 	}
 	return dst
+}
+
+// writeUnder writes b to rel inside dir, never outside it.
+func writeUnder(t *testing.T, dir, rel string, b []byte) {
+	t.Helper()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	if err := root.WriteFile(rel, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestStillWritingThenCorrupt: a truncated dump is "still being written" (retryable) while young, and a clear
@@ -95,13 +94,16 @@ func copyRun(t *testing.T) string {
 func TestStillWritingThenCorrupt(t *testing.T) {
 	run := copyRun(t)
 	p := filepath.Join(run, "rollout_data", "1.pt")
-	b, _ := os.ReadFile(p)
-	if err := os.WriteFile(p, b[:len(b)/2], 0o644); err != nil {
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(p, fi.Size()/2); err != nil {
 		t.Fatal(err)
 	}
 	r := Open(run, Options{Settle: time.Minute})
 	defer r.Close()
-	_, _, err := r.Acquire(StepKey{ID: 1})
+	_, _, err = r.Acquire(StepKey{ID: 1})
 	var ue *UnavailableError
 	if !errors.As(err, &ue) || !strings.Contains(err.Error(), "rollout_data/1.pt is still being written") {
 		t.Fatalf("young truncated file: %v", err)
@@ -141,7 +143,7 @@ func TestRewrittenStepReopens(t *testing.T) {
 	n := len(st.Samples)
 	rel()
 	src, _ := os.ReadFile(filepath.Join(run, "rollout_data", "3.pt"))
-	_ = os.WriteFile(filepath.Join(run, "rollout_data", "2.pt"), src, 0o644)
+	writeUnder(t, run, "rollout_data/2.pt", src)
 	st2, rel2, err := r.Acquire(StepKey{ID: 2})
 	if err != nil {
 		t.Fatal(err)

@@ -47,15 +47,15 @@ type tokenizerGolden struct {
 	} `json:"sequences"`
 }
 
-func loadExpected(t testing.TB) *expectedFile {
-	t.Helper()
+func loadExpected(tb testing.TB) *expectedFile {
+	tb.Helper()
 	b, err := os.ReadFile("testdata/expected.json")
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	var e expectedFile
 	if err := json.Unmarshal(b, &e); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	return &e
 }

@@ -209,7 +209,7 @@ func (st *Step) trainRow(s *Sample) *trainRow {
 
 // responseFields reads the response range [lo, hi) of the requested fields (derived ones included).
 func (st *Step) responseFields(s *Sample, b *base, lo, hi int, want map[string]bool) (map[string][]float32,
-	map[string]string, map[string]string, error,
+	map[string]string, map[string]string,
 ) {
 	out := map[string][]float32{}
 	missing := map[string]string{}
@@ -303,7 +303,7 @@ func (st *Step) responseFields(s *Sample, b *base, lo, hi int, want map[string]b
 			delete(missing, f)
 		}
 	}
-	return out, missing, sources, nil
+	return out, missing, sources
 }
 
 // Tokens reads a window of a sample's tokens. fields nil means every available field. buckets ≤ 0 chooses:
@@ -342,10 +342,7 @@ func (st *Step) Tokens(idx int64, from, to int, fields []string, buckets int) (*
 	}
 	w.Turns = turns(b.mask, P)
 	lo, hi := max(from-P, 0), max(to-P, 0)
-	vals, missing, sources, err := st.responseFields(s, b, lo, hi, want)
-	if err != nil {
-		return nil, err
-	}
+	vals, missing, sources := st.responseFields(s, b, lo, hi, want)
 	w.Missing = missing
 	maps.Copy(w.Sources, sources)
 	n := to - from

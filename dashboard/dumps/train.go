@@ -2,6 +2,7 @@ package dumps
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -145,7 +146,7 @@ func indexTrain(files []shardFile, settle time.Duration) (*trainStep, error) {
 		rd := fields(get(top, "rollout_data"))
 		if rd == nil {
 			ts.close()
-			return nil, &FileCorruptError{Path: f.shown, Err: fmt.Errorf("no rollout_data dict")}
+			return nil, &FileCorruptError{Path: f.shown, Err: errors.New("no rollout_data dict")}
 		}
 		if r, ok := toInt(get(top, "cp_rank")); ok {
 			sh.cpRank = int(r)
@@ -160,7 +161,7 @@ func indexTrain(files []shardFile, settle time.Duration) (*trainStep, error) {
 		idx, ok := rowNums(a, get(rd, "sample_indices"))
 		if !ok {
 			ts.close()
-			return nil, &FileCorruptError{Path: f.shown, Err: fmt.Errorf("no sample_indices")}
+			return nil, &FileCorruptError{Path: f.shown, Err: errors.New("no sample_indices")}
 		}
 		n := len(idx)
 		col := func(k string) []float64 {

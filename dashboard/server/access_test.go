@@ -21,9 +21,9 @@ import (
 // Exposure (docs/operations.md "Exposure"): the Host and Origin a request names, the token on every route,
 // paths that never leave the run, answers that never name a server directory.
 
-func do(t *testing.T, method, u string, hdr http.Header) (int, string) {
+func do(t *testing.T, u string, hdr http.Header) (int, string) {
 	t.Helper()
-	req, err := http.NewRequest(method, u, http.NoBody)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, u, http.NoBody)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestHostAndOriginRebinding(t *testing.T) {
 		{"DASH.EXAMPLE", 200},
 	} {
 		for _, p := range []string{"/api/v1/meta", "/"} {
-			code, body := do(t, http.MethodGet, ts.URL+p, http.Header{"Host": {tc.host}})
+			code, body := do(t, ts.URL+p, http.Header{"Host": {tc.host}})
 			if code != tc.want {
 				t.Errorf("Host %s %s: %d %s, want %d", tc.host, p, code, body, tc.want)
 			}
@@ -146,12 +146,12 @@ func TestTokenOnEveryRoute(t *testing.T) {
 			sep = "&"
 		}
 		for _, h := range refused {
-			if code, body := do(t, http.MethodGet, u, h); code != 401 || !strings.Contains(body, "unauthorized") {
+			if code, body := do(t, u, h); code != 401 || !strings.Contains(body, "unauthorized") {
 				t.Errorf("%s with %v: %d %s", pattern, h, code, body)
 			}
 		}
 		for _, q := range []string{"token=", "token=%20", "token=wrong", "token=" + token + "x"} {
-			if code, _ := do(t, http.MethodGet, u+sep+q, nil); code != 401 {
+			if code, _ := do(t, u+sep+q, nil); code != 401 {
 				t.Errorf("%s ?%s: %d", pattern, q, code)
 			}
 		}
@@ -159,11 +159,11 @@ func TestTokenOnEveryRoute(t *testing.T) {
 			continue // a plain GET is no upgrade; the WebSocket is dialed below
 		}
 		for _, h := range accepted {
-			if code, body := do(t, http.MethodGet, u, h); code == 401 {
+			if code, body := do(t, u, h); code == 401 {
 				t.Errorf("%s with %v refused: %s", pattern, h, body)
 			}
 		}
-		if code, body := do(t, http.MethodGet, u+sep+"token="+token, nil); code == 401 {
+		if code, body := do(t, u+sep+"token="+token, nil); code == 401 {
 			t.Errorf("%s ?token refused: %s", pattern, body)
 		}
 	}
@@ -250,7 +250,7 @@ func TestTraversalThroughParameters(t *testing.T) {
 		}
 	}
 	for _, p := range targets {
-		code, body := do(t, http.MethodGet, ts.URL+p, nil)
+		code, body := do(t, ts.URL+p, nil)
 		if strings.Contains(body, "TOPSECRET") || strings.Contains(body, "root:") {
 			t.Errorf("%s read outside the run: %d %s", p, code, body)
 		}
@@ -312,7 +312,7 @@ func TestLinksOutOfTheRun(t *testing.T) {
 		"/api/v1/meta", "/api/v1/lanes", fmt.Sprintf("/api/v1/phases?t0=%.0f&t1=%.0f", h0, h0+3600),
 		fmt.Sprintf("/api/v1/gpu?t0=%.0f&t1=%.0f", h0, h0+3600), "/api/v1/dumps/steps",
 	} {
-		code, body := do(t, http.MethodGet, ts.URL+p, nil)
+		code, body := do(t, ts.URL+p, nil)
 		if code != 200 || strings.Contains(body, "OUTSIDE") || strings.Contains(body, `"n0:`) {
 			t.Errorf("%s followed a link out of the run: %d %s", p, code, body)
 		}
@@ -328,7 +328,7 @@ func TestLinksOutOfTheRun(t *testing.T) {
 	if ids[9] || !ids[7] || !ids[2] {
 		t.Errorf("dump steps %v: want 7 (link inside) and 2, not 9 (link out)", ids)
 	}
-	if code, body := do(t, http.MethodGet, ts.URL+"/api/v1/dumps/steps/9", nil); code != 404 {
+	if code, body := do(t, ts.URL+"/api/v1/dumps/steps/9", nil); code != 404 {
 		t.Errorf("step 9 behind a link out: %d %s", code, body)
 	}
 	_, step2 := get(t, ts.URL+"/api/v1/dumps/steps/2")
@@ -343,7 +343,7 @@ func TestAnswersNameNoServerPath(t *testing.T) {
 	dir := fixture(t, 8)
 	writeFile(t, filepath.Join(dir, "dashboard/lane_catalog.json"), `{"version":2,"lanes":{"n0:0":[[[`, false)
 	ts, _, _ := serve(t, dir, Options{})
-	code, body := do(t, http.MethodGet, ts.URL+"/api/v1/meta", nil)
+	code, body := do(t, ts.URL+"/api/v1/meta", nil)
 	if code != 200 || !strings.Contains(body, "dashboard/lane_catalog.json") {
 		t.Fatalf("meta: %d %s (want a notice naming dashboard/lane_catalog.json)", code, body)
 	}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -25,12 +26,7 @@ var (
 func simBinary(t *testing.T) string {
 	t.Helper()
 	simOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "miles-sim-bin")
-		if err != nil {
-			simErr = err
-			return
-		}
-		simBin = filepath.Join(dir, "miles-sim")
+		simBin = filepath.Join(testTmp, "miles-sim")
 		cmd := exec.Command("go", "build", "-o", simBin, "./cmd/miles-sim")
 		cmd.Dir = e2etest.RepoRoot()
 		if out, err := cmd.CombinedOutput(); err != nil {
@@ -62,7 +58,7 @@ func simRunConsumed(t *testing.T, steps, consumed int, args ...string) string {
 	defer cancel()
 	full := append([]string{
 		"--fast-forward", "--quiet", "--endpoint", col.HTTPAddr, "--start", "2026-12-01T00:00:00Z",
-		"--steps", fmt.Sprint(steps), "--eval-interval", "0",
+		"--steps", strconv.Itoa(steps), "--eval-interval", "0",
 	}, args...)
 	out, err := exec.CommandContext(ctx, sim, full...).CombinedOutput()
 	if err != nil {

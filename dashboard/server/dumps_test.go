@@ -22,24 +22,23 @@ const dumpFixture = "../dumps/testdata/run"
 func copyDumpRun(t *testing.T) string {
 	t.Helper()
 	dst := t.TempDir()
-	err := filepath.Walk(dumpFixture, func(p string, fi os.FileInfo, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(dumpFixture, p)
-		if fi.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
+	if err := os.CopyFS(dst, os.DirFS(dumpFixture)); err != nil {
 		t.Fatal(err)
 	}
 	return dst
+}
+
+// writeUnder writes b to rel inside dir, never outside it.
+func writeUnder(t *testing.T, dir, rel string, b []byte) {
+	t.Helper()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	if err := root.WriteFile(rel, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func serveDumps(t *testing.T, dir string) *httptest.Server {
@@ -252,10 +251,10 @@ func TestDumpTokens(t *testing.T) {
 func TestDumpFileStates(t *testing.T) {
 	dir := copyDumpRun(t)
 	p := filepath.Join(dir, "rollout_data", "2.pt")
-	b, _ := os.ReadFile(p)
-	_ = os.WriteFile(p, b[:len(b)-100], 0o644) // torch writes the zip directory last
+	fi, _ := os.Stat(p)
+	_ = os.Truncate(p, fi.Size()-100) // torch writes the zip directory last
 	evil, _ := os.ReadFile("../dumps/testdata/evil.pt")
-	_ = os.WriteFile(filepath.Join(dir, "rollout_data", "5.pt"), evil, 0o644)
+	writeUnder(t, dir, "rollout_data/5.pt", evil)
 	ts := serveDumps(t, dir)
 	code, m := get(t, ts.URL+"/api/v1/dumps/steps/2")
 	if code != 503 || m["errorType"] != "unavailable" || !strings.Contains(m["error"].(string), "still being written") {

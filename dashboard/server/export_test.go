@@ -140,18 +140,14 @@ func readTrace(t *testing.T, b []byte) traceCounts {
 	return c
 }
 
-// perfettoPython is a Python that imports Perfetto's protos: MILES_PERFETTO_PYTHON, else python/.venv (made by
-// `make -C python venv` from python/requirements-test.txt); "" when neither does.
+// perfettoPython is python/.venv's Python (made by `make -C python venv` from python/requirements-test.txt) when
+// it imports Perfetto's protos; "" otherwise.
 func perfettoPython() string {
-	for _, py := range []string{os.Getenv("MILES_PERFETTO_PYTHON"), "../../python/.venv/bin/python"} {
-		if py == "" {
-			continue
-		}
-		if exec.Command(py, "-c", "import perfetto.protos.perfetto.trace.perfetto_trace_pb2").Run() == nil {
-			return py
-		}
+	const py = "../../python/.venv/bin/python"
+	if exec.Command(py, "-c", "import perfetto.protos.perfetto.trace.perfetto_trace_pb2").Run() != nil {
+		return ""
 	}
-	return ""
+	return py
 }
 
 // TestPerfettoExport: the export of a window holds a track per node and lane, every phase of the window as a
@@ -244,7 +240,7 @@ func TestPerfettoExport(t *testing.T) {
 		if os.Getenv("MILES_E2E_REQUIRE") == "1" {
 			t.Fatal("no Python with PyPI perfetto: make -C python venv")
 		}
-		t.Skip("no Python with PyPI perfetto (make -C python venv, or MILES_PERFETTO_PYTHON): checked with protowire only")
+		t.Skip("no Python with PyPI perfetto (make -C python venv): checked with protowire only")
 	}
 	path := filepath.Join(t.TempDir(), "w.perfetto-trace")
 	if err := os.WriteFile(path, b, 0o644); err != nil {

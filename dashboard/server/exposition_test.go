@@ -12,7 +12,7 @@ import (
 // scrape GETs a server's /metrics and returns its samples by name and labels (`name{labels}` → value).
 func scrape(t *testing.T, base string, hdr http.Header) map[string]string {
 	t.Helper()
-	code, body := do(t, http.MethodGet, base+"/metrics", hdr)
+	code, body := do(t, base+"/metrics", hdr)
 	if code != 200 {
 		t.Fatalf("/metrics: %d %s", code, body)
 	}

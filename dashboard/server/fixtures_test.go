@@ -26,9 +26,9 @@ type runBuilder struct {
 // The handwritten runs: 4 train ranks on n0:0-3, engines e0 (n0:4-5) and e1 (n0:6-7), 8 steps of 300 s.
 const rb0 = 499_100 * 3600.0
 
-func newRun(t testing.TB) *runBuilder {
-	r := &runBuilder{t: t, dir: t.TempDir(), parts: map[string]*bytes.Buffer{}}
-	writeFile(t, filepath.Join(r.dir, "dashboard/meta.json"),
+func newRun(tb testing.TB) *runBuilder {
+	r := &runBuilder{t: tb, dir: tb.TempDir(), parts: map[string]*bytes.Buffer{}}
+	writeFile(tb, filepath.Join(r.dir, "dashboard/meta.json"),
 		fmt.Sprintf(`{"schema_version":2,"writer":"otelcol-miles","run_name":"hand","start_ts":%.0f}`, rb0-60), false)
 	cat := map[string]any{}
 	for g := range 8 {
@@ -41,7 +41,7 @@ func newRun(t testing.TB) *runBuilder {
 		cat[fmt.Sprintf("n0:%d", g)] = l
 	}
 	b, _ := json.Marshal(map[string]any{"version": 2, "lanes": cat})
-	writeFile(t, filepath.Join(r.dir, "dashboard/lane_catalog.json"), string(b), false)
+	writeFile(tb, filepath.Join(r.dir, "dashboard/lane_catalog.json"), string(b), false)
 	r.line("topology", rb0, fmt.Sprintf(`{"ts":%.0f,"engines":[{"addr":"http://n0:30000","worker_type":"regular","engine_rank":0,"gpus":[["n0",4],["n0",5]]},{"addr":"http://n0:30001","worker_type":"regular","engine_rank":1,"gpus":[["n0",6],["n0",7]]}]}`, rb0))
 	return r
 }
@@ -118,8 +118,8 @@ type runSpec struct {
 
 // handRun: 8 steps of 300 s from rb0, then step 8's train_wait open for openWaitAge while the engines keep
 // reporting; one consumed step (7) of 4 samples.
-func handRun(t testing.TB, sp runSpec) string {
-	r := newRun(t)
+func handRun(tb testing.TB, sp runSpec) string {
+	r := newRun(tb)
 	wait0 := rb0 + 8*300.0         // step 8's train_wait opens here
 	edge := wait0 + sp.openWaitAge // and the engines keep reporting until here
 	for st := range 8 {

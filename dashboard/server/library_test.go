@@ -116,7 +116,7 @@ func TestLibraryListsRunsWithoutLoading(t *testing.T) {
 		t.Fatalf("reading one run opened %d", n)
 	}
 	for _, q := range []string{"", "?run=", "?run=nope", "?run=..", "?run=../fx", "?run=%2e%2e%2f", "?run=" + outside, "?run=linked", "?run=not-a-run", "?run=fx/.."} {
-		code, body := do(t, http.MethodGet, ts.URL+"/api/v1/meta"+q, nil)
+		code, body := do(t, ts.URL+"/api/v1/meta"+q, nil)
 		if code != 400 && code != 404 {
 			t.Errorf("meta%s: %d %s", q, code, body)
 		}
@@ -145,10 +145,10 @@ func TestLibraryMetrics(t *testing.T) {
 	moveRun(t, handRun(t, healthySpec), root, "healthy")
 	moveRun(t, handRun(t, runSpec{openWaitAge: 2400, running: 40, abortRate: 0.01, mfu: 0.4}), root, "stalled")
 	ts, _ := library(t, root, Options{Token: "tok"})
-	if code, _ := do(t, http.MethodGet, ts.URL+"/metrics", nil); code != 401 {
+	if code, _ := do(t, ts.URL+"/metrics", nil); code != 401 {
 		t.Fatalf("metrics without token: %d", code)
 	}
-	if code, _ := do(t, http.MethodGet, ts.URL+"/api/v1/runs", nil); code != 401 {
+	if code, _ := do(t, ts.URL+"/api/v1/runs", nil); code != 401 {
 		t.Fatalf("runs without token: %d", code)
 	}
 	got := scrape(t, ts.URL, http.Header{"Authorization": {"Bearer tok"}})
@@ -186,7 +186,7 @@ func TestLibraryMetrics(t *testing.T) {
 	}
 	// One-run servers expose the same gauges for their run.
 	ts1, _, _ := serve(t, handRun(t, runSpec{openWaitAge: 2400, running: 40, abortRate: 0.01, mfu: 0.4}), Options{})
-	_, body := do(t, http.MethodGet, ts1.URL+"/metrics", nil)
+	_, body := do(t, ts1.URL+"/metrics", nil)
 	if !strings.Contains(body, `miles_advisory_firing{run="hand",id="A1",rule="stall",severity="critical",tier="alarm"} 1`) {
 		t.Errorf("one-run metrics:\n%s", body)
 	}
@@ -194,7 +194,7 @@ func TestLibraryMetrics(t *testing.T) {
 		t.Errorf("a server without a budget shows one:\n%s", body)
 	}
 	ts2, _, _ := serve(t, handRun(t, healthySpec), Options{Budget: store.NewBudget(512 << 20)})
-	_, body = do(t, http.MethodGet, ts2.URL+"/metrics", nil)
+	_, body = do(t, ts2.URL+"/metrics", nil)
 	for _, l := range []string{"miles_dashboard_memory_budget_bytes 536870912", "# TYPE miles_dashboard_memory_evictions_total counter", "miles_dashboard_memory_reloads_total 0"} {
 		if !strings.Contains(body, l+"\n") {
 			t.Errorf("one-run metrics lack %q", l)

@@ -23,22 +23,22 @@ import (
 
 const h0 = 499_000 * 3600.0 // 2026-12-04 16:00 UTC
 
-func writeFile(t testing.TB, path, content string, appendTo bool) {
-	t.Helper()
+func writeFile(tb testing.TB, path, content string, appendTo bool) {
+	tb.Helper()
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	flag := os.O_WRONLY | os.O_CREATE | os.O_TRUNC
 	if appendTo {
 		flag = os.O_WRONLY | os.O_CREATE | os.O_APPEND
 	}
-	f, err := os.OpenFile(path, flag, 0o644)
+	f, err := os.OpenFile(path, flag, 0o600)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	defer f.Close()
 	if _, err := f.WriteString(content); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 }
 
@@ -83,7 +83,11 @@ func serve(t *testing.T, dir string, opts Options) (*httptest.Server, *store.Sto
 
 func get(t *testing.T, url string) (int, map[string]any) {
 	t.Helper()
-	resp, err := http.Get(url)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, http.NoBody)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

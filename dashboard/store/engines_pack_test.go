@@ -4,10 +4,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"math/rand"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +20,7 @@ import (
 
 // TestPackColumnExact: every value comes back bit for bit, whatever it is, in plain and bucket (strided) order.
 func TestPackColumnExact(t *testing.T) {
-	r := rand.New(rand.NewSource(8))
+	r := rand.New(rand.NewPCG(8, 8))
 	nan2 := math.Float64frombits(0x7ff8000000000001) // a NaN with another payload
 	cols := map[string][]float64{
 		"specials":  {math.NaN(), math.Inf(1), math.Inf(-1), math.Copysign(0, -1), 0, nan2, 1, math.NaN(), -1},
@@ -31,16 +32,16 @@ func TestPackColumnExact(t *testing.T) {
 	}
 	var rnd, ts, gauge, mixed []float64
 	for i := range 1000 {
-		rnd = append(rnd, r.NormFloat64()*math.Pow(10, float64(r.Intn(30)-15)))
-		ts = append(ts, 1_797_120_000+float64(i)*2+float64(r.Intn(5000))/1e6)
+		rnd = append(rnd, r.NormFloat64()*math.Pow(10, float64(r.IntN(30)-15)))
+		ts = append(ts, 1_797_120_000+float64(i)*2+float64(r.IntN(5000))/1e6)
 		gauge = append(gauge, math.Round(r.Float64()*1e4)/1e4)
-		switch r.Intn(5) {
+		switch r.IntN(5) {
 		case 0:
 			mixed = append(mixed, math.NaN())
 		case 1:
 			mixed = append(mixed, r.Float64())
 		default:
-			mixed = append(mixed, float64(r.Intn(100)))
+			mixed = append(mixed, float64(r.IntN(100)))
 		}
 	}
 	cols["random"], cols["ts_us"], cols["gauge_4dp"], cols["mixed"] = rnd, ts, gauge, mixed
@@ -71,7 +72,7 @@ func TestPackColumnExact(t *testing.T) {
 	// The columns engines produce are small: a steady counter, a µs timestamp, a 4-decimal gauge.
 	var counter []float64
 	for i := range 1800 {
-		counter = append(counter, float64(i*37+r.Intn(20)))
+		counter = append(counter, float64(i*37+r.IntN(20)))
 	}
 	for name, c := range map[string]struct {
 		col []float64
@@ -92,11 +93,11 @@ func engHourRel(h int) string {
 // -0, and a histogram with +Inf bucket bounds. Hour 1 is compacted (.zst); hour 0 holds an out-of-order record.
 func packRun(t *testing.T) string {
 	dir := v2Run(t)
-	r := rand.New(rand.NewSource(3))
+	r := rand.New(rand.NewPCG(3, 3))
 	cnt := map[string]float64{}
 	for h := range 4 {
 		var b strings.Builder
-		for i := 0; i < 1800; i += 1 + r.Intn(2) {
+		for i := 0; i < 1800; i += 1 + r.IntN(2) {
 			for e, tsFmt := range []string{"%.3f", "%.6f", "%.7f"} {
 				ts := h0 + float64(h)*3600 + float64(i)*2 + r.Float64()*0.01
 				addr := fmt.Sprintf("http://e%d:1", e)
@@ -106,16 +107,16 @@ func packRun(t *testing.T) string {
 				}
 				for dp := 0; dp < ranks; dp++ {
 					key := fmt.Sprint(e, dp)
-					cnt[key] += float64(r.Intn(50))
-					if r.Intn(500) == 0 {
+					cnt[key] += float64(r.IntN(50))
+					if r.IntN(500) == 0 {
 						cnt[key] = 0 // engine restart
 					}
-					odd := []string{"NaN", "Infinity", "-Inf", "-0.0", "0"}[r.Intn(5)]
-					if r.Intn(4) != 0 {
-						odd = fmt.Sprint(r.Intn(3))
+					odd := []string{"NaN", "Infinity", "-Inf", "-0.0", "0"}[r.IntN(5)]
+					if r.IntN(4) != 0 {
+						odd = strconv.Itoa(r.IntN(3))
 					}
 					fmt.Fprintf(&b, `{"ts":`+tsFmt+`,"addr":%q,"labels":{"dp_rank":"%d","engine_type":"unified"},"m":{"sglang:num_running_reqs":%d,"sglang:token_usage":%.4f,"sglang:cache_hit_rate":%v,"sglang:num_requests_total":%g,"sglang:prompt_tokens_total":%.0f,"sglang:odd":%s,"sglang:neg":%g},"h":{"sglang:inter_token_latency_seconds":{"count":%g,"sum":%v,"bounds":[0.005,0.01,0.02,"+Inf"],"counts":[%g,%g,%g,%g,%g]}}}`+"\n",
-						ts, addr, dp, r.Intn(64), r.Float64(), r.Float64(), cnt[key], 1e18+cnt[key]*1000, odd, -r.Float64()*1e6,
+						ts, addr, dp, r.IntN(64), r.Float64(), r.Float64(), cnt[key], 1e18+cnt[key]*1000, odd, -r.Float64()*1e6,
 						cnt[key]*2, cnt[key]*0.0173*r.Float64(), cnt[key]/4, cnt[key]/2, cnt[key], cnt[key]*1.5, cnt[key]*2)
 				}
 			}
@@ -248,9 +249,7 @@ func TestEnginePackedReadsAlike(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, engHourRel(1)), append(plain, engLine(h0+3600+3.5, "http://e2:1", "sglang:num_running_reqs", `"dp_rank":"0","engine_type":"unified"`, 5)...), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeBytes(t, filepath.Join(dir, engHourRel(1)), append(plain, engLine(h0+3600+3.5, "http://e2:1", "sglang:num_running_reqs", `"dp_rank":"0","engine_type":"unified"`, 5)...))
 	compact(t, dir, engHourRel(1))
 	write(t, dir, engHourRel(4), engLine(h0+4*3600+2, "http://e0:1", "sglang:num_running_reqs", `"dp_rank":"0","engine_type":"unified"`, 1))
 	packed.Refresh()
@@ -324,7 +323,7 @@ func firstDiff(a, b string) string {
 // µs timestamps, 11-bucket histograms) holds several times less packed than as float64 columns, and reads back
 // the same.
 func TestEngineBytesPerPoint(t *testing.T) {
-	r := rand.New(rand.NewSource(5))
+	r := rand.New(rand.NewPCG(5, 5))
 	b := newEngBlock()
 	var c [4][6]float64
 	var hs [4][3][13]float64
@@ -334,15 +333,15 @@ func TestEngineBytesPerPoint(t *testing.T) {
 		for e := range 4 {
 			line.Reset()
 			fmt.Fprintf(&line, `{"ts":%.6f,"addr":"http://e%d:1","labels":{"dp_rank":"0"},"m":{"sglang:num_running_reqs":%d,"sglang:num_queue_reqs":%d,"sglang:num_used_tokens":%d,"sglang:token_usage":%.2f,"sglang:cache_hit_rate":%v,"sglang:gen_throughput":%v,"sglang:spec_accept_length":%.4f,"sglang:num_grammar_queue_reqs":0`,
-				h0+float64(i)*2+r.Float64()*0.05, e, 40+r.Intn(24), r.Intn(5), 100000+r.Intn(50000), r.Float64(), r.Float64(), 1500+r.Float64()*1000, 1+r.Float64())
+				h0+float64(i)*2+r.Float64()*0.05, e, 40+r.IntN(24), r.IntN(5), 100000+r.IntN(50000), r.Float64(), r.Float64(), 1500+r.Float64()*1000, 1+r.Float64())
 			for k := range c[e] {
-				c[e][k] += float64(r.Intn([]int{20000, 4000, 30, 2, 10000, 1}[k]))
+				c[e][k] += float64(r.IntN([]int{20000, 4000, 30, 2, 10000, 1}[k]))
 				fmt.Fprintf(&line, `,"sglang:c%d_total":%.0f`, k, c[e][k])
 			}
 			line.WriteString(`},"h":{`)
 			for k := range hs[e] {
 				hh := &hs[e][k]
-				obs := r.Intn(50)
+				obs := r.IntN(50)
 				for range obs {
 					lat := math.Exp(r.NormFloat64() - 3 + float64(k))
 					hh[1] += lat

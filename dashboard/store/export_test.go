@@ -4,12 +4,14 @@ import "testing"
 
 // Hooks for the external tests (engines_pack_advisory_test.go): the packed-hours run and the packing switch.
 func PackRunForTest(t *testing.T) string { return packRun(t) }
+
 func OpenPackedForTest(dir string, pack bool) (*Store, error) {
 	if pack {
 		return open(dir, false)
 	}
 	return open(dir, false, withEngPackOff())
 }
+
 func PackedSeriesForTest(st *Store) (packed, raw int) {
 	return packedSeries(st)
 }

@@ -58,10 +58,10 @@ var fzGood = map[string][2]string{
 }
 
 // fzBase writes a run with one good record of every stream into dir.
-func fzBase(t testing.TB, dir string) {
-	write(t, dir, "dashboard/meta.json", `{"schema_version":3,"writer":"otelcol-miles","run_name":"fz","start_ts":`+fmt.Sprint(h0)+`}`)
+func fzBase(tb testing.TB, dir string) {
+	write(tb, dir, "dashboard/meta.json", `{"schema_version":3,"writer":"otelcol-miles","run_name":"fz","start_ts":`+fmt.Sprint(h0)+`}`)
 	for s, good := range fzGood {
-		write(t, dir, "dashboard/"+s+"/"+fzHour+".jsonl", good[0]+"\n")
+		write(tb, dir, "dashboard/"+s+"/"+fzHour+".jsonl", good[0]+"\n")
 	}
 }
 

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"math/rand"
+	"math/rand/v2"
 	"strings"
 	"testing"
 )
@@ -14,12 +14,12 @@ import (
 // built on the first wide view of a field, so this is the most the block holds).
 func TestBytesPerValue(t *testing.T) {
 	b := newGPUBlock(499_000)
-	r := rand.New(rand.NewSource(2))
+	r := rand.New(rand.NewPCG(2, 2))
 	vals := make([]float64, 20)
 	for i := range 3600 {
 		line := []byte(`{"ts":` + itoa(499_000*3600+i) + `,"node":"n1","gpu":0`)
 		for f := range vals {
-			if r.Intn(4) == 0 {
+			if r.IntN(4) == 0 {
 				vals[f] = math.Round(r.Float64()*1000) / 10
 			}
 			line = append(line, `,"f`+itoa(f)+`":`...)
@@ -54,7 +54,7 @@ func TestBytesPerValueWithCounters(t *testing.T) {
 func testBytesPerValueWithCounters(t *testing.T, shuffled bool) {
 	b := newGPUBlock(499_001)
 	var lines [][]byte
-	r := rand.New(rand.NewSource(4))
+	r := rand.New(rand.NewPCG(4, 4))
 	noise := func(s float64) float64 { return s * r.NormFloat64() }
 	energy, pcieRx, pcieTx, nvRx, nvTx, temp := 4.3e8, 1.1e13, 9e12, 3e13, 3e13, 45.0
 	for i := range 3600 {
@@ -211,11 +211,11 @@ func TestGPUReadingsReadTwiceReadOnce(t *testing.T) {
 // the hour again, whole, with the answers of a store that parsed it whole from the start.
 func TestDeferredParse(t *testing.T) {
 	var lines []string
-	r := rand.New(rand.NewSource(5))
+	r := rand.New(rand.NewPCG(5, 5))
 	for i := range 3000 {
 		for g := range 3 {
 			line := fmt.Sprintf(`{"ts":%.6f,"node":"n1","gpu":%d,"util":%d,"mem_mb":%d,"power_w":%.1f}`,
-				float64(499_000*3600+i)+r.Float64()*0.3, g, r.Intn(101), 70000+r.Intn(2000), 600+r.Float64()*100)
+				float64(499_000*3600+i)+r.Float64()*0.3, g, r.IntN(101), 70000+r.IntN(2000), 600+r.Float64()*100)
 			switch {
 			case i == 100 && g == 0:
 				line = `{"ts":` + itoa(499_000*3600+i) + `,"node":"n1","gpu":0,"util":5,"late_field":null}` // a name without a number

@@ -209,9 +209,7 @@ func TestColumnCacheRollup(t *testing.T) {
 		t.Fatal(err)
 	}
 	body = []byte(strings.Replace(string(body), `{"ts":"bad","dt":16}`+"\n", "", 1)) // a corrupt line is never cached
-	if err := os.WriteFile(rollPath, body, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeBytes(t, rollPath, body)
 	old := time.Now().Add(-10 * time.Minute)
 	for _, f := range []string{rollPath, filepath.Join(dir, "dashboard/gpu_util/"+hourA+".jsonl")} {
 		if err := os.Chtimes(f, old, old); err != nil {

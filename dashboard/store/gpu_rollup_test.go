@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"math/rand"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -31,7 +32,7 @@ func rollupRunOrdered(t *testing.T, cut float64, blocked bool) string {
 	dir := t.TempDir()
 	write(t, dir, "dashboard/meta.json", `{"schema_version":2,"writer":"otelcol-miles","run_name":"r","start_ts":`+fmt.Sprint(h0)+`}`)
 	write(t, dir, "dashboard/lane_catalog.json", `{"version":2,"lanes":{"n1:0":{"ranks":[0],"roles":["train"]},"n1:1":{"ranks":[1],"roles":["train"]},"n2:0":{"ranks":[2],"roles":["train"]}}}`)
-	r := rand.New(rand.NewSource(5))
+	r := rand.New(rand.NewPCG(5, 5))
 	type agg struct {
 		n      int
 		lo, hi [3]float64
@@ -44,7 +45,7 @@ func rollupRunOrdered(t *testing.T, cut float64, blocked bool) string {
 		buckets := map[int]*[2]agg{}
 		for i := range 1800 {
 			ts := h0 + float64(i) + 0.25
-			v := [3]float64{math.Round(r.Float64()*1000) / 10, float64(60000 + r.Intn(100)), math.Round(3000+r.Float64()*4000) / 10}
+			v := [3]float64{math.Round(r.Float64()*1000) / 10, float64(60000 + r.IntN(100)), math.Round(3000+r.Float64()*4000) / 10}
 			if i%300 < 40 {
 				v[0] = 0 // idle stretches
 			}
@@ -428,7 +429,7 @@ func TestRollupAnswersAlignedViewsExactly(t *testing.T) {
 			for _, f := range []string{"util", "mem_mb", "power_w"} {
 				lo, hi := nanSlice(points), nanSlice(points)
 				for _, r := range readings {
-					if r.Node+":"+fmt.Sprint(r.GPU) != l.Key || r.TS >= t1 {
+					if r.Node+":"+strconv.Itoa(r.GPU) != l.Key || r.TS >= t1 {
 						continue
 					}
 					v := map[string]float64{"util": r.Util, "mem_mb": r.Mem, "power_w": r.Power}[f]
@@ -535,9 +536,7 @@ func TestRollupCompactedHourEnd(t *testing.T) {
 				f, l, _ := runfiles.SpanOfLines(keep)
 				z = runfiles.AppendSpan(z, f, l)
 			}
-			if err := os.WriteFile(plain+".zst", z, 0o644); err != nil {
-				t.Fatal(err)
-			}
+			writeBytes(t, plain+".zst", z)
 			os.Remove(plain)
 			st, err := Open(dir, false)
 			if err != nil {

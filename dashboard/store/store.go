@@ -8,10 +8,11 @@
 package store
 
 import (
+	"cmp"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"time"
@@ -144,8 +145,9 @@ func withMaxLine(n int) storeOption {
 func open(dir string, follow bool, opts ...storeOption) (*Store, error) {
 	// A run directory has dashboard/ (otelcol-miles or the Python miles dashboard) and/or miles dump folders
 	// (rollout_data/, train_data/): a dump-only directory opens with empty streams.
+	fsys := os.DirFS(cmp.Or(dir, ".")) // the folders below are fixed names: nothing here can leave dir
 	isDir := func(name string) bool {
-		fi, err := os.Stat(filepath.Join(dir, name))
+		fi, err := fs.Stat(fsys, name)
 		return err == nil && fi.IsDir()
 	}
 	if !isDir(runfiles.DashboardDir) && !isDir("rollout_data") && !isDir("train_data") {

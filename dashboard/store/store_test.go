@@ -16,20 +16,31 @@ const h0 = 499_000 * 3600.0
 
 const hourA, hourB = "20261204_16", "20261204_17"
 
-func write(t testing.TB, dir, rel, content string) {
-	t.Helper()
+func write(tb testing.TB, dir, rel, content string) {
+	tb.Helper()
 	p := filepath.Join(dir, rel)
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
+	writeBytes(tb, p, []byte(content))
+}
+
+// writeBytes writes b to the file p, through a root at p's folder so that nothing outside it is touched.
+func writeBytes(tb testing.TB, p string, b []byte) {
+	tb.Helper()
+	root, err := os.OpenRoot(filepath.Dir(p))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer root.Close()
+	if err := root.WriteFile(filepath.Base(p), b, 0o644); err != nil {
+		tb.Fatal(err)
 	}
 }
 
 func appendTo(t *testing.T, dir, rel, content string) {
 	t.Helper()
-	f, err := os.OpenFile(filepath.Join(dir, rel), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(filepath.Join(dir, rel), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}

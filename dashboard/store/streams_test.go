@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -341,7 +342,7 @@ func TestAnatomyRowsTilesSort(t *testing.T) {
 	order := func(a *AnatomyResult) string {
 		var s []string
 		for _, r := range a.Rows {
-			s = append(s, fmt.Sprint(r.Sample))
+			s = append(s, strconv.Itoa(r.Sample))
 		}
 		return strings.Join(s, ",")
 	}

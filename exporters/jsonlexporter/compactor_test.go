@@ -25,7 +25,7 @@ func TestCompactionLateRecordsAndCrash(t *testing.T) {
 	plain := filepath.Join(streamDir, "20261202_13.jsonl")
 	zst := plain + ".zst"
 
-	if err := e.pushMetrics(ctx, manyStepRecords(5, 0, 0)); err != nil {
+	if err := e.pushMetrics(ctx, manyStepRecords(5, 0)); err != nil {
 		t.Fatal(err)
 	}
 	flush(t, e)
@@ -41,7 +41,7 @@ func TestCompactionLateRecordsAndCrash(t *testing.T) {
 	if _, err := os.Stat(plain); !os.IsNotExist(err) {
 		t.Fatalf("plain file still there after compression: %v", err)
 	}
-	if n := countRecords(t, dir, sc.StreamMetrics, "20261202_13"); n != 5 {
+	if n := countRecords(t, dir, sc.StreamMetrics); n != 5 {
 		t.Fatalf("compressed partition has %d records, want 5", n)
 	}
 	// The .zst ends with the hour's time span (a skippable frame readers use instead of decompressing).
@@ -50,12 +50,12 @@ func TestCompactionLateRecordsAndCrash(t *testing.T) {
 	}
 
 	// A late record for the compressed hour.
-	if err := e.pushMetrics(ctx, manyStepRecords(1, 100, 0)); err != nil {
+	if err := e.pushMetrics(ctx, manyStepRecords(1, 100)); err != nil {
 		t.Fatal(err)
 	}
 	e.cmp.last = e.now() // write it, but do not compress yet
 	flush(t, e)
-	if n := countRecords(t, dir, sc.StreamMetrics, "20261202_13"); n != 6 {
+	if n := countRecords(t, dir, sc.StreamMetrics); n != 6 {
 		t.Fatalf("zst + late plain file hold %d records, want 6", n)
 	}
 	// Crash simulation: the compressed form already holds the plain file's content (rename done, remove not).
@@ -65,7 +65,12 @@ func TestCompactionLateRecordsAndCrash(t *testing.T) {
 	}
 	old, _ := os.ReadFile(zst)
 	enc, _ := zstd.NewWriter(nil)
-	if err := os.WriteFile(zst, enc.EncodeAll(late, old), 0o644); err != nil {
+	sd, err := os.OpenRoot(streamDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sd.Close()
+	if err := sd.WriteFile(filepath.Base(zst), enc.EncodeAll(late, old), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	enc.Close()
@@ -75,14 +80,14 @@ func TestCompactionLateRecordsAndCrash(t *testing.T) {
 	if _, err := os.Stat(plain); !os.IsNotExist(err) {
 		t.Fatalf("plain file not removed after crash recovery: %v", err)
 	}
-	if n := countRecords(t, dir, sc.StreamMetrics, "20261202_13"); n != 6 {
+	if n := countRecords(t, dir, sc.StreamMetrics); n != 6 {
 		t.Fatalf("after crash recovery: %d records, want 6 (none doubled, none lost)", n)
 	}
 }
 
 func TestCompressionNoneKeepsPlainFiles(t *testing.T) {
 	e, dir := testExporter(t, func(c *Config) { c.Compression = "none" })
-	if err := e.pushMetrics(context.Background(), manyStepRecords(2, 0, 0)); err != nil {
+	if err := e.pushMetrics(context.Background(), manyStepRecords(2, 0)); err != nil {
 		t.Fatal(err)
 	}
 	e.now = func() time.Time { return base.Add(48 * time.Hour) }
@@ -100,14 +105,14 @@ func TestCompactionOffTheFlushPath(t *testing.T) {
 	e, dir := testExporter(t, func(c *Config) { c.CompressAfter = time.Minute })
 	ctx := context.Background()
 	plain := filepath.Join(runfiles.StreamDir(dir, sc.StreamMetrics), "20261202_13.jsonl")
-	if err := e.pushMetrics(ctx, manyStepRecords(5, 0, 0)); err != nil {
+	if err := e.pushMetrics(ctx, manyStepRecords(5, 0)); err != nil {
 		t.Fatal(err)
 	}
 	flush(t, e)
 
 	// Written "now", an hour that ended long ago stays plain.
 	e.now = func() time.Time { return base.Add(2 * time.Hour) }
-	if err := e.pushMetrics(ctx, manyStepRecords(1, 100, 0)); err != nil {
+	if err := e.pushMetrics(ctx, manyStepRecords(1, 100)); err != nil {
 		t.Fatal(err)
 	}
 	e.cmp.last = time.Time{}
@@ -130,12 +135,12 @@ func TestCompactionOffTheFlushPath(t *testing.T) {
 	// compaction can be held in the middle.
 	e.now = func() time.Time { return base.Add(2*time.Hour + 2*time.Minute) }
 	e.cmp.last = time.Time{}
-	e.w.flush() // starts compressing 13:00
+	e.w.flush(ctx) // starts compressing 13:00
 	<-started
-	if err := e.pushMetrics(ctx, manyStepRecords(3, 200, 0)); err != nil {
+	if err := e.pushMetrics(ctx, manyStepRecords(3, 200)); err != nil {
 		t.Fatal(err)
 	}
-	e.w.flush() // 13:00 is busy: its records stay queued
+	e.w.flush(ctx) // 13:00 is busy: its records stay queued
 	e.w.mu.Lock()
 	queued := len(e.w.pending)
 	e.w.mu.Unlock()
@@ -145,7 +150,7 @@ func TestCompactionOffTheFlushPath(t *testing.T) {
 	free()
 	e.cmp.wait()
 	flush(t, e)
-	if n := countRecords(t, dir, sc.StreamMetrics, "20261202_13"); n != 9 {
+	if n := countRecords(t, dir, sc.StreamMetrics); n != 9 {
 		t.Fatalf("13:00 holds %d records after compressing it with records arriving, want 9 (none lost)", n)
 	}
 	if _, err := os.Stat(plain + ".zst"); err != nil {
@@ -160,7 +165,7 @@ func TestCompactionLeavesStrayNames(t *testing.T) {
 	e, dir := testExporter(t, func(c *Config) { c.CompressAfter = time.Minute })
 	streamDir := runfiles.StreamDir(dir, sc.StreamMetrics)
 	stray := filepath.Join(streamDir, "20261202_3.jsonl")
-	if err := e.pushMetrics(context.Background(), manyStepRecords(5, 0, 0)); err != nil {
+	if err := e.pushMetrics(context.Background(), manyStepRecords(5, 0)); err != nil {
 		t.Fatal(err)
 	}
 	flush(t, e)
@@ -170,7 +175,7 @@ func TestCompactionLeavesStrayNames(t *testing.T) {
 	e.now = func() time.Time { return base.Add(3 * time.Minute) }
 	e.cmp.last = time.Time{}
 	flush(t, e)
-	if n := countRecords(t, dir, sc.StreamMetrics, "20261202_13"); n != 5 {
+	if n := countRecords(t, dir, sc.StreamMetrics); n != 5 {
 		t.Fatalf("compressed hour 13 holds %d records, want 5", n)
 	}
 	if b, err := os.ReadFile(stray); err != nil || string(b) != "{\"stray\":1}\n" {
@@ -191,10 +196,10 @@ func restartedOn(t *testing.T, dir string, now time.Time, ack string) *jsonlExpo
 		t.Fatal(err)
 	}
 	e.now = func() time.Time { return now }
-	if err := e.start(context.Background(), componenttest.NewNopHost()); err != nil {
+	if err := e.start(t.Context(), componenttest.NewNopHost()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = e.shutdown(context.Background()) })
+	t.Cleanup(func() { _ = e.shutdown(context.WithoutCancel(t.Context())) })
 	return e
 }
 
@@ -202,7 +207,6 @@ func restartedOn(t *testing.T, dir string, now time.Time, ack string) *jsonlExpo
 // data time) does not compress that hour at its first check: the previous process wrote it within the grace
 // period (the file's modification time). An hour left alone for longer is compressed as before.
 func TestRestartDoesNotCompressTheLiveHour(t *testing.T) {
-	ctx := context.Background()
 	now := base.Add(3 * time.Hour)
 	for _, tc := range []struct {
 		name       string
@@ -213,8 +217,9 @@ func TestRestartDoesNotCompressTheLiveHour(t *testing.T) {
 		{"quiet-for-an-hour", now.Add(-time.Hour), true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
 			e, dir := testExporter(t, nil)
-			if err := e.pushMetrics(ctx, manyStepRecords(5, 0, 0)); err != nil {
+			if err := e.pushMetrics(ctx, manyStepRecords(5, 0)); err != nil {
 				t.Fatal(err)
 			}
 			if err := e.shutdown(ctx); err != nil {
@@ -231,7 +236,7 @@ func TestRestartDoesNotCompressTheLiveHour(t *testing.T) {
 			if got := err == nil; got != tc.compressed {
 				t.Fatalf("compressed = %v, want %v", got, tc.compressed)
 			}
-			if n := countRecords(t, dir, sc.StreamMetrics, "20261202_13"); n != 5 {
+			if n := countRecords(t, dir, sc.StreamMetrics); n != 5 {
 				t.Fatalf("%d records, want 5", n)
 			}
 		})
@@ -244,7 +249,7 @@ func TestRestartDoesNotCompressTheLiveHour(t *testing.T) {
 func TestAckWaitsForRecordsHeldByCompaction(t *testing.T) {
 	ctx := context.Background()
 	e, dir := testExporter(t, func(c *Config) { c.CompressAfter = time.Minute; c.Ack = ackWritten })
-	if err := e.pushMetrics(ctx, manyStepRecords(5, 0, 0)); err != nil {
+	if err := e.pushMetrics(ctx, manyStepRecords(5, 0)); err != nil {
 		t.Fatal(err)
 	}
 	plain := filepath.Join(runfiles.StreamDir(dir, sc.StreamMetrics), "20261202_13.jsonl")
@@ -261,10 +266,10 @@ func TestAckWaitsForRecordsHeldByCompaction(t *testing.T) {
 	e.now = func() time.Time { return base.Add(2*time.Hour + 2*time.Minute) }
 	e.cmp.last = time.Time{}
 	delete(e.cmp.lastWrite, partKey{sc.StreamMetrics, base.Unix() / 3600})
-	e.w.flush() // starts compressing 13:00, held in the hook (flush(t, e) would wait for the compaction)
+	e.w.flush(ctx) // starts compressing 13:00, held in the hook (flush(t, e) would wait for the compaction)
 	<-started
 	returned := make(chan error, 1)
-	go func() { returned <- e.pushMetrics(ctx, manyStepRecords(3, 200, 0)) }()
+	go func() { returned <- e.pushMetrics(ctx, manyStepRecords(3, 200)) }()
 	select {
 	case err := <-returned:
 		t.Fatalf("an export whose records wait for a compaction was acknowledged (err %v)", err)
@@ -276,7 +281,7 @@ func TestAckWaitsForRecordsHeldByCompaction(t *testing.T) {
 	if err := <-returned; err != nil {
 		t.Fatal(err)
 	}
-	if n := countRecords(t, dir, sc.StreamMetrics, "20261202_13"); n != 8 {
+	if n := countRecords(t, dir, sc.StreamMetrics); n != 8 {
 		t.Fatalf("13:00 holds %d records, want 8", n)
 	}
 }

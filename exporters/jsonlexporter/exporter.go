@@ -51,7 +51,7 @@ func newExporter(cfg *Config, set component.TelemetrySettings, version string) (
 	return e, nil
 }
 
-func (e *jsonlExporter) start(_ context.Context, _ component.Host) error {
+func (e *jsonlExporter) start(ctx context.Context, _ component.Host) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.refs++
@@ -112,7 +112,7 @@ func (e *jsonlExporter) start(_ context.Context, _ component.Host) error {
 		if n > 0 {
 			e.logger.Info("jsonl: roll-up resumed from the files", zap.Int("readings", n))
 		}
-		e.w.enqueue(r.chunks)
+		e.w.enqueue(ctx, r.chunks)
 	}
 	if e.cfg.Compression == "zstd" {
 		cmp, err := newCompactor(dash, e.cfg.CompressAfter, part, func(err error) { e.w.reportError(e.now(), err, 0) })
@@ -123,7 +123,8 @@ func (e *jsonlExporter) start(_ context.Context, _ component.Host) error {
 		e.cmp = cmp
 		e.w.cmp = cmp
 	}
-	e.w.start()
+	// The writer outlives start: it keeps ctx's values for its telemetry but not its cancellation.
+	e.w.start(context.WithoutCancel(ctx))
 	e.started = true
 	return nil
 }
@@ -142,7 +143,7 @@ func (e *jsonlExporter) shutdown(ctx context.Context) error {
 	if e.roll != nil {
 		var r records
 		e.roll.flushAll(&r)
-		e.w.enqueue(r.chunks)
+		e.w.enqueue(ctx, r.chunks)
 	}
 	err := e.w.shutdown(ctx)
 	if e.cmp != nil {
@@ -161,18 +162,18 @@ var errStopped = consumererror.NewPermanent(errors.New("jsonl exporter is not ru
 // accept hands one export's records to the catalog and the writer; it never touches the disk.
 func (e *jsonlExporter) accept(ctx context.Context, r *records) error {
 	if r.unmapped > 0 {
-		e.tel.dropped(dropReasonUnmapped, r.unmapped)
+		e.tel.dropped(ctx, dropReasonUnmapped, r.unmapped)
 	}
 	if r.invalid > 0 {
-		e.tel.dropped(dropReasonInvalid, r.invalid)
+		e.tel.dropped(ctx, dropReasonInvalid, r.invalid)
 	}
 	if r.outside > 0 {
-		e.tel.dropped(dropReasonTimeWindow, r.outside)
+		e.tel.dropped(ctx, dropReasonTimeWindow, r.outside)
 		e.limits.note(e.logger, e.now(), r.outside, "record time outside the accepted window (max_past "+e.cfg.MaxPast.String()+", max_future "+e.cfg.MaxFuture.String()+")")
 	}
-	e.countEngine(r.eng)
+	e.countEngine(ctx, r.eng)
 	if r.over > 0 {
-		e.tel.dropped(dropReasonOverLimit, r.over)
+		e.tel.dropped(ctx, dropReasonOverLimit, r.over)
 		e.limits.note(e.logger, e.now(), r.over, r.overWhat)
 	}
 	e.mu.Lock()
@@ -182,7 +183,7 @@ func (e *jsonlExporter) accept(ctx context.Context, r *records) error {
 		return errStopped
 	}
 	if refused := e.cat.fold(r.lanes); refused > 0 {
-		e.tel.dropped(dropReasonOverLimit, refused)
+		e.tel.dropped(ctx, dropReasonOverLimit, refused)
 		e.limits.note(e.logger, e.now(), refused, "lane catalog: full ("+strconv.Itoa(maxLanes)+" lanes)")
 	}
 	if e.roll != nil {
@@ -191,7 +192,7 @@ func (e *jsonlExporter) accept(ctx context.Context, r *records) error {
 	if e.cfg.Ack == ackWritten {
 		e.w.enqueueAndWait(ctx, r.chunks)
 	} else {
-		e.w.enqueue(r.chunks)
+		e.w.enqueue(ctx, r.chunks)
 	}
 	return nil
 }

@@ -119,7 +119,7 @@ func TestHourRollover(t *testing.T) {
 	e.now = func() time.Time { return base.Add(3*time.Hour + e.cfg.CompressAfter) }
 	e.cmp.last = time.Time{}
 	flush(t, e)
-	if got := countRecords(t, dir, sc.StreamMetrics, "20261202_13"); got != 4 {
+	if got := countRecords(t, dir, sc.StreamMetrics); got != 4 {
 		t.Errorf("13:00 partition has %d records after a late batch, want 4", got)
 	}
 	if _, err := os.Stat(filepath.Join(runfiles.StreamDir(dir, sc.StreamMetrics), "20261202_13.jsonl.zst")); err != nil {
@@ -227,8 +227,10 @@ func TestPushAfterShutdownIsPermanentError(t *testing.T) {
 	}
 }
 
-// countRecords counts the complete records of one partition, whichever forms it exists in.
-func countRecords(t *testing.T, dir, stream, hour string) int {
+// countRecords counts the complete records of one stream's partition for hour 20261202_13, whichever forms it
+// exists in.
+func countRecords(t *testing.T, dir, stream string) int {
+	const hour = "20261202_13"
 	t.Helper()
 	parts, err := runfiles.ListPartitions(dir, stream)
 	if err != nil {

@@ -44,16 +44,16 @@ func testExporter(t *testing.T, mutate func(*Config)) (*jsonlExporter, string) {
 		t.Fatal(err)
 	}
 	e.now = func() time.Time { return base }
-	if err := e.start(context.Background(), componenttest.NewNopHost()); err != nil {
+	if err := e.start(t.Context(), componenttest.NewNopHost()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = e.shutdown(context.Background()) })
+	t.Cleanup(func() { _ = e.shutdown(context.WithoutCancel(t.Context())) })
 	return e, dir
 }
 
 func flush(t *testing.T, e *jsonlExporter) {
 	t.Helper()
-	if err := e.w.flushNow(context.Background()); err != nil {
+	if err := e.w.flushNow(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -118,7 +118,7 @@ func trajectoryTraces() ptrace.Traces {
 	rs := td.ResourceSpans().AppendEmpty()
 	rs.Resource().Attributes().PutStr(sc.HostName, "n1")
 	spans := rs.ScopeSpans().AppendEmpty().Spans()
-	add := func(name, typ string, id, parent byte, t0, t1 time.Duration, attrs func(pcommon.Map)) ptrace.Span {
+	add := func(name, typ string, id, parent byte, t0, t1 time.Duration, attrs func(pcommon.Map)) {
 		s := spans.AppendEmpty()
 		s.SetName(name)
 		s.SetTraceID(traceID(7))
@@ -134,7 +134,6 @@ func trajectoryTraces() ptrace.Traces {
 		if attrs != nil {
 			attrs(s.Attributes())
 		}
-		return s
 	}
 	add(sc.SpanNameAttempt, sc.SpanTypeAttempt, 1, 0, -8*time.Second, -time.Second, func(a pcommon.Map) {
 		a.PutInt(sc.Attempt, 0)
@@ -215,24 +214,21 @@ func gpuMetrics() pmetric.Metrics {
 		r.PutStr(sc.HWModel, "NVIDIA H200")
 		r.PutInt(sc.GPUIndex, gpu)
 		sm := rm.ScopeMetrics().AppendEmpty()
-		gauge := func(name string, v float64, attrs map[string]string) {
+		gauge := func(name string, v float64) {
 			m := sm.Metrics().AppendEmpty()
 			m.SetName(name)
 			dp := m.SetEmptyGauge().DataPoints().AppendEmpty()
 			dp.SetTimestamp(ts(0))
 			dp.SetDoubleValue(v)
-			for k, v := range attrs {
-				dp.Attributes().PutStr(k, v)
-			}
 		}
-		gauge(sc.MetricGPUUtilization, 0.87, nil)
-		gauge(sc.MetricGPUMemoryUsage, 70123*(1<<20), nil)
-		gauge(sc.MetricPower, 512.34, nil)
-		gauge(sc.MetricTemperature, 61, nil)
-		gauge(sc.MetricClockSM, 1980, nil)
+		gauge(sc.MetricGPUUtilization, 0.87)
+		gauge(sc.MetricGPUMemoryUsage, 70123*(1<<20))
+		gauge(sc.MetricPower, 512.34)
+		gauge(sc.MetricTemperature, 61)
+		gauge(sc.MetricClockSM, 1980)
 		if gpu == 0 { // GPM only on the first: the second behaves like a GPU without it
-			gauge(sc.MetricSMActivity, 0.415, nil)
-			gauge(sc.MetricTensorActivity, 0.22, nil)
+			gauge(sc.MetricSMActivity, 0.415)
+			gauge(sc.MetricTensorActivity, 0.22)
 		}
 		c := sm.Metrics().AppendEmpty()
 		c.SetName(sc.MetricGPUIO)

@@ -1,6 +1,7 @@
 package jsonlexporter
 
 import (
+	"context"
 	"encoding/binary"
 	"math"
 	"sync"
@@ -213,17 +214,17 @@ func appendEngineMember(b []byte, m *engineSpan, base pcommon.Timestamp, parent 
 	switch m.kind {
 	case ekRequest:
 		if rid, ok := attrStr(attrs, sc.SglangRID); ok {
-			o.str("rid", clip(rid, maxNameBytes))
+			o.str("rid", clip(rid))
 		}
 		if role, _ := sc.SglangRequestRole(span.Name()); role != "" {
-			o.str("role", clip(role, maxNameBytes))
+			o.str("role", clip(role))
 		}
 		if room, ok := attrStr(attrs, sc.SglangBootstrapRoom); ok && room != "None" {
-			o.str("room", clip(room, maxNameBytes))
+			o.str("room", clip(room))
 		}
 	case ekThread:
 		if l, ok := attrStr(attrs, sc.SglangThreadLabel); ok {
-			o.str("label", clip(l, maxNameBytes))
+			o.str("label", clip(l))
 		}
 		for _, kv := range [...][2]string{{sc.SglangTPRank, "tp"}, {sc.SglangDPRank, "dp"}, {sc.SglangPPRank, "pp"}} {
 			if v, ok := attrInt(attrs, kv[0]); ok {
@@ -243,12 +244,12 @@ func appendEngineMember(b []byte, m *engineSpan, base pcommon.Timestamp, parent 
 }
 
 // clip bounds a client-sent string written into a record (a rid or label is short; a pathological one must not
-// make a line of megabytes), cutting at a rune boundary.
-func clip(s string, n int) string {
-	if len(s) <= n {
+// make a line of megabytes) to maxNameBytes, cutting at a rune boundary.
+func clip(s string) string {
+	if len(s) <= maxNameBytes {
 		return s
 	}
-	s = s[:n]
+	s = s[:maxNameBytes]
 	for s != "" && !utf8.ValidString(s) {
 		s = s[:len(s)-1]
 	}
@@ -256,13 +257,13 @@ func clip(s string, n int) string {
 }
 
 // countEngine counts the engine spans an export left out.
-func (e *jsonlExporter) countEngine(c engineCounts) {
+func (e *jsonlExporter) countEngine(ctx context.Context, c engineCounts) {
 	for _, d := range [...]struct {
 		reason string
 		n      int64
 	}{{dropReasonEngineLevel, c.level}, {dropReasonEngineSampled, c.sampled}, {dropReasonEngineRate, c.rate}} {
 		if d.n > 0 {
-			e.tel.dropped(d.reason, d.n)
+			e.tel.dropped(ctx, d.reason, d.n)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -219,7 +220,7 @@ func TestRollupGolden(t *testing.T) {
 	}
 	// The late reading made a second record for 13:59:44; every other bucket has one.
 	for k, n := range dup {
-		if want := map[bool]int{true: 2, false: 1}[strings.HasSuffix(k, fmt.Sprint(base.Unix()-base.Unix()%16))]; n != want {
+		if want := map[bool]int{true: 2, false: 1}[strings.HasSuffix(k, strconv.FormatInt(base.Unix()-base.Unix()%16, 10))]; n != want {
 			t.Errorf("%s: %d records, want %d", k, n, want)
 		}
 	}
@@ -314,10 +315,10 @@ func exporterOn(t *testing.T, dir string) *jsonlExporter {
 		t.Fatal(err)
 	}
 	e.now = func() time.Time { return base }
-	if err := e.start(context.Background(), componenttest.NewNopHost()); err != nil {
+	if err := e.start(t.Context(), componenttest.NewNopHost()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = e.shutdown(context.Background()) })
+	t.Cleanup(func() { _ = e.shutdown(context.WithoutCancel(t.Context())) })
 	return e
 }
 
@@ -326,7 +327,6 @@ func exporterOn(t *testing.T, dir string) *jsonlExporter {
 // equals the one of the readings written, one record per lane and bucket, as if nothing happened
 // (docs/semconv.md §8.3 "Restarts"). A clean stop and restart merges to the same.
 func TestRollupResumesAfterKill(t *testing.T) {
-	ctx := context.Background()
 	for _, tc := range []struct {
 		name          string
 		before, after [][]time.Duration
@@ -338,13 +338,14 @@ func TestRollupResumesAfterKill(t *testing.T) {
 		{"clean-stop", [][]time.Duration{secs(-14, 9)}, [][]time.Duration{secs(10, 40)}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			ctx := t.Context()
 			dir := t.TempDir()
 			stop := func(e *jsonlExporter) {
 				flush(t, e)
 				if tc.kill {
 					e.roll = nil // kill -9: the open buckets die with the process, nothing more is written
 				}
-				if err := e.shutdown(ctx); err != nil {
+				if err := e.shutdown(t.Context()); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -432,8 +433,8 @@ func firstDiff(a, b []string) int {
 // only a field the held reading lacked adds that field, not a reading: the roll-up equals that of the exports
 // delivered once.
 func TestRollupRepeatsAddNothing(t *testing.T) {
-	ctx := context.Background()
 	rollups := func(batches ...pmetric.Metrics) map[string]rollRec {
+		ctx := t.Context()
 		e, dir := testExporter(t, nil)
 		for _, b := range batches {
 			if err := e.pushMetrics(ctx, b); err != nil {

@@ -42,7 +42,7 @@ func TestShardLayout(t *testing.T) {
 	if err := e.pushMetrics(ctx, gpuMetrics()); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.pushMetrics(ctx, manyStepRecords(5, 0, 0)); err != nil {
+	if err := e.pushMetrics(ctx, manyStepRecords(5, 0)); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.pushTraces(ctx, trajectoryTraces()); err != nil {
@@ -97,7 +97,7 @@ func TestShardLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = e2.shutdown(context.Background()) })
-	if err := e2.pushMetrics(ctx, manyStepRecords(3, 100, 0)); err != nil {
+	if err := e2.pushMetrics(ctx, manyStepRecords(3, 100)); err != nil {
 		t.Fatal(err)
 	}
 	flush(t, e2)

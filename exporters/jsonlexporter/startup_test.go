@@ -68,7 +68,7 @@ func TestStartOnUnwritableDisk(t *testing.T) {
 			t.Fatal(err)
 		}
 		e := startOn(t, dir)
-		if err := e.pushMetrics(context.Background(), manyStepRecords(5, 0, 0)); err != nil {
+		if err := e.pushMetrics(context.Background(), manyStepRecords(5, 0)); err != nil {
 			t.Fatal(err)
 		}
 		if err := e.pushTraces(context.Background(), phaseTraces()); err != nil { // lanes for the catalog
@@ -108,7 +108,7 @@ func TestStartOnUnwritableDisk(t *testing.T) {
 		if left := tmpLeft(t, dir); len(left) != 0 {
 			t.Fatalf("a failed meta.json write left %v", left)
 		}
-		if err := e.pushMetrics(context.Background(), manyStepRecords(3, 0, 0)); err != nil {
+		if err := e.pushMetrics(context.Background(), manyStepRecords(3, 0)); err != nil {
 			t.Fatal(err)
 		}
 		flush(t, e)
@@ -123,7 +123,7 @@ func TestStartOnUnwritableDisk(t *testing.T) {
 // the fragment and removes the temporary files, so readers see whole records from then on.
 func TestCrashLeftoversRepairedAtStart(t *testing.T) {
 	e, dir := testExporter(t, nil)
-	if err := e.pushMetrics(context.Background(), manyStepRecords(3, 0, 0)); err != nil {
+	if err := e.pushMetrics(context.Background(), manyStepRecords(3, 0)); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.shutdown(context.Background()); err != nil {

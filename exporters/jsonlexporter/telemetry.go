@@ -67,15 +67,15 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 	return t, nil
 }
 
-func (t *telemetry) written(stream string, records, bytes int64) {
+func (t *telemetry) written(ctx context.Context, stream string, records, bytes int64) {
 	t.writtenRecords.Add(records)
 	t.writtenBytes.Add(bytes)
 	opt := metric.WithAttributes(attribute.String("stream", stream))
-	t.records.Add(context.Background(), records, opt)
-	t.bytes.Add(context.Background(), bytes, opt)
+	t.records.Add(ctx, records, opt)
+	t.bytes.Add(ctx, bytes, opt)
 }
 
-func (t *telemetry) dropped(reason string, n int64) {
+func (t *telemetry) dropped(ctx context.Context, reason string, n int64) {
 	switch reason {
 	case dropReasonBufferFull:
 		t.droppedRecords.Add(n)
@@ -88,17 +88,17 @@ func (t *telemetry) dropped(reason string, n int64) {
 	case dropReasonTimeWindow:
 		t.outOfWindow.Add(n)
 	}
-	t.drops.Add(context.Background(), n, metric.WithAttributes(attribute.String("reason", reason)))
+	t.drops.Add(ctx, n, metric.WithAttributes(attribute.String("reason", reason)))
 }
 
 func (t *telemetry) droppedTotal() int64 { return t.droppedRecords.Load() }
 
-func (t *telemetry) writeError() {
+func (t *telemetry) writeError(ctx context.Context) {
 	t.writeErrors.Add(1)
-	t.errors.Add(context.Background(), 1)
+	t.errors.Add(ctx, 1)
 }
 
-func (t *telemetry) writeResumed() {
+func (t *telemetry) writeResumed(ctx context.Context) {
 	t.writeResumes.Add(1)
-	t.resumes.Add(context.Background(), 1)
+	t.resumes.Add(ctx, 1)
 }

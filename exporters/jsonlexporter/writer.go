@@ -69,7 +69,7 @@ const errorLogEvery = 30 * time.Second
 // enqueueAndWait is enqueue that returns once a flush attempt covering chunks has finished (or ctx is done, or
 // the writer stopped: the chunks stay queued either way, so the caller still reports success).
 func (w *writer) enqueueAndWait(ctx context.Context, chunks []*chunk) {
-	target, done := w.enqueue(chunks)
+	target, done := w.enqueue(ctx, chunks)
 	if done == nil {
 		return // not started (tests that drive flushes by hand)
 	}
@@ -97,7 +97,7 @@ func (w *writer) enqueueAndWait(ctx context.Context, chunks []*chunk) {
 
 // enqueue appends chunks to the queue; it returns the flush that will take them and the channel closed when
 // the current flush generation finishes (nil before start).
-func (w *writer) enqueue(chunks []*chunk) (target uint64, flushed chan struct{}) {
+func (w *writer) enqueue(ctx context.Context, chunks []*chunk) (target uint64, flushed chan struct{}) {
 	w.mu.Lock()
 	for _, c := range chunks {
 		w.pending = append(w.pending, c)
@@ -108,7 +108,7 @@ func (w *writer) enqueue(chunks []*chunk) (target uint64, flushed chan struct{})
 	target, flushed = w.begun+1, w.flushed
 	w.mu.Unlock()
 	if dropped > 0 {
-		w.tel.dropped(dropReasonBufferFull, dropped)
+		w.tel.dropped(ctx, dropReasonBufferFull, dropped)
 	}
 	if early && w.wake != nil {
 		select {
@@ -165,32 +165,32 @@ func (w *writer) trimLocked() (droppedLines int64) {
 	return droppedLines
 }
 
-func (w *writer) start() {
+func (w *writer) start(ctx context.Context) {
 	w.stop = make(chan struct{})
 	w.done = make(chan struct{})
 	w.kick = make(chan chan struct{})
 	w.wake = make(chan struct{}, 1)
 	w.flushed = make(chan struct{})
-	go w.run()
+	go w.run(ctx)
 }
 
-func (w *writer) run() {
+func (w *writer) run(ctx context.Context) {
 	defer close(w.done)
 	t := time.NewTicker(w.interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-t.C:
-			w.flush()
+			w.flush(ctx)
 		case <-w.wake:
-			w.flush()
+			w.flush(ctx)
 		case ack := <-w.kick:
-			w.flush()
-			w.drainAndFlushHeld()
+			w.flush(ctx)
+			w.drainAndFlushHeld(ctx)
 			close(ack)
 		case <-w.stop:
-			w.flush()
-			w.drainAndFlushHeld()
+			w.flush(ctx)
+			w.drainAndFlushHeld(ctx)
 			w.part.closeAll()
 			return
 		}
@@ -199,7 +199,7 @@ func (w *writer) run() {
 
 // drainAndFlushHeld waits for a running compaction and writes what waited for it, so a synchronous flush
 // (tests, shutdown) leaves nothing queued.
-func (w *writer) drainAndFlushHeld() {
+func (w *writer) drainAndFlushHeld(ctx context.Context) {
 	if w.cmp == nil {
 		return
 	}
@@ -208,7 +208,7 @@ func (w *writer) drainAndFlushHeld() {
 	more := len(w.pending) > 0
 	w.mu.Unlock()
 	if more {
-		w.flush()
+		w.flush(ctx)
 		w.cmp.wait() // a compaction that flush started
 	}
 }
@@ -244,7 +244,7 @@ func (w *writer) shutdown(ctx context.Context) error {
 
 // flush writes everything queued, one write per partition, in arrival order. Chunks whose write failed go
 // back to the front of the queue so order is kept when the disk recovers.
-func (w *writer) flush() {
+func (w *writer) flush(ctx context.Context) {
 	now := w.now()
 	w.mu.Lock()
 	batch := w.pending
@@ -291,7 +291,7 @@ func (w *writer) flush() {
 				failed = append(failed, cs...)
 				continue
 			}
-			w.tel.written(k.stream, int64(lines), int64(n))
+			w.tel.written(ctx, k.stream, int64(lines), int64(n))
 			if w.cmp != nil {
 				w.cmp.wrote(k, now)
 			}
@@ -307,7 +307,7 @@ func (w *writer) flush() {
 		}
 	}
 	if len(held) > 0 {
-		w.requeue(held)
+		w.requeue(ctx, held)
 	}
 	if w.afterFlush != nil {
 		if err := w.afterFlush(); err != nil && firstErr == nil {
@@ -316,18 +316,18 @@ func (w *writer) flush() {
 	}
 	switch {
 	case len(failed) > 0:
-		queued := w.requeue(failed)
-		w.tel.writeError()
+		queued := w.requeue(ctx, failed)
+		w.tel.writeError(ctx)
 		w.reportError(now, firstErr, queued)
 	case firstErr != nil:
-		w.tel.writeError()
+		w.tel.writeError(ctx)
 		w.reportError(now, firstErr, 0)
 	case w.failing:
 		// The counterpart of the loud error: an operator (and the reliability campaign) sees when the disk
 		// came back and what the failure cost. A failure whose error line the rate limit swallowed (a disk
 		// flapping every flush) resumes silently, counted, so the log holds at most one pair per errorLogEvery.
 		w.failing = false
-		w.tel.writeResumed()
+		w.tel.writeResumed(ctx)
 		if w.errLogged {
 			w.errLogged = false
 			w.logger.Warn("jsonl: writing resumed", zap.Duration("failing_for", now.Sub(w.failingSince)),
@@ -359,7 +359,7 @@ func (w *writer) finish(gen uint64, complete bool) {
 
 // requeue puts chunks back at the front of the queue (order kept), trims it to its byte budget, and returns
 // the bytes queued.
-func (w *writer) requeue(cs []*chunk) int64 {
+func (w *writer) requeue(ctx context.Context, cs []*chunk) int64 {
 	w.mu.Lock()
 	for _, c := range cs {
 		w.pendingBytes += int64(len(c.data))
@@ -369,7 +369,7 @@ func (w *writer) requeue(cs []*chunk) int64 {
 	queued := w.pendingBytes
 	w.mu.Unlock()
 	if dropped > 0 {
-		w.tel.dropped(dropReasonBufferFull, dropped)
+		w.tel.dropped(ctx, dropReasonBufferFull, dropped)
 	}
 	return queued
 }

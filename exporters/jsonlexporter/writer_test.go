@@ -23,7 +23,7 @@ import (
 )
 
 // manyStepRecords returns n step-metric data points, each its own record (distinct steps) at time at.
-func manyStepRecords(n int, first int64, at time.Duration) pmetric.Metrics {
+func manyStepRecords(n int, first int64) pmetric.Metrics {
 	md := pmetric.NewMetrics()
 	sm := md.ResourceMetrics().AppendEmpty().ScopeMetrics().AppendEmpty()
 	m := sm.Metrics().AppendEmpty()
@@ -31,7 +31,7 @@ func manyStepRecords(n int, first int64, at time.Duration) pmetric.Metrics {
 	dps := m.SetEmptyGauge().DataPoints()
 	for i := range n {
 		dp := dps.AppendEmpty()
-		dp.SetTimestamp(ts(at))
+		dp.SetTimestamp(ts(0))
 		dp.SetDoubleValue(float64(i) / 7)
 		dp.Attributes().PutStr(sc.StepKey, "rollout/step")
 		dp.Attributes().PutInt(sc.Step, first+int64(i))
@@ -88,7 +88,7 @@ func TestReaderRacingWriter(t *testing.T) {
 		}
 	}()
 	for i := range batches {
-		if err := e.pushMetrics(context.Background(), manyStepRecords(per, int64(i*per), 0)); err != nil {
+		if err := e.pushMetrics(context.Background(), manyStepRecords(per, int64(i*per))); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -104,7 +104,7 @@ func TestReaderRacingWriter(t *testing.T) {
 // start cuts the fragment and appends new records on a fresh line.
 func TestTornTailRepairedOnReopen(t *testing.T) {
 	e, dir := testExporter(t, nil)
-	if err := e.pushMetrics(context.Background(), manyStepRecords(3, 0, 0)); err != nil {
+	if err := e.pushMetrics(context.Background(), manyStepRecords(3, 0)); err != nil {
 		t.Fatal(err)
 	}
 	if err := e.shutdown(context.Background()); err != nil {
@@ -128,7 +128,7 @@ func TestTornTailRepairedOnReopen(t *testing.T) {
 	if err := e2.start(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := e2.pushMetrics(context.Background(), manyStepRecords(2, 100, 0)); err != nil {
+	if err := e2.pushMetrics(context.Background(), manyStepRecords(2, 100)); err != nil {
 		t.Fatal(err)
 	}
 	flush(t, e2)
@@ -192,7 +192,7 @@ func TestDiskFullThenRecovers(t *testing.T) {
 			e, dir := testExporter(t, func(c *Config) { c.MaxBufferBytes = 1 << 20 })
 			// Swap the file system under the running writer: start with one healthy flush.
 			e.w.part.fs = fs
-			if err := e.pushMetrics(context.Background(), manyStepRecords(10, 0, 0)); err != nil {
+			if err := e.pushMetrics(context.Background(), manyStepRecords(10, 0)); err != nil {
 				t.Fatal(err)
 			}
 			flush(t, e)
@@ -200,7 +200,7 @@ func TestDiskFullThenRecovers(t *testing.T) {
 			fs.readOnly.Store(readOnly)
 			// ~100 B per record; 40k records ≈ 4 MB, four times the budget.
 			for i := range 40 {
-				if err := e.pushMetrics(context.Background(), manyStepRecords(1000, int64(1000+i*1000), 0)); err != nil {
+				if err := e.pushMetrics(context.Background(), manyStepRecords(1000, int64(1000+i*1000))); err != nil {
 					t.Fatal(err)
 				}
 				flush(t, e)
@@ -245,7 +245,7 @@ func TestWritingResumedIsLogged(t *testing.T) {
 	push := func() {
 		t.Helper()
 		step += 10
-		if err := e.pushMetrics(context.Background(), manyStepRecords(10, step, 0)); err != nil {
+		if err := e.pushMetrics(context.Background(), manyStepRecords(10, step)); err != nil {
 			t.Fatal(err)
 		}
 		flush(t, e)
@@ -392,7 +392,7 @@ func TestAckWritten(t *testing.T) {
 		wg.Go(func() {
 			for i := range 20 {
 				first := int64(g*1000 + i*10)
-				if err := e.pushMetrics(ctx, manyStepRecords(10, first, 0)); err != nil {
+				if err := e.pushMetrics(ctx, manyStepRecords(10, first)); err != nil {
 					t.Error(err)
 					return
 				}
@@ -413,7 +413,7 @@ func TestAckWritten(t *testing.T) {
 	e.w.part.fs = fs
 	e.w.part.closeAll()
 	fs.broken.Store(true)
-	if err := e.pushMetrics(ctx, manyStepRecords(5, 90000, 0)); err != nil {
+	if err := e.pushMetrics(ctx, manyStepRecords(5, 90000)); err != nil {
 		t.Fatal(err)
 	}
 	if e.tel.writeErrors.Load() == 0 {
@@ -427,7 +427,7 @@ func TestAckWritten(t *testing.T) {
 
 	// ack: queued (the default) returns before any flush: the file is still empty.
 	q, qdir := testExporter(t, nil)
-	if err := q.pushMetrics(ctx, manyStepRecords(3, 0, 0)); err != nil {
+	if err := q.pushMetrics(ctx, manyStepRecords(3, 0)); err != nil {
 		t.Fatal(err)
 	}
 	if got := len(streamLines(t, qdir, sc.StreamMetrics)); got != 0 {

@@ -34,14 +34,14 @@ func RepoRoot() string {
 
 // Binary returns the path of bin/otelcol-miles, skipping the test when it was not built (unless
 // MILES_E2E_REQUIRE=1, then it fails).
-func Binary(t testing.TB) string {
-	t.Helper()
+func Binary(tb testing.TB) string {
+	tb.Helper()
 	p := filepath.Join(RepoRoot(), "bin", "otelcol-miles")
 	if _, err := os.Stat(p); err != nil {
 		if os.Getenv("MILES_E2E_REQUIRE") == "1" {
-			t.Fatalf("%s missing: run `make build` first", p)
+			tb.Fatalf("%s missing: run `make build` first", p)
 		}
-		t.Skipf("%s not built (run `make build`); skipping end-to-end test", p)
+		tb.Skipf("%s not built (run `make build`); skipping end-to-end test", p)
 	}
 	return p
 }
@@ -50,11 +50,11 @@ func Binary(t testing.TB) string {
 func Config(name string) string { return filepath.Join(RepoRoot(), "configs", name) }
 
 // FreeAddr returns a loopback address with a port nobody listens on right now.
-func FreeAddr(t testing.TB) string {
-	t.Helper()
+func FreeAddr(tb testing.TB) string {
+	tb.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	defer l.Close()
 	return l.Addr().String()
@@ -97,28 +97,28 @@ type Options struct {
 
 // StartCollector starts the binary with configs/run.yaml (or opts.Configs) writing into runDir, on free
 // loopback ports, and waits (up to 60 s) until its health check answers. It is stopped at test cleanup.
-func StartCollector(t testing.TB, runDir string, opts Options) *Collector {
-	t.Helper()
-	return startCollector(t, runDir, opts, 1)
+func StartCollector(tb testing.TB, runDir string, opts Options) *Collector {
+	tb.Helper()
+	return startCollector(tb, runDir, opts, 1)
 }
 
 // startCollector makes attempt number attempt. Free ports are found by binding port 0 and closing it, so another
 // process on the machine can take one before the collector binds it: then the start is retried on fresh ports
 // (twice), unless the caller asked for those addresses.
-func startCollector(t testing.TB, runDir string, opts Options, attempt int) *Collector {
-	t.Helper()
-	bin := Binary(t)
+func startCollector(tb testing.TB, runDir string, opts Options, attempt int) *Collector {
+	tb.Helper()
+	bin := Binary(tb)
 	c := &Collector{
-		GRPCAddr: opts.GRPCAddr, HTTPAddr: opts.HTTPAddr, HealthAddr: FreeAddr(t), RunDir: runDir,
+		GRPCAddr: opts.GRPCAddr, HTTPAddr: opts.HTTPAddr, HealthAddr: FreeAddr(tb), RunDir: runDir,
 		out: &syncBuffer{}, done: make(chan struct{}),
 	}
 	if c.GRPCAddr == "" {
-		c.GRPCAddr = FreeAddr(t)
+		c.GRPCAddr = FreeAddr(tb)
 	}
 	if c.HTTPAddr == "" {
-		c.HTTPAddr = FreeAddr(t)
+		c.HTTPAddr = FreeAddr(tb)
 	}
-	_, p, _ := net.SplitHostPort(FreeAddr(t))
+	_, p, _ := net.SplitHostPort(FreeAddr(tb))
 	c.TelemetryPort, _ = strconv.Atoi(p)
 	configs := opts.Configs
 	if len(configs) == 0 {
@@ -143,7 +143,7 @@ func startCollector(t testing.TB, runDir string, opts Options, attempt int) *Col
 	c.cmd.Stdout = c.out
 	c.cmd.Stderr = c.out
 	if err := c.cmd.Start(); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	go func() { _ = c.cmd.Wait(); close(c.done) }()
 	deadline := time.Now().Add(60 * time.Second)
@@ -151,28 +151,28 @@ func startCollector(t testing.TB, runDir string, opts Options, attempt int) *Col
 		select {
 		case <-c.done:
 			if strings.Contains(c.Logs(), "address already in use") && opts.GRPCAddr == "" && opts.HTTPAddr == "" && attempt < 3 {
-				t.Logf("otelcol-miles start-up: a port was taken between choosing and binding it; retrying on fresh ports")
-				return startCollector(t, runDir, opts, attempt+1)
+				tb.Logf("otelcol-miles start-up: a port was taken between choosing and binding it; retrying on fresh ports")
+				return startCollector(tb, runDir, opts, attempt+1)
 			}
-			t.Fatalf("otelcol-miles exited during start-up:\n%s", c.Logs())
+			tb.Fatalf("otelcol-miles exited during start-up:\n%s", c.Logs())
 		default:
 		}
 		resp, err := http.Get("http://" + c.HealthAddr + "/")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				t.Cleanup(func() {
-					c.Stop(t)
-					if t.Failed() {
-						t.Logf("otelcol-miles output:\n%s", c.Logs())
+				tb.Cleanup(func() {
+					c.Stop(tb)
+					if tb.Failed() {
+						tb.Logf("otelcol-miles output:\n%s", c.Logs())
 					}
 				})
 				return c
 			}
 		}
 		if time.Now().After(deadline) {
-			c.Stop(t)
-			t.Fatalf("otelcol-miles not healthy after 60s:\n%s", c.Logs())
+			c.Stop(tb)
+			tb.Fatalf("otelcol-miles not healthy after 60s:\n%s", c.Logs())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -217,7 +217,7 @@ func (c *Collector) Metric(name string, match ...string) float64 {
 func (c *Collector) Logs() string { return c.out.String() }
 
 // Stop sends SIGTERM and waits (up to 20 s) for a clean exit; it is idempotent.
-func (c *Collector) Stop(t testing.TB) {
+func (c *Collector) Stop(tb testing.TB) {
 	select {
 	case <-c.done:
 		return
@@ -229,7 +229,7 @@ func (c *Collector) Stop(t testing.TB) {
 	case <-time.After(20 * time.Second):
 		_ = c.cmd.Process.Kill()
 		<-c.done
-		t.Errorf("otelcol-miles did not stop within 20s of SIGTERM")
+		tb.Errorf("otelcol-miles did not stop within 20s of SIGTERM")
 	}
 }
 
@@ -240,11 +240,11 @@ func (c *Collector) Kill() {
 }
 
 // Records reads every complete record of a stream, across all partitions, as generic JSON objects.
-func Records(t testing.TB, runDir, stream string) []map[string]any {
-	t.Helper()
+func Records(tb testing.TB, runDir, stream string) []map[string]any {
+	tb.Helper()
 	parts, err := runfiles.ListPartitions(runDir, stream)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	var out []map[string]any
 	for _, p := range parts {
@@ -257,19 +257,19 @@ func Records(t testing.TB, runDir, stream string) []map[string]any {
 			return nil
 		})
 		if err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 	}
 	return out
 }
 
 // Eventually polls cond every 50 ms until it is true or the timeout passes.
-func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bool) {
-	t.Helper()
+func Eventually(tb testing.TB, timeout time.Duration, what string, cond func() bool) {
+	tb.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
+			tb.Fatalf("timed out after %s waiting for %s", timeout, what)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -278,10 +278,10 @@ func Eventually(t testing.TB, timeout time.Duration, what string, cond func() bo
 // EngineSeries reads the engine_series stream and expands each record (one engine scrape: "m" values, "h"
 // histograms, "s" summaries, docs/semconv.md §8.3) into one map per metric: ts, addr, labels (when present),
 // metric, and v — or count, sum, bounds, counts / quantiles. Tests then look at one metric at a time.
-func EngineSeries(t testing.TB, runDir string) []map[string]any {
-	t.Helper()
+func EngineSeries(tb testing.TB, runDir string) []map[string]any {
+	tb.Helper()
 	var out []map[string]any
-	for _, r := range Records(t, runDir, "engine_series") {
+	for _, r := range Records(tb, runDir, "engine_series") {
 		base := func(metric string) map[string]any {
 			m := map[string]any{"ts": r["ts"], "addr": r["addr"], "metric": metric}
 			if l, ok := r["labels"]; ok {
@@ -314,20 +314,20 @@ func EngineSeries(t testing.TB, runDir string) []map[string]any {
 // sample, group and attempt from the bundle unless the span overrides them; parent resolved against the bundle's
 // root ("" and a root span: none); every other member field as written. It fails the test on a record that is not
 // a bundle, so a writer that regressed to one span per line is caught.
-func TrajectorySpans(t testing.TB, runDir string) []map[string]any {
-	t.Helper()
+func TrajectorySpans(tb testing.TB, runDir string) []map[string]any {
+	tb.Helper()
 	var out []map[string]any
-	for _, r := range Records(t, runDir, "trajectories") {
+	for _, r := range Records(tb, runDir, "trajectories") {
 		base, ok := r["t"].(float64)
 		spans, ok2 := r["spans"].([]any)
 		if !ok || !ok2 || len(spans) == 0 || r["trace"] == nil {
-			t.Fatalf("trajectories record is not a bundle: %v", r)
+			tb.Fatalf("trajectories record is not a bundle: %v", r)
 		}
 		root, _ := r["root"].(string)
 		for _, s := range spans {
 			m, ok := s.(map[string]any)
 			if !ok {
-				t.Fatalf("bundle member is not an object: %v", s)
+				tb.Fatalf("bundle member is not an object: %v", s)
 			}
 			sp := map[string]any{"trace": r["trace"]}
 			for _, k := range []string{"sample", "group", "attempt"} {
@@ -339,7 +339,7 @@ func TrajectorySpans(t testing.TB, runDir string) []map[string]any {
 			for _, k := range []string{"t0", "t1"} {
 				rel, ok := m[k].(float64)
 				if !ok {
-					t.Fatalf("bundle member without %s: %v", k, m)
+					tb.Fatalf("bundle member without %s: %v", k, m)
 				}
 				sp[k] = (math.Round(base*1e6) + math.Round(rel*1e6)) / 1e6 // exact µs, as an absolute time parses
 			}

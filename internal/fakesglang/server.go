@@ -64,9 +64,12 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 // URL is the engine URL ("http://host:port"), as miles registers engines.
 func (s *Server) URL() string { return "http://" + s.Addr() }
 
-// Close stops the server and waits for it to exit.
-func (s *Server) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+// Close stops the server and waits for it to exit (Shutdown without a deadline of the caller's).
+func (s *Server) Close() error { return s.Shutdown(context.Background()) }
+
+// Shutdown stops the server as Close does, within ctx and at most 2 s: open scrapes finish first.
+func (s *Server) Shutdown(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	err := s.srv.Shutdown(ctx)
 	<-s.done

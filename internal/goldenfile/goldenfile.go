@@ -29,26 +29,26 @@ func Updating() bool {
 // Assert compares got with the golden file at path (relative to the test's package directory, usually under
 // testdata/). While Updating, it writes got there instead, creating its directory. A difference fails the test
 // with the first line that differs; Assert reports whether the two were equal.
-func Assert(t testing.TB, path string, got []byte) bool {
-	t.Helper()
+func Assert(tb testing.TB, path string, got []byte) bool {
+	tb.Helper()
 	if Updating() {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
-		t.Logf("rewrote %s", path)
+		tb.Logf("rewrote %s", path)
 		return true
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("%v (run the test with -update or %s=1 to create it)", err, UpdateEnv)
+		tb.Fatalf("%v (run the test with -update or %s=1 to create it)", err, UpdateEnv)
 	}
 	if bytes.Equal(want, got) {
 		return true
 	}
-	t.Errorf("output differs from %s (rerun with -update or %s=1 if the change is intended)\n%s",
+	tb.Errorf("output differs from %s (rerun with -update or %s=1 if the change is intended)\n%s",
 		path, UpdateEnv, firstDifference(string(got), string(want)))
 	return false
 }

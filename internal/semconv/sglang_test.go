@@ -69,17 +69,17 @@ func TestSglangWhitelist(t *testing.T) {
 }
 
 func TestSglangCanonicalName(t *testing.T) {
-	for in, want := range map[string]string{
-		"sglang_num_running_reqs":            "sglang:num_running_reqs",
-		"sglang:num_running_reqs":            "sglang:num_running_reqs",
-		"sglang_time_to_first_token_seconds": "sglang:time_to_first_token_seconds",
-		"up":                                 "up",
-		"sglangx_y":                          "sglangx_y",
-		"process_cpu_seconds_total":          "process_cpu_seconds_total",
-		"sglang_":                            "sglang:",
+	for _, c := range []struct{ in, want string }{
+		{"sglang_num_running_reqs", "sglang:num_running_reqs"},
+		{"sglang:num_running_reqs", "sglang:num_running_reqs"},
+		{"sglang_time_to_first_token_seconds", "sglang:time_to_first_token_seconds"},
+		{"up", "up"},
+		{"sglangx_y", "sglangx_y"},
+		{"process_cpu_seconds_total", "process_cpu_seconds_total"},
+		{"sglang_", "sglang:"},
 	} {
-		if got := SglangCanonicalName(in); got != want {
-			t.Errorf("SglangCanonicalName(%q) = %q, want %q", in, got, want)
+		if got := SglangCanonicalName(c.in); got != c.want {
+			t.Errorf("SglangCanonicalName(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
 }

@@ -235,9 +235,9 @@ func dataPoints(m pmetric.Metric) int {
 // place and passes the rest on; a request left empty is acknowledged without calling the next consumer
 // (processorhelper.ErrSkipProcessingData), since an empty request would only cost the next hop a call.
 
-func (g *guard) processTraces(_ context.Context, td ptrace.Traces) (ptrace.Traces, error) {
+func (g *guard) processTraces(ctx context.Context, td ptrace.Traces) (ptrace.Traces, error) {
 	if n := g.filterTraces(td); n > 0 {
-		g.tel.dropped(signalTraces, n)
+		g.tel.dropped(ctx, signalTraces, n)
 		if td.SpanCount() == 0 {
 			return td, processorhelper.ErrSkipProcessingData
 		}
@@ -245,9 +245,9 @@ func (g *guard) processTraces(_ context.Context, td ptrace.Traces) (ptrace.Trace
 	return td, nil
 }
 
-func (g *guard) processMetrics(_ context.Context, md pmetric.Metrics) (pmetric.Metrics, error) {
+func (g *guard) processMetrics(ctx context.Context, md pmetric.Metrics) (pmetric.Metrics, error) {
 	if n := g.filterMetrics(md); n > 0 {
-		g.tel.dropped(signalMetrics, n)
+		g.tel.dropped(ctx, signalMetrics, n)
 		if md.DataPointCount() == 0 {
 			return md, processorhelper.ErrSkipProcessingData
 		}
@@ -255,9 +255,9 @@ func (g *guard) processMetrics(_ context.Context, md pmetric.Metrics) (pmetric.M
 	return md, nil
 }
 
-func (g *guard) processLogs(_ context.Context, ld plog.Logs) (plog.Logs, error) {
+func (g *guard) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, error) {
 	if n := g.filterLogs(ld); n > 0 {
-		g.tel.dropped(signalLogs, n)
+		g.tel.dropped(ctx, signalLogs, n)
 		if ld.LogRecordCount() == 0 {
 			return ld, processorhelper.ErrSkipProcessingData
 		}

@@ -53,8 +53,8 @@ func newTelemetry(set component.TelemetrySettings) (*telemetry, error) {
 	return &telemetry{drops: c, opts: opts, logger: logger, now: time.Now}, nil
 }
 
-func (t *telemetry) dropped(signal string, n int64) {
-	t.drops.Add(context.Background(), n, t.opts[signal])
+func (t *telemetry) dropped(ctx context.Context, signal string, n int64) {
+	t.drops.Add(ctx, n, t.opts[signal])
 	now := t.now()
 	t.mu.Lock()
 	t.pending += n

@@ -250,11 +250,17 @@ func pipeline(b *testing.B, withProc, withBatch bool) {
 // records counts the trajectory records and those carrying a known lifecycle status.
 func records(b *testing.B, root string) (spans, known int64) {
 	b.Helper()
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	rfs := r.FS()
+	err = fs.WalkDir(rfs, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".jsonl") {
 			return err
 		}
-		data, err := os.ReadFile(p)
+		data, err := fs.ReadFile(rfs, p)
 		if err != nil {
 			return err
 		}
@@ -264,7 +270,7 @@ func records(b *testing.B, root string) (spans, known int64) {
 				Spans []json.RawMessage `json:"spans"`
 			}
 			if err := json.Unmarshal(line, &rec); err != nil {
-				return fmt.Errorf("%s: %w", p, err)
+				return fmt.Errorf("%s: %w", filepath.Join(root, p), err)
 			}
 			spans += int64(max(1, len(rec.Spans)))
 		}

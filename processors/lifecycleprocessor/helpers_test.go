@@ -46,25 +46,25 @@ func testConfig() *Config {
 	return c
 }
 
-func newHarness(t testing.TB, cfg *Config) *harness {
-	t.Helper()
-	h := &harness{t: t, sink: new(consumertest.TracesSink), now: base}
+func newHarness(tb testing.TB, cfg *Config) *harness {
+	tb.Helper()
+	h := &harness{t: tb, sink: new(consumertest.TracesSink), now: base}
 	core, logs := observer.New(zapcore.InfoLevel)
 	h.logs = logs
 	set := processortest.NewNopSettings(metadata.Type)
 	set.Logger = zap.New(core)
 	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	p, err := newProcessor(set, cfg, h.sink, options{now: h.clock, manualTicks: true})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	h.p = p
 	if err := p.Start(context.Background(), componenttest.NewNopHost()); err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() { _ = p.Shutdown(context.Background()) })
+	tb.Cleanup(func() { _ = p.Shutdown(context.Background()) })
 	return h
 }
 
@@ -167,14 +167,14 @@ func (b *batch) span(name, typ string, trace pcommon.TraceID, id, parent pcommon
 	return s
 }
 
-func intAttr(t testing.TB, s ptrace.Span, key string) (int64, bool) {
-	t.Helper()
+func intAttr(tb testing.TB, s ptrace.Span, key string) (int64, bool) {
+	tb.Helper()
 	v, ok := s.Attributes().Get(key)
 	if !ok {
 		return 0, false
 	}
 	if v.Type() != pcommon.ValueTypeInt {
-		t.Fatalf("%s is %s, want int", key, v.Type())
+		tb.Fatalf("%s is %s, want int", key, v.Type())
 	}
 	return v.Int(), true
 }

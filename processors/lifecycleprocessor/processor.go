@@ -91,17 +91,20 @@ func (p *lifecycleProcessor) Capabilities() consumer.Capabilities {
 }
 
 // Start launches the workers and the step aggregator; it never blocks.
-func (p *lifecycleProcessor) Start(context.Context, component.Host) error {
+func (p *lifecycleProcessor) Start(ctx context.Context, _ component.Host) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.running || p.stopped {
 		return nil
 	}
 	p.running = true
+	// The goroutines outlive Start: they keep ctx's values (for their telemetry and the spans they release)
+	// but not its cancellation.
+	bg := context.WithoutCancel(ctx)
 	for _, w := range p.workers {
-		p.wg.Go(func() { w.run(p.ticker()) })
+		p.wg.Go(func() { w.run(bg, p.ticker()) })
 	}
-	p.wg.Go(func() { p.steps.run(p.ticker()) })
+	p.wg.Go(func() { p.steps.run(bg, p.ticker()) })
 	return nil
 }
 
@@ -158,13 +161,13 @@ func (p *lifecycleProcessor) advance(now time.Time) {
 
 // release hands annotated spans to the next consumer from a worker or the aggregator. The spans were accepted
 // long ago, so an error cannot reach their sender: it is counted and logged (rate-limited).
-func (p *lifecycleProcessor) release(td ptrace.Traces, held int) {
+func (p *lifecycleProcessor) release(ctx context.Context, td ptrace.Traces, held int) {
 	if held == 0 {
 		return
 	}
 	p.tel.heldSpans.Add(-int64(held))
-	if err := p.next.ConsumeTraces(context.Background(), td); err != nil {
-		p.tel.releaseError()
+	if err := p.next.ConsumeTraces(ctx, td); err != nil {
+		p.tel.releaseError(ctx)
 		p.warn.note("release", 1, p.now(), func(n int64) {
 			p.logger.Warn("lifecycle: the next consumer refused annotated spans released after the wait window; they are lost",
 				zap.Int64("refused_releases", n), zap.Error(err))
@@ -256,7 +259,7 @@ func (p *lifecycleProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces
 	d.send()
 	p.mu.RUnlock()
 	if d.invalid > 0 {
-		p.tel.invalidIDs(d.invalid)
+		p.tel.invalidIDs(ctx, d.invalid)
 		p.warn.note("invalid_ids", d.invalid, p.now(), func(n int64) {
 			p.logger.Warn("lifecycle: trajectory spans with an all-zero trace or span id passed on without joining a sample (docs/semconv.md §8.4)",
 				zap.Int64("spans", n))

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/hex"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -81,21 +82,33 @@ func TestReaderLiveTail(t *testing.T) {
 	live := t.TempDir()
 	src := filepath.Join(full, "dashboard")
 	var rest []func()
-	err := filepath.Walk(src, func(p string, fi os.FileInfo, err error) error {
-		if err != nil || fi.IsDir() {
+	from, err := os.OpenRoot(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer from.Close()
+	if err := os.MkdirAll(filepath.Join(live, "dashboard"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	to, err := os.OpenRoot(filepath.Join(live, "dashboard"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer to.Close()
+	err = fs.WalkDir(from.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
 			return err
 		}
-		rel, _ := filepath.Rel(src, p)
-		dst := filepath.Join(live, "dashboard", rel)
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		dst := filepath.FromSlash(p)
+		if err := to.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 			return err
 		}
-		b, err := os.ReadFile(p)
+		b, err := fs.ReadFile(from.FS(), p)
 		if err != nil {
 			return err
 		}
 		cut := len(b)
-		if filepath.Base(filepath.Dir(p)) == sc.StreamTrajectories {
+		if filepath.Base(filepath.Dir(dst)) == sc.StreamTrajectories {
 			// Keep the consume and step records, and a little more than half of the other lines.
 			lines := bytes.SplitAfter(b, []byte("\n"))
 			var head, tail []byte
@@ -110,7 +123,7 @@ func TestReaderLiveTail(t *testing.T) {
 			head = append(head, tail...)
 			b = head
 			rest = append(rest, func() {
-				f, err := os.OpenFile(dst, os.O_APPEND|os.O_WRONLY, 0)
+				f, err := to.OpenFile(dst, os.O_APPEND|os.O_WRONLY, 0)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -120,7 +133,7 @@ func TestReaderLiveTail(t *testing.T) {
 				}
 			})
 		}
-		return os.WriteFile(dst, b[:cut], 0o644)
+		return to.WriteFile(dst, b[:cut], 0o644)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -350,7 +363,12 @@ func rawRun(t *testing.T, r *runSim, gateways int) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(run, "dashboard", "meta.json"), meta, 0o644); err != nil {
+	dash, err := os.OpenRoot(filepath.Join(run, "dashboard"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dash.Close()
+	if err := dash.WriteFile("meta.json", meta, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	hours := map[string][]byte{}

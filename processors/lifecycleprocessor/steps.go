@@ -2,6 +2,7 @@ package lifecycleprocessor
 
 import (
 	"container/list"
+	"context"
 	"sync"
 	"time"
 
@@ -52,7 +53,7 @@ func newStepAggregator(p *lifecycleProcessor) *stepAggregator {
 	return &stepAggregator{p: p, ch: make(chan any, 1024), results: map[lifecycle.TraceID]*sampleEntry{}}
 }
 
-func (a *stepAggregator) run(t *time.Ticker) {
+func (a *stepAggregator) run(ctx context.Context, t *time.Ticker) {
 	var tick <-chan time.Time
 	if t != nil {
 		defer t.Stop()
@@ -77,14 +78,14 @@ func (a *stepAggregator) run(t *time.Ticker) {
 			case stepsArrived:
 				a.held = append(a.held, e.groups...)
 			case tickEvent:
-				a.tick(e.now, false)
+				a.tick(ctx, e.now, false)
 				close(e.done)
 			case flushEvent:
-				a.tick(a.p.now(), true)
+				a.tick(ctx, a.p.now(), true)
 				close(e.done)
 			}
 		case <-tick:
-			a.tick(a.p.now(), false)
+			a.tick(ctx, a.p.now(), false)
 		}
 	}
 }
@@ -107,7 +108,7 @@ func (a *stepAggregator) set(id lifecycle.TraceID, pending bool, res lifecycle.S
 }
 
 // tick resolves the steps that are due (all when flush), then forgets results older than retain.
-func (a *stepAggregator) tick(now time.Time, flush bool) {
+func (a *stepAggregator) tick(ctx context.Context, now time.Time, flush bool) {
 	out := ptrace.NewTraces()
 	held := 0
 	kept := a.held[:0]
@@ -120,14 +121,14 @@ func (a *stepAggregator) tick(now time.Time, flush bool) {
 		for i := range g.infos {
 			r := a.aggregate(g.links[i])
 			annotateStep(spans.At(i).Attributes(), r)
-			a.p.tel.step(r)
+			a.p.tel.step(ctx, r)
 		}
 		held += spans.Len()
 		g.rs.MoveTo(out.ResourceSpans().AppendEmpty())
 	}
 	clear(a.held[len(kept):])
 	a.held = kept
-	a.p.release(out, held)
+	a.p.release(ctx, out, held)
 
 	for e := a.order.Front(); e != nil; e = a.order.Front() {
 		id := e.Value.(lifecycle.TraceID)

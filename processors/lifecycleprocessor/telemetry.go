@@ -89,39 +89,39 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 	return t, nil
 }
 
-func (t *telemetry) sample(r lifecycle.SampleResult) {
+func (t *telemetry) sample(ctx context.Context, r lifecycle.SampleResult) {
 	if r.Known {
 		t.knownSamples.Add(1)
 	} else {
 		t.unknownSamples.Add(1)
 	}
-	t.samples.Add(context.Background(), 1, t.sampleOpts[r.Reason])
+	t.samples.Add(ctx, 1, t.sampleOpts[r.Reason])
 }
 
-func (t *telemetry) step(r lifecycle.StepResult) {
-	t.steps.Add(context.Background(), 1, t.stepOpts[r.Status()])
+func (t *telemetry) step(ctx context.Context, r lifecycle.StepResult) {
+	t.steps.Add(ctx, 1, t.stepOpts[r.Status()])
 }
 
-func (t *telemetry) evicted(reason string) {
+func (t *telemetry) evicted(ctx context.Context, reason string) {
 	if reason == "capacity" {
 		t.evictedCapacity.Add(1)
 	} else {
 		t.expiredTTL.Add(1)
 	}
-	t.evictions.Add(context.Background(), 1, t.evictOpts[reason])
+	t.evictions.Add(ctx, 1, t.evictOpts[reason])
 }
 
-func (t *telemetry) lateSpan() {
+func (t *telemetry) lateSpan(ctx context.Context) {
 	t.lateSpans.Add(1)
-	t.late.Add(context.Background(), 1)
+	t.late.Add(ctx, 1)
 }
 
-func (t *telemetry) releaseError() {
+func (t *telemetry) releaseError(ctx context.Context) {
 	t.releaseFailures.Add(1)
-	t.releaseErrors.Add(context.Background(), 1)
+	t.releaseErrors.Add(ctx, 1)
 }
 
-func (t *telemetry) invalidIDs(n int64) {
+func (t *telemetry) invalidIDs(ctx context.Context, n int64) {
 	t.invalidIDSpans.Add(n)
-	t.invalid.Add(context.Background(), n)
+	t.invalid.Add(ctx, n)
 }

@@ -2,6 +2,7 @@ package lifecycleprocessor
 
 import (
 	"container/list"
+	"context"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -68,7 +69,7 @@ func newWorker(p *lifecycleProcessor, capacity int) *worker {
 	return w
 }
 
-func (w *worker) run(t *time.Ticker) {
+func (w *worker) run(ctx context.Context, t *time.Ticker) {
 	var tick <-chan time.Time
 	if t != nil {
 		defer t.Stop()
@@ -82,31 +83,31 @@ func (w *worker) run(t *time.Ticker) {
 			}
 			switch e := ev.(type) {
 			case factsEvent:
-				w.apply(e)
+				w.apply(ctx, e)
 			case lifecycle.WeightUpdate:
 				w.tl.Add(e)
 			case tickEvent:
-				w.tick(e.now)
+				w.tick(ctx, e.now)
 				close(e.done)
 			case flushEvent:
-				w.tick(time.Time{})
+				w.tick(ctx, time.Time{})
 				close(e.done)
 			}
 		case <-tick:
-			w.tick(w.p.now())
+			w.tick(ctx, w.p.now())
 		}
 	}
 }
 
-func (w *worker) apply(e factsEvent) {
+func (w *worker) apply(ctx context.Context, e factsEvent) {
 	now := w.p.now()
 	for _, f := range e.facts {
-		w.fact(f, now)
+		w.fact(ctx, f, now)
 	}
 	w.held = append(w.held, e.groups...)
 }
 
-func (w *worker) fact(f *spanInfo, now time.Time) {
+func (w *worker) fact(ctx context.Context, f *spanInfo, now time.Time) {
 	st := w.traces[f.trace]
 	if f.Kind == lifecycle.KindConsume {
 		if st != nil {
@@ -115,7 +116,7 @@ func (w *worker) fact(f *spanInfo, now time.Time) {
 		return
 	}
 	if st == nil {
-		st = w.create(f.trace, now)
+		st = w.create(ctx, f.trace, now)
 	} else {
 		w.touch(st, now)
 	}
@@ -124,7 +125,7 @@ func (w *worker) fact(f *spanInfo, now time.Time) {
 	}
 	if st.consumed {
 		w.lateSpans++
-		w.p.tel.lateSpan()
+		w.p.tel.lateSpan(ctx)
 	}
 	w.maybeCarry(st, now)
 }
@@ -142,7 +143,7 @@ func (w *worker) maybeCarry(st *traceState, now time.Time) {
 	}
 }
 
-func (w *worker) create(id pcommon.TraceID, now time.Time) *traceState {
+func (w *worker) create(ctx context.Context, id pcommon.TraceID, now time.Time) *traceState {
 	for len(w.traces) >= w.cap {
 		if e := w.retired.Front(); e != nil {
 			w.drop(e.Value.(*traceState), false)
@@ -150,7 +151,7 @@ func (w *worker) create(id pcommon.TraceID, now time.Time) *traceState {
 		}
 		w.drop(w.active.Back().Value.(*traceState), true)
 		w.evictedCap++
-		w.p.tel.evicted("capacity")
+		w.p.tel.evicted(ctx, "capacity")
 	}
 	st := &traceState{id: id, touched: now}
 	st.elem = w.active.PushFront(st)
@@ -182,7 +183,7 @@ func (w *worker) drop(st *traceState, evicted bool) {
 
 // tick releases the held groups whose deadline passed (all of them when now is zero: flush), then expires
 // states.
-func (w *worker) tick(now time.Time) {
+func (w *worker) tick(ctx context.Context, now time.Time) {
 	flush := now.IsZero()
 	if flush {
 		now = w.p.now()
@@ -191,7 +192,7 @@ func (w *worker) tick(now time.Time) {
 	held, n := 0, 0
 	for n < len(w.held) && (flush || !w.held[n].deadline.After(now)) {
 		g := w.held[n]
-		w.resolve(g, now)
+		w.resolve(ctx, g, now)
 		held += g.spans().Len()
 		g.rs.MoveTo(out.ResourceSpans().AppendEmpty())
 		w.held[n] = nil
@@ -207,7 +208,7 @@ func (w *worker) tick(now time.Time) {
 		w.p.steps.ch <- w.resolved
 		w.resolved = nil
 	}
-	w.p.release(out, held)
+	w.p.release(ctx, out, held)
 
 	for e := w.retired.Front(); e != nil; e = w.retired.Front() {
 		st := e.Value.(*traceState)
@@ -222,7 +223,7 @@ func (w *worker) tick(now time.Time) {
 			break
 		}
 		w.drop(st, true)
-		w.p.tel.evicted("ttl")
+		w.p.tel.evicted(ctx, "ttl")
 	}
 	w.logCounts(now)
 }
@@ -251,7 +252,7 @@ func (w *worker) logCounts(now time.Time) {
 }
 
 // resolve annotates the spans of a held group.
-func (w *worker) resolve(g *heldGroup, now time.Time) {
+func (w *worker) resolve(ctx context.Context, g *heldGroup, now time.Time) {
 	spans := g.spans()
 	for i, f := range g.infos {
 		span := spans.At(i)
@@ -259,7 +260,7 @@ func (w *worker) resolve(g *heldGroup, now time.Time) {
 		case lifecycle.KindGenerate:
 			w.annotateGenerate(span, f)
 		case lifecycle.KindConsume:
-			w.resolveConsume(span, f, now)
+			w.resolveConsume(ctx, span, f, now)
 		}
 	}
 }
@@ -278,7 +279,7 @@ func (w *worker) annotateGenerate(span ptrace.Span, f *spanInfo) {
 	}
 }
 
-func (w *worker) resolveConsume(span ptrace.Span, f *spanInfo, now time.Time) {
+func (w *worker) resolveConsume(ctx context.Context, span ptrace.Span, f *spanInfo, now time.Time) {
 	st := w.traces[f.trace]
 	if st != nil && st.result != nil { // the same consume again (a retried export): same answer
 		annotateConsume(span.Attributes(), *st.result)
@@ -316,7 +317,7 @@ func (w *worker) resolveConsume(span ptrace.Span, f *spanInfo, now time.Time) {
 		st.result = &r
 	}
 	annotateConsume(span.Attributes(), r)
-	w.p.tel.sample(r)
+	w.p.tel.sample(ctx, r)
 	w.resolved = append(w.resolved, resolvedSample{trace: f.trace, res: lifecycle.StepSampleOf(r)})
 }
 

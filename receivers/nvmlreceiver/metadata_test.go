@@ -102,16 +102,16 @@ func TestMetadataInStep(t *testing.T) {
 	sort.Strings(yamlNames)
 	assert.Equal(t, yamlNames, goNames, "same metrics on both sides")
 
-	assert.Equal(t, md.Attributes["network.io.direction"].Enum, []string{
+	assert.Equal(t, []string{
 		metadata.AttributeNetworkIoDirectionReceive.String(), metadata.AttributeNetworkIoDirectionTransmit.String(),
-	})
-	assert.Equal(t, md.Attributes["hw.gpu.link"].Enum, []string{
+	}, md.Attributes["network.io.direction"].Enum)
+	assert.Equal(t, []string{
 		metadata.AttributeHwGpuLinkPcie.String(), metadata.AttributeHwGpuLinkNvlink.String(),
-	})
-	assert.Equal(t, md.Attributes["error.type"].Enum, []string{
+	}, md.Attributes["hw.gpu.link"].Enum)
+	assert.Equal(t, []string{
 		metadata.AttributeErrorTypeEccCorrected.String(), metadata.AttributeErrorTypeEccUncorrected.String(),
 		metadata.AttributeErrorTypeXid.String(),
-	})
+	}, md.Attributes["error.type"].Enum)
 }
 
 func lowerKeys(m map[string][]string) map[string][]string {

@@ -59,18 +59,19 @@ func hostName(cfg *Config) string {
 }
 
 // Start returns at once; NVML is opened in the background.
-func (r *nvmlReceiver) Start(_ context.Context, host component.Host) error {
+func (r *nvmlReceiver) Start(ctx context.Context, host component.Host) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.opening != nil || r.stopping {
 		return nil
 	}
 	r.opening = make(chan struct{})
-	go r.open(host)
+	// The open outlives Start (NVML can take seconds): it keeps ctx's values, not its cancellation.
+	go r.open(context.WithoutCancel(ctx), host)
 	return nil
 }
 
-func (r *nvmlReceiver) open(host component.Host) {
+func (r *nvmlReceiver) open(ctx context.Context, host component.Host) {
 	defer close(r.opening)
 	err := r.scraper.open()
 	if err != nil {
@@ -87,7 +88,7 @@ func (r *nvmlReceiver) open(host component.Host) {
 		r.scraper.close()
 		return
 	}
-	if err := r.ctrl.Start(context.Background(), host); err != nil {
+	if err := r.ctrl.Start(ctx, host); err != nil {
 		r.logger.Warn("cannot start scraping; the nvml receiver stays idle", zap.Error(err))
 		r.scraper.close()
 		return

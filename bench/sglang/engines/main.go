@@ -9,12 +9,13 @@ import (
 	"flag"
 	"fmt"
 	"log"
-	"math/rand"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -51,7 +52,7 @@ func main() {
 		servers = append(servers, s)
 		groups = append(groups, map[string]any{
 			"targets": []string{s.Addr()},
-			"labels":  map[string]string{"engine_rank": fmt.Sprint(i), "worker_type": et},
+			"labels":  map[string]string{"engine_rank": strconv.Itoa(i), "worker_type": et},
 		})
 		workers = append(workers, fakesglang.Worker{URL: s.URL(), Engine: e})
 	}
@@ -75,18 +76,22 @@ func main() {
 		}
 		h := r.Handler(nil)
 		go func() {
-			_ = http.Serve(ln, http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-				cw := &countWriter{ResponseWriter: w}
-				h.ServeHTTP(cw, req)
-				routerBytes.Store(cw.n)
-			}))
+			srv := &http.Server{
+				Handler: http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+					cw := &countWriter{ResponseWriter: w}
+					h.ServeHTTP(cw, req)
+					routerBytes.Store(cw.n)
+				}),
+				ReadHeaderTimeout: 10 * time.Second,
+			}
+			_ = srv.Serve(ln)
 		}()
 		fmt.Printf("router %s\n", ln.Addr())
 	}
 	fmt.Printf("ready %d engines\n", len(servers))
 
 	// Traffic: every 100 ms each engine starts the requests due and finishes those that are done.
-	rng := rand.New(rand.NewSource(1))
+	rng := rand.New(rand.NewPCG(1, 1))
 	type live struct {
 		r  fakesglang.Request
 		ei int
@@ -108,7 +113,7 @@ func main() {
 			keep := running[:0]
 			for _, l := range running {
 				if now.After(l.r.End) {
-					engines[l.ei].Finish(l.r.ID, l.r.DPRank, now, rng.Intn(50) == 0)
+					engines[l.ei].Finish(l.r.ID, l.r.DPRank, now, rng.IntN(50) == 0)
 				} else {
 					keep = append(keep, l)
 				}
@@ -119,12 +124,12 @@ func main() {
 					continue
 				}
 				id++
-				ttft := time.Duration(100+rng.Intn(900)) * time.Millisecond
+				ttft := time.Duration(100+rng.IntN(900)) * time.Millisecond
 				r := fakesglang.Request{
-					ID: id, DPRank: rng.Intn(*dp), PromptTokens: 200 + rng.Intn(2000),
-					CachedTokens: rng.Intn(200), CompletionTokens: 50 + rng.Intn(500), Submit: now,
+					ID: id, DPRank: rng.IntN(*dp), PromptTokens: 200 + rng.IntN(2000),
+					CachedTokens: rng.IntN(200), CompletionTokens: 50 + rng.IntN(500), Submit: now,
 					Start: now.Add(20 * time.Millisecond), FirstToken: now.Add(ttft),
-					End: now.Add(ttft + time.Duration(1+rng.Intn(8))*time.Second),
+					End: now.Add(ttft + time.Duration(1+rng.IntN(8))*time.Second),
 				}
 				e.Arrive(r.DPRank)
 				e.Begin(r)

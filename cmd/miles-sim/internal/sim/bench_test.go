@@ -18,7 +18,8 @@ import (
 )
 
 // discardCollector answers every OTLP/HTTP export with 200 after reading the body.
-func discardCollector(t testing.TB) (*httptest.Server, *atomic.Int64) {
+func discardCollector(tb testing.TB) (*httptest.Server, *atomic.Int64) {
+	tb.Helper()
 	var n atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.Copy(io.Discard, r.Body)
@@ -26,7 +27,7 @@ func discardCollector(t testing.TB) (*httptest.Server, *atomic.Int64) {
 		w.Header().Set("Content-Type", "application/x-protobuf")
 		w.WriteHeader(http.StatusOK)
 	}))
-	t.Cleanup(srv.Close)
+	tb.Cleanup(srv.Close)
 	return srv, &n
 }
 

@@ -160,7 +160,7 @@ func Run(ctx context.Context, g *Generator, opts Options) (Report, error) {
 		r.rep.DumpSteps, r.rep.DumpBytes = opts.Dumper.Steps, opts.Dumper.Written
 	}
 	r.snd.close()
-	r.shutdownEngines()
+	r.shutdownEngines(context.WithoutCancel(ctx)) // the run's ctx may be done: the engines still stop gracefully
 	r.rep.Wall = time.Since(startWall)
 	r.rep.Steps = g.Stats.Steps
 	r.rep.Requests, r.rep.Bytes = r.snd.requests.Load(), r.snd.bytes.Load()
@@ -242,7 +242,7 @@ func (r *runner) loop(ctx context.Context) error {
 		case te <= tick:
 			e, _ := r.gen.Next()
 			lastEvent = e.T
-			if err := r.handle(e); err != nil {
+			if err := r.handle(ctx, e); err != nil {
 				return err
 			}
 		case nextGPU <= nextScrape || r.live:
@@ -280,7 +280,7 @@ func (r *runner) waitUntil(ctx context.Context, w time.Time) error {
 	}
 }
 
-func (r *runner) handle(e Event) error {
+func (r *runner) handle(ctx context.Context, e Event) error {
 	switch e.Kind {
 	case EvPhaseOpen:
 		r.gpu.onPhase(e.Phase, true)
@@ -309,7 +309,7 @@ func (r *runner) handle(e Event) error {
 		r.b.runConfig(r.topo.Train[0], e.T, e.Args)
 	case EvEngine:
 		r.gpu.onEngine(e.Engine, e.T)
-		return r.engineEvent(e)
+		return r.engineEvent(ctx, e)
 	case EvDumpRollout, EvDumpTrain, EvDumpEval:
 		if r.dumps != nil {
 			r.dumps <- e
@@ -343,7 +343,7 @@ func (r *runner) dumpLoop(w *Dumper) {
 	}
 }
 
-func (r *runner) engineEvent(e Event) error {
+func (r *runner) engineEvent(ctx context.Context, e Event) error {
 	ev := e.Engine
 	if ev.Op == OpUp {
 		if ev.Ref.Epoch == 0 {
@@ -373,7 +373,7 @@ func (r *runner) engineEvent(e Event) error {
 		le.eng.SetPaused(false)
 	case OpDown:
 		if le.srv != nil {
-			_ = le.srv.Close()
+			_ = le.srv.Shutdown(context.WithoutCancel(ctx))
 		}
 		delete(r.engs, ev.Ref)
 		delete(r.alive, ev.Ref.Rank)
@@ -445,13 +445,13 @@ func (r *runner) addr(ref EngineRef) string {
 	return ""
 }
 
-func (r *runner) shutdownEngines() {
+func (r *runner) shutdownEngines(ctx context.Context) {
 	if r.live { // deregister: the collector stops scraping engines that are gone
 		_ = r.writeTargets(nil)
 	}
 	for _, le := range r.engs {
 		if le.srv != nil {
-			_ = le.srv.Close()
+			_ = le.srv.Shutdown(ctx)
 		}
 	}
 	if r.rsrv != nil {

@@ -45,6 +45,9 @@ const (
 	tokToolEnd   = "</tool_call>"
 )
 
+// transformersClass is the transformers class that loads the tokenizer files (Qwen2's, as the vocabulary is).
+const transformersClass = "Qwen2Tokenizer"
+
 var simWords = strings.Fields(`the a an of to and is in that it for we this so be with as on by at from are can let us
 first then now next since because therefore thus hence which equals equal sum product difference number numbers value
 values answer result total each both two three four five six seven eight nine ten hundred thousand half twice square
@@ -265,7 +268,7 @@ func (v *vocab) writeTokenizer(dir string) error {
 	files := map[string]any{
 		"tokenizer.json": tj,
 		"tokenizer_config.json": map[string]any{
-			"tokenizer_class": "Qwen2Tokenizer", "model_max_length": 131072,
+			"tokenizer_class": transformersClass, "model_max_length": 131072,
 			"eos_token": tokIMEnd, "pad_token": tokEndOfText, "bos_token": nil, "clean_up_tokenization_spaces": false,
 			"errors": "replace", "split_special_tokens": false,
 		},

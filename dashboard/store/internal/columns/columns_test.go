@@ -2,25 +2,25 @@ package columns
 
 import (
 	"math"
-	"math/rand"
+	"math/rand/v2"
 	"testing"
 )
 
 func TestColumnsRoundTrip(t *testing.T) {
 	var tc Times
 	var vc Values
-	r := rand.New(rand.NewSource(1))
+	r := rand.New(rand.NewPCG(1, 1))
 	var wantT []int64
 	var wantV []float64
 	tm := int64(1_796_219_998_500)
 	for i := range 5000 {
-		tm += 1000 + int64(r.Intn(3)) - 1
+		tm += 1000 + int64(r.IntN(3)) - 1
 		var v float64
 		switch i % 6 {
 		case 0:
 			v = math.Round(r.Float64()*1000) / 10 // util %, one decimal
 		case 1:
-			v = float64(r.Intn(140000)) // MiB
+			v = float64(r.IntN(140000)) // MiB
 		case 2:
 			v = 1e17 + float64(i) // a large counter: stored raw
 		case 3:
@@ -62,7 +62,7 @@ func TestColumnsRoundTrip(t *testing.T) {
 // numbers, negative zero and values on the edge of quantisation decode bit for bit.
 func TestCountersRoundTrip(t *testing.T) {
 	var vc Values
-	r := rand.New(rand.NewSource(3))
+	r := rand.New(rand.NewPCG(3, 3))
 	var want []float64
 	bytes, energy := 3.2e13, 4.1e8
 	for i := range 20000 {
@@ -70,7 +70,7 @@ func TestCountersRoundTrip(t *testing.T) {
 		if (i/300)%2 == 1 {
 			rate = 20e9
 		}
-		bytes += rate + float64(r.Intn(3)-1)
+		bytes += rate + float64(r.IntN(3)-1)
 		energy += 600 + 45*r.NormFloat64()
 		var v float64
 		switch i % 8 {
@@ -90,7 +90,7 @@ func TestCountersRoundTrip(t *testing.T) {
 			if i == 20000-2 {
 				bytes = 0 // counter reset
 			}
-			v = -float64(r.Intn(1e6)) / 100
+			v = -float64(r.IntN(1e6)) / 100
 		default:
 			v = math.Inf(1)
 		}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -27,7 +28,7 @@ func TestMapPlainReadsAsBuffered(t *testing.T) {
 			case 2:
 				b.WriteString(`{"x":"` + strings.Repeat("a", rng.IntN(600<<10)) + "\"}\n")
 			case 3:
-				b.WriteString(`{"ts":` + fmt.Sprint(rng.IntN(1000)) + "}\r\n")
+				b.WriteString(`{"ts":` + strconv.Itoa(rng.IntN(1000)) + "}\r\n")
 			default:
 				fmt.Fprintf(&b, `{"ts":%d,"v":%d}`+"\n", rng.IntN(1000), rng.IntN(100))
 			}

@@ -34,7 +34,7 @@ func TestFakeFollowsNVMLSemantics(t *testing.T) {
 	d, err := f.DeviceByIndex(2)
 	require.NoError(t, err)
 	_, err = d.GPMMetrics()
-	assert.ErrorIs(t, err, gpulib.ErrNotReady, "GPM needs two samples")
+	require.ErrorIs(t, err, gpulib.ErrNotReady, "GPM needs two samples")
 	v, err := d.GPMMetrics()
 	require.NoError(t, err)
 	assert.True(t, v.OK[gpulib.GPMSMActivity])
@@ -46,9 +46,9 @@ func TestFakeFollowsNVMLSemantics(t *testing.T) {
 
 	f.SetLost(f.GPU(2), true)
 	_, err = d.Utilization()
-	assert.ErrorIs(t, err, gpulib.ErrDeviceLost)
+	require.ErrorIs(t, err, gpulib.ErrDeviceLost)
 	_, err = f.DeviceByIndex(2)
-	assert.ErrorIs(t, err, gpulib.ErrDeviceLost)
+	require.ErrorIs(t, err, gpulib.ErrDeviceLost)
 	f.SetLost(f.GPU(2), false)
 
 	f.Swap(2, 6)
@@ -69,6 +69,6 @@ func TestA100HasNoGPMNorPCIeCounters(t *testing.T) {
 	assert.False(t, ok)
 	io, err := d.IOCounters()
 	require.NoError(t, err)
-	assert.ErrorIs(t, io.PCIeErr, gpulib.ErrNotSupported)
+	require.ErrorIs(t, io.PCIeErr, gpulib.ErrNotSupported)
 	assert.NoError(t, io.NVLinkErr)
 }
