@@ -139,7 +139,9 @@ func (r *engineReader) rawHoursLocked(metric string, t0, t1 float64, hours []int
 // cache_hit_rate, spec_accept_rate), per-request averages (spec_accept_length) and the per-transfer KV figures
 // (latency, bootstrap and alloc times, speed) — a sum over ranks of any of them means nothing. All else is
 // summed: counts, throughputs, token amounts (num_used_tokens, max_total_num_tokens: the engine's KV pool is
-// the ranks' pools together, so token_usage = Σ used / Σ max).
+// the ranks' pools together, so token_usage = Σ used / Σ max). A histogram is always summed bucket by bucket
+// (FoldEngines): sglang 0.5.23 exports the KV transfer figures as histograms, where the mean applies only to an
+// engine that still exports them as gauges.
 func IntensiveEngineMetric(metric string) bool {
 	switch metric {
 	case "sglang:token_usage", "sglang:cache_hit_rate", "sglang:spec_accept_rate", "sglang:spec_accept_length",
