@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/otelcol-miles/otelcol-miles/internal/e2etest"
 )
 
 // TestEvilDumpRefused loads a torch.save of an object whose __reduce__ is os.system (written by the fixture
@@ -76,19 +78,6 @@ func copyRun(t *testing.T) string {
 	return dst
 }
 
-// writeUnder writes b to rel inside dir, never outside it.
-func writeUnder(t *testing.T, dir, rel string, b []byte) {
-	t.Helper()
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
-	if err := root.WriteFile(rel, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // TestStillWritingThenCorrupt: a truncated dump is "still being written" (retryable) while young, and a clear
 // corruption error once it is old.
 func TestStillWritingThenCorrupt(t *testing.T) {
@@ -143,7 +132,7 @@ func TestRewrittenStepReopens(t *testing.T) {
 	n := len(st.Samples)
 	rel()
 	src, _ := os.ReadFile(filepath.Join(run, "rollout_data", "3.pt"))
-	writeUnder(t, run, "rollout_data/2.pt", src)
+	e2etest.WriteUnder(t, run, "rollout_data/2.pt", src)
 	st2, rel2, err := r.Acquire(StepKey{ID: 2})
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/otelcol-miles/otelcol-miles/internal/e2etest"
 )
 
 func TestSplitMarkup(t *testing.T) {
@@ -71,7 +73,7 @@ func TestSidecarAsWritten(t *testing.T) {
 	dir := t.TempDir()
 	b, _ := os.ReadFile(fixtureRun + "/trajectory/1.jsonl")
 	p := filepath.Join(dir, "1.jsonl")
-	writeUnder(t, dir, "1.jsonl", append(b, []byte(`{"sample_index": 99, "messa`)...))
+	e2etest.WriteUnder(t, dir, "1.jsonl", append(b, []byte(`{"sample_index": 99, "messa`)...))
 	sc2, err := openSidecar(p)
 	if err != nil || len(sc2.offsets) != len(side) || sc2.corrupt != 0 {
 		t.Fatalf("partial line: %v %d", err, len(sc2.offsets))

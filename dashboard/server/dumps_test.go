@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
+	"github.com/otelcol-miles/otelcol-miles/internal/e2etest"
 )
 
 const dumpFixture = "../dumps/testdata/run"
@@ -26,19 +27,6 @@ func copyDumpRun(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return dst
-}
-
-// writeUnder writes b to rel inside dir, never outside it.
-func writeUnder(t *testing.T, dir, rel string, b []byte) {
-	t.Helper()
-	root, err := os.OpenRoot(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer root.Close()
-	if err := root.WriteFile(rel, b, 0o644); err != nil {
-		t.Fatal(err)
-	}
 }
 
 func serveDumps(t *testing.T, dir string) *httptest.Server {
@@ -254,7 +242,7 @@ func TestDumpFileStates(t *testing.T) {
 	fi, _ := os.Stat(p)
 	_ = os.Truncate(p, fi.Size()-100) // torch writes the zip directory last
 	evil, _ := os.ReadFile("../dumps/testdata/evil.pt")
-	writeUnder(t, dir, "rollout_data/5.pt", evil)
+	e2etest.WriteUnder(t, dir, "rollout_data/5.pt", evil)
 	ts := serveDumps(t, dir)
 	code, m := get(t, ts.URL+"/api/v1/dumps/steps/2")
 	if code != 503 || m["errorType"] != "unavailable" || !strings.Contains(m["error"].(string), "still being written") {

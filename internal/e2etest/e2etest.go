@@ -355,3 +355,17 @@ func TrajectorySpans(tb testing.TB, runDir string) []map[string]any {
 	}
 	return out
 }
+
+// WriteUnder writes b to rel inside dir through an os.Root, so a test that writes what it read from a run
+// directory (a dump cut short, a copied partition) never writes outside it.
+func WriteUnder(tb testing.TB, dir, rel string, b []byte) {
+	tb.Helper()
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer root.Close()
+	if err := root.WriteFile(rel, b, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+}
