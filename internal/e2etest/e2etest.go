@@ -23,6 +23,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/goleak"
+
 	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 )
 
@@ -368,4 +370,20 @@ func WriteUnder(tb testing.TB, dir, rel string, b []byte) {
 	if err := root.WriteFile(rel, b, 0o644); err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// VerifyMainWithDir runs a package's tests under goleak.VerifyTestMain (a test that leaves a goroutine behind
+// fails the package) with *dir set to a new temporary folder for what the tests share across tests (a binary
+// built once, a benchmark's run); the folder is removed after the last test.
+func VerifyMainWithDir(m *testing.M, pattern string, dir *string) {
+	d, err := os.MkdirTemp("", pattern)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	*dir = d
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		_ = os.RemoveAll(d)
+		os.Exit(code)
+	}))
 }
