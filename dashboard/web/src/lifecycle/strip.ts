@@ -4,7 +4,7 @@
 // per-segment stage table with durations (also the hover text of each segment).
 
 import type { SampleLifecycleResp } from "../api/responseTypes/engineStages";
-import { el } from "../shared/dom";
+import { el, fitCanvas } from "../shared/dom";
 import { formatDuration } from "../shared/timeaxis";
 import { engineSlices, segmentStages, STAGE_COLORS, versionColor } from "./anatomy";
 
@@ -21,13 +21,7 @@ export function renderLifecycleStrip(host: HTMLElement, l: SampleLifecycleResp):
   const t1 = Math.max(row.end, t0 + 1e-3);
   const X = (t: number) => ((t - t0) / (t1 - t0)) * W;
   const canvas = el("canvas", "sstrip-canvas");
-  const dpr = window.devicePixelRatio || 1;
-  canvas.style.width = W + "px";
-  canvas.style.height = H + "px";
-  canvas.width = Math.round(W * dpr);
-  canvas.height = Math.round(H * dpr);
-  const ctx = canvas.getContext("2d")!;
-  ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+  const ctx = fitCanvas(canvas, W, H);
   ctx.fillStyle = QUEUE;
   for (let i = 0; i + 1 < row.queue.length; i += 2) ctx.fillRect(X(row.queue[i]), 4, Math.max(1, X(row.queue[i + 1]) - X(row.queue[i])), H - 8);
   const slices = engineSlices(row.engine, l.engine_stages, l.engine_slice_names);

@@ -2,7 +2,7 @@
 // coloured by status, with its legend); a click on a dot opens that sample.
 
 import type { SamplesTable } from "../api/responseTypes/dumpsTable";
-import { el } from "../shared/dom";
+import { el, fitCanvas } from "../shared/dom";
 import { STATUS_COLOR } from "./format";
 import { nearestPoint, scatterRange } from "./geometry";
 
@@ -51,13 +51,7 @@ export class Scatter {
     const c = this.canvas;
     const w = Math.max(200, (c.parentElement?.clientWidth ?? 600) - 4);
     const h = 240;
-    const dpr = window.devicePixelRatio || 1;
-    c.style.width = w + "px";
-    c.style.height = h + "px";
-    c.width = Math.round(w * dpr);
-    c.height = Math.round(h * dpr);
-    const g = c.getContext("2d")!;
-    g.setTransform(dpr, 0, 0, dpr, 0, 0);
+    const g = fitCanvas(c, w, h);
     g.fillStyle = "#fff";
     g.fillRect(0, 0, w, h);
     const L = 46, R = 10, T = 8, B = 26;
