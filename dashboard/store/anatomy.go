@@ -203,8 +203,8 @@ func (s *Store) anatomyFull(step int) (*AnatomyResult, error) {
 		return nil, ErrNoStep
 	}
 	lo, hi := sc.anatomyHours()
-	s.trajectories.ensureHours(lo, hi)
-	s.engineTraces.ensureHours(lo, hi)
+	s.ensureHours(lo, hi, s.trajectories.cache)
+	s.ensureHours(lo, hi, s.engineTraces.cache)
 	s.mu.RLock()
 	blocks := s.trajectories.hoursLocked(lo, hi)
 	var nrec uint64

@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"unsafe"
 )
 
 // The memory budget (docs/operations.md "Memory"): the parsed hour blocks a query or a follower loaded are
@@ -195,55 +194,10 @@ func (s *Store) oldestPinLocked() uint64 {
 }
 
 // Block size estimates: the bytes of the columns and slices held, plus a fixed allowance per map entry (lane,
-// field, trace, record id) for the map buckets and headers, which is what dominates small blocks.
+// field, trace, record id) for the map buckets and headers, which is what dominates small blocks. Each block's
+// heldBytes, beside its type, adds them up.
 const (
 	mapEntryBytes = 64
 	laneBytes     = 160 // a laneData: its Times, field map, order slice
 	fieldBytes    = 96  // a field: its Values, pyramid and fine pointers, the map entry
 )
-
-func (b *gpuBlock) heldBytes() int64 {
-	n := int64(b.memBytes())
-	for _, l := range b.lanes {
-		n += laneBytes + int64(len(l.fields))*fieldBytes
-	}
-	return n
-}
-
-func (b *rollBlock) heldBytes() int64 {
-	n := int64(b.memBytes())
-	for _, l := range b.lanes {
-		n += laneBytes + int64(len(l))*fieldBytes
-	}
-	return n
-}
-
-// heldBytes of an engine hour: its columns, and per series the struct, its key and label map.
-func (b *engBlock) heldBytes() int64 {
-	n := int64(b.memBytes())
-	for k, ser := range b.series {
-		n += int64(unsafe.Sizeof(*ser)) + int64(len(k)) + mapEntryBytes + int64(len(ser.labels))*mapEntryBytes
-	}
-	return n
-}
-
-func (b *trajBlock) heldBytes() int64 {
-	return int64(cap(b.records))*int64(unsafe.Sizeof(trajRec{})) + int64(len(b.seen))*(24+mapEntryBytes)
-}
-
-// heldBytes of a phases hour: its records with their GPU lists and ids, the identity sets, the arena of pending
-// marker lines and the per-node index.
-func (b *phaseBlock) heldBytes() int64 {
-	n := int64(cap(b.closed)+cap(b.open))*int64(unsafe.Sizeof(phaseRec{})) + int64(cap(b.arena))
-	for _, rs := range [][]phaseRec{b.closed, b.open} {
-		for i := range rs {
-			n += int64(cap(rs[i].GPUs))*8 + int64(len(rs[i].Span)+len(rs[i].Parent))
-			if rs[i].Step != nil {
-				n += 8
-			}
-		}
-	}
-	n += int64(len(b.spans))*24 + int64(len(b.ids))*mapEntryBytes + int64(len(b.openLeft))*4
-	n += int64(b.nodeIdx.n) * 4
-	return n
-}

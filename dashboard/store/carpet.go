@@ -28,7 +28,7 @@ func (s *Store) LifecycleCarpet(t0, t1 float64, buckets, maxRows, offset int) *C
 	lo := int64(math.Floor(t0 / 3600))
 	hi := int64(math.Floor(t1/3600)) + phaseReach
 	defer s.pin()()
-	s.trajectories.ensureHours(lo, hi)
+	s.ensureHours(lo, hi, s.trajectories.cache)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	type crow struct {

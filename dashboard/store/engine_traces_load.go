@@ -21,6 +21,8 @@ type engineTraceReader struct {
 	files *partition.Stream
 	// hours holds the loaded hours.
 	hours map[int64]*traceHour
+	// cache is the hours' cache (hours.go): what a query asks for, what the budget counts and drops.
+	cache *hourCache[*traceHour]
 	// records counts the records read (the anatomy cache key moves when it grows); an hour dropped by the memory
 	// budget and read again adds only what it gained since (most: the same hour, nothing), so reading it again
 	// keeps the cached anatomies.
@@ -77,7 +79,8 @@ func newEngineTraceReader(run *Store) engineTraceReader {
 
 // heldHours is the engine_traces hours' cache (hours.go).
 func (r *engineTraceReader) heldHours() hourSource {
-	return &hourCache[*traceHour]{kind: heldTrace, files: r.files, blocks: r.hours}
+	r.cache = &hourCache[*traceHour]{kind: heldTrace, files: r.files, blocks: r.hours, load: r.loadHourLocked, serial: true}
+	return r.cache
 }
 
 func (r *engineTraceReader) partitionFiles() []*partition.Stream { return []*partition.Stream{r.files} }
@@ -249,24 +252,6 @@ func (r *engineTraceReader) spansLocked(tid traceID, lo, hi int64) []engSpan {
 			if out == nil || !hasSpan(out, s.id) {
 				out = append(out, s)
 			}
-		}
-	}
-	return out
-}
-
-// ensureHours loads the hours lo…hi not loaded yet, one after the other, and marks them used. The caller holds
-// a pin (budget.go).
-func (r *engineTraceReader) ensureHours(lo, hi int64) {
-	plan := func() []loadJob { return inOrder(r.missingLocked(lo, hi), r.loadHourLocked) }
-	r.run.ensure(plan, func() { r.run.touch(heldTrace, lo, hi) })
-}
-
-// missingLocked lists the hours lo…hi not loaded.
-func (r *engineTraceReader) missingLocked(lo, hi int64) []int64 {
-	var out []int64
-	for _, h := range r.files.Hours() {
-		if h >= lo && h <= hi && !r.files.Parts[h].Loaded {
-			out = append(out, h)
 		}
 	}
 	return out

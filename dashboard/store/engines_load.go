@@ -17,6 +17,8 @@ type engineReader struct {
 	files *partition.Stream
 	// blocks holds the loaded hours.
 	blocks map[int64]*engBlock
+	// cache is the blocks' hour cache (hours.go): what a query asks for, what the budget counts and drops.
+	cache *hourCache[*engBlock]
 	// allLoaded says every hour was loaded once (the whole-run catalog needs them all).
 	allLoaded bool
 	// dropped are the catalog figures of the hours the memory budget dropped (budget.go), by hour: the key
@@ -72,10 +74,12 @@ func newEngineReader(run *Store) engineReader {
 // heldHours is the engine_series hours' cache (hours.go): a dropped hour leaves its key catalog figures
 // (engHourCatalog), so the catalog counts it without reading it again.
 func (r *engineReader) heldHours() hourSource {
-	return &hourCache[*engBlock]{
+	r.cache = &hourCache[*engBlock]{
 		kind: heldEngine, files: r.files, blocks: r.blocks,
 		beforeDrop: func(h int64, b *engBlock) { r.dropped[h] = b.catalogOf() },
+		load:       r.loadHourLocked, serial: true,
 	}
+	return r.cache
 }
 
 func (r *engineReader) partitionFiles() []*partition.Stream { return []*partition.Stream{r.files} }
@@ -149,30 +153,19 @@ func (r *engineReader) hourClosedLocked(h int64, p *partition.Partition) bool {
 	return p != nil && r.files.Closed(h)
 }
 
-// hoursLocked are the engine hours overlapping [t0, t1] (every hour when t0 is -Inf).
-func (r *engineReader) hoursLocked(t0, t1 float64) []int64 {
-	var out []int64
-	for _, h := range r.files.Hours() {
-		if h != partition.LegacyHour && !math.IsInf(t0, -1) && (float64(h+1)*3600 < t0 || float64(h)*3600 > t1) {
-			continue
-		}
-		out = append(out, h)
-	}
-	return out
-}
-
-// ensureHoursLocked loads the engine hours overlapping [t0, t1] that are not loaded (never read, or dropped by
-// the memory budget), marks them used and settles the budget. The caller holds Store.mu for writing and a pin
-// (budget.go): the hours stay until the pin is released.
+// ensureHoursLocked loads the engine hours overlapping [t0, t1] (every hour when t0 is -Inf; an hour ending
+// at t0 counts) that are not loaded (never read, or dropped by the memory budget), marks them used and settles
+// the budget. The caller holds Store.mu for writing and a pin (budget.go): the hours stay until the pin is
+// released.
 func (r *engineReader) ensureHoursLocked(t0, t1 float64) {
-	hours := r.hoursLocked(t0, t1)
-	var missing []int64
-	for _, h := range hours {
-		if !r.files.Parts[h].Loaded {
-			missing = append(missing, h)
+	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
+	if !math.IsInf(t0, -1) {
+		lo = int64(math.Ceil(t0/3600)) - 1
+		if !math.IsInf(t1, 1) {
+			hi = hourOf(t1)
 		}
 	}
-	r.run.ensureLocked(inOrder(missing, r.loadHourLocked), func() { r.run.touchHours(heldEngine, hours) })
+	r.run.ensureLocked(r.cache.missing(lo, hi), r.cache.span(lo, hi))
 }
 
 // ensureCatalogLocked loads the hours never read (a dropped hour's catalog figures are kept: engHourCatalog).

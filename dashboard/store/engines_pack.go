@@ -289,6 +289,15 @@ func (b *engBlock) memBytes() int {
 	return n
 }
 
+// heldBytes of an engine hour: its columns, and per series the struct, its key and label map.
+func (b *engBlock) heldBytes() int64 {
+	n := int64(b.memBytes())
+	for k, ser := range b.series {
+		n += int64(unsafe.Sizeof(*ser)) + int64(len(k)) + mapEntryBytes + int64(len(ser.labels))*mapEntryBytes
+	}
+	return n
+}
+
 // engRawTmp is scratch space for decoding packed series that a query covers only in part.
 type engRawTmp struct {
 	v, sum, buckets, tr []float64

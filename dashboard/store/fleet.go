@@ -22,7 +22,11 @@ func (s *Store) Fleet(t0, t1 float64, sel []*Lane, buckets int) *FleetResult {
 		f.T[i] = t0 + float64(i)*(t1-t0)/float64(buckets)
 	}
 	defer s.pin()()
-	s.phases.ensure(t0, t1, true) // phases and roll-up hours in one batch
+	if s.gpu.rollupOff {
+		s.ensureHours(hourOf(t0), hourOf(t1), s.phases.cache)
+	} else {
+		s.ensureHours(hourOf(t0), hourOf(t1), s.gpu.rollCache, s.phases.cache) // one batch, slower parses first
+	}
 	// The utilization spread (roll-up columns) is worked out beside the phase composition (phase records).
 	done := make(chan struct{})
 	go func() {

@@ -460,6 +460,14 @@ func (b *gpuBlock) memBytes() int {
 	return n
 }
 
+func (b *gpuBlock) heldBytes() int64 {
+	n := int64(b.memBytes())
+	for _, l := range b.lanes {
+		n += laneBytes + int64(len(l.fields))*fieldBytes
+	}
+	return n
+}
+
 func itoa(i int) string {
 	if i >= 0 && i < 10 {
 		return string(rune('0' + i))

@@ -28,6 +28,8 @@ type gpuReader struct {
 	rollups map[int64]*rollBlock
 	// tails holds live gpu_util hours read only from near their roll-up's end (gpu_rollup.go).
 	tails map[int64]*tailBlock
+	// rollCache is the roll-up blocks' hour cache (hours.go).
+	rollCache *hourCache[*rollBlock]
 	// rollupOff is SetRollup(false): every view reads gpu_util (the benchmarks compare both).
 	rollupOff bool
 	// cacheDir holds the parsed columns of compacted hours (gpu_cache.go); "" turns the cache off.
@@ -103,13 +105,15 @@ func (g *gpuReader) utilHours() hourSource {
 // rollupHours is gpu_rollup's hour cache (hours.go): a dropped hour leaves its fields for /meta; its cached
 // body's file is closed.
 func (g *gpuReader) rollupHours() hourSource {
-	return &hourCache[*rollBlock]{
+	g.rollCache = &hourCache[*rollBlock]{
 		kind: heldRollup, files: g.rollupFiles, blocks: g.rollups, body: func(b *rollBlock) *cacheBody { return b.body },
 		beforeDrop: func(_ int64, b *rollBlock) {
 			g.keepFields(b.fields)
 			b.body.close()
 		},
+		load: g.loadRollupHourLocked,
 	}
+	return g.rollCache
 }
 
 // keepFields adds the fields of a dropped hour to those /meta lists.
@@ -425,10 +429,8 @@ func (g *gpuReader) ensure(t0, t1, width float64, coarse bool, fields []string, 
 		// One job: which gpu_util hours to read depends on the roll-up hours read first.
 		return []loadJob{func() { g.loadWindowLocked(t0, t1, width, coarse, fields, sel, eager) }}
 	}
-	g.run.ensure(plan, func() {
-		g.run.touchHours(heldGPU, g.utilFiles.Overlapping(t0, t1, 0, 0))
-		g.run.touchHours(heldRollup, g.rollupFiles.Overlapping(t0, t1, 0, 0))
-	})
+	lo, hi := hourOf(t0), hourOf(t1)
+	g.run.ensure(plan, hourSpan{heldGPU, lo, hi}, hourSpan{heldRollup, lo, hi})
 }
 
 // missingLocked says whether a GPU query (ensure's arguments) needs a block not held: a roll-up hour not
@@ -458,26 +460,11 @@ func (g *gpuReader) missingLocked(t0, t1, width float64, coarse bool, fields []s
 	return false
 }
 
-// pendingRollupsLocked lists the loads of the gpu_rollup hours overlapping [t0, t1] not loaded (none with the
-// roll-up off).
-func (g *gpuReader) pendingRollupsLocked(t0, t1 float64) []loadJob {
-	if g.rollupOff {
-		return nil
-	}
-	var jobs []loadJob
-	for _, h := range g.rollupFiles.Overlapping(t0, t1, 0, 0) {
-		if h >= 0 && !g.rollupFiles.Parts[h].Loaded {
-			jobs = append(jobs, func() { g.loadRollupHourLocked(h) })
-		}
-	}
-	return jobs
-}
-
 // loadWindowLocked reads what missingLocked found missing: the roll-up hours side by side, then the gpu_util
 // hours (or their live tails) the roll-up does not answer, side by side. The caller holds Store.mu for writing.
 func (g *gpuReader) loadWindowLocked(t0, t1, width float64, coarse bool, fields []string, sel []*Lane, eager bool) {
 	if !g.rollupOff {
-		g.run.loadAll(g.pendingRollupsLocked(t0, t1))
+		g.run.loadAll(g.rollCache.missing(hourOf(t0), hourOf(t1)))
 		for _, h := range g.rollupFiles.Overlapping(t0, t1, 0, 0) {
 			if b, p := g.rollups[h], g.utilFiles.Parts[h]; b != nil && b.rawFirst == 0 && p != nil {
 				if b.rawFirst = partition.FirstStamp(p); b.rawFirst == 0 {

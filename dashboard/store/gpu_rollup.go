@@ -422,6 +422,14 @@ func (b *rollBlock) memBytes() int {
 	return n
 }
 
+func (b *rollBlock) heldBytes() int64 {
+	n := int64(b.memBytes())
+	for _, l := range b.lanes {
+		n += laneBytes + int64(len(l))*fieldBytes
+	}
+	return n
+}
+
 // fold puts one lane's field into omin/omax on grid g, for the part of it before `to` (the seam). A roll-up
 // bucket inside one output bucket counts there: on a grid snapped to the roll-up's step (g.snap a multiple of it)
 // that is every bucket, and the answer is the raw readings' (docs/dashboard-api.md "Buckets"). On a finer grid

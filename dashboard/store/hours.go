@@ -12,10 +12,11 @@ import (
 
 // The hour-block cache every evictable stream shares (docs/operations.md "Memory"): a stream reader registers
 // one hourCache per stream of parsed hours with the store's budget (budget.go), saying only which kind it is,
-// which partitions it reads, which blocks it holds and what to keep of an hour before it is dropped. The budget
-// lists, measures, protects and drops the blocks of every registered cache the same way (settleLocked,
-// evictLocked, dropLocked, below); a query brings the hours it needs in with ensure. The Budget itself, the
-// pins and the block size estimates are in budget.go.
+// which partitions it reads, which blocks it holds, how an hour is loaded and what to keep of an hour before it
+// is dropped; each block gives its own size (heldBytes, beside its type). The cache lists the hours a query
+// misses (missing); the budget lists, measures, protects and drops the blocks of every registered cache the
+// same way (settleLocked, evictLocked, dropLocked, below). A query brings the hours it needs in with
+// ensureHours, or ensure with a plan of its own (gpu_util). The Budget itself and the pins are in budget.go.
 //
 //	query ──▶ ensure: plan (read lock) ──▶ nothing missing: touch ──▶ done
 //	                                  └──▶ missing: plan again (write lock), load side by side, touch, settle
@@ -59,6 +60,65 @@ type hourCache[B hourBlock] struct {
 	beforeDrop func(h int64, b B)
 	// forget replaces forgetting the block and resetting its partition (nil: that); phases keep a sparse remnant.
 	forget func(h int64)
+	// load reads hour h whole into blocks (nil: the reader plans its own loads, as gpu_util's lane-filtered ones).
+	load func(h int64)
+	// serial says the loads share state they do not guard: they run one after the other (inOrder).
+	serial bool
+	// reach and loadReach: the hours within reach of a query's and not read whole are read by loadReach, for what
+	// reaches outside them (phases: a phase filed by its end hour, an open marker by its start hour).
+	reach     int64
+	loadReach func(h int64)
+}
+
+// hourRange is a registered cache a query asks for by hours (Store.ensureHours).
+type hourRange interface {
+	// missing lists the loads of hours lo…hi (and the reach around them) not held.
+	missing(lo, hi int64) []loadJob
+	// span is the hours lo…hi and the reach around them: what the query reads.
+	span(lo, hi int64) hourSpan
+}
+
+// hourSpan is the hours lo…hi of one kind of block: what a query reads, stamped used once its loads are in.
+type hourSpan struct {
+	kind   heldKind
+	lo, hi int64
+}
+
+// missing lists the loads of hours lo…hi (a legacy flat file always) not read whole, then, with reach, of the
+// hours around them not held at all: the whole hours first, as the reach reads are the quickest.
+func (c *hourCache[B]) missing(lo, hi int64) []loadJob {
+	var whole, reach []int64
+	for h, p := range c.files.Parts {
+		switch {
+		case p.Loaded:
+		case h == partition.LegacyHour || h >= lo && h <= hi:
+			whole = append(whole, h)
+		case c.reach > 0 && h >= lo-c.reach && h <= hi+c.reach && !c.has(h):
+			reach = append(reach, h)
+		}
+	}
+	slices.Sort(whole)
+	slices.Sort(reach)
+	if c.serial {
+		return append(inOrder(whole, c.load), inOrder(reach, c.loadReach)...)
+	}
+	jobs := make([]loadJob, 0, len(whole)+len(reach))
+	for _, h := range whole {
+		jobs = append(jobs, func() { c.load(h) })
+	}
+	for _, h := range reach {
+		jobs = append(jobs, func() { c.loadReach(h) })
+	}
+	return jobs
+}
+
+func (c *hourCache[B]) has(h int64) bool {
+	var none B
+	return c.blocks[h] != none
+}
+
+func (c *hourCache[B]) span(lo, hi int64) hourSpan {
+	return hourSpan{c.kind, lo - c.reach, hi + c.reach}
 }
 
 func (c *hourCache[B]) sourceKind() heldKind      { return c.kind }
@@ -103,15 +163,15 @@ func (s *Store) registerHours() {
 }
 
 // ensure brings in the hours a query needs and marks them used: plan lists the loads missing (none: every hour
-// is held), touch stamps the query's hours. Most queries find their hours held, and only stamp them under the
+// is held), used are the hours the query reads. Most queries find their hours held, and only stamp them under the
 // read lock; otherwise the write lock is taken, the plan made again (another query may have loaded them meanwhile),
 // the loads run side by side (loadAll), and the budget settled. The caller holds a pin (budget.go): the hours
 // stay until the pin is released.
-func (s *Store) ensure(plan func() []loadJob, touch func()) {
+func (s *Store) ensure(plan func() []loadJob, used ...hourSpan) {
 	s.mu.RLock()
 	jobs := plan()
 	if len(jobs) == 0 {
-		touch()
+		s.touch(used)
 	}
 	s.mu.RUnlock()
 	if len(jobs) == 0 {
@@ -119,14 +179,34 @@ func (s *Store) ensure(plan func() []loadJob, touch func()) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.ensureLocked(plan(), touch)
+	s.ensureLocked(plan(), used...)
 }
 
+// ensureHours brings in the hours lo…hi of each cache, in one batch whose loads run side by side (the fleet
+// overview needs phases and gpu_rollup: loaded one stream after the other, they were its cold first answer's two
+// halves), and marks them used. Slower parses first: list the caches so. The caller holds a pin (budget.go).
+func (s *Store) ensureHours(lo, hi int64, caches ...hourRange) {
+	used := make([]hourSpan, len(caches))
+	for i, c := range caches {
+		used[i] = c.span(lo, hi)
+	}
+	s.ensure(func() []loadJob {
+		var jobs []loadJob
+		for _, c := range caches {
+			jobs = append(jobs, c.missing(lo, hi)...)
+		}
+		return jobs
+	}, used...)
+}
+
+// hourOf is the Unix hour holding time t.
+func hourOf(t float64) int64 { return int64(math.Floor(t / 3600)) }
+
 // ensureLocked is ensure's write half, for a query that already holds Store.mu for writing (and a pin): it runs
-// jobs side by side, stamps the query's hours (touch) and settles the budget.
-func (s *Store) ensureLocked(jobs []loadJob, touch func()) {
+// jobs side by side, stamps the query's hours used and settles the budget.
+func (s *Store) ensureLocked(jobs []loadJob, used ...hourSpan) {
 	s.loadAll(jobs)
-	touch()
+	s.touch(used)
 	s.settleLocked() // the hours loaded count in the memory budget
 }
 
@@ -168,20 +248,14 @@ func inOrder(hours []int64, load func(h int64)) []loadJob {
 	}}
 }
 
-// touch stamps the blocks of kind for hours lo…hi as used now. The caller holds Store.mu (either way) and a pin.
-func (s *Store) touch(kind heldKind, lo, hi int64) {
+// touch stamps the blocks of the spans as used now. The caller holds Store.mu (either way) and a pin.
+func (s *Store) touch(used []hourSpan) {
 	for k, e := range s.mem.entries {
-		if k.kind == kind && k.hour >= lo && k.hour <= hi {
-			e.used.Store(s.mem.budget.clock.Add(1))
-		}
-	}
-}
-
-// touchHours stamps the blocks of kind for the given hours as used now (touch, for a list).
-func (s *Store) touchHours(kind heldKind, hours []int64) {
-	for _, h := range hours {
-		if e := s.mem.entries[heldKey{kind, h}]; e != nil {
-			e.used.Store(s.mem.budget.clock.Add(1))
+		for _, u := range used {
+			if k.kind == u.kind && k.hour >= u.lo && k.hour <= u.hi {
+				e.used.Store(s.mem.budget.clock.Add(1))
+				break
+			}
 		}
 	}
 }

@@ -7,6 +7,14 @@ import (
 	"strings"
 )
 
+// Lanes resolves a selection.
+func (s *Store) Lanes(sel string) ([]*Lane, int, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	l, err := s.lanes.set.selectLanes(sel, s.topology.engineRanksLocked())
+	return l, len(s.lanes.set.lanes), err
+}
+
 // SelectionError names the term of a lane selection that could not be parsed.
 type SelectionError struct{ Term, Reason string }
 

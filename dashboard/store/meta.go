@@ -251,14 +251,6 @@ func (s *Store) Meta() *MetaResult {
 	}
 }
 
-// Lanes resolves a selection.
-func (s *Store) Lanes(sel string) ([]*Lane, int, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	l, err := s.lanes.set.selectLanes(sel, s.topology.engineRanksLocked())
-	return l, len(s.lanes.set.lanes), err
-}
-
 // noticesLocked is the data problems to show, in message order: the notices kept, and one per stalled shard
 // (derived from the shard statuses, so it goes when the shard writes again).
 func (s *Store) noticesLocked(shards []ShardStatus) []Notice {

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strings"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/flatjson"
 )
@@ -79,13 +80,30 @@ type phaseBlock struct {
 	pend  []pendingMarker
 	arena []byte
 	// Open markers still unmatched (indices into open) as of stillOpen's last look, and how many of open that
-	// look examined (phases_index.go).
+	// look examined (phases_query.go).
 	openLeft []int32
 	checked  int
 	nodeIdx  phaseNodeIndex
 	// The block's distinct names and nodes (a few dozen), which records point into (phaseRec.nameID/nodeID).
 	names, nodes   []string
 	nameAt, nodeAt map[string]int32
+}
+
+// heldBytes of a phases hour: its records with their GPU lists and ids, the identity sets, the arena of pending
+// marker lines and the per-node index.
+func (b *phaseBlock) heldBytes() int64 {
+	n := int64(cap(b.closed)+cap(b.open))*int64(unsafe.Sizeof(phaseRec{})) + int64(cap(b.arena))
+	for _, rs := range [][]phaseRec{b.closed, b.open} {
+		for i := range rs {
+			n += int64(cap(rs[i].GPUs))*8 + int64(len(rs[i].Span)+len(rs[i].Parent))
+			if rs[i].Step != nil {
+				n += 8
+			}
+		}
+	}
+	n += int64(len(b.spans))*24 + int64(len(b.ids))*mapEntryBytes + int64(len(b.openLeft))*4
+	n += int64(b.nodeIdx.n) * 4
+	return n
 }
 
 type pendingMarker struct {

@@ -3,7 +3,6 @@ package store
 import (
 	"errors"
 	"fmt"
-	"math"
 	"sync"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
@@ -19,8 +18,10 @@ type phaseReader struct {
 	files *partition.Stream
 	// blocks holds the loaded hours, whole or sparse.
 	blocks map[int64]*phaseBlock
+	// cache is the blocks' hour cache (hours.go): what a query asks for, what the budget counts and drops.
+	cache *hourCache[*phaseBlock]
 	// gen counts changes to the blocks (a block added, grown or replaced): the still-open marker lists
-	// (phases_index.go) are brought up to date when it moved.
+	// (phases_query.go) are brought up to date when it moved.
 	gen int64
 	// openGen is the gen the still-open marker lists were last brought up to date at.
 	openGen int64
@@ -54,12 +55,16 @@ func newPhaseReader(run *Store) phaseReader {
 // a dropped hour leaves) holds a few records. A closed hour is digested before it is dropped, and leaves a
 // sparse remnant (dropHourLocked).
 func (r *phaseReader) heldHours() hourSource {
-	return &hourCache[*phaseBlock]{
+	r.cache = &hourCache[*phaseBlock]{
 		kind: heldPhase, files: r.files, blocks: r.blocks,
 		counted:    func(b *phaseBlock) bool { return !b.sparse },
 		beforeDrop: func(h int64, _ *phaseBlock) { r.run.digestBeforeDropLocked(h) },
 		forget:     r.dropHourLocked,
+		load:       r.loadHourLocked,
+		reach:      phaseReach,
+		loadReach:  func(h int64) { r.loadHour(h, true) },
 	}
+	return r.cache
 }
 
 func (r *phaseReader) partitionFiles() []*partition.Stream { return []*partition.Stream{r.files} }
@@ -96,10 +101,10 @@ func (r *phaseReader) dropHourLocked(h int64) {
 // ending after the window) and open markers by start hour (a phase open since before the window).
 const phaseReach = 4
 
-// loadPhaseHourLocked reads hour h of phases whole (a sparse block of the hour is replaced).
+// loadHourLocked reads hour h of phases whole (a sparse block of the hour is replaced).
 func (r *phaseReader) loadHourLocked(h int64) { r.loadHour(h, false) }
 
-// loadPhaseHour reads hour h of phases, whole or (sparse, a reach hour: phases_block.go) only what reaches outside
+// loadHour reads hour h of phases, whole or (sparse, a reach hour: phases_block.go) only what reaches outside
 // the hour; a sparse read of a whole hour reads on as whole.
 func (r *phaseReader) loadHour(h int64, sparse bool) {
 	p := r.files.Parts[h]
@@ -141,7 +146,7 @@ func (r *phaseReader) loadHour(h int64, sparse bool) {
 	r.run.report(reports, err)
 	p.Loaded = !b.sparse
 	if p.Loaded {
-		// Hours load concurrently (phaseReader.ensure): the digest bookkeeping under lmu.
+		// Hours load concurrently (hourCache.missing): the digest bookkeeping under lmu.
 		n := len(b.closed) + len(b.open)
 		r.run.lmu.Lock()
 		if c, ok := r.counts[h]; !ok || c != n {
@@ -151,38 +156,4 @@ func (r *phaseReader) loadHour(h int64, sparse bool) {
 		r.run.lmu.Unlock()
 	}
 	r.run.raiseEdge(b.maxT)
-}
-
-// ensure loads the phases partitions a window needs — its own hours whole, the reach hours around them sparse
-// (phases_block.go) — and, with roll, its gpu_rollup hours, all in one concurrent batch under the write lock (the
-// fleet overview needs both: loaded one stream after the other, they were the cold first answer's two halves).
-// Queries then read under the read lock.
-//
-// The phases hours it reads are marked used (the memory budget); the caller holds a pin (budget.go).
-func (r *phaseReader) ensure(t0, t1 float64, roll bool) {
-	lo, hi := int64(math.Floor(t0/3600))-phaseReach, int64(math.Floor(t1/3600))+phaseReach // the window and its reach
-	r.run.ensure(func() []loadJob { return r.pendingLocked(t0, t1, roll) }, func() { r.run.touch(heldPhase, lo, hi) })
-}
-
-// pendingLocked lists the loads ensure must run, longest first: (with roll) gpu_rollup hours, which parse
-// slower than phases hours, then phases hours to read whole, then reach hours to read sparse, the quickest.
-func (r *phaseReader) pendingLocked(t0, t1 float64, roll bool) []loadJob {
-	var jobs []loadJob
-	if roll {
-		jobs = r.run.gpu.pendingRollupsLocked(t0, t1)
-	}
-	inWindow := map[int64]bool{}
-	for _, h := range r.files.Overlapping(t0, t1, 0, 0) {
-		inWindow[h] = true
-		if !r.files.Parts[h].Loaded {
-			jobs = append(jobs, func() { r.loadHour(h, false) })
-		}
-	}
-	var sparse []loadJob
-	for _, h := range r.files.Overlapping(t0, t1, phaseReach, phaseReach) {
-		if !inWindow[h] && !r.files.Parts[h].Loaded && r.blocks[h] == nil {
-			sparse = append(sparse, func() { r.loadHour(h, true) })
-		}
-	}
-	return append(jobs, sparse...)
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"errors"
+	"unsafe"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
@@ -18,6 +19,8 @@ type trajectoryReader struct {
 	indexFiles *partition.Stream
 	// files are the stream's partitions as the hour blocks read them.
 	files *partition.Stream
+	// cache is the hour blocks' cache (hours.go): what a query asks for, what the budget counts and drops.
+	cache *hourCache[*trajBlock]
 	// index is the step index.
 	index trajIndex
 	// blocks holds the loaded hours.
@@ -42,7 +45,8 @@ func newTrajectoryReader(run *Store) trajectoryReader {
 
 // heldHours is the trajectories hour blocks' cache (hours.go); the step index is not in it (always held).
 func (r *trajectoryReader) heldHours() hourSource {
-	return &hourCache[*trajBlock]{kind: heldTraj, files: r.files, blocks: r.blocks}
+	r.cache = &hourCache[*trajBlock]{kind: heldTraj, files: r.files, blocks: r.blocks, load: r.loadHourLocked, serial: true}
+	return r.cache
 }
 
 func (r *trajectoryReader) partitionFiles() []*partition.Stream {
@@ -84,6 +88,10 @@ type trajBlock struct {
 	// gateways"), so a span may be written twice; it is read once. Dropped once the hour is compacted (a
 	// rewritten hour is read over with a new set).
 	seen map[[24]byte]struct{}
+}
+
+func (b *trajBlock) heldBytes() int64 {
+	return int64(cap(b.records))*int64(unsafe.Sizeof(trajRec{})) + int64(len(b.seen))*(24+mapEntryBytes)
 }
 
 func (b *trajBlock) sink(in *interner) partition.LineSink {
@@ -151,24 +159,6 @@ func (r *trajectoryReader) loadHourLocked(h int64) {
 		r.version++
 	}
 	r.run.raiseEdge(b.maxT)
-}
-
-// ensureHours loads the hours lo…hi not loaded yet, one after the other, and marks them used. The caller holds
-// a pin (budget.go).
-func (r *trajectoryReader) ensureHours(lo, hi int64) {
-	plan := func() []loadJob { return inOrder(r.missingLocked(lo, hi), r.loadHourLocked) }
-	r.run.ensure(plan, func() { r.run.touch(heldTraj, lo, hi) })
-}
-
-// missingLocked lists the hours lo…hi not loaded.
-func (r *trajectoryReader) missingLocked(lo, hi int64) []int64 {
-	var out []int64
-	for _, h := range r.files.Hours() {
-		if (h == partition.LegacyHour || (h >= lo && h <= hi)) && !r.files.Parts[h].Loaded {
-			out = append(out, h)
-		}
-	}
-	return out
 }
 
 func (r *trajectoryReader) hoursLocked(lo, hi int64) []*trajBlock {

@@ -257,11 +257,12 @@ func (s *Stream) Overlapping(t0, t1 float64, before, after int64) []int64 {
 	lo := int64(math.Floor(t0/3600)) - before
 	hi := int64(math.Floor(t1/3600)) + after
 	var out []int64
-	for _, h := range s.Hours() {
+	for h := range s.Parts {
 		if h == LegacyHour || (h >= lo && h <= hi) {
 			out = append(out, h)
 		}
 	}
+	slices.Sort(out)
 	return out
 }
 

@@ -2,11 +2,11 @@ package partition
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"io"
 	"math"
 	"os"
-	"slices"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -159,11 +159,11 @@ func LastStampIn(buf []byte) float64 {
 	// Scan the complete lines of the tail; records are not strictly time-ordered, take the max.
 	end := len(buf)
 	for end > 0 {
-		nl := lastIndex(buf[:end], '\n')
+		nl := bytes.LastIndexByte(buf[:end], '\n')
 		if nl < 0 {
 			break
 		}
-		start := lastIndex(buf[:nl], '\n') + 1
+		start := bytes.LastIndexByte(buf[:nl], '\n') + 1
 		line := buf[start:nl]
 		_ = flatjson.Scan(line, func(key, val []byte, _ bool) {
 			switch string(key) {
@@ -179,13 +179,4 @@ func LastStampIn(buf []byte) float64 {
 		}
 	}
 	return best
-}
-
-func lastIndex(b []byte, c byte) int {
-	for i, v := range slices.Backward(b) {
-		if v == c {
-			return i
-		}
-	}
-	return -1
 }
