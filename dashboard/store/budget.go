@@ -156,11 +156,8 @@ func (s *Store) Close() {
 	s.mem.budget.leave(s)
 	s.mem.bytes = 0
 	clear(s.mem.entries)
-	for _, b := range s.gpu.blocks {
-		b.body.close()
-	}
-	for _, b := range s.gpu.rollups {
-		b.body.close()
+	for _, src := range s.mem.sources {
+		src.closeBodies()
 	}
 }
 

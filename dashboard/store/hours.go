@@ -39,6 +39,8 @@ type hourSource interface {
 	appendHeld(out []heldBlock) []heldBlock
 	// drop forgets the block of hour h, after the stream's drop hook kept what outlives it.
 	drop(h int64)
+	// closeBodies closes the cached bodies' files of the blocks held (the store is closed).
+	closeBodies()
 }
 
 // hourCache is one stream's hour blocks under the budget: the reader owns the blocks and loads them, the cache
@@ -136,6 +138,15 @@ func (c *hourCache[B]) appendHeld(out []heldBlock) []heldBlock {
 		out = append(out, heldBlock{heldKey{c.kind, h}, b, c.files.Parts[h], b.heldBytes, body})
 	}
 	return out
+}
+
+func (c *hourCache[B]) closeBodies() {
+	if c.body == nil {
+		return
+	}
+	for _, b := range c.blocks {
+		c.body(b).close()
+	}
 }
 
 func (c *hourCache[B]) drop(h int64) {

@@ -103,12 +103,11 @@ func (s *Store) phaseBoundsLocked() stepBounds {
 
 // digestBeforeDropLocked makes the registered digests the closed hour h lacks, from its block, which the
 // budget is about to drop (an open hour is digested at every call anyway).
-func (s *Store) digestBeforeDropLocked(h int64) {
-	r := &s.phases
+func (r *phaseReader) digestBeforeDropLocked(h int64) {
 	if b := r.blocks[h]; b == nil || b.sparse || len(r.digesters) == 0 || !r.files.Closed(h) {
 		return
 	}
-	r.digestLocked(h, s.phaseBoundsLocked())
+	r.digestLocked(h, r.run.phaseBoundsLocked())
 }
 
 // digestLocked computes the registered digests the closed, loaded hour h lacks.

@@ -58,7 +58,7 @@ func (r *phaseReader) heldHours() hourSource {
 	r.cache = &hourCache[*phaseBlock]{
 		kind: heldPhase, files: r.files, blocks: r.blocks,
 		counted:    func(b *phaseBlock) bool { return !b.sparse },
-		beforeDrop: func(h int64, _ *phaseBlock) { r.run.digestBeforeDropLocked(h) },
+		beforeDrop: func(h int64, _ *phaseBlock) { r.digestBeforeDropLocked(h) },
 		forget:     r.dropHourLocked,
 		load:       r.loadHourLocked,
 		reach:      phaseReach,
