@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 )
 
 // UnavailableError means a file is still being written (young and incomplete): retry later (HTTP 503).
@@ -55,10 +57,17 @@ type Archive struct {
 	offs map[*zip.File]int64 // data offsets of stored records, found on first read
 }
 
-// OpenArchive opens a torch zip. A file that does not parse is reported as UnavailableError while younger
-// than settle (torch writes the central directory last), else as FileCorruptError.
+// OpenArchive opens a torch zip on its own, under its directory: a link that leads out of it is not followed. A
+// file that does not parse is reported as UnavailableError while younger than settle (torch writes the central
+// directory last), else as FileCorruptError.
 func OpenArchive(path, shown string, settle time.Duration) (*Archive, error) {
-	f, err := os.Open(path)
+	return openArchive(filepath.Dir(path), path, shown, settle)
+}
+
+// openArchive is OpenArchive for a file of the run in root: a link out of the run is not followed
+// (runfiles.ErrOutsideRun).
+func openArchive(root, path, shown string, settle time.Duration) (*Archive, error) {
+	f, err := runfiles.Open(root, path)
 	if err != nil {
 		return nil, err
 	}

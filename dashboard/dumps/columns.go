@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 )
 
 // columnsFile is the per-token parquet mirror dashboard_columns/rollout_[eval_]<id>.parquet written by miles:
@@ -26,8 +28,10 @@ type columnsFile struct {
 	mu      sync.Mutex // one reader of the parquet file at a time
 }
 
-func openColumns(path, shown string, settle time.Duration) (*columnsFile, error) {
-	f, err := os.Open(path)
+// openColumns opens the mirror at path, a file of the run in root: a link out of the run is not followed
+// (runfiles.ErrOutsideRun).
+func openColumns(root, path, shown string, settle time.Duration) (*columnsFile, error) {
+	f, err := runfiles.Open(root, path)
 	if err != nil {
 		return nil, err
 	}

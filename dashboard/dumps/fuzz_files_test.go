@@ -42,7 +42,8 @@ func FuzzSidecar(f *testing.F) {
 		runtime.ReadMemStats(&ms)
 		// A good line after the fuzzed bytes must stay readable.
 		good := []byte("\n" + `{"sample_index": 987654321, "messages": [{"role": "user", "content": "hi"}]}` + "\n")
-		sc, err := openSidecar(writeTemp(t, "1.jsonl", append(append([]byte{}, b...), good...)))
+		p := writeTemp(t, "1.jsonl", append(append([]byte{}, b...), good...))
+		sc, err := openSidecar(filepath.Dir(p), p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,7 +108,8 @@ func FuzzColumns(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
-		c, err := openColumns(writeTemp(t, "rollout_1.parquet", b), "rollout_1.parquet", 0)
+		p := writeTemp(t, "rollout_1.parquet", b)
+		c, err := openColumns(filepath.Dir(p), p, "rollout_1.parquet", 0)
 		if err != nil {
 			return
 		}

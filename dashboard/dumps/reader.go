@@ -390,7 +390,10 @@ func (r *Reader) openStep(k StepKey) (*Step, error) {
 	if len(srcs) == 0 || srcs[0].Name != name || !r.inside(r.path(name)) {
 		return nil, &NotFoundError{"no rollout dump " + name}
 	}
-	a, err := OpenArchive(r.path(name), name, r.opts.Settle)
+	a, err := openArchive(r.root, r.path(name), name, r.opts.Settle)
+	if errors.Is(err, runfiles.ErrOutsideRun) { // swapped for a link out since the check above
+		return nil, &NotFoundError{"no rollout dump " + name}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -412,7 +415,7 @@ func (r *Reader) openStep(k StepKey) (*Step, error) {
 	}
 	if !k.Eval {
 		if files := r.shardFiles(k.ID); len(files) > 0 {
-			ts, err := indexTrain(files, r.opts.Settle)
+			ts, err := indexTrain(r.root, files, r.opts.Settle)
 			if err != nil {
 				a.Close()
 				return nil, err
@@ -423,7 +426,7 @@ func (r *Reader) openStep(k StepKey) (*Step, error) {
 	// A mirror or sidecar that leads out of the run is not read: the rollout dump has the same lists.
 	cname := "dashboard_columns/rollout_" + k.base() + ".parquet"
 	if r.inside(r.path(cname)) {
-		if c, err := openColumns(r.path(cname), cname, r.opts.Settle); err == nil {
+		if c, err := openColumns(r.root, r.path(cname), cname, r.opts.Settle); err == nil {
 			st.columns = c
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			if _, ok := errors.AsType[*UnavailableError](err); ok {
@@ -435,7 +438,7 @@ func (r *Reader) openStep(k StepKey) (*Step, error) {
 	}
 	sname := "trajectory/" + k.base() + ".jsonl"
 	if r.inside(r.path(sname)) {
-		if sc, err := openSidecar(r.path(sname)); err == nil {
+		if sc, err := openSidecar(r.root, r.path(sname)); err == nil {
 			st.sidecar = sc
 		}
 	}
@@ -506,7 +509,10 @@ func (r *Reader) Tokenizer() (*Tokenizer, error) {
 	}
 	sig := fmt.Sprint(s)
 	if sig != r.tokSig {
-		r.tok, r.tokErr = LoadTokenizer(p)
+		r.tok, r.tokErr = loadTokenizer(r.root, p)
+		if errors.Is(r.tokErr, runfiles.ErrOutsideRun) { // swapped for a link out since the check above
+			r.tok, r.tokErr = nil, nil
+		}
 		r.tokSig = sig
 	}
 	return r.tok, r.tokErr

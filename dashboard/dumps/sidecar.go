@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
+	"io"
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 )
 
 // The trajectory sidecar trajectory/[eval_]<id>.jsonl holds one line per sample that has messages:
@@ -15,6 +17,7 @@ import (
 // contents), so a sample's conversation is a point read too; a trailing partial line is skipped until complete.
 
 type sidecarFile struct {
+	root    string // the run directory path is read under (a link out of it is not followed)
 	path    string
 	size    int64
 	modTime time.Time
@@ -22,16 +25,23 @@ type sidecarFile struct {
 	corrupt int
 }
 
-func openSidecar(path string) (*sidecarFile, error) {
-	b, err := os.ReadFile(path)
+// openSidecar indexes the sidecar at path, a file of the run in root: a link out of the run is not followed
+// (runfiles.ErrOutsideRun).
+func openSidecar(root, path string) (*sidecarFile, error) {
+	f, err := runfiles.Open(root, path)
 	if err != nil {
 		return nil, err
 	}
-	fi, err := os.Stat(path)
+	defer f.Close()
+	b, err := io.ReadAll(f)
 	if err != nil {
 		return nil, err
 	}
-	sc := &sidecarFile{path: path, size: fi.Size(), modTime: fi.ModTime(), offsets: map[int64][2]int64{}}
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	sc := &sidecarFile{root: root, path: path, size: fi.Size(), modTime: fi.ModTime(), offsets: map[int64][2]int64{}}
 	pos := 0
 	for pos < len(b) {
 		nl := bytes.IndexByte(b[pos:], '\n')
@@ -60,7 +70,7 @@ func (sc *sidecarFile) row(si int64) (map[string]json.RawMessage, error) {
 	if !ok {
 		return nil, nil
 	}
-	f, err := os.Open(sc.path)
+	f, err := runfiles.Open(sc.root, sc.path)
 	if err != nil {
 		return nil, err
 	}

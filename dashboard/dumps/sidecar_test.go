@@ -46,7 +46,7 @@ func TestSplitMarkup(t *testing.T) {
 
 func TestSidecarAsWritten(t *testing.T) {
 	exp := loadExpected(t)
-	sc, err := openSidecar(fixtureRun + "/trajectory/1.jsonl")
+	sc, err := openSidecar(fixtureRun, fixtureRun+"/trajectory/1.jsonl")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestSidecarAsWritten(t *testing.T) {
 	b, _ := os.ReadFile(fixtureRun + "/trajectory/1.jsonl")
 	p := filepath.Join(dir, "1.jsonl")
 	e2etest.WriteUnder(t, dir, "1.jsonl", append(b, []byte(`{"sample_index": 99, "messa`)...))
-	sc2, err := openSidecar(p)
+	sc2, err := openSidecar(dir, p)
 	if err != nil || len(sc2.offsets) != len(side) || sc2.corrupt != 0 {
 		t.Fatalf("partial line: %v %d", err, len(sc2.offsets))
 	}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 	"github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
 
@@ -126,7 +127,7 @@ func (r *Reader) CachedSummary(k StepKey) *Summary {
 	if p == "" {
 		return nil
 	}
-	b, err := os.ReadFile(p)
+	b, err := runfiles.ReadFile(r.opts.CacheDir, p)
 	if err != nil {
 		return nil
 	}
@@ -165,7 +166,7 @@ func (r *Reader) ListedSummary(f StepFile) *Summary {
 	if p == "" {
 		return nil
 	}
-	b, err := os.ReadFile(p)
+	b, err := runfiles.ReadFile(r.opts.CacheDir, p)
 	if err != nil {
 		return nil
 	}

@@ -3,10 +3,12 @@ package dumps
 import (
 	"encoding/json"
 	"fmt"
-	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 )
 
 // Tokenizer turns token ids into text from a Hugging Face tokenizer.json: the model vocabulary (BPE, WordPiece,
@@ -51,9 +53,16 @@ const maxVocab = 1 << 22
 // sparseSlack is how many more id slots than twice its tokens a vocabulary may span (reserved ranges).
 const sparseSlack = 1 << 16
 
-// LoadTokenizer reads a tokenizer.json.
+// LoadTokenizer reads a tokenizer.json on its own, under its directory: a link that leads out of it is not
+// followed.
 func LoadTokenizer(path string) (*Tokenizer, error) {
-	b, err := os.ReadFile(path)
+	return loadTokenizer(filepath.Dir(path), path)
+}
+
+// loadTokenizer is LoadTokenizer for a file of the run in root: a link out of the run is not followed
+// (runfiles.ErrOutsideRun).
+func loadTokenizer(root, path string) (*Tokenizer, error) {
+	b, err := runfiles.ReadFile(root, path)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"time"
+
+	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 )
 
 // TrainFields are the per-token train fields read from train_data shards (CP-sliced in the dumps).
@@ -119,13 +121,17 @@ type shardFile struct {
 }
 
 // indexTrain opens every shard of a step and resolves each sample's per-token fields: TP peers (same CP
-// rank) first-wins, pipeline stages without forward-pass fields skipped, CP slices kept per rank.
-func indexTrain(files []shardFile, settle time.Duration) (*trainStep, error) {
+// rank) first-wins, pipeline stages without forward-pass fields skipped, CP slices kept per rank. The shards are
+// files of the run in root.
+func indexTrain(root string, files []shardFile, settle time.Duration) (*trainStep, error) {
 	ts := &trainStep{rows: map[int64]*trainRow{}}
 	bySample := map[int64][]holder{}
 	var order []int64
 	for _, f := range files {
-		a, err := OpenArchive(f.path, f.shown, settle)
+		a, err := openArchive(root, f.path, f.shown, settle)
+		if errors.Is(err, runfiles.ErrOutsideRun) {
+			continue // a link out of the run is absent, as shardFiles finds it (docs/operations.md "Exposure")
+		}
 		if err != nil {
 			ts.close()
 			return nil, err

@@ -93,7 +93,7 @@ func (s *Store) zstLast(p *partition.File) float64 {
 	s.lmu.Unlock()
 	last, ok := 0.0, false
 	if _, last, ok = runfiles.ReadSpan(p.Zst); !ok {
-		last = partition.ScanLastStamp(p.Zst)
+		last = partition.ScanLastStamp(s.dir, p.Zst)
 	}
 	s.lmu.Lock()
 	p.Last, p.LastSize = last, fi.Size()
@@ -176,7 +176,7 @@ func (s *Store) plainLast(f *partition.File) (float64, time.Time) {
 	if f.PlainLastSize == fi.Size() && f.PlainLastSize > 0 {
 		return f.PlainLast, fi.ModTime()
 	}
-	t := partition.LastStamp(f.Plain)
+	t := partition.LastStamp(s.dir, f.Plain)
 	f.PlainLast, f.PlainLastSize = t, fi.Size()
 	return t, fi.ModTime()
 }
@@ -191,7 +191,7 @@ func (s *Store) firstLocked() float64 {
 		if len(hs) == 0 {
 			continue
 		}
-		if t := partition.FirstStamp(f.Parts[hs[0]]); t > 0 {
+		if t := partition.FirstStamp(s.dir, f.Parts[hs[0]]); t > 0 {
 			first = math.Min(first, t)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/columns"
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
+	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
 
@@ -118,7 +119,7 @@ func (g *gpuReader) cachedHourLocked(h int64, p *partition.Partition, deferred b
 		return nil, nil, false
 	}
 	path := g.cachePath(sc.StreamGPUUtil, p, files)
-	head, body, err := openCacheFile(path, colCacheMagic, func(msg string) { g.run.notice("warning", "column cache "+path+": "+msg) })
+	head, body, err := openCacheFile(g.cacheDir, path, colCacheMagic, func(msg string) { g.run.notice("warning", "column cache "+path+": "+msg) })
 	var b *gpuBlock
 	if err == nil {
 		if b, err = readGPUHead(head, body, h); err != nil {
@@ -164,7 +165,7 @@ func (g *gpuReader) cachedRollupHourLocked(h int64, p *partition.Partition) (*ro
 		return nil, nil, false
 	}
 	path := g.cachePath(sc.StreamGPURollup, p, files)
-	head, body, err := openCacheFile(path, rollCacheMagic, func(msg string) { g.run.notice("warning", "column cache "+path+": "+msg) })
+	head, body, err := openCacheFile(g.cacheDir, path, rollCacheMagic, func(msg string) { g.run.notice("warning", "column cache "+path+": "+msg) })
 	var b *rollBlock
 	if err == nil {
 		if b, err = readRollHead(head, body, h); err != nil {
@@ -355,10 +356,11 @@ var errStaleCache = errors.New("column cache file of another version")
 // cachePrefix bounds the magic and the head's length at the start of a cache file.
 const cachePrefix = 32
 
-// openCacheFile opens a cache file of magic and reads its head; the body is read from the open file on first use
-// (a cache file replaced or removed meanwhile is still the one read). warn reports a body that cannot be read.
-func openCacheFile(path, magic string, warn func(string)) ([]byte, *cacheBody, error) {
-	f, err := os.Open(path)
+// openCacheFile opens a cache file of magic under the cache directory root (a link out of it is not followed) and
+// reads its head; the body is read from the open file on first use (a cache file replaced or removed meanwhile is
+// still the one read). warn reports a body that cannot be read.
+func openCacheFile(root, path, magic string, warn func(string)) ([]byte, *cacheBody, error) {
+	f, err := runfiles.Open(root, path)
 	if err != nil {
 		return nil, nil, err
 	}

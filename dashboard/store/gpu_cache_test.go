@@ -372,7 +372,7 @@ func TestColumnCacheBodyOnDemand(t *testing.T) {
 		t.Fatal("lane view after util alone from the cache differs, or did not parse the hour whole")
 	}
 	waitFile(func(string) bool { // the whole hour's file replaces the one with util alone
-		head, body, err := openCacheFile(path, colCacheMagic, nil)
+		head, body, err := openCacheFile(cache, path, colCacheMagic, nil)
 		if err != nil {
 			return false
 		}

@@ -58,7 +58,7 @@ func (g *gpuReader) fieldsHintLocked() {
 	if g.hintFields != nil && g.hintHour == h {
 		return
 	}
-	line := partition.FirstLine(g.utilFiles.Parts[h])
+	line := partition.FirstLine(g.run.dir, g.utilFiles.Parts[h])
 	if line == nil {
 		return
 	}
@@ -398,7 +398,7 @@ func (g *gpuReader) rawNeededLocked(h int64, t0, t1, width float64, coarse bool,
 			rawLast = math.Max(rawLast, g.run.zstLast(f))
 		}
 		if f.Plain != "" {
-			rawLast = math.Max(rawLast, partition.LastStamp(f.Plain))
+			rawLast = math.Max(rawLast, partition.LastStamp(g.run.dir, f.Plain))
 		}
 	}
 	if rawLast < b.end {
@@ -467,7 +467,7 @@ func (g *gpuReader) loadWindowLocked(t0, t1, width float64, coarse bool, fields 
 		g.run.loadAll(g.rollCache.missing(hourOf(t0), hourOf(t1)))
 		for _, h := range g.rollupFiles.Overlapping(t0, t1, 0, 0) {
 			if b, p := g.rollups[h], g.utilFiles.Parts[h]; b != nil && b.rawFirst == 0 && p != nil {
-				if b.rawFirst = partition.FirstStamp(p); b.rawFirst == 0 {
+				if b.rawFirst = partition.FirstStamp(g.run.dir, p); b.rawFirst == 0 {
 					b.rawFirst = math.Inf(1) // unreadable: judged by the roll-up alone
 				}
 			}
@@ -497,7 +497,7 @@ func (g *gpuReader) loadTailLocked(h int64, seam float64) bool {
 	if one == nil {
 		return false
 	}
-	off, ok := tailSeek(one.Plain, seam)
+	off, ok := tailSeek(g.run.dir, one.Plain, seam)
 	if !ok {
 		return false
 	}

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"math"
-	"os"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/flatjson"
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
+	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 )
 
 // The gpu_rollup stream (docs/semconv.md §8.3), written by the exporter beside gpu_util: per lane and bucket
@@ -520,9 +520,10 @@ type tailBlock struct {
 const tailMargin = 120.0
 
 // tailSeek returns the offset of a line start in the plain file from which every line has ts ≥ at-margin/2,
-// searching by the timestamps of lines at bisected offsets (the file is in time order up to the margin).
-func tailSeek(path string, at float64) (int64, bool) {
-	f, err := os.Open(path)
+// searching by the timestamps of lines at bisected offsets (the file is in time order up to the margin). The file
+// is opened under runDir: a link out of the run is not followed.
+func tailSeek(runDir, path string, at float64) (int64, bool) {
+	f, err := runfiles.Open(runDir, path)
 	if err != nil {
 		return 0, false
 	}

@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/netip"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 )
 
 // Lane is one GPU lane ("node:gpu"), the row unit of every view.
@@ -70,10 +71,11 @@ type catalogSkips struct {
 
 // loadCatalog reads lane_catalog.json as a stream, one lane at a time, and stops at laneCap lanes: a catalog
 // written before the collector's ingest limits may hold a million lanes (one span listing 2^20 GPU ids), which
-// read whole took seconds and gigabytes at every start and made every view that many lanes wide.
-func loadCatalog(path string) (map[string]*Lane, catalogSkips, error) {
+// read whole took seconds and gigabytes at every start and made every view that many lanes wide. The file is
+// opened under runDir: a link out of the run is not followed (runfiles.ErrOutsideRun).
+func loadCatalog(runDir, path string) (map[string]*Lane, catalogSkips, error) {
 	var skips catalogSkips
-	f, err := os.Open(path)
+	f, err := runfiles.Open(runDir, path)
 	if err != nil {
 		return nil, skips, err
 	}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -40,7 +41,7 @@ func (s *Store) loadLanesLocked() {
 		path := filepath.Join(l.Dir, runfiles.LaneCatalogFile)
 		seen[path] = true
 		fi, err := os.Stat(path)
-		if err != nil || !runfiles.Within(s.dir, path) { // a link out of the run is absent (docs/dashboard-api.md)
+		if err != nil {
 			if _, had := s.lanes.catalogs[path]; had {
 				delete(s.lanes.catalogs, path)
 				changed = true
@@ -55,7 +56,14 @@ func (s *Store) loadLanesLocked() {
 		if l.Shard != "" {
 			name = filepath.Join(runfiles.ShardsDir, l.Shard, runfiles.LaneCatalogFile)
 		}
-		m, skips, err := loadCatalog(path)
+		m, skips, err := loadCatalog(s.dir, path)
+		if errors.Is(err, runfiles.ErrOutsideRun) { // a link out of the run is absent (docs/dashboard-api.md)
+			if had {
+				delete(s.lanes.catalogs, path)
+				changed = true
+			}
+			continue
+		}
 		if skips.overCap {
 			s.notice("warning", fmt.Sprintf("%s lists more than %d lanes (the collector's limit, docs/semconv.md §8.4): only the first %d are shown", name, laneCap, laneCap))
 		}

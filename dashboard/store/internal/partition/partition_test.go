@@ -55,7 +55,7 @@ func TestReadTailsPlainFile(t *testing.T) {
 	if _, err := s.Read(p, sink); err != nil || len(got) != 1 || got[0] != len(`{"ts":3}`) {
 		t.Fatalf("after the newline: lines %v, %v", got, err)
 	}
-	if LastStamp(path) != 3 || FirstStamp(p) != 1 {
-		t.Fatalf("stamps: last %v first %v", LastStamp(path), FirstStamp(p))
+	if LastStamp(dir, path) != 3 || FirstStamp(dir, p) != 1 {
+		t.Fatalf("stamps: last %v first %v", LastStamp(dir, path), FirstStamp(dir, p))
 	}
 }

@@ -6,18 +6,18 @@ import (
 	"errors"
 	"io"
 	"math"
-	"os"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/flatjson"
+	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 )
 
-// ScanLastStamp decompresses a compacted partition file and returns the newest time among its last lines
-// (LastStamp's rule), +Inf when it cannot be read.
-func ScanLastStamp(path string) float64 {
-	f, err := os.Open(path)
+// ScanLastStamp decompresses a compacted partition file of the run in runDir and returns the newest time among
+// its last lines (LastStamp's rule), +Inf when it cannot be read (a link out of the run is not followed).
+func ScanLastStamp(runDir, path string) float64 {
+	f, err := runfiles.Open(runDir, path)
 	if err != nil {
 		return math.Inf(1)
 	}
@@ -46,20 +46,20 @@ func ScanLastStamp(path string) float64 {
 	return LastStampIn(tail)
 }
 
-// FirstStamp reads the first complete line of each of a Partition's files and returns the oldest time among
-// them (0 when there is none).
-func FirstStamp(p *Partition) float64 {
+// FirstStamp reads the first complete line of each of a Partition's files (of the run in runDir) and returns
+// the oldest time among them (0 when there is none).
+func FirstStamp(runDir string, p *Partition) float64 {
 	t := 0.0
 	for _, f := range p.Files {
-		if v := f.firstStamp(); v > 0 && (t == 0 || v < t) {
+		if v := f.firstStamp(runDir); v > 0 && (t == 0 || v < t) {
 			t = v
 		}
 	}
 	return t
 }
 
-func (p *File) firstStamp() float64 {
-	line := p.firstLine()
+func (p *File) firstStamp(runDir string) float64 {
+	line := p.firstLine(runDir)
 	t := 0.0
 	_ = flatjson.Scan(line, func(key, val []byte, _ bool) {
 		switch string(key) {
@@ -72,12 +72,12 @@ func (p *File) firstStamp() float64 {
 	return t
 }
 
-// FirstLine is the first complete line of a Partition's first file that has one (from the compressed form
-// when there is one, reading only its first frame's start), nil when there is none or it is longer than
-// 64 KiB.
-func FirstLine(p *Partition) []byte {
+// FirstLine is the first complete line of a Partition's first file (of the run in runDir) that has one (from
+// the compressed form when there is one, reading only its first frame's start), nil when there is none or it
+// is longer than 64 KiB.
+func FirstLine(runDir string, p *Partition) []byte {
 	for _, f := range p.Files {
-		if line := f.firstLine(); line != nil {
+		if line := f.firstLine(runDir); line != nil {
 			return line
 		}
 	}
@@ -95,7 +95,7 @@ var firstLineDecoders = sync.Pool{New: func() any {
 	return dec
 }}
 
-func (p *File) firstLine() []byte {
+func (p *File) firstLine(runDir string) []byte {
 	var r io.Reader
 	var closers []io.Closer
 	defer func() {
@@ -105,7 +105,7 @@ func (p *File) firstLine() []byte {
 	}()
 	switch {
 	case p.Zst != "":
-		f, err := os.Open(p.Zst)
+		f, err := runfiles.Open(runDir, p.Zst)
 		if err != nil {
 			return nil
 		}
@@ -117,7 +117,7 @@ func (p *File) firstLine() []byte {
 		defer firstLineDecoders.Put(dec)
 		r = dec
 	case p.Plain != "":
-		f, err := os.Open(p.Plain)
+		f, err := runfiles.Open(runDir, p.Plain)
 		if err != nil {
 			return nil
 		}
@@ -133,12 +133,13 @@ func (p *File) firstLine() []byte {
 	return append([]byte(nil), line...)
 }
 
-// LastStamp is the newest time among the complete lines of a plain file's last 64 KiB, 0 when there is none.
-func LastStamp(path string) float64 {
+// LastStamp is the newest time among the complete lines of the last 64 KiB of a plain file of the run in
+// runDir, 0 when there is none.
+func LastStamp(runDir, path string) float64 {
 	if path == "" {
 		return 0
 	}
-	f, err := os.Open(path)
+	f, err := runfiles.Open(runDir, path)
 	if err != nil {
 		return 0
 	}
