@@ -381,7 +381,9 @@ func analyze(runDir string) runStats {
 // the loss per kill in wall seconds of that stream's data.
 func killCampaign(o options) map[string]any {
 	start := time.Now().UTC().Add(-o.duration - time.Hour).Truncate(time.Hour).Format(time.RFC3339)
-	rng := rand.New(rand.NewPCG(uint64(o.seed), 7))
+	seed, err := pcgSeed(o.seed)
+	must(err)
+	rng := rand.New(rand.NewPCG(seed, 7))
 
 	clean := filepath.Join(o.out, "kill-clean", "run")
 	p := newPorts()
@@ -618,6 +620,14 @@ func diskCampaign(o options) map[string]any {
 	return result
 }
 
+// pcgSeed is -seed as the seed of the kill moments' PCG; a negative seed is refused rather than wrapped.
+func pcgSeed(seed int64) (uint64, error) {
+	if seed < 0 {
+		return 0, fmt.Errorf("-seed %d: the kill moments are drawn from a seed >= 0", seed)
+	}
+	return uint64(seed), nil
+}
+
 // diskUsedMiB is what the file system at dir holds; a run whose data and written-back queue fill the disk
 // again after the filler is gone never logs a resume (that is the disk, not the writer).
 func diskUsedMiB(dir string) float64 {
@@ -625,7 +635,7 @@ func diskUsedMiB(dir string) float64 {
 	if syscall.Statfs(dir, &st) != nil {
 		return -1
 	}
-	return round(float64((st.Blocks-st.Bfree)*uint64(st.Bsize)) / (1 << 20))
+	return round(float64(st.Blocks-st.Bfree) * float64(st.Bsize) / (1 << 20))
 }
 
 // ---- the dashboard's answers after the kills ----

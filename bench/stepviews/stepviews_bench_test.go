@@ -543,10 +543,10 @@ func phaseWeekRun() string {
 	return cached("phaseweek", func() string {
 		w := newWriter("phaseweek")
 		rng := rand.New(rand.NewPCG(5, 5))
-		id := 0
+		var id uint64
 		rec := func(name, node string, rank, step int, t0, t1 float64) {
 			id++
-			span := fmt.Sprintf("%016x", uint64(id)*0x9e3779b97f4a7c15)
+			span := fmt.Sprintf("%016x", id*0x9e3779b97f4a7c15)
 			w.line("phases", t0, fmt.Sprintf(`{"name":%q,"t0":%.6f,"t1":null,"node":%q,"rank":%d,"role":"train","gpus":[%d],"step":%d,"span":%q}`, name, t0, node, rank, rank%8, step, span))
 			w.line("phases", t1, fmt.Sprintf(`{"name":%q,"t0":%.6f,"t1":%.6f,"node":%q,"rank":%d,"role":"train","gpus":[%d],"step":%d,"span":%q}`, name, t0, t1, node, rank, rank%8, step, span))
 		}

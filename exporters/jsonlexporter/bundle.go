@@ -23,22 +23,22 @@ type bundleKey struct {
 
 type bundle struct {
 	end      pcommon.Timestamp // an end time of a member: picks the partition
-	first, n int32
+	first, n int
 }
 
 // bundler groups the spans of one export by (trace, end hour), keeping arrival order within a bundle. It is
 // pooled (one pool per M): a batch of a few hundred spans then costs no allocation.
 type bundler[M any] struct {
-	index   map[bundleKey]int32
+	index   map[bundleKey]int
 	bundles []bundle
 	arrived []M
 	spans   []ptrace.Span // span of arrived[i]: its trace and end time pick the bundle
-	of      []int32       // bundle of arrived[i]
+	of      []int         // bundle of arrived[i]
 	members []M           // arrived, grouped by bundle (bundle.first indexes it)
 }
 
 func newBundlerPool[M any]() *sync.Pool {
-	return &sync.Pool{New: func() any { return &bundler[M]{index: map[bundleKey]int32{}} }}
+	return &sync.Pool{New: func() any { return &bundler[M]{index: map[bundleKey]int{}} }}
 }
 
 func (g *bundler[M]) release(pool *sync.Pool) {
@@ -83,14 +83,14 @@ func (g *bundler[M]) group() {
 		k := bundleKey{trace: span.TraceID(), hour: hourOf(span.EndTimestamp())}
 		i, ok := g.index[k]
 		if !ok || g.bundles[i].n >= maxBundle {
-			i = int32(len(g.bundles))
+			i = len(g.bundles)
 			g.index[k] = i
 			g.bundles = append(g.bundles, bundle{end: span.EndTimestamp()})
 		}
 		g.bundles[i].n++
 		g.of = append(g.of, i)
 	}
-	var off int32
+	var off int
 	for i := range g.bundles {
 		g.bundles[i].first = off
 		off += g.bundles[i].n

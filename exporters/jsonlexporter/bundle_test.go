@@ -80,12 +80,12 @@ func TestTrajectoryBundles(t *testing.T) {
 	td := ptrace.NewTraces()
 	spans := td.ResourceSpans().AppendEmpty().ScopeSpans().AppendEmpty().Spans()
 	var want []flatSpan
-	n := 0
+	var n uint16 // spans so far: the first two bytes of each span id
 	add := func(trace byte, typ string, parent []byte, t0, t1 time.Duration, attempt int64) {
 		n++
 		s := spans.AppendEmpty()
 		tid := pcommon.TraceID{trace, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
-		sid := pcommon.SpanID{byte(n >> 8), byte(n), 0xee, 0, 0, 0, 0, trace}
+		sid := pcommon.SpanID{byte(n >> 8), byte(n & 0xff), 0xee, 0, 0, 0, 0, trace}
 		s.SetTraceID(tid)
 		s.SetSpanID(sid)
 		p := ""

@@ -32,6 +32,7 @@ func (o *obj) key(k string) {
 
 func (o *obj) str(k, v string)                    { o.key(k); o.b = appendString(o.b, v) }
 func (o *obj) int(k string, v int64)              { o.key(k); o.b = strconv.AppendInt(o.b, v, 10) }
+func (o *obj) uint(k string, v uint64)            { o.key(k); o.b = strconv.AppendUint(o.b, v, 10) }
 func (o *obj) float(k string, v float64)          { o.key(k); o.b = appendFloat(o.b, v) }
 func (o *obj) time(k string, t pcommon.Timestamp) { o.key(k); o.b = appendTime(o.b, t) }
 func (o *obj) null(k string)                      { o.key(k); o.b = append(o.b, "null"...) }

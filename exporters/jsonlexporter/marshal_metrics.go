@@ -438,7 +438,7 @@ func (e *engineGroups) add(res pcommon.Map, m pmetric.Metric, r *records) {
 			}
 			g := e.group(res, dp.Timestamp(), dp.Attributes())
 			o := beginObj(member(g.h))
-			o.int("count", int64(dp.Count()))
+			o.uint("count", dp.Count())
 			o.float("sum", dp.Sum())
 			o.key("bounds")
 			o.b = append(o.b, '[')
@@ -468,7 +468,7 @@ func (e *engineGroups) add(res pcommon.Map, m pmetric.Metric, r *records) {
 			}
 			g := e.group(res, dp.Timestamp(), dp.Attributes())
 			o := beginObj(member(g.s))
-			o.int("count", int64(dp.Count()))
+			o.uint("count", dp.Count())
 			o.float("sum", dp.Sum())
 			o.key("quantiles")
 			o.b = append(o.b, '{')

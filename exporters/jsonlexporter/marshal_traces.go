@@ -354,11 +354,12 @@ func appendMember(b []byte, m *member, ms []member, shared [nShared]int, base pc
 // appendRelTime writes t - base in seconds with up to 6 decimals (both truncated to µs first, as appendTime
 // does, so base + relative reproduces the absolute time exactly).
 func appendRelTime(b []byte, t, base pcommon.Timestamp) []byte {
-	d := int64(uint64(t)/1e3) - int64(uint64(base)/1e3)
-	if d < 0 {
+	us, baseUs := uint64(t)/1e3, uint64(base)/1e3
+	if us < baseUs {
 		b = append(b, '-')
-		d = -d
+		us, baseUs = baseUs, us
 	}
-	b = strconv.AppendInt(b, d/1e6, 10)
-	return appendMicros(b, uint64(d%1e6))
+	d := us - baseUs
+	b = strconv.AppendUint(b, d/1e6, 10)
+	return appendMicros(b, d%1e6)
 }

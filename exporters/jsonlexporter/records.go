@@ -1,6 +1,7 @@
 package jsonlexporter
 
 import (
+	"math"
 	"sync"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -26,7 +27,15 @@ type partKey struct {
 	hour   int64
 }
 
-func hourOf(t pcommon.Timestamp) int64 { return int64(uint64(t) / 3600e9) }
+func hourOf(t pcommon.Timestamp) int64 { return unixSec(t) / 3600 }
+
+// unixSec and pcomSec convert between timestamps and whole Unix seconds (partition hours, roll-up buckets). The
+// min and max never change a value: a uint64 of nanoseconds is under 1.9e10 seconds, and every second passed
+// back is that of a timestamp (a bucket start, or restore's ts, checked to be in (0, 2^33]). They only state the
+// ranges that make the conversions exact.
+func unixSec(t pcommon.Timestamp) int64 { return int64(min(uint64(t)/1e9, math.MaxInt64)) }
+
+func pcomSec(s int64) pcommon.Timestamp { return pcommon.Timestamp(uint64(max(s, 0)) * 1e9) }
 
 // chunk holds complete lines for one partition, in arrival order.
 type chunk struct {

@@ -129,7 +129,7 @@ func newRollup(step int64) *rollup {
 }
 
 func (u *rollup) bucketOf(t pcommon.Timestamp) int64 {
-	s := int64(uint64(t) / 1e9)
+	s := unixSec(t)
 	return s - s%u.step
 }
 
@@ -175,7 +175,7 @@ func (u *rollup) fold(readings []gpuReading, r *records) {
 			l.seen = l.seen[:0]
 			l.addOpen(rd)
 		}
-		if s := int64(uint64(rd.ts) / 1e9); s > u.watermark {
+		if s := unixSec(rd.ts); s > u.watermark {
 			u.watermark = s
 		}
 	}
@@ -192,14 +192,14 @@ func (u *rollup) fold(readings []gpuReading, r *records) {
 	for k, m := range late {
 		for _, a := range m {
 			b = appendRollup(b[:0], k, a, u.step)
-			r.add(sc.StreamGPURollup, pcommon.Timestamp(uint64(a.start)*1e9), b)
+			r.add(sc.StreamGPURollup, pcomSec(a.start), b)
 		}
 	}
 }
 
 func (u *rollup) emit(b []byte, k laneKey, l *rollLane, r *records) []byte {
 	b = appendRollup(b[:0], k, &l.cur, u.step)
-	r.add(sc.StreamGPURollup, pcommon.Timestamp(uint64(l.cur.start)*1e9), b)
+	r.add(sc.StreamGPURollup, pcomSec(l.cur.start), b)
 	l.open = false
 	l.emitted = max(l.emitted, l.cur.start)
 	return b

@@ -125,7 +125,7 @@ func (u *rollup) restore(root string, r *records) (int, error) {
 	u.mu.Unlock()
 	kept := readings[:0]
 	for _, g := range readings {
-		if int64(uint64(g.ts)/1e9) < cutoff {
+		if unixSec(g.ts) < cutoff {
 			continue // read before a newer line moved the cutoff
 		}
 		if t, ok := emitted[laneKey{g.node, g.gpu}]; ok && u.bucketOf(g.ts) <= t {
@@ -138,8 +138,6 @@ func (u *rollup) restore(root string, r *records) (int, error) {
 	u.fold(kept, r)
 	return len(kept), errors.Join(errs...)
 }
-
-func pcomSec(s int64) pcommon.Timestamp { return pcommon.Timestamp(uint64(s) * 1e9) }
 
 // tailLines calls fn with the complete lines of the file at path from the last one backwards, until fn says
 // the line is older than it needs, the file's start, or restoreTailMax bytes.

@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
@@ -238,7 +237,7 @@ func TestRollupClosesByWatermark(t *testing.T) {
 	u := newRollup(16)
 	t0 := int64(1_764_583_200) // an hour start
 	rd := func(gpu, s int64) gpuReading {
-		return gpuReading{node: "n", gpu: gpu, ts: pcomTS(s), has: 1, vals: [nRollupFields]float64{float64(s % 100)}}
+		return gpuReading{node: "n", gpu: gpu, ts: pcomSec(s), has: 1, vals: [nRollupFields]float64{float64(s % 100)}}
 	}
 	var r records
 	u.fold([]gpuReading{rd(0, t0), rd(1, t0+1), rd(1, t0+5)}, &r)
@@ -276,7 +275,7 @@ func TestRollupClosesByWatermark(t *testing.T) {
 func TestRollupBadInput(t *testing.T) {
 	u := newRollup(16)
 	var r records
-	u.fold([]gpuReading{{node: "n", ts: 0}, {node: "", gpu: -1, ts: pcomTS(5)}, {node: "n", ts: pcomTS(100)}}, &r)
+	u.fold([]gpuReading{{node: "n", ts: 0}, {node: "", gpu: -1, ts: pcomSec(5)}, {node: "n", ts: pcomSec(100)}}, &r)
 	u.flushAll(&r)
 	for _, c := range r.chunks {
 		for line := range strings.SplitSeq(strings.TrimSuffix(string(c.data), "\n"), "\n") {
@@ -290,8 +289,6 @@ func TestRollupBadInput(t *testing.T) {
 		}
 	}
 }
-
-func pcomTS(s int64) pcommon.Timestamp { return pcommon.Timestamp(uint64(s) * 1e9) }
 
 func countLines(r *records) int {
 	n := 0

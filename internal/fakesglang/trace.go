@@ -9,6 +9,7 @@ package fakesglang
 // decode_loop in decode_forward) below their parent slice, each kept only at or below the trace level.
 
 import (
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"math/rand/v2"
@@ -111,10 +112,7 @@ func (t *Tracer) id64() uint64 {
 
 func (t *Tracer) spanID() pcommon.SpanID {
 	var s pcommon.SpanID
-	v := t.id64()
-	for i := range 8 {
-		s[7-i] = byte(v >> (8 * i))
-	}
+	binary.BigEndian.PutUint64(s[:], t.id64())
 	return s
 }
 
@@ -220,10 +218,7 @@ func (t *Tracer) Append(out ptrace.SpanSlice, r TracedRequest) (pcommon.SpanID, 
 	b := &builder{t: t, out: out, trace: r.Trace}
 	if b.trace.IsEmpty() {
 		// sglang's TraceCustomIdGenerator draws 64-bit trace ids.
-		v := t.id64()
-		for i := range 8 {
-			b.trace[15-i] = byte(v >> (8 * i))
-		}
+		binary.BigEndian.PutUint64(b.trace[8:], t.id64())
 	}
 	rid := r.RID
 	if rid == "" {

@@ -3,6 +3,7 @@ package ingestguardprocessor
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -37,7 +38,11 @@ func spanWith(ss ptrace.ScopeSpans, name string, levels int, kinds string) {
 	s := ss.Spans().AppendEmpty()
 	s.SetName(name)
 	s.SetTraceID(pcommon.TraceID{1})
-	s.SetSpanID(pcommon.SpanID{byte(ss.Spans().Len())})
+	n := ss.Spans().Len() // the new span's position in its scope: its id
+	if n < 1 || n > math.MaxUint8 {
+		panic("spanWith: a scope of more than 255 spans would repeat span ids")
+	}
+	s.SetSpanID(pcommon.SpanID{byte(n)})
 	if levels > 0 {
 		nest(s.Attributes().PutEmpty("deep"), levels, kinds)
 	}

@@ -54,15 +54,23 @@ func ts(sec float64) pcommon.Timestamp {
 // traceOf makes batch i's sample j trace id unique over the run (the processor keys its state by it).
 func traceOf(i, j int) pcommon.TraceID {
 	var id pcommon.TraceID
-	binary.BigEndian.PutUint64(id[:8], uint64(i)*1_000_003+uint64(j)+1) // +1: never the all-zero (invalid) trace id
-	binary.LittleEndian.PutUint64(id[8:], uint64(i)*0x9e3779b97f4a7c15^uint64(j)*0xbf58476d1ce4e5b9)
+	binary.BigEndian.PutUint64(id[:8], u64(i)*1_000_003+u64(j)+1) // +1: never the all-zero (invalid) trace id
+	binary.LittleEndian.PutUint64(id[8:], u64(i)*0x9e3779b97f4a7c15^u64(j)*0xbf58476d1ce4e5b9)
 	return id
 }
 
 func spanOf(i, j, k int) pcommon.SpanID {
 	var id pcommon.SpanID
-	binary.BigEndian.PutUint64(id[:], uint64(i)<<24|uint64(j)<<8|uint64(k)|1<<63)
+	binary.BigEndian.PutUint64(id[:], u64(i)<<24|u64(j)<<8|u64(k)|1<<63)
 	return id
+}
+
+// u64 is a batch, sample or span index (never negative) as the uint64 the ids are made of.
+func u64(n int) uint64 {
+	if n < 0 {
+		panic("negative index")
+	}
+	return uint64(n)
 }
 
 // batch builds batch i. withConsume false leaves out the consume and step spans (samples stay in flight).
@@ -130,7 +138,7 @@ func batch(i int, withConsume bool) ptrace.Traces {
 	}
 	if withConsume {
 		var st pcommon.TraceID
-		binary.BigEndian.PutUint64(st[:8], ^uint64(i))
+		binary.BigEndian.PutUint64(st[:8], ^u64(i))
 		st[15] = 1
 		m := add(ts2, sc.SpanNameStepConsume, sc.SpanTypeStepConsume, st, spanOf(i, 255, 31), pcommon.NewSpanIDEmpty(), t0+19, t0+19.05)
 		m.PutInt(sc.WeightVersion, v+1)
@@ -142,7 +150,7 @@ func batch(i int, withConsume bool) ptrace.Traces {
 		}
 	}
 	var wu pcommon.TraceID
-	binary.BigEndian.PutUint64(wu[:8], ^uint64(i))
+	binary.BigEndian.PutUint64(wu[:8], ^u64(i))
 	wu[15] = 2
 	m := add(ts2, sc.SpanNameWeightUpdate, sc.SpanTypeWeightUpdate, wu, spanOf(i, 254, 32), pcommon.NewSpanIDEmpty(), t0+19.5, t0+20)
 	m.PutInt(sc.WeightVersion, v+1)
@@ -348,5 +356,5 @@ func BenchmarkInFlightMemory(b *testing.B) {
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
-	b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/float64(b.N*samplesPerBatch), "B/sample")
+	b.ReportMetric((float64(after.HeapAlloc)-float64(before.HeapAlloc))/float64(b.N*samplesPerBatch), "B/sample")
 }

@@ -277,8 +277,10 @@ func (p *lifecycleProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces
 	return p.next.ConsumeTraces(ctx, td)
 }
 
+// shard picks the worker of a trace. The remainder is below len(p.workers), so min never bites: it states that
+// the conversion to int is exact.
 func (p *lifecycleProcessor) shard(id pcommon.TraceID) int {
-	return int(binary.LittleEndian.Uint64(id[8:]) % uint64(len(p.workers)))
+	return int(min(binary.LittleEndian.Uint64(id[8:])%uint64(len(p.workers)), math.MaxInt))
 }
 
 // take records the span's facts and reports whether the span is held (moved out of td).
@@ -298,7 +300,7 @@ func (d *dispatch) take(rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, span ptra
 	switch k {
 	case lifecycle.KindWeightUpdate:
 		if v, ok := attrInt(attrs, sc.WeightVersion); ok {
-			d.updates = append(d.updates, lifecycle.WeightUpdate{Version: v, End: int64(span.EndTimestamp())})
+			d.updates = append(d.updates, lifecycle.WeightUpdate{Version: v, End: unixNano(span.EndTimestamp())})
 		}
 		return false
 	case lifecycle.KindStepConsume:
@@ -341,11 +343,16 @@ func (d *dispatch) take(rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, span ptra
 	return true
 }
 
+// unixNano is t as the int64 Unix nanoseconds the lifecycle computes with. A time past 2262 (over MaxInt64 ns)
+// clamps to the largest: no real span has one, the exporter drops such a span (out_of_window, docs/semconv.md
+// §8.4), and clamping keeps the order of a span's times where the conversion would wrap them to before 1970.
+func unixNano(t pcommon.Timestamp) int64 { return int64(min(t, math.MaxInt64)) }
+
 // spanFact reads the lifecycle facts of one attempt, queue, generate, tool or consume span (docs/semconv.md §3).
 func spanFact(k lifecycle.Kind, span ptrace.Span) lifecycle.Span {
 	attrs := span.Attributes()
 	f := lifecycle.Span{
-		Kind: k, Span: lifecycle.SpanID(span.SpanID()), Start: int64(span.StartTimestamp()), End: int64(span.EndTimestamp()),
+		Kind: k, Span: lifecycle.SpanID(span.SpanID()), Start: unixNano(span.StartTimestamp()), End: unixNano(span.EndTimestamp()),
 	}
 	f.Sample, f.HasSample = attrInt(attrs, sc.SampleIndex)
 	f.Attempt, f.HasAttempt = attrInt(attrs, sc.Attempt)

@@ -77,15 +77,23 @@ func consumeSpan(b *batch, s *sampleSpec, at float64, cv, step int64) pcommon.Sp
 }
 
 func stepSpan(b *batch, id pcommon.SpanID, at float64, cv, step int64, traces ...pcommon.TraceID) {
-	sp := b.span(sc.SpanNameStepConsume, sc.SpanTypeStepConsume, pcommon.TraceID{0xee, byte(step)}, id, pcommon.NewSpanIDEmpty(),
+	sp := b.span(sc.SpanNameStepConsume, sc.SpanTypeStepConsume, pcommon.TraceID{0xee, idByte(step)}, id, pcommon.NewSpanIDEmpty(),
 		at, at, sc.WeightVersion, cv, sc.Step, step, sc.BatchSize, len(traces))
 	for _, tr := range traces {
 		sp.Links().AppendEmpty().SetTraceID(tr)
 	}
 }
 
+// idByte is a step or weight version as an id byte: the tests' steps and versions are 0-255.
+func idByte(n int64) byte {
+	if n < 0 || n > math.MaxUint8 {
+		panic("idByte: a step or version outside 0-255 would repeat ids")
+	}
+	return byte(n)
+}
+
 func pushSpan(b *batch, v int64, end float64) {
-	b.span(sc.SpanNameWeightUpdate, sc.SpanTypeWeightUpdate, pcommon.TraceID{0xdd, byte(v)}, pcommon.SpanID{0xdd, byte(v)},
+	b.span(sc.SpanNameWeightUpdate, sc.SpanTypeWeightUpdate, pcommon.TraceID{0xdd, idByte(v)}, pcommon.SpanID{0xdd, idByte(v)},
 		pcommon.NewSpanIDEmpty(), end-1, end, sc.WeightVersion, v)
 }
 

@@ -206,7 +206,7 @@ func newCarryStore(maxSamples int, ttl time.Duration) *carryStore {
 	return c
 }
 
-func (c *carryStore) shard(sample int64) *carryShard { return &c.shards[uint64(sample)%16] }
+func (c *carryStore) shard(sample int64) *carryShard { return &c.shards[sample&15] } // low 4 bits, negative too
 
 // put stores (or replaces) the summary of one attempt; false when the shard is full (the resumed sample will
 // then read prior_attempt_unknown).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path"
 	"slices"
 	"strings"
@@ -107,7 +108,7 @@ type device struct {
 	unsupported [numGroups]bool
 	gpmChecked  bool
 	xidWatched  bool
-	xidCount    uint64
+	xidCount    int64
 	xidStart    pcommon.Timestamp
 
 	// failure episodes
@@ -374,16 +375,32 @@ func (s *gpuScraper) classify(d *device, g group, err error) (ok bool, lost erro
 		s.markUnsupported(d, g, err)
 	case errors.Is(err, gpulib.ErrNotReady):
 	default:
-		d.valueErrors++
-		if d.valueErrors <= maxValueWarnings {
-			f := append(d.fields(), zap.String("value", groups[g].what), zap.Error(err), zap.Int("value_errors", d.valueErrors))
-			if d.valueErrors == maxValueWarnings {
-				f = append(f, zap.String("note", "further value errors of this GPU are not logged"))
-			}
-			s.logger.Warn("reading a GPU value failed; skipped this scrape", f...)
-		}
+		s.valueError(d, g, err)
 	}
 	return false, nil
+}
+
+// valueError counts a value of group g skipped this scrape, with a warning for the first maxValueWarnings.
+func (s *gpuScraper) valueError(d *device, g group, err error) {
+	d.valueErrors++
+	if d.valueErrors <= maxValueWarnings {
+		f := append(d.fields(), zap.String("value", groups[g].what), zap.Error(err), zap.Int("value_errors", d.valueErrors))
+		if d.valueErrors == maxValueWarnings {
+			f = append(f, zap.String("note", "further value errors of this GPU are not logged"))
+		}
+		s.logger.Warn("reading a GPU value failed; skipped this scrape", f...)
+	}
+}
+
+// point turns an NVML reading of group g into the int64 of an OTel int point. NVML's uint64 readings (bytes,
+// error counts, the clock event reasons bitmask) stay far below 2^63; one past it cannot be written (it would
+// wrap negative), so its point is left out this scrape and counted as a value error.
+func (s *gpuScraper) point(d *device, g group, v uint64) (int64, bool) {
+	if v > math.MaxInt64 {
+		s.valueError(d, g, fmt.Errorf("reading %d is past the int64 range of a data point", v))
+		return 0, false
+	}
+	return int64(v), true
 }
 
 func (s *gpuScraper) markUnsupported(d *device, g group, err error) {
@@ -531,8 +548,12 @@ func (s *gpuScraper) record(d *device, ts pcommon.Timestamp) {
 		mb.RecordHwGpuMemoryUtilizationDataPoint(ts, percent(float64(smp.util.Memory)))
 	}
 	if smp.has[gMemory] {
-		mb.RecordHwGpuMemoryUsageDataPoint(ts, int64(smp.mem.Used))
-		mb.RecordHwGpuMemoryLimitDataPoint(ts, int64(smp.mem.Total))
+		if used, ok := s.point(d, gMemory, smp.mem.Used); ok {
+			mb.RecordHwGpuMemoryUsageDataPoint(ts, used)
+		}
+		if total, ok := s.point(d, gMemory, smp.mem.Total); ok {
+			mb.RecordHwGpuMemoryLimitDataPoint(ts, total)
+		}
 	}
 	if smp.has[gPower] {
 		mb.RecordHwPowerDataPoint(ts, float64(smp.powerMW)/1000)
@@ -551,29 +572,38 @@ func (s *gpuScraper) record(d *device, ts pcommon.Timestamp) {
 		mb.RecordNvmlGpuClockMemoryDataPoint(ts, int64(smp.memClock))
 	}
 	if smp.has[gClockEvents] {
-		mb.RecordNvmlGpuClockEventReasonsDataPoint(ts, int64(smp.reasons))
+		if reasons, ok := s.point(d, gClockEvents, smp.reasons); ok {
+			mb.RecordNvmlGpuClockEventReasonsDataPoint(ts, reasons)
+		}
 	}
 	if smp.has[gPCIe] {
-		s.recordIO(d, 0, smp.io.PCIeRx, ts, metadata.AttributeNetworkIoDirectionReceive, metadata.AttributeHwGpuLinkPcie)
-		s.recordIO(d, 1, smp.io.PCIeTx, ts, metadata.AttributeNetworkIoDirectionTransmit, metadata.AttributeHwGpuLinkPcie)
+		s.recordIO(d, gPCIe, 0, smp.io.PCIeRx, ts, metadata.AttributeNetworkIoDirectionReceive, metadata.AttributeHwGpuLinkPcie)
+		s.recordIO(d, gPCIe, 1, smp.io.PCIeTx, ts, metadata.AttributeNetworkIoDirectionTransmit, metadata.AttributeHwGpuLinkPcie)
 	}
 	if smp.has[gNVLink] {
-		s.recordIO(d, 2, smp.io.NVLinkRx, ts, metadata.AttributeNetworkIoDirectionReceive, metadata.AttributeHwGpuLinkNvlink)
-		s.recordIO(d, 3, smp.io.NVLinkTx, ts, metadata.AttributeNetworkIoDirectionTransmit, metadata.AttributeHwGpuLinkNvlink)
+		s.recordIO(d, gNVLink, 2, smp.io.NVLinkRx, ts, metadata.AttributeNetworkIoDirectionReceive, metadata.AttributeHwGpuLinkNvlink)
+		s.recordIO(d, gNVLink, 3, smp.io.NVLinkTx, ts, metadata.AttributeNetworkIoDirectionTransmit, metadata.AttributeHwGpuLinkNvlink)
 	}
 	if smp.has[gECC] {
-		start := d.ecc[0].observe(smp.ecc.Corrected, s.start, prev)
-		mb.RecordHwErrorsDataPoint(start, ts, int64(smp.ecc.Corrected), metadata.AttributeErrorTypeEccCorrected)
-		start = d.ecc[1].observe(smp.ecc.Uncorrected, s.start, prev)
-		mb.RecordHwErrorsDataPoint(start, ts, int64(smp.ecc.Uncorrected), metadata.AttributeErrorTypeEccUncorrected)
+		if n, ok := s.point(d, gECC, smp.ecc.Corrected); ok {
+			start := d.ecc[0].observe(smp.ecc.Corrected, s.start, prev)
+			mb.RecordHwErrorsDataPoint(start, ts, n, metadata.AttributeErrorTypeEccCorrected)
+		}
+		if n, ok := s.point(d, gECC, smp.ecc.Uncorrected); ok {
+			start := d.ecc[1].observe(smp.ecc.Uncorrected, s.start, prev)
+			mb.RecordHwErrorsDataPoint(start, ts, n, metadata.AttributeErrorTypeEccUncorrected)
+		}
 	}
 	if d.xidWatched && s.active[gXID] {
-		mb.RecordHwErrorsDataPoint(d.xidStart, ts, int64(d.xidCount), metadata.AttributeErrorTypeXid)
+		mb.RecordHwErrorsDataPoint(d.xidStart, ts, d.xidCount, metadata.AttributeErrorTypeXid)
 	}
 	if smp.has[gProcesses] {
 		for _, p := range smp.procs {
-			if p.MemoryKnown {
-				mb.RecordNvmlGpuProcessMemoryUsageDataPoint(ts, int64(p.UsedMemory), int64(p.PID), exeName(p.Name))
+			if !p.MemoryKnown {
+				continue
+			}
+			if used, ok := s.point(d, gProcesses, p.UsedMemory); ok {
+				mb.RecordNvmlGpuProcessMemoryUsageDataPoint(ts, used, int64(p.PID), exeName(p.Name))
 			}
 		}
 	}
@@ -595,11 +625,15 @@ func (s *gpuScraper) record(d *device, ts pcommon.Timestamp) {
 	mb.EmitForResource(d.res)
 }
 
-func (s *gpuScraper) recordIO(d *device, i int, v uint64, ts pcommon.Timestamp,
+func (s *gpuScraper) recordIO(d *device, g group, i int, v uint64, ts pcommon.Timestamp,
 	dir metadata.AttributeNetworkIoDirection, link metadata.AttributeHwGpuLink,
 ) {
+	n, ok := s.point(d, g, v)
+	if !ok {
+		return
+	}
 	start := d.io[i].observe(v, s.start, d.prevTS)
-	s.mb.RecordHwGpuIoDataPoint(start, ts, int64(v), dir, link)
+	s.mb.RecordHwGpuIoDataPoint(start, ts, n, dir, link)
 }
 
 // percent turns NVML's 0–100 into the 0–1 ratio OTel uses for unit "1".
@@ -666,7 +700,7 @@ func (s *gpuScraper) pollXID() {
 		}
 		d.xidCount++
 		if d.xidCount <= maxXIDLogs {
-			f := append(d.fields(), zap.Uint64("xid", ev.XID), zap.Uint64("xid_events", d.xidCount))
+			f := append(d.fields(), zap.Uint64("xid", ev.XID), zap.Int64("xid_events", d.xidCount))
 			if d.xidCount == maxXIDLogs {
 				f = append(f, zap.String("note", "further XID events of this GPU are counted in hw.errors{error.type=xid}, not logged"))
 			}

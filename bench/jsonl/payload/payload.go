@@ -126,7 +126,7 @@ func ts(t time.Time) pcommon.Timestamp { return pcommon.NewTimestampFromTime(t) 
 func (g *gen) traceID() pcommon.TraceID {
 	var id [16]byte
 	for i := range id {
-		id[i] = byte(g.rng.Uint32())
+		id[i] = byte(g.rng.Uint32() & 0xff) // the low byte of each draw
 	}
 	return id
 }
@@ -134,7 +134,7 @@ func (g *gen) traceID() pcommon.TraceID {
 func (g *gen) spanID() pcommon.SpanID {
 	var id [8]byte
 	for i := range id {
-		id[i] = byte(g.rng.Uint32())
+		id[i] = byte(g.rng.Uint32() & 0xff) // the low byte of each draw
 	}
 	return id
 }

@@ -202,8 +202,8 @@ func (d *nvmlDevice) IOCounters() (IOCounters, error) {
 		return io, newError("nvmlDeviceGetFieldValues", ret)
 	}
 	for i := range f {
-		if k := fieldKind(nvml.Return(f[i].NvmlReturn)); errors.Is(k, ErrDeviceLost) {
-			return io, newError("nvmlDeviceGetFieldValues", nvml.Return(f[i].NvmlReturn))
+		if k := fieldKind(returnOf(f[i].NvmlReturn)); errors.Is(k, ErrDeviceLost) {
+			return io, newError("nvmlDeviceGetFieldValues", returnOf(f[i].NvmlReturn))
 		}
 	}
 	io.PCIeErr = pairErr(f[0], f[1])
@@ -219,7 +219,7 @@ func (d *nvmlDevice) IOCounters() (IOCounters, error) {
 
 func pairErr(a, b nvml.FieldValue) error {
 	for _, v := range []nvml.FieldValue{a, b} {
-		if ret := nvml.Return(v.NvmlReturn); ret != nvml.SUCCESS {
+		if ret := returnOf(v.NvmlReturn); ret != nvml.SUCCESS {
 			return &Error{Op: "nvmlDeviceGetFieldValues", Msg: ret.Error(), Kind: fieldKind(ret)}
 		}
 	}
@@ -237,12 +237,12 @@ func fieldKind(ret nvml.Return) error {
 // fieldUint decodes a field value of any integer type (doubles are truncated).
 func fieldUint(v nvml.FieldValue) uint64 {
 	b := v.Value[:]
-	switch nvml.ValueType(v.ValueType) {
-	case nvml.VALUE_TYPE_DOUBLE:
+	switch v.ValueType { // a uint32 in the struct; go-nvml's ValueType constants are int32
+	case uint32(nvml.VALUE_TYPE_DOUBLE):
 		return uint64(math.Float64frombits(binary.NativeEndian.Uint64(b)))
-	case nvml.VALUE_TYPE_UNSIGNED_INT, nvml.VALUE_TYPE_SIGNED_INT:
+	case uint32(nvml.VALUE_TYPE_UNSIGNED_INT), uint32(nvml.VALUE_TYPE_SIGNED_INT):
 		return uint64(binary.NativeEndian.Uint32(b))
-	case nvml.VALUE_TYPE_UNSIGNED_SHORT:
+	case uint32(nvml.VALUE_TYPE_UNSIGNED_SHORT):
 		return uint64(binary.NativeEndian.Uint16(b))
 	default:
 		return binary.NativeEndian.Uint64(b)
@@ -288,11 +288,12 @@ func (d *nvmlDevice) GPMSupported() (bool, error) {
 	return s.IsSupportedDevice != 0, nil
 }
 
-var gpmIDs = [NumGPMMetrics]nvml.GpmMetricId{
-	GPMSMActivity:     nvml.GPM_METRIC_SM_UTIL,
-	GPMSMOccupancy:    nvml.GPM_METRIC_SM_OCCUPANCY,
-	GPMTensorActivity: nvml.GPM_METRIC_ANY_TENSOR_UTIL,
-	GPMDRAMActivity:   nvml.GPM_METRIC_DRAM_BW_UTIL,
+// gpmIDs are the metric ids as nvml.GpmMetricsGetType holds them (uint32; go-nvml's constants are int32).
+var gpmIDs = [NumGPMMetrics]uint32{
+	GPMSMActivity:     uint32(nvml.GPM_METRIC_SM_UTIL),
+	GPMSMOccupancy:    uint32(nvml.GPM_METRIC_SM_OCCUPANCY),
+	GPMTensorActivity: uint32(nvml.GPM_METRIC_ANY_TENSOR_UTIL),
+	GPMDRAMActivity:   uint32(nvml.GPM_METRIC_DRAM_BW_UTIL),
 }
 
 func (d *nvmlDevice) GPMMetrics() (GPMValues, error) {
@@ -318,7 +319,7 @@ func (d *nvmlDevice) GPMMetrics() (GPMValues, error) {
 	}
 	mg := nvml.GpmMetricsGetType{NumMetrics: uint32(NumGPMMetrics), Sample1: d.gpmPrev, Sample2: d.gpmCur}
 	for i, id := range gpmIDs {
-		mg.Metrics[i].MetricId = uint32(id)
+		mg.Metrics[i].MetricId = id
 	}
 	ret := d.lib.lib.GpmMetricsGet(&mg)
 	d.gpmPrev, d.gpmCur = d.gpmCur, d.gpmPrev
@@ -327,7 +328,7 @@ func (d *nvmlDevice) GPMMetrics() (GPMValues, error) {
 	}
 	for i := range gpmIDs {
 		m := mg.Metrics[i]
-		if nvml.Return(m.NvmlReturn) == nvml.SUCCESS && !math.IsNaN(m.Value) {
+		if returnOf(m.NvmlReturn) == nvml.SUCCESS && !math.IsNaN(m.Value) {
 			out.Value[i], out.OK[i] = m.Value, true
 		}
 	}
@@ -364,6 +365,16 @@ func kindOf(ret nvml.Return) error {
 	}
 }
 
+// returnOf reads the return code NVML stores per field value and GPM metric (a uint32 there; nvml.Return is an
+// int32). NVML's codes run from 0 to 999 (NVML_ERROR_UNKNOWN); a value past int32 is no code NVML defines and
+// reads as that unknown error rather than wrapping to a negative code.
+func returnOf(code uint32) nvml.Return {
+	if code > math.MaxInt32 {
+		return nvml.ERROR_UNKNOWN
+	}
+	return nvml.Return(code)
+}
+
 func newError(op string, ret nvml.Return) error {
 	return &Error{Op: op, Msg: ret.Error(), Kind: kindOf(ret)}
 }
@@ -381,7 +392,7 @@ func cString(b []int8) string {
 		if c == 0 {
 			break
 		}
-		sb.WriteByte(byte(c))
+		sb.WriteByte(byte(int(c) & 0xff)) // the char's bits: bytes of UTF-8 past 0x7f are negative int8s
 	}
 	return sb.String()
 }

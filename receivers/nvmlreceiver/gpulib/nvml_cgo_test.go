@@ -53,14 +53,14 @@ func newMockNode(t *testing.T) *mockNode {
 			return nvml.ERROR_INVALID_ARGUMENT
 		}
 		for i := 0; i < int(g.NumMetrics); i++ {
-			switch nvml.GpmMetricId(g.Metrics[i].MetricId) {
-			case nvml.GPM_METRIC_SM_UTIL:
+			switch g.Metrics[i].MetricId {
+			case uint32(nvml.GPM_METRIC_SM_UTIL):
 				g.Metrics[i].Value = 41.5
-			case nvml.GPM_METRIC_SM_OCCUPANCY:
+			case uint32(nvml.GPM_METRIC_SM_OCCUPANCY):
 				g.Metrics[i].Value = 20
-			case nvml.GPM_METRIC_ANY_TENSOR_UTIL:
+			case uint32(nvml.GPM_METRIC_ANY_TENSOR_UTIL):
 				g.Metrics[i].Value = 22
-			case nvml.GPM_METRIC_DRAM_BW_UTIL:
+			case uint32(nvml.GPM_METRIC_DRAM_BW_UTIL):
 				g.Metrics[i].NvmlReturn = uint32(nvml.ERROR_NOT_SUPPORTED)
 			}
 		}
@@ -77,6 +77,9 @@ func newMockNode(t *testing.T) *mockNode {
 		d.GetPciInfoFunc = func() (nvml.PciInfo, nvml.Return) {
 			var p nvml.PciInfo
 			for i, c := range []byte(d.PciBusID) {
+				if c > math.MaxInt8 {
+					panic("mock: PCI bus id " + d.PciBusID + " is not ASCII")
+				}
 				p.BusId[i] = int8(c)
 			}
 			return p, nvml.SUCCESS
@@ -213,23 +216,23 @@ func TestAdapterReadsH200(t *testing.T) {
 func TestAdapterIOCounters(t *testing.T) {
 	m := newMockNode(t)
 	md := m.device(3)
-	put := func(v *nvml.FieldValue, t nvml.ValueType, x uint64) {
-		v.ValueType = uint32(t)
+	put := func(v *nvml.FieldValue, t uint32, x uint64) {
+		v.ValueType = t
 		binary.NativeEndian.PutUint64(v.Value[:], x)
 	}
 	md.GetFieldValuesFunc = func(vs []nvml.FieldValue) nvml.Return {
 		for i := range vs {
 			switch vs[i].FieldId {
 			case nvml.FI_DEV_PCIE_COUNT_TX_BYTES:
-				put(&vs[i], nvml.VALUE_TYPE_UNSIGNED_LONG_LONG, 5_000_000_000)
+				put(&vs[i], uint32(nvml.VALUE_TYPE_UNSIGNED_LONG_LONG), 5_000_000_000)
 			case nvml.FI_DEV_PCIE_COUNT_RX_BYTES:
-				put(&vs[i], nvml.VALUE_TYPE_UNSIGNED_LONG_LONG, 6_000_000_000)
+				put(&vs[i], uint32(nvml.VALUE_TYPE_UNSIGNED_LONG_LONG), 6_000_000_000)
 			case nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_TX, nvml.FI_DEV_NVLINK_THROUGHPUT_DATA_RX:
 				if vs[i].ScopeId != math.MaxUint32 {
 					vs[i].NvmlReturn = uint32(nvml.ERROR_INVALID_ARGUMENT)
 					continue
 				}
-				put(&vs[i], nvml.VALUE_TYPE_UNSIGNED_LONG_LONG, 1000) // KiB
+				put(&vs[i], uint32(nvml.VALUE_TYPE_UNSIGNED_LONG_LONG), 1000) // KiB
 			}
 		}
 		return nvml.SUCCESS
@@ -246,7 +249,7 @@ func TestAdapterIOCounters(t *testing.T) {
 				vs[i].NvmlReturn = uint32(nvml.ERROR_NOT_SUPPORTED)
 				continue
 			}
-			put(&vs[i], nvml.VALUE_TYPE_UNSIGNED_INT, 2)
+			put(&vs[i], uint32(nvml.VALUE_TYPE_UNSIGNED_INT), 2)
 		}
 		return nvml.SUCCESS
 	}

@@ -10,6 +10,7 @@ package gpulibtest // import "github.com/otelcol-miles/otelcol-miles/receivers/n
 
 import (
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/otelcol-miles/otelcol-miles/receivers/nvmlreceiver/gpulib"
@@ -340,14 +341,30 @@ func (h *handle) Identity() (gpulib.Identity, error) {
 	return gpulib.Identity{UUID: h.g.UUID, Name: h.g.Name, PCIBusID: h.g.PCIBusID, Index: h.position()}, nil
 }
 
+// u32 and u64 turn a synthetic reading, a small sum of the GPU's seed and the step (neither is negative), into
+// NVML's types. A reading that does not fit is a bug of the test that chose the seed: it panics, never wraps.
+func u32(v int) uint32 {
+	if v < 0 || v > math.MaxUint32 {
+		panic(fmt.Sprintf("gpulibtest: reading %d does not fit a uint32", v))
+	}
+	return uint32(v)
+}
+
+func u64(v int) uint64 {
+	if v < 0 {
+		panic(fmt.Sprintf("gpulibtest: reading %d is negative", v))
+	}
+	return uint64(v)
+}
+
 func (h *handle) Utilization() (gpulib.Utilization, error) {
 	k, err := h.begin(MUtilization)
 	s := h.g.Seed
-	return gpulib.Utilization{GPU: uint32((55 + 13*s + 17*k) % 101), Memory: uint32((20 + 7*s + 11*k) % 101)}, err
+	return gpulib.Utilization{GPU: u32((55 + 13*s + 17*k) % 101), Memory: u32((20 + 7*s + 11*k) % 101)}, err
 }
 
 func (h *handle) used(k int) uint64 {
-	return uint64(60_000+1_000*h.g.Seed+100*k) * mib
+	return u64(60_000+1_000*h.g.Seed+100*k) * mib
 }
 
 func (h *handle) Memory() (gpulib.Memory, error) {
@@ -357,7 +374,7 @@ func (h *handle) Memory() (gpulib.Memory, error) {
 
 func (h *handle) PowerUsage() (uint32, error) {
 	k, err := h.begin(MPowerUsage)
-	return uint32(300_000 + 25_000*h.g.Seed + 7_000*(k%5)), err
+	return u32(300_000 + 25_000*h.g.Seed + 7_000*(k%5)), err
 }
 
 func (h *handle) TotalEnergy() (uint64, error) {
@@ -365,14 +382,14 @@ func (h *handle) TotalEnergy() (uint64, error) {
 	h.f.mu.Lock()
 	defer h.f.mu.Unlock()
 	if h.g.energySet {
-		return h.g.energyMJ + uint64(k)*450_000, err
+		return h.g.energyMJ + u64(k)*450_000, err
 	}
-	return uint64(1_000_000_000*(h.g.Seed+1)) + uint64(k)*450_000, err
+	return u64(1_000_000_000*(h.g.Seed+1)) + u64(k)*450_000, err
 }
 
 func (h *handle) Temperature() (uint32, error) {
 	k, err := h.begin(MTemperature)
-	return uint32(40 + 3*h.g.Seed + k%4), err
+	return u32(40 + 3*h.g.Seed + k%4), err
 }
 
 func (h *handle) Clock(c gpulib.Clock) (uint32, error) {
@@ -380,7 +397,7 @@ func (h *handle) Clock(c gpulib.Clock) (uint32, error) {
 	if c == gpulib.ClockMemory {
 		return 3201, err
 	}
-	return uint32(1980 - 15*(k%3)), err
+	return u32(1980 - 15*(k%3)), err
 }
 
 func (h *handle) ClockEventReasons() (uint64, error) {
@@ -393,7 +410,7 @@ func (h *handle) IOCounters() (gpulib.IOCounters, error) {
 	if err != nil {
 		return gpulib.IOCounters{}, err
 	}
-	s, kk := uint64(h.g.Seed), uint64(k)
+	s, kk := u64(h.g.Seed), u64(k)
 	io := gpulib.IOCounters{
 		PCIeTx: 1_000_000_000*s + 250_000_000*kk, PCIeRx: 2_000_000_000*s + 400_000_000*kk,
 		NVLinkTx: 10_000_000_000*s + 3_000_000_000*kk, NVLinkRx: 11_000_000_000*s + 3_100_000_000*kk,
@@ -412,7 +429,7 @@ func (h *handle) ECCErrors() (gpulib.ECCCounts, error) {
 	if err == nil && !h.g.ECC {
 		err = unsupported("nvmlDeviceGetTotalEccErrors")
 	}
-	return gpulib.ECCCounts{Corrected: uint64(h.g.Seed), Uncorrected: 0}, err
+	return gpulib.ECCCounts{Corrected: u64(h.g.Seed), Uncorrected: 0}, err
 }
 
 func (h *handle) Processes() ([]gpulib.Process, error) {
@@ -424,7 +441,7 @@ func (h *handle) Processes() ([]gpulib.Process, error) {
 		return h.g.Processes, nil
 	}
 	return []gpulib.Process{{
-		PID: uint32(4242 + h.g.Seed), Name: "/usr/bin/python3",
+		PID: u32(4242 + h.g.Seed), Name: "/usr/bin/python3",
 		UsedMemory: h.used(k) - 512*mib, MemoryKnown: true,
 	}}, nil
 }
