@@ -112,20 +112,23 @@ func FloatTensor(v []float32) *Tensor {
 
 // IntTensor is a 1-D int32 tensor.
 func IntTensor(v []int32) *Tensor {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], uint32(x))
-	}
-	return &Tensor{DType: Int32, Shape: []int64{int64(len(v))}, Data: b}
+	return &Tensor{DType: Int32, Shape: []int64{int64(len(v))}, Data: appendLE(make([]byte, 0, 4*len(v)), v)}
 }
 
 // LongTensor is a 1-D int64 tensor.
 func LongTensor(v []int64) *Tensor {
-	b := make([]byte, 8*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint64(b[8*i:], uint64(x))
+	return &Tensor{DType: Int64, Shape: []int64{int64(len(v))}, Data: appendLE(make([]byte, 0, 8*len(v)), v)}
+}
+
+// appendLE appends the little-endian encoding of x, a fixed-size number or slice of them, to b. encoding/binary
+// writes a signed value as its two's complement, the bytes pickle and torch storages hold, with no integer
+// conversion here to get wrong; it fails only for a type that is not fixed-size, which is a bug in this package.
+func appendLE(b []byte, x any) []byte {
+	b, err := binary.Append(b, binary.LittleEndian, x)
+	if err != nil {
+		panic("ptwrite: " + err.Error())
 	}
-	return &Tensor{DType: Int64, Shape: []int64{int64(len(v))}, Data: b}
+	return b
 }
 
 // Pickle opcodes (protocol 2) used by the writer.
@@ -170,6 +173,7 @@ const batchSize = 1000
 // of 1000 items.
 type pickler struct {
 	b        []byte
+	err      error             // set by str for a string too long for BINUNICODE, returned by Pickle
 	memo     map[string]uint32 // "s:<string>" or "g:<module.name>"
 	next     uint32
 	storages []*Tensor // in key order ("0", "1", …)
@@ -205,29 +209,25 @@ func (p *pickler) memoized(key string) bool {
 
 func (p *pickler) int(x int64) {
 	switch {
-	case x >= 0 && x < 256:
-		p.b = append(p.b, opBinInt1, byte(x))
-	case x >= 0 && x < 65536:
-		p.b = append(p.b, opBinInt2, byte(x), byte(x>>8))
+	case x >= 0 && x <= math.MaxUint8:
+		p.b = appendLE(append(p.b, opBinInt1), uint8(x))
+	case x >= 0 && x <= math.MaxUint16:
+		p.b = appendLE(append(p.b, opBinInt2), uint16(x))
 	case x >= math.MinInt32 && x <= math.MaxInt32:
-		p.b = append(p.b, opBinInt)
-		p.b = binary.LittleEndian.AppendUint32(p.b, uint32(int32(x)))
+		p.b = appendLE(append(p.b, opBinInt), int32(x))
 	default: // LONG1: minimal little-endian two's complement
-		var le []byte
-		u := uint64(x)
-		for i := range 8 {
-			le = append(le, byte(u>>(8*i)))
-		}
-		for len(le) > 1 {
-			last, prev := le[len(le)-1], le[len(le)-2]
+		le := [8]byte(appendLE(make([]byte, 0, 8), x))
+		n := uint8(len(le))
+		for n > 1 {
+			last, prev := le[n-1], le[n-2]
 			if (last == 0 && prev&0x80 == 0) || (last == 0xff && prev&0x80 != 0) {
-				le = le[:len(le)-1]
+				n--
 				continue
 			}
 			break
 		}
-		p.b = append(p.b, opLong1, byte(len(le)))
-		p.b = append(p.b, le...)
+		p.b = append(p.b, opLong1, n)
+		p.b = append(p.b, le[:n]...)
 	}
 }
 
@@ -240,8 +240,15 @@ func (p *pickler) str(s string) {
 	if p.memoized("s:" + s) {
 		return
 	}
+	n := int64(len(s))
+	if n > math.MaxUint32 { // BINUNICODE8 (protocol 4) would be needed
+		if p.err == nil {
+			p.err = fmt.Errorf("ptwrite: string of %d bytes is too long for a protocol-2 pickle", n)
+		}
+		return
+	}
 	p.b = append(p.b, opBinUnicode)
-	p.b = binary.LittleEndian.AppendUint32(p.b, uint32(len(s)))
+	p.b = binary.LittleEndian.AppendUint32(p.b, uint32(n))
 	p.b = append(p.b, s...)
 	p.put()
 }
@@ -431,6 +438,9 @@ func Pickle(v any) ([]byte, []*Tensor, error) {
 	p.b = append(p.b, opProto, 2)
 	if err := p.value(v); err != nil {
 		return nil, nil, err
+	}
+	if p.err != nil {
+		return nil, nil, p.err
 	}
 	p.b = append(p.b, opStop)
 	return p.b, p.storages, nil

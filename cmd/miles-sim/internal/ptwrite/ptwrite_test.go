@@ -2,6 +2,8 @@ package ptwrite
 
 import (
 	"archive/zip"
+	"bytes"
+	"io"
 	"math"
 	"path/filepath"
 	"strings"
@@ -131,5 +133,22 @@ func TestIntEncodings(t *testing.T) {
 		if err != nil || v != x {
 			t.Errorf("%d: got %v (%v)", x, v, err)
 		}
+	}
+}
+
+// Signed tensor elements are stored as their little-endian two's complement.
+func TestSignedTensorBytes(t *testing.T) {
+	if got, want := IntTensor([]int32{-1, math.MinInt32, 2}).Data, []byte{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0x80, 2, 0, 0, 0}; !bytes.Equal(got, want) {
+		t.Errorf("IntTensor bytes % x, want % x", got, want)
+	}
+	if got, want := LongTensor([]int64{-2, 1 << 40}).Data, []byte{0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0, 0, 1, 0, 0}; !bytes.Equal(got, want) {
+		t.Errorf("LongTensor bytes % x, want % x", got, want)
+	}
+}
+
+// A field that does not fit the zip format is an error, not a wrapped value.
+func TestZipNameTooLong(t *testing.T) {
+	if _, err := Write(io.Discard, strings.Repeat("n", 1<<16), NewDict("k", 1)); err == nil || !strings.Contains(err.Error(), "too long") {
+		t.Errorf("got %v, want a name-too-long error", err)
 	}
 }

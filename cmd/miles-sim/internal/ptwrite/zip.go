@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -28,10 +29,11 @@ type zipWriter struct {
 }
 
 type zipEntry struct {
-	name string
-	crc  uint32
-	size uint32
-	off  uint32
+	name    string
+	nameLen uint16
+	crc     uint32
+	size    uint32
+	off     uint32
 }
 
 const (
@@ -51,11 +53,19 @@ func (z *zipWriter) record(name string, data []byte) {
 	if z.err != nil {
 		return
 	}
-	if int64(len(data)) >= 1<<32-1 || z.off >= 1<<32-1 {
+	// Without zip64 a size or offset must stay below 0xffffffff (the zip64 marker) and a name below 64 KiB;
+	// one that does not fit is an error, never a wrapped field. off is a byte count, never negative.
+	size, off := int64(len(data)), z.off
+	if size >= math.MaxUint32 || off < 0 || off >= math.MaxUint32 {
 		z.err = fmt.Errorf("%s: archive past 4 GiB (zip64 is not written)", name)
 		return
 	}
-	e := zipEntry{name: name, crc: crc32.ChecksumIEEE(data), size: uint32(len(data)), off: uint32(z.off)}
+	nameLen := len(name)
+	if nameLen > math.MaxUint16 {
+		z.err = fmt.Errorf("record name of %d bytes is too long for a zip", nameLen)
+		return
+	}
+	e := zipEntry{name: name, nameLen: uint16(nameLen), crc: crc32.ChecksumIEEE(data), size: uint32(size), off: uint32(off)}
 	start := z.off + 30 + int64(len(name)) + 4
 	pad := int((alignment - start%alignment) % alignment)
 	h := make([]byte, 0, 30+len(name)+4+pad)
@@ -67,8 +77,8 @@ func (z *zipWriter) record(name string, data []byte) {
 	h = binary.LittleEndian.AppendUint32(h, 0) // crc, sizes: in the data descriptor
 	h = binary.LittleEndian.AppendUint32(h, 0)
 	h = binary.LittleEndian.AppendUint32(h, 0)
-	h = binary.LittleEndian.AppendUint16(h, uint16(len(name)))
-	h = binary.LittleEndian.AppendUint16(h, uint16(4+pad))
+	h = binary.LittleEndian.AppendUint16(h, e.nameLen)
+	h = binary.LittleEndian.AppendUint16(h, 4+uint16(pad)) // the FB field's 4-byte header and its padding
 	h = append(h, name...)
 	h = append(h, 'F', 'B')
 	h = binary.LittleEndian.AppendUint16(h, uint16(pad))
@@ -97,7 +107,7 @@ func (z *zipWriter) close() error {
 		c = binary.LittleEndian.AppendUint32(c, e.crc)
 		c = binary.LittleEndian.AppendUint32(c, e.size)
 		c = binary.LittleEndian.AppendUint32(c, e.size)
-		c = binary.LittleEndian.AppendUint16(c, uint16(len(e.name)))
+		c = binary.LittleEndian.AppendUint16(c, e.nameLen)
 		c = binary.LittleEndian.AppendUint16(c, 0) // extra
 		c = binary.LittleEndian.AppendUint16(c, 0) // comment
 		c = binary.LittleEndian.AppendUint16(c, 0) // disk
@@ -107,16 +117,19 @@ func (z *zipWriter) close() error {
 		c = append(c, e.name...)
 		z.write(c)
 	}
-	if len(z.ents) >= 1<<16 || z.off >= 1<<32-1 {
+	// The end record's entry count is 16-bit and its offsets 32-bit. cdStart and z.off are byte counts with
+	// cdStart <= z.off, so only the upper bounds can fail; the lower ones make each conversion's range explicit.
+	n, cdSize := len(z.ents), z.off-cdStart
+	if n > math.MaxUint16 || z.off >= math.MaxUint32 || cdStart < 0 || cdStart >= math.MaxUint32 || cdSize < 0 || cdSize >= math.MaxUint32 {
 		return errors.New("archive too large for a zip without zip64")
 	}
 	eo := make([]byte, 0, 22)
 	eo = binary.LittleEndian.AppendUint32(eo, 0x06054b50)
 	eo = binary.LittleEndian.AppendUint16(eo, 0)
 	eo = binary.LittleEndian.AppendUint16(eo, 0)
-	eo = binary.LittleEndian.AppendUint16(eo, uint16(len(z.ents)))
-	eo = binary.LittleEndian.AppendUint16(eo, uint16(len(z.ents)))
-	eo = binary.LittleEndian.AppendUint32(eo, uint32(z.off-cdStart))
+	eo = binary.LittleEndian.AppendUint16(eo, uint16(n))
+	eo = binary.LittleEndian.AppendUint16(eo, uint16(n))
+	eo = binary.LittleEndian.AppendUint32(eo, uint32(cdSize))
 	eo = binary.LittleEndian.AppendUint32(eo, uint32(cdStart))
 	eo = binary.LittleEndian.AppendUint16(eo, 0)
 	z.write(eo)

@@ -59,13 +59,21 @@ type Stats struct {
 	SimSeconds                        float64
 }
 
+// bits64 is v's two's-complement bit pattern, what uint64(v) gives, for every int64: random-stream seeds (a
+// negative --seed is a valid seed, and steps and ranks key streams too) and OTLP sfixed64 slots want the raw bits,
+// not a range-checked value. Each 32-bit half is masked before its conversion, so every conversion is visibly in
+// range.
+func bits64(v int64) uint64 {
+	return uint64(v>>32&math.MaxUint32)<<32 | uint64(v&math.MaxUint32)
+}
+
 // NewGenerator validates cfg and lays out the run.
 func NewGenerator(cfg Config) (*Generator, error) {
 	cfg.Defaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	d := &Generator{cfg: cfg, topo: NewTopology(cfg), r: rand.New(rand.NewPCG(uint64(cfg.Seed), 0x6d696c6573))}
+	d := &Generator{cfg: cfg, topo: NewTopology(cfg), r: rand.New(rand.NewPCG(bits64(cfg.Seed), 0x6d696c6573))}
 	if f := cfg.Faults; f.StragglerFactor > 1 && f.StragglerRank >= len(d.topo.Train) {
 		return nil, fmt.Errorf("fault straggler-rank=%d: the run has %d train ranks", f.StragglerRank, len(d.topo.Train))
 	}

@@ -104,7 +104,7 @@ func NewDumper(opts DumpOptions, seed int64, trainRanks int, log io.Writer) (*Du
 		log = io.Discard
 	}
 	w := &Dumper{
-		opts: opts, seed: uint64(seed), ranks: trainRanks, dp: trainRanks / (opts.TP * opts.CP), voc: newVocab(),
+		opts: opts, seed: bits64(seed), ranks: trainRanks, dp: trainRanks / (opts.TP * opts.CP), voc: newVocab(),
 		pending: map[int]*dumpStep{}, log: log,
 	}
 	for _, d := range []string{"rollout_data", "train_data", "trajectory"} {
@@ -154,10 +154,10 @@ func (w *Dumper) Rollout(sd *StepDump) error {
 			float64(w.Written)/1e6, sd.Step)
 		return nil
 	}
-	r := rand.New(rand.NewPCG(w.seed^0x64756d7073, uint64(sd.Step)))
+	r := rand.New(rand.NewPCG(w.seed^0x64756d7073, bits64(int64(sd.Step))))
 	name := strconv.Itoa(sd.Step)
 	if sd.Eval {
-		r = rand.New(rand.NewPCG(w.seed^0x6576616c, uint64(sd.Step)))
+		r = rand.New(rand.NewPCG(w.seed^0x6576616c, bits64(int64(sd.Step))))
 		name = "eval_" + name
 		sd = evalSamples(r, sd)
 	}
@@ -528,7 +528,7 @@ func (w *Dumper) Train(sd *StepDump) error {
 		return nil // not dumped (budget) or already written
 	}
 	delete(w.pending, sd.Step)
-	r := rand.New(rand.NewPCG(w.seed^0x747261696e, uint64(sd.Step)))
+	r := rand.New(rand.NewPCG(w.seed^0x747261696e, bits64(int64(sd.Step))))
 	full := w.trainValues(r, st)
 	if w.lastBuilt != nil {
 		for i, s := range st.samples {

@@ -29,7 +29,7 @@ func (r *runner) engineTrace(sp *Span) {
 				cfg.EngineType = fakesglang.EngineDecode
 			}
 		}
-		tr = fakesglang.NewTracer(cfg, r.opts.EngineTraceLevel, uint64(sp.Engine.Rank)*7919+1)
+		tr = fakesglang.NewTracer(cfg, r.opts.EngineTraceLevel, bits64(int64(sp.Engine.Rank))*7919+1)
 		r.tracers[sp.Engine.Rank] = tr
 	}
 	const net = 300 * time.Microsecond

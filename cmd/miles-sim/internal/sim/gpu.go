@@ -55,7 +55,7 @@ type gpuModel struct {
 }
 
 func newGPUModel(topo *Topology, colocate bool, seed int64, maxRun int) *gpuModel {
-	m := &gpuModel{topo: topo, colocate: colocate, r: rand.New(rand.NewPCG(uint64(seed), 0x677075)), maxRun: maxRun}
+	m := &gpuModel{topo: topo, colocate: colocate, r: rand.New(rand.NewPCG(bits64(seed), 0x677075)), maxRun: maxRun}
 	for n := range topo.GPUs {
 		row := make([]gpuDev, len(topo.GPUs[n]))
 		for i := range row {

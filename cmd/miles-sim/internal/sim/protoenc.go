@@ -31,7 +31,7 @@ const numGPUValues = 24
 // gpuValues flattens a reading in the order (*batch).gpu appends data points.
 func gpuValues(s *GPUSample, limit int64) [numGPUValues]uint64 {
 	d := math.Float64bits
-	i := func(v int64) uint64 { return uint64(v) }
+	i := bits64 // sfixed64 on the wire: the value's two's-complement bits
 	return [numGPUValues]uint64{
 		d(s.Util), i(s.MemUsed), i(limit), d(s.MemUtil), d(s.Power), d(s.Energy), d(s.Temp),
 		i(s.PCIeRx), i(s.PCIeTx), i(s.NVRx), i(s.NVTx), i(s.ECCCorr), i(s.ECCUncorr), i(s.XID),
@@ -50,8 +50,8 @@ const (
 // then records where the sentinels landed.
 func newGPUTemplate(n *nvml, node, idx int, descriptions bool) (*gpuTemplate, error) {
 	var s GPUSample
-	set := func(k int) float64 { return math.Float64frombits(sentinelValue | uint64(k)) }
-	iv := func(k int) int64 { return int64(sentinelValue | uint64(k)) }
+	set := func(k uint64) float64 { return math.Float64frombits(sentinelValue | k) }
+	iv := func(k int64) int64 { return int64(sentinelValue) | k }
 	s.Util, s.MemUsed, s.MemUtil, s.Power, s.Energy, s.Temp = set(0), iv(1), set(3), set(4), set(5), set(6)
 	s.PCIeRx, s.PCIeTx, s.NVRx, s.NVTx, s.ECCCorr, s.ECCUncorr, s.XID = iv(7), iv(8), iv(9), iv(10), iv(11), iv(12), iv(13)
 	s.SMClock, s.MemClock, s.Reasons, s.SMAct, s.SMOcc, s.Tensor, s.DRAM = iv(14), iv(15), iv(16), set(17), set(18), set(19), set(20)
@@ -80,7 +80,7 @@ func findSlots(body []byte, nValues, nTimes int) (*gpuTemplate, error) {
 		case v == sentinelTime:
 			t.times = append(t.times, off)
 			off += 7
-		case v&^0xffff == sentinelValue && v&0xffff < uint64(nValues):
+		case v&^0xffff == sentinelValue && int(v&0xffff) < nValues:
 			k := int(v & 0xffff)
 			if t.values[k] >= 0 {
 				return nil, fmt.Errorf("value slot %d found twice", k)

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"container/heap"
+	"encoding/binary"
 	"math/rand/v2"
 )
 
@@ -180,16 +181,13 @@ type ids struct{ r *rand.Rand }
 
 func (g ids) trace() (t TraceID) {
 	a, b := g.r.Uint64(), g.r.Uint64()
-	for i := range 8 {
-		t[i], t[8+i] = byte(a>>(8*i)), byte(b>>(8*i))
-	}
+	binary.LittleEndian.PutUint64(t[:8], a)
+	binary.LittleEndian.PutUint64(t[8:], b)
 	return t
 }
 
 func (g ids) span() (s SpanID) {
 	a := g.r.Uint64() | 1
-	for i := range 8 {
-		s[i] = byte(a >> (8 * i))
-	}
+	binary.LittleEndian.PutUint64(s[:], a)
 	return s
 }

@@ -63,39 +63,33 @@ var simPunct = []string{".", ",", ":", "?", " =", " +", " -", " *", " /", " (", 
 
 // bytesToUnicode is GPT-2's byte-level alphabet: the printable bytes map to themselves, the others to U+0100….
 // The order of bs is the id order of the 256 byte tokens.
-func bytesToUnicode() (bs []int, cs []rune) {
-	for b := '!'; b <= '~'; b++ {
-		bs = append(bs, int(b))
-	}
-	for b := 0xa1; b <= 0xac; b++ {
-		bs = append(bs, b)
-	}
-	for b := 0xae; b <= 0xff; b++ {
-		bs = append(bs, b)
-	}
-	in := map[int]bool{}
-	for _, b := range bs {
-		in[b] = true
-		cs = append(cs, rune(b))
-	}
-	n := 0
-	for b := range 256 {
-		if !in[b] {
-			bs = append(bs, b)
-			cs = append(cs, rune(256+n))
-			n++
+func bytesToUnicode() (bs []byte, cs []rune) {
+	var rest []byte
+	for i := range 256 {
+		b := byte(i)
+		if '!' <= b && b <= '~' || 0xa1 <= b && b <= 0xac || 0xae <= b {
+			bs, cs = append(bs, b), append(cs, rune(b))
+		} else {
+			rest = append(rest, b)
 		}
+	}
+	next := rune(256)
+	for _, b := range rest {
+		bs, cs = append(bs, b), append(cs, next)
+		next++
 	}
 	return bs, cs
 }
 
 func newVocab() *vocab {
 	v := &vocab{byText: map[string]int32{}}
+	var next int32 // ids are dense, in the order pieces are added: next is len(v.pieces)
 	add := func(text string) int32 {
 		if id, ok := v.byText[text]; ok {
 			return id
 		}
-		id := int32(len(v.pieces))
+		id := next
+		next++
 		v.pieces = append(v.pieces, text)
 		v.byText[text] = id
 		v.maxLen = max(v.maxLen, len(text))
@@ -103,7 +97,7 @@ func newVocab() *vocab {
 	}
 	bs, _ := bytesToUnicode()
 	for _, b := range bs {
-		add(string([]byte{byte(b)}))
+		add(string([]byte{b}))
 	}
 	for _, w := range simWords {
 		v.words = append(v.words, add(" "+w))
@@ -216,7 +210,7 @@ func (v *vocab) writeTokenizer(dir string) error {
 	bs, cs := bytesToUnicode()
 	enc := map[byte]rune{}
 	for i, b := range bs {
-		enc[byte(b)] = cs[i]
+		enc[b] = cs[i]
 	}
 	byteLevel := func(s string) string {
 		var b strings.Builder
