@@ -67,7 +67,7 @@ func DigestPhaseHour(hour int64, recs store.PhaseHourRecords) PhaseHour {
 	index := func(dict *[]string, at map[string]int32, s string) int32 {
 		i, ok := at[s]
 		if !ok {
-			i = int32(len(*dict))
+			i = clamp32(len(*dict)) // one name per record at most: an hour's dictionary is far below the clamp
 			*dict = append(*dict, s)
 			at[s] = i
 		}

@@ -591,7 +591,7 @@ func build(obj, state any) error {
 func latin1(s string) ([]byte, error) {
 	out := make([]byte, 0, len(s))
 	for _, r := range s {
-		if r > 255 {
+		if r < 0 || r > 255 {
 			return nil, corruptf("latin1 bytes out of range")
 		}
 		out = append(out, byte(r))
@@ -639,13 +639,13 @@ func scalarAt(raw []byte, dt DType, i int) any {
 	case BF16:
 		return float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(raw[2*i:])) << 16))
 	case I64:
-		return int64(binary.LittleEndian.Uint64(raw[8*i:]))
+		return signed(binary.LittleEndian.Uint64(raw[8*i:]), 64)
 	case I32:
-		return int64(int32(binary.LittleEndian.Uint32(raw[4*i:])))
+		return signed(uint64(binary.LittleEndian.Uint32(raw[4*i:])), 32)
 	case I16:
-		return int64(int16(binary.LittleEndian.Uint16(raw[2*i:])))
+		return signed(uint64(binary.LittleEndian.Uint16(raw[2*i:])), 16)
 	case I8:
-		return int64(int8(raw[i]))
+		return signed(uint64(raw[i]), 8)
 	case U8:
 		return int64(raw[i])
 	case Bool:

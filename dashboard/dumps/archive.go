@@ -164,8 +164,8 @@ func (a *Archive) readAll(zf *zip.File, limit uint64) ([]byte, error) {
 	}
 	defer rc.Close()
 	hint := min(zf.UncompressedSize64,
-		// never trust a header for the allocation: grow as data arrives
-		uint64(a.Size))
+		// never trust a header for the allocation: grow as data arrives (a file's size is never negative)
+		uint64(max(a.Size, 0)))
 	b := make([]byte, 0, hint)
 	buf := make([]byte, 64<<10)
 	for {
@@ -215,7 +215,7 @@ func (a *Archive) Decode(b []byte, opts DecodeOptions) (any, error) {
 			return nil, corruptf("storage data/%s is missing from the archive", key)
 		}
 		es := int64(g.spec.dtype.Size())
-		if numel > math.MaxInt64/es || uint64(numel*es) > zf.UncompressedSize64 {
+		if numel > math.MaxInt64/es || numel*es > int64(min(zf.UncompressedSize64, math.MaxInt64)) {
 			return nil, corruptf("storage data/%s holds %d bytes, fewer than %d elements of %s",
 				key, zf.UncompressedSize64, numel, g.spec.dtype)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sync"
 	"time"
@@ -83,7 +84,7 @@ func (c *columnsFile) read(si int64) (*columnsRow, error) {
 			st := md.RowGroups[gi].Columns[sic].MetaData.Statistics
 			lo, hi := st.MinValue, st.MaxValue
 			if len(lo) == 4 && len(hi) == 4 {
-				if si < int64(int32(binary.LittleEndian.Uint32(lo))) || si > int64(int32(binary.LittleEndian.Uint32(hi))) {
+				if si < signed(uint64(binary.LittleEndian.Uint32(lo)), 32) || si > signed(uint64(binary.LittleEndian.Uint32(hi)), 32) {
 					continue
 				}
 			}
@@ -123,9 +124,14 @@ func (c *columnsFile) read(si int64) (*columnsRow, error) {
 			}
 			out.lossMask = make([]int8, 0, len(vals[0]))
 			for _, v := range vals[0] {
-				if !v.IsNull() {
-					out.lossMask = append(out.lossMask, int8(v.Int64()))
+				if v.IsNull() {
+					continue
 				}
+				m := v.Int64()
+				if m < math.MinInt8 || m > math.MaxInt8 {
+					return nil, c.wrap(fmt.Errorf("loss_mask value %d out of range", m))
+				}
+				out.lossMask = append(out.lossMask, int8(m))
 			}
 		}
 		if ci, ok := c.cols["rollout_log_probs"]; ok {

@@ -60,7 +60,7 @@ func FuzzSidecar(f *testing.F) {
 		if err != nil || row == nil {
 			t.Fatalf("the good line after the fuzzed bytes is lost: %v", err)
 		}
-		checkHeap(t, ms.HeapAlloc, len(b))
+		checkHeap(t, ms.HeapAlloc, uint64(len(b)))
 	})
 }
 
@@ -117,7 +117,7 @@ func FuzzColumns(f *testing.F) {
 		for _, si := range []int64{-1, 0, 1, 2, 3, 1 << 40} {
 			_, _ = c.read(si)
 		}
-		checkHeap(t, ms.HeapAlloc, len(b))
+		checkHeap(t, ms.HeapAlloc, uint64(len(b)))
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"math/big"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -184,7 +185,7 @@ func (d *decoder) number(op opcode, off int) (numeric bool, err error) {
 		if err != nil {
 			return true, err
 		}
-		return true, d.push(int64(int32(binary.LittleEndian.Uint32(p))), off)
+		return true, d.push(signed(uint64(binary.LittleEndian.Uint32(p)), 32), off)
 	case opBinFloat:
 		p, err := d.need(8)
 		if err != nil {
@@ -216,7 +217,7 @@ func (d *decoder) binLong(op opcode, off int) (numeric bool, err error) {
 		if err != nil {
 			return false, err
 		}
-		n = int(int32(binary.LittleEndian.Uint32(p)))
+		n = int(signed(uint64(binary.LittleEndian.Uint32(p)), 32))
 	}
 	if n > 1<<16 {
 		return false, corruptf("pickle LONG of %d bytes", n)
@@ -478,7 +479,11 @@ func (d *decoder) memoWrite(op opcode, off int) error {
 		}
 		return d.memoPut(binary.LittleEndian.Uint32(p))
 	default: // opMemoize
-		return d.memoPut(uint32(len(d.memo)))
+		n := len(d.memo)
+		if n > maxMemo { // never: memoPut keeps the memo within maxMemo entries, so the key fits
+			return corruptf("pickle memo exceeds %d entries", maxMemo)
+		}
+		return d.memoPut(uint32(n))
 	}
 }
 
@@ -670,7 +675,7 @@ func (d *decoder) length(op opcode) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		if op == opBinString && int32(binary.LittleEndian.Uint32(p)) < 0 {
+		if op == opBinString && binary.LittleEndian.Uint32(p) > math.MaxInt32 { // a negative int32
 			return 0, corruptf("pickle: negative BINSTRING length")
 		}
 		n = uint64(binary.LittleEndian.Uint32(p))
@@ -681,7 +686,7 @@ func (d *decoder) length(op opcode) (int, error) {
 		}
 		n = binary.LittleEndian.Uint64(p)
 	}
-	if n > uint64(len(d.data)-d.pos) {
+	if n > math.MaxInt || int(n) > len(d.data)-d.pos {
 		return 0, corruptf("pickle truncated at byte %d: a %d-byte string does not fit", d.pos, n)
 	}
 	return int(n), nil
@@ -821,7 +826,11 @@ func rawUnicodeEscape(s string) string {
 			}
 			if i+2+w <= len(s) {
 				if r, err := strconv.ParseUint(s[i+2:i+2+w], 16, 32); err == nil {
-					b.WriteRune(rune(r))
+					c := utf8.RuneError // what WriteRune writes for any number that is no code point
+					if r <= unicode.MaxRune {
+						c = rune(r)
+					}
+					b.WriteRune(c)
 					i += 1 + w
 					continue
 				}

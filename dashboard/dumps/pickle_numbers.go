@@ -150,7 +150,7 @@ func scanNumbers(b []byte, fn func(i int64, f float64, isF bool)) error {
 			if !need(4) {
 				return corruptf("numeric span truncated")
 			}
-			fn(int64(int32(binary.LittleEndian.Uint32(b[p:]))), 0, false)
+			fn(signed(uint64(binary.LittleEndian.Uint32(b[p:])), 32), 0, false)
 			p += 4
 		case opBinFloat:
 			if !need(8) {
@@ -200,7 +200,14 @@ func leSigned(b []byte) int64 {
 	if len(b) < 8 && b[len(b)-1]&0x80 != 0 {
 		u |= ^uint64(0) << (8 * uint(len(b)))
 	}
-	return int64(u)
+	return signed(u, 64)
+}
+
+// signed reads the low n bits of u (0 < n ≤ 64) as an n-bit two's complement number, what int64(intN(u)) gives.
+// The bits are reinterpreted by a mask and the sign bit apart, so every conversion is in range for any input.
+func signed(u uint64, n uint) int64 {
+	u <<= 64 - n
+	return (int64(u&math.MaxInt64) | -int64(u>>63)<<63) >> (64 - n)
 }
 
 // decodeLong decodes a LONG1/LONG4 payload: an int64 when it fits, else a *big.Int.

@@ -16,16 +16,16 @@ import (
 // containers, batched APPENDS/SETITEMS of 1000, the smallest int opcode, BINFLOAT, BINUNICODE.
 type pickler struct {
 	b    bytes.Buffer
-	memo int
+	memo uint32
 }
 
 func (p *pickler) put() {
-	if p.memo < 256 {
+	if m := p.memo; m < 256 {
 		p.b.WriteByte('q')
-		p.b.WriteByte(byte(p.memo))
+		p.b.WriteByte(byte(m))
 	} else {
 		p.b.WriteByte('r')
-		_ = binary.Write(&p.b, binary.LittleEndian, uint32(p.memo))
+		_ = binary.Write(&p.b, binary.LittleEndian, m)
 	}
 	p.memo++
 }
@@ -54,8 +54,12 @@ func (p *pickler) float(v float64) {
 }
 
 func (p *pickler) str(s string) {
+	n := len(s)
+	if n > math.MaxUint32 {
+		panic("pickler: string too long for BINUNICODE")
+	}
 	p.b.WriteByte('X')
-	_ = binary.Write(&p.b, binary.LittleEndian, uint32(len(s)))
+	_ = binary.Write(&p.b, binary.LittleEndian, uint32(n))
 	p.b.WriteString(s)
 	p.put()
 }
@@ -180,15 +184,18 @@ func f32bytes(v []float32) []byte {
 }
 
 func i64bytes(v []int64, size int) []byte {
-	b := make([]byte, size*len(v))
-	for i, x := range v {
+	var b bytes.Buffer
+	for _, x := range v {
 		if size == 8 {
-			binary.LittleEndian.PutUint64(b[8*i:], uint64(x))
-		} else {
-			binary.LittleEndian.PutUint32(b[4*i:], uint32(x))
+			_ = binary.Write(&b, binary.LittleEndian, x)
+			continue
 		}
+		if x < math.MinInt32 || x > math.MaxInt32 {
+			panic("i64bytes: value out of int32 range")
+		}
+		_ = binary.Write(&b, binary.LittleEndian, int32(x))
 	}
-	return b
+	return b.Bytes()
 }
 
 // synthSample is one sample's full values.

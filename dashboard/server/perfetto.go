@@ -63,10 +63,10 @@ type traceWriter struct {
 	msg    []byte // scratch for a nested message
 	first  bool
 	tracks int
-	events map[int]int // by TrackEvent.Type
+	events map[uint64]int // by TrackEvent.Type
 }
 
-func newTraceWriter() *traceWriter { return &traceWriter{first: true, events: map[int]int{}} }
+func newTraceWriter() *traceWriter { return &traceWriter{first: true, events: map[uint64]int{}} }
 
 // packet appends one TracePacket whose body is built by body (timestamp ts in ns when ts ≥ 0).
 func (w *traceWriter) packet(ts int64, body func(b []byte) []byte) {
@@ -134,13 +134,17 @@ type annotation struct {
 	f    *float64
 }
 
+// varint64 is v as an int64 protobuf field's varint holds it (two's complement, the bits of uint64(v)): the low 63
+// bits by a mask and the sign bit apart, so each conversion is in range.
+func varint64(v int64) uint64 { return uint64(v&math.MaxInt64) | uint64(v>>63&1)<<63 }
+
 // event appends a TrackEvent at ts (Unix seconds).
-func (w *traceWriter) event(typ int, track uint64, ts float64, name, category string, value float64, ann []annotation) {
+func (w *traceWriter) event(typ, track uint64, ts float64, name, category string, value float64, ann []annotation) {
 	w.events[typ]++
 	w.packet(nanos(ts), func(p []byte) []byte {
 		e := w.msg[:0]
 		e = protowire.AppendTag(e, fEventType, protowire.VarintType)
-		e = protowire.AppendVarint(e, uint64(typ))
+		e = protowire.AppendVarint(e, typ)
 		e = protowire.AppendTag(e, fEventTrack, protowire.VarintType)
 		e = protowire.AppendVarint(e, track)
 		if name != "" && typ != eventSliceEnd && typ != eventCounter {
@@ -162,7 +166,7 @@ func (w *traceWriter) event(typ int, track uint64, ts float64, name, category st
 			switch {
 			case a.i != nil:
 				d = protowire.AppendTag(d, fAnnotationInt, protowire.VarintType)
-				d = protowire.AppendVarint(d, uint64(*a.i))
+				d = protowire.AppendVarint(d, varint64(*a.i))
 			case a.f != nil:
 				d = protowire.AppendTag(d, fAnnotationDouble, protowire.Fixed64Type)
 				d = protowire.AppendFixed64(d, math.Float64bits(*a.f))

@@ -13,7 +13,7 @@ import (
 // notifications.
 type runReader interface {
 	Meta() *store.MetaResult
-	MetaVersion() int
+	MetaVersion() uint64
 	Info() store.RunInfo
 	RunConfig() (*store.RunConfig, error)
 	Dir() string

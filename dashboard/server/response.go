@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/csv"
 	"encoding/json"
+	"math"
 	"net/http"
 )
 
@@ -80,11 +81,16 @@ type frame struct {
 
 func (f frame) write(w http.ResponseWriter) {
 	header, _ := json.Marshal(f.header)
+	n := len(header)
+	if n > math.MaxUint32 { // the frame counts its header in 4 bytes
+		http.Error(w, "frame header too long", http.StatusInternalServerError)
+		return
+	}
 	w.Header().Set("Content-Type", "application/octet-stream")
 	w.Header().Set("Cache-Control", "no-store")
-	var n [4]byte
-	binary.LittleEndian.PutUint32(n[:], uint32(len(header)))
-	_, _ = w.Write(n[:])
+	var size [4]byte
+	binary.LittleEndian.PutUint32(size[:], uint32(n))
+	_, _ = w.Write(size[:])
 	_, _ = w.Write(header)
 	_, _ = w.Write(f.cells)
 }

@@ -41,7 +41,7 @@ type runStream struct {
 	run     runReader
 	compute computeReader
 	sent    float64 // data edge up to which deltas were sent
-	metaV   int     // meta version last sent
+	metaV   uint64  // meta version last sent
 }
 
 func (*runStream) every() time.Duration { return 0 }

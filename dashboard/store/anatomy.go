@@ -237,6 +237,8 @@ type rowAcc struct {
 	row AnatomyRow
 	// final is the attempt the step consumed.
 	final int32
+	// sample is row.Sample as the records hold it (-1: none).
+	sample int32
 	// records are the sample's span records of the consumed attempt.
 	records []*trajRec
 	// prior are the records of its earlier attempts.
@@ -259,7 +261,7 @@ func (r *trajectoryReader) buildAnatomyLocked(sc *stepConsume, blocks []*trajBlo
 	for i, t := range sc.links {
 		byTrace[t] = i
 		rows[i].row = AnatomyRow{Trace: hex.EncodeToString(t[:]), Sample: -1, Group: -1, Attempt: -1}
-		rows[i].final = -1
+		rows[i].final, rows[i].sample = -1, -1
 	}
 	// Pass 1: the consumed traces.
 	for _, b := range blocks {
@@ -272,7 +274,7 @@ func (r *trajectoryReader) buildAnatomyLocked(sc *stepConsume, blocks []*trajBlo
 			acc := &rows[ri]
 			acc.records = append(acc.records, r)
 			if r.sample >= 0 {
-				acc.row.Sample = int(r.sample)
+				acc.row.Sample, acc.sample = int(r.sample), r.sample
 			}
 			if r.group >= 0 {
 				acc.row.Group = int(r.group)
@@ -288,10 +290,10 @@ func (r *trajectoryReader) buildAnatomyLocked(sc *stepConsume, blocks []*trajBlo
 	bySample := map[int32]int{}
 	samples := map[int32]bool{}
 	for i := range rows {
-		if rows[i].row.Sample >= 0 {
-			samples[int32(rows[i].row.Sample)] = true
+		if s := rows[i].sample; s >= 0 {
+			samples[s] = true
 			if rows[i].final > 0 {
-				bySample[int32(rows[i].row.Sample)] = i
+				bySample[s] = i
 			}
 		}
 	}
@@ -311,7 +313,7 @@ func (r *trajectoryReader) buildAnatomyLocked(sc *stepConsume, blocks []*trajBlo
 		}
 	}
 	a := &AnatomyResult{
-		Step: sc.step, Consume: sc.t0, ConsumeWV: optI(sc.wv), T1: sc.t1, LookbackS: AnatomyLookback,
+		Step: sc.step, Consume: sc.t0, ConsumeWV: optI(int64(sc.wv)), T1: sc.t1, LookbackS: AnatomyLookback,
 		RowsTotal: len(rows), Versions: []int{}, Pushes: []WeightPush{},
 	}
 	versions := map[int32]bool{}
@@ -376,10 +378,10 @@ func (r *trajectoryReader) buildAnatomyLocked(sc *stepConsume, blocks []*trajBlo
 			res := &t.res
 			row.Lifecycle, row.Reason = lcStatusOf(res), res.Reason
 			if res.Known {
-				row.Staleness = optI(int32(res.Staleness))
+				row.Staleness = optI(res.Staleness)
 			}
 			if res.VersionsKnown {
-				row.VersionMin, row.VersionMax = optI(int32(res.VersionMin)), optI(int32(res.VersionMax))
+				row.VersionMin, row.VersionMax = optI(res.VersionMin), optI(res.VersionMax)
 				m := res.Mixed
 				row.Mixed = &m
 			}

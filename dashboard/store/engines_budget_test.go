@@ -139,7 +139,7 @@ func TestEngineHoursEvictedAlike(t *testing.T) {
 	reloads := b.Reloads()
 	server.AdvisoryInput(st, advisory.Config{MaxRunningRequests: 64}, nil)
 	_, openPhases, _ := store.PhaseHoursForTest(st)
-	if r := b.Reloads() - reloads; r != uint64(2+openPhases) {
+	if r := b.Reloads() - reloads; r != 2+openPhases {
 		t.Fatalf("the whole-run advisory read %d dropped hours back; want only the newest two engine hours and the %d open phases hour(s) (digested at every call)", r, openPhases)
 	}
 	if a, b := ref.DataVersion(), st.DataVersion(); a != b {

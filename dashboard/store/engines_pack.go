@@ -126,8 +126,10 @@ func packColumn(vals []float64, stride int, sc *packScratch) string {
 	return string(b)
 }
 
+// varintLen is the length of x as a zigzag varint. The zigzag is written as columns' is: the shift drops the sign
+// bit, which the mask clears first (same bits), and x>>63&1 is the sign, so every conversion is in range.
 func varintLen(x int64) int {
-	u := uint64(x<<1) ^ uint64(x>>63)
+	u := uint64(x&math.MaxInt64)<<1 ^ -uint64(x>>63&1)
 	n := 1
 	for u >= 0x80 {
 		u >>= 7

@@ -668,6 +668,6 @@ func (s *Store) DataVersion() [6]uint64 {
 	defer s.mu.RUnlock()
 	return [6]uint64{
 		math.Float64bits(s.edge), s.metrics.index.base + uint64(len(s.metrics.index.log)), s.trajectories.index.version,
-		s.trajectories.version, s.engines.version, uint64(s.metaVer),
+		s.trajectories.version, s.engines.version, s.metaVer,
 	}
 }

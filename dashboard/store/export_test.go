@@ -56,7 +56,7 @@ func EngineHourBytesForTest(st *Store) map[int64]int64 {
 
 // PhaseHoursForTest is how many phases hours the run has closed (their digests kept) and open (digested at every
 // call), and how many are held whole (a dropped hour leaves a sparse remnant).
-func PhaseHoursForTest(st *Store) (closed, open, held int) {
+func PhaseHoursForTest(st *Store) (closed, open, held uint64) {
 	st.mu.RLock()
 	defer st.mu.RUnlock()
 	for _, h := range st.phases.files.Hours() {

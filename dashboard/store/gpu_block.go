@@ -392,15 +392,15 @@ func (l *laneData) sortByTime() {
 	}
 	slices.SortStableFunc(perm, func(a, b int32) int { return cmp.Compare(ts[a], ts[b]) })
 	// groups[k] is where the k-th distinct time starts in perm (a last entry closes the last group).
-	groups := make([]int32, 0, len(perm)+1)
+	groups := make([]int, 0, len(perm)+1)
 	var nt columns.Times
 	for k, i := range perm {
 		if k == 0 || ts[i] != ts[perm[k-1]] {
-			groups = append(groups, int32(k))
+			groups = append(groups, k)
 			nt.Append(ts[i])
 		}
 	}
-	groups = append(groups, int32(len(perm)))
+	groups = append(groups, len(perm))
 	l.ts = nt
 	vals := make([]float64, len(ts))
 	merged := make([]float64, len(groups)-1)

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"sync"
@@ -280,7 +281,7 @@ func writeGPUBlock(w *bufio.Writer, b *gpuBlock) error {
 		h.Int(b.hour)
 		h.Float(b.minTS)
 		h.Float(b.maxTS)
-		h.Uint(uint64(b.values))
+		h.Len(b.values)
 		h.Uint(flag(b.deferred))
 		h.Uint(uint64(len(lanes)))
 		for _, cl := range lanes {
@@ -289,7 +290,7 @@ func writeGPUBlock(w *bufio.Writer, b *gpuBlock) error {
 			h.Uint(uint64(len(cl.fields)))
 			for i, f := range cl.fields {
 				h.Bytes([]byte(cl.names[i]))
-				h.Uint(uint64(f.start))
+				h.Len(f.start)
 				h.ValuesMeta(&f.vals)
 				h.Floats32(headFine(cl.names[i], f))
 			}
@@ -341,7 +342,7 @@ func writeCacheFile(w *bufio.Writer, magic string, head, body func(*columns.Writ
 	}
 	c := columns.NewWriter(w)
 	c.Bytes([]byte(magic))
-	c.Uint(uint64(buf.Len()))
+	c.Len(buf.Len())
 	if c.Err() == nil {
 		if _, err := w.Write(buf.Bytes()); err != nil {
 			return err
@@ -409,7 +410,12 @@ func readGPUHead(head []byte, body *cacheBody, hour int64) (*gpuBlock, error) {
 	if b.hour != hour {
 		return nil, fmt.Errorf("cache holds hour %d, want %d", b.hour, hour)
 	}
-	b.minTS, b.maxTS, b.values = c.Float(), c.Float(), int(c.Uint())
+	b.minTS, b.maxTS = c.Float(), c.Float()
+	values := c.Uint()
+	if values > math.MaxInt {
+		return nil, errors.New("cache holds a value count out of range")
+	}
+	b.values = int(values)
 	b.deferred = c.Uint() == 1
 	b.body = body
 	var order []*laneData

@@ -64,7 +64,7 @@ func (s *Store) Heatmap(t0, t1 float64, sel []*Lane, metric string, buckets int)
 			for _, i := range order {
 				b0 := int(math.Max(0, math.Floor((lane.T0[i]-t0)/width)))
 				b1 := int(math.Min(float64(buckets-1), math.Floor((lane.T1[i]-t0)/width)))
-				c := byte(min(lane.Name[i]+1, 255))
+				c := byte(max(0, min(lane.Name[i]+1, 255))) // name slot + 1 (0: none), held in range
 				for b := b0; b <= b1; b++ {
 					row[b] = c
 				}

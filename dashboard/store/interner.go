@@ -22,11 +22,12 @@ func (in *interner) id(b []byte) uint16 {
 	if i, ok := in.ids[string(b)]; ok {
 		return i
 	}
-	if len(in.strings) >= math.MaxUint16 {
+	n := len(in.strings)
+	if n >= math.MaxUint16 {
 		return 0 // absurd cardinality: keep the record, drop the string
 	}
 	s := string(b)
-	i := uint16(len(in.strings))
+	i := uint16(n)
 	in.ids[s] = i
 	in.strings = append(in.strings, s)
 	return i

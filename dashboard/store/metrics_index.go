@@ -132,8 +132,8 @@ func (r *metricReader) syncLocked() bool {
 		}
 	}
 	m.folded = len(r.records)
-	if len(m.log) > metricLogCap {
-		drop := len(m.log) - metricLogCap/2
+	if n := len(m.log); n > metricLogCap {
+		drop := n - metricLogCap/2
 		m.log = append(m.log[:0:0], m.log[drop:]...)
 		m.base += uint64(drop)
 	}

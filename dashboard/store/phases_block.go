@@ -123,10 +123,20 @@ func intern(dict *[]string, at map[string]int32, s string) (int32, string) {
 	if i, ok := at[s]; ok {
 		return i, (*dict)[i]
 	}
-	i := int32(len(*dict))
+	i := index32(len(*dict))
 	*dict = append(*dict, s)
 	at[s] = i
 	return i, s
+}
+
+// index32 is i as an index into a block's records or dictionaries, which are int32 to halve the indexes'
+// memory. An hour of phase records cannot reach math.MaxInt32 of them (each takes over 100 bytes held: over
+// 200 GiB), so the clamp is never taken: it only makes the bound visible.
+func index32(i int) int32 {
+	if i < 0 || i > math.MaxInt32 {
+		return math.MaxInt32
+	}
+	return int32(i)
 }
 
 // hexID returns a 16-hex-digit span id as a number.

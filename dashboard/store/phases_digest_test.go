@@ -87,7 +87,7 @@ func TestPhaseDigestsAlike(t *testing.T) {
 				if held != 0 {
 					t.Fatalf("pass %d: %d phases hours held under a 1-byte budget", pass, held)
 				}
-				if pass > 0 && b.Reloads()-reloads != uint64(open) {
+				if pass > 0 && b.Reloads()-reloads != open {
 					t.Fatalf("pass %d read %d dropped hours back; want the %d open one(s) only (%d closed, digests kept)", pass, b.Reloads()-reloads, open, closed)
 				}
 			}

@@ -225,7 +225,7 @@ func (q *phaseQuery) translateBlocks() {
 		for k, n := range b.names {
 			sl, ok := slotAt[n]
 			if !ok {
-				sl = int32(len(q.slotName))
+				sl = index32(len(q.slotName))
 				slotAt[n], q.slotName = sl, append(q.slotName, n)
 			}
 			q.nameSlot[bi][k] = sl
@@ -483,7 +483,7 @@ func (r *phaseReader) refreshOpenLocked() {
 		}
 		for k := b.checked; k < len(b.open); k++ {
 			if !closed(&b.open[k]) {
-				left = append(left, int32(k))
+				left = append(left, index32(k))
 			}
 		}
 		b.openLeft, b.checked = left, len(b.open)
@@ -512,9 +512,9 @@ func (b *phaseBlock) nodeIndex() *phaseNodeIndex {
 	for ; x.n < len(b.closed); x.n++ {
 		r := &b.closed[x.n]
 		if len(r.GPUs) == 0 {
-			x.noGPU = append(x.noGPU, int32(x.n))
+			x.noGPU = append(x.noGPU, index32(x.n))
 		} else {
-			x.byNode[r.Node] = append(x.byNode[r.Node], int32(x.n))
+			x.byNode[r.Node] = append(x.byNode[r.Node], index32(x.n))
 		}
 	}
 	return x

@@ -26,13 +26,13 @@ func phaseRun(t *testing.T) string {
 		}
 		return files[h]
 	}
-	n := 0
+	var n uint64
 	emit := func(name, node string, gpu int, t0, t1 float64, parent string, closed bool, idStyle int) string {
 		n++
-		span := fmt.Sprintf(`,"span":"%016x"`, uint64(n)*0x9e3779b97f4a7c15)
+		span := fmt.Sprintf(`,"span":"%016x"`, n*0x9e3779b97f4a7c15)
 		switch idStyle {
 		case 1:
-			span = fmt.Sprintf(`,"span":"%016X"`, uint64(n)*0x9e3779b97f4a7c15)
+			span = fmt.Sprintf(`,"span":"%016X"`, n*0x9e3779b97f4a7c15)
 		case 2:
 			span = "" // v1: identity by node, rank, name, t0
 		}
@@ -53,7 +53,7 @@ func phaseRun(t *testing.T) string {
 			file(t1).WriteString(rec(fmt.Sprintf("%.6f", t1)))
 		}
 		if idStyle == 0 {
-			return fmt.Sprintf("%016x", uint64(n)*0x9e3779b97f4a7c15)
+			return fmt.Sprintf("%016x", n*0x9e3779b97f4a7c15)
 		}
 		return ""
 	}

@@ -47,7 +47,7 @@ func splitRun(t *testing.T, src string) string {
 			if _, err := p.ReadLines(func(line []byte) error {
 				h := fnv.New32a()
 				h.Write(line)
-				i := h.Sum32() % uint32(len(shards))
+				i := int(h.Sum32()) % len(shards)
 				out[i] = append(append(out[i], line...), '\n')
 				return nil
 			}); err != nil {

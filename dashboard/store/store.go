@@ -99,7 +99,7 @@ type Store struct {
 	// listeners are woken when data grew or meta changed (Subscribe).
 	listeners map[chan struct{}]struct{}
 	// metaVer is bumped when lanes or notices change.
-	metaVer int
+	metaVer uint64
 
 	// mem is the store's part of the memory budget: the evictable hour blocks it holds, the queries in flight
 	// (budget.go, docs/operations.md "Memory").
@@ -313,7 +313,7 @@ func (s *Store) Unsubscribe(c chan struct{}) {
 func (s *Store) Dir() string { return s.dir }
 
 // MetaVersion changes whenever Meta would answer differently in lanes or notices.
-func (s *Store) MetaVersion() int {
+func (s *Store) MetaVersion() uint64 {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	return s.metaVer

@@ -247,7 +247,7 @@ func optF(v float64) *float64 {
 	return &v
 }
 
-func optI(v int32) *int {
+func optI(v int64) *int {
 	if v < 0 {
 		return nil
 	}
@@ -265,7 +265,7 @@ func (s *Store) LifecycleSteps() []StepSummary {
 	out := make([]StepSummary, 0, len(s.trajectories.index.steps))
 	for _, sc := range s.trajectories.index.steps {
 		out = append(out, StepSummary{
-			Step: sc.step, T: sc.t0, WV: optI(sc.wv), Batch: max(sc.batch, len(sc.links)),
+			Step: sc.step, T: sc.t0, WV: optI(int64(sc.wv)), Batch: max(sc.batch, len(sc.links)),
 			Status: sc.lcStatus, Samples: sc.samples, Known: sc.known, StalenessMean: optF(sc.staleMean),
 			StalenessMax: optF(sc.staleMax), MixedFrac: optF(sc.mixedFrac),
 		})

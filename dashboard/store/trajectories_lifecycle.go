@@ -38,8 +38,9 @@ type lcTrace struct {
 	att lifecycle.Attempt
 	// seen says a span other than the consume was read.
 	seen bool
-	// registered says it is in bySample.
-	registered bool
+	// registered says it is in bySample, under sample and attempt (its own numbers, which fit an int32).
+	registered      bool
+	sample, attempt int32
 	// last is the newest span end read (data time, Unix seconds).
 	last float64
 	// consume is its first consume span, consumeT that span's start (seconds); hasConsume says there is one.
@@ -128,17 +129,18 @@ func (j *lcJoin) add(r *trajRec, in *interner) bool {
 	}
 	t.seen, t.dirty = true, true
 	j.version++
-	if !t.registered && t.att.HasSample && t.att.HasAttempt && t.att.Sample <= math.MaxInt32 && t.att.Attempt <= math.MaxInt32 {
-		t.registered = true
-		m := j.bySample[int32(t.att.Sample)]
+	if s, a := t.att.Sample, t.att.Attempt; !t.registered && t.att.HasSample && t.att.HasAttempt &&
+		s >= math.MinInt32 && s <= math.MaxInt32 && a >= math.MinInt32 && a <= math.MaxInt32 {
+		t.registered, t.sample, t.attempt = true, int32(s), int32(a)
+		m := j.bySample[t.sample]
 		if m == nil {
 			m = map[int32]*lcTrace{}
-			j.bySample[int32(t.att.Sample)] = m
+			j.bySample[t.sample] = m
 		}
-		m[int32(t.att.Attempt)] = t
+		m[t.attempt] = t
 	}
 	if t.registered { // later attempts of the sample carry this one: recompute them
-		for a, u := range j.bySample[int32(t.att.Sample)] {
+		for a, u := range j.bySample[t.sample] {
 			if int64(a) > t.att.Attempt {
 				u.dirty = true
 			}
@@ -151,7 +153,7 @@ func (j *lcJoin) add(r *trajRec, in *interner) bool {
 // it (lifecycle.Attempt.Carried) and it was not consumed itself.
 func (j *lcJoin) prior(sample, n int64) []lifecycle.AttemptInput {
 	out := make([]lifecycle.AttemptInput, n)
-	if sample > math.MaxInt32 {
+	if sample < math.MinInt32 || sample > math.MaxInt32 { // not registered (add)
 		return out
 	}
 	m := j.bySample[int32(sample)]
@@ -185,9 +187,9 @@ func (j *lcJoin) drop(t *lcTrace) {
 	delete(j.traces, t.id)
 	delete(j.unversioned, t.id)
 	if t.registered {
-		s := int32(t.att.Sample)
-		if m := j.bySample[s]; m != nil && m[int32(t.att.Attempt)] == t {
-			delete(m, int32(t.att.Attempt))
+		s := t.sample
+		if m := j.bySample[s]; m != nil && m[t.attempt] == t {
+			delete(m, t.attempt)
 			if len(m) == 0 {
 				delete(j.bySample, s)
 			}
@@ -287,7 +289,7 @@ func (x *lcIndex) sweep(bound float64, steps map[int]*stepConsume) {
 		t, _ = j.resolve(t.id)
 		x.done[t.id] = lcDone{lifecycle.StepSampleOf(t.res), bound}
 		if t.registered {
-			for a, u := range j.bySample[int32(t.att.Sample)] {
+			for a, u := range j.bySample[t.sample] {
 				if int64(a) < t.att.Attempt && !u.hasConsume {
 					j.drop(u)
 				}

@@ -125,12 +125,18 @@ func (p *pred) guess() int64 {
 func (p *pred) update(q int64) {
 	d := q - p.lastV
 	dd := d - p.lastD
-	p.costD += uint32(bits.Len64(zigzag(d)))<<4 - p.costD>>3
-	p.costDD += uint32(bits.Len64(zigzag(dd)))<<4 - p.costDD>>3
+	p.costD += bitLen(zigzag(d))<<4 - p.costD>>3
+	p.costDD += bitLen(zigzag(dd))<<4 - p.costDD>>3
 	p.lastV, p.lastD = q, d
 }
 
-func zigzag(v int64) uint64   { return uint64(v<<1) ^ uint64(v>>63) }
+// bitLen is bits.Len64 as a cost: at most 64, so the mask clears nothing and only makes the bound visible.
+func bitLen(u uint64) uint32 { return uint32(bits.Len64(u) & 127) }
+
+// zigzag maps v to uint64 as binary.PutVarint does. The shift drops the sign bit, which the mask clears first
+// (same bits), and v>>63&1 is the sign: written so, every conversion is in range.
+func zigzag(v int64) uint64 { return uint64(v&math.MaxInt64)<<1 ^ -uint64(v>>63&1) }
+
 func unzigzag(u uint64) int64 { return int64(u>>1) ^ -int64(u&1) }
 
 // quantise returns v×100 as an integer when decoding it gives v back bit for bit.

@@ -24,7 +24,23 @@ func (c *Writer) Uint(v uint64) {
 }
 
 // Int writes a zigzag varint.
-func (c *Writer) Int(v int64) { c.Uint(uint64(v<<1) ^ uint64(v>>63)) }
+func (c *Writer) Int(v int64) {
+	if c.err == nil {
+		_, c.err = c.w.Write(c.tmp[:binary.PutVarint(c.tmp[:], v)])
+	}
+}
+
+// Len writes a length or a count (Reader.Len reads it back when at most maxLen). Lengths are never negative;
+// one that is would be a bug, and is the write's error rather than a wrapped number in the file.
+func (c *Writer) Len(n int) {
+	if n < 0 {
+		if c.err == nil {
+			c.err = errors.New("negative length")
+		}
+		return
+	}
+	c.Uint(uint64(n))
+}
 
 // Float writes a float64 by its bits.
 func (c *Writer) Float(v float64) { c.Uint(math.Float64bits(v)) }
@@ -101,8 +117,9 @@ func (c *Reader) Float() float64 { return math.Float64frombits(c.Uint()) }
 // Len reads a length (at most maxLen).
 func (c *Reader) Len() int {
 	v := c.Uint()
-	if v > maxLen && c.err == nil {
+	if v > maxLen { // c.err is nil: Uint returns 0 after an error
 		c.err = errors.New("length out of range")
+		return 0
 	}
 	return int(v)
 }
@@ -164,7 +181,7 @@ func (c *Writer) Times(t *Times) {
 // TimesMeta writes what a timestamp column knows without its data (its length, range and encoder state): a
 // file may keep it apart from the data, which is then read only when asked for.
 func (c *Writer) TimesMeta(t *Times) {
-	c.Uint(uint64(t.n))
+	c.Len(t.n)
 	c.Int(t.lastT)
 	c.Int(t.lastD)
 	c.Int(t.minT)
@@ -182,7 +199,7 @@ func (c *Writer) Values(v *Values) {
 
 // ValuesMeta writes a value column's length and encoder state, as TimesMeta does.
 func (c *Writer) ValuesMeta(v *Values) {
-	c.Uint(uint64(v.n))
+	c.Len(v.n)
 	c.Int(v.lastV)
 	c.Int(v.lastD)
 	c.Uint(uint64(v.costD))
@@ -222,8 +239,12 @@ func (c *Reader) ValuesMeta(v *Values) {
 	v.n = c.Len()
 	v.lastV = c.Int()
 	v.lastD = c.Int()
-	v.costD = uint32(c.Uint())
-	v.costDD = uint32(c.Uint())
+	costD, costDD := c.Uint(), c.Uint()
+	if costD > math.MaxUint32 || costDD > math.MaxUint32 { // c.err is nil: Uint returns 0 after an error
+		c.err = errors.New("encoder state out of range")
+		return
+	}
+	v.costD, v.costDD = uint32(costD), uint32(costDD)
 }
 
 // ValuesData reads what Writer.ValuesData wrote into a column ValuesMeta read.
