@@ -57,7 +57,7 @@ func hourFiles(t *testing.T, dir, stream string) map[string][][]byte {
 		}
 		for _, p := range parts {
 			var lines [][]byte
-			if _, err := p.ReadLines(func(line []byte) error {
+			if _, err := p.ReadLines(root, func(line []byte) error {
 				lines = append(lines, append(append([]byte(nil), line...), '\n'))
 				return nil
 			}); err != nil {

@@ -154,7 +154,7 @@ func streamRecords(t *testing.T, root, stream string) []string {
 	}
 	var out []string
 	for _, p := range parts {
-		if _, err := p.ReadLines(func(line []byte) error {
+		if _, err := p.ReadLines(root, func(line []byte) error {
 			var m map[string]any
 			if err := json.Unmarshal(line, &m); err != nil {
 				return fmt.Errorf("torn or malformed line %.200q: %w", line, err)

@@ -178,11 +178,11 @@ const tailBytes = 256 << 10
 func readTail(run, path string) []byte {
 	if strings.HasSuffix(path, runfiles.CompressedExt) {
 		fi, err := os.Stat(path)
-		if err != nil || fi.Size() > 4<<20 || !runfiles.Within(run, path) {
+		if err != nil || fi.Size() > 4<<20 {
 			return nil
 		}
 		var buf bytes.Buffer
-		_, _ = runfiles.Partition{Compressed: path}.ReadLines(func(line []byte) error {
+		_, _ = runfiles.Partition{Compressed: path}.ReadLines(run, func(line []byte) error {
 			buf.Write(line)
 			buf.WriteByte('\n')
 			if buf.Len() > 2*tailBytes {
@@ -286,7 +286,7 @@ func summarize(id, dir string) RunSummary {
 			}
 			tail := readTail(dir, p)
 			if strings.HasSuffix(p, runfiles.CompressedExt) && tail == nil {
-				if _, last, ok := runfiles.ReadSpan(p); ok {
+				if _, last, ok := runfiles.ReadSpan(dir, p); ok {
 					s.LastTS = math.Max(s.LastTS, last)
 				}
 			} else if _, last, ok := runfiles.SpanOfLines(tail); ok {
@@ -354,7 +354,7 @@ func firstRecord(run, streamDir string) (float64, bool) {
 	}
 	p := filepath.Join(streamDir, oldest)
 	if strings.HasSuffix(p, runfiles.CompressedExt) {
-		first, _, ok := runfiles.ReadSpan(p)
+		first, _, ok := runfiles.ReadSpan(run, p)
 		return first, ok && first > minUnixTime
 	}
 	f, err := runfiles.Open(run, p)

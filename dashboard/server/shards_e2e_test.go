@@ -63,7 +63,7 @@ func shardRun(t *testing.T, src string) string {
 		}
 		for _, p := range parts {
 			out := [2][]byte{}
-			if _, err := p.ReadLines(func(line []byte) error {
+			if _, err := p.ReadLines(src, func(line []byte) error {
 				h := fnv.New32a()
 				h.Write([]byte(routeKey(e.Name(), line)))
 				i := h.Sum32() % 2

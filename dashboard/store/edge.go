@@ -92,7 +92,7 @@ func (s *Store) zstLast(p *partition.File) float64 {
 	}
 	s.lmu.Unlock()
 	last, ok := 0.0, false
-	if _, last, ok = runfiles.ReadSpan(p.Zst); !ok {
+	if _, last, ok = runfiles.ReadSpan(s.dir, p.Zst); !ok {
 		last = partition.ScanLastStamp(s.dir, p.Zst)
 	}
 	s.lmu.Lock()

@@ -93,7 +93,7 @@ func ReadRunConfig(runDir string) (*RunConfig, error) {
 		}
 		seen := map[identity]bool{}
 		for ; j < len(parts) && parts[j].p.Hour.Equal(parts[i].p.Hour); j++ {
-			if _, err := parts[j].p.ReadLines(func(line []byte) error {
+			if _, err := parts[j].p.ReadLines(runDir, func(line []byte) error {
 				if len(line) > runConfigMaxLine {
 					return nil
 				}

@@ -44,7 +44,7 @@ func splitRun(t *testing.T, src string) string {
 		}
 		for _, p := range parts {
 			out := make([][]byte, len(shards))
-			if _, err := p.ReadLines(func(line []byte) error {
+			if _, err := p.ReadLines(src, func(line []byte) error {
 				h := fnv.New32a()
 				h.Write(line)
 				i := int(h.Sum32()) % len(shards)

@@ -204,7 +204,7 @@ func (c *compactor) compress(p runfiles.Partition) error {
 		return err
 	}
 	if p.Compressed != "" {
-		if f0, l0, had := runfiles.ReadSpan(p.Compressed); had {
+		if f0, l0, had := runfiles.ReadSpan(c.root, p.Compressed); had {
 			if spanOK {
 				first, last = math.Min(first, f0), math.Max(last, l0)
 			} else {

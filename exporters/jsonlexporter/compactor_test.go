@@ -45,7 +45,7 @@ func TestCompactionLateRecordsAndCrash(t *testing.T) {
 		t.Fatalf("compressed partition has %d records, want 5", n)
 	}
 	// The .zst ends with the hour's time span (a skippable frame readers use instead of decompressing).
-	if first, last, ok := runfiles.ReadSpan(zst); !ok || first < float64(base.Truncate(time.Hour).Unix()) || last > float64(base.Unix()+1) || first > last {
+	if first, last, ok := runfiles.ReadSpan(dir, zst); !ok || first < float64(base.Truncate(time.Hour).Unix()) || last > float64(base.Unix()+1) || first > last {
 		t.Fatalf("span frame of the compressed hour: %v %v %v, want within [13:00, %v]", first, last, ok, base)
 	}
 

@@ -210,7 +210,7 @@ func TestUnmappedAndInvalidAreCounted(t *testing.T) {
 	recs := 0
 	parts, _ := runfiles.ListPartitions(dir, sc.StreamGPUUtil)
 	for _, p := range parts {
-		_, _ = p.ReadLines(func([]byte) error { recs++; return nil })
+		_, _ = p.ReadLines(dir, func([]byte) error { recs++; return nil })
 	}
 	if recs != 1 {
 		t.Errorf("gpu_util has %d records, want 1 (only the device with an index)", recs)
@@ -241,7 +241,7 @@ func countRecords(t *testing.T, dir, stream string) int {
 		if runfiles.HourName(p.Hour) != hour {
 			continue
 		}
-		if _, err := p.ReadLines(func([]byte) error { n++; return nil }); err != nil {
+		if _, err := p.ReadLines(dir, func([]byte) error { n++; return nil }); err != nil {
 			t.Fatal(err)
 		}
 	}

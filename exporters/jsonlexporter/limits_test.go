@@ -77,7 +77,7 @@ func streamLines(t *testing.T, dir, stream string) []string {
 	}
 	var out []string
 	for _, p := range parts {
-		if _, err := p.ReadLines(func(l []byte) error { out = append(out, string(l)); return nil }); err != nil {
+		if _, err := p.ReadLines(dir, func(l []byte) error { out = append(out, string(l)); return nil }); err != nil {
 			t.Fatal(err)
 		}
 	}

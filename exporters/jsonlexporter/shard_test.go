@@ -124,7 +124,7 @@ func countIn(t *testing.T, root, stream, hour string) int {
 	n := 0
 	for _, p := range parts {
 		if runfiles.HourName(p.Hour) == hour {
-			if _, err := p.ReadLines(func([]byte) error { n++; return nil }); err != nil {
+			if _, err := p.ReadLines(root, func([]byte) error { n++; return nil }); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -173,7 +173,7 @@ func TestCompactionStreamsHour(t *testing.T) {
 		t.Fatalf("compressed hour: %d bytes, want its %d bytes of complete lines", len(got), len(first))
 	}
 	wantF, wantL, _ := runfiles.SpanOfLines(first)
-	if f, l, ok := runfiles.ReadSpan(zst); !ok || f != wantF || l != wantL {
+	if f, l, ok := runfiles.ReadSpan(sd, zst); !ok || f != wantF || l != wantL {
 		t.Fatalf("span frame %v %v %v, want %v %v", f, l, ok, wantF, wantL)
 	}
 	if _, err := os.Stat(plain); !os.IsNotExist(err) {
@@ -191,7 +191,7 @@ func TestCompactionStreamsHour(t *testing.T) {
 	if got := unzst(t, zst); !bytes.Equal(got, both) {
 		t.Fatalf("after the late frame: %d bytes, want %d", len(got), len(both))
 	}
-	if f, l, ok := runfiles.ReadSpan(zst); !ok || f != float64(hour.Unix())+5 || l != wantL {
+	if f, l, ok := runfiles.ReadSpan(sd, zst); !ok || f != float64(hour.Unix())+5 || l != wantL {
 		t.Fatalf("widened span %v %v %v, want %v %v", f, l, ok, float64(hour.Unix())+5, wantL)
 	}
 

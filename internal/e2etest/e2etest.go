@@ -250,7 +250,7 @@ func Records(tb testing.TB, runDir, stream string) []map[string]any {
 	}
 	var out []map[string]any
 	for _, p := range parts {
-		_, err := p.ReadLines(func(line []byte) error {
+		_, err := p.ReadLines(runDir, func(line []byte) error {
 			var m map[string]any
 			if err := json.Unmarshal(line, &m); err != nil {
 				return fmt.Errorf("line %q: %w", line, err)

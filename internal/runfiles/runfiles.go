@@ -190,12 +190,12 @@ func ListLayoutPartitions(layout, stream string) (parts []Partition, strays []st
 	return out, strays, nil
 }
 
-// ReadLines calls fn for every complete line of the partition: first the compressed form, then the plain one.
-// A trailing partial line of the plain file (a write in progress) is not returned; its byte count is.
-// fn must not keep the slice.
-func (p Partition) ReadLines(fn func(line []byte) error) (partialTail int, err error) {
+// ReadLines calls fn for every complete line of the partition, whose files are named under root (Open: a link
+// out of root is not followed): first the compressed form, then the plain one. A trailing partial line of the
+// plain file (a write in progress) is not returned; its byte count is. fn must not keep the slice.
+func (p Partition) ReadLines(root string, fn func(line []byte) error) (partialTail int, err error) {
 	if p.Compressed != "" {
-		f, err := os.Open(p.Compressed)
+		f, err := Open(root, p.Compressed)
 		if err != nil {
 			return 0, err
 		}
@@ -212,7 +212,7 @@ func (p Partition) ReadLines(fn func(line []byte) error) (partialTail int, err e
 		}
 	}
 	if p.Plain != "" {
-		f, err := os.Open(p.Plain)
+		f, err := Open(root, p.Plain)
 		if errors.Is(err, os.ErrNotExist) { // compressed and removed since listing
 			return 0, nil
 		}

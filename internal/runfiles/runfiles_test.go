@@ -56,7 +56,7 @@ func TestPartitionsBothForms(t *testing.T) {
 		t.Fatalf("forms %+v", parts)
 	}
 	var got []string
-	partial, err := parts[0].ReadLines(func(line []byte) error { got = append(got, string(line)); return nil })
+	partial, err := parts[0].ReadLines(run, func(line []byte) error { got = append(got, string(line)); return nil })
 	if err != nil || strings.Join(got, " ") != `{"a":1} {"a":2} {"a":3}` || partial != len(`{"a":4`) {
 		t.Fatalf("lines %v partial %d err %v", got, partial, err)
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"io"
 	"math"
-	"os"
 	"strconv"
 )
 
@@ -60,10 +59,10 @@ func SpanOf(z []byte) (first, last float64, ok bool) {
 	return first, last, true
 }
 
-// ReadSpan reads the span frame of a compressed partition file (its last 32 bytes); ok is false for files
-// written before the frame existed.
-func ReadSpan(path string) (first, last float64, ok bool) {
-	f, err := os.Open(path)
+// ReadSpan reads the span frame of a compressed partition file (its last 32 bytes), named under root (Open: a
+// link out of root is not followed); ok is false for files written before the frame existed.
+func ReadSpan(root, path string) (first, last float64, ok bool) {
+	f, err := Open(root, path)
 	if err != nil {
 		return 0, 0, false
 	}
