@@ -2,6 +2,7 @@ package nvmlreceiver
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -275,6 +276,27 @@ func TestTransientValueError(t *testing.T) {
 	_, ok = metricOf(rm, semconv.MetricPower)
 	assert.True(t, ok, "power is back once the call succeeds")
 	assert.Equal(t, int64(11), fake.Calls(g, gpulibtest.MPowerUsage), "a transient error does not stop the calls")
+}
+
+// TestReadingPastInt64Skipped: an NVML uint64 reading past the int64 range of a data point (a broken driver's
+// all-ones) is left out of that scrape and counted as a value error, never written wrapped to a negative number.
+func TestReadingPastInt64Skipped(t *testing.T) {
+	fake := gpulibtest.NewH200Node(2)
+	g := fake.GPU(1)
+	g.MemoryTotal = math.MaxUint64
+	h := newHarness(t, fake, nil)
+	h.open()
+	rm, ok := resourceByUUID(h.tick(), g.UUID)
+	require.True(t, ok, "the device is not failing")
+	_, ok = metricOf(rm, semconv.MetricGPUMemoryLimit)
+	assert.False(t, ok, "no memory limit point from a reading past int64")
+	_, ok = metricOf(rm, semconv.MetricGPUUtilization)
+	assert.True(t, ok, "the other readings are kept")
+	assert.Equal(t, 1, h.logCount(zapcore.WarnLevel, "reading a GPU value failed"))
+	other, ok := resourceByUUID(h.tick(), fake.GPU(0).UUID)
+	require.True(t, ok)
+	_, ok = metricOf(other, semconv.MetricGPUMemoryLimit)
+	assert.True(t, ok, "a GPU with a sane reading keeps its point")
 }
 
 func TestProcessesEveryProcessInterval(t *testing.T) {
