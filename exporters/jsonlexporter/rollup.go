@@ -83,6 +83,23 @@ type rollLane struct {
 	emitted int64 // start of the newest bucket emitted; math.MinInt64 none
 	// seen are the reading times the open bucket holds and the fields each brought (addOpen).
 	seen []seenReading
+	// written are the readings restore found in buckets a record already holds: a request the killed collector
+	// wrote but never acknowledged comes again after the restart, and must not count a second time as a late
+	// reading (docs/semconv.md §8.3 "Restarts"). Forgotten once the watermark is well past them.
+	written []seenReading
+}
+
+// unwritten is the fields of r that no record holds yet, and whether restore found r's time written (then r
+// is not a reading more, only the fields it adds are).
+func (l *rollLane) unwritten(r *gpuReading) (fields uint8, written bool) {
+	for i := range l.written {
+		if s := &l.written[i]; s.ts == r.ts {
+			m := r.has &^ s.has
+			s.has |= r.has
+			return m, true
+		}
+	}
+	return r.has, false
 }
 
 type seenReading struct {
@@ -155,6 +172,10 @@ func (u *rollup) fold(readings []gpuReading, r *records) {
 		case l.open && start == l.cur.start:
 			l.addOpen(rd)
 		case (l.open && start < l.cur.start) || (!l.open && start <= l.emitted):
+			fields, written := l.unwritten(rd)
+			if fields == 0 {
+				break // delivered again after a restart: a record holds it
+			}
 			m := late[k]
 			if m == nil {
 				m = map[int64]*bucketAgg{}
@@ -165,7 +186,11 @@ func (u *rollup) fold(readings []gpuReading, r *records) {
 				a = &bucketAgg{start: start}
 				m[start] = a
 			}
-			a.add(rd)
+			if written {
+				a.addFields(rd, fields)
+			} else {
+				a.add(rd)
+			}
 		default: // a newer bucket: the open one (if any) is complete
 			if l.open {
 				b = u.emit(b, k, l, r)
@@ -186,6 +211,9 @@ func (u *rollup) fold(readings []gpuReading, r *records) {
 		for k, l := range u.lanes {
 			if l.open && l.cur.start+2*u.step <= u.watermark {
 				b = u.emit(b, k, l, r)
+			}
+			if n := len(l.written); n > 0 && unixSec(l.written[n-1].ts)+restoreKeep*u.step <= u.watermark {
+				l.written = nil
 			}
 		}
 	}

@@ -28,6 +28,10 @@ import (
 // gpu_util per bucket width of 16 s, so the window restore needs (three buckets) is well inside it.
 const restoreTailMax = 256 << 20
 
+// restoreKeep is how many buckets past the watermark restore's written readings are remembered: a request
+// delivered again after a restart comes within seconds, well inside it.
+const restoreKeep = 8
+
 // restoredReading is the part of a gpu_util line the roll-up folds.
 type restoredReading struct {
 	TS    float64  `json:"ts"`
@@ -124,15 +128,19 @@ func (u *rollup) restore(root string, r *records) (int, error) {
 	u.watermark = max(u.watermark, watermark)
 	u.mu.Unlock()
 	kept := readings[:0]
+	u.mu.Lock()
 	for _, g := range readings {
 		if unixSec(g.ts) < cutoff {
 			continue // read before a newer line moved the cutoff
 		}
 		if t, ok := emitted[laneKey{g.node, g.gpu}]; ok && u.bucketOf(g.ts) <= t {
-			continue // in a record already
+			l := u.lanes[laneKey{g.node, g.gpu}] // in a record already: remembered, should it be delivered again
+			l.written = append(l.written, seenReading{g.ts, g.has})
+			continue
 		}
 		kept = append(kept, g)
 	}
+	u.mu.Unlock()
 	// tailLines read backwards; fold in time order so buckets close as they did.
 	sort.SliceStable(kept, func(i, j int) bool { return kept[i].ts < kept[j].ts })
 	u.fold(kept, r)
