@@ -13,10 +13,12 @@ import { mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { api, buildBinaries, launch, newRunDir, openPage, runSim, SHOTS, startCollector, startDashboard, stopAll, until } from "./harness.mjs";
 
-// At 90x a step takes ~3 s and the stall alarm needs 20 s of hang: the page, opened after two steps, has ~30 s
-// to show its healthy state before the alarm can fire.
+// At 90x a step takes ~3 s; the run hangs at step 12 (2 h of run time, 80 s) and the stall alarm needs 40 s of
+// hang: the page, opened after two steps, has ~70 s to show its healthy state before the alarm can fire, more
+// than the 60 s it is given (a loaded machine opens it slowly; the alarm must not win that race).
 const SPEED = 90;
-const STALL_STEP = 5;
+const STALL_STEP = 12;
+const STALL_MIN_AGE_S = 3600 / SPEED;
 
 let bins, runDir, dash, browser, page, problems;
 const advisoryFrames = [];
@@ -27,7 +29,7 @@ before(async () => {
   const col = await startCollector(bins, runDir);
   await runSim(bins, col, runDir, ["--mode", "colocate", "--nodes", "1", "--steps", "40", "--speed", String(SPEED), "--seed", "3", "--restart-step", "-1",
     "--eval-interval", "0", "--fault", `stall@${STALL_STEP}=2h`]);
-  dash = await startDashboard(bins, runDir, { follow: true, args: ["--advisory-threshold", `stall_min_age_s=${1800 / SPEED}`] });
+  dash = await startDashboard(bins, runDir, { follow: true, args: ["--advisory-threshold", `stall_min_age_s=${STALL_MIN_AGE_S}`] });
   browser = await launch();
   browser.context.on("page", (p) =>
     p.on("websocket", (ws) =>
