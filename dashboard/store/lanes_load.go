@@ -40,12 +40,15 @@ func (s *Store) loadLanesLocked() {
 	for _, l := range s.layouts {
 		path := filepath.Join(l.Dir, runfiles.LaneCatalogFile)
 		seen[path] = true
-		fi, err := os.Stat(path)
-		if err != nil {
+		absent := func() { // a catalog gone (or behind a link out of the run) is forgotten
 			if _, had := s.lanes.catalogs[path]; had {
 				delete(s.lanes.catalogs, path)
 				changed = true
 			}
+		}
+		fi, err := os.Stat(path)
+		if err != nil {
+			absent()
 			continue
 		}
 		prev, had := s.lanes.catalogs[path]
@@ -58,10 +61,7 @@ func (s *Store) loadLanesLocked() {
 		}
 		m, skips, err := loadCatalog(s.dir, path)
 		if errors.Is(err, runfiles.ErrOutsideRun) { // a link out of the run is absent (docs/dashboard-api.md)
-			if had {
-				delete(s.lanes.catalogs, path)
-				changed = true
-			}
+			absent()
 			continue
 		}
 		if skips.overCap {
