@@ -57,11 +57,12 @@ func (s *Store) dropImplausibleLocked() {
 	}
 	slices.Sort(hs)
 	hs = slices.Compact(hs)
-	s.horizon = plausibleHorizon(hs, s.now().Unix()/3600)
+	horizon := plausibleHorizon(hs, s.now().Unix()/3600)
+	s.edgeCap = float64(horizon+1) * 3600
 	dropped := map[int64]bool{}
 	for _, r := range s.readers() {
 		for _, f := range r.partitionFiles() {
-			for _, h := range f.Drop(s.horizon) {
+			for _, h := range f.Drop(horizon) {
 				dropped[h] = true
 			}
 		}
@@ -72,9 +73,6 @@ func (s *Store) dropImplausibleLocked() {
 			len(dropped), time.Unix(first*3600, 0).UTC().Format("2006-01-02 15:00 UTC"), plausibleGap))
 	}
 }
-
-// edgeCap is the newest time that may move the data edge: the end of the plausible horizon.
-func (s *Store) edgeCap() float64 { return float64(s.horizon+1) * 3600 }
 
 // zstLast is the newest time in a compressed file: from the span frame the compactor appends
 // (runfiles.ReadSpan), or, for files written before it, by decompressing the hour without parsing it (about
@@ -124,7 +122,7 @@ func (s *Store) edgeLocked() float64 {
 		seen := map[string]int{}
 		for _, h := range slices.Backward(hs) {
 			p := f.Parts[h]
-			hourEnd := s.edgeCap()
+			hourEnd := s.edgeCap
 			if p.Hour != partition.LegacyHour {
 				hourEnd = min(hourEnd, float64(p.Hour+1)*3600)
 			}
@@ -208,7 +206,7 @@ func (s *Store) firstLocked() float64 {
 func (s *Store) raiseEdge(t float64) float64 {
 	s.lmu.Lock()
 	defer s.lmu.Unlock()
-	if t > s.edge && t <= s.edgeCap() {
+	if t > s.edge && t <= s.edgeCap {
 		s.edge = t
 	}
 	return s.edge

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"cmp"
 	"math"
 	"runtime"
@@ -10,7 +9,6 @@ import (
 	"sync/atomic"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/columns"
-	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/flatjson"
 )
 
 // pyramidStep is the finest pre-aggregated bucket (seconds). A 1-hour block keeps up to 3600/16 = 225 min/max
@@ -132,6 +130,8 @@ type gpuBlock struct {
 	hour int64
 	// lanes are the lanes' columns by lane key.
 	lanes map[string]*laneData
+	// newLanes are the lanes added since the reader last took them (the store registers them, lanesSeen).
+	newLanes []string
 	// fields are the field names seen.
 	fields map[string]bool
 	// minTS and maxTS are the oldest and newest reading times.
@@ -169,161 +169,6 @@ func (b *gpuBlock) readBody() {
 
 func newGPUBlock(hour int64) *gpuBlock {
 	return &gpuBlock{hour: hour, lanes: map[string]*laneData{}, fields: map[string]bool{}, minTS: math.Inf(1), maxTS: math.Inf(-1)}
-}
-
-// addLine parses one gpu_util record (ours or miles v1: same core fields) into the block. It is the cold-open
-// hot path: the record is read in one pass (gpuRecord.scanFast), keys are matched against the lane's previous
-// record order before any map lookup, and nothing is allocated per record.
-func (b *gpuBlock) addLine(line []byte, onLane func(key string)) bool {
-	if b.only != nil {
-		if node, gpu, ok := lineLane(line); ok && !b.only.has(node, gpu) {
-			return true // another lane's reading: skipped unparsed
-		}
-	}
-	r := &b.rec
-	r.eagerOnly = b.deferred
-	if !r.scanFast(line) {
-		if r.ns = 0; !r.scan(line) {
-			return false
-		}
-	}
-	ts, node, gpu := r.ts, r.node, r.gpu
-	if b.only != nil && !b.only.has(node, int(gpu)) {
-		return true
-	}
-	lane := b.laneFor(node, int(gpu), onLane)
-	tMs := int64(math.Round(ts * 1000))
-	h0 := b.hour * 3600 * 1000
-	if b.hour < 0 {
-		h0 = (tMs / 3600000) * 3600000
-	}
-	idx := lane.ts.Len()
-	lane.ts.Append(tMs)
-	if tMs < lane.newestMs-scrambleMs {
-		lane.scrambled = true
-	}
-	lane.newestMs = max(lane.newestMs, tMs)
-	bucket := int((tMs - h0) / (pyramidStep * 1000))
-	fineJ := (tMs - h0) / (fineStep * 1000)
-	for i := range r.n {
-		x := &r.vals[i]
-		if b.deferred && string(x.k) != eagerField { // read by scan: every member parsed
-			if !b.fields[string(x.k)] {
-				b.fields[string(x.k)] = true
-			}
-			continue
-		}
-		var f *field
-		if i < len(lane.order) && bytes.Equal(lane.order[i].name, x.k) {
-			f = lane.order[i].f
-		} else {
-			f = lane.fields[string(x.k)]
-			if f == nil {
-				name := string(x.k)
-				f = &field{start: idx}
-				if fineEager(name) && b.hour >= 0 {
-					fm := newFine()
-					f.fine.Store(&fm)
-				}
-				lane.fields[name] = f
-				b.fields[name] = true
-			}
-			if i < len(lane.order) {
-				lane.order[i] = orderedField{[]byte(string(x.k)), f}
-			} else {
-				lane.order = append(lane.order, orderedField{[]byte(string(x.k)), f})
-			}
-		}
-		for f.start+f.vals.Len() < idx { // absent from the samples in between
-			f.vals.Append(math.NaN())
-		}
-		if x.exact {
-			f.vals.AppendQuantum(x.q)
-		} else {
-			f.vals.Append(x.v)
-		}
-		if p := f.pyr.Load(); p != nil {
-			p.bucket(bucket, x.v)
-		}
-		if fm := f.fine.Load(); fm != nil {
-			fineAdd(*fm, fineJ, x.v)
-		}
-		b.values++
-	}
-	for i := range r.ns {
-		if m := &r.skipped[i]; i >= len(lane.skipped) || !bytes.Equal(lane.skipped[i], m.k) {
-			b.noteSkipped(lane, i, *m) // a name not at this place in the lane's previous record
-		}
-	}
-	// ts > 0 (scanFast and scan refuse a record without), so plain comparisons are math.Min and math.Max, which are
-	// not inlined.
-	if ts < b.minTS {
-		b.minTS = ts
-	}
-	if ts > b.maxTS {
-		b.maxTS = ts
-	}
-	return true
-}
-
-// noteSkipped lists the name of the i-th member a deferred parse skipped in the block's fields, as parsing it would
-// have where its value is a number, and remembers it at its place for the lane's next record (addLine looks
-// there first: the previous record almost always had it at the same place).
-func (b *gpuBlock) noteSkipped(lane *laneData, i int, m rawSpan) {
-	if !b.fields[string(m.k)] {
-		if _, ok := flatjson.ParseNum(m.v); !ok {
-			return
-		}
-		b.fields[string(m.k)] = true
-	}
-	for len(lane.skipped) <= i {
-		lane.skipped = append(lane.skipped, nil)
-	}
-	lane.skipped[i] = []byte(string(m.k))
-}
-
-// laneFor finds the lane of (node, gpu) by the node's bytes and the GPU index, without building its key: the
-// lines of one node come in runs (a node's GPUs read together), so its lanes are remembered.
-func (b *gpuBlock) laneFor(node []byte, gpu int, onLane func(string)) *laneData {
-	if gpu < 0 || gpu > maxIndexedGPU {
-		return b.laneByKey(string(node)+":"+itoa(gpu), onLane) // a GPU index no device has: by its key only
-	}
-	gl := b.lastLanes
-	if b.lastLanes == nil || !bytes.Equal(b.lastNode, node) {
-		gl = b.byNode[string(node)]
-		b.lastNode = append(b.lastNode[:0], node...)
-	}
-	if gpu < len(gl) && gl[gpu] != nil {
-		b.lastLanes = gl
-		return gl[gpu]
-	}
-	lane := b.laneByKey(string(node)+":"+itoa(gpu), onLane)
-	for len(gl) <= gpu {
-		gl = append(gl, nil)
-	}
-	gl[gpu] = lane
-	if b.byNode == nil {
-		b.byNode = map[string][]*laneData{}
-	}
-	b.byNode[string(node)] = gl
-	b.lastLanes = gl
-	return lane
-}
-
-// maxIndexedGPU is the largest GPU index laneFor files by index (a node has at most a few dozen).
-const maxIndexedGPU = 1 << 10
-
-// laneByKey returns the lane of key, adding it (and telling onLane) when the block does not hold it.
-func (b *gpuBlock) laneByKey(key string, onLane func(string)) *laneData {
-	lane := b.lanes[key]
-	if lane == nil {
-		lane = &laneData{fields: map[string]*field{}}
-		b.lanes[key] = lane
-		if onLane != nil {
-			onLane(key)
-		}
-	}
-	return lane
 }
 
 // seal drops append slack and puts each lane's samples in time order: called when an hour is closed and will not
@@ -490,100 +335,61 @@ func itoa(i int) string {
 	return string(b[p:])
 }
 
-// widenBucket folds [lo, hi] into output bucket i (NaN = empty so far); an i outside the buckets is ignored.
-func widenBucket(omin, omax []float64, i int, lo, hi float64) {
-	if i < 0 || i >= len(omin) {
-		return
-	}
-	if math.IsNaN(omin[i]) || lo < omin[i] {
-		omin[i] = lo
-	}
-	if math.IsNaN(omax[i]) || hi > omax[i] {
-		omax[i] = hi
-	}
-}
+// fineStep is the finest pre-aggregated bucket (seconds): per lane, field and hour the max per 4 s, built while
+// an hour is parsed for util (the carpet's and the fleet's field) and on first use for the others.
+const fineStep = 4
 
-// foldScratch is one worker's decode buffers, reused for every lane and hour it folds: a query allocates its
-// output, never a copy of the readings.
-type foldScratch struct {
-	ts   []int64
-	tsOf *laneData // whose timestamps ts holds
-	vals []float64
-	// mins takes the minima a max-only fold does not keep.
-	mins []float64
-}
+const finePerHour = 3600 / fineStep
 
-// times returns l's decoded timestamps, decoding them at most once per lane and hour.
-func (sc *foldScratch) times(l *laneData) []int64 {
-	if sc.tsOf != l {
-		sc.ts, sc.tsOf = l.ts.Decode(sc.ts[:0]), l
-	}
-	return sc.ts
-}
-
-// minMaxBuckets folds one field of a lane into omin/omax on grid g (gpu_grid.go), leaving out what lies before
-// `from` (the part a roll-up answered; -Inf = nothing): from the 16 s pyramid when g is snapped to it, from the
-// 4 s maxima when only maxima are asked (omin nil) and g is snapped to them, else from the raw readings. Each
-// gives what the raw readings give on g (docs/dashboard-api.md "Buckets").
-func (l *laneData) minMaxBuckets(name string, hour int64, g cellGrid, from float64, omin, omax []float64, sc *foldScratch, mu *sync.Mutex) {
-	f := l.fields[name]
-	if f == nil {
-		return
-	}
-	if hour >= 0 && g.snap == pyramidStep {
-		h0 := float64(hour * 3600)
-		p := l.pyramidOf(f, hour, mu, sc)
-		lo, hi := math.Max(g.edge(0), from), g.edge(g.n)
-		for j := range p.min {
-			if p.min[j] != p.min[j] {
-				continue
-			}
-			bt := h0 + float64(j*pyramidStep)
-			if bt < lo || bt >= hi {
-				continue
-			}
-			if i := g.cell(bt); i >= 0 {
-				if omin != nil {
-					widenBucket(omin, omax, i, float64(p.min[j]), float64(p.max[j]))
-				} else if cur, x := omax[i], float64(p.max[j]); cur != cur || x > cur {
-					omax[i] = x
-				}
-			}
-		}
-		return
-	}
-	if hour >= 0 && omin == nil && g.snap == fineStep {
-		maxFromFine(l.fineMax(f, hour, mu, sc), hour, g, from, omax)
-		return
+// fineMax returns f's 4 s maxima (NaN = no reading), building them from the samples the first time, as
+// pyramidOf does for the 16 s pyramid.
+func (l *laneData) fineMax(f *field, hour int64, mu *sync.Mutex, sc *foldScratch) []float32 {
+	if p := f.fine.Load(); p != nil {
+		return *p // an eager field's, also while a cached hour's body is unread
 	}
 	l.readBody()
-	times := sc.times(l)
-	sc.vals = f.vals.Decode(sc.vals[:0])
-	// In milliseconds: a reading at t in [lo, hi) is in bucket g.cell(t), found anew only when it leaves the
-	// current bucket's [edge0, edge1) (readings of a sealed hour are in time order).
-	lo, hi := math.Max(g.edge(0), from)*1000, g.edge(g.n)*1000
-	b, edge0, edge1 := 0, math.Inf(1), math.Inf(-1)
-	for i, v := range sc.vals {
-		if v != v {
-			continue // absent in this sample
-		}
-		tm := float64(times[f.start+i])
-		if tm < edge0 || tm >= edge1 {
-			if tm < lo || tm >= hi {
-				continue
-			}
-			if b = g.cell(tm / 1000); b < 0 {
-				continue
-			}
-			edge0, edge1 = math.Max(g.edge(b)*1000, lo), math.Min(g.edge(b+1)*1000, hi)
-		}
-		if omin != nil {
-			if cur := omin[b]; cur != cur || v < cur {
-				omin[b] = v
-			}
-		}
-		if cur := omax[b]; cur != cur || v > cur {
-			omax[b] = v
-		}
+	if p := f.fine.Load(); p != nil {
+		return *p
 	}
+	mu.Lock()
+	defer mu.Unlock()
+	if p := f.fine.Load(); p != nil {
+		return *p
+	}
+	times := sc.times(l)
+	fm := newFine()
+	h0 := hour * 3600 * 1000
+	f.vals.Each(func(i int, v float64) bool {
+		fineAdd(fm, (times[f.start+i]-h0)/(fineStep*1000), v)
+		return true
+	})
+	f.fine.Store(&fm)
+	return fm
+}
+
+func newFine() []float32 {
+	fm := make([]float32, finePerHour)
+	nan := float32(math.NaN())
+	for i := range fm {
+		fm[i] = nan
+	}
+	return fm
+}
+
+// fineAdd folds v into 4 s bucket j of the hour; a reading filed under the wrong hour (legacy flat files) is
+// left to the raw path, a NaN (absent) ignored.
+func fineAdd(fm []float32, j int64, v float64) {
+	if j < 0 || j >= int64(len(fm)) || v != v {
+		return
+	}
+	if x, cur := float32(v), fm[j]; cur != cur || x > cur {
+		fm[j] = x
+	}
+}
+
+func fineBytes(f *field) int {
+	if p := f.fine.Load(); p != nil {
+		return 4 * cap(*p)
+	}
+	return 0
 }

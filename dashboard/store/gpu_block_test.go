@@ -26,7 +26,7 @@ func TestBytesPerValue(t *testing.T) {
 			line = append(line, []byte(ftoa(vals[f]))...)
 		}
 		line = append(line, '}')
-		if !b.addLine(line, nil) {
+		if !b.addLine(line) {
 			t.Fatalf("line rejected: %s", line)
 		}
 	}
@@ -98,7 +98,7 @@ func testBytesPerValueWithCounters(t *testing.T, shuffled bool) {
 		}
 	}
 	for _, line := range lines {
-		if !b.addLine(line, nil) {
+		if !b.addLine(line) {
 			t.Fatalf("line rejected: %s", line)
 		}
 	}
@@ -230,8 +230,8 @@ func TestDeferredParse(t *testing.T) {
 	full, deferred := newGPUBlock(499_000), newGPUBlock(499_000)
 	deferred.deferred = true
 	for _, l := range lines {
-		full.addLine([]byte(l), nil)
-		deferred.addLine([]byte(l), nil)
+		full.addLine([]byte(l))
+		deferred.addLine([]byte(l))
 	}
 	full.seal()
 	deferred.seal()

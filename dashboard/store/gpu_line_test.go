@@ -197,7 +197,7 @@ func BenchmarkAddLine(b *testing.B) {
 				for _, line := range lines {
 					switch mode {
 					case "addLine", "addLine-deferred":
-						blk.addLine(line, nil)
+						blk.addLine(line)
 					case "scanFast":
 						blk.rec.scanFast(line)
 					default:

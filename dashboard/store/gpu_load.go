@@ -175,9 +175,7 @@ func (g *gpuReader) loadHour(h int64, only *laneFilter, deferred bool) {
 			g.blocks[h] = cb
 			g.cacheHits++
 			g.run.lmu.Unlock()
-			for key := range cb.lanes {
-				g.run.laneSeen(key)
-			}
+			g.run.lanesSeen(slices.Sorted(maps.Keys(cb.lanes)))
 			markRead(files)
 			p.Loaded = true
 			g.run.raiseEdge(cb.maxTS)
@@ -200,7 +198,7 @@ func (g *gpuReader) loadHour(h int64, only *laneFilter, deferred bool) {
 			files = nil
 		}
 	}
-	reports, err := g.utilFiles.Read(p, func(line []byte) bool { return b.addLine(line, g.run.laneSeen) })
+	reports, err := g.readUtil(p, b)
 	if errors.Is(err, partition.ErrReload) {
 		p.Reset()
 		g.run.lmu.Lock()
@@ -221,6 +219,14 @@ func (g *gpuReader) loadHour(h int64, only *laneFilter, deferred bool) {
 	if done {
 		g.saveCached(g.cachePath(sc.StreamGPUUtil, p, files), files, func(w *bufio.Writer) error { return writeGPUBlock(w, b) })
 	}
+}
+
+// readUtil reads what is new in partition p of gpu_util into block b, and registers the lanes it found.
+func (g *gpuReader) readUtil(p *partition.Partition, b *gpuBlock) ([]partition.CorruptReport, error) {
+	reports, err := g.utilFiles.Read(p, b.addLine)
+	g.run.lanesSeen(b.newLanes)
+	b.newLanes = nil
+	return reports, err
 }
 
 // gpuHeld says whether hour h of gpu_util is loaded for every lane of want (nil: all lanes), with every field
@@ -283,9 +289,7 @@ func (g *gpuReader) loadRollupHourLocked(h int64) {
 			g.rollups[h] = cb
 			g.cacheHits++
 			g.run.lmu.Unlock()
-			for key := range cb.lanes {
-				g.run.laneSeen(key)
-			}
+			g.run.lanesSeen(slices.Sorted(maps.Keys(cb.lanes)))
 			markRead(files)
 			p.Loaded = true
 			return
@@ -305,7 +309,9 @@ func (g *gpuReader) loadRollupHourLocked(h int64) {
 		}
 	}
 	b.readBody() // a cached hour that grew: its buckets are widened
-	reports, err := b.read(g.rollupFiles, p, g.run.laneSeen)
+	reports, err := b.read(g.rollupFiles, p)
+	g.run.lanesSeen(b.newLanes)
+	b.newLanes = nil
 	if errors.Is(err, partition.ErrReload) {
 		p.Reset()
 		g.run.lmu.Lock()
@@ -505,7 +511,7 @@ func (g *gpuReader) loadTailLocked(h int64, seam float64) bool {
 	if off == 0 {
 		tb.from = math.Inf(-1)
 	}
-	reports, err := g.utilFiles.Read(&tb.part, func(line []byte) bool { return tb.b.addLine(line, g.run.laneSeen) })
+	reports, err := g.readUtil(&tb.part, tb.b)
 	if err != nil {
 		return false
 	}
@@ -538,7 +544,7 @@ func (g *gpuReader) refreshTailsLocked() {
 			delete(g.tails, h)
 			continue
 		}
-		reports, err := g.utilFiles.Read(&tb.part, func(line []byte) bool { return tb.b.addLine(line, g.run.laneSeen) })
+		reports, err := g.readUtil(&tb.part, tb.b)
 		if err != nil {
 			delete(g.tails, h)
 			continue
@@ -546,4 +552,59 @@ func (g *gpuReader) refreshTailsLocked() {
 		g.run.report(reports, nil)
 		g.run.raiseEdge(tb.b.maxTS)
 	}
+}
+
+// partialLanes is the most lanes a raw gpu_util hour is read for before it is read for all of them: a lane view
+// of a 1024-GPU run needs 8 lanes' samples out of ~3.7 M lines an hour, and skipping a line by its node and
+// gpu costs a few comparisons where parsing its ~25 fields costs microseconds.
+const partialLanes = 64
+
+// laneFilter is a set of lanes by node and GPU index, looked up from a line's bytes without allocating.
+type laneFilter struct {
+	// nodes are the wanted GPU indices by node.
+	nodes map[string][]bool
+	// keys are the wanted lanes in the order added.
+	keys []laneRef
+}
+
+// laneRef is a lane by node and GPU index.
+type laneRef struct {
+	node string
+	gpu  int
+}
+
+func newLaneFilter() *laneFilter { return &laneFilter{nodes: map[string][]bool{}} }
+
+func (f *laneFilter) add(node string, gpu int) {
+	if gpu < 0 || gpu > 1<<16 || f.has([]byte(node), gpu) {
+		return
+	}
+	g := f.nodes[node]
+	for len(g) <= gpu {
+		g = append(g, false)
+	}
+	g[gpu] = true
+	f.nodes[node] = g
+	f.keys = append(f.keys, laneRef{node, gpu})
+}
+
+func (f *laneFilter) has(node []byte, gpu int) bool {
+	g := f.nodes[string(node)]
+	return gpu >= 0 && gpu < len(g) && g[gpu]
+}
+
+// covers says whether a block read with filter f (nil: every lane) holds every lane of want (nil: all).
+func (f *laneFilter) covers(want *laneFilter) bool {
+	if f == nil {
+		return true
+	}
+	if want == nil {
+		return false
+	}
+	for _, k := range want.keys {
+		if !f.has([]byte(k.node), k.gpu) {
+			return false
+		}
+	}
+	return true
 }

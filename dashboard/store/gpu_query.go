@@ -216,3 +216,238 @@ func (f Floats) appendJSON(b []byte) []byte {
 	}
 	return append(b, ']')
 }
+
+// Output buckets of the GPU views (docs/dashboard-api.md "Buckets"). A reading counts in exactly one bucket: the
+// one its timestamp falls in. Buckets at least 2·fineStep wide have their edges rounded to a multiple of the
+// pre-aggregated buckets that answer them (fineStep below 4·pyramidStep, pyramidStep from there on), so each
+// pre-aggregated bucket lies inside one output bucket and the answer is the one the raw readings give: a carpet
+// never shows a value that no reading of its cell had. The edges move by at most half a pre-aggregated bucket
+// (an eighth of the output bucket or less at 16 s and up, a quarter between 8 and 16 s); the answer's t0, t1 and
+// bucket times say where they are.
+
+// cellGrid is the output buckets of a query over [t0, t1).
+type cellGrid struct {
+	t0, width float64
+	n         int
+	// snap is what the edges are rounded to (seconds); 0: edges at t0 + i·width exactly.
+	snap float64
+	// edges are edge(0) … edge(n), worked out once: a carpet folds every lane's buckets onto the same grid, and
+	// rounding an edge anew for each was most of a warm carpet's time.
+	edges []float64
+}
+
+func newCellGrid(t0, t1 float64, n int) cellGrid {
+	g := cellGrid{t0: t0, width: (t1 - t0) / float64(n), n: n}
+	switch {
+	case g.width >= 4*pyramidStep:
+		g.snap = pyramidStep
+	case g.width >= 2*fineStep:
+		g.snap = fineStep
+	}
+	if n >= 0 && n <= maxGridEdges {
+		g.edges = make([]float64, n+1)
+		for i := range g.edges {
+			g.edges[i] = g.edgeAt(i)
+		}
+	}
+	return g
+}
+
+// edge is the start of bucket i (edge(n) is the end of the last).
+func (g cellGrid) edge(i int) float64 {
+	if uint(i) < uint(len(g.edges)) {
+		return g.edges[i]
+	}
+	return g.edgeAt(i)
+}
+
+func (g cellGrid) edgeAt(i int) float64 {
+	x := g.t0 + float64(i)*g.width
+	if g.snap > 0 {
+		x = math.Round(x/g.snap) * g.snap
+	}
+	return x
+}
+
+// cell returns the bucket holding time t, -1 outside the grid.
+func (g cellGrid) cell(t float64) int {
+	i := int(math.Floor((t - g.t0) / g.width))
+	i = max(-1, min(i, g.n))
+	for i >= 0 && t < g.edge(i) {
+		i--
+	}
+	for i < g.n && t >= g.edge(i+1) {
+		i++
+	}
+	if i < 0 || i >= g.n || t < g.edge(0) {
+		return -1
+	}
+	return i
+}
+
+// starts are the buckets' start times.
+func (g cellGrid) starts() []float64 {
+	t := make([]float64, g.n)
+	for i := range t {
+		t[i] = g.edge(i)
+	}
+	return t
+}
+
+// cellWalk finds the buckets of times that mostly increase (pre-aggregated buckets in order) without a division
+// per time: it walks on from the last bucket found.
+type cellWalk struct {
+	g      cellGrid
+	i      int
+	e0, e1 float64
+}
+
+func newCellWalk(g cellGrid) cellWalk { return cellWalk{g: g, i: -1} }
+
+// at returns the bucket holding t, -1 outside the grid.
+func (w *cellWalk) at(t float64) int {
+	if w.i < 0 || t < w.e0 || t >= w.e1 && w.i+1 < w.g.n && t >= w.g.edge(w.i+2) {
+		if w.i = w.g.cell(t); w.i < 0 {
+			return -1
+		}
+		w.e0, w.e1 = w.g.edge(w.i), w.g.edge(w.i+1)
+		return w.i
+	}
+	if t >= w.e1 {
+		if w.i+1 >= w.g.n {
+			return -1 // past the grid; w stays at its last bucket
+		}
+		w.i, w.e0, w.e1 = w.i+1, w.e1, w.g.edge(w.i+2)
+	}
+	return w.i
+}
+
+// maxGridEdges bounds the edges a grid works out ahead (a query asks for a few thousand buckets at most).
+const maxGridEdges = 1 << 16
+
+// maxFromFine folds a lane's 4 s maxima of one hour into omax on grid g (snapped to fineStep), leaving out what
+// lies before `from`.
+func maxFromFine(fm []float32, hour int64, g cellGrid, from float64, omax []float64) {
+	h0 := float64(hour * 3600)
+	lo, hi := math.Max(g.edge(0), from), g.edge(g.n)
+	j0 := max(0, int((lo-h0)/fineStep))
+	j1 := min(len(fm), int(math.Ceil((hi-h0)/fineStep)))
+	i, end := -1, math.Inf(-1)
+	for j := j0; j < j1; j++ {
+		v := fm[j]
+		if v != v {
+			continue
+		}
+		bt := h0 + float64(j*fineStep)
+		if bt < lo || bt >= hi {
+			continue
+		}
+		if bt >= end || i < 0 {
+			if i = g.cell(bt); i < 0 {
+				continue
+			}
+			end = g.edge(i + 1)
+		}
+		if cur, x := omax[i], float64(v); cur != cur || x > cur {
+			omax[i] = x
+		}
+	}
+}
+
+// widenBucket folds [lo, hi] into output bucket i (NaN = empty so far); an i outside the buckets is ignored.
+func widenBucket(omin, omax []float64, i int, lo, hi float64) {
+	if i < 0 || i >= len(omin) {
+		return
+	}
+	if math.IsNaN(omin[i]) || lo < omin[i] {
+		omin[i] = lo
+	}
+	if math.IsNaN(omax[i]) || hi > omax[i] {
+		omax[i] = hi
+	}
+}
+
+// foldScratch is one worker's decode buffers, reused for every lane and hour it folds: a query allocates its
+// output, never a copy of the readings.
+type foldScratch struct {
+	ts   []int64
+	tsOf *laneData // whose timestamps ts holds
+	vals []float64
+	// mins takes the minima a max-only fold does not keep.
+	mins []float64
+}
+
+// times returns l's decoded timestamps, decoding them at most once per lane and hour.
+func (sc *foldScratch) times(l *laneData) []int64 {
+	if sc.tsOf != l {
+		sc.ts, sc.tsOf = l.ts.Decode(sc.ts[:0]), l
+	}
+	return sc.ts
+}
+
+// minMaxBuckets folds one field of a lane into omin/omax on grid g (gpu_grid.go), leaving out what lies before
+// `from` (the part a roll-up answered; -Inf = nothing): from the 16 s pyramid when g is snapped to it, from the
+// 4 s maxima when only maxima are asked (omin nil) and g is snapped to them, else from the raw readings. Each
+// gives what the raw readings give on g (docs/dashboard-api.md "Buckets").
+func (l *laneData) minMaxBuckets(name string, hour int64, g cellGrid, from float64, omin, omax []float64, sc *foldScratch, mu *sync.Mutex) {
+	f := l.fields[name]
+	if f == nil {
+		return
+	}
+	if hour >= 0 && g.snap == pyramidStep {
+		h0 := float64(hour * 3600)
+		p := l.pyramidOf(f, hour, mu, sc)
+		lo, hi := math.Max(g.edge(0), from), g.edge(g.n)
+		for j := range p.min {
+			if p.min[j] != p.min[j] {
+				continue
+			}
+			bt := h0 + float64(j*pyramidStep)
+			if bt < lo || bt >= hi {
+				continue
+			}
+			if i := g.cell(bt); i >= 0 {
+				if omin != nil {
+					widenBucket(omin, omax, i, float64(p.min[j]), float64(p.max[j]))
+				} else if cur, x := omax[i], float64(p.max[j]); cur != cur || x > cur {
+					omax[i] = x
+				}
+			}
+		}
+		return
+	}
+	if hour >= 0 && omin == nil && g.snap == fineStep {
+		maxFromFine(l.fineMax(f, hour, mu, sc), hour, g, from, omax)
+		return
+	}
+	l.readBody()
+	times := sc.times(l)
+	sc.vals = f.vals.Decode(sc.vals[:0])
+	// In milliseconds: a reading at t in [lo, hi) is in bucket g.cell(t), found anew only when it leaves the
+	// current bucket's [edge0, edge1) (readings of a sealed hour are in time order).
+	lo, hi := math.Max(g.edge(0), from)*1000, g.edge(g.n)*1000
+	b, edge0, edge1 := 0, math.Inf(1), math.Inf(-1)
+	for i, v := range sc.vals {
+		if v != v {
+			continue // absent in this sample
+		}
+		tm := float64(times[f.start+i])
+		if tm < edge0 || tm >= edge1 {
+			if tm < lo || tm >= hi {
+				continue
+			}
+			if b = g.cell(tm / 1000); b < 0 {
+				continue
+			}
+			edge0, edge1 = math.Max(g.edge(b)*1000, lo), math.Min(g.edge(b+1)*1000, hi)
+		}
+		if omin != nil {
+			if cur := omin[b]; cur != cur || v < cur {
+				omin[b] = v
+			}
+		}
+		if cur := omax[b]; cur != cur || v > cur {
+			omax[b] = v
+		}
+	}
+}

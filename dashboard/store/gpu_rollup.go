@@ -33,6 +33,8 @@ type rollBlock struct {
 	step int64
 	// lanes are the lanes' fields by lane key and field name.
 	lanes map[string]map[string]*rollField
+	// newLanes are the lanes added since the reader last took them (the store registers them, lanesSeen).
+	newLanes []string
 	// fields are the field names seen.
 	fields map[string]bool
 	// first is the oldest bucket start.
@@ -83,7 +85,7 @@ func newRollBlock(hour int64) *rollBlock {
 
 // read consumes what is new in each layout's file of the hour, one layout at a time (addLine raises end to
 // that layout's newest bucket end), then sets the seam to the oldest layout's.
-func (b *rollBlock) read(s *partition.Stream, p *partition.Partition, onLane func(string)) ([]partition.CorruptReport, error) {
+func (b *rollBlock) read(s *partition.Stream, p *partition.Partition) ([]partition.CorruptReport, error) {
 	var reports []partition.CorruptReport
 	var firstErr error
 	if len(b.ends) == 0 && !math.IsInf(b.end, -1) {
@@ -97,7 +99,7 @@ func (b *rollBlock) read(s *partition.Stream, p *partition.Partition, onLane fun
 		if e, ok := b.ends[f.Shard]; ok {
 			b.end = e
 		}
-		reps, err := s.Read(&partition.Partition{Hour: p.Hour, Files: []*partition.File{f}}, func(line []byte) bool { return b.addLine(line, onLane) })
+		reps, err := s.Read(&partition.Partition{Hour: p.Hour, Files: []*partition.File{f}}, b.addLine)
 		if errors.Is(err, partition.ErrReload) {
 			return nil, err
 		}
@@ -119,7 +121,7 @@ func (b *rollBlock) read(s *partition.Stream, p *partition.Partition, onLane fun
 }
 
 // addLine merges one record; false marks it corrupt.
-func (b *rollBlock) addLine(line []byte, onLane func(string)) bool {
+func (b *rollBlock) addLine(line []byte) bool {
 	var ts, dt float64
 	var node []byte
 	gpu := -1.0
@@ -172,7 +174,7 @@ func (b *rollBlock) addLine(line []byte, onLane func(string)) bool {
 	} else if int64(dt) != b.step {
 		b.coarsen(lcm(b.step, int64(dt)))
 	}
-	lane := b.laneOf(node, int(gpu), onLane)
+	lane := b.laneOf(node, int(gpu))
 	j := int((int64(ts) - int64(h0)) / b.step)
 	nb := int(3600 / b.step)
 	for i, x := range vals[:n] {
@@ -211,8 +213,8 @@ func (b *rollBlock) addLine(line []byte, onLane func(string)) bool {
 	return true
 }
 
-// laneOf returns the lane of (node, gpu), creating it.
-func (b *rollBlock) laneOf(node []byte, gpu int, onLane func(string)) *rollLane {
+// laneOf returns the lane of (node, gpu), creating it (and listing it in newLanes).
+func (b *rollBlock) laneOf(node []byte, gpu int) *rollLane {
 	gs := b.byNode[string(node)]
 	if gpu < len(gs) && gs[gpu] != nil {
 		return gs[gpu]
@@ -222,9 +224,7 @@ func (b *rollBlock) laneOf(node []byte, gpu int, onLane func(string)) *rollLane 
 	if m == nil {
 		m = map[string]*rollField{}
 		b.lanes[key] = m
-		if onLane != nil {
-			onLane(key)
-		}
+		b.newLanes = append(b.newLanes, key)
 	}
 	l := &rollLane{fields: m}
 	if gpu < 1<<12 { // GPU indices are small; a stray huge one just takes the slow path every time

@@ -275,7 +275,7 @@ func TestRollupBadRecords(t *testing.T) {
 		`{"ts":1796400000,"dt":16,"node":"n","gpu":0,"util":[null,2,3,1]}`, // not numbers: ignored
 		`not json`,
 	} {
-		b.addLine([]byte(line), nil)
+		b.addLine([]byte(line))
 	}
 	if len(b.fields) != 0 {
 		t.Fatalf("fields from bad records: %v", b.fields)
@@ -294,7 +294,7 @@ func TestRollupMixedWidths(t *testing.T) {
 		`{"ts":1796400060,"dt":60,"node":"n","gpu":0,"util":[40,50,90,2]}`, // coarser: the hour goes to 240 s
 		`{"ts":1796400480,"dt":16,"node":"n","gpu":0,"util":[1,2,3,2]}`,
 	} {
-		if !b.addLine([]byte(line), nil) {
+		if !b.addLine([]byte(line)) {
 			t.Fatalf("refused: %s", line)
 		}
 	}
@@ -325,7 +325,7 @@ func FuzzRollupLine(f *testing.F) {
 	f.Add([]byte(`{"ts":1796400000,"dt":16,"node":"n1","gpu":3,"util":[1e308,1e309,0,0]}`))
 	f.Fuzz(func(_ *testing.T, line []byte) {
 		b := newRollBlock(499_000)
-		b.addLine(line, nil)
+		b.addLine(line)
 		for _, l := range b.lanes {
 			for _, fl := range l {
 				omin, omax := nanSlice(10), nanSlice(10)

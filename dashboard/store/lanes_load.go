@@ -201,23 +201,34 @@ func copyLanes(cat, extra map[string]*Lane) map[string]*Lane {
 	return out
 }
 
-// laneSeen registers a lane found in the data that the catalog lacks (v1 runs without a catalog).
-func (s *Store) laneSeen(key string) {
+// lanesSeen registers the lanes found in the data that the catalog lacks (v1 runs without a catalog): the new
+// lanes of an hour once it is read, the lane set rebuilt once for them.
+func (s *Store) lanesSeen(keys []string) {
+	if len(keys) == 0 {
+		return
+	}
 	s.lmu.Lock()
 	defer s.lmu.Unlock()
-	if _, ok := s.lanes.set.byKey[key]; ok {
-		return
+	n, added := len(s.lanes.set.lanes), false
+	for _, key := range keys {
+		if _, ok := s.lanes.set.byKey[key]; ok || s.lanes.unlisted[key] != nil {
+			continue
+		}
+		node, gpu, ok := splitKey(key)
+		if !ok || len(key) > laneKeyMax {
+			continue
+		}
+		if n >= laneCap {
+			// Noticed once (lmu is held: no notice call).
+			msg := fmt.Sprintf("more than %d lanes in the data (the collector's limit, docs/semconv.md §8.4): the rest are not shown", laneCap)
+			s.notices[msg] = Notice{Level: "warning", Message: msg}
+			break
+		}
+		s.lanes.unlisted[key] = &Lane{Key: key, Node: node, GPU: gpu, Ranks: []int{}, Engines: []string{}, Roles: []string{}}
+		n++
+		added = true
 	}
-	node, gpu, ok := splitKey(key)
-	if !ok || len(key) > laneKeyMax {
-		return
+	if added {
+		s.rebuildLanesLocked()
 	}
-	if len(s.lanes.set.lanes) >= laneCap {
-		// Noticed once (lmu is held: no notice call), and the set is not rebuilt for each lane over the cap.
-		msg := fmt.Sprintf("more than %d lanes in the data (the collector's limit, docs/semconv.md §8.4): the rest are not shown", laneCap)
-		s.notices[msg] = Notice{Level: "warning", Message: msg}
-		return
-	}
-	s.lanes.unlisted[key] = &Lane{Key: key, Node: node, GPU: gpu, Ranks: []int{}, Engines: []string{}, Roles: []string{}}
-	s.rebuildLanesLocked()
 }

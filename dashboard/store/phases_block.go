@@ -375,13 +375,12 @@ func parsePhaseFast(line []byte) (phaseRec, bool) {
 		}
 		return int(v), true
 	}
-	err := flatjson.Scan(line, func(key, val []byte, isStr bool) {
-		if !ok {
-			return
-		}
+	m := flatjson.NewMembers(line)
+	for ok && m.Next() {
+		key, val, isStr := m.Key(), m.Value(), m.IsString()
 		if bytes.IndexByte(key, '\\') >= 0 {
 			ok = false // an escaped key: encoding/json unescapes it
-			return
+			break
 		}
 		null := !isStr && string(val) == "null"
 		switch string(key) {
@@ -418,11 +417,11 @@ func parsePhaseFast(line []byte) (phaseRec, bool) {
 		case "gpus":
 			if null {
 				r.GPUs = nil
-				return
+				continue
 			}
 			if isStr || len(val) < 2 || val[0] != '[' || val[len(val)-1] != ']' {
 				ok = false
-				return
+				continue
 			}
 			r.GPUs = []int{}
 			for part := range bytes.SplitSeq(val[1:len(val)-1], []byte{','}) {
@@ -432,7 +431,7 @@ func parsePhaseFast(line []byte) (phaseRec, bool) {
 				}
 				v, good := integer(part, false)
 				if !good {
-					return
+					break // ok is false
 				}
 				r.GPUs = append(r.GPUs, v)
 			}
@@ -443,8 +442,8 @@ func parsePhaseFast(line []byte) (phaseRec, bool) {
 				}
 			}
 		}
-	})
-	return r, ok && err == nil
+	}
+	return r, ok && m.Err() == nil
 }
 
 var phaseKeys = []string{"name", "t0", "t1", "node", "rank", "role", "gpus", "step", "span", "parent"}

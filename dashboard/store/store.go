@@ -85,8 +85,9 @@ type Store struct {
 	shards map[string]*shardState
 	// stalled names the shards that were stalled at the last refresh (stalledKey).
 	stalled string
-	// horizon is the newest plausible partition hour: later ones are left out (edge.go).
-	horizon int64
+	// edgeCap is the end of the newest plausible partition hour (later hours are left out, edge.go): a newer
+	// time does not move the data edge.
+	edgeCap float64
 	// now is the wall clock (tests set it).
 	now func() time.Time
 
@@ -154,7 +155,7 @@ func open(dir string, follow bool, opts ...storeOption) (*Store, error) {
 		return nil, fmt.Errorf("%s is not a run directory: no %s/, rollout_data/ or train_data/ folder", dir, runfiles.DashboardDir)
 	}
 	s := &Store{
-		dir: dir, follow: follow, now: time.Now, horizon: math.MaxInt64 / 2,
+		dir: dir, follow: follow, now: time.Now, edgeCap: math.Inf(1),
 		notices: map[string]Notice{}, listeners: map[chan struct{}]struct{}{}, mem: newMemHeld(),
 	}
 	s.lanes = newLaneReader()

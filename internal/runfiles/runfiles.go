@@ -5,12 +5,9 @@
 package runfiles
 
 import (
-	"bufio"
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"sort"
@@ -243,95 +240,3 @@ func scanLines(r io.Reader, fn func([]byte) error) (partial int, err error) {
 // it cost a reader several times its length (a 1 GiB line: 3.1 GB RSS, 5.7 s); skipped, a reader holds at most
 // about twice the limit for it.
 const MaxLine = 16 << 20
-
-// EachLine calls fn with every complete line of r, however long, without its "\n" or "\r\n" (empty lines
-// skipped), and the byte offset in r where the line starts. A last line with no newline is not passed: its
-// writer may still be appending to it. It returns the bytes through the last newline read, the length of the
-// partial line after them, and the first error from r or fn.
-func EachLine(r io.Reader, fn func(line []byte, off int64) error) (consumed int64, partial int, err error) {
-	return EachLineMax(r, math.MaxInt, fn, nil)
-}
-
-// EachLineMax is EachLine for lines of at most maxLine bytes (newline included): a longer complete line is
-// read through without being kept, so memory stays bounded by maxLine, and passed to long (its offset and
-// length; nil: skipped silently) instead of fn.
-func EachLineMax(r io.Reader, maxLine int, fn func(line []byte, off int64) error, long func(off, n int64)) (consumed int64, partial int, err error) {
-	br := bufio.NewReaderSize(r, 256<<10)
-	for {
-		line, err := br.ReadSlice('\n')
-		over := int64(0) // bytes of an over-long line read through without keeping them
-		if errors.Is(err, bufio.ErrBufferFull) {
-			// A line longer than the buffer: assemble it, up to maxLine.
-			buf := append([]byte(nil), line...)
-			for errors.Is(err, bufio.ErrBufferFull) {
-				line, err = br.ReadSlice('\n')
-				switch {
-				case over > 0:
-					over += int64(len(line))
-				case len(buf)+len(line) > maxLine:
-					over = int64(len(buf) + len(line))
-					buf = nil
-				default:
-					buf = append(buf, line...)
-				}
-			}
-			line = buf
-		}
-		if err == io.EOF {
-			if over > 0 {
-				return consumed, int(over), nil
-			}
-			return consumed, len(line), nil
-		}
-		if err != nil {
-			return consumed, 0, err
-		}
-		if over == 0 && len(line) > maxLine {
-			over = int64(len(line))
-		}
-		if over > 0 {
-			if long != nil {
-				long(consumed, over)
-			}
-			consumed += over
-			continue
-		}
-		if body := trimEOL(line); len(body) > 0 {
-			if err := fn(body, consumed); err != nil {
-				return consumed, 0, err
-			}
-		}
-		consumed += int64(len(line))
-	}
-}
-
-// EachLineBytes is EachLineMax over bytes held whole (a read-only mapping): the same lines, offsets and long
-// lines, handed out in place instead of copied through a read buffer. It returns the bytes through the last
-// newline; a last line with no newline is left, as EachLineMax leaves it.
-func EachLineBytes(data []byte, maxLine int, fn func(line []byte, off int64) error, long func(off, n int64)) (consumed int64, err error) {
-	for {
-		k := bytes.IndexByte(data[consumed:], '\n')
-		if k < 0 {
-			return consumed, nil
-		}
-		line := data[consumed : consumed+int64(k)+1]
-		if len(line) > maxLine {
-			if long != nil {
-				long(consumed, int64(len(line)))
-			}
-		} else if body := trimEOL(line); len(body) > 0 {
-			if err := fn(body, consumed); err != nil {
-				return consumed, err
-			}
-		}
-		consumed += int64(len(line))
-	}
-}
-
-// trimEOL is bytes.TrimRight(line, "\r\n") without building its byte set for every line.
-func trimEOL(line []byte) []byte {
-	for len(line) > 0 && (line[len(line)-1] == '\n' || line[len(line)-1] == '\r') {
-		line = line[:len(line)-1]
-	}
-	return line
-}

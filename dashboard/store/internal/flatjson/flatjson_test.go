@@ -1,9 +1,14 @@
 package flatjson
 
 import (
+	"bytes"
+	"encoding/json"
 	"math"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // FuzzParseNum: whenever ParseNum reads a number, strconv.ParseFloat reads the same bits (the decimal fast
@@ -45,6 +50,55 @@ func FuzzReadNum(f *testing.F) {
 		}
 		if exact && float64(q)/100 != math.Round(v*100)/100 {
 			t.Fatalf("%q: hundredths %d of %v", raw, q, v)
+		}
+	})
+}
+
+// FuzzMembers: on a flat object encoding/json reads (no escaped keys, no repeated keys), Members gives its
+// keys in order, each value as encoding/json's raw text (a string's without quotes), and no error.
+func FuzzMembers(f *testing.F) {
+	for _, s := range []string{`{"ts":1796121314.391427,"node":"n0","gpu":3,"util":93.6}`, `{}`, ` { "a" : [1,{"b":"]"}] , "c":{"d":"x\"y"},"e":null,"f":true}`, `{"a":"\\"}`, `{"a":1,}`, `[1]`, `{"a":1`, `{"a":"x`, `{"a":{"b":1}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var got []string
+		m := NewMembers(b)
+		for m.Next() {
+			got = append(got, string(m.Key()), string(m.Value()))
+		}
+		var obj map[string]json.RawMessage
+		if json.Unmarshal(b, &obj) != nil || bytes.IndexByte(b, '\n') >= 0 || !utf8.Valid(b) {
+			return
+		}
+		d := json.NewDecoder(bytes.NewReader(b))
+		if tok, err := d.Token(); err != nil || tok != json.Delim('{') {
+			return // not an object (null reads into a map too)
+		}
+		var want []string
+		for d.More() {
+			k, err := d.Token()
+			if err != nil {
+				return
+			}
+			var raw json.RawMessage
+			if d.Decode(&raw) != nil {
+				return
+			}
+			key := k.(string)
+			if bytes.Contains(b, []byte(`\u`)) || strings.ContainsAny(key, `"\`) || len(got) > len(want) && strings.Contains(got[len(want)], `\`) {
+				return // an escaped key, or text encoding/json unescapes: the parsers fall back for those
+			}
+			v := string(raw)
+			if len(raw) > 0 && raw[0] == '"' {
+				v = v[1 : len(v)-1]
+			}
+			want = append(want, key, v)
+		}
+		if len(want) != 2*len(obj) {
+			return // a repeated key
+		}
+		if m.Err() != nil || !slices.Equal(got, want) {
+			t.Fatalf("%q: Members %q (err %v), encoding/json %q", b, got, m.Err(), want)
 		}
 	})
 }

@@ -158,44 +158,43 @@ func readZst(runDir, path string, sink LineSink, maxLine int) (CorruptReport, er
 // its block and the partition (Reset) and reads the hour again.
 var ErrReload = errors.New("Partition changed under the reader; reload it")
 
-// consume feeds complete lines of at most maxLine bytes to sink (a longer one is skipped and counted) and returns
-// the bytes consumed (up to the last newline).
+// consume feeds the complete lines of r of at most maxLine bytes to sink (a longer one is skipped and counted)
+// and returns the bytes consumed (up to the last newline).
 func consume(r io.Reader, base int64, sink LineSink, path string, maxLine int) (CorruptReport, int64, error) {
-	rep := CorruptReport{Path: path, First: -1, LongFirst: -1, Limit: maxLine}
-	n, _, err := runfiles.EachLineMax(r, maxLine, func(line []byte, off int64) error {
-		rep.line(sink, line, base+off)
-		return nil
-	}, func(off, _ int64) { rep.long(base + off) })
-	return rep, n, err
+	lines := runfiles.NewLines(r, maxLine)
+	rep := feed(lines, base, sink, path)
+	rep.Limit = maxLine
+	return rep, lines.Consumed(), lines.Err()
 }
 
 // consumeBytes is consume of the bytes of a file from base on, held whole in data (a mapping), without copying
-// them (runfiles.EachLineBytes).
+// them (runfiles.LinesOf).
 func consumeBytes(data []byte, base int64, sink LineSink, path string, maxLine int) (CorruptReport, int64) {
-	rep := CorruptReport{Path: path, First: -1, LongFirst: -1, Limit: maxLine}
-	n, _ := runfiles.EachLineBytes(data, maxLine, func(line []byte, off int64) error {
-		rep.line(sink, line, base+off)
-		return nil
-	}, func(off, _ int64) { rep.long(base + off) })
-	return rep, n
+	lines := runfiles.LinesOf(data, maxLine)
+	rep := feed(lines, base, sink, path)
+	rep.Limit = maxLine
+	return rep, lines.Consumed()
 }
 
-// line hands one line at off to sink, counting it when sink says it is corrupt.
-func (r *CorruptReport) line(sink LineSink, line []byte, off int64) {
-	if !sink(line) {
-		if r.First < 0 {
-			r.First = off
+// feed hands each line to sink, counting those it says are corrupt and those over the line limit.
+func feed(lines *runfiles.Lines, base int64, sink LineSink, path string) CorruptReport {
+	rep := CorruptReport{Path: path, First: -1, LongFirst: -1}
+	for lines.Next() {
+		off := base + lines.Offset()
+		switch {
+		case lines.Long() > 0:
+			if rep.LongFirst < 0 {
+				rep.LongFirst = off
+			}
+			rep.Long++
+		case !sink(lines.Line()):
+			if rep.First < 0 {
+				rep.First = off
+			}
+			rep.Count++
 		}
-		r.Count++
 	}
-}
-
-// long counts a line over the line limit at off, skipped unread.
-func (r *CorruptReport) long(off int64) {
-	if r.LongFirst < 0 {
-		r.LongFirst = off
-	}
-	r.Long++
+	return rep
 }
 
 func (r CorruptReport) String() string {

@@ -1,0 +1,181 @@
+package runfiles
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"math"
+)
+
+// Lines reads complete lines one at a time, from a reader (NewLines) or from bytes held whole (LinesOf, a
+// read-only mapping: lines handed out in place). A line longer than the limit (newline included) is read
+// through without being kept, so memory stays bounded by the limit, and is handed out as long (Long) instead
+// of as a line. Empty lines are skipped. A last line with no newline is never handed out: its writer may still
+// be appending to it.
+//
+//	lines := runfiles.NewLines(r, maxLine)
+//	for lines.Next() {
+//		if lines.Long() > 0 { … count it … continue }
+//		use(lines.Line(), lines.Offset())
+//	}
+//	consumed, partial, err := lines.Consumed(), lines.Partial(), lines.Err()
+//
+// Next is one loop with nothing to call back: the reader of a stream reads its lines in its own loop.
+type Lines struct {
+	br   *bufio.Reader // nil: reading data
+	data []byte
+	max  int
+	// line is the current line without its "\r\n" (nil when long); off where it starts; long the length of
+	// an over-long line read through (0: a line).
+	line []byte
+	off  int64
+	long int64
+	// consumed is the bytes through the last newline read; partial the length of the line after them.
+	consumed int64
+	partial  int
+	err      error
+}
+
+// NewLines reads the lines of r, of at most maxLine bytes each.
+func NewLines(r io.Reader, maxLine int) *Lines {
+	return &Lines{br: bufio.NewReaderSize(r, 256<<10), max: maxLine}
+}
+
+// LinesOf reads the lines of data, held whole, of at most maxLine bytes each, without copying them.
+func LinesOf(data []byte, maxLine int) *Lines {
+	return &Lines{data: data, max: maxLine}
+}
+
+// Next moves to the next complete line, or over-long line; false at the end of the complete lines or on an
+// error (Err).
+func (l *Lines) Next() bool {
+	for {
+		var raw []byte
+		over := int64(0)
+		if l.br == nil {
+			k := bytes.IndexByte(l.data[l.consumed:], '\n')
+			if k < 0 {
+				l.partial = len(l.data) - int(l.consumed)
+				return false
+			}
+			raw = l.data[l.consumed : l.consumed+int64(k)+1]
+		} else {
+			var err error
+			raw, err = l.br.ReadSlice('\n')
+			if errors.Is(err, bufio.ErrBufferFull) {
+				// A line longer than the buffer: assemble it, up to the limit.
+				buf := append([]byte(nil), raw...)
+				for errors.Is(err, bufio.ErrBufferFull) {
+					raw, err = l.br.ReadSlice('\n')
+					switch {
+					case over > 0:
+						over += int64(len(raw))
+					case len(buf)+len(raw) > l.max:
+						over = int64(len(buf) + len(raw))
+						buf = nil
+					default:
+						buf = append(buf, raw...)
+					}
+				}
+				raw = buf
+			}
+			if err == io.EOF {
+				l.partial = len(raw)
+				if over > 0 {
+					l.partial = int(over)
+				}
+				return false
+			}
+			if err != nil {
+				l.err = err
+				return false
+			}
+		}
+		if over == 0 && len(raw) > l.max {
+			over = int64(len(raw))
+		}
+		l.off = l.consumed
+		if over > 0 {
+			l.line, l.long = nil, over
+			l.consumed += over
+			return true
+		}
+		l.consumed += int64(len(raw))
+		body := raw
+		for len(body) > 0 && (body[len(body)-1] == '\n' || body[len(body)-1] == '\r') {
+			body = body[:len(body)-1]
+		}
+		if len(body) > 0 {
+			l.line, l.long = body, 0
+			return true
+		}
+	}
+}
+
+// Line is the current line without its newline (nil for an over-long one); it is valid until the next Next.
+func (l *Lines) Line() []byte { return l.line }
+
+// Offset is where the current line starts, in bytes from the start of the reader or data.
+func (l *Lines) Offset() int64 { return l.off }
+
+// Long is the length of the current line when it was over the limit and read through unkept, 0 otherwise.
+func (l *Lines) Long() int64 { return l.long }
+
+// Consumed is the bytes through the last newline read.
+func (l *Lines) Consumed() int64 { return l.consumed }
+
+// Partial is the length of the line after the last newline, once Next returned false.
+func (l *Lines) Partial() int { return l.partial }
+
+// Err is the reader's error that stopped Next, nil at the end of its lines.
+func (l *Lines) Err() error { return l.err }
+
+// EachLine calls fn with every complete line of r, however long, without its "\n" or "\r\n" (empty lines
+// skipped), and the byte offset in r where the line starts. A last line with no newline is not passed: its
+// writer may still be appending to it. It returns the bytes through the last newline read, the length of the
+// partial line after them, and the first error from r or fn.
+func EachLine(r io.Reader, fn func(line []byte, off int64) error) (consumed int64, partial int, err error) {
+	return EachLineMax(r, math.MaxInt, fn, nil)
+}
+
+// EachLineMax is EachLine for lines of at most maxLine bytes (newline included): a longer complete line is
+// read through without being kept, so memory stays bounded by maxLine, and passed to long (its offset and
+// length; nil: skipped silently) instead of fn.
+func EachLineMax(r io.Reader, maxLine int, fn func(line []byte, off int64) error, long func(off, n int64)) (consumed int64, partial int, err error) {
+	lines := NewLines(r, maxLine)
+	if err := eachLine(lines, fn, long); err != nil {
+		return lines.Offset(), 0, err
+	}
+	if lines.Err() != nil {
+		return lines.Consumed(), 0, lines.Err()
+	}
+	return lines.Consumed(), lines.Partial(), nil
+}
+
+// EachLineBytes is EachLineMax over bytes held whole (a read-only mapping): the same lines, offsets and long
+// lines, handed out in place instead of copied through a read buffer. It returns the bytes through the last
+// newline; a last line with no newline is left, as EachLineMax leaves it.
+func EachLineBytes(data []byte, maxLine int, fn func(line []byte, off int64) error, long func(off, n int64)) (consumed int64, err error) {
+	lines := LinesOf(data, maxLine)
+	if err := eachLine(lines, fn, long); err != nil {
+		return lines.Offset(), err
+	}
+	return lines.Consumed(), nil
+}
+
+// eachLine hands the lines to fn and the over-long ones to long (nil: skipped), stopping at fn's first error.
+func eachLine(lines *Lines, fn func(line []byte, off int64) error, long func(off, n int64)) error {
+	for lines.Next() {
+		if lines.Long() > 0 {
+			if long != nil {
+				long(lines.Offset(), lines.Long())
+			}
+			continue
+		}
+		if err := fn(lines.Line(), lines.Offset()); err != nil {
+			return err
+		}
+	}
+	return nil
+}
