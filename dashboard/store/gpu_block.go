@@ -25,7 +25,7 @@ type field struct {
 	start int
 	vals  columns.Values
 	pyr   atomic.Pointer[pyramid]
-	// fine are the 4 s maxima (gpu_grid.go): kept from the first reading on for util, built on first use for the
+	// fine are the 4 s maxima (fineMax, below): kept from the first reading on for util, built on first use for the
 	// other fields.
 	fine atomic.Pointer[[]float32]
 }
@@ -148,7 +148,7 @@ type gpuBlock struct {
 	lastLanes []*laneData
 	// rec is the record being added (addLine), kept to not clear its members for every line.
 	rec gpuRecord
-	// only are the lanes read (gpu_lanefilter.go); nil: all.
+	// only are the lanes read (laneFilter, gpu_load.go); nil: all.
 	only *laneFilter
 	// deferred says only the eager fields (fineEager) were parsed, the columns the carpet and the fleet draw: a
 	// first open of a run that has no roll-up (miles v1) parses every reading of the window for the first carpet,

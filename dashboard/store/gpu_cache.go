@@ -32,7 +32,7 @@ import (
 // run directory.
 
 // 6: a head read at open (lanes, column lengths, the eager fields' 4 s maxima) and a body read on first use
-// (cacheBody); 5: plain hours keyed by their files, no read offset stored; 4: the 4 s maxima (gpu_grid.go); 3:
+// (cacheBody); 5: plain hours keyed by their files, no read offset stored; 4: the 4 s maxima (gpu_block.go); 3:
 // value columns with the delta / delta-of-delta predictor (internal/columns).
 const colCacheMagic = "MILESGC6"
 

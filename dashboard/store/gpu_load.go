@@ -327,25 +327,6 @@ func (g *gpuReader) loadRollupHourLocked(h int64) {
 	}
 }
 
-// gpuHours lists the hours of gpu_util or gpu_rollup overlapping [t0, t1] (legacy flat files always).
-func (g *gpuReader) hours(t0, t1 float64) []int64 {
-	hs := g.utilFiles.Overlapping(t0, t1, 0, 0)
-	if g.rollupOff {
-		return hs
-	}
-	seen := map[int64]bool{}
-	for _, h := range hs {
-		seen[h] = true
-	}
-	for _, h := range g.rollupFiles.Overlapping(t0, t1, 0, 0) {
-		if !seen[h] && h != partition.LegacyHour {
-			hs = append(hs, h)
-		}
-	}
-	slices.Sort(hs)
-	return hs
-}
-
 // rollUse returns hour h's roll-up when it answers a query of output buckets `width` seconds wide starting at
 // t0, or nil: the hour is then read from gpu_util. It answers
 //   - exactly, when the output buckets are whole roll-up buckets on the same grid (t0 and width multiples of

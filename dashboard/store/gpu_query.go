@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
 )
 
 // MinMax is a decimated field: per bucket min and max, NaN where there was no sample (null in JSON).
@@ -90,45 +92,70 @@ func (s *Store) GPU(t0, t1 float64, sel []*Lane, points int, fields []string) *G
 
 // gpuQuery answers GPU; coarse (the fleet overview) lets the roll-up answer at any bucket width (gpu_rollup.go);
 // maxOnly (the carpet, the fleet) asks for the maxima alone: Min is then left empty, and the 4 s maxima may
-// answer. Buckets are those of newCellGrid (gpu_grid.go): T0, T1 and T say where their edges are.
+// answer. Buckets are those of newCellGrid (below): T0, T1 and T say where their edges are.
 func (s *Store) gpuQuery(t0, t1 float64, sel []*Lane, points int, fields []string, coarse, maxOnly bool) *GPUResult {
-	g := newCellGrid(t0, t1, points)
-	lo, hi := math.Min(t0, g.edge(0)), math.Max(t1, g.edge(points))
 	defer s.pin()()
-	s.gpu.ensure(lo, hi, g.width, coarse, fields, sel)
-	s.mu.RLock()
+	w := s.openGPU(t0, t1, sel, points, fields, coarse)
 	defer s.mu.RUnlock()
+	g := w.grid
 	res := &GPUResult{T0: g.edge(0), T1: g.edge(points), Step: g.width, T: g.starts()}
-	hours := s.gpu.hours(lo, hi)
-	rolls := make([]*rollBlock, len(hours))
-	for i, h := range hours {
-		if rolls[i] = s.gpu.rollUse(h, t0, g.width, coarse); rolls[i] != nil && !eagerOnly(fields) {
-			rolls[i].readBody() // a cached hour's fields not eager, before the workers read them
+	if !eagerOnly(fields) {
+		for _, rb := range w.rolls {
+			if rb != nil {
+				rb.readBody() // a cached hour's fields not eager, before the workers read them
+			}
 		}
 	}
-	res.Lanes = make([]GPULane, len(sel))
-	// Lanes are independent: folded on every core when many (a carpet of 512 lanes reads ~7 M readings), each
-	// worker decoding into its own reused buffers.
-	workers := foldWorkers(len(sel))
+	res.Lanes = s.gpu.foldLanes(sel, w, fields, maxOnly, foldWorkers(len(sel)))
+	return res
+}
+
+// gpuWindow is what a GPU query reads once its hours are in: the output buckets, the hours of gpu_util or
+// gpu_rollup they overlap, and per hour the roll-up block that answers it (nil: gpu_util does, rollUse).
+type gpuWindow struct {
+	grid  cellGrid
+	hours []int64
+	rolls []*rollBlock
+}
+
+// openGPU brings in what a query of fields on sel over [t0, t1] in `points` buckets reads (coarse as gpuQuery
+// says) and returns it with the store read-locked: the caller, who holds a pin (budget.go), unlocks once read.
+func (s *Store) openGPU(t0, t1 float64, sel []*Lane, points int, fields []string, coarse bool) *gpuWindow {
+	g := newCellGrid(t0, t1, points)
+	lo, hi := math.Min(t0, g.edge(0)), math.Max(t1, g.edge(points))
+	s.gpu.ensure(lo, hi, g.width, coarse, fields, sel)
+	s.mu.RLock()
+	w := &gpuWindow{grid: g, hours: s.gpu.hours(lo, hi)}
+	w.rolls = make([]*rollBlock, len(w.hours))
+	for i, h := range w.hours {
+		w.rolls[i] = s.gpu.rollUse(h, t0, g.width, coarse)
+	}
+	return w
+}
+
+// foldLanes is each lane's answer over w. Lanes are independent: folded by up to `workers` goroutines (every
+// core when many: a carpet of 512 lanes reads ~7 M readings), each decoding into its own reused buffers.
+func (g *gpuReader) foldLanes(lanes []*Lane, w *gpuWindow, fields []string, maxOnly bool, workers int) []GPULane {
+	out := make([]GPULane, len(lanes))
 	var next atomic.Int64
 	var wg sync.WaitGroup
-	for range workers {
+	for range min(workers, len(lanes)) {
 		wg.Go(func() {
 			var sc foldScratch
 			for {
 				li := int(next.Add(1) - 1)
-				if li >= len(sel) {
+				if li >= len(lanes) {
 					return
 				}
-				res.Lanes[li] = s.gpu.foldLane(sel[li], hours, rolls, g, fields, maxOnly, &sc)
+				out[li] = g.foldLane(lanes[li], w, fields, maxOnly, &sc)
 			}
 		})
 	}
 	wg.Wait()
-	return res
+	return out
 }
 
-// foldWorkers is how many goroutines fold lanes lanes: every core when many.
+// foldWorkers is how many goroutines fold a query of `lanes` lanes: every core when many.
 func foldWorkers(lanes int) int {
 	if lanes >= 16 {
 		return runtime.GOMAXPROCS(0)
@@ -137,7 +164,8 @@ func foldWorkers(lanes int) int {
 }
 
 // foldLane is one lane's answer of gpuQuery: per hour the roll-up's part, then the raw readings after it.
-func (g *gpuReader) foldLane(l *Lane, hours []int64, rolls []*rollBlock, grid cellGrid, fields []string, maxOnly bool, sc *foldScratch) GPULane {
+func (g *gpuReader) foldLane(l *Lane, w *gpuWindow, fields []string, maxOnly bool, sc *foldScratch) GPULane {
+	grid := w.grid
 	lane := GPULane{ID: l.ID, Fields: make(map[string]*MinMax, len(fields))}
 	mms := make([]*MinMax, len(fields))
 	for i, f := range fields {
@@ -155,8 +183,8 @@ func (g *gpuReader) foldLane(l *Lane, hours []int64, rolls []*rollBlock, grid ce
 		}
 		omin = func(int) []float64 { return sc.mins[:grid.n] }
 	}
-	for hi, h := range hours {
-		rb := rolls[hi]
+	for hi, h := range w.hours {
+		rb := w.rolls[hi]
 		ld, mu := g.rawLane(l, h, rb)
 		for i, f := range fields {
 			from := math.Inf(-1) // raw data from here on: after the roll-up's newest bucket
@@ -385,7 +413,7 @@ func (sc *foldScratch) times(l *laneData) []int64 {
 	return sc.ts
 }
 
-// minMaxBuckets folds one field of a lane into omin/omax on grid g (gpu_grid.go), leaving out what lies before
+// minMaxBuckets folds one field of a lane into omin/omax on grid g, leaving out what lies before
 // `from` (the part a roll-up answered; -Inf = nothing): from the 16 s pyramid when g is snapped to it, from the
 // 4 s maxima when only maxima are asked (omin nil) and g is snapped to them, else from the raw readings. Each
 // gives what the raw readings give on g (docs/dashboard-api.md "Buckets").
@@ -450,4 +478,23 @@ func (l *laneData) minMaxBuckets(name string, hour int64, g cellGrid, from float
 			omax[b] = v
 		}
 	}
+}
+
+// gpuHours lists the hours of gpu_util or gpu_rollup overlapping [t0, t1] (legacy flat files always).
+func (g *gpuReader) hours(t0, t1 float64) []int64 {
+	hs := g.utilFiles.Overlapping(t0, t1, 0, 0)
+	if g.rollupOff {
+		return hs
+	}
+	seen := map[int64]bool{}
+	for _, h := range hs {
+		seen[h] = true
+	}
+	for _, h := range g.rollupFiles.Overlapping(t0, t1, 0, 0) {
+		if !seen[h] && h != partition.LegacyHour {
+			hs = append(hs, h)
+		}
+	}
+	slices.Sort(hs)
+	return hs
 }

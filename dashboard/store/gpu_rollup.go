@@ -473,7 +473,7 @@ func (f *rollField) fold(h0, step float64, g cellGrid, to float64, omin, omax []
 // foldCells lists what fold does on grid g for an hour of n buckets from h0: emit(j, i) for each output bucket
 // i that bucket j widens (i may lie outside the grid, where widening does nothing), in fold's order. Which
 // buckets fill which cells does not depend on a lane's values, only on the hour, its step, the grid and the seam:
-// the fleet works it out once for every lane (fleet_spread.go).
+// the fleet works it out once for every lane (utilSpread, fleet.go).
 func foldCells(h0, step float64, n int, g cellGrid, to float64, emit func(j, i int)) {
 	t0, t1 := g.edge(0), g.edge(g.n)
 	end := math.Min(t1, to)

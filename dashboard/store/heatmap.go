@@ -28,7 +28,7 @@ func (s *Store) Heatmap(t0, t1 float64, sel []*Lane, metric string, buckets int)
 		// A carpet cell is a pixel: the roll-up answers it when a cell is at least half a roll-up bucket wide
 		// (a 16 s bucket then fills at most 2–3 cells), so a 4 h carpet of 64 lanes parses no raw hour.
 		g := s.gpuQuery(t0, t1, sel, buckets, []string{field}, (t1-t0)/float64(buckets) >= pyramidStep/2, true)
-		h.T0, h.T1 = g.T0, g.T1 // the cells' edges (gpu_grid.go)
+		h.T0, h.T1 = g.T0, g.T1 // the cells' edges (gpu_query.go)
 		h.Max = 100
 		if metric != "util" {
 			h.Max = 0
