@@ -376,8 +376,11 @@ func parsePhaseFast(line []byte) (phaseRec, bool) {
 		return int(v), true
 	}
 	m := flatjson.NewMembers(line)
-	for ok && m.Next() {
-		key, val, isStr := m.Key(), m.Value(), m.IsString()
+	for ok {
+		key, val, isStr, more := m.Next()
+		if !more {
+			break
+		}
 		if bytes.IndexByte(key, '\\') >= 0 {
 			ok = false // an escaped key: encoding/json unescapes it
 			break

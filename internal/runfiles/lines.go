@@ -15,9 +15,9 @@ import (
 // be appending to it.
 //
 //	lines := runfiles.NewLines(r, maxLine)
-//	for lines.Next() {
-//		if lines.Long() > 0 { … count it … continue }
-//		use(lines.Line(), lines.Offset())
+//	for line, off, ok := lines.Next(); ok; line, off, ok = lines.Next() {
+//		if line == nil { … over the limit: count it … continue }
+//		use(line, off)
 //	}
 //	consumed, partial, err := lines.Consumed(), lines.Partial(), lines.Err()
 //
@@ -26,10 +26,7 @@ type Lines struct {
 	br   *bufio.Reader // nil: reading data
 	data []byte
 	max  int
-	// line is the current line without its "\r\n" (nil when long); off where it starts; long the length of
-	// an over-long line read through (0: a line).
-	line []byte
-	off  int64
+	// long is the length of the last line Next read through unkept (over the limit).
 	long int64
 	// consumed is the bytes through the last newline read; partial the length of the line after them.
 	consumed int64
@@ -47,9 +44,10 @@ func LinesOf(data []byte, maxLine int) *Lines {
 	return &Lines{data: data, max: maxLine}
 }
 
-// Next moves to the next complete line, or over-long line; false at the end of the complete lines or on an
-// error (Err).
-func (l *Lines) Next() bool {
+// Next returns the next complete line without its newline, valid until the next call (nil: a line over the
+// limit, read through unkept, Long long), and where it starts in bytes; ok is false at the end of the complete
+// lines or on an error (Err).
+func (l *Lines) Next() (line []byte, off int64, ok bool) {
 	for {
 		var raw []byte
 		over := int64(0)
@@ -57,7 +55,7 @@ func (l *Lines) Next() bool {
 			k := bytes.IndexByte(l.data[l.consumed:], '\n')
 			if k < 0 {
 				l.partial = len(l.data) - int(l.consumed)
-				return false
+				return nil, 0, false
 			}
 			raw = l.data[l.consumed : l.consumed+int64(k)+1]
 		} else {
@@ -85,21 +83,21 @@ func (l *Lines) Next() bool {
 				if over > 0 {
 					l.partial = int(over)
 				}
-				return false
+				return nil, 0, false
 			}
 			if err != nil {
 				l.err = err
-				return false
+				return nil, 0, false
 			}
 		}
 		if over == 0 && len(raw) > l.max {
 			over = int64(len(raw))
 		}
-		l.off = l.consumed
+		off = l.consumed
 		if over > 0 {
-			l.line, l.long = nil, over
+			l.long = over
 			l.consumed += over
-			return true
+			return nil, off, true
 		}
 		l.consumed += int64(len(raw))
 		body := raw
@@ -107,19 +105,13 @@ func (l *Lines) Next() bool {
 			body = body[:len(body)-1]
 		}
 		if len(body) > 0 {
-			l.line, l.long = body, 0
-			return true
+			l.long = 0
+			return body, off, true
 		}
 	}
 }
 
-// Line is the current line without its newline (nil for an over-long one); it is valid until the next Next.
-func (l *Lines) Line() []byte { return l.line }
-
-// Offset is where the current line starts, in bytes from the start of the reader or data.
-func (l *Lines) Offset() int64 { return l.off }
-
-// Long is the length of the current line when it was over the limit and read through unkept, 0 otherwise.
+// Long is the length of the line Next last returned as nil: over the limit, read through unkept.
 func (l *Lines) Long() int64 { return l.long }
 
 // Consumed is the bytes through the last newline read.
@@ -144,8 +136,8 @@ func EachLine(r io.Reader, fn func(line []byte, off int64) error) (consumed int6
 // length; nil: skipped silently) instead of fn.
 func EachLineMax(r io.Reader, maxLine int, fn func(line []byte, off int64) error, long func(off, n int64)) (consumed int64, partial int, err error) {
 	lines := NewLines(r, maxLine)
-	if err := eachLine(lines, fn, long); err != nil {
-		return lines.Offset(), 0, err
+	if off, err := eachLine(lines, fn, long); err != nil {
+		return off, 0, err
 	}
 	if lines.Err() != nil {
 		return lines.Consumed(), 0, lines.Err()
@@ -158,24 +150,25 @@ func EachLineMax(r io.Reader, maxLine int, fn func(line []byte, off int64) error
 // newline; a last line with no newline is left, as EachLineMax leaves it.
 func EachLineBytes(data []byte, maxLine int, fn func(line []byte, off int64) error, long func(off, n int64)) (consumed int64, err error) {
 	lines := LinesOf(data, maxLine)
-	if err := eachLine(lines, fn, long); err != nil {
-		return lines.Offset(), err
+	if off, err := eachLine(lines, fn, long); err != nil {
+		return off, err
 	}
 	return lines.Consumed(), nil
 }
 
-// eachLine hands the lines to fn and the over-long ones to long (nil: skipped), stopping at fn's first error.
-func eachLine(lines *Lines, fn func(line []byte, off int64) error, long func(off, n int64)) error {
-	for lines.Next() {
-		if lines.Long() > 0 {
+// eachLine hands the lines to fn and the over-long ones to long (nil: skipped), stopping at fn's first error
+// (and the offset of the line it was given).
+func eachLine(lines *Lines, fn func(line []byte, off int64) error, long func(off, n int64)) (int64, error) {
+	for line, off, ok := lines.Next(); ok; line, off, ok = lines.Next() {
+		if line == nil {
 			if long != nil {
-				long(lines.Offset(), lines.Long())
+				long(off, lines.Long())
 			}
 			continue
 		}
-		if err := fn(lines.Line(), lines.Offset()); err != nil {
-			return err
+		if err := fn(line, off); err != nil {
+			return off, err
 		}
 	}
-	return nil
+	return 0, nil
 }

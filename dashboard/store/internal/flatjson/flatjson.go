@@ -16,84 +16,69 @@ var ErrBadLine = errors.New("not a flat JSON object")
 // raw text). It is the hot path of every stream's lines, several times faster than encoding/json.
 //
 //	m := flatjson.NewMembers(line)
-//	for m.Next() {
-//		use(m.Key(), m.Value(), m.IsString())
+//	for key, val, str, ok := m.Next(); ok; key, val, str, ok = m.Next() {
+//		use(key, val, str)
 //	}
 //	if m.Err() != nil { … not a flat JSON object … }
 //
 // Next is one loop that calls nothing back: the stream's parser reads the members in its own loop.
 type Members struct {
-	line     []byte
-	i        int
-	key, val []byte
-	str      bool
-	started  bool
-	err      error
+	line    []byte
+	i       int
+	started bool
+	err     error
 }
 
 // NewMembers reads the members of line.
 func NewMembers(line []byte) Members { return Members{line: line} }
 
-// Next moves to the next member; false after the last one or at the first syntax error (Err).
-func (m *Members) Next() bool {
+// Next returns the next member's key and raw value, and whether the value is a string (val is then its text
+// without the quotes); ok is false after the last member or at the first syntax error (Err).
+func (m *Members) Next() (key, val []byte, str, ok bool) {
 	if m.err != nil {
-		return false
+		return nil, nil, false, false
 	}
 	b, i := m.line, m.i
+	var ke, j int
 	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r') {
 		i++
 	}
-	if !m.started {
-		if i >= len(b) || b[i] != '{' {
-			return m.fail()
-		}
+	switch {
+	case !m.started && (i >= len(b) || b[i] != '{'):
+		goto bad
+	case !m.started:
 		m.started = true
-		i++
-		for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r') {
-			i++
-		}
-		if i < len(b) && b[i] == '}' {
-			m.i, m.err = len(b), errDone
-			return false
-		}
-	} else {
-		switch {
-		case i < len(b) && b[i] == ',':
-			i++
-		case i < len(b) && b[i] == '}':
-			m.err = errDone
-			return false
-		default:
-			return m.fail()
-		}
-	}
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r') {
-		i++
-	}
-	if i < len(b) && b[i] == '}' { // ",}" ends the object, as Scan always read it
+	case i < len(b) && b[i] == ',':
+	case i < len(b) && b[i] == '}':
 		m.err = errDone
-		return false
+		return nil, nil, false, false
+	default:
+		goto bad
+	}
+	for i++; i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r'); i++ {
+	}
+	if i < len(b) && b[i] == '}' { // "{}", and ",}" read as the end, as Scan always read it
+		m.err = errDone
+		return nil, nil, false, false
 	}
 	if i >= len(b) || b[i] != '"' {
-		return m.fail()
+		goto bad
 	}
-	ke := bytes.IndexByte(b[i+1:], '"')
-	if ke < 0 {
-		return m.fail()
+	if ke = bytes.IndexByte(b[i+1:], '"'); ke < 0 {
+		goto bad
 	}
-	m.key = b[i+1 : i+1+ke]
+	key = b[i+1 : i+1+ke]
 	for i += 2 + ke; i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r'); i++ {
 	}
 	if i >= len(b) || b[i] != ':' {
-		return m.fail()
+		goto bad
 	}
 	for i++; i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r'); i++ {
 	}
 	if i >= len(b) {
-		return m.fail()
+		goto bad
 	}
-	j := i
-	m.str = false
+	j = i
 	switch b[i] {
 	case '"':
 		for j++; j < len(b) && b[j] != '"'; j++ {
@@ -102,14 +87,14 @@ func (m *Members) Next() bool {
 			}
 		}
 		if j >= len(b) {
-			return m.fail()
+			goto bad
 		}
-		m.val, m.str, m.i = b[i+1:j], true, j+1
+		m.i = j + 1
+		return key, b[i+1 : j], true, true
 	case '{', '[': // to the bracket that closes it (SkipValue)
 		depth, inStr := 0, false
 		for ; j < len(b); j++ {
-			c := b[j]
-			switch {
+			switch c := b[j]; {
 			case inStr && c == '\\':
 				j++
 			case c == '"':
@@ -125,34 +110,24 @@ func (m *Members) Next() bool {
 			}
 		}
 		if j >= len(b) {
-			return m.fail()
+			goto bad
 		}
-		m.val, m.i = b[i:j+1], j+1
+		m.i = j + 1
+		return key, b[i : j+1], false, true
 	default:
 		for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ' ' {
 			j++
 		}
-		m.val, m.i = b[i:j], j
+		m.i = j
+		return key, b[i:j], false, true
 	}
-	return true
+bad:
+	m.err = ErrBadLine
+	return nil, nil, false, false
 }
 
 // errDone marks the object read to its end (Err reports nil).
 var errDone = errors.New("done")
-
-func (m *Members) fail() bool {
-	m.err = ErrBadLine
-	return false
-}
-
-// Key is the current member's key, raw.
-func (m *Members) Key() []byte { return m.key }
-
-// Value is the current member's raw value.
-func (m *Members) Value() []byte { return m.val }
-
-// IsString says whether the current value is a string (Value is then its text without the quotes).
-func (m *Members) IsString() bool { return m.str }
 
 // Err is ErrBadLine when the line is not a flat JSON object (the members before the error were read), nil
 // otherwise.
@@ -166,8 +141,8 @@ func (m *Members) Err() error {
 // Scan calls fn with each member of a one-line JSON object (Members), for the parsers that keep a few keys.
 func Scan(line []byte, fn func(key, val []byte, str bool)) error {
 	m := NewMembers(line)
-	for m.Next() {
-		fn(m.Key(), m.Value(), m.IsString())
+	for key, val, str, ok := m.Next(); ok; key, val, str, ok = m.Next() {
+		fn(key, val, str)
 	}
 	return m.Err()
 }

@@ -179,17 +179,16 @@ func consumeBytes(data []byte, base int64, sink LineSink, path string, maxLine i
 // feed hands each line to sink, counting those it says are corrupt and those over the line limit.
 func feed(lines *runfiles.Lines, base int64, sink LineSink, path string) CorruptReport {
 	rep := CorruptReport{Path: path, First: -1, LongFirst: -1}
-	for lines.Next() {
-		off := base + lines.Offset()
+	for line, off, ok := lines.Next(); ok; line, off, ok = lines.Next() {
 		switch {
-		case lines.Long() > 0:
+		case line == nil: // over the line limit
 			if rep.LongFirst < 0 {
-				rep.LongFirst = off
+				rep.LongFirst = base + off
 			}
 			rep.Long++
-		case !sink(lines.Line()):
+		case !sink(line):
 			if rep.First < 0 {
-				rep.First = off
+				rep.First = base + off
 			}
 			rep.Count++
 		}
