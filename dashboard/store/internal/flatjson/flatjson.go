@@ -26,7 +26,9 @@ type Members struct {
 	line    []byte
 	i       int
 	started bool
-	err     error
+	// done: the object was read to its end; err: it is not a flat JSON object.
+	done bool
+	err  error
 }
 
 // NewMembers reads the members of line.
@@ -35,7 +37,7 @@ func NewMembers(line []byte) Members { return Members{line: line} }
 // Next returns the next member's key and raw value, and whether the value is a string (val is then its text
 // without the quotes); ok is false after the last member or at the first syntax error (Err).
 func (m *Members) Next() (key, val []byte, str, ok bool) {
-	if m.err != nil {
+	if m.done || m.err != nil {
 		return nil, nil, false, false
 	}
 	b, i := m.line, m.i
@@ -50,15 +52,17 @@ func (m *Members) Next() (key, val []byte, str, ok bool) {
 		m.started = true
 	case i < len(b) && b[i] == ',':
 	case i < len(b) && b[i] == '}':
-		m.err = errDone
+		m.done = true
 		return nil, nil, false, false
 	default:
 		goto bad
 	}
-	for i++; i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r'); i++ {
+	i++
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r') {
+		i++
 	}
 	if i < len(b) && b[i] == '}' { // "{}", and ",}" read as the end, as Scan always read it
-		m.err = errDone
+		m.done = true
 		return nil, nil, false, false
 	}
 	if i >= len(b) || b[i] != '"' {
@@ -68,12 +72,16 @@ func (m *Members) Next() (key, val []byte, str, ok bool) {
 		goto bad
 	}
 	key = b[i+1 : i+1+ke]
-	for i += 2 + ke; i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r'); i++ {
+	i += 2 + ke
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r') {
+		i++
 	}
 	if i >= len(b) || b[i] != ':' {
 		goto bad
 	}
-	for i++; i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r'); i++ {
+	i++
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r') {
+		i++
 	}
 	if i >= len(b) {
 		goto bad
@@ -126,17 +134,9 @@ bad:
 	return nil, nil, false, false
 }
 
-// errDone marks the object read to its end (Err reports nil).
-var errDone = errors.New("done")
-
 // Err is ErrBadLine when the line is not a flat JSON object (the members before the error were read), nil
 // otherwise.
-func (m *Members) Err() error {
-	if m.err == errDone {
-		return nil
-	}
-	return m.err
-}
+func (m *Members) Err() error { return m.err }
 
 // Scan calls fn with each member of a one-line JSON object (Members), for the parsers that keep a few keys.
 func Scan(line []byte, fn func(key, val []byte, str bool)) error {
@@ -203,16 +203,19 @@ func ParseNum(b []byte) (float64, bool) {
 	var m int64
 	digits, frac, dot, plain := 0, 0, false, len(s) > 0
 	for _, c := range s {
-		if c >= '0' && c <= '9' {
+		switch {
+		case c >= '0' && c <= '9':
 			m = m*10 + int64(c-'0') // wraps past 18 digits: such a number takes strconv below
 			digits++
 			if dot {
 				frac++
 			}
-		} else if c == '.' && !dot {
+		case c == '.' && !dot:
 			dot = true
-		} else {
+		default:
 			plain = false
+		}
+		if !plain {
 			break
 		}
 	}
