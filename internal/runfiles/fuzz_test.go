@@ -157,7 +157,7 @@ func FuzzEachLineMax(f *testing.F) {
 		if partial > 0 && bytes.IndexByte(in[consumed:], '\n') >= 0 {
 			t.Fatal("the partial tail holds a newline")
 		}
-		// EachLineBytes over the same bytes held whole: the same lines, offsets, long lines and bytes consumed.
+		// Lines over the same bytes held whole (LinesOf): the same lines, offsets, long lines and bytes consumed.
 		var read, held []string
 		each := func(out *[]string) (func([]byte, int64) error, func(int64, int64)) {
 			return func(line []byte, off int64) error { *out = append(*out, fmt.Sprint(off, string(line))); return nil },
@@ -166,9 +166,10 @@ func FuzzEachLineMax(f *testing.F) {
 		fn, long := each(&read)
 		_, _, _ = EachLineMax(bytes.NewReader(in), maxLine, fn, long)
 		fn, long = each(&held)
-		n, err := EachLineBytes(in, maxLine, fn, long)
-		if err != nil || n != consumed || !slices.Equal(read, held) {
-			t.Fatalf("EachLineBytes consumed %d (want %d), lines %q, want %q", n, consumed, held, read)
+		lines := LinesOf(in, maxLine)
+		_, err = eachLine(lines, fn, long)
+		if n := lines.Consumed(); err != nil || n != consumed || !slices.Equal(read, held) {
+			t.Fatalf("LinesOf consumed %d (want %d), lines %q, want %q", n, consumed, held, read)
 		}
 	})
 }

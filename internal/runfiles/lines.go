@@ -145,17 +145,6 @@ func EachLineMax(r io.Reader, maxLine int, fn func(line []byte, off int64) error
 	return lines.Consumed(), lines.Partial(), nil
 }
 
-// EachLineBytes is EachLineMax over bytes held whole (a read-only mapping): the same lines, offsets and long
-// lines, handed out in place instead of copied through a read buffer. It returns the bytes through the last
-// newline; a last line with no newline is left, as EachLineMax leaves it.
-func EachLineBytes(data []byte, maxLine int, fn func(line []byte, off int64) error, long func(off, n int64)) (consumed int64, err error) {
-	lines := LinesOf(data, maxLine)
-	if off, err := eachLine(lines, fn, long); err != nil {
-		return off, err
-	}
-	return lines.Consumed(), nil
-}
-
 // eachLine hands the lines to fn and the over-long ones to long (nil: skipped), stopping at fn's first error
 // (and the offset of the line it was given).
 func eachLine(lines *Lines, fn func(line []byte, off int64) error, long func(off, n int64)) (int64, error) {
