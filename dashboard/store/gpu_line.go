@@ -8,6 +8,197 @@ import (
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/flatjson"
 )
 
+// addLine parses one gpu_util record (ours or miles v1: same core fields) into the block. It is the cold-open
+// hot path: the record is read in one pass (gpuRecord.scanFast), keys are matched against the lane's previous
+// record order before any map lookup, and nothing is allocated per record.
+func (b *gpuBlock) addLine(line []byte) bool {
+	if b.only != nil {
+		if node, gpu, ok := lineLane(line); ok && !b.only.has(node, gpu) {
+			return true // another lane's reading: skipped unparsed
+		}
+	}
+	r := &b.rec
+	r.eagerOnly = b.deferred
+	if !r.scanFast(line) {
+		if r.ns = 0; !r.scan(line) {
+			return false
+		}
+	}
+	ts, node, gpu := r.ts, r.node, r.gpu
+	if b.only != nil && !b.only.has(node, int(gpu)) {
+		return true
+	}
+	lane := b.laneFor(node, int(gpu))
+	tMs := int64(math.Round(ts * 1000))
+	h0 := b.hour * 3600 * 1000
+	if b.hour < 0 {
+		h0 = (tMs / 3600000) * 3600000
+	}
+	idx := lane.ts.Len()
+	lane.ts.Append(tMs)
+	if tMs < lane.newestMs-scrambleMs {
+		lane.scrambled = true
+	}
+	lane.newestMs = max(lane.newestMs, tMs)
+	bucket := int((tMs - h0) / (pyramidStep * 1000))
+	fineJ := (tMs - h0) / (fineStep * 1000)
+	for i := range r.n {
+		x := &r.vals[i]
+		if b.deferred && string(x.k) != eagerField { // read by scan: every member parsed
+			if !b.fields[string(x.k)] {
+				b.fields[string(x.k)] = true
+			}
+			continue
+		}
+		var f *field
+		if i < len(lane.order) && bytes.Equal(lane.order[i].name, x.k) {
+			f = lane.order[i].f
+		} else {
+			f = lane.fields[string(x.k)]
+			if f == nil {
+				name := string(x.k)
+				f = &field{start: idx}
+				if fineEager(name) && b.hour >= 0 {
+					fm := newFine()
+					f.fine.Store(&fm)
+				}
+				lane.fields[name] = f
+				b.fields[name] = true
+			}
+			if i < len(lane.order) {
+				lane.order[i] = orderedField{[]byte(string(x.k)), f}
+			} else {
+				lane.order = append(lane.order, orderedField{[]byte(string(x.k)), f})
+			}
+		}
+		for f.start+f.vals.Len() < idx { // absent from the samples in between
+			f.vals.Append(math.NaN())
+		}
+		if x.exact {
+			f.vals.AppendQuantum(x.q)
+		} else {
+			f.vals.Append(x.v)
+		}
+		if p := f.pyr.Load(); p != nil {
+			p.bucket(bucket, x.v)
+		}
+		if fm := f.fine.Load(); fm != nil {
+			fineAdd(*fm, fineJ, x.v)
+		}
+		b.values++
+	}
+	for i := range r.ns {
+		if m := &r.skipped[i]; i >= len(lane.skipped) || !bytes.Equal(lane.skipped[i], m.k) {
+			b.noteSkipped(lane, i, *m) // a name not at this place in the lane's previous record
+		}
+	}
+	// ts > 0 (scanFast and scan refuse a record without), so plain comparisons are math.Min and math.Max, which are
+	// not inlined.
+	if ts < b.minTS {
+		b.minTS = ts
+	}
+	if ts > b.maxTS {
+		b.maxTS = ts
+	}
+	return true
+}
+
+// noteSkipped lists the name of the i-th member a deferred parse skipped in the block's fields, as parsing it would
+// have where its value is a number, and remembers it at its place for the lane's next record (addLine looks
+// there first: the previous record almost always had it at the same place).
+func (b *gpuBlock) noteSkipped(lane *laneData, i int, m rawSpan) {
+	if !b.fields[string(m.k)] {
+		if _, ok := flatjson.ParseNum(m.v); !ok {
+			return
+		}
+		b.fields[string(m.k)] = true
+	}
+	for len(lane.skipped) <= i {
+		lane.skipped = append(lane.skipped, nil)
+	}
+	lane.skipped[i] = []byte(string(m.k))
+}
+
+// laneFor finds the lane of (node, gpu) by the node's bytes and the GPU index, without building its key: the
+// lines of one node come in runs (a node's GPUs read together), so its lanes are remembered.
+func (b *gpuBlock) laneFor(node []byte, gpu int) *laneData {
+	if gpu < 0 || gpu > maxIndexedGPU {
+		return b.laneByKey(string(node) + ":" + itoa(gpu)) // a GPU index no device has: by its key only
+	}
+	gl := b.lastLanes
+	if b.lastLanes == nil || !bytes.Equal(b.lastNode, node) {
+		gl = b.byNode[string(node)]
+		b.lastNode = append(b.lastNode[:0], node...)
+	}
+	if gpu < len(gl) && gl[gpu] != nil {
+		b.lastLanes = gl
+		return gl[gpu]
+	}
+	lane := b.laneByKey(string(node) + ":" + itoa(gpu))
+	for len(gl) <= gpu {
+		gl = append(gl, nil)
+	}
+	gl[gpu] = lane
+	if b.byNode == nil {
+		b.byNode = map[string][]*laneData{}
+	}
+	b.byNode[string(node)] = gl
+	b.lastLanes = gl
+	return lane
+}
+
+// maxIndexedGPU is the largest GPU index laneFor files by index (a node has at most a few dozen).
+const maxIndexedGPU = 1 << 10
+
+// laneByKey returns the lane of key, adding it (and listing it in newLanes) when the block does not hold it.
+func (b *gpuBlock) laneByKey(key string) *laneData {
+	lane := b.lanes[key]
+	if lane == nil {
+		lane = &laneData{fields: map[string]*field{}}
+		b.lanes[key] = lane
+		b.newLanes = append(b.newLanes, key)
+	}
+	return lane
+}
+
+// lineLane reads node and gpu from the start of a gpu_util line as the exporter writes it
+// ({"ts":N,"node":"S","gpu":N,…}); ok is false for any other layout (the line is then parsed to find out).
+func lineLane(line []byte) (node []byte, gpu int, ok bool) {
+	const pre = `{"ts":`
+	if !bytes.HasPrefix(line, []byte(pre)) {
+		return nil, 0, false
+	}
+	i := bytes.IndexByte(line[len(pre):], ',')
+	if i < 0 {
+		return nil, 0, false
+	}
+	rest := line[len(pre)+i:]
+	const nk = `,"node":"`
+	if !bytes.HasPrefix(rest, []byte(nk)) {
+		return nil, 0, false
+	}
+	rest = rest[len(nk):]
+	j := bytes.IndexByte(rest, '"')
+	if j < 0 || bytes.IndexByte(rest[:j], '\\') >= 0 {
+		return nil, 0, false
+	}
+	node, rest = rest[:j], rest[j+1:]
+	const gk = `,"gpu":`
+	if !bytes.HasPrefix(rest, []byte(gk)) {
+		return nil, 0, false
+	}
+	rest = rest[len(gk):]
+	n, k := 0, 0
+	for k < len(rest) && rest[k] >= '0' && rest[k] <= '9' && k < 6 {
+		n = n*10 + int(rest[k]-'0')
+		k++
+	}
+	if k == 0 || k >= len(rest) || (rest[k] != ',' && rest[k] != '}') || (k > 1 && rest[0] == '0') {
+		return nil, 0, false
+	}
+	return node, n, true
+}
+
 // gpuRecord is one gpu_util record as gpuBlock.addLine keeps it: its time, lane and numeric members, still as
 // bytes where they were bytes (nothing is allocated per record).
 type gpuRecord struct {
@@ -379,194 +570,3 @@ func (r *gpuRecord) number(line []byte, i int, key []byte) int {
 }
 
 func isKey(key []byte, name string) bool { return string(key) == name }
-
-// addLine parses one gpu_util record (ours or miles v1: same core fields) into the block. It is the cold-open
-// hot path: the record is read in one pass (gpuRecord.scanFast), keys are matched against the lane's previous
-// record order before any map lookup, and nothing is allocated per record.
-func (b *gpuBlock) addLine(line []byte) bool {
-	if b.only != nil {
-		if node, gpu, ok := lineLane(line); ok && !b.only.has(node, gpu) {
-			return true // another lane's reading: skipped unparsed
-		}
-	}
-	r := &b.rec
-	r.eagerOnly = b.deferred
-	if !r.scanFast(line) {
-		if r.ns = 0; !r.scan(line) {
-			return false
-		}
-	}
-	ts, node, gpu := r.ts, r.node, r.gpu
-	if b.only != nil && !b.only.has(node, int(gpu)) {
-		return true
-	}
-	lane := b.laneFor(node, int(gpu))
-	tMs := int64(math.Round(ts * 1000))
-	h0 := b.hour * 3600 * 1000
-	if b.hour < 0 {
-		h0 = (tMs / 3600000) * 3600000
-	}
-	idx := lane.ts.Len()
-	lane.ts.Append(tMs)
-	if tMs < lane.newestMs-scrambleMs {
-		lane.scrambled = true
-	}
-	lane.newestMs = max(lane.newestMs, tMs)
-	bucket := int((tMs - h0) / (pyramidStep * 1000))
-	fineJ := (tMs - h0) / (fineStep * 1000)
-	for i := range r.n {
-		x := &r.vals[i]
-		if b.deferred && string(x.k) != eagerField { // read by scan: every member parsed
-			if !b.fields[string(x.k)] {
-				b.fields[string(x.k)] = true
-			}
-			continue
-		}
-		var f *field
-		if i < len(lane.order) && bytes.Equal(lane.order[i].name, x.k) {
-			f = lane.order[i].f
-		} else {
-			f = lane.fields[string(x.k)]
-			if f == nil {
-				name := string(x.k)
-				f = &field{start: idx}
-				if fineEager(name) && b.hour >= 0 {
-					fm := newFine()
-					f.fine.Store(&fm)
-				}
-				lane.fields[name] = f
-				b.fields[name] = true
-			}
-			if i < len(lane.order) {
-				lane.order[i] = orderedField{[]byte(string(x.k)), f}
-			} else {
-				lane.order = append(lane.order, orderedField{[]byte(string(x.k)), f})
-			}
-		}
-		for f.start+f.vals.Len() < idx { // absent from the samples in between
-			f.vals.Append(math.NaN())
-		}
-		if x.exact {
-			f.vals.AppendQuantum(x.q)
-		} else {
-			f.vals.Append(x.v)
-		}
-		if p := f.pyr.Load(); p != nil {
-			p.bucket(bucket, x.v)
-		}
-		if fm := f.fine.Load(); fm != nil {
-			fineAdd(*fm, fineJ, x.v)
-		}
-		b.values++
-	}
-	for i := range r.ns {
-		if m := &r.skipped[i]; i >= len(lane.skipped) || !bytes.Equal(lane.skipped[i], m.k) {
-			b.noteSkipped(lane, i, *m) // a name not at this place in the lane's previous record
-		}
-	}
-	// ts > 0 (scanFast and scan refuse a record without), so plain comparisons are math.Min and math.Max, which are
-	// not inlined.
-	if ts < b.minTS {
-		b.minTS = ts
-	}
-	if ts > b.maxTS {
-		b.maxTS = ts
-	}
-	return true
-}
-
-// noteSkipped lists the name of the i-th member a deferred parse skipped in the block's fields, as parsing it would
-// have where its value is a number, and remembers it at its place for the lane's next record (addLine looks
-// there first: the previous record almost always had it at the same place).
-func (b *gpuBlock) noteSkipped(lane *laneData, i int, m rawSpan) {
-	if !b.fields[string(m.k)] {
-		if _, ok := flatjson.ParseNum(m.v); !ok {
-			return
-		}
-		b.fields[string(m.k)] = true
-	}
-	for len(lane.skipped) <= i {
-		lane.skipped = append(lane.skipped, nil)
-	}
-	lane.skipped[i] = []byte(string(m.k))
-}
-
-// laneFor finds the lane of (node, gpu) by the node's bytes and the GPU index, without building its key: the
-// lines of one node come in runs (a node's GPUs read together), so its lanes are remembered.
-func (b *gpuBlock) laneFor(node []byte, gpu int) *laneData {
-	if gpu < 0 || gpu > maxIndexedGPU {
-		return b.laneByKey(string(node) + ":" + itoa(gpu)) // a GPU index no device has: by its key only
-	}
-	gl := b.lastLanes
-	if b.lastLanes == nil || !bytes.Equal(b.lastNode, node) {
-		gl = b.byNode[string(node)]
-		b.lastNode = append(b.lastNode[:0], node...)
-	}
-	if gpu < len(gl) && gl[gpu] != nil {
-		b.lastLanes = gl
-		return gl[gpu]
-	}
-	lane := b.laneByKey(string(node) + ":" + itoa(gpu))
-	for len(gl) <= gpu {
-		gl = append(gl, nil)
-	}
-	gl[gpu] = lane
-	if b.byNode == nil {
-		b.byNode = map[string][]*laneData{}
-	}
-	b.byNode[string(node)] = gl
-	b.lastLanes = gl
-	return lane
-}
-
-// maxIndexedGPU is the largest GPU index laneFor files by index (a node has at most a few dozen).
-const maxIndexedGPU = 1 << 10
-
-// laneByKey returns the lane of key, adding it (and listing it in newLanes) when the block does not hold it.
-func (b *gpuBlock) laneByKey(key string) *laneData {
-	lane := b.lanes[key]
-	if lane == nil {
-		lane = &laneData{fields: map[string]*field{}}
-		b.lanes[key] = lane
-		b.newLanes = append(b.newLanes, key)
-	}
-	return lane
-}
-
-// lineLane reads node and gpu from the start of a gpu_util line as the exporter writes it
-// ({"ts":N,"node":"S","gpu":N,…}); ok is false for any other layout (the line is then parsed to find out).
-func lineLane(line []byte) (node []byte, gpu int, ok bool) {
-	const pre = `{"ts":`
-	if !bytes.HasPrefix(line, []byte(pre)) {
-		return nil, 0, false
-	}
-	i := bytes.IndexByte(line[len(pre):], ',')
-	if i < 0 {
-		return nil, 0, false
-	}
-	rest := line[len(pre)+i:]
-	const nk = `,"node":"`
-	if !bytes.HasPrefix(rest, []byte(nk)) {
-		return nil, 0, false
-	}
-	rest = rest[len(nk):]
-	j := bytes.IndexByte(rest, '"')
-	if j < 0 || bytes.IndexByte(rest[:j], '\\') >= 0 {
-		return nil, 0, false
-	}
-	node, rest = rest[:j], rest[j+1:]
-	const gk = `,"gpu":`
-	if !bytes.HasPrefix(rest, []byte(gk)) {
-		return nil, 0, false
-	}
-	rest = rest[len(gk):]
-	n, k := 0, 0
-	for k < len(rest) && rest[k] >= '0' && rest[k] <= '9' && k < 6 {
-		n = n*10 + int(rest[k]-'0')
-		k++
-	}
-	if k == 0 || k >= len(rest) || (rest[k] != ',' && rest[k] != '}') || (k > 1 && rest[0] == '0') {
-		return nil, 0, false
-	}
-	return node, n, true
-}
