@@ -142,7 +142,7 @@ func (g *gpuReader) refreshLocked(newest int64) bool {
 	return false
 }
 
-// loadGPUHourLocked reads (or tails) hour h of gpu_util for the lanes its block already holds — all of them for
+// loadHourLocked reads (or tails) hour h of gpu_util for the lanes its block already holds — all of them for
 // an hour not loaded yet.
 func (g *gpuReader) loadHourLocked(h int64) {
 	var only *laneFilter
@@ -155,7 +155,7 @@ func (g *gpuReader) loadHourLocked(h int64) {
 	g.loadHour(h, only, deferred)
 }
 
-// loadGPUHour reads hour h of gpu_util for the lanes of only (nil: every lane), only the eager fields when
+// loadHour reads hour h of gpu_util for the lanes of only (nil: every lane), only the eager fields when
 // deferred (gpuBlock.deferred). A block holding fewer lanes or fields than asked for is read again from the start.
 func (g *gpuReader) loadHour(h int64, only *laneFilter, deferred bool) {
 	p := g.utilFiles.Parts[h]
@@ -229,7 +229,7 @@ func (g *gpuReader) readUtil(p *partition.Partition, b *gpuBlock) ([]partition.C
 	return reports, err
 }
 
-// gpuHeld says whether hour h of gpu_util is loaded for every lane of want (nil: all lanes), with every field
+// held says whether hour h of gpu_util is loaded for every lane of want (nil: all lanes), with every field
 // unless eager (the query asks for eager fields only).
 func (g *gpuReader) held(h int64, want *laneFilter, eager bool) bool {
 	if !g.utilFiles.Parts[h].Loaded {

@@ -480,7 +480,7 @@ func (l *laneData) minMaxBuckets(name string, hour int64, g cellGrid, from float
 	}
 }
 
-// gpuHours lists the hours of gpu_util or gpu_rollup overlapping [t0, t1] (legacy flat files always).
+// hours lists the hours of gpu_util or gpu_rollup overlapping [t0, t1] (legacy flat files always).
 func (g *gpuReader) hours(t0, t1 float64) []int64 {
 	hs := g.utilFiles.Overlapping(t0, t1, 0, 0)
 	if g.rollupOff {

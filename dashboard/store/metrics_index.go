@@ -87,7 +87,7 @@ func (m *metricsIndex) init() {
 	*m = metricsIndex{series: map[string]*metricSeries{}, other: map[string]*metricSeries{}, axes: map[string]bool{}}
 }
 
-// syncMetricsLocked folds new metrics records into the index; true when something changed.
+// syncLocked folds new metrics records into the index; true when something changed.
 func (r *metricReader) syncLocked() bool {
 	m := &r.index
 	if !r.recordsRead {

@@ -10,8 +10,8 @@ import (
 
 // Lines reads complete lines one at a time, from a reader (NewLines) or from bytes held whole (LinesOf, a
 // read-only mapping: lines handed out in place). A line longer than the limit (newline included) is read
-// through without being kept, so memory stays bounded by the limit, and is handed out as long (Long) instead
-// of as a line. Empty lines are skipped. A last line with no newline is never handed out: its writer may still
+// through without being kept, so memory stays bounded by the limit, and handed out as a nil line (its length:
+// Long). Empty lines are skipped. A last line with no newline is never handed out: its writer may still
 // be appending to it.
 //
 //	lines := runfiles.NewLines(r, maxLine)
@@ -45,8 +45,8 @@ func LinesOf(data []byte, maxLine int) *Lines {
 }
 
 // Next returns the next complete line without its newline, valid until the next call (nil: a line over the
-// limit, read through unkept, Long long), and where it starts in bytes; ok is false at the end of the complete
-// lines or on an error (Err).
+// limit, read through unkept, Long bytes long), and where it starts in bytes; ok is false at the end of the
+// complete lines or on an error (Err).
 func (l *Lines) Next() (line []byte, off int64, ok bool) {
 	for {
 		var raw []byte
