@@ -256,7 +256,7 @@ func median(xs []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
-// window bounds for the narrowed aggregations.
+// bounds is the window of the narrowed aggregations.
 func (c *ctx) bounds() (float64, float64) {
 	if c.in.Window != nil {
 		return c.in.Window[0], c.in.Window[1]

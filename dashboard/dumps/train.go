@@ -58,7 +58,7 @@ func (t *trainStep) close() {
 	}
 }
 
-// rowInts reads a per-row integer column (list, numpy array or tensor).
+// rowNums reads a per-row numeric column (list, numpy array or tensor).
 func rowNums(a *Archive, v any) ([]float64, bool) {
 	if t, ok := v.(*Tensor); ok {
 		raw, err := a.TensorRaw(t, 0, t.Numel())

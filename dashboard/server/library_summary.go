@@ -103,7 +103,7 @@ func layoutRoots(dir string) (roots []string, shards int) {
 	return roots, shards
 }
 
-// shardRoot is where a shard's layout's files are: a shard directory holds meta.json and the streams directly.
+// dashDir is the folder of a layout's files: a shard directory holds meta.json and the streams itself.
 func dashDir(root string) string {
 	if filepath.Base(filepath.Dir(root)) == "shards" {
 		return root

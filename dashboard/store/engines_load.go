@@ -142,7 +142,7 @@ func (r *engineReader) loadHourLocked(h int64) {
 	}
 }
 
-// engineHourClosedLocked: an hour that will (almost certainly) not grow any more, held packed. The newest hour
+// hourClosedLocked says hour h will (almost certainly) not grow any more: it is then held packed. The newest hour
 // is being written; the one before it may still get late records until the collector compacts it or the next
 // hour starts. A flat miles v1 file (partition.LegacyHour) may grow forever. Packing is only a representation: a late
 // record into a packed hour unpacks the series it touches (addLine) and the load packs it again.
