@@ -401,7 +401,17 @@ test("advisory panel shows the server's advisories and receives live pushes", as
 
 test("lifecycle: batch anatomy drawn per sample (generation by version, tool waits, consume line), sorts, zoom", async () => {
   await gotoTab("lifecycle");
-  await until(async () => (await page.evaluate(() => window.__milesViews.lifecycle?.probe.anatomyDraws ?? 0)) > 0, { what: "anatomy drawn" });
+  // A live step's generate spans may land after its consume (a loaded collector flushes the streams apart): the
+  // page draws the step at once and again as they arrive; its version colours are checked once they are in.
+  await until(
+    async () =>
+      await page.evaluate(() => {
+        const v = window.__milesViews.lifecycle;
+        const gen = v?.anat?.rows.filter((r) => r.gen.length > 0).length ?? 0;
+        return (v?.probe.anatomyDraws ?? 0) > 0 && v.anat.versions.length > 0 && gen * 2 >= v.anat.rows.length;
+      }),
+    { what: "anatomy drawn with its generation versions" },
+  );
   const info = await page.evaluate(() => {
     const v = window.__milesViews.lifecycle;
     return { step: v.anat.step, rows: v.anat.rows.length, rowh: v.rowHeight(), versions: v.anat.versions };
