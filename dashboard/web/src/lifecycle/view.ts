@@ -73,7 +73,7 @@ export class LifecycleView {
   /** Run start (for the carpet's time labels). */
   readonly startTs: number;
   active = false;
-  readonly probe = { anatomyDraws: 0, carpetDraws: 0, loads: 0, pushedSteps: 0, engineSlices: 0 };
+  readonly probe = { anatomyDraws: 0, carpetDraws: 0, loads: 0, drawnLoad: 0, pushedSteps: 0, engineSlices: 0 };
 
   constructor(
     private readonly api: Api,
@@ -421,6 +421,7 @@ export class LifecycleView {
     ctx.textAlign = "right";
     ctx.fillText(`span ${formatDuration(t1 - t0)}`, GUTTER + w, h - 7);
     this.probe.anatomyDraws++;
+    this.probe.drawnLoad = this.probe.loads; // the canvas shows the anatomy of this load (a hidden tab draws on show)
     this.probe.engineSlices = slices;
     this.canvas.dataset.engineSlices = String(slices);
     this.canvas.dataset.rows = String(n);

@@ -401,39 +401,44 @@ test("advisory panel shows the server's advisories and receives live pushes", as
 
 test("lifecycle: batch anatomy drawn per sample (generation by version, tool waits, consume line), sorts, zoom", async () => {
   await gotoTab("lifecycle");
-  // A live step's generate spans may land after its consume (a loaded collector flushes the streams apart): the
-  // page draws the step at once and again as they arrive; its version colours are checked once they are in.
-  await until(
-    async () =>
-      await page.evaluate(() => {
-        const v = window.__milesViews.lifecycle;
-        const gen = v?.anat?.rows.filter((r) => r.gen.length > 0).length ?? 0;
-        return (v?.probe.anatomyDraws ?? 0) > 0 && v.anat.versions.length > 0 && gen * 2 >= v.anat.rows.length;
-      }),
-    { what: "anatomy drawn with its generation versions" },
-  );
-  const info = await page.evaluate(() => {
-    const v = window.__milesViews.lifecycle;
-    return { step: v.anat.step, rows: v.anat.rows.length, rowh: v.rowHeight(), versions: v.anat.versions };
-  });
+  // The page follows the live run: a new step may load (and, on a tab not shown yet, wait to be drawn) between
+  // reading the anatomy and reading its pixels. Read both of one drawn load, again if a load came in between.
+  let info, box, vcols, px;
+  for (let tries = 0; ; tries++) {
+    await until(
+      async () =>
+        await page.evaluate(() => {
+          const v = window.__milesViews.lifecycle;
+          const gen = v?.anat?.rows.filter((r) => r.gen.length > 0).length ?? 0;
+          return (v?.probe.anatomyDraws ?? 0) > 0 && v.probe.drawnLoad === v.probe.loads && v.anat.versions.length > 0 && gen * 2 >= v.anat.rows.length;
+        }),
+      { what: "the anatomy of the shown step drawn with its generation versions" },
+    );
+    info = await page.evaluate(() => {
+      const v = window.__milesViews.lifecycle;
+      return { step: v.anat.step, rows: v.anat.rows.length, rowh: v.rowHeight(), versions: v.anat.versions, load: v.probe.loads };
+    });
+    box = await page.evaluate(() => {
+      const c = document.querySelector("canvas.anatomy");
+      return { w: c.clientWidth, h: c.clientHeight };
+    });
+    // version colours: hsl(55 + ((105 + 25 v) mod 320), 69%, 37%) -> rgb via the page
+    vcols = await page.evaluate((vs) => {
+      const c = document.createElement("canvas").getContext("2d");
+      return vs.map((v) => {
+        c.fillStyle = `hsl(${55 + ((105 + 25 * v) % 320)}, 69%, 37%)`;
+        return c.fillStyle;
+      });
+    }, info.versions);
+    const probes = { tool: [TOOL, 12], consume: [CONSUME, 12] };
+    vcols.forEach((h, i) => (probes["v" + i] = [hex(h), 10]));
+    px = await pixels(page, "canvas.anatomy", { x: 0, y: 0, w: box.w, h: box.h }, probes);
+    const drawn = await page.evaluate(() => window.__milesViews.lifecycle.probe.drawnLoad);
+    if (drawn === info.load || tries >= 5) break;
+  }
   const a = await api(dash, `/api/v1/steps/${info.step}/anatomy`);
   assert.equal(info.rows, a.rows.length);
   assert.equal(info.rowh, a.rows.length <= 48 ? 13 : a.rows.length <= 512 ? 4 : 2);
-  const box = await page.evaluate(() => {
-    const c = document.querySelector("canvas.anatomy");
-    return { w: c.clientWidth, h: c.clientHeight };
-  });
-  // version colours: hsl(55 + ((105 + 25 v) mod 320), 69%, 37%) -> rgb via the page
-  const vcols = await page.evaluate((vs) => {
-    const c = document.createElement("canvas").getContext("2d");
-    return vs.map((v) => {
-      c.fillStyle = `hsl(${55 + ((105 + 25 * v) % 320)}, 69%, 37%)`;
-      return c.fillStyle;
-    });
-  }, info.versions);
-  const probes = { tool: [TOOL, 12], consume: [CONSUME, 12] };
-  vcols.forEach((h, i) => (probes["v" + i] = [hex(h), 10]));
-  const px = await pixels(page, "canvas.anatomy", { x: 0, y: 0, w: box.w, h: box.h }, probes);
   const genPx = vcols.reduce((s, _, i) => s + px.counts["v" + i], 0);
   assert.ok(genPx > 500, `generation segments in version colours (${genPx} px)`);
   assert.ok(px.counts.tool > 20, `tool waits (${px.counts.tool} px)`);
