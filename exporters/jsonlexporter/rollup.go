@@ -89,14 +89,14 @@ type rollLane struct {
 	written []seenReading
 }
 
-// unwritten is the fields of r that no record holds yet, and whether restore found r's time written (then r
-// is not a reading more, only the fields it adds are).
-func (l *rollLane) unwritten(r *gpuReading) (fields uint8, written bool) {
-	for i := range l.written {
-		if s := &l.written[i]; s.ts == r.ts {
-			m := r.has &^ s.has
+// mergeSeen finds r's time among the readings held and adds r's fields to it: found says r is not a reading
+// more, fields are those it adds (all of r's when not found).
+func mergeSeen(held []seenReading, r *gpuReading) (fields uint8, found bool) {
+	for i := len(held) - 1; i >= 0; i-- {
+		if s := &held[i]; s.ts == r.ts {
+			fields = r.has &^ s.has
 			s.has |= r.has
-			return m, true
+			return fields, true
 		}
 	}
 	return r.has, false
@@ -112,12 +112,9 @@ type seenReading struct {
 // "Restarts"), so a repeat adds nothing, and a record with fields the held reading lacked (one scrape split
 // between two exports) adds those fields, not a reading.
 func (l *rollLane) addOpen(r *gpuReading) {
-	for i := len(l.seen) - 1; i >= 0; i-- {
-		if s := &l.seen[i]; s.ts == r.ts {
-			l.cur.addFields(r, r.has&^s.has)
-			s.has |= r.has
-			return
-		}
+	if fields, found := mergeSeen(l.seen, r); found {
+		l.cur.addFields(r, fields)
+		return
 	}
 	l.seen = append(l.seen, seenReading{r.ts, r.has})
 	l.cur.add(r)
@@ -172,7 +169,7 @@ func (u *rollup) fold(readings []gpuReading, r *records) {
 		case l.open && start == l.cur.start:
 			l.addOpen(rd)
 		case (l.open && start < l.cur.start) || (!l.open && start <= l.emitted):
-			fields, written := l.unwritten(rd)
+			fields, written := mergeSeen(l.written, rd) // restore found it written: only the fields it adds
 			if fields == 0 {
 				break // delivered again after a restart: a record holds it
 			}
