@@ -48,12 +48,22 @@ func refOf(s string) spanRef {
 
 func (p *phaseRec) open() bool { return p.T1 == nil || *p.T1 < 0 }
 
-// identity matches an open marker with its closed record: the span id, or for v1 records (node, rank, name, t0).
+// identity matches an open marker with its closed record: the emitting process (node, rank) and the span id, or
+// for v1 records (node, rank, name, t0). The span id alone is not enough: emitters whose random generators were
+// seeded alike (every TP/DP/CP rank of a pipeline stage in miles) draw the same ids, and any client could close
+// or hide another process's phase by reusing its id (docs/semconv.md §8.3, "Record identity").
 func (p *phaseRec) identity() string {
 	if p.Span != "" {
-		return p.Span
+		return p.Node + "\x00" + itoa(p.Rank) + "\x00" + p.Span
 	}
 	return p.Node + "\x00" + itoa(p.Rank) + "\x00" + p.Name + "\x00" + ftoa(p.T0)
+}
+
+// phaseKey is identity() of a record with a 16-hex-digit span id, as a map key that hashes no concatenation.
+type phaseKey struct {
+	span uint64
+	rank int
+	node string
 }
 
 func ftoa(f float64) string { b, _ := json.Marshal(f); return string(b) }
@@ -72,8 +82,9 @@ type phaseBlock struct {
 	maxT   float64
 	sparse bool
 	// Identities of every closed record read (sparse too): an open marker with one of them is closed.
-	// Span ids of 16 hex digits as numbers (the common case, and the cheap one), others as strings (v1).
-	spans map[uint64]struct{}
+	// Records with a span id of 16 hex digits as phaseKey (the common case, and the cheap one), others as
+	// identity strings (v1).
+	spans map[phaseKey]struct{}
 	ids   map[string]struct{}
 	// Sparse reading: markers wait here, as line copies, until the end of the read, and are kept only when no
 	// closed record of the hour matched them (most phases start and end in the same hour).
@@ -101,19 +112,19 @@ func (b *phaseBlock) heldBytes() int64 {
 			}
 		}
 	}
-	n += int64(len(b.spans))*24 + int64(len(b.ids))*mapEntryBytes + int64(len(b.openLeft))*4
+	n += int64(len(b.spans))*40 + int64(len(b.ids))*mapEntryBytes + int64(len(b.openLeft))*4
 	n += int64(b.nodeIdx.n) * 4
 	return n
 }
 
 type pendingMarker struct {
-	span   uint64
+	key    phaseKey
 	off, n int
 }
 
 func newPhaseBlock(sparse bool) *phaseBlock {
 	return &phaseBlock{
-		sparse: sparse, spans: map[uint64]struct{}{}, ids: map[string]struct{}{},
+		sparse: sparse, spans: map[phaseKey]struct{}{}, ids: map[string]struct{}{},
 		nameAt: map[string]int32{}, nodeAt: map[string]int32{},
 	}
 }
@@ -161,7 +172,7 @@ func hexID(s []byte) (uint64, bool) {
 // closes records r's identity as a closed one.
 func (b *phaseBlock) closes(r *phaseRec) {
 	if id, ok := hexID([]byte(r.Span)); ok {
-		b.spans[id] = struct{}{}
+		b.spans[phaseKey{id, r.Rank, r.Node}] = struct{}{}
 		return
 	}
 	b.ids[r.identity()] = struct{}{}
@@ -170,7 +181,7 @@ func (b *phaseBlock) closes(r *phaseRec) {
 // isClosed says whether the block holds the closed twin of marker r.
 func (b *phaseBlock) isClosed(r *phaseRec) bool {
 	if id, ok := hexID([]byte(r.Span)); ok {
-		_, hit := b.spans[id]
+		_, hit := b.spans[phaseKey{id, r.Rank, r.Node}]
 		return hit
 	}
 	_, hit := b.ids[r.identity()]
@@ -223,13 +234,21 @@ func (b *phaseBlock) addLine(line []byte) bool {
 }
 
 // addSparse reads one line of a reach hour starting at hourStart (see phaseBlock). A line it cannot read
-// cheaply (no hex span id, unusual spacing or numbers, a v1 record) is decoded and judged like any other.
+// cheaply (no hex span id, unusual spacing or numbers, a v1 record, no node or rank) is decoded and judged like
+// any other.
 func (b *phaseBlock) addSparse(line []byte, hourStart float64) bool {
 	span, okS := stringAfter(line, `"span":"`)
 	t0, ok0 := numberAfter(line, `"t0":`)
 	t1raw, ok1 := rawAfter(line, `"t1":`)
 	id, okID := hexID(span)
-	if !okS || !ok0 || !ok1 || !okID {
+	node, okN := stringAfter(line, `"node":"`)
+	rankRaw, okR := rawAfter(line, `"rank":`)
+	rank, okRank := 0.0, okR && jsonInt(rankRaw)
+	if okRank {
+		rank, okRank = flatjson.ParseNum(rankRaw)
+		okRank = okRank && math.Abs(rank) <= 1<<53
+	}
+	if !okS || !ok0 || !ok1 || !okID || !okN || !okRank || !utf8.Valid(node) {
 		r, ok := b.decode(line)
 		if !ok {
 			return false
@@ -242,8 +261,9 @@ func (b *phaseBlock) addSparse(line []byte, hourStart float64) bool {
 		}
 		return true
 	}
+	key := phaseKey{id, int(rank), b.nodeName(node)}
 	if len(t1raw) > 0 && t1raw[0] == 'n' { // null: an open marker
-		b.pend = append(b.pend, pendingMarker{span: id, off: len(b.arena), n: len(line)})
+		b.pend = append(b.pend, pendingMarker{key: key, off: len(b.arena), n: len(line)})
 		b.arena = append(b.arena, line...)
 		b.maxT = math.Max(b.maxT, t0)
 		return true
@@ -255,9 +275,18 @@ func (b *phaseBlock) addSparse(line []byte, hourStart float64) bool {
 	if t0 < hourStart {
 		return b.addLine(line) // started in an earlier hour: it may cover a window there
 	}
-	b.spans[id] = struct{}{}
+	b.spans[key] = struct{}{}
 	b.maxT = math.Max(b.maxT, t1)
 	return true
+}
+
+// nodeName is node as a string shared by the block's records (its node dictionary), allocated once per node.
+func (b *phaseBlock) nodeName(node []byte) string {
+	if i, ok := b.nodeAt[string(node)]; ok {
+		return b.nodes[i]
+	}
+	_, s := intern(&b.nodes, b.nodeAt, string(node))
+	return s
 }
 
 // remnant is the sparse block (addSparse) of a whole block's hour starting at hourStart: the closed records that
@@ -281,7 +310,7 @@ func (b *phaseBlock) remnant(hourStart float64) *phaseBlock {
 // settle ends a sparse read: the markers no closed record of the hour matched are decoded and kept.
 func (b *phaseBlock) settle() (bad int) {
 	for _, m := range b.pend {
-		if _, hit := b.spans[m.span]; hit {
+		if _, hit := b.spans[m.key]; hit {
 			continue
 		}
 		r, ok := b.decode(b.arena[m.off : m.off+m.n])

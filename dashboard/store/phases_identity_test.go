@@ -1,0 +1,89 @@
+package store
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// sameIDsRun writes the phases of 4 train ranks on node n1 (one GPU each) whose emitters drew identical span
+// ids (Python RNGs seeded alike on every TP/DP/CP rank): 30 closed phases per rank in hour 0, each with its open
+// marker; then a 31st phase, which ranks 0–2 close and rank 3 does not (stalled open since hour 0, with the
+// span id of the other ranks' closed ones). Hour 1 holds readings only, so a window there reads hour 0 sparse (its reach hour).
+func sameIDsRun(t *testing.T) string {
+	dir := t.TempDir()
+	write(t, dir, "dashboard/meta.json", `{"schema_version":3,"writer":"otelcol-miles","run_name":"r","start_ts":`+fmt.Sprint(h0)+`}`)
+	write(t, dir, "dashboard/lane_catalog.json", `{"version":2,"lanes":{"n1:0":{"ranks":[0],"roles":["train"]},"n1:1":{"ranks":[1],"roles":["train"]},"n1:2":{"ranks":[2],"roles":["train"]},"n1:3":{"ranks":[3],"roles":["train"]}}}`)
+	var b strings.Builder
+	rec := func(rank, i int, t0 float64, t1 string) {
+		fmt.Fprintf(&b, `{"name":"actor_train","t0":%.6f,"t1":%s,"node":"n1","rank":%d,"role":"train","gpus":[%d],"step":%d,"span":"%016x"}`+"\n",
+			t0, t1, rank, rank, i, uint64(i+1)*0x9e3779b97f4a7c15)
+	}
+	for i := range 30 {
+		for rank := range 4 {
+			t0 := h0 + 10 + float64(i)*60
+			rec(rank, i, t0, "null")
+			rec(rank, i, t0, fmt.Sprintf("%.6f", t0+30))
+		}
+	}
+	for rank := range 4 {
+		rec(rank, 30, h0+1900, "null")
+		if rank < 3 {
+			rec(rank, 30, h0+1900, fmt.Sprintf("%.6f", h0+1930))
+		}
+	}
+	hour := func(k int) string { return time.Unix(int64(h0)+int64(k)*3600, 0).UTC().Format("20060102_15") }
+	write(t, dir, "dashboard/phases/"+hour(0)+".jsonl", b.String())
+	write(t, dir, "dashboard/gpu_util/"+hour(0)+".jsonl", gpuLine(h0+1, "n1", 0, 50))
+	write(t, dir, "dashboard/gpu_util/"+hour(1)+".jsonl", gpuLine(h0+3600+1200, "n1", 0, 50))
+	return dir
+}
+
+// TestPhasesSameSpanIDsAcrossRanks: ranks that send identical span ids each keep all their phases, and an open
+// marker is closed only by a closed record of its own rank (docs/semconv.md §8.3, record identity of phases).
+func TestPhasesSameSpanIDsAcrossRanks(t *testing.T) {
+	st, err := Open(sameIDsRun(t), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lanes, _, _ := st.Lanes("all")
+	count := func(p *PhasesResult) (closed, open map[string]int) {
+		closed, open = map[string]int{}, map[string]int{}
+		for _, l := range p.Lanes {
+			for i := range l.T0 {
+				if l.Open[i] {
+					open[l.ID]++
+				} else {
+					closed[l.ID]++
+				}
+			}
+		}
+		return closed, open
+	}
+	// Hour 1 first: hour 0 is then a reach hour, read sparse.
+	_, open := count(st.Phases(h0+3600+100, h0+3600+1000, lanes))
+	if got := fmt.Sprint(open); got != "map[g3:1]" {
+		t.Errorf("hour 1 (hour 0 read sparse): open phases per lane %s, want map[g3:1] (rank 3's stalled phase)", got)
+	}
+	closed, open := count(st.Phases(h0, h0+3600, lanes))
+	if got := fmt.Sprint(closed); got != "map[g0:31 g1:31 g2:31 g3:30]" {
+		t.Errorf("hour 0: closed phases per lane %s, want 31, 31, 31 and 30 (g3: one open)", got)
+	}
+	if got := fmt.Sprint(open); got != "map[g3:1]" {
+		t.Errorf("hour 0: open phases per lane %s, want map[g3:1]", got)
+	}
+	perRank := map[int]int{}
+	openRank := map[int]int{}
+	recs, _ := st.AllPhases()
+	for _, r := range recs {
+		if r.Open {
+			openRank[r.Rank]++
+		} else {
+			perRank[r.Rank]++
+		}
+	}
+	if fmt.Sprint(perRank) != "map[0:31 1:31 2:31 3:30]" || fmt.Sprint(openRank) != "map[3:1]" {
+		t.Errorf("AllPhases: closed per rank %v, open per rank %v; want 31, 31, 31, 30 and rank 3's one open", perRank, openRank)
+	}
+}
