@@ -3,6 +3,8 @@ package jsonlexporter
 import (
 	"errors"
 	"fmt"
+
+	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
 
 // EngineTracesConfig bounds the engine_traces stream: sglang's own request spans (docs/semconv.md §10).
@@ -15,6 +17,10 @@ type EngineTracesConfig struct {
 	// ServiceNames are the service.name values whose spans are engine spans (default ["sglang"], the name
 	// sglang's process_tracing_init gives every process).
 	ServiceNames []string `mapstructure:"service_names"`
+	// ScopeNames are the instrumentation scope names whose spans are engine spans, whatever their service
+	// (default ["sglang server"], the scope of sglang's tracer): a job-wide OTEL_SERVICE_NAME or a resource
+	// processor that renames sglang's service does not make its spans vanish (docs/semconv.md §10.1).
+	ScopeNames []string `mapstructure:"scope_names"`
 	// MaxLevel keeps slices of sglang trace level <= max_level (1 important slices, 2 all but nested ones,
 	// 3 all; default 2: the per-token decode_loop and per-chunk chunked_prefill slices are left out, counted as
 	// engine_level). Request and thread spans are always kept.
@@ -28,7 +34,8 @@ type EngineTracesConfig struct {
 }
 
 func defaultEngineTraces() EngineTracesConfig {
-	return EngineTracesConfig{Enabled: true, ServiceNames: []string{"sglang"}, MaxLevel: 2, SampleRatio: 1, MaxSpansPerSecond: 50000}
+	return EngineTracesConfig{Enabled: true, ServiceNames: []string{sc.SglangService},
+		ScopeNames: []string{sc.SglangTraceScope}, MaxLevel: 2, SampleRatio: 1, MaxSpansPerSecond: 50000}
 }
 
 func (c *EngineTracesConfig) validate() error {
@@ -42,8 +49,8 @@ func (c *EngineTracesConfig) validate() error {
 	if c.MaxSpansPerSecond < 0 {
 		errs = append(errs, fmt.Errorf("engine_traces.max_spans_per_second must be >= 0 (0 = no cap), got %d", c.MaxSpansPerSecond))
 	}
-	if c.Enabled && len(c.ServiceNames) == 0 {
-		errs = append(errs, errors.New("engine_traces.service_names must name at least one service when enabled"))
+	if c.Enabled && len(c.ServiceNames) == 0 && len(c.ScopeNames) == 0 {
+		errs = append(errs, errors.New("engine_traces.service_names or engine_traces.scope_names must name at least one service or scope when enabled"))
 	}
 	return errors.Join(errs...)
 }

@@ -37,7 +37,7 @@ func TestLoadConfig(t *testing.T) {
 			MaxOpenFiles: 8, MaxBufferBytes: 16 << 20, Compression: "none", CompressAfter: 10 * time.Minute,
 			RollupInterval: time.Minute, MaxPast: 0, MaxFuture: 2 * time.Minute, Ack: "written",
 			EngineTraces: EngineTracesConfig{
-				Enabled: true, ServiceNames: []string{"sglang", "sglang-router"}, MaxLevel: 3,
+				Enabled: true, ServiceNames: []string{"sglang", "sglang-router"}, ScopeNames: []string{"sglang server"}, MaxLevel: 3,
 				SampleRatio: 0.25,
 			},
 		}},

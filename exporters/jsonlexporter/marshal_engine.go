@@ -15,9 +15,10 @@ import (
 )
 
 // engineFilter decides which engine spans (sglang's request spans, docs/semconv.md §10) reach the
-// engine_traces stream: by service, slice level, trace sample and a rate cap. One per exporter.
+// engine_traces stream: by service or scope, slice level, trace sample and a rate cap. One per exporter.
 type engineFilter struct {
 	services  map[string]bool
+	scopes    map[string]bool
 	maxLevel  int
 	threshold uint64 // keep a trace when the low 64 bits of its id are below it (sample_ratio · 2^64)
 	all       bool   // sample_ratio 1
@@ -34,16 +35,25 @@ func newEngineFilter(c EngineTracesConfig, now func() time.Time) *engineFilter {
 		return nil
 	}
 	f := &engineFilter{
-		services: map[string]bool{}, maxLevel: c.MaxLevel, all: c.SampleRatio >= 1,
+		services: map[string]bool{}, scopes: map[string]bool{}, maxLevel: c.MaxLevel, all: c.SampleRatio >= 1,
 		rate: float64(c.MaxSpansPerSecond), tokens: float64(c.MaxSpansPerSecond), now: now,
 	}
 	for _, s := range c.ServiceNames {
 		f.services[s] = true
 	}
+	for _, s := range c.ScopeNames {
+		f.scopes[s] = true
+	}
 	if !f.all {
 		f.threshold = uint64(c.SampleRatio * math.MaxUint64)
 	}
 	return f
+}
+
+// engineScope says whether the spans of scope ss, under a resource of service svc, are engine spans: the service
+// is an engine service (all its scopes), or the scope is sglang's tracer whatever the service (a renamed one).
+func (f *engineFilter) engineScope(svc string, ss ptrace.ScopeSpans) bool {
+	return f != nil && (f.services[svc] || f.scopes[ss.Scope().Name()])
 }
 
 // sampled: sglang's own id generator draws 64-bit trace ids (the high half is zero) while a traceparent from the

@@ -147,12 +147,41 @@ func TestEngineTracesConfig(t *testing.T) {
 		func(c *EngineTracesConfig) { c.SampleRatio = 0 },
 		func(c *EngineTracesConfig) { c.SampleRatio = 1.5 },
 		func(c *EngineTracesConfig) { c.MaxSpansPerSecond = -1 },
-		func(c *EngineTracesConfig) { c.ServiceNames = nil },
+		func(c *EngineTracesConfig) { c.ServiceNames, c.ScopeNames = nil, nil },
 	} {
 		c := defaultEngineTraces()
 		bad(&c)
 		if err := c.validate(); err == nil || !strings.Contains(err.Error(), "engine_traces.") {
 			t.Errorf("%+v: error %v should name engine_traces.*", c, err)
 		}
+	}
+}
+
+// TestEngineTracesRenamedService: sglang's spans renamed by a job-wide OTEL_SERVICE_NAME are still engine spans,
+// recognised by sglang's instrumentation scope (docs/semconv.md §10.1); a span of that service under another
+// scope is unmapped, and counted.
+func TestEngineTracesRenamedService(t *testing.T) {
+	e, dir := testExporter(t, nil)
+	td, n := engineTraces(traceID(7), spanID(9), 1, 1)
+	rs := td.ResourceSpans().At(0)
+	rs.Resource().Attributes().PutStr(sc.ServiceName, "my-rl-job")
+	other := rs.ScopeSpans().AppendEmpty()
+	other.Scope().SetName("my.app")
+	s := other.Spans().AppendEmpty()
+	s.SetName("handler")
+	s.SetTraceID(traceID(8))
+	s.SetSpanID(spanID(3))
+	s.SetStartTimestamp(pcommon.NewTimestampFromTime(base.Add(-time.Second)))
+	s.SetEndTimestamp(pcommon.NewTimestampFromTime(base))
+	if err := e.pushTraces(context.Background(), td); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, e)
+	got := readFile(t, filepath.Join(dir, "dashboard", sc.StreamEngineTraces, "20261202_13.jsonl"))
+	if strings.Count(got, `"spans":[`) != 1 || strings.Count(got, `"k":"req"`) != 1 {
+		t.Fatalf("engine_traces of a renamed sglang service: %q, want one bundle holding the request", got)
+	}
+	if u := e.tel.unmappedItems.Load(); u != 1 {
+		t.Errorf("unmapped %d, want 1 (the other scope's span; %d engine spans sent)", u, n)
 	}
 }

@@ -10,8 +10,8 @@ import (
 )
 
 // mapTraces turns phase and trajectory spans into phases and trajectories records (docs/semconv.md §2, §3, §8.3).
-// Spans of an engine service (sglang's own request spans, docs/semconv.md §10) go to the engine_traces stream
-// when r.engine is set (marshal_engine.go); other spans without miles.span.type are counted as unmapped: they
+// Spans of an engine service or of sglang's tracer scope (sglang's own request spans, docs/semconv.md §10) go to
+// the engine_traces stream when r.engine is set (marshal_engine.go); other spans without miles.span.type are counted as unmapped: they
 // still reach trace backends through the OTLP exporters.
 //
 // Trajectory spans are written as bundles: all spans of one trace that end in the same hour and arrive in the
@@ -25,15 +25,14 @@ func mapTraces(td ptrace.Traces, r *records) {
 	defer eg.release(engineBundlers)
 	for _, rs := range td.ResourceSpans().All() {
 		node, _ := attrStr(rs.Resource().Attributes(), sc.HostName)
-		if svc, _ := attrStr(rs.Resource().Attributes(), sc.ServiceName); r.engine != nil && r.engine.services[svc] {
-			for _, ss := range rs.ScopeSpans().All() {
+		svc, _ := attrStr(rs.Resource().Attributes(), sc.ServiceName)
+		for _, ss := range rs.ScopeSpans().All() {
+			if r.engine.engineScope(svc, ss) {
 				for _, span := range ss.Spans().All() {
 					considerEngine(eg, r.engine, r, span)
 				}
+				continue
 			}
-			continue
-		}
-		for _, ss := range rs.ScopeSpans().All() {
 			for _, span := range ss.Spans().All() {
 				attrs := span.Attributes()
 				typ, _ := attrStr(attrs, sc.SpanType)

@@ -24,7 +24,7 @@ import (
 )
 
 // TraceScope is the instrumentation scope of sglang's tracer (trace.get_tracer("sglang server")).
-const TraceScope = "sglang server"
+const TraceScope = sc.SglangTraceScope
 
 // ParseTraceparent reads a W3C traceparent header ("00-<32 hex>-<16 hex>-<2 hex>"). ok is false for a missing
 // or malformed header and for all-zero ids, which sglang's propagator ignores too (the request starts a trace).

@@ -19,6 +19,11 @@ import "strings"
 const (
 	// SglangService is the service.name sglang's process_tracing_init gives every process it traces.
 	SglangService = "sglang"
+	// SglangTraceScope is the instrumentation scope of every span sglang's tracer makes
+	// (trace.get_tracer("sglang server") in srt/observability/trace.py). Unlike SglangService, which a
+	// job-wide OTEL_SERVICE_NAME or a resource processor may rename, the scope names sglang's spans wherever
+	// they come from.
+	SglangTraceScope = "sglang server"
 	// SglangRID is the request id on the request root span ("rid", the id sglang returns as meta_info.id).
 	SglangRID = "rid"
 	// SglangModule is the request root's module ("sglang::request" for generate requests; --trace-modules
