@@ -108,8 +108,12 @@ type stepGroup struct {
 }
 
 // stepGroups folds the data points of one log_metrics call (same resource, time, step key, step) back into
-// one record, as the trainer logged them.
-type stepGroups struct{ groups []*stepGroup }
+// one record, as the trainer logged them. The index finds a key's group in constant time, so a request of n
+// distinct instants costs O(n) (docs/reliability.md "Bounded work per request"); groups keeps arrival order.
+type stepGroups struct {
+	groups []*stepGroup
+	index  map[stepKey]*stepGroup
+}
 
 func (s *stepGroups) add(m pmetric.Metric, r *records) {
 	for _, dp := range numberPoints(m).All() {
@@ -120,15 +124,13 @@ func (s *stepGroups) add(m pmetric.Metric, r *records) {
 		sk, _ := attrStr(attrs, sc.StepKey)
 		step, hasStep := attrInt(attrs, sc.Step)
 		k := stepKey{ts: dp.Timestamp(), stepKey: sk, step: step, hasStep: hasStep}
-		var g *stepGroup
-		for _, c := range s.groups {
-			if c.key == k {
-				g = c
-				break
-			}
-		}
+		g := s.index[k]
 		if g == nil {
+			if s.index == nil {
+				s.index = map[stepKey]*stepGroup{}
+			}
 			g = &stepGroup{key: k}
+			s.index[k] = g
 			s.groups = append(s.groups, g)
 		}
 		if len(g.fields) > 0 {
@@ -235,8 +237,12 @@ type gpuRow struct {
 	roll   [nRollupFields]float64
 }
 
-// gpuRows collects the metrics of one device resource into one row per timestamp.
-type gpuRows struct{ rows []*gpuRow }
+// gpuRows collects the metrics of one device resource into one row per timestamp, in arrival order; the index
+// finds a timestamp's row in constant time (docs/reliability.md "Bounded work per request").
+type gpuRows struct {
+	rows  []*gpuRow
+	index map[pcommon.Timestamp]*gpuRow
+}
 
 func (g *gpuRows) add(m pmetric.Metric, r *records) {
 	dps := numberPoints(m)
@@ -253,15 +259,13 @@ func (g *gpuRows) add(m pmetric.Metric, r *records) {
 		if !r.timeOK(dp.Timestamp()) {
 			continue
 		}
-		var row *gpuRow
-		for _, c := range g.rows {
-			if c.ts == dp.Timestamp() {
-				row = c
-				break
-			}
-		}
+		row := g.index[dp.Timestamp()]
 		if row == nil {
+			if g.index == nil {
+				g.index = map[pcommon.Timestamp]*gpuRow{}
+			}
 			row = &gpuRow{ts: dp.Timestamp()}
+			g.index[row.ts] = row
 			g.rows = append(g.rows, row)
 		}
 		row.fields = append(row.fields, ',')
