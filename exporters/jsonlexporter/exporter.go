@@ -186,14 +186,19 @@ func (e *jsonlExporter) accept(ctx context.Context, r *records) error {
 		e.tel.dropped(ctx, dropReasonOverLimit, refused)
 		e.limits.note(e.logger, e.now(), refused, "lane catalog: full ("+strconv.Itoa(maxLanes)+" lanes)")
 	}
-	if e.roll != nil {
+	if e.roll != nil && e.cfg.Ack == ackWritten {
+		// The roll-up's lines are the exporter's own (buckets of many exports): queued, not withdrawn with this
+		// export if it is refused. Queued first, they go out with the flush this export waits for.
+		var own records
+		e.roll.fold(r.gpus, &own)
+		e.w.enqueue(ctx, own.chunks)
+	} else if e.roll != nil {
 		e.roll.fold(r.gpus, r)
 	}
 	if e.cfg.Ack == ackWritten {
-		e.w.enqueueAndWait(ctx, r.chunks)
-	} else {
-		e.w.enqueue(ctx, r.chunks)
+		return e.w.enqueueAndWait(ctx, r.chunks)
 	}
+	e.w.enqueue(ctx, r.chunks)
 	return nil
 }
 

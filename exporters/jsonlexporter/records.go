@@ -3,6 +3,7 @@ package jsonlexporter
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 )
@@ -42,7 +43,20 @@ type chunk struct {
 	key   partKey
 	data  []byte
 	lines int
+	// waited marks a chunk whose export waits for it to be written (ack: written): if it is not written, the
+	// export is refused and the sender keeps the records, so dropping it from the queue loses nothing.
+	waited bool
+	// state is chunkQueued until the flush goroutine writes it, or the queue drops it, or its refused export
+	// withdraws it (writer.go).
+	state atomic.Int32
 }
+
+const (
+	chunkQueued int32 = iota
+	chunkWritten
+	chunkDropped
+	chunkWithdrawn
+)
 
 // records is what one export call produces: lines grouped by partition plus the lane facts seen on the way.
 // It is built without locks and handed to the writer in one step.

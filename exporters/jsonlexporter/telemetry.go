@@ -28,6 +28,7 @@ type telemetry struct {
 	drops   metric.Int64Counter
 	errors  metric.Int64Counter
 	resumes metric.Int64Counter
+	refused metric.Int64Counter
 
 	writtenRecords atomic.Int64
 	writtenBytes   atomic.Int64
@@ -38,6 +39,7 @@ type telemetry struct {
 	outOfWindow    atomic.Int64
 	writeErrors    atomic.Int64
 	writeResumes   atomic.Int64
+	refusedRecords atomic.Int64
 }
 
 func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
@@ -64,7 +66,17 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 		metric.WithDescription("Flushes that wrote everything after one or more failed ones: the disk recovered."), metric.WithUnit("{resume}")); err != nil {
 		return nil, err
 	}
+	if t.refused, err = m.Int64Counter("otelcol_exporter_jsonl_refused",
+		metric.WithDescription("Records refused with a retryable error because they could not be written (ack: written, disk failing): the sender keeps and retries them."), metric.WithUnit("{record}")); err != nil {
+		return nil, err
+	}
 	return t, nil
+}
+
+// refusedWrite counts the records of an export refused because they could not be written (ack: written).
+func (t *telemetry) refusedWrite(ctx context.Context, n int64) {
+	t.refusedRecords.Add(n)
+	t.refused.Add(ctx, n)
 }
 
 func (t *telemetry) written(ctx context.Context, stream string, records, bytes int64) {

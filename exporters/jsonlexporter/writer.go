@@ -2,6 +2,9 @@ package jsonlexporter
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -35,6 +38,7 @@ type writer struct {
 	now    func() time.Time
 
 	failing      bool      // the last flush failed
+	lastErr      error     // the last flush's error (under mu): the cause a refused export names
 	failingSince time.Time // the first failed flush of the current failure
 	errLogged    bool      // the current failure's error was logged (not rate-limited away)
 	lastErrLog   time.Time // rate limit for the loud error
@@ -66,33 +70,84 @@ type compaction interface {
 
 const errorLogEvery = 30 * time.Second
 
-// enqueueAndWait is enqueue that returns once a flush attempt covering chunks has finished (or ctx is done, or
-// the writer stopped: the chunks stay queued either way, so the caller still reports success).
-func (w *writer) enqueueAndWait(ctx context.Context, chunks []*chunk) {
+// errNotWritten refuses an export whose records could not be written (ack: written). It is not permanent:
+// the OTLP receiver answers 503 (gRPC Unavailable) and the sender keeps the records and retries them.
+var errNotWritten = errors.New("jsonl: records not written to the run directory; retry later")
+
+// enqueueAndWait is enqueue that returns once a flush attempt covering chunks has finished. It returns nil
+// when every chunk is in the files; otherwise (the disk failing, the queue full, ctx done, the writer stopped)
+// it withdraws the chunks not written from the queue, counts their export as refused and returns a retryable
+// error, so an acknowledgement always means written (docs/reliability.md "Disk failing").
+func (w *writer) enqueueAndWait(ctx context.Context, chunks []*chunk) error {
+	for _, c := range chunks {
+		c.waited = true
+	}
 	target, done := w.enqueue(ctx, chunks)
 	if done == nil {
-		return // not started (tests that drive flushes by hand)
+		return nil // not started (tests that drive flushes by hand)
 	}
 	select {
 	case w.wake <- struct{}{}:
 	default:
 	}
+	var cause error
+wait:
 	for {
 		select {
 		case <-done:
 		case <-ctx.Done():
-			return
+			cause = ctx.Err()
+			break wait
 		case <-w.done:
-			return
+			cause = errors.New("the writer stopped")
+			break wait
 		}
 		w.mu.Lock()
 		finished := w.finished
 		done = w.flushed
 		w.mu.Unlock()
 		if finished >= target {
-			return
+			break
 		}
 	}
+	return w.settle(ctx, chunks, cause)
+}
+
+// settle acknowledges chunks when all of them are written; otherwise it takes the others out of the queue (a
+// chunk a flush is writing right now may still land: the retry then writes it twice, which readers read once,
+// docs/semconv.md §8 "Record identity") and refuses the export.
+func (w *writer) settle(ctx context.Context, chunks []*chunk, cause error) error {
+	w.mu.Lock()
+	all := true
+	for _, c := range chunks {
+		if c.state.Load() != chunkWritten {
+			all = false
+			break
+		}
+	}
+	if all {
+		w.mu.Unlock()
+		return nil
+	}
+	lines := int64(0)
+	for _, c := range chunks {
+		lines += int64(c.lines)
+		if c.state.CompareAndSwap(chunkQueued, chunkWithdrawn) {
+			if i := slices.Index(w.pending, c); i >= 0 {
+				w.pending = slices.Delete(w.pending, i, i+1)
+				w.pendingBytes -= int64(len(c.data))
+			}
+		}
+	}
+	if cause == nil {
+		cause = w.lastErr
+	}
+	w.mu.Unlock()
+	w.tel.refusedWrite(ctx, lines)
+	if cause == nil {
+		return errNotWritten
+	}
+	return fmt.Errorf("%w: %w", errNotWritten, cause)
 }
 
 // enqueue appends chunks to the queue; it returns the flush that will take them and the channel closed when
@@ -151,7 +206,10 @@ func (w *writer) trimLocked() (droppedLines int64) {
 				continue
 			}
 			w.pendingBytes -= int64(len(c.data))
-			droppedLines += int64(c.lines)
+			c.state.Store(chunkDropped)
+			if !c.waited { // a waiting export is refused instead, and its sender keeps the records
+				droppedLines += int64(c.lines)
+			}
 			w.pending[i] = nil
 		}
 	}
@@ -298,6 +356,7 @@ func (w *writer) flush(ctx context.Context) {
 			for _, c := range cs {
 				putBuf(c.data)
 				c.data = nil
+				c.state.Store(chunkWritten)
 			}
 		}
 		if w.part.syncMode == "flush" {
@@ -314,6 +373,9 @@ func (w *writer) flush(ctx context.Context) {
 			firstErr = err
 		}
 	}
+	w.mu.Lock()
+	w.lastErr = firstErr
+	w.mu.Unlock()
 	switch {
 	case len(failed) > 0:
 		queued := w.requeue(ctx, failed)
@@ -361,6 +423,8 @@ func (w *writer) finish(gen uint64, complete bool) {
 // the bytes queued.
 func (w *writer) requeue(ctx context.Context, cs []*chunk) int64 {
 	w.mu.Lock()
+	// A chunk whose export was refused while the flush held it is the sender's again: not queued.
+	cs = slices.DeleteFunc(cs, func(c *chunk) bool { return c.state.Load() == chunkWithdrawn })
 	for _, c := range cs {
 		w.pendingBytes += int64(len(c.data))
 	}

@@ -383,7 +383,7 @@ func TestDropOldestKeepsRareStreams(t *testing.T) {
 
 // TestAckWritten: with ack: written an export returns only once its records are in the file (here the ticker
 // never fires: the export itself wakes the flush), concurrent exports share flushes, and a failing disk does not
-// hold an export back (its records wait in the bounded queue, as with ack: queued).
+// hold an export back: it is refused at once, retryable (TestAckWrittenRefusesWhileDiskFails).
 func TestAckWritten(t *testing.T) {
 	e, dir := testExporter(t, func(c *Config) { c.Ack = ackWritten })
 	ctx := context.Background()
@@ -413,14 +413,16 @@ func TestAckWritten(t *testing.T) {
 	e.w.part.fs = fs
 	e.w.part.closeAll()
 	fs.broken.Store(true)
-	if err := e.pushMetrics(ctx, manyStepRecords(5, 90000)); err != nil {
-		t.Fatal(err)
+	if err := e.pushMetrics(ctx, manyStepRecords(5, 90000)); err == nil {
+		t.Fatal("acknowledged while the disk fails")
 	}
 	if e.tel.writeErrors.Load() == 0 {
 		t.Fatal("the export returned before the flush attempt")
 	}
 	fs.broken.Store(false)
-	flush(t, e)
+	if err := e.pushMetrics(ctx, manyStepRecords(5, 90000)); err != nil { // the sender's retry
+		t.Fatal(err)
+	}
 	if got := len(streamLines(t, dir, sc.StreamMetrics)); got != 8*20*10+5 {
 		t.Fatalf("%d records after recovery, want %d", got, 8*20*10+5)
 	}
