@@ -87,10 +87,13 @@ type Thresholds struct {
 	LowMFU      float64
 	MFUMinSteps int
 
-	LowConcurrencyRatio, LowCacheHit          float64
-	DPImbalanceMinRunning, DPImbalanceRatio   float64
-	StragglerMinSteps, StragglerWindow        int
-	StragglerSlowestFrac, StragglerRankRatio  float64
+	LowConcurrencyRatio, LowCacheHit         float64
+	DPImbalanceMinRunning, DPImbalanceRatio  float64
+	StragglerMinSteps, StragglerWindow       int
+	StragglerSlowestFrac, StragglerRankRatio float64
+	// StragglerMinGapS is the least a straggler rank loses per step at its phase (median seconds over the other
+	// ranks' median): a ratio alone flags a 130 ms lag in a 1 s phase that no step waits on noticeably.
+	StragglerMinGapS                          float64
 	StragglerEngineRatio, StragglerEngineBinS float64
 	DriftMinSteps                             int
 	DriftRatio, DriftMinDelta                 float64

@@ -427,6 +427,21 @@ func TestRules(t *testing.T) {
 			},
 		},
 		{
+			// 20 % slower but 0.2 s a step: below the absolute floor (straggler_min_gap_s), nothing to wait for.
+			name: "S1 a short phase 20% slower is below the floor", want: "",
+			mod: func(in *Input) {
+				for i := range in.Phases {
+					if p := &in.Phases[i]; p.Name == "log_probs" {
+						if p.Rank == 2 {
+							p.T1 = p.T0 + 1.2
+						} else {
+							p.T1 = p.T0 + 1.0
+						}
+					}
+				}
+			},
+		},
+		{
 			name: "S1 slowest in only 5 of 8 steps", want: "",
 			mod: func(in *Input) {
 				for i := range in.Phases { // slowest at steps 0–3 here, and at step 5 by the base pattern

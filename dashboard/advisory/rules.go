@@ -299,7 +299,8 @@ func (c *ctx) cpAlignment(r *RuleInfo) {
 // stragglerExcluded are phases whose length is set by others (waiting, or ending on a collective).
 var stragglerExcluded = map[string]bool{"train_wait": true, "update_weights": true, "update_weights_implementation": true}
 
-// S1: one train rank is the slowest at a phase in most recent steps, by a clear margin.
+// S1: one train rank is the slowest at a phase in most recent steps, by a clear margin: relative (the ratio)
+// and absolute (the seconds it costs every step).
 func (c *ctx) stragglerRanks(r *RuleInfo) {
 	type rk = RankKey
 	ph := c.ph
@@ -352,7 +353,7 @@ func (c *ctx) stragglerRanks(r *RuleInfo) {
 				}
 			}
 			me, om := median(durs[k]), median(others)
-			if om <= 0 || me/om < c.th.StragglerRankRatio {
+			if om <= 0 || me/om < c.th.StragglerRankRatio || me-om < c.th.StragglerMinGapS {
 				continue
 			}
 			f := finding{name, me / om, frac, len(steps), me, om}
