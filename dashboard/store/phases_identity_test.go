@@ -16,11 +16,11 @@ func sameIDsRun(t *testing.T) string {
 	write(t, dir, "dashboard/meta.json", `{"schema_version":3,"writer":"otelcol-miles","run_name":"r","start_ts":`+fmt.Sprint(h0)+`}`)
 	write(t, dir, "dashboard/lane_catalog.json", `{"version":2,"lanes":{"n1:0":{"ranks":[0],"roles":["train"]},"n1:1":{"ranks":[1],"roles":["train"]},"n1:2":{"ranks":[2],"roles":["train"]},"n1:3":{"ranks":[3],"roles":["train"]}}}`)
 	var b strings.Builder
-	rec := func(rank, i int, t0 float64, t1 string) {
+	rec := func(rank int, i uint64, t0 float64, t1 string) {
 		fmt.Fprintf(&b, `{"name":"actor_train","t0":%.6f,"t1":%s,"node":"n1","rank":%d,"role":"train","gpus":[%d],"step":%d,"span":"%016x"}`+"\n",
-			t0, t1, rank, rank, i, uint64(i+1)*0x9e3779b97f4a7c15)
+			t0, t1, rank, rank, i, (i+1)*0x9e3779b97f4a7c15)
 	}
-	for i := range 30 {
+	for i := range uint64(30) {
 		for rank := range 4 {
 			t0 := h0 + 10 + float64(i)*60
 			rec(rank, i, t0, "null")

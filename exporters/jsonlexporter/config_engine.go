@@ -34,8 +34,10 @@ type EngineTracesConfig struct {
 }
 
 func defaultEngineTraces() EngineTracesConfig {
-	return EngineTracesConfig{Enabled: true, ServiceNames: []string{sc.SglangService},
-		ScopeNames: []string{sc.SglangTraceScope}, MaxLevel: 2, SampleRatio: 1, MaxSpansPerSecond: 50000}
+	return EngineTracesConfig{
+		Enabled: true, ServiceNames: []string{sc.SglangService},
+		ScopeNames: []string{sc.SglangTraceScope}, MaxLevel: 2, SampleRatio: 1, MaxSpansPerSecond: 50000,
+	}
 }
 
 func (c *EngineTracesConfig) validate() error {

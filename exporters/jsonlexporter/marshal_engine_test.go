@@ -158,7 +158,7 @@ func TestEngineTracesConfig(t *testing.T) {
 }
 
 // TestEngineTracesRenamedService: sglang's spans renamed by a job-wide OTEL_SERVICE_NAME are still engine spans,
-// recognised by sglang's instrumentation scope (docs/semconv.md §10.1); a span of that service under another
+// recognized by sglang's instrumentation scope (docs/semconv.md §10.1); a span of that service under another
 // scope is unmapped, and counted.
 func TestEngineTracesRenamedService(t *testing.T) {
 	e, dir := testExporter(t, nil)

@@ -201,7 +201,8 @@ func kindOf(attrs pcommon.Map) lifecycle.Kind {
 
 // spanInfo is the typed fact a span contributes to its sample's state (the event payload).
 type spanInfo struct {
-	trace pcommon.TraceID
+	trace  pcommon.TraceID
+	parent pcommon.SpanID // the span's parent: under an attempt, the attempt span
 	lifecycle.Span
 }
 
@@ -277,10 +278,17 @@ func (p *lifecycleProcessor) ConsumeTraces(ctx context.Context, td ptrace.Traces
 	return p.next.ConsumeTraces(ctx, td)
 }
 
-// shard picks the worker of a trace. The remainder is below len(p.workers), so min never bites: it states that
-// the conversion to int is exact.
-func (p *lifecycleProcessor) shard(id pcommon.TraceID) int {
-	return int(min(binary.LittleEndian.Uint64(id[8:])%uint64(len(p.workers)), math.MaxInt))
+// shard picks the worker of a span: by its sample index when it has one (every span of an attempt, and every
+// consume, carries miles.sample.index, docs/semconv.md §3), so a sample's attempts and its consume meet in one
+// worker whichever trace and process the consume came from; by trace id otherwise. The remainder is below
+// len(p.workers), so min never bites: it states that the conversion to int is exact.
+func (p *lifecycleProcessor) shard(f *spanInfo) int {
+	if f.HasSample {
+		// Consecutive sample indices go round the workers; a negative index too (the remainder is made >= 0).
+		n := int64(len(p.workers))
+		return int(((f.Sample % n) + n) % n)
+	}
+	return int(min(binary.LittleEndian.Uint64(f.trace[8:])%uint64(len(p.workers)), math.MaxInt))
 }
 
 // take records the span's facts and reports whether the span is held (moved out of td).
@@ -319,11 +327,11 @@ func (d *dispatch) take(rs ptrace.ResourceSpans, ss ptrace.ScopeSpans, span ptra
 		d.held++
 		return true
 	}
-	info := d.info(spanInfo{trace: span.TraceID(), Span: spanFact(k, span)})
+	info := d.info(spanInfo{trace: span.TraceID(), parent: span.ParentSpanID(), Span: spanFact(k, span)})
 	if k == lifecycle.KindConsume {
 		d.consumes = append(d.consumes, info.trace)
 	}
-	w := d.p.shard(info.trace)
+	w := d.p.shard(info)
 	if d.facts[w] == nil {
 		d.facts[w] = make([]*spanInfo, 0, cap(d.arena)/len(d.facts)+8)
 	}

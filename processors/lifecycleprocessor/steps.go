@@ -26,9 +26,15 @@ type (
 	stepsArrived struct{ groups []*heldGroup }
 )
 
+// resolvedSample is one resolved consume, keyed by the trace it came in (the one the step links). A consume
+// sent outside its attempt's trace was moved into it: to and toSpan are the attempt's trace and span.
 type resolvedSample struct {
 	trace pcommon.TraceID
 	res   lifecycle.StepSample
+	moved bool
+	to    pcommon.TraceID
+	// toSpan is the attempt span the step's link then points at.
+	toSpan pcommon.SpanID
 }
 
 type sampleEntry struct {
@@ -36,6 +42,10 @@ type sampleEntry struct {
 	since   time.Time // pending since / resolved at
 	res     lifecycle.StepSample
 	elem    *list.Element
+	// moved, to, toSpan: where the consume went (resolvedSample).
+	moved  bool
+	to     pcommon.TraceID
+	toSpan pcommon.SpanID
 }
 
 // stepAggregator owns the sample results and the held step_consume spans. A step is resolved when its deadline
@@ -73,7 +83,8 @@ func (a *stepAggregator) run(ctx context.Context, t *time.Ticker) {
 			case samplesResolved:
 				now := a.p.now()
 				for _, r := range e {
-					a.set(lifecycle.TraceID(r.trace), false, r.res, now)
+					ent := a.set(lifecycle.TraceID(r.trace), false, r.res, now)
+					ent.moved, ent.to, ent.toSpan = r.moved, r.to, r.toSpan
 				}
 			case stepsArrived:
 				a.held = append(a.held, e.groups...)
@@ -90,7 +101,7 @@ func (a *stepAggregator) run(ctx context.Context, t *time.Ticker) {
 	}
 }
 
-func (a *stepAggregator) set(id lifecycle.TraceID, pending bool, res lifecycle.StepSample, since time.Time) {
+func (a *stepAggregator) set(id lifecycle.TraceID, pending bool, res lifecycle.StepSample, since time.Time) *sampleEntry {
 	e, ok := a.results[id]
 	if ok {
 		a.order.MoveToBack(e.elem)
@@ -99,12 +110,13 @@ func (a *stepAggregator) set(id lifecycle.TraceID, pending bool, res lifecycle.S
 		e.elem = a.order.PushBack(id)
 		a.results[id] = e
 	}
-	e.pending, e.res, e.since = pending, res, since
+	e.pending, e.res, e.since, e.moved = pending, res, since, false
 	for len(a.results) > a.p.cfg.MaxSamples { // bounded like the workers' states: forget the oldest
 		front := a.order.Front()
 		delete(a.results, front.Value.(lifecycle.TraceID))
 		a.order.Remove(front)
 	}
+	return e
 }
 
 // tick resolves the steps that are due (all when flush), then forgets results older than retain.
@@ -121,6 +133,7 @@ func (a *stepAggregator) tick(ctx context.Context, now time.Time, flush bool) {
 		for i := range g.infos {
 			r := a.aggregate(g.links[i])
 			annotateStep(spans.At(i).Attributes(), r)
+			a.followMoves(spans.At(i))
 			a.p.tel.step(ctx, r)
 		}
 		held += spans.Len()
@@ -140,6 +153,18 @@ func (a *stepAggregator) tick(ctx context.Context, now time.Time, flush bool) {
 		delete(a.results, id)
 	}
 	a.p.carry.sweep(now)
+}
+
+// followMoves points the step's links at the attempts their consumes were moved into (worker.resolveConsume).
+func (a *stepAggregator) followMoves(span ptrace.Span) {
+	for _, l := range span.Links().All() {
+		if e, ok := a.results[lifecycle.TraceID(l.TraceID())]; ok && e.moved {
+			l.SetTraceID(e.to)
+			if !e.toSpan.IsEmpty() {
+				l.SetSpanID(e.toSpan)
+			}
+		}
+	}
 }
 
 // waiting: some linked sample's consume is accepted but not yet resolved by its worker. Every accepted consume

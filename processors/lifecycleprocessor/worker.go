@@ -35,7 +35,8 @@ type (
 // traceState is what a worker knows of one sample attempt (one trace).
 type traceState struct {
 	id       pcommon.TraceID
-	elem     *list.Element // in worker.active or worker.retired
+	root     pcommon.SpanID // the attempt span (its id, or the parent its children name), where a moved consume goes
+	elem     *list.Element  // in worker.active or worker.retired
 	touched  time.Time
 	consumed bool                    // its consume was resolved; kept for `retain` to recognize late spans
 	result   *lifecycle.SampleResult // the resolution, repeated for a duplicate consume span
@@ -43,17 +44,23 @@ type traceState struct {
 	carried bool // its summary is in the carry store
 }
 
-// worker owns the states of the traces hashed to it.
+// worker owns the states of the samples hashed to it (processor.shard).
 type worker struct {
-	p       *lifecycleProcessor
-	ch      chan any
-	cap     int
-	traces  map[pcommon.TraceID]*traceState
+	p      *lifecycleProcessor
+	ch     chan any
+	cap    int
+	traces map[pcommon.TraceID]*traceState
+	// latest is each sample's latest attempt held (the highest miles.attempt; of equal ones the last created):
+	// a consume sent in a trace of its own (another process) resolves against it. It points into traces, so it
+	// is bounded by it.
+	latest  map[int64]*traceState
 	active  list.List // front: most recently touched
 	retired list.List // consumed states, oldest first
 	held    []*heldGroup
 	tl      lifecycle.Timeline
 	evicted lifecycle.Evicted[pcommon.TraceID]
+	// evictedSamples remembers the sample indices of evicted states, for consumes sent in another trace.
+	evictedSamples lifecycle.Evicted[int64]
 
 	// counts since the last tick, for the rate-limited log lines
 	evictedCap, lateSpans, lostConsumes int64
@@ -63,9 +70,10 @@ type worker struct {
 func newWorker(p *lifecycleProcessor, capacity int) *worker {
 	w := &worker{
 		p: p, ch: make(chan any, 256), cap: capacity, traces: map[pcommon.TraceID]*traceState{},
-		tl: lifecycle.Timeline{Max: 1 << 16},
+		latest: map[int64]*traceState{}, tl: lifecycle.Timeline{Max: 1 << 16},
 	}
 	w.evicted = lifecycle.NewEvicted[pcommon.TraceID](max(1024, capacity/4))
+	w.evictedSamples = lifecycle.NewEvicted[int64](max(1024, capacity/4))
 	return w
 }
 
@@ -123,11 +131,41 @@ func (w *worker) fact(ctx context.Context, f *spanInfo, now time.Time) {
 	if !st.Add(&f.Span) {
 		return // a duplicate (a retried export)
 	}
+	switch {
+	case f.Kind == lifecycle.KindAttempt:
+		st.root = pcommon.SpanID(f.Span.Span)
+	case st.root.IsEmpty():
+		st.root = f.parent
+	}
+	w.noteLatest(st)
 	if st.consumed {
 		w.lateSpans++
 		w.p.tel.lateSpan(ctx)
 	}
 	w.maybeCarry(st, now)
+}
+
+// noteLatest makes st its sample's latest attempt unless an attempt with a higher number is held.
+func (w *worker) noteLatest(st *traceState) {
+	if !st.HasSample {
+		return
+	}
+	if cur := w.latest[st.Sample]; cur == nil || cur == st || st.Attempt.Attempt >= cur.Attempt.Attempt {
+		w.latest[st.Sample] = st
+	}
+}
+
+// match returns the attempt a consume sent outside its attempt's trace belongs to: its sample's latest attempt
+// held (the one with the consume's miles.attempt, when it names one); nil when none is held.
+func (w *worker) match(f *spanInfo) *traceState {
+	if !f.HasSample {
+		return nil
+	}
+	st := w.latest[f.Sample]
+	if st == nil || (f.HasAttempt && st.HasAttempt && f.Attempt != st.Attempt.Attempt) {
+		return nil
+	}
+	return st
 }
 
 // maybeCarry publishes the summary of an ended attempt that a later attempt may resume (partial rollout,
@@ -175,9 +213,15 @@ func (w *worker) drop(st *traceState, evicted bool) {
 		w.active.Remove(st.elem)
 	}
 	delete(w.traces, st.id)
+	if st.HasSample && w.latest[st.Sample] == st {
+		delete(w.latest, st.Sample)
+	}
 	w.p.tel.inFlight.Add(-1)
 	if evicted {
 		w.evicted.Add(st.id)
+		if st.HasSample {
+			w.evictedSamples.Add(st.Sample)
+		}
 	}
 }
 
@@ -280,10 +324,20 @@ func (w *worker) annotateGenerate(span ptrace.Span, f *spanInfo) {
 }
 
 func (w *worker) resolveConsume(ctx context.Context, span ptrace.Span, f *spanInfo, now time.Time) {
+	done := resolvedSample{trace: f.trace} // keyed as the step links it: by the trace the consume came in
 	st := w.traces[f.trace]
+	if st == nil {
+		// Sent by a process that did not trace the attempt: matched by sample index and moved into the
+		// attempt's trace, so every reader downstream finds it there (docs/semconv.md §3).
+		if st = w.match(f); st != nil {
+			moveConsume(span, st)
+			done.moved, done.to, done.toSpan = true, st.id, st.root
+		}
+	}
 	if st != nil && st.result != nil { // the same consume again (a retried export): same answer
 		annotateConsume(span.Attributes(), *st.result)
-		w.resolved = append(w.resolved, resolvedSample{trace: f.trace, res: lifecycle.StepSampleOf(*st.result)})
+		done.res = lifecycle.StepSampleOf(*st.result)
+		w.resolved = append(w.resolved, done)
 		return
 	}
 	c := lifecycle.ConsumeFrom(&f.Span)
@@ -295,7 +349,7 @@ func (w *worker) resolveConsume(ctx context.Context, span ptrace.Span, f *spanIn
 	evicted := false
 	if st != nil {
 		cur = &st.Attempt
-	} else if w.evicted.Has(f.trace) {
+	} else if w.evicted.Has(f.trace) || (f.HasSample && w.evictedSamples.Has(f.Sample)) {
 		evicted = true
 		w.lostConsumes++
 	}
@@ -318,7 +372,20 @@ func (w *worker) resolveConsume(ctx context.Context, span ptrace.Span, f *spanIn
 	}
 	annotateConsume(span.Attributes(), r)
 	w.p.tel.sample(ctx, r)
-	w.resolved = append(w.resolved, resolvedSample{trace: f.trace, res: lifecycle.StepSampleOf(r)})
+	done.res = lifecycle.StepSampleOf(r)
+	w.resolved = append(w.resolved, done)
+}
+
+// moveConsume puts a consume span into the trace of attempt st, under its attempt span, and gives it the
+// attempt number an in-process consume carries.
+func moveConsume(span ptrace.Span, st *traceState) {
+	span.SetTraceID(st.id)
+	if !st.root.IsEmpty() {
+		span.SetParentSpanID(st.root)
+	}
+	if _, ok := span.Attributes().Get(sc.Attempt); !ok && st.HasAttempt {
+		span.Attributes().PutInt(sc.Attempt, st.Attempt.Attempt)
+	}
 }
 
 func annotateConsume(attrs pcommon.Map, r lifecycle.SampleResult) {
