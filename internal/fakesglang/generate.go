@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/ptrace"
@@ -47,10 +48,11 @@ func (c *GenerateConfig) defaults() {
 
 // generator answers /generate and traces each request when a tracer and exporter are set.
 type generator struct {
-	cfg    GenerateConfig
-	slots  chan struct{}
-	tracer *Tracer
-	exp    *SpanExporter
+	cfg     GenerateConfig
+	version atomic.Pointer[string] // meta_info.weight_version; POST /update_weight_version replaces it
+	slots   chan struct{}
+	tracer  *Tracer
+	exp     *SpanExporter
 
 	mu   sync.Mutex
 	seen int
@@ -62,6 +64,8 @@ type generator struct {
 func (s *Server) EnableGenerate(cfg GenerateConfig, tracer *Tracer, exp *SpanExporter) {
 	cfg.defaults()
 	g := &generator{cfg: cfg, slots: make(chan struct{}, cfg.MaxRunning), tracer: tracer, exp: exp}
+	v := cfg.WeightVersion
+	g.version.Store(&v)
 	s.gen.Store(g)
 }
 
@@ -80,6 +84,7 @@ type generateReq struct {
 	Text           string `json:"text"`
 	InputIDs       []int  `json:"input_ids"`
 	RID            string `json:"rid"`
+	ReturnLogprob  bool   `json:"return_logprob"`
 	SamplingParams struct {
 		MaxNewTokens *int `json:"max_new_tokens"`
 	} `json:"sampling_params"`
@@ -138,14 +143,62 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request) {
 	g.mu.Lock()
 	g.seen++
 	g.mu.Unlock()
-	finish := map[string]any{"type": "length", "length": out}
+	// sglang stops at max_new_tokens with "length"; an answer the fake cut shorter reads as an EOS ("stop").
+	finish := map[string]any{"type": "stop", "matched": 0}
+	if p := req.SamplingParams.MaxNewTokens; p != nil && out == *p {
+		finish = map[string]any{"type": "length", "length": out}
+	}
+	meta := map[string]any{
+		"id": rid, "prompt_tokens": prompt, "completion_tokens": out, "cached_tokens": 0,
+		"finish_reason": finish, "weight_version": *g.version.Load(),
+		"e2e_latency": time.Since(recv).Seconds(),
+	}
+	if req.ReturnLogprob { // sglang's [logprob, token id, token text] per output token
+		lp := make([][]any, out)
+		for i := range lp {
+			lp[i] = []any{-0.5, 100 + i%50, nil}
+		}
+		meta["output_token_logprobs"] = lp
+	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{
-		"text": strings.Repeat(" tok", out),
-		"meta_info": map[string]any{
-			"id": rid, "prompt_tokens": prompt, "completion_tokens": out, "cached_tokens": 0,
-			"finish_reason": finish, "weight_version": g.cfg.WeightVersion,
-			"e2e_latency": time.Since(recv).Seconds(),
-		},
+	_ = json.NewEncoder(w).Encode(map[string]any{"text": strings.Repeat(" tok", out), "meta_info": meta})
+}
+
+// serveControl answers the engine endpoints a router and miles call besides /generate, in sglang's shapes:
+// GET /model_info and /server_info (the router reads them when a worker is added), POST /abort_request (miles
+// aborts every engine at the end of a rollout), and the weight version miles' weight update sets
+// (POST /update_weight_version {"new_version": …}, GET /get_weight_version).
+func (s *Server) serveControl(mux *http.ServeMux) {
+	writeJSON := func(w http.ResponseWriter, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(v)
+	}
+	version := func() string {
+		if g := s.gen.Load(); g != nil {
+			return *g.version.Load()
+		}
+		return ""
+	}
+	mux.HandleFunc("GET /model_info", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, map[string]any{"model_path": "fake-sglang", "tokenizer_path": "fake-sglang", "is_generation": true})
+	})
+	mux.HandleFunc("GET /server_info", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, map[string]any{"model_path": "fake-sglang", "weight_version": version(), "version": "0.5.23"})
+	})
+	mux.HandleFunc("GET /get_weight_version", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, map[string]any{"weight_version": version()})
+	})
+	mux.HandleFunc("POST /abort_request", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	mux.HandleFunc("POST /update_weight_version", func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			NewVersion string `json:"new_version"`
+		}
+		g := s.gen.Load()
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&req); err != nil || g == nil || req.NewVersion == "" {
+			http.Error(w, "bad update_weight_version request", http.StatusBadRequest)
+			return
+		}
+		g.version.Store(&req.NewVersion)
+		writeJSON(w, map[string]any{"success": true, "message": "weight version updated to " + req.NewVersion})
 	})
 }

@@ -50,6 +50,7 @@ func ServeListener(e *Engine, ln net.Listener, now func() time.Time) *Server {
 	})
 	mux.HandleFunc("/health", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
 	mux.HandleFunc("POST /generate", s.serveGenerate)
+	s.serveControl(mux)
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		defer close(s.done)
