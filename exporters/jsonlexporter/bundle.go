@@ -57,13 +57,6 @@ func (g *bundler[M]) add(span ptrace.Span, m M) *M {
 	return &g.arrived[len(g.arrived)-1]
 }
 
-// keep drops all but the first n queued spans (the engine rate cap).
-func (g *bundler[M]) keep(n int) {
-	if n < len(g.arrived) {
-		g.arrived, g.spans = g.arrived[:n], g.spans[:n]
-	}
-}
-
 // write groups the queued spans into bundles and encodes each as one line of stream into r, straight into the
 // partition's chunk: no scratch copy on the hottest path.
 func (g *bundler[M]) write(r *records, stream string, encode func(b []byte, ms []M) []byte) {

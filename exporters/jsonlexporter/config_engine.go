@@ -29,7 +29,9 @@ type EngineTracesConfig struct {
 	// of a kept trace is kept on every gateway; counted as engine_sampled.
 	SampleRatio float64 `mapstructure:"sample_ratio"`
 	// MaxSpansPerSecond caps the engine spans written per second (token bucket, one second of burst; default
-	// 50000, 0 = no cap); spans over it are counted as engine_rate.
+	// 50000, 0 = no cap). A request the cap cannot take now is refused whole, retryable (429 / gRPC
+	// ResourceExhausted with a retry delay), and counted in otelcol_exporter_jsonl_refused: its sender retries it,
+	// so nothing acknowledged is dropped at the cap (docs/reliability.md "Gateway restarted with a backlog").
 	MaxSpansPerSecond int `mapstructure:"max_spans_per_second"`
 }
 

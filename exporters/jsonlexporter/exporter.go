@@ -3,6 +3,7 @@ package jsonlexporter
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -14,6 +15,10 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.uber.org/zap"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 )
 
 // jsonlExporter is the one instance shared by the traces, metrics and logs pipelines of a component ID.
@@ -161,6 +166,9 @@ var errStopped = consumererror.NewPermanent(errors.New("jsonl exporter is not ru
 
 // accept hands one export's records to the catalog and the writer; it never touches the disk.
 func (e *jsonlExporter) accept(ctx context.Context, r *records) error {
+	if r.eng.rate > 0 {
+		return e.refuseOverRate(ctx, r)
+	}
 	if r.unmapped > 0 {
 		e.tel.dropped(ctx, dropReasonUnmapped, r.unmapped)
 	}
@@ -219,4 +227,24 @@ func (e *jsonlExporter) pushLogs(ctx context.Context, ld plog.Logs) error {
 	r := e.newRecords()
 	mapLogs(ld, &r)
 	return e.accept(ctx, &r)
+}
+
+// refuseOverRate refuses a request whose engine spans the rate cap cannot take now (engine_traces.
+// max_spans_per_second): nothing of it is written or counted but the refusal, and the error is retryable
+// ResourceExhausted with the wait in a RetryInfo, which the OTLP receiver answers as 429 with Retry-After and
+// which the OTLP exporters of agents retry after that delay (docs/reliability.md "Gateway restarted with a
+// backlog").
+func (e *jsonlExporter) refuseOverRate(ctx context.Context, r *records) error {
+	for _, c := range r.chunks {
+		putBuf(c.data)
+		c.data = nil
+	}
+	e.tel.refusedWrite(ctx, r.eng.rate)
+	wait := max(r.eng.wait, 100*time.Millisecond)
+	st := status.New(codes.ResourceExhausted, fmt.Sprintf("jsonl: %d engine spans over engine_traces.max_spans_per_second (%d); retry in %s",
+		r.eng.rate, e.cfg.EngineTraces.MaxSpansPerSecond, wait.Round(time.Millisecond)))
+	if d, err := st.WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(wait)}); err == nil {
+		st = d
+	}
+	return st.Err()
 }

@@ -62,25 +62,37 @@ func (f *engineFilter) sampled(id pcommon.TraceID) bool {
 	return f.all || binary.BigEndian.Uint64(id[8:]) < f.threshold
 }
 
-// take returns how many of n spans the rate cap lets through now.
-func (f *engineFilter) take(n int) int {
+// admit takes n spans from the rate cap's bucket, or none: a request the cap cannot take now is refused whole
+// and retried by its sender after wait (docs/reliability.md "Gateway restarted with a backlog"), instead of
+// being acknowledged with spans dropped. A request above one second of burst passes once the bucket is full
+// and leaves it in debt, so every request gets through eventually.
+func (f *engineFilter) admit(n int) (ok bool, wait time.Duration) {
 	if f.rate <= 0 || n == 0 {
-		return n
+		return true, 0
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	t := f.now()
-	if !f.last.IsZero() {
+	if !f.last.IsZero() && t.After(f.last) {
 		f.tokens = math.Min(f.rate, f.tokens+t.Sub(f.last).Seconds()*f.rate)
 	}
-	f.last = t
-	k := min(n, int(f.tokens))
-	f.tokens -= float64(k)
-	return k
+	if t.After(f.last) {
+		f.last = t
+	}
+	need := math.Min(float64(n), f.rate)
+	if f.tokens >= need {
+		f.tokens -= float64(n)
+		return true, 0
+	}
+	return false, time.Duration((need - f.tokens) / f.rate * float64(time.Second))
 }
 
-// engineCounts are the engine spans one export left out, by reason.
-type engineCounts struct{ level, sampled, rate int64 }
+// engineCounts are the engine spans one export left out, by reason; rate is the engine spans of a request the
+// rate cap refused (the whole request is refused, retryable, after wait).
+type engineCounts struct {
+	level, sampled, rate int64
+	wait                 time.Duration
+}
 
 // engineKind classifies an engine span: a request root, a thread span or a slice.
 type engineKind uint8
@@ -128,12 +140,13 @@ func considerEngine(g *bundler[engineSpan], f *engineFilter, r *records, span pt
 	g.add(span, es)
 }
 
-// flushEngine applies the rate cap and encodes the bundles into r.
+// flushEngine applies the rate cap and encodes the bundles into r; over the cap it encodes nothing and marks
+// the request for refusal (accept).
 func flushEngine(g *bundler[engineSpan], f *engineFilter, r *records) {
 	n := len(g.arrived)
-	if k := f.take(n); k < n {
-		r.eng.rate += int64(n - k)
-		g.keep(k)
+	if ok, wait := f.admit(n); !ok {
+		r.eng.rate, r.eng.wait = int64(n), wait
+		return
 	}
 	g.write(r, sc.StreamEngineTraces, appendEngineBundle)
 }
@@ -271,7 +284,7 @@ func (e *jsonlExporter) countEngine(ctx context.Context, c engineCounts) {
 	for _, d := range [...]struct {
 		reason string
 		n      int64
-	}{{dropReasonEngineLevel, c.level}, {dropReasonEngineSampled, c.sampled}, {dropReasonEngineRate, c.rate}} {
+	}{{dropReasonEngineLevel, c.level}, {dropReasonEngineSampled, c.sampled}} {
 		if d.n > 0 {
 			e.tel.dropped(ctx, d.reason, d.n)
 		}

@@ -106,23 +106,26 @@ func TestEngineFilter(t *testing.T) {
 		t.Errorf("sample_ratio 0.5 kept %d of %d traces", kept, traces)
 	}
 
-	// Rate cap: one second of burst, then the rate.
+	// Rate cap: a request is taken whole or refused with the wait until it fits (TestEngineRateRefusesRetryable);
+	// one above the burst passes on a full bucket and leaves it in debt.
 	f = newEngineFilter(EngineTracesConfig{Enabled: true, ServiceNames: []string{"sglang"}, MaxLevel: 3, SampleRatio: 1, MaxSpansPerSecond: 50}, func() time.Time { return now })
-	count := func() (int64, int64) {
+	admitted := func() (int, bool, time.Duration) {
 		td, n := engineTraces(traceID(1), spanID(1), 1, 4)
 		r := records{engine: f}
 		mapTraces(td, &r)
-		return int64(n) - r.eng.rate, r.eng.rate
+		return n, r.eng.rate == 0 && len(r.chunks) == 1, r.eng.wait
 	}
-	if k, d := count(); k != 50 || d == 0 {
-		t.Errorf("first export kept %d, dropped %d; want 50 kept", k, d)
+	n0, ok, _ := admitted()
+	if n0 <= 50 || !ok {
+		t.Fatalf("a request of %d spans (over the burst of 50) refused on a full bucket", n0)
 	}
-	if k, _ := count(); k != 0 {
-		t.Errorf("no time passed, kept %d", k)
+	wantWait := time.Duration(float64(50+(n0-50)) / 50 * float64(time.Second)) // back to 50 tokens from 50-n0
+	if _, ok, wait := admitted(); ok || wait != wantWait {
+		t.Errorf("no time passed: admitted %v, wait %v; want refused, wait %v", ok, wait, wantWait)
 	}
-	now = now.Add(200 * time.Millisecond)
-	if k, _ := count(); k != 10 {
-		t.Errorf("after 200 ms at 50/s kept %d, want 10", k)
+	now = now.Add(wantWait)
+	if _, ok, _ := admitted(); !ok {
+		t.Errorf("refused after the wait it was told")
 	}
 
 	// Off (or another service): engine spans are unmapped, as before the stream existed.

@@ -17,7 +17,6 @@ const (
 
 	dropReasonEngineLevel   = "engine_level"   // an sglang slice above engine_traces.max_level (docs/semconv.md §10)
 	dropReasonEngineSampled = "engine_sampled" // an sglang span of a trace engine_traces.sample_ratio left out
-	dropReasonEngineRate    = "engine_rate"    // an sglang span over engine_traces.max_spans_per_second
 )
 
 // telemetry counts what the exporter does, both as collector self-metrics (otelcol_exporter_jsonl_*) and as
@@ -55,7 +54,7 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 		return nil, err
 	}
 	if t.drops, err = m.Int64Counter("otelcol_exporter_jsonl_dropped",
-		metric.WithDescription("Records or items dropped, by reason (buffer_full, unmapped, invalid, over_limit, out_of_window, engine_level, engine_sampled, engine_rate)."), metric.WithUnit("{item}")); err != nil {
+		metric.WithDescription("Records or items dropped, by reason (buffer_full, unmapped, invalid, over_limit, out_of_window, engine_level, engine_sampled)."), metric.WithUnit("{item}")); err != nil {
 		return nil, err
 	}
 	if t.errors, err = m.Int64Counter("otelcol_exporter_jsonl_write_errors",
@@ -67,7 +66,7 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 		return nil, err
 	}
 	if t.refused, err = m.Int64Counter("otelcol_exporter_jsonl_refused",
-		metric.WithDescription("Records refused with a retryable error because they could not be written (ack: written, disk failing): the sender keeps and retries them."), metric.WithUnit("{record}")); err != nil {
+		metric.WithDescription("Records (engine spans for the rate cap) refused with a retryable error, the sender keeping and retrying them: not written (ack: written, disk failing) or over engine_traces.max_spans_per_second."), metric.WithUnit("{record}")); err != nil {
 		return nil, err
 	}
 	return t, nil
