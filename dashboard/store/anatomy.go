@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/otelcol-miles/otelcol-miles/internal/lifecycle"
@@ -249,6 +250,17 @@ type rowAcc struct {
 	gens []*trajRec
 }
 
+// onlyConsumes says the records of a consumed trace hold no span but consumes: the consume was sent by a process
+// that did not trace the attempt.
+func onlyConsumes(rs []*trajRec) bool {
+	for _, r := range rs {
+		if r.typ != ttConsume {
+			return false
+		}
+	}
+	return len(rs) > 0
+}
+
 // anatomyHours are the hours a step's anatomy reads: the lookback before its consume to the hour after it ends.
 func (sc *stepConsume) anatomyHours() (lo, hi int64) {
 	return int64(math.Floor((sc.t0 - AnatomyLookback) / 3600)), int64(math.Floor(sc.t1/3600)) + 1
@@ -289,11 +301,15 @@ func (r *trajectoryReader) buildAnatomyLocked(sc *stepConsume, blocks []*trajBlo
 	// (trajectories_lifecycle.go): the same answers as the step index's.
 	bySample := map[int32]int{}
 	samples := map[int32]bool{}
+	remote := map[int32]int{} // rows whose trace holds only the consume: sent by another process
 	for i := range rows {
 		if s := rows[i].sample; s >= 0 {
 			samples[s] = true
 			if rows[i].final > 0 {
 				bySample[s] = i
+			}
+			if onlyConsumes(rows[i].records) {
+				remote[s] = i
 			}
 		}
 	}
@@ -304,6 +320,11 @@ func (r *trajectoryReader) buildAnatomyLocked(sc *stepConsume, blocks []*trajBlo
 			_, consumed := byTrace[r.trace]
 			if consumed || (samples[r.sample] && r.t1 <= sc.t1) {
 				join.add(r, in)
+			}
+			if ri, ok := remote[r.sample]; ok && !consumed && r.t1 <= sc.t1 && r.typ != ttConsume {
+				// Every attempt read of the sample; the consumed one is known once the join resolved it.
+				rows[ri].prior = append(rows[ri].prior, r)
+				continue
 			}
 			ri, ok := bySample[r.sample]
 			if !ok || r.attempt < 0 || r.attempt >= rows[ri].final || r.t1 > sc.t1 || consumed {
@@ -322,6 +343,24 @@ func (r *trajectoryReader) buildAnatomyLocked(sc *stepConsume, blocks []*trajBlo
 	for i := range rows {
 		acc := &rows[i]
 		row := &acc.row
+		t, resolved := join.resolve(sc.links[i])
+		if resolved && t.match != nil {
+			// A consume sent in a trace of its own, resolved against its sample's latest attempt
+			// (docs/semconv.md §3): the row is that attempt's, in its trace, with the attempts it carries.
+			m := t.match
+			acc.final = m.attempt
+			row.Trace = hex.EncodeToString(m.id[:])
+			acc.prior = slices.DeleteFunc(acc.prior, func(r *trajRec) bool { return r.attempt > m.attempt })
+			for k, r := range acc.prior {
+				if r.trace == m.id {
+					acc.records = append(acc.records, r)
+					acc.prior[k] = nil
+				}
+			}
+			acc.prior = slices.DeleteFunc(acc.prior, func(r *trajRec) bool { return r == nil })
+		} else if _, ok := remote[acc.sample]; ok && acc.sample >= 0 {
+			acc.prior = nil // no attempt matched: the row holds its consume only, as before
+		}
 		row.Attempt = int(max(acc.final, 0))
 		row.Consume = sc.t0
 		row.Queue, row.Gen, row.Tool, row.Attempts = Floats{}, Floats{}, Floats{}, Floats{}
@@ -374,7 +413,7 @@ func (r *trajectoryReader) buildAnatomyLocked(sc *stepConsume, blocks []*trajBlo
 				row.Consume = r.t0
 			}
 		}
-		if t, ok := join.resolve(sc.links[i]); ok {
+		if resolved {
 			res := &t.res
 			row.Lifecycle, row.Reason = lcStatusOf(res), res.Reason
 			if res.Known {

@@ -29,6 +29,10 @@ type lcJoin struct {
 	evicted *lifecycle.Evicted[traceID]
 	// unversioned are the consumed attempts whose consume span has no version: the timeline pins theirs.
 	unversioned map[traceID]*lcTrace
+	// remote are the consumes sent in a trace of their own (by a process that did not trace the attempt), by
+	// sample index: they resolve against their sample's latest attempt (docs/semconv.md §3, "Consume from any
+	// process") and are recomputed when its spans arrive.
+	remote map[int32]*lcTrace
 }
 
 // lcTrace is one sample attempt as read so far.
@@ -52,6 +56,8 @@ type lcTrace struct {
 	// res is the resolution, valid while !dirty.
 	res   lifecycle.SampleResult
 	dirty bool
+	// match is the attempt a consume sent in a trace of its own resolved against (nil: none, or its own).
+	match *lcTrace
 }
 
 func newLcJoin(tl *lifecycle.Timeline) *lcJoin {
@@ -60,7 +66,7 @@ func newLcJoin(tl *lifecycle.Timeline) *lcJoin {
 	}
 	return &lcJoin{
 		traces: map[traceID]*lcTrace{}, bySample: map[int32]map[int32]*lcTrace{}, tl: tl,
-		unversioned: map[traceID]*lcTrace{},
+		unversioned: map[traceID]*lcTrace{}, remote: map[int32]*lcTrace{},
 	}
 }
 
@@ -120,6 +126,9 @@ func (j *lcJoin) add(r *trajRec, in *interner) bool {
 			if !t.consume.HasVersion {
 				j.unversioned[t.id] = t
 			}
+			if s := t.consume.Sample; !t.seen && t.consume.HasSample && s >= math.MinInt32 && s <= math.MaxInt32 {
+				j.remote[int32(s)] = t
+			}
 			j.version++
 		}
 		return true
@@ -145,8 +154,30 @@ func (j *lcJoin) add(r *trajRec, in *interner) bool {
 				u.dirty = true
 			}
 		}
+		if c := j.remote[t.sample]; c != nil {
+			c.dirty = true // a consume sent in its own trace resolves against this sample's attempts
+		}
 	}
 	return true
+}
+
+// latest is the attempt a consume of trace t, sent in a trace of its own, belongs to: its sample's latest
+// attempt read (the highest miles.attempt), or the attempt it names; nil when none was read.
+func (j *lcJoin) latest(t *lcTrace) *lcTrace {
+	s := t.consume.Sample
+	if !t.consume.HasSample || s < math.MinInt32 || s > math.MaxInt32 {
+		return nil
+	}
+	var best *lcTrace
+	for a, u := range j.bySample[int32(s)] {
+		if t.consume.HasAttempt && int64(a) != t.consume.Attempt {
+			continue
+		}
+		if best == nil || a > best.attempt {
+			best = u
+		}
+	}
+	return best
 }
 
 // prior is the lifecycle.PriorFunc over the joined attempts: an earlier attempt counts when a later one may carry
@@ -173,10 +204,13 @@ func (j *lcJoin) resolve(id traceID) (*lcTrace, bool) {
 	}
 	if t.dirty {
 		var cur *lifecycle.Attempt
+		t.match = nil
 		if t.seen {
 			cur = &t.att
+		} else if u := j.latest(t); u != nil {
+			cur, t.match = &u.att, u
 		}
-		t.res = lifecycle.Resolve(t.consume, cur, t.evicted && !t.seen, j.prior, j.tl)
+		t.res = lifecycle.Resolve(t.consume, cur, t.evicted && cur == nil, j.prior, j.tl)
 		t.dirty = false
 	}
 	return t, true
@@ -186,6 +220,9 @@ func (j *lcJoin) resolve(id traceID) (*lcTrace, bool) {
 func (j *lcJoin) drop(t *lcTrace) {
 	delete(j.traces, t.id)
 	delete(j.unversioned, t.id)
+	if s := t.consume.Sample; t.hasConsume && s >= math.MinInt32 && s <= math.MaxInt32 && j.remote[int32(s)] == t {
+		delete(j.remote, int32(s))
+	}
 	if t.registered {
 		s := t.sample
 		if m := j.bySample[s]; m != nil && m[t.attempt] == t {
@@ -291,6 +328,13 @@ func (x *lcIndex) sweep(bound float64, steps map[int]*stepConsume) {
 		if t.registered {
 			for a, u := range j.bySample[t.sample] {
 				if int64(a) < t.att.Attempt && !u.hasConsume {
+					j.drop(u)
+				}
+			}
+		}
+		if m := t.match; m != nil && j.traces[m.id] == m { // consumed from another trace: its attempts too
+			for a, u := range j.bySample[m.sample] {
+				if a <= m.attempt && !u.hasConsume {
 					j.drop(u)
 				}
 			}

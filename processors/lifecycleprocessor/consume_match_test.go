@@ -1,6 +1,7 @@
 package lifecycleprocessor
 
 import (
+	"math"
 	"testing"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -93,4 +94,53 @@ func TestConsumeNoSampleStaysPut(t *testing.T) {
 		t.Fatalf("unmatched consume moved to %s under %s", c.TraceID(), c.ParentSpanID())
 	}
 	mustStatus(t, c, sc.LifecycleStatusUnknown, sc.LifecycleReasonNoTrajectory)
+}
+
+// remoteConsumes turns every consume of the simulated run into one sent by a process that did not trace the
+// attempt (the Python sink's form): a trace of its own, no parent, no miles.attempt; the step links that trace.
+func remoteConsumes(r *runSim) {
+	moved := map[pcommon.TraceID]pcommon.TraceID{}
+	for i := range r.spans {
+		s := &r.spans[i]
+		if s.typ != sc.SpanTypeConsume {
+			continue
+		}
+		tid := r.traceID()
+		moved[s.trace] = tid
+		s.trace, s.parent = tid, pcommon.NewSpanIDEmpty()
+		var kv []any
+		for k := 0; k+1 < len(s.kv); k += 2 {
+			if s.kv[k] != sc.Attempt {
+				kv = append(kv, s.kv[k], s.kv[k+1])
+			}
+		}
+		s.kv = kv
+	}
+	for i := range r.spans {
+		for k, l := range r.spans[i].links {
+			if m, ok := moved[l]; ok {
+				r.spans[i].links[k] = m
+			}
+		}
+	}
+}
+
+// TestReaderRemoteConsumes: a fully-async run (resumed samples included) whose consumes all come from another
+// process: the processor annotates every sample as the simulation expects, and the dashboard reader, on one
+// gateway's files and three's, gives the processor's answers, each sample's row in its attempt's trace.
+func TestReaderRemoteConsumes(t *testing.T) {
+	r := asyncRun(5, 12, 6)
+	remoteConsumes(r)
+	h := newHarness(t, testConfig())
+	r.play(h, math.Inf(-1), math.Inf(1))
+	h.runTo(h.clock().Sub(base).Seconds() + 30)
+	out := h.output()
+	checkTruth(t, r, out, true)
+	for _, w := range r.samples {
+		if c := out[w.consume]; c.TraceID() != w.trace {
+			t.Fatalf("consume %s left in trace %s, want its sample's %s", w.consume, c.TraceID(), w.trace)
+		}
+	}
+	compareWithProcessor(t, r, out, readerAnswers(t, rawRun(t, r, 1)))
+	compareWithProcessor(t, r, out, readerAnswers(t, rawRun(t, r, 3)))
 }
