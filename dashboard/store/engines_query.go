@@ -601,6 +601,7 @@ func (s *Store) EngineOverlay(metric, stat string, t0, t1 float64, sel []*Lane, 
 	}
 	var wins []win
 	inTopo := map[string]bool{}
+	ids := s.lanes.set.ids // topology lanes named as the lanes are (nodeIdentity: miles names nodes by IP)
 	for i, snap := range s.topology.snapshots {
 		w := win{t0: snap.TS, t1: math.Inf(1), lanes: map[string][]string{}}
 		if i+1 < len(s.topology.snapshots) {
@@ -609,8 +610,13 @@ func (s *Store) EngineOverlay(metric, stat string, t0, t1 float64, sel []*Lane, 
 		for _, e := range snap.Engines {
 			a := NormAddr(e.Addr)
 			inTopo[a] = true
-			for _, g := range e.GPUs {
+			for gi, g := range e.GPUs {
 				if key, ok := topoLaneKey(g); ok {
+					uuid := ""
+					if gi < len(e.GPUUUIDs) && e.GPUUUIDs[gi] != nil {
+						uuid = *e.GPUUUIDs[gi]
+					}
+					key = ids.key(key, uuid)
 					w.lanes[key] = append(w.lanes[key], a)
 				}
 			}
@@ -649,7 +655,7 @@ func (s *Store) EngineOverlay(metric, stat string, t0, t1 float64, sel []*Lane, 
 			}
 		}
 		for a := range byAddr {
-			if !inTopo[a] && addrHost(a) == l.Node {
+			if !inTopo[a] && ids.node(addrHost(a)) == l.Node {
 				put(a, math.Inf(-1), math.Inf(1))
 			}
 		}

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/netip"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,8 +39,10 @@ const laneKeyMax = 256
 type laneSet struct {
 	// lanes are the lanes in display order.
 	lanes []*Lane
-	// byKey are the lanes by key ("node:gpu").
+	// byKey are the lanes by key ("node:gpu"), the other names of a lane's GPU (nodeIdentity) included.
 	byKey map[string]*Lane
+	// ids is the node identity the lanes were named by (never nil).
+	ids *nodeIdentity
 }
 
 func splitKey(k string) (string, int, bool) {
@@ -69,29 +73,73 @@ type catalogSkips struct {
 	longKey int
 }
 
+// catalogNodes is the catalog's nodes table (docs/semconv.md §8.2): each host name an NVML receiver reported,
+// with the addresses it gave (host.ip).
+type catalogNodes map[string][]string
+
+// nodeEntry is one node of the nodes table.
+type nodeEntry struct {
+	IPs []string `json:"ips"`
+}
+
+// maxNodeIPs bounds the addresses read per node, and catalogNodesMax the nodes: the lane limits' scale.
+const (
+	maxNodeIPs      = 64
+	catalogNodesMax = 1 << 12
+)
+
+// readNodes reads the nodes table, leaving out names over laneKeyMax bytes and what is over the bounds.
+func readNodes(dec *json.Decoder, out catalogNodes) error {
+	var m map[string]nodeEntry
+	if err := dec.Decode(&m); err != nil {
+		return err
+	}
+	for _, host := range slices.Sorted(maps.Keys(m)) {
+		if len(out) >= catalogNodesMax || host == "" || len(host) > laneKeyMax {
+			continue
+		}
+		for _, ip := range m[host].IPs {
+			if ip != "" && len(ip) <= laneKeyMax && len(out[host]) < maxNodeIPs && !slices.Contains(out[host], ip) {
+				out[host] = append(out[host], ip)
+			}
+		}
+		if out[host] == nil {
+			out[host] = []string{}
+		}
+	}
+	return nil
+}
+
 // loadCatalog reads lane_catalog.json as a stream, one lane at a time, and stops at laneCap lanes: a catalog
 // written before the collector's ingest limits may hold a million lanes (one span listing 2^20 GPU ids), which
 // read whole took seconds and gigabytes at every start and made every view that many lanes wide. The file is
 // opened under runDir: a link out of the run is not followed (runfiles.ErrOutsideRun).
-func loadCatalog(runDir, path string) (map[string]*Lane, catalogSkips, error) {
+func loadCatalog(runDir, path string) (map[string]*Lane, catalogNodes, catalogSkips, error) {
 	var skips catalogSkips
 	f, err := runfiles.Open(runDir, path)
 	if err != nil {
-		return nil, skips, err
+		return nil, nil, skips, err
 	}
 	defer f.Close()
 	dec := json.NewDecoder(bufio.NewReaderSize(f, 256<<10))
-	bad := func(err error) (map[string]*Lane, catalogSkips, error) {
-		return nil, skips, fmt.Errorf("%s: %w", path, err)
+	bad := func(err error) (map[string]*Lane, catalogNodes, catalogSkips, error) {
+		return nil, nil, skips, fmt.Errorf("%s: %w", path, err)
 	}
 	if err := expectDelim(dec, '{'); err != nil {
 		return bad(err)
 	}
 	out := map[string]*Lane{}
+	nodes := catalogNodes{}
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
 			return bad(err)
+		}
+		if k, _ := tok.(string); k == "nodes" {
+			if err := readNodes(dec, nodes); err != nil {
+				return bad(err)
+			}
+			continue
 		}
 		if k, _ := tok.(string); k != "lanes" {
 			var skip json.RawMessage
@@ -106,7 +154,7 @@ func loadCatalog(runDir, path string) (map[string]*Lane, catalogSkips, error) {
 		for dec.More() {
 			if len(out) >= laneCap {
 				skips.overCap = true
-				return out, skips, nil
+				return out, nodes, skips, nil
 			}
 			tok, err := dec.Token()
 			if err != nil {
@@ -131,7 +179,7 @@ func loadCatalog(runDir, path string) (map[string]*Lane, catalogSkips, error) {
 			return bad(err)
 		}
 	}
-	return out, skips, nil
+	return out, nodes, skips, nil
 }
 
 func expectDelim(dec *json.Decoder, d json.Delim) error {
@@ -155,7 +203,7 @@ func nz[T any](s []T) []T {
 // newLaneSet orders lanes by node (IPv4 numerically, else natural order so sim-node-2 < sim-node-10), then GPU,
 // and numbers them g0, g1, ….
 func newLaneSet(m map[string]*Lane) *laneSet {
-	ls := &laneSet{byKey: map[string]*Lane{}}
+	ls := &laneSet{byKey: map[string]*Lane{}, ids: newNodeIdentity(nil, nil)}
 	for _, l := range m {
 		ls.lanes = append(ls.lanes, l)
 	}

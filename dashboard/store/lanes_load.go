@@ -26,6 +26,8 @@ type laneReader struct {
 	catalogs map[string]layoutCatalog
 	// unlisted are the lanes seen in the data but not (yet) in the catalog, by key.
 	unlisted map[string]*Lane
+	// nodes is the union of the catalogs' nodes tables (host name → addresses), for the node identity.
+	nodes catalogNodes
 }
 
 func newLaneReader() laneReader {
@@ -59,7 +61,7 @@ func (s *Store) loadLanesLocked() {
 		if l.Shard != "" {
 			name = filepath.Join(runfiles.ShardsDir, l.Shard, runfiles.LaneCatalogFile)
 		}
-		m, skips, err := loadCatalog(s.dir, path)
+		m, nodes, skips, err := loadCatalog(s.dir, path)
 		if errors.Is(err, runfiles.ErrOutsideRun) { // a link out of the run is absent (docs/dashboard-api.md)
 			absent()
 			continue
@@ -74,7 +76,7 @@ func (s *Store) loadLanesLocked() {
 			s.notice("warning", err.Error())
 			continue // the previous read of it (if any) stands
 		}
-		s.lanes.catalogs[path] = layoutCatalog{lanes: m, modTime: fi.ModTime()}
+		s.lanes.catalogs[path] = layoutCatalog{lanes: m, nodes: nodes, modTime: fi.ModTime()}
 		changed = true
 	}
 	for path := range s.lanes.catalogs {
@@ -88,9 +90,20 @@ func (s *Store) loadLanesLocked() {
 	}
 	s.lanes.catalogModTime = time.Time{}
 	var all []map[string]*Lane
+	s.lanes.nodes = catalogNodes{}
 	for _, l := range s.layouts { // layout order: the merge is the same whatever order files changed in
 		if c, ok := s.lanes.catalogs[filepath.Join(l.Dir, runfiles.LaneCatalogFile)]; ok {
 			all = append(all, c.lanes)
+			for host, ips := range c.nodes {
+				for _, ip := range ips {
+					if !slices.Contains(s.lanes.nodes[host], ip) {
+						s.lanes.nodes[host] = append(s.lanes.nodes[host], ip)
+					}
+				}
+				if s.lanes.nodes[host] == nil {
+					s.lanes.nodes[host] = []string{}
+				}
+			}
 			if c.modTime.After(s.lanes.catalogModTime) {
 				s.lanes.catalogModTime = c.modTime
 			}
@@ -103,6 +116,7 @@ func (s *Store) loadLanesLocked() {
 // layoutCatalog is one layout's lane catalog as last read.
 type layoutCatalog struct {
 	lanes   map[string]*Lane
+	nodes   catalogNodes
 	modTime time.Time
 }
 
@@ -157,18 +171,47 @@ func mergeCatalogs(cats []map[string]*Lane) map[string]*Lane {
 // miles v1 catalog is flushed from the records of its time (an engine restarted on a new port after the last
 // flush is missing from it, and it never holds UUIDs) and older v1 runs have none, so every lane an engine ever
 // covered gets that engine's address, the rollout role, and the UUID the snapshot gives (docs/dashboard-api.md,
-// lanes). The caller holds mu for writing, or lmu during a load.
+// lanes). Every lane is named by the node identity (docs/semconv.md §1): the names one GPU has in the catalog,
+// the data and the topology become one lane, and the other names are kept as aliases of it. The caller holds
+// mu for writing, or lmu during a load.
 func (s *Store) rebuildLanesLocked() {
-	m := copyLanes(s.lanes.catalog, s.lanes.unlisted)
-	for key, tl := range s.topology.lanes {
-		l := m[key]
-		if l == nil {
-			node, gpu, ok := splitKey(key)
-			if !ok || len(m) >= laneCap {
-				continue
-			}
-			l = &Lane{Key: key, Node: node, GPU: gpu, Ranks: []int{}, Engines: []string{}, Roles: []string{}}
-			m[key] = l
+	raw := copyLanes(s.lanes.catalog, s.lanes.unlisted)
+	var uuids []laneUUID
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
+		uuids = append(uuids, laneUUID{k, raw[k].UUID})
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.topology.lanes)) {
+		uuids = append(uuids, laneUUID{k, s.topology.lanes[k].uuid})
+	}
+	ids := newNodeIdentity(s.lanes.nodes, uuids)
+	m := map[string]*Lane{}
+	alias := map[string]string{}
+	canon := func(key, uuid string) (*Lane, bool) {
+		k := ids.key(key, uuid)
+		if k != key {
+			alias[key] = k
+		}
+		if l := m[k]; l != nil {
+			return l, true
+		}
+		node, gpu, ok := splitKey(k)
+		if !ok || len(m) >= laneCap {
+			return nil, false
+		}
+		l := &Lane{Key: k, Node: node, GPU: gpu, Ranks: []int{}, Engines: []string{}, Roles: []string{}}
+		m[k] = l
+		return l, true
+	}
+	for _, k := range slices.Sorted(maps.Keys(raw)) {
+		if l, ok := canon(k, raw[k].UUID); ok {
+			mergeLane(l, raw[k])
+		}
+	}
+	for _, key := range slices.Sorted(maps.Keys(s.topology.lanes)) {
+		tl := s.topology.lanes[key]
+		l, ok := canon(key, tl.uuid)
+		if !ok {
+			continue
 		}
 		engines := slices.Clone(l.Engines)
 		for _, a := range tl.engines {
@@ -186,6 +229,12 @@ func (s *Store) rebuildLanesLocked() {
 		}
 	}
 	s.lanes.set = newLaneSet(m)
+	s.lanes.set.ids = ids
+	for a, k := range alias {
+		if _, own := s.lanes.set.byKey[a]; !own {
+			s.lanes.set.byKey[a] = s.lanes.set.byKey[k]
+		}
+	}
 }
 
 func copyLanes(cat, extra map[string]*Lane) map[string]*Lane {

@@ -97,6 +97,7 @@ func (ls *laneSet) selectLanes(sel string, engineRanks map[int][]string) ([]*Lan
 			if !ok {
 				return nil, &SelectionError{term, "gpu must be an integer or range, or <node>:<index>"}
 			}
+			node = ls.ids.node(node) // a node may be named by any of its names (nodeIdentity)
 			for i, l := range ls.lanes {
 				if l.GPU >= lo && l.GPU <= hi && (!oneNode || l.Node == node) {
 					picked[i] = true
@@ -106,8 +107,9 @@ func (ls *laneSet) selectLanes(sel string, engineRanks map[int][]string) ([]*Lan
 			if arg == "" {
 				return nil, &SelectionError{term, "node name missing"}
 			}
+			node := ls.ids.node(arg)
 			for i, l := range ls.lanes {
-				if l.Node == arg {
+				if l.Node == node {
 					picked[i] = true
 				}
 			}

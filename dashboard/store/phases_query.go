@@ -48,7 +48,7 @@ func (s *Store) Phases(t0, t1 float64, sel []*Lane) *PhasesResult {
 	defer s.mu.RUnlock()
 	s.phases.refreshOpenLocked()
 	q := &phaseQuery{
-		t0: t0, t1: t1, sel: sel, edge: s.edge, bounds: bounds,
+		t0: t0, t1: t1, sel: sel, edge: s.edge, bounds: bounds, ids: s.lanes.set.ids,
 		nodeIndexLaneLimit: s.phases.indexLanes, workerLaneThreshold: s.phases.workerLanes,
 		out: &PhasesResult{Names: []string{}, Lanes: make([]*PhaseLane, 0, len(sel))},
 	}
@@ -74,6 +74,8 @@ type phaseQuery struct {
 	workerLaneThreshold int
 	// sel are the selected lanes, in answer order.
 	sel []*Lane
+	// ids names the nodes of the records as the lanes are named (a node named by an address is its host's).
+	ids *nodeIdentity
 	// edge is the data edge open phases are clipped to.
 	edge float64
 	// bounds are the run's step bounds, for records without a step (miles v1); empty otherwise.
@@ -152,8 +154,10 @@ func (q *phaseQuery) collect() {
 		default:
 			idx := b.nodeIndex()
 			var picked []int32
-			for n := range nodes {
-				picked = append(picked, idx.byNode[n]...)
+			for n, recs := range idx.byNode { // every name of the selected nodes (nodeIdentity)
+				if nodes[q.ids.node(n)] {
+					picked = append(picked, recs...)
+				}
 			}
 			if rollout {
 				picked = append(picked, idx.noGPU...)
@@ -219,7 +223,7 @@ func (q *phaseQuery) translateBlocks() {
 		}
 		q.nodeLanes[bi] = make([][]int32, len(b.nodes))
 		for k, n := range b.nodes {
-			q.nodeLanes[bi][k] = q.byNode[n]
+			q.nodeLanes[bi][k] = q.byNode[q.ids.node(n)]
 		}
 		q.nameSlot[bi] = make([]int32, len(b.names))
 		for k, n := range b.names {
@@ -251,7 +255,7 @@ func (q *phaseQuery) lanesOf(c phaseCand, put func(li int)) int {
 		if g >= 0 && g < len(gl) {
 			li = int(gl[g])
 		} else if len(q.odd) > 0 {
-			if i, ok := q.odd[phaseLaneKey{r.Node, g}]; ok {
+			if i, ok := q.odd[phaseLaneKey{q.ids.node(r.Node), g}]; ok {
 				li = i
 			}
 		}
