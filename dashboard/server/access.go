@@ -74,8 +74,11 @@ func (a *access) hostAllowed(hostport string) bool {
 }
 
 // originAllowed accepts a WebSocket from a page whose origin names an allowed host (or from a client that
-// sends no Origin, which no browser page can be). It never compares with the request's own Host: a rebound
-// page's Host and Origin agree.
+// sends no Origin, which no browser page can be). A name is never accepted for equalling the request's own
+// Host: a rebound page's Host and Origin agree. An IP literal is an address the page was loaded from, so it
+// passes only as the dashboard's own origin (the request's Host) or a loopback one: a page of any other address
+// would otherwise read over a WebSocket what the same-origin policy keeps from it over HTTP
+// (docs/operations.md "Exposure").
 func (a *access) originAllowed(r *http.Request) bool {
 	o := r.Header.Get("Origin")
 	if o == "" {
@@ -84,6 +87,9 @@ func (a *access) originAllowed(r *http.Request) bool {
 	u, err := url.Parse(o)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 		return false
+	}
+	if ip := net.ParseIP(normalHost(u.Host)); ip != nil {
+		return ip.IsLoopback() || strings.EqualFold(u.Host, r.Host)
 	}
 	return a.hostAllowed(u.Host)
 }

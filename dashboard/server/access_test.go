@@ -90,6 +90,15 @@ func TestHostAndOriginRebinding(t *testing.T) {
 		{"127.0.0.1:" + port, "http://localhost:" + port, true},
 		{"dash.example", "https://dash.example", true},
 		{"127.0.0.1:" + port, "", true}, // not a browser page
+		// An IP-literal origin is a page loaded from that address: the dashboard's own (the request's Host) or a
+		// loopback one. Any other is a foreign page, which the same-origin policy keeps from the HTTP answers and
+		// nothing keeps from a WebSocket but this check.
+		{"127.0.0.1:" + port, "http://203.0.113.5", false},
+		{"127.0.0.1:" + port, "http://203.0.113.5:" + port, false},
+		{"localhost:" + port, "http://[2001:db8::5]:" + port, false},
+		{"10.1.2.3:" + port, "http://10.1.2.3:" + port, true},
+		{"10.1.2.3:" + port, "http://10.1.2.4:" + port, false},
+		{"localhost:" + port, "http://[::1]:" + port, true},
 	} {
 		h := http.Header{"Host": {tc.host}}
 		if tc.origin != "" {
