@@ -63,7 +63,9 @@ export class Api {
       let body: { status?: string; data?: T; errorType?: string; error?: string };
       try {
         body = await resp.json();
-      } catch {
+      } catch (e) {
+        // Aborted while the body streamed in (a newer fetch replaced this one): an abort, not a bad answer.
+        if (isAbort(e) || signal?.aborted) throw isAbort(e) ? e : new DOMException("aborted", "AbortError");
         throw new ApiError(resp.status, "internal", `${path}: HTTP ${resp.status} (not JSON)`);
       }
       if (!resp.ok || body.status !== "success") {

@@ -6,7 +6,7 @@ import type { Lane } from "../api/responseTypes/lanes";
 import { IDLE_PHASES, ENGINE_COLORS, MEM_COLOR, UTIL_COLOR, phaseColor } from "../shared/colors";
 import { fillShortGaps, foldColumns, lowerBound, maxGap, sampleSpacing, shouldDecimate } from "../shared/decimate";
 import { timeToX, type Win } from "../shared/timeaxis";
-import type { GpuChunk, LaneEngines, LanePhases, PhaseStore } from "./store";
+import { laneSpacing, type GpuChunk, type LaneEngines, type LanePhases, type PhaseStore } from "./store";
 
 /** Left gutter (lane labels, y axes) shared by every time-aligned track, and the right padding. */
 export const GUTTER = 132;
@@ -63,6 +63,8 @@ export interface LaneDrawOpts {
   overlayMax: number;
   engines: string[];
   selected: boolean;
+  /** The run's GPU sampling interval (s; NaN unknown): the fallback for a lane too short to tell its own. */
+  spacing: number;
 }
 
 /** One lane row at y: label, phase band (nested as thinner sub-bands, open ones hatched), util, mem, overlay. */
@@ -98,8 +100,8 @@ export function drawLane(
   // util area frame
   ctx.fillStyle = "#f6f7f9";
   ctx.fillRect(GUTTER, y + UTIL_Y, width, UTIL_H);
-  drawSeries(ctx, GUTTER, y + UTIL_Y, width, UTIL_H, gpu, "util", 100, view, "area");
-  if (o.mem && o.memMax > 0) drawSeries(ctx, GUTTER, y + UTIL_Y, width, UTIL_H, gpu, "mem_mb", o.memMax, view, "line");
+  drawSeries(ctx, GUTTER, y + UTIL_Y, width, UTIL_H, gpu, "util", 100, view, "area", o.spacing);
+  if (o.mem && o.memMax > 0) drawSeries(ctx, GUTTER, y + UTIL_Y, width, UTIL_H, gpu, "mem_mb", o.memMax, view, "line", o.spacing);
   if (o.overlay && o.overlayMax > 0) drawOverlay(ctx, GUTTER, y + UTIL_Y, width, UTIL_H, o.overlay, o.overlayMax, o.engines, view);
   // data edge
   if (o.edge > view.t0 && o.edge < view.t1) {
@@ -213,7 +215,9 @@ function pointsInView(chunks: GpuChunk[], view: Win): number {
 /**
  * A min/max series in a box: "area" fills 0..min solid and min..max light (the floor and the spikes);
  * "line" strokes the max. Decimated per pixel column once there are >= 4 buckets per pixel; otherwise drawn
- * through the bucket centres, with gaps where a bucket has no sample.
+ * through the bucket centres, with gaps where readings are further apart than maxGap. The lane's chunks (a
+ * fetch, then live deltas) are one series: runs continue across chunk boundaries, and the sampling interval is
+ * the lane's over all its chunks (fallback: the run's), never a chunk's own — a delta chunk may hold one reading.
  */
 export function drawSeries(
   ctx: CanvasRenderingContext2D,
@@ -226,10 +230,16 @@ export function drawSeries(
   max: number,
   view: Win,
   mode: "area" | "line",
+  runSpacing = NaN,
 ): void {
   const color = mode === "area" ? UTIL_COLOR : MEM_COLOR;
   const yOf = (v: number) => y0 + h - (Math.min(Math.max(v, 0), max) / max) * h;
   const W = Math.max(1, Math.floor(w));
+  let spacing = laneSpacing(chunks, field);
+  if (spacing !== spacing) spacing = runSpacing;
+  let step = 0;
+  for (const c of chunks) step = Math.max(step, c.step);
+  const gap = maxGap(step, spacing);
   if (shouldDecimate(pointsInView(chunks, view), W)) {
     const [lo, hi] = cols(W);
     lo.fill(NaN, 0, W);
@@ -238,7 +248,6 @@ export function drawSeries(
       const f = c.fields.get(field);
       if (f) foldColumns(c.t, c.step, f.min, f.max, view.t0, view.t1, W, lo, hi, false);
     }
-    const gap = chunks.length ? maxGap(chunks[0].step, spacingOf(chunks[0], field)) : 0;
     fillShortGaps(lo, hi, W, Math.floor((gap * W) / (view.t1 - view.t0)));
     if (mode === "area") {
       ctx.fillStyle = color;
@@ -273,61 +282,89 @@ export function drawSeries(
     return;
   }
   const scale = w / (view.t1 - view.t0);
-  for (const c of chunks) {
-    const f = c.fields.get(field);
-    if (!f) continue;
-    const i0 = Math.max(0, lowerBound(c.t, view.t0 - c.step) - 1);
-    const i1 = Math.min(c.t.length, lowerBound(c.t, view.t1) + 1);
-    const xOf = (i: number) => x0 + (c.t[i] + c.step / 2 - view.t0) * scale;
-    const gap = maxGap(c.step, spacingOf(c, field));
-    if (mode === "area") {
-      for (const [arr, alpha] of [
-        [f.max, 0.3],
-        [f.min, 0.75],
-      ] as [Float32Array, number][]) {
-        ctx.globalAlpha = alpha;
-        ctx.fillStyle = color;
-        // A run is a sequence of samples no further apart than `gap`; each run is one filled polygon.
-        let first = -1;
-        let last = -1;
-        const hw = Math.min((c.step * scale) / 2, 2);
-        const flush = () => {
-          if (first < 0) return;
-          ctx.beginPath();
-          ctx.moveTo(xOf(first) - hw, y0 + h);
-          for (let k = first; k <= last; k++) if (arr[k] === arr[k]) ctx.lineTo(xOf(k), yOf(arr[k]));
-          ctx.lineTo(xOf(last) + hw, yOf(arr[last]));
-          ctx.lineTo(xOf(last) + hw, y0 + h);
-          ctx.closePath();
-          ctx.fill();
-          first = last = -1;
-        };
-        for (let k = i0; k < i1; k++) {
-          if (arr[k] !== arr[k]) continue;
-          if (last >= 0 && c.t[k] - c.t[last] > gap) flush();
-          if (first < 0) first = k;
-          last = k;
-        }
-        flush();
-      }
-      ctx.globalAlpha = 1;
-    } else {
-      ctx.strokeStyle = color;
-      ctx.lineWidth = 1.25;
-      ctx.beginPath();
+  const pts = lanePoints(chunks, field, view);
+  const xOf = (k: number) => x0 + (pts.t[k] - view.t0) * scale;
+  if (mode === "area") {
+    for (const [arr, alpha] of [
+      [pts.max, 0.3],
+      [pts.min, 0.75],
+    ] as [Float32Array, number][]) {
+      ctx.globalAlpha = alpha;
+      ctx.fillStyle = color;
+      // A run is a sequence of readings no further apart than `gap`; each run is one filled polygon.
+      let first = -1;
       let last = -1;
-      for (let k = i0; k < i1; k++) {
-        const v = f.max[k];
-        if (v !== v) continue;
-        if (last >= 0 && c.t[k] - c.t[last] <= gap) ctx.lineTo(xOf(k), yOf(v));
-        else ctx.moveTo(xOf(k), yOf(v));
+      const flush = () => {
+        if (first < 0) return;
+        const hw0 = Math.min((pts.step[first] * scale) / 2, 2);
+        const hw1 = Math.min((pts.step[last] * scale) / 2, 2);
+        ctx.beginPath();
+        ctx.moveTo(xOf(first) - hw0, y0 + h);
+        ctx.lineTo(xOf(first) - hw0, yOf(arr[first]));
+        for (let k = first; k <= last; k++) ctx.lineTo(xOf(k), yOf(arr[k]));
+        ctx.lineTo(xOf(last) + hw1, yOf(arr[last]));
+        ctx.lineTo(xOf(last) + hw1, y0 + h);
+        ctx.closePath();
+        ctx.fill();
+        first = last = -1;
+      };
+      for (let k = 0; k < pts.n; k++) {
+        if (arr[k] !== arr[k]) continue;
+        if (last >= 0 && pts.t[k] - pts.t[last] > gap) flush();
+        if (first < 0) first = k;
         last = k;
       }
-      ctx.stroke();
+      flush();
     }
+    ctx.globalAlpha = 1;
+  } else {
+    ctx.strokeStyle = color;
+    ctx.lineWidth = 1.25;
+    ctx.beginPath();
+    let last = -1;
+    for (let k = 0; k < pts.n; k++) {
+      const v = pts.max[k];
+      if (v !== v) continue;
+      if (last >= 0 && pts.t[k] - pts.t[last] <= gap) ctx.lineTo(xOf(k), yOf(v));
+      else ctx.moveTo(xOf(k), yOf(v));
+      last = k;
+    }
+    ctx.stroke();
   }
 }
 
+/** The readings of a lane's chunks that may reach the view, in time order: bucket centre, min, max, bucket width. */
+function lanePoints(chunks: GpuChunk[], field: string, view: Win): { n: number; t: Float64Array; min: Float32Array; max: Float32Array; step: Float64Array } {
+  let n = 0;
+  const spans: [GpuChunk, number, number][] = [];
+  for (const c of chunks) {
+    if (!c.fields.get(field)) continue;
+    const i0 = Math.max(0, lowerBound(c.t, view.t0 - c.step) - 1);
+    const i1 = Math.min(c.t.length, lowerBound(c.t, view.t1) + 1);
+    if (i1 <= i0) continue;
+    spans.push([c, i0, i1]);
+    n += i1 - i0;
+  }
+  const out = { n: 0, t: new Float64Array(n), min: new Float32Array(n), max: new Float32Array(n), step: new Float64Array(n) };
+  for (const [c, i0, i1] of spans) {
+    const f = c.fields.get(field)!;
+    for (let i = i0; i < i1; i++) {
+      if (f.max[i] !== f.max[i] && f.min[i] !== f.min[i]) continue;
+      const k = out.n++;
+      out.t[k] = c.t[i] + c.step / 2;
+      out.min[k] = f.min[i];
+      out.max[k] = f.max[i];
+      out.step[k] = c.step;
+    }
+  }
+  return out;
+}
+
+/**
+ * The engine overlay: one line per engine segment. sglang is scraped every few seconds, usually sparser than
+ * the buckets, so consecutive readings no further apart than maxGap (2.5 scrape intervals, the segment's own
+ * median spacing) are joined; a reading with no neighbour in reach is a short tick.
+ */
 function drawOverlay(
   ctx: CanvasRenderingContext2D,
   x0: number,
@@ -340,37 +377,46 @@ function drawOverlay(
   view: Win,
 ): void {
   const scale = w / (view.t1 - view.t0);
+  const tick = Math.max(2, ov.step * scale);
   ctx.lineWidth = 1.5;
   for (const s of ov.segments) {
     const ci = Math.max(0, engines.indexOf(s.engine));
     ctx.strokeStyle = ENGINE_COLORS[ci % ENGINE_COLORS.length];
+    const gap = maxGap(ov.step, overlaySpacing(ov.t, s.v));
     ctx.beginPath();
-    let pen = false;
+    let last = -1;
+    let lonely = false;
+    let lx = 0;
+    let ly = 0;
     for (let k = 0; k < s.v.length; k++) {
       const v = s.v[k];
-      if (v !== v) {
-        pen = false;
-        continue;
-      }
+      if (v !== v) continue;
       const x = x0 + (ov.t[k] + ov.step / 2 - view.t0) * scale;
       const y = y0 + h - (Math.min(v, max) / max) * h;
-      if (pen) ctx.lineTo(x, y);
-      else ctx.moveTo(x, y);
-      pen = true;
+      if (last >= 0 && ov.t[k] - ov.t[last] <= gap) {
+        ctx.lineTo(x, y);
+        lonely = false;
+      } else {
+        if (lonely) ctx.lineTo(lx + tick, ly);
+        ctx.moveTo(x, y);
+        lonely = true;
+      }
+      lx = x;
+      ly = y;
+      last = k;
     }
+    if (lonely) ctx.lineTo(lx + tick, ly);
     ctx.stroke();
   }
 }
 
-const spacingCache = new WeakMap<Float32Array, number>();
-/** Sampling spacing of a chunk's field (cached per array). */
-function spacingOf(c: GpuChunk, field: string): number {
-  const f = c.fields.get(field);
-  if (!f) return NaN;
-  let s = spacingCache.get(f.max);
+const overlaySpacingCache = new WeakMap<Float32Array, number>();
+/** Scrape spacing of an overlay segment (cached per array). */
+function overlaySpacing(t: Float64Array, v: Float32Array): number {
+  let s = overlaySpacingCache.get(v);
   if (s === undefined) {
-    s = sampleSpacing(c.t, f.max);
-    spacingCache.set(f.max, s);
+    s = sampleSpacing(t, v);
+    overlaySpacingCache.set(v, s);
   }
   return s;
 }

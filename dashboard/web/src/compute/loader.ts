@@ -1,7 +1,8 @@
 // Compute Utilization view: what is loaded. The lanes' phases / GPU / engine-overlay series are fetched for the
 // rows in view with a margin around the window (power-of-two buckets, so zooming within the plan fetches
-// nothing); the secondary panels (bubbles, carpet, fleet) are re-fetched for the view, debounced; the live
-// socket is subscribed to what is loaded (a trailing window while pinned, the plan's window otherwise).
+// nothing); the secondary panels (bubbles, carpet, fleet, and the engine overlay while following: it has no live
+// delta) are re-fetched for the view, debounced; the live socket is subscribed to what is loaded (a trailing
+// window while pinned, the plan's window otherwise).
 
 import { isAbort, type Api } from "../api/client";
 import type { Live } from "../api/live";
@@ -175,6 +176,19 @@ export class LaneLoader {
       );
     }
     jobs.push(...h.overview.fetchJobs(win, buckets));
+    // The engine overlay has no live delta: while following, fetch it again for what is loaded.
+    const plan = this.plan;
+    if (h.pinned && plan && h.st.overlay && h.meta.capabilities?.engine_series && this.loadedIds.size) {
+      const lanes = idsToGrammar(Array.from(this.loadedIds).map(laneIndex));
+      const metric = h.st.overlay;
+      jobs.push(
+        h.api.get<EnginesResp>("/api/v1/engines", { t0: plan.t0, t1: plan.t1, lanes, metric, points: plan.points }).then((eng) => {
+          if (this.plan !== plan || h.st.overlay !== metric) return; // superseded meanwhile
+          h.engines.replace(eng, plan.t0, plan.t1);
+          h.invalidate("lanes", "legend");
+        }),
+      );
+    }
     const res = await Promise.allSettled(jobs);
     for (const r of res) if (r.status === "rejected" && !isAbort(r.reason)) h.onError(String((r.reason as Error).message ?? r.reason));
   }

@@ -43,6 +43,15 @@ interface Row {
   rank: number;
 }
 
+/**
+ * The identity of a phase row within a lane: its name, start and rank. Not its depth: an open marker carries no
+ * parent span (docs/semconv.md §2, the open marker is a log record), so the API answers it at depth 0 and the
+ * same phase at its real depth once closed; the close must still replace the marker.
+ */
+export function phaseKey(r: { name: number; t0: number; rank: number }): string {
+  return `${r.name}|${r.t0}|${r.rank}`;
+}
+
 export class PhaseStore {
   /** Phase names seen by this page (a client-side table; server indexes are mapped into it). */
   readonly names: string[] = [];
@@ -65,9 +74,8 @@ export class PhaseStore {
   }
 
   /**
-   * Merge a live delta: a phase already held (same name, start, depth and rank) is replaced — an open phase
-   * that closed, or an open phase clipped to a later data edge — new ones are added. Returns the lane ids
-   * touched.
+   * Merge a live delta: a phase already held (the same phase: phaseKey) is replaced — an open phase that
+   * closed, or an open phase clipped to a later data edge — new ones are added. Returns the lane ids touched.
    */
   merge(resp: PhasesResp): string[] {
     const touched: string[] = [];
@@ -77,7 +85,6 @@ export class PhaseStore {
       const cur = this.lanes.get(l.id);
       const rows: Row[] = [];
       const index = new Map<string, number>();
-      const key = (r: Row) => `${r.name}|${r.t0}|${r.depth}|${r.rank}`;
       if (cur) {
         for (let i = 0; i < cur.n; i++) {
           const r = {
@@ -89,12 +96,12 @@ export class PhaseStore {
             step: cur.step[i],
             rank: cur.rank[i],
           };
-          index.set(key(r), rows.length);
+          index.set(phaseKey(r), rows.length);
           rows.push(r);
         }
       }
       for (const r of add) {
-        const k = key(r);
+        const k = phaseKey(r);
         const at = index.get(k);
         if (at === undefined) {
           index.set(k, rows.length);
@@ -232,18 +239,14 @@ export class GpuStore {
     return touched;
   }
 
-  /** Median sampling spacing (s) of util over loaded lanes (NaN when unknown). */
+  /** Median sampling spacing (s) of util over loaded lanes, each lane's over all its chunks (NaN when unknown). */
   spacing(): number {
     const xs: number[] = [];
-    for (const l of this.lanes.values())
-      for (const c of l) {
-        const f = c.fields.get("util");
-        if (f && c.t.length > 1) {
-          const s = sampleSpacing(c.t, f.max, 256);
-          if (s === s) xs.push(s);
-        }
-        if (xs.length >= 16) break;
-      }
+    for (const l of this.lanes.values()) {
+      const s = laneSpacing(l, "util");
+      if (s === s) xs.push(s);
+      if (xs.length >= 16) break;
+    }
     if (!xs.length) return NaN;
     xs.sort((a, b) => a - b);
     return xs[xs.length >> 1];
@@ -275,6 +278,37 @@ export class GpuStore {
       }
     return m;
   }
+}
+
+const laneSpacingCache = new WeakMap<GpuChunk[], Map<string, number>>();
+/**
+ * Sampling spacing (s) of a lane's field over all its chunks together (cached per chunk list; the store makes
+ * a new list whenever a lane changes): the median gap between consecutive readings. NaN below two readings.
+ */
+export function laneSpacing(chunks: GpuChunk[], field: string): number {
+  let m = laneSpacingCache.get(chunks);
+  if (!m) {
+    m = new Map();
+    laneSpacingCache.set(chunks, m);
+  }
+  let s = m.get(field);
+  if (s === undefined) {
+    let n = 0;
+    for (const c of chunks) n += c.t.length;
+    const t = new Float64Array(n);
+    const v = new Float32Array(n);
+    let k = 0;
+    for (const c of chunks) {
+      const f = c.fields.get(field);
+      for (let i = 0; i < c.t.length; i++, k++) {
+        t[k] = c.t[i];
+        v[k] = f ? f.max[i] : NaN;
+      }
+    }
+    s = sampleSpacing(t, v);
+    m.set(field, s);
+  }
+  return s;
 }
 
 /** Whether b continues a on the same bucket grid. */

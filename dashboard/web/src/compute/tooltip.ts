@@ -10,14 +10,14 @@ export class Tooltip {
   readonly tip = el("div", "tooltip");
 
   /** Show the cursor line at the pointer's x within the tracks. */
-  showCursor(e: MouseEvent, tracks: HTMLElement): void {
+  showCursor(e: Pick<MouseEvent, "clientX">, tracks: HTMLElement): void {
     const tr = tracks.getBoundingClientRect();
     this.cursor.style.display = "block";
     this.cursor.style.left = e.clientX - tr.left + "px";
   }
 
   /** Show html next to the pointer, flipped to its other side where it would leave the window. */
-  show(e: MouseEvent, html: string): void {
+  show(e: Pick<MouseEvent, "clientX" | "clientY">, html: string): void {
     const t = this.tip;
     t.innerHTML = html;
     t.style.display = "block";

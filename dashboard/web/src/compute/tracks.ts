@@ -6,18 +6,21 @@
 import type { Bubble } from "../api/responseTypes/bubbles";
 import type { Lane } from "../api/responseTypes/lanes";
 import { phaseColor } from "../shared/colors";
-import { bucketAt } from "../shared/decimate";
+import { bucketAt, lowerBound, maxGap } from "../shared/decimate";
 import { el, esc, fitCanvas } from "../shared/dom";
 import { atEdge, formatDuration, pan, wheelFactor, xToTime, zoomAt, type Bounds, type Win } from "../shared/timeaxis";
 import { axisTicks, drawAxis, type AxisOpts } from "./axis";
 import { bubbleAt, drawBubbles } from "./bubbleStrip";
 import { drawGrid, drawLane, GUTTER, LANE_H, UTIL_H, UTIL_Y } from "./laneTrack";
 import { isAll } from "./selection";
-import { phasesAt, type EngineStore, type GpuStore, type PhaseStore } from "./store";
+import { laneSpacing, phasesAt, type EngineStore, type GpuChunk, type GpuStore, type PhaseStore } from "./store";
 import { fmtVal, type Tooltip } from "./tooltip";
 import type { UrlState } from "./urlState";
 
 const AXIS_H = 24;
+
+/** Where the pointer is (a mouse event, or the last one kept for a repaint under a still pointer). */
+export type Pointer = Pick<MouseEvent, "clientX" | "clientY">;
 const BUBBLE_H = 18;
 
 /** What the tracks read from the view and ask it to do. */
@@ -38,8 +41,8 @@ export interface TracksHost {
   bounds(): Bounds;
   cap(): number;
   plotWidth(): number;
-  timeAtEvent(e: MouseEvent, c: HTMLElement): number | null;
-  showCursor(e: MouseEvent): void;
+  timeAtEvent(e: Pointer, c: HTMLElement): number | null;
+  showCursor(e: Pointer): void;
   fmtT(t: number): string;
   setView(v: Win, pinned: boolean): void;
   goTo(t0: number, t1: number): void;
@@ -58,6 +61,8 @@ export class Tracks {
   private readonly lanesSpacer = el("div", "spacer");
   private readonly lanesCanvas = el("canvas", "lanecanvas");
   private readonly empty = el("div", "empty");
+  /** The pointer over the lanes (null when outside): the tip is recomputed there after each repaint. */
+  private pointer: Pointer | null = null;
 
   constructor(private readonly h: TracksHost) {
     this.root.appendChild(this.axisCanvas);
@@ -73,8 +78,14 @@ export class Tracks {
       c.addEventListener("mousedown", (e) => this.onDragStart(e, c));
       c.addEventListener("dblclick", () => h.goLatest(h.spanToFollow()));
     }
-    this.lanesCanvas.addEventListener("mousemove", (e) => this.onHover(e));
-    this.lanesCanvas.addEventListener("mouseleave", () => h.tip.hide());
+    this.lanesCanvas.addEventListener("mousemove", (e) => {
+      this.pointer = { clientX: e.clientX, clientY: e.clientY };
+      this.onHover(this.pointer);
+    });
+    this.lanesCanvas.addEventListener("mouseleave", () => {
+      this.pointer = null;
+      h.tip.hide();
+    });
     this.bubbleCanvas.addEventListener("click", (e) => this.bubbleClick(e));
     this.bubbleCanvas.addEventListener("mousemove", (e) => this.bubbleHover(e));
     this.bubbleCanvas.addEventListener("mouseleave", () => h.tip.hide());
@@ -114,6 +125,7 @@ export class Tracks {
     if (!only) ctx.clearRect(0, 0, full, boxH);
     const multiNode = new Set(h.allLanes.map((l) => l.node)).size > 1;
     const sel = new Set(h.selLanes.map((l) => l.id));
+    const spacing = h.gpu.spacing();
     let drawn = 0;
     for (let r = first; r <= last; r++) {
       const lane = h.selLanes[r];
@@ -130,11 +142,14 @@ export class Tracks {
         overlayMax: h.engines.max,
         engines: h.engines.engines,
         selected: !isAll(h.st.lanes) && sel.has(lane.id),
+        spacing,
       });
       drawGrid(ctx, ts, h.view, w, y + UTIL_Y, y + UTIL_Y + UTIL_H);
       drawn++;
     }
     h.probe.lanesDrawn = only ? h.probe.lanesDrawn : drawn;
+    // A still pointer over lanes that moved under it (a followed view, a delta): its tip says what is there now.
+    if (this.pointer) this.onHover(this.pointer);
   }
 
   // ---------------------------------------------------------------------------------------------- zoom and pan
@@ -188,8 +203,12 @@ export class Tracks {
 
   // ---------------------------------------------------------------------------------------------- hover
 
-  /** A lane's tip: its phases at the pointer (nested, with step / rank), util range, mem, the overlay's value. */
-  private onHover(e: MouseEvent): void {
+  /**
+   * A lane's tip: its phases at the pointer (nested, with step / rank), util range, mem, the overlay's value.
+   * Readings are sparser than the buckets at most zooms: the bucket under the pointer, else the nearest reading
+   * within reach of the pointer (half the longest gap the tracks draw as continuous), with how far it is.
+   */
+  private onHover(e: Pointer): void {
     const h = this.h;
     const t = h.timeAtEvent(e, this.lanesCanvas);
     const r = this.lanesCanvas.getBoundingClientRect();
@@ -215,25 +234,18 @@ export class Tracks {
         );
       }
     } else rows.push(`<span class="muted">no phase</span>`);
-    for (const c of h.gpu.get(lane.id)) {
-      const i = bucketAt(c.t, c.step, t);
-      if (i < 0) continue;
-      const u = c.fields.get("util");
-      const m = c.fields.get("mem_mb");
-      if (u && u.max[i] === u.max[i]) {
-        const lo = u.min[i];
-        const hi = u.max[i];
-        rows.push(`util <b>${lo === hi ? fmtVal(hi) : fmtVal(lo) + "–" + fmtVal(hi)}%</b>`);
-      }
-      if (m && m.max[i] === m.max[i]) rows.push(`mem <b>${(m.max[i] / 1024).toFixed(1)} GB</b>`);
-    }
+    const gpu = h.gpu.get(lane.id);
+    const spacing = h.gpu.spacing();
+    const u = nearestReading(gpu, "util", t, spacing);
+    if (u) rows.push(`util <b>${u.lo === u.hi ? fmtVal(u.hi) : fmtVal(u.lo) + "–" + fmtVal(u.hi)}%</b>${away(u.dt)}`);
+    const m = nearestReading(gpu, "mem_mb", t, spacing);
+    if (m) rows.push(`mem <b>${(m.hi / 1024).toFixed(1)} GB</b>${away(m.dt)}`);
     const ov = h.st.overlay ? h.engines.get(lane.id) : undefined;
-    if (ov) {
-      const k = bucketAt(ov.t, ov.step, t);
-      if (k >= 0)
-        for (const s of ov.segments)
-          if (s.v[k] === s.v[k]) rows.push(`${esc(h.st.overlay)} <b>${fmtVal(s.v[k])}</b> <span class="muted">${esc(s.engine)}</span>`);
-    }
+    if (ov)
+      for (const s of ov.segments) {
+        const r = nearestReading([{ t: ov.t, step: ov.step, fields: new Map([["v", { min: s.v, max: s.v }]]) }], "v", t, NaN);
+        if (r) rows.push(`${esc(h.st.overlay)} <b>${fmtVal(r.hi)}</b>${away(r.dt)} <span class="muted">${esc(s.engine)}</span>`);
+      }
     h.tip.show(e, rows.join("<br>"));
   }
 
@@ -249,4 +261,36 @@ export class Tracks {
         `step time <b>${formatDuration(s.t1 - s.t0)}</b><br><span class="muted">click to zoom to this step</span>`,
     );
   }
+}
+
+/**
+ * The reading of a lane's field for time t: the bucket holding t, else the nearest bucket with a reading no
+ * further than half the longest gap drawn as continuous (readings sparser than buckets). dt: its distance (s).
+ */
+export function nearestReading(chunks: GpuChunk[], field: string, t: number, runSpacing: number): { lo: number; hi: number; dt: number } | null {
+  let best: { lo: number; hi: number; dt: number } | null = null;
+  let step = 0;
+  for (const c of chunks) step = Math.max(step, c.step);
+  let spacing = laneSpacing(chunks, field);
+  if (spacing !== spacing) spacing = runSpacing;
+  const reach = maxGap(step, spacing) / 2;
+  for (const c of chunks) {
+    const f = c.fields.get(field);
+    if (!f) continue;
+    const i = bucketAt(c.t, c.step, t);
+    if (i >= 0 && f.max[i] === f.max[i]) return { lo: f.min[i], hi: f.max[i], dt: 0 };
+    for (let j = lowerBound(c.t, t - reach - c.step); j < c.t.length && c.t[j] <= t + reach; j++) {
+      if (f.max[j] !== f.max[j]) continue;
+      // distance from t to the bucket [t_j, t_j + step)
+      const dt = c.t[j] > t ? c.t[j] - t : c.t[j] + c.step < t ? c.t[j] + c.step - t : 0;
+      if (Math.abs(dt) <= reach && (!best || Math.abs(dt) < Math.abs(best.dt))) best = { lo: f.min[j], hi: f.max[j], dt };
+    }
+  }
+  return best;
+}
+
+/** " (1.2 s before)" for a reading not in the bucket under the pointer. */
+function away(dt: number): string {
+  if (dt === 0) return "";
+  return ` <span class="muted">(${formatDuration(Math.abs(dt))} ${dt < 0 ? "before" : "after"})</span>`;
 }

@@ -30,7 +30,7 @@ import { SelectionBar } from "./selectionBar";
 import { EngineStore, GpuStore, PhaseStore } from "./store";
 import { Toolbar } from "./toolbar";
 import { Tooltip } from "./tooltip";
-import { Tracks } from "./tracks";
+import { Tracks, type Pointer } from "./tracks";
 import { formatHash, parseHash, type UrlState } from "./urlState";
 
 /** Default selection size on large clusters (evenly spaced lanes written into the URL). */
@@ -415,7 +415,7 @@ export class ComputeView {
   // ---------------------------------------------------------------------------------------------- pointer helpers
 
   /** The time under the pointer on a chart that shares the tracks' x axis (null: outside the plot). */
-  timeAtEvent(e: MouseEvent, c: HTMLElement): number | null {
+  timeAtEvent(e: Pointer, c: HTMLElement): number | null {
     const r = c.getBoundingClientRect();
     const x = e.clientX - r.left - GUTTER;
     const w = this.plotWidth();
@@ -423,7 +423,7 @@ export class ComputeView {
     return xToTime(x, this.view, w);
   }
 
-  showCursor(e: MouseEvent): void {
+  showCursor(e: Pointer): void {
     this.tip.showCursor(e, this.tracks.root);
   }
 
