@@ -27,7 +27,21 @@ type laneEntry struct {
 type catalogFile struct {
 	Version int                   `json:"version"`
 	Lanes   map[string]*laneEntry `json:"lanes"`
+	// Nodes is the nodes table: each host.name a GPU resource gave, with its host.ip addresses
+	// (docs/semconv.md §1 "Node identity", §8.2).
+	Nodes map[string]*nodeEntry `json:"nodes,omitempty"`
 }
+
+// nodeEntry is one node of the nodes table.
+type nodeEntry struct {
+	IPs []string `json:"ips"`
+}
+
+// maxNodeIPs bounds the addresses kept per node, maxNodes the nodes (the lane limit's 1024 nodes, 4×).
+const (
+	maxNodeIPs = 64
+	maxNodes   = 4096
+)
 
 // laneFact is one thing learned about a GPU lane ("node:gpu") while mapping records; the catalog folds them.
 type laneFact struct {
@@ -37,7 +51,8 @@ type laneFact struct {
 	model  string
 	rank   int64 // -1 none
 	train  bool
-	engine string // engine addr, "" none
+	engine string   // engine addr, "" none
+	ips    []string // the node's addresses (host.ip of a GPU resource)
 }
 
 // laneCatalog folds lane facts from every export into lane_catalog.json so readers never scan streams to
@@ -46,11 +61,12 @@ type laneCatalog struct {
 	mu    sync.Mutex
 	path  string
 	lanes map[string]*laneEntry
+	nodes map[string][]string // host name → addresses, in order of first appearance
 	dirty bool
 }
 
 func newLaneCatalog(dashDir string) *laneCatalog {
-	return &laneCatalog{path: filepath.Join(dashDir, runfiles.LaneCatalogFile), lanes: map[string]*laneEntry{}}
+	return &laneCatalog{path: filepath.Join(dashDir, runfiles.LaneCatalogFile), lanes: map[string]*laneEntry{}, nodes: map[string][]string{}}
 }
 
 // load merges an existing catalog (collector restart) so lanes learned before are kept. skipped counts the lanes
@@ -78,8 +94,36 @@ func (c *laneCatalog) load() (skipped int, err error) {
 		}
 		c.lanes[k] = v
 	}
+	for host, n := range f.Nodes {
+		if n != nil {
+			c.addNode(host, n.IPs)
+		}
+	}
 	c.dirty = skipped > 0
 	return skipped, nil
+}
+
+// addNode learns addresses of node host (bounded, names over the name limit left out); true when it learned
+// something. The caller holds mu.
+func (c *laneCatalog) addNode(host string, ips []string) bool {
+	if host == "" || len(host) > maxNameBytes {
+		return false
+	}
+	known, ok := c.nodes[host]
+	if !ok && len(c.nodes) >= maxNodes {
+		return false
+	}
+	changed := !ok
+	for _, ip := range ips {
+		if ip != "" && len(ip) <= maxNameBytes && len(known) < maxNodeIPs && !slices.Contains(known, ip) {
+			known, changed = append(known, ip), true
+		}
+	}
+	if known == nil {
+		known = []string{}
+	}
+	c.nodes[host] = known
+	return changed
 }
 
 func addSorted[T int64 | string](s []T, v T) ([]T, bool) {
@@ -99,6 +143,9 @@ func (c *laneCatalog) fold(facts []laneFact) (refused int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, f := range facts {
+		if len(f.ips) > 0 && c.addNode(f.node, f.ips) {
+			c.dirty = true
+		}
 		key := f.node + ":" + strconv.FormatInt(f.gpu, 10)
 		e := c.lanes[key]
 		if e == nil {
@@ -142,7 +189,11 @@ func (c *laneCatalog) writeIfChanged() error {
 		c.mu.Unlock()
 		return nil
 	}
-	b, err := json.Marshal(catalogFile{Version: 2, Lanes: c.lanes})
+	nodes := make(map[string]*nodeEntry, len(c.nodes))
+	for h, ips := range c.nodes {
+		nodes[h] = &nodeEntry{IPs: ips}
+	}
+	b, err := json.Marshal(catalogFile{Version: 2, Lanes: c.lanes, Nodes: nodes})
 	c.dirty = false
 	c.mu.Unlock()
 	if err != nil {

@@ -304,6 +304,11 @@ func (g *gpuRows) flush(b []byte, res pcommon.Map, r *records) []byte {
 	f := laneFact{node: node, gpu: gpu, rank: -1}
 	f.uuid, _ = attrStr(res, sc.HWID)
 	f.model, _ = attrStr(res, sc.HWModel)
+	if v, ok := res.Get(sc.HostIP); ok && v.Type() == pcommon.ValueTypeSlice { // the nodes table (catalog.go)
+		for _, ip := range v.Slice().All() {
+			f.ips = append(f.ips, ip.AsString())
+		}
+	}
 	r.lanes = append(r.lanes, f)
 	for _, row := range g.rows {
 		o := beginObj(b[:0])

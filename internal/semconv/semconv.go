@@ -13,8 +13,11 @@ const (
 	ServiceName       = "service.name"
 	ServiceInstanceID = "service.instance.id"
 	HostName          = "host.name"
-	RunID             = "miles.run.id"
-	ProcessPID        = "process.pid"
+	// HostIP lists the node's addresses (OTel semconv host.ip, string[]); the NVML receiver sends them so a node
+	// named by address (miles' topology) joins its host name (docs/semconv.md §1, "Node identity").
+	HostIP     = "host.ip"
+	RunID      = "miles.run.id"
+	ProcessPID = "process.pid"
 )
 
 // Span type discriminator and its values.

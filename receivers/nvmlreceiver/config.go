@@ -40,6 +40,11 @@ type Config struct {
 	// trainer-side emitter uses (MILES_NODE) when the two differ.
 	HostName string `mapstructure:"host_name"`
 
+	// HostIPs is the host.ip of every resource: the node's addresses, so that a record naming the node by
+	// address (miles' engine topology names it by IP) joins this node's lanes (docs/semconv.md §1, "Node
+	// identity"). Empty means the machine's unicast addresses, loopback and link-local ones left out.
+	HostIPs []string `mapstructure:"host_ips"`
+
 	// Unkeyed literals of Config would break when a field is added.
 	_ struct{}
 }

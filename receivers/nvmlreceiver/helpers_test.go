@@ -39,6 +39,7 @@ type harness struct {
 func newHarness(t *testing.T, fake *gpulibtest.Fake, mutate func(*Config)) *harness {
 	t.Helper()
 	cfg := createDefaultConfig()
+	cfg.HostIPs = []string{"10.0.0.1"} // the golden files' node address, whatever the test machine's
 	if mutate != nil {
 		mutate(cfg)
 	}

@@ -172,7 +172,7 @@ func TestBuilderOutputMatchesMetadata(t *testing.T) {
 	mb.RecordNvmlGpuProcessMemoryUsageDataPoint(ts, 5, 42, "python3")
 
 	d := &device{}
-	d.setIdentity(gpulib.Identity{UUID: "GPU-1", Name: "NVIDIA H200", PCIBusID: "00000000:18:00.0", Index: 0}, "node-1")
+	d.setIdentity(gpulib.Identity{UUID: "GPU-1", Name: "NVIDIA H200", PCIBusID: "00000000:18:00.0", Index: 0}, "node-1", []string{"10.0.0.1"})
 	mb.EmitForResource(d.res)
 	out := mb.Emit()
 	require.Equal(t, 1, out.ResourceMetrics().Len())
@@ -183,7 +183,7 @@ func TestBuilderOutputMatchesMetadata(t *testing.T) {
 		resKeys = append(resKeys, k)
 		ra, ok := md.ResourceAttributes[k]
 		if assert.True(t, ok, "resource attribute %s not in metadata.yaml", k) {
-			assert.Equal(t, ra.Type, map[pcommon.ValueType]string{pcommon.ValueTypeStr: "string", pcommon.ValueTypeInt: "int"}[v.Type()], k)
+			assert.Equal(t, ra.Type, map[pcommon.ValueType]string{pcommon.ValueTypeStr: "string", pcommon.ValueTypeInt: "int", pcommon.ValueTypeSlice: "slice"}[v.Type()], k)
 		}
 	}
 	var yamlRes []string

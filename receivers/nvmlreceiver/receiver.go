@@ -3,7 +3,9 @@ package nvmlreceiver
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
+	"slices"
 	"sync"
 
 	"go.opentelemetry.io/collector/component"
@@ -46,6 +48,33 @@ func newReceiver(set receiver.Settings, cfg *Config, next consumer.Metrics, newL
 		return nil, err
 	}
 	return &nvmlReceiver{logger: set.Logger, scraper: s, ctrl: ctrl}, nil
+}
+
+// interfaceAddrs lists the machine's addresses (a variable so tests give their own).
+var interfaceAddrs = net.InterfaceAddrs
+
+// hostIPs is the host.ip of the resources: the host_ips setting, else the machine's unicast addresses without
+// loopback and link-local ones (an address no other machine reaches this one by). An error listing them gives
+// none: the node is then joined by host name and GPU UUID only.
+func hostIPs(cfg *Config) []string {
+	if len(cfg.HostIPs) > 0 {
+		return cfg.HostIPs
+	}
+	addrs, err := interfaceAddrs()
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, a := range addrs {
+		n, ok := a.(*net.IPNet)
+		if !ok || n.IP.IsLoopback() || n.IP.IsLinkLocalUnicast() || n.IP.IsUnspecified() || n.IP.IsMulticast() {
+			continue
+		}
+		if s := n.IP.String(); !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
 }
 
 func hostName(cfg *Config) string {

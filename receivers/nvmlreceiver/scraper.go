@@ -84,6 +84,7 @@ type gpuScraper struct {
 	lib      gpulib.Library
 	mb       *metadata.MetricsBuilder
 	hostName string
+	hostIPs  []string // host.ip of every resource (hostIPs)
 	now      func() time.Time
 
 	active  [numGroups]bool // the group feeds at least one enabled metric
@@ -172,6 +173,7 @@ func newGPUScraper(set receiver.Settings, cfg *Config, lib gpulib.Library, hostN
 		lib:      lib,
 		mb:       metadata.NewMetricsBuilder(cfg.MetricsBuilderConfig, set.BuildInfo),
 		hostName: hostName,
+		hostIPs:  hostIPs(cfg),
 		now:      time.Now,
 		byUUID:   map[string]*device{},
 	}
@@ -252,7 +254,7 @@ func (s *gpuScraper) rescan(now time.Time) (int, error) {
 		case d.failing:
 			_ = d.dev.Close()
 			d.dev = dev
-			d.setIdentity(id, s.hostName)
+			d.setIdentity(id, s.hostName, s.hostIPs)
 			d.nextRetry = now
 			if d.xidWatched {
 				_ = s.lib.WatchXID(dev) // the old registration may be gone with the old handle
@@ -260,7 +262,7 @@ func (s *gpuScraper) rescan(now time.Time) (int, error) {
 		default:
 			_ = dev.Close()
 			if id != d.id {
-				d.setIdentity(id, s.hostName)
+				d.setIdentity(id, s.hostName, s.hostIPs)
 			}
 		}
 	}
@@ -275,7 +277,7 @@ func (s *gpuScraper) rescan(now time.Time) (int, error) {
 
 func (s *gpuScraper) add(id gpulib.Identity, dev gpulib.Device, now time.Time) {
 	d := &device{dev: dev}
-	d.setIdentity(id, s.hostName)
+	d.setIdentity(id, s.hostName, s.hostIPs)
 	s.devices = append(s.devices, d)
 	s.byUUID[id.UUID] = d
 	if !s.active[gXID] {
@@ -294,11 +296,14 @@ func (s *gpuScraper) add(id gpulib.Identity, dev gpulib.Device, now time.Time) {
 	}
 }
 
-func (d *device) setIdentity(id gpulib.Identity, hostName string) {
+func (d *device) setIdentity(id gpulib.Identity, hostName string, hostIPs []string) {
 	d.id = id
 	rb := metadata.NewResourceBuilder()
 	rb.SetServiceName(metadata.ServiceName)
 	rb.SetHostName(hostName)
+	if len(hostIPs) > 0 {
+		rb.SetHostIP(hostIPs)
+	}
 	rb.SetHwID(id.UUID)
 	rb.SetHwType("gpu")
 	rb.SetHwVendor("NVIDIA")

@@ -373,6 +373,15 @@ func (rb *ResourceBuilder) SetServiceName(v string) {
 // SetHostName sets host.name.
 func (rb *ResourceBuilder) SetHostName(v string) { rb.res.Attributes().PutStr(semconv.HostName, v) }
 
+// SetHostIP sets host.ip (the node's addresses).
+func (rb *ResourceBuilder) SetHostIP(v []string) {
+	s := rb.res.Attributes().PutEmptySlice(semconv.HostIP)
+	s.EnsureCapacity(len(v))
+	for _, ip := range v {
+		s.AppendEmpty().SetStr(ip)
+	}
+}
+
 // SetHwID sets hw.id (the GPU UUID).
 func (rb *ResourceBuilder) SetHwID(v string) { rb.res.Attributes().PutStr(semconv.HWID, v) }
 
