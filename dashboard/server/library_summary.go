@@ -378,11 +378,7 @@ func firstRecord(run, streamDir string) (float64, bool) {
 const minUnixTime = 1e9
 
 func readSmall(run, path string, limit int64) []byte {
-	fi, err := os.Stat(path)
-	if err != nil || fi.Size() > limit {
-		return nil
-	}
-	b, err := runfiles.ReadFile(run, path)
+	b, err := runfiles.ReadFileMax(run, path, limit)
 	if err != nil {
 		return nil
 	}

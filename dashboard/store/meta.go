@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -24,7 +25,10 @@ func (s *Store) loadMetaLocked() {
 	start := math.Inf(1)
 	var starts []float64
 	for _, l := range s.layouts {
-		b, err := runfiles.ReadFile(s.dir, filepath.Join(l.Dir, runfiles.MetaFile))
+		b, err := runfiles.ReadFileMax(s.dir, filepath.Join(l.Dir, runfiles.MetaFile), runfiles.MaxMetaBytes)
+		if errors.Is(err, runfiles.ErrTooLarge) || errors.Is(err, runfiles.ErrNotRegular) {
+			s.notice("warning", runfiles.MetaFile+" ignored: "+err.Error())
+		}
 		if err != nil {
 			continue
 		}

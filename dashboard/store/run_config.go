@@ -120,7 +120,7 @@ func ReadRunConfig(runDir string) (*RunConfig, error) {
 		i = j
 	}
 	for _, l := range layouts {
-		b, err := runfiles.ReadFile(runDir, filepath.Join(l.Dir, runfiles.MetaFile))
+		b, err := runfiles.ReadFileMax(runDir, filepath.Join(l.Dir, runfiles.MetaFile), runfiles.MaxMetaBytes)
 		if err != nil {
 			continue
 		}

@@ -24,6 +24,10 @@ const (
 	MetaFile        = "meta.json"
 	LaneCatalogFile = "lane_catalog.json"
 
+	// MaxMetaBytes bounds a meta.json a reader accepts (ReadFileMax): the collector's holds the run's name and
+	// one start per restart, a few KiB; a larger one is ignored with a notice, never read into memory.
+	MaxMetaBytes = 4 << 20
+
 	// PlainExt is the extension of an open or recent partition, CompressedExt of a compressed closed one.
 	PlainExt      = ".jsonl"
 	CompressedExt = ".jsonl.zst"
