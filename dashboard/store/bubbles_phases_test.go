@@ -73,3 +73,25 @@ func TestBubblesStepWrittenTwiceReadOnce(t *testing.T) {
 		t.Fatalf("step phases %+v, want 2 steps", sp.Steps)
 	}
 }
+
+// TestBubblesStepSplitOverTwoLines: a step whose perf metrics arrive on two records (one log_metrics call split
+// between two requests, or redelivered in parts) is one bubble with both values, the newest of each key.
+func TestBubblesStepSplitOverTwoLines(t *testing.T) {
+	st := twoRankRun(t, rec("actor_train", 10, 70, 0, "a2", ""))
+	write(t, st.dir, "dashboard/metrics/"+hourA+".jsonl",
+		metricsLine(h0+100, "rollout/step", 1, `"perf/step_time":100,"perf/wait_time_ratio":0.05`)+
+			metricsLine(h0+200, "rollout/step", 2, `"perf/step_time":100`)+
+			metricsLine(h0+200, "rollout/step", 2, `"perf/wait_time_ratio":0.6,"rollout/raw_reward":0.4`)+
+			metricsLine(h0+300, "rollout/step", 3, `"perf/wait_time_ratio":0.3`)+
+			metricsLine(h0+300, "rollout/step", 3, `"perf/step_time":90`))
+	st.Refresh()
+	got := st.Bubbles(h0, h0+400)
+	if len(got) != 3 {
+		t.Fatalf("bubbles %+v, want 3 steps", got)
+	}
+	for i, want := range []Bubble{{1, h0, h0 + 100, 0.05}, {2, h0 + 100, h0 + 200, 0.6}, {3, h0 + 210, h0 + 300, 0.3}} {
+		if got[i] != want {
+			t.Errorf("bubble %d: %+v, want %+v", i, got[i], want)
+		}
+	}
+}
