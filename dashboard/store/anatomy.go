@@ -464,7 +464,8 @@ func (r *trajectoryReader) buildAnatomyLocked(sc *stepConsume, blocks []*trajBlo
 	a.Tiles = tl.tiles(sc)
 	ej := r.run.engineTraces.newJoin(sc.anatomyHours())
 	for i := range rows {
-		ej.attachLocked(&rows[i].row, rows[i].gens, func(g *trajRec) string { return in.str(g.engine) })
+		ej.attachLocked(&rows[i].row, rows[i].gens, func(g *trajRec) string { return in.str(g.engine) },
+			func(g *trajRec) string { return ridOf(blocks, g) })
 	}
 	a.EngineStages, a.EngineSliceNames = EngineStageNames, ej.names
 	a.EngineByEngine, a.EngineTotal = ej.results()

@@ -85,8 +85,10 @@ func (j *engineJoin) name(i uint16) int {
 }
 
 // attachLocked adds to row the engine slices of its generate segments gens (in row.Gen order; engine names
-// each segment's engine), flattened in fives [t0, t1, stage, segment index, slice name index].
-func (j *engineJoin) attachLocked(row *AnatomyRow, gens []*trajRec, engine func(*trajRec) string) {
+// each segment's engine, rid its sglang request id or ""), flattened in fives [t0, t1, stage, segment index,
+// slice name index]. A request in the segment's trace joins by overlap; a segment none joined whose request
+// went without the traceparent (a trace of its own) joins the request of its rid (docs/semconv.md §10.3).
+func (j *engineJoin) attachLocked(row *AnatomyRow, gens []*trajRec, engine, rid func(*trajRec) string) {
 	row.EngineSlices = Floats{}
 	// Traces in first-segment order, so slices and float sums come out the same at every build.
 	byTrace := map[traceID][]int{}
@@ -103,10 +105,6 @@ func (j *engineJoin) attachLocked(row *AnatomyRow, gens []*trajRec, engine func(
 		spans := sortedSpans(j.r.spansLocked(tid, j.lo, j.hi))
 		if len(spans) == 0 {
 			continue
-		}
-		byID := make(map[spanID]int, len(spans))
-		for i := range spans {
-			byID[spans[i].id] = i
 		}
 		// Request → segment, by overlap.
 		seg := map[spanID]int{}
@@ -130,61 +128,94 @@ func (j *engineJoin) attachLocked(row *AnatomyRow, gens []*trajRec, engine func(
 				seg[s.id] = best
 			}
 		}
-		// Threads of each request (docs/semconv.md §10.3): the ones on its path that hold no rank (tokenizer, DP
-		// controller, encoder) and one scheduler, the lowest ranks. A thread sglang left unlabelled stands in for
-		// the scheduler only where the request has none; KV transfer workers run beside the scheduler's own
-		// transfer slice and add nothing.
-		chosen := map[spanID]bool{}
-		sched := map[spanID]int{} // request → chosen scheduler thread
-		other := map[spanID]int{} // request → lowest-ranked unlabelled thread
+		j.addSlices(row, spans, seg, sums)
+	}
+	for gi, g := range gens {
+		id := rid(g)
+		if sums[gi] != nil || id == "" {
+			continue
+		}
+		tid, ok := j.r.ridTraceLocked(id, j.lo, j.hi)
+		if !ok || tid == g.trace {
+			continue
+		}
+		spans := sortedSpans(j.r.spansLocked(tid, j.lo, j.hi))
+		seg := map[spanID]int{}
 		for i := range spans {
-			s := &spans[i]
-			if s.kind != ekThread || !s.hasParent {
-				continue
-			}
-			if _, ok := seg[s.parent]; !ok {
-				continue
-			}
-			pick := sched
-			switch sc.SglangThreadKind(j.r.names.str(s.label)) {
-			case sc.SglangThreadTokenizer, sc.SglangThreadDPController, sc.SglangThreadEncoder:
-				chosen[s.id] = true
-				continue
-			case sc.SglangThreadTransfer:
-				continue
-			case sc.SglangThreadOther:
-				pick = other
-			}
-			if k, ok := pick[s.parent]; !ok || rankLess(s, &spans[k]) {
-				pick[s.parent] = i
+			if spans[i].kind == ekRequest && !spans[i].hasParent {
+				seg[spans[i].id] = gi
 			}
 		}
-		for req, k := range other {
-			if _, ok := sched[req]; !ok {
-				sched[req] = k
-			}
+		j.addSlices(row, spans, seg, sums)
+	}
+	j.total(gens, engine, sums)
+}
+
+// addSlices adds the stage slices of the requests of spans (one trace, time-sorted) that seg assigns to a
+// segment: per request the threads on its path and one scheduler, their first-level slices summed into sums.
+func (j *engineJoin) addSlices(row *AnatomyRow, spans []engSpan, seg map[spanID]int, sums [][]float64) {
+	byID := make(map[spanID]int, len(spans))
+	for i := range spans {
+		byID[spans[i].id] = i
+	}
+	// Threads of each request (docs/semconv.md §10.3): the ones on its path that hold no rank (tokenizer, DP
+	// controller, encoder) and one scheduler, the lowest ranks. A thread sglang left unlabelled stands in for
+	// the scheduler only where the request has none; KV transfer workers run beside the scheduler's own
+	// transfer slice and add nothing.
+	chosen := map[spanID]bool{}
+	sched := map[spanID]int{} // request → chosen scheduler thread
+	other := map[spanID]int{} // request → lowest-ranked unlabelled thread
+	for i := range spans {
+		s := &spans[i]
+		if s.kind != ekThread || !s.hasParent {
+			continue
 		}
-		for _, k := range sched {
-			chosen[spans[k].id] = true
+		if _, ok := seg[s.parent]; !ok {
+			continue
 		}
-		for i := range spans {
-			s := &spans[i]
-			if s.kind != ekSlice || !s.hasParent || !chosen[s.parent] {
-				continue
-			}
-			th := &spans[byID[s.parent]]
-			gi, ok := seg[th.parent]
-			if !ok {
-				continue
-			}
-			st := stageIndex[sc.SglangSliceOf(j.r.names.str(s.name)).Stage]
-			row.EngineSlices = append(row.EngineSlices, s.t0, s.t1, float64(st), float64(gi), float64(j.name(s.name)))
-			if sums[gi] == nil {
-				sums[gi] = make([]float64, len(EngineStageNames))
-			}
-			sums[gi][st] += math.Max(0, s.t1-s.t0)
+		pick := sched
+		switch sc.SglangThreadKind(j.r.names.str(s.label)) {
+		case sc.SglangThreadTokenizer, sc.SglangThreadDPController, sc.SglangThreadEncoder:
+			chosen[s.id] = true
+			continue
+		case sc.SglangThreadTransfer:
+			continue
+		case sc.SglangThreadOther:
+			pick = other
+		}
+		if k, ok := pick[s.parent]; !ok || rankLess(s, &spans[k]) {
+			pick[s.parent] = i
 		}
 	}
+	for req, k := range other {
+		if _, ok := sched[req]; !ok {
+			sched[req] = k
+		}
+	}
+	for _, k := range sched {
+		chosen[spans[k].id] = true
+	}
+	for i := range spans {
+		s := &spans[i]
+		if s.kind != ekSlice || !s.hasParent || !chosen[s.parent] {
+			continue
+		}
+		th := &spans[byID[s.parent]]
+		gi, ok := seg[th.parent]
+		if !ok {
+			continue
+		}
+		st := stageIndex[sc.SglangSliceOf(j.r.names.str(s.name)).Stage]
+		row.EngineSlices = append(row.EngineSlices, s.t0, s.t1, float64(st), float64(gi), float64(j.name(s.name)))
+		if sums[gi] == nil {
+			sums[gi] = make([]float64, len(EngineStageNames))
+		}
+		sums[gi][st] += math.Max(0, s.t1-s.t0)
+	}
+}
+
+// total adds the segments of gens to their engines' totals (sums: each segment's stage time, nil untraced).
+func (j *engineJoin) total(gens []*trajRec, engine func(*trajRec) string, sums [][]float64) {
 	for i, g := range gens {
 		e := engine(g)
 		t := j.engines[e]

@@ -37,6 +37,9 @@ type engineTraceReader struct {
 type traceHour struct {
 	// byTrace holds the hour's spans by trace.
 	byTrace map[traceID][]engSpan
+	// byRID are the traces of the requests sent without a traceparent (a request root without a parent: a trace
+	// of its own), by sglang's request id, so a generate segment naming that id finds them (docs/semconv.md §10.3).
+	byRID map[string]traceID
 	// records counts the records read into the hour.
 	records uint64
 }
@@ -46,6 +49,9 @@ func (t *traceHour) heldBytes() int64 {
 	n := int64(0)
 	for _, spans := range t.byTrace {
 		n += int64(cap(spans))*int64(unsafe.Sizeof(engSpan{})) + 16 + 24 + mapEntryBytes
+	}
+	for rid := range t.byRID {
+		n += int64(len(rid)) + 16 + 16 + mapEntryBytes
 	}
 	return n
 }
@@ -180,6 +186,12 @@ func (r *engineTraceReader) engineLine(th *traceHour, line []byte) bool {
 		case "req":
 			s.kind = ekRequest
 			s.rid = r.names.id([]byte(m.RID))
+			if !s.hasParent && m.RID != "" && len(m.RID) <= laneKeyMax {
+				if th.byRID == nil {
+					th.byRID = map[string]traceID{}
+				}
+				th.byRID[m.RID] = tid
+			}
 		case "thread":
 			s.kind = ekThread
 			s.label = r.names.id([]byte(m.Label))
@@ -237,6 +249,19 @@ func (r *engineTraceReader) loadHourLocked(h int64) {
 		r.records += th.records - r.most[h]
 		r.most[h] = th.records
 	}
+}
+
+// ridTraceLocked is the trace of the request with sglang request id rid sent without a traceparent, in hours
+// lo…hi (the first hour holding it).
+func (r *engineTraceReader) ridTraceLocked(rid string, lo, hi int64) (traceID, bool) {
+	for h := lo; h <= hi; h++ {
+		if th := r.hours[h]; th != nil {
+			if tid, ok := th.byRID[rid]; ok {
+				return tid, true
+			}
+		}
+	}
+	return traceID{}, false
 }
 
 // spansLocked is every span of trace tid in hours lo…hi, each span once (the first read, by hour), in the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"unsafe"
 
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/flatjson"
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
@@ -88,22 +89,66 @@ type trajBlock struct {
 	// gateways"), so a span may be written twice; it is read once. Dropped once the hour is compacted (a
 	// rewritten hour is read over with a new set).
 	seen map[[24]byte]struct{}
+	// rids are the sglang request ids generate spans name (miles.engine.rid), by (trace, span): the anatomy
+	// finds by them the engine requests sent without a traceparent (docs/semconv.md §10.3).
+	rids map[[24]byte]string
 }
 
 func (b *trajBlock) heldBytes() int64 {
-	return int64(cap(b.records))*int64(unsafe.Sizeof(trajRec{})) + int64(len(b.seen))*(24+mapEntryBytes)
+	n := int64(cap(b.records))*int64(unsafe.Sizeof(trajRec{})) + int64(len(b.seen))*(24+mapEntryBytes)
+	for _, rid := range b.rids {
+		n += int64(len(rid)) + 24 + 16 + mapEntryBytes
+	}
+	return n
+}
+
+// recKey is a span record's (trace, span) key.
+func recKey(r *trajRec) [24]byte {
+	var k [24]byte
+	copy(k[:16], r.trace[:])
+	copy(k[16:], r.span[:])
+	return k
+}
+
+// ridOf is the sglang request id generate record r names, "" none.
+func ridOf(blocks []*trajBlock, r *trajRec) string {
+	if r.typ != ttGenerate {
+		return ""
+	}
+	k := recKey(r)
+	for _, b := range blocks {
+		if b == nil {
+			continue
+		}
+		if rid, ok := b.rids[k]; ok {
+			return rid
+		}
+	}
+	return ""
+}
+
+// generateRID is the "rid" member of a generate span record's JSON object raw (top level only), "" none.
+func generateRID(r *trajRec, raw []byte) string {
+	if r.typ != ttGenerate || !bytes.Contains(raw, []byte(`"rid"`)) {
+		return ""
+	}
+	rid := ""
+	_ = flatjson.Scan(raw, func(key, val []byte, str bool) {
+		if str && string(key) == "rid" && len(val) <= laneKeyMax {
+			rid = string(val)
+		}
+	})
+	return rid
 }
 
 func (b *trajBlock) sink(in *interner) partition.LineSink {
 	return func(line []byte) bool {
-		ok := trajLine(line, in, false, func(r *trajRec, _ []traceID, _ []byte) {
+		ok := trajLine(line, in, false, func(r *trajRec, _ []traceID, raw []byte) {
 			if r.typ == ttStepConsume || r.typ == ttWeightUpdate {
 				return // in the index
 			}
 			if r.span != ([8]byte{}) {
-				var k [24]byte
-				copy(k[:16], r.trace[:])
-				copy(k[16:], r.span[:])
+				k := recKey(r)
 				if b.seen == nil {
 					b.seen = map[[24]byte]struct{}{}
 				}
@@ -111,6 +156,12 @@ func (b *trajBlock) sink(in *interner) partition.LineSink {
 					return
 				}
 				b.seen[k] = struct{}{}
+				if rid := generateRID(r, raw); rid != "" {
+					if b.rids == nil {
+						b.rids = map[[24]byte]string{}
+					}
+					b.rids[k] = rid
+				}
 			}
 			b.records = append(b.records, *r)
 			if r.t1 > b.maxT {

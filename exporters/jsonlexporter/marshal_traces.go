@@ -149,6 +149,7 @@ var trajectoryFields = map[string]string{
 	sc.TokensPrompt:     "tok_in",
 	sc.TokensCompletion: "tok_out",
 	sc.FinishReason:     "finish",
+	sc.EngineRID:        "rid",
 	sc.ToolCalls:        "tool_calls",
 	sc.ToolNames:        "tools",
 	sc.Step:             "step",
@@ -158,7 +159,8 @@ var trajectoryFields = map[string]string{
 // trajectoryOrder fixes the field order so records are byte-stable (golden files, diffing).
 var trajectoryOrder = []string{
 	sc.SampleIndex, sc.GroupIndex, sc.Attempt, sc.SampleStatus, sc.Turn, sc.WeightVersion, sc.EngineAddr,
-	sc.TokensPrompt, sc.TokensCompletion, sc.FinishReason, sc.ToolCalls, sc.ToolNames, sc.Step, sc.BatchSize,
+	sc.TokensPrompt, sc.TokensCompletion, sc.FinishReason, sc.EngineRID, sc.ToolCalls, sc.ToolNames, sc.Step,
+	sc.BatchSize,
 }
 
 // trajectoryKeys[i] is the record key of trajectoryOrder[i]: no map lookup per attribute on the hot path.
@@ -195,14 +197,16 @@ func trajectoryIndex(k string) (int, bool) {
 		return 8, true
 	case sc.FinishReason:
 		return 9, true
-	case sc.ToolCalls:
+	case sc.EngineRID:
 		return 10, true
-	case sc.ToolNames:
+	case sc.ToolCalls:
 		return 11, true
-	case sc.Step:
+	case sc.ToolNames:
 		return 12, true
-	case sc.BatchSize:
+	case sc.Step:
 		return 13, true
+	case sc.BatchSize:
+		return 14, true
 	}
 	return 0, false
 }
@@ -212,8 +216,8 @@ type member struct {
 	typ   string
 	span  ptrace.Span
 	known int // how many of the attributes are known fields
-	vals  [14]pcommon.Value
-	have  [14]bool
+	vals  [15]pcommon.Value
+	have  [15]bool
 }
 
 var trajectoryBundlers = newBundlerPool[member]()

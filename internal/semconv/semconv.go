@@ -67,9 +67,12 @@ const (
 	TokensPrompt     = "miles.tokens.prompt"
 	TokensCompletion = "miles.tokens.completion"
 	FinishReason     = "miles.finish_reason"
-	ToolCalls        = "miles.tool.calls"
-	ToolNames        = "miles.tool.names"
-	BatchSize        = "miles.batch.size"
+	// EngineRID is sglang's request id of a generate call (the response's meta_info.id): the dashboard joins by it
+	// an engine request sent without the traceparent (docs/semconv.md §10.3).
+	EngineRID = "miles.engine.rid"
+	ToolCalls = "miles.tool.calls"
+	ToolNames = "miles.tool.names"
+	BatchSize = "miles.batch.size"
 )
 
 // Log events.
