@@ -1,10 +1,12 @@
-// Entry point: top bar (run name, live/static badge, data freshness, notices, view tabs) and the views:
+// Entry point: top bar (run name, live/static badge, data freshness, the advisory's worst alarm, notices, view
+// tabs) and the views:
 // Compute Utilization (#/compute, the default), Metrics explorer (#/metrics), Trajectory lifecycle (#/lifecycle),
 // Steps (#/steps: step and sample pages read from the miles dumps).
 // Each view is built on its first visit and kept (hidden) afterwards; all share the page's one WebSocket.
 
 import "uplot/dist/uPlot.min.css";
 import "./app.css";
+import { AdvisoryBadge } from "./advisory/badge";
 import { AdvisoryPanel } from "./advisory/panel";
 import { Api } from "./api/client";
 import { Live } from "./api/live";
@@ -164,6 +166,10 @@ async function main(): Promise<void> {
   });
   setInterval(renderFresh, 1000);
   const advisory = new AdvisoryPanel(api, live);
+  const badge = new AdvisoryBadge();
+  $("fresh").after(badge.root);
+  badge.setTitle(document.title);
+  advisory.listen(badge);
   void advisory.load();
   const w = window as unknown as { __miles: unknown; __milesViews: Record<string, unknown>; __milesLive: unknown; __milesConfig: unknown };
   w.__milesConfig = config;

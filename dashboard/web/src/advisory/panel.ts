@@ -1,6 +1,6 @@
 // Run advisory panel (docs/dashboard-api.md "GET /api/v1/advisory"): the answer once, then the "advisory" pushes
-// of the page's WebSocket. Alarms (critical bold red, warning red) or, when none fired, tuning tips (muted); tips
-// withheld by an alarm are counted; the MFU summary as a tile.
+// of the page's WebSocket. Alarms (in their level's colour, app.css `.sev-*`: the same on every page) or, when
+// none fired, tuning tips; tips withheld by an alarm are counted; the MFU summary as a tile.
 
 import type { Api } from "../api/client";
 import type { Live } from "../api/live";
@@ -12,6 +12,8 @@ export class AdvisoryPanel {
   private res: AdvisoryResult | null = null;
   /** Updates received (HTTP + pushes), for the tests. */
   updates = 0;
+  /** Others showing the same answers (the top bar's badge). */
+  private readonly listeners: { show(r: AdvisoryResult): void; error(msg: string): void }[] = [];
 
   constructor(
     private readonly api: Api,
@@ -24,12 +26,19 @@ export class AdvisoryPanel {
     });
   }
 
+  /** Show every answer in l too (now, when one is held). */
+  listen(l: { show(r: AdvisoryResult): void; error(msg: string): void }): void {
+    this.listeners.push(l);
+    if (this.res) l.show(this.res);
+  }
+
   async load(): Promise<void> {
     try {
       this.show(await this.api.get<AdvisoryResult>("/api/v1/advisory"));
     } catch (e) {
       this.root.dataset.state = "error";
       this.root.textContent = `advisory unavailable: ${(e as Error).message}`;
+      for (const l of this.listeners) l.error((e as Error).message);
     }
   }
 
@@ -37,6 +46,7 @@ export class AdvisoryPanel {
     this.res = r;
     this.updates++;
     this.render();
+    for (const l of this.listeners) l.show(r);
   }
 
   private render(): void {
@@ -67,7 +77,7 @@ export class AdvisoryPanel {
     this.root.append(head);
     const ul = el("ul", "advlist");
     for (const a of r.advisories) {
-      const li = el("li", `adv ${a.level} ${a.tier}`);
+      const li = el("li", `adv ${a.level} ${a.tier} sev-${a.level}`);
       li.dataset.id = a.id;
       li.dataset.rule = a.rule;
       li.append(el("span", "advid", a.id), el("span", "advmsg", a.message));

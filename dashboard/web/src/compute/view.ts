@@ -374,7 +374,7 @@ export class ComputeView {
     const lanesChanged = (s.lanes || "all") !== (this.st.lanes || "all");
     const winChanged =
       (s.t0 !== undefined && (Math.abs(s.t0 - this.view.t0) > 1e-3 || Math.abs((s.t1 ?? 0) - this.view.t1) > 1e-3)) ||
-      (s.follow !== undefined && !this.pinned);
+      (s.follow !== undefined && (!this.pinned || Math.abs(s.follow - this.followSpan) > 0.5));
     const ovChanged = s.overlay !== this.st.overlay;
     this.st = { ...s, lanes: this.st.lanes };
     this.toolbar.sync();

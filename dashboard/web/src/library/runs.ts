@@ -141,7 +141,7 @@ export class RunsPage {
       } else if (!r.advisory.firing.length) adv.textContent = "ok";
       else {
         adv.textContent = r.advisory.firing.map((f) => `${f.id} ${f.rule}`).join(", ");
-        adv.className = "adv " + r.advisory.level;
+        adv.className = "adv sev-" + r.advisory.level;
       }
       tr.append(
         c0,

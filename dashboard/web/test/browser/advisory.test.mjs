@@ -49,6 +49,21 @@ after(async () => {
   if (runDir && !process.env.MILES_BROWSER_KEEP) rmSync(runDir, { recursive: true, force: true });
 });
 
+/** The top bar's advisory badge and the tab title. */
+async function topState() {
+  return await page.evaluate(() => {
+    const b = document.querySelector(".topbar .advstate");
+    return {
+      level: b?.dataset.level,
+      text: b?.textContent,
+      href: b?.getAttribute("href"),
+      color: b ? getComputedStyle(b).color : null,
+      visible: !!b && b.offsetParent !== null,
+      title: document.title,
+    };
+  });
+}
+
 async function shown() {
   return await page.evaluate(() => {
     const root = document.querySelector(".advisory");
@@ -69,6 +84,10 @@ test("a stall alarm appears in the open page without a reload, pushed over the W
   const before = await api(dash, "/api/v1/advisory");
   assert.deepEqual(before.advisories, [], "no advisory while the run is healthy");
   assert.equal((await shown()).ids.length, 0);
+  // The top bar says so too, and the tab title carries no alarm.
+  const calm = await topState();
+  assert.equal(calm.level, "clear", JSON.stringify(calm));
+  assert.ok(!/[‼⚠]/.test(calm.title), calm.title);
   await page.screenshot({ path: join(SHOTS, "advisory-healthy.png") });
 
   // The same document all along: a marker set now must survive until the alarm is shown.
@@ -105,5 +124,56 @@ test("a stall alarm appears in the open page without a reload, pushed over the W
   const phases = server.advisories.filter((a) => a.id === "A1").map((a) => a.evidence.phase).sort();
   assert.ok(phases.includes("rollout") || phases.includes("train_wait"), JSON.stringify(phases));
   await page.screenshot({ path: join(SHOTS, "advisory-stall.png") });
+  assert.deepEqual(problems, []);
+});
+
+test("the alarm is in the top bar of every view and the tab title, in one colour, linking to its evidence on Compute", async (t) => {
+  t.after(async () => {
+    await page.screenshot({ path: join(SHOTS, "advisory-topbar.png") });
+  });
+  // The previous test saw A1 fire in the panel; the badge shows the worst alarm the API has.
+  const server = await api(dash, "/api/v1/advisory");
+  const a1 = server.advisories.find((a) => a.id === "A1");
+  assert.ok(a1, JSON.stringify(server.advisories.map((a) => a.id)));
+  const top = await until(async () => {
+    const s = await topState();
+    return s.level === "critical" ? s : null;
+  }, { what: "the critical alarm in the top bar" });
+  assert.match(top.text, /A1/);
+  assert.match(top.title, /^‼ stall/);
+  // One colour per level: the badge's critical is the panel's critical.
+  const panelColor = await page.evaluate(() => getComputedStyle(document.querySelector('.advisory .adv[data-id="A1"]')).color);
+  assert.equal(top.color, panelColor);
+  // Every view shows it, the landing page (Compute) and Steps included.
+  for (const v of ["steps", "lifecycle", "compute"]) {
+    await page.click(`.tabs .tab[data-view="${v}"]`);
+    await page.waitForFunction((v) => document.body.dataset.view === v, v);
+    const s = await topState();
+    assert.ok(s.visible && s.level === "critical", `${v}: ${JSON.stringify(s)}`);
+  }
+  // The badge links to the evidence: Compute on the stalled ranks, over a window holding the whole open phase.
+  await page.click(".topbar .advstate");
+  await page.waitForFunction(() => document.body.dataset.view === "compute" && /follow=/.test(location.hash));
+  const ranks = a1.evidence.ranks;
+  const phase = a1.evidence.phase;
+  const seen = await until(
+    async () =>
+      page.evaluate(
+        ({ phase }) => {
+          const m = window.__miles;
+          if (!m || !m.selLanes.length) return null;
+          for (const l of m.selLanes) {
+            const p = m.phases.get(l.id);
+            for (let i = 0; i < p.n; i++)
+              if (p.open[i] && m.phases.names[p.name[i]] === phase && p.t0[i] >= m.view.t0 && p.t0[i] <= m.view.t1)
+                return { lane: l.id, ranks: l.ranks, t0: p.t0[i], view: { ...m.view } };
+          }
+          return null;
+        },
+        { phase },
+      ),
+    { what: `the open ${phase} inside the Compute window the badge links to` },
+  );
+  if (ranks.some((r) => r >= 0)) assert.ok((seen.ranks ?? []).some((r) => ranks.includes(r)), JSON.stringify({ seen, ranks }));
   assert.deepEqual(problems, []);
 });
