@@ -1,7 +1,8 @@
 // Compare 2–4 runs of a library (`?view=compare&runs=a,b`): headline metrics overlaid by step and by wall time
 // since each run's first record (the times of the records the points came from), one colour per run; each
 // run's steps stacked by phase side by side (GET /api/v1/bubbles/phases: the steps of /bubbles, so the totals
-// agree) and the per-phase totals against the first run (where did the extra minutes go); staleness and
+// agree), each run's pace per unit of work (samples and response tokens per second of step time) and the
+// per-phase seconds per step against the first run (where did the extra time go, per step); staleness and
 // mixed-version distributions of the consumed steps; sglang throughput and queue; the trainer arguments that
 // differ (GET /api/v1/run_config: the emitter's record, else meta.json "args").
 
@@ -14,12 +15,14 @@ import type { BubblesPhasesResp } from "../api/responseTypes/bubblesPhases";
 import type { RunConfigResp } from "../api/responseTypes/runConfig";
 import { phaseColor } from "../shared/colors";
 import { el } from "../shared/dom";
-import { breakdown, byTime, NONE, phaseTable, type Breakdown } from "./breakdown";
+import { breakdown, byTime, NONE, pace, phaseTable, type Breakdown, type Pace } from "./breakdown";
 import type { RunsList, RunSummary } from "./runs";
 
 export const RUN_COLORS = ["#4c78a8", "#f58518", "#54a24b", "#b279a2"];
 
 const KEYS = ["rollout/raw_reward", "perf/step_time", "train/loss", "perf/wait_time_ratio"];
+/** Read for the pace (tokens per step = samples × mean response length), not charted. */
+const RESP_LEN = "rollout/response_length/mean";
 
 interface RunData {
   run: RunSummary;
@@ -43,6 +46,7 @@ export class ComparePage {
     phaseTotals: {} as Record<string, Record<string, number>>,
     charts: 0,
     configRows: [] as string[],
+    pace: {} as Record<string, Pace>,
   };
 
   constructor(
@@ -68,7 +72,7 @@ export class ComparePage {
         continue;
       }
       const a = this.api.forRun(id);
-      const ms = await a.get<MetricsSeriesResp>("/api/v1/metrics/series", { keys: KEYS.join(","), points: 2000, time: "true" });
+      const ms = await a.get<MetricsSeriesResp>("/api/v1/metrics/series", { keys: [...KEYS, RESP_LEN].join(","), points: 2000, time: "true" });
       const series: RunData["series"] = {};
       let base = Infinity;
       for (const s of ms.series) {
@@ -123,14 +127,25 @@ export class ComparePage {
     const bd = el("div", "cmpbreak");
     bd.appendChild(el("h3", "", "step time by phase (mean over the train lanes; the steps of /bubbles)"));
     const table = el("table", "cmptable");
-    table.appendChild(rowOf("th", ["run", "steps", "total s", "mean step s"]));
+    table.appendChild(rowOf("th", ["run", "steps", "total s", "mean step s", "samples / step", "samples / s", "tokens / s"]));
     const maxStep = Math.max(1, ...runs.flatMap((d) => d.phases.perStep.map((row) => row.reduce((a, v) => a + v, 0))));
     const bars = el("div", "cmpcharts");
     for (const d of runs) {
       const b = d.phases;
       this.probe.totals[d.run.id] = b.stacked;
       this.probe.phaseTotals[d.run.id] = b.totals;
-      const tr = rowOf("td", [d.run.name, String(b.steps.length), b.stacked.toFixed(1), b.steps.length ? (b.stacked / b.steps.length).toFixed(1) : "–"]);
+      const p = pace(b, d.steps, d.series[RESP_LEN]);
+      this.probe.pace[d.run.id] = p;
+      const f = (v: number | null, digits: number) => (v === null ? "–" : v.toFixed(digits));
+      const tr = rowOf("td", [
+        d.run.name,
+        String(b.steps.length),
+        b.stacked.toFixed(1),
+        b.steps.length ? (b.stacked / b.steps.length).toFixed(1) : "–",
+        f(p.samplesPerStep, 1),
+        f(p.samplesPerS, 3),
+        f(p.tokensPerS, 0),
+      ]);
       tr.dataset.run = d.run.id;
       tr.dataset.total = String(b.stacked);
       table.appendChild(tr);
@@ -139,9 +154,19 @@ export class ComparePage {
     bd.append(table, bars);
     const rows = phaseTable(runs.map((d) => d.phases));
     const pt = el("table", "cmptable cmpphases");
-    pt.appendChild(rowOf("th", ["phase", ...runs.map((d) => `${d.run.name} s`), ...runs.slice(1).map((d) => `${d.run.name} − ${runs[0].run.name}`)]));
+    pt.appendChild(
+      rowOf("th", [
+        "phase (s per step)",
+        ...runs.map((d) => `${d.run.name} mean (median)`),
+        ...runs.slice(1).map((d) => `${d.run.name} − ${runs[0].run.name}`),
+      ]),
+    );
     for (const row of rows) {
-      const tr = rowOf("td", [row.name, ...row.seconds.map((v) => v.toFixed(1)), ...row.delta.slice(1).map((v) => (v >= 0 ? "+" : "") + (v / 60).toFixed(1) + " min")]);
+      const tr = rowOf("td", [
+        row.name,
+        ...row.mean.map((v, i) => `${v.toFixed(2)} (${row.median[i].toFixed(2)})`),
+        ...row.delta.slice(1).map((v) => (v >= 0 ? "+" : "") + v.toFixed(2) + " s/step"),
+      ]);
       tr.dataset.phase = row.name;
       const sw = el("i", "swatch");
       sw.style.background = row.name === NONE ? NONE_COLOR : phaseColor(row.name);

@@ -95,6 +95,21 @@ test("compare of two runs of different speeds shows both, stacked by phase with 
       assert.ok(Math.abs(sec - mid.phases[k]) <= 2e-4 * w, `${id} step ${mid.step} ${name}: fleet ${sec} s, breakdown ${mid.phases[k]} s`);
     }
     perStep[id] = want / b.steps.length;
+    // Per unit of work: samples per second of step time over the steps both /bubbles/phases and /steps know,
+    // as the page shows it.
+    const consumed = new Map((await api(dash, `/api/v1/steps?run=${id}`)).steps.filter((s) => s.samples > 0).map((s) => [s.step, s.samples]));
+    let sec = 0;
+    let samples = 0;
+    for (const s of bp.steps) {
+      if (!consumed.has(s.step)) continue;
+      sec += s.phases.reduce((a, v) => a + v, s.none);
+      samples += consumed.get(s.step);
+    }
+    const pace = probe.pace[id];
+    assert.ok(sec > 0 && Math.abs(pace.samplesPerS - samples / sec) <= 1e-9 * (samples / sec), `${id}: samples/s page ${pace.samplesPerS}, API ${samples / sec}`);
+    const cell = await page.locator(`table.cmptable tr[data-run='${id}'] td`).nth(5).textContent();
+    assert.equal(cell, (samples / sec).toFixed(3), `${id}: the samples/s cell`);
+    assert.ok(pace.tokensPerS > 0, `${id}: tokens/s ${pace.tokensPerS}`);
     const pt = probe.phaseTotals[id];
     assert.ok(Math.abs(Object.values(pt).reduce((a, v) => a + v, 0) - got) <= 1e-6 * got, `${id}: phase totals add up to the run's`);
 

@@ -1,6 +1,6 @@
 import test from "node:test";
 import assert from "node:assert/strict";
-import { breakdown, byTime, NONE, phaseTable } from "../../src/library/breakdown";
+import { breakdown, byTime, NONE, pace, phaseTable } from "../../src/library/breakdown";
 import { fmtDuration } from "../../src/library/runs";
 
 const resp = (steps: [number, number, number[], number][], names: string[]) => ({
@@ -19,13 +19,29 @@ test("breakdown stacks each step by phase, the rest as no phase, totalling the s
   assert.equal(b.stacked, 200);
 });
 
-test("the phase table puts the largest difference to the first run first", () => {
+test("the phase table compares seconds per step, the largest difference to the first run first", () => {
   const fast = breakdown(resp([[1, 0, [60, 30], 10]], ["actor_train", "train_wait"]));
   const slow = breakdown(resp([[1, 0, [65, 130], 10]], ["actor_train", "train_wait"]));
   const rows = phaseTable([fast, slow]);
   assert.deepEqual(rows.map((r) => r.name), ["train_wait", "actor_train", NONE]);
   assert.deepEqual(rows[0].delta, [0, 100]);
-  assert.deepEqual(rows[1].seconds, [60, 65]);
+  assert.deepEqual(rows[1].mean, [60, 65]);
+  // A run with more steps is not "slower" at a phase for having more of them: per step, not totals.
+  const long = breakdown(resp([[1, 0, [60, 30], 10], [2, 100, [60, 30], 10], [3, 200, [62, 30], 10]], ["actor_train", "train_wait"]));
+  const r2 = phaseTable([fast, long]).find((r) => r.name === "actor_train")!;
+  assert.ok(Math.abs(r2.delta[1] - 2 / 3) < 1e-9, JSON.stringify(r2));
+  assert.deepEqual(r2.median, [60, 60]);
+});
+
+test("pace: samples and response tokens per second of step time, over the steps that have both", () => {
+  const b = breakdown(resp([[1, 0, [60, 30], 10], [2, 100, [80, 10], 10], [3, 200, [50, 40], 10]], ["actor_train", "train_wait"]));
+  const p = pace(b, [{ step: 1, samples: 80 }, { step: 2, samples: 40 }], { x: [1, 2, 3], y: [100, null, 300] });
+  assert.equal(p.steps, 3);
+  assert.equal(p.stepS, 100);
+  assert.equal(p.samplesPerStep, 60);
+  assert.equal(p.samplesPerS, 120 / 200);
+  assert.equal(p.tokensPerS, (80 * 100) / 100);
+  assert.deepEqual(pace(b, []), { steps: 3, stepS: 100, samplesPerStep: null, samplesPerS: null, tokensPerS: null });
 });
 
 test("byTime puts a series on minutes since the run's first record, from each point's own time", () => {
