@@ -6,6 +6,8 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/ptrace"
+
+	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 )
 
 // Bundles: the trajectories and engine_traces streams write all spans of one trace that end in the same hour and
@@ -64,7 +66,13 @@ func (g *bundler[M]) write(r *records, stream string, encode func(b []byte, ms [
 	for i := range g.bundles {
 		bd := &g.bundles[i]
 		c := r.chunkFor(stream, bd.end)
+		before := len(c.data)
 		c.data = encode(c.data, g.members[bd.first:bd.first+bd.n])
+		if n := len(c.data) - before; n > runfiles.MaxLine {
+			c.data = c.data[:before] // a line no reader reads: dropped and counted, not written
+			r.overLimit(int64(bd.n), lineTooLong(stream, n))
+			continue
+		}
 		c.lines++
 	}
 }

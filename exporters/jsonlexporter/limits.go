@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.uber.org/zap"
 
+	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
 
@@ -40,6 +41,12 @@ func (r *records) overLimit(n int64, what string) {
 	if r.overWhat == "" {
 		r.overWhat = what
 	}
+}
+
+// lineTooLong names a record longer than the longest line the dashboard reads (runfiles.MaxLine): written, it
+// would be acknowledged and never shown.
+func lineTooLong(stream string, n int) string {
+	return stream + ": a record of " + strconv.Itoa(n) + " bytes (readers skip lines over " + strconv.Itoa(runfiles.MaxLine) + ")"
 }
 
 func nameTooLong(field, s string) string {

@@ -6,6 +6,8 @@ import (
 	"sync/atomic"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 )
 
 // Chunk buffers are recycled once the flush has written them: without this, growing and copying fresh
@@ -95,8 +97,13 @@ func (r *records) chunkFor(stream string, t pcommon.Timestamp) *chunk {
 	return c
 }
 
-// add appends one encoded line (the caller's scratch buffer) to the chunk of its partition.
+// add appends one encoded line (the caller's scratch buffer) to the chunk of its partition; a line longer than
+// the dashboard reads is dropped and counted as over_limit instead (docs/semconv.md §8.4).
 func (r *records) add(stream string, t pcommon.Timestamp, line []byte) {
+	if len(line) > runfiles.MaxLine {
+		r.overLimit(1, lineTooLong(stream, len(line)))
+		return
+	}
 	c := r.chunkFor(stream, t)
 	c.data = append(c.data, line...)
 	c.lines++
