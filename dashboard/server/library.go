@@ -127,6 +127,9 @@ func NewLibrary(opts LibraryOptions) *Library {
 			return st, func() { close(stop); st.Close() }, nil
 		}
 	}
+	if opts.Run.Admission == nil { // every run's queries share one admission, as they share the budget
+		opts.Run.Admission = NewAdmission(0)
+	}
 	l := &Library{
 		opts: opts, access: newAccess(opts.Run.Token, opts.Run.AllowedHosts),
 		runs: map[string]*libraryRun{}, lru: list.New(), byID: map[string]*list.Element{},
@@ -135,7 +138,7 @@ func NewLibrary(opts LibraryOptions) *Library {
 	l.access.hide(opts.CacheDir, "<cache>")
 	l.access.hide(dumpCacheDir(opts.Run.DumpCacheDir), "<cache>")
 	l.mux = http.NewServeMux()
-	l.mux.HandleFunc("GET /api/v1/runs", apiHandler(l.hidePaths(l.listRuns)))
+	l.mux.HandleFunc("GET /api/v1/runs", opts.Run.Admission.wrap(apiHandler(l.hidePaths(l.listRuns))))
 	l.mux.HandleFunc("GET /metrics", l.exposition)
 	l.mux.HandleFunc("GET /api/", l.forward)
 	if opts.Run.Assets != nil {

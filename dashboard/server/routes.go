@@ -9,7 +9,7 @@ import (
 func (s *Server) register(mux *http.ServeMux) {
 	handle := func(pattern string, f apiFunc) {
 		s.routes = append(s.routes, pattern)
-		mux.HandleFunc(pattern, apiHandler(s.hidePaths(f)))
+		mux.HandleFunc(pattern, s.admission.wrap(apiHandler(s.hidePaths(f))))
 	}
 
 	// The run and the compute view (compute.go).

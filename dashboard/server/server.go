@@ -53,6 +53,9 @@ type Options struct {
 	// Budget is the memory budget the store's hour blocks count in (docs/operations.md "Memory"), shown at
 	// /metrics; nil: not shown. A library's runs share the library's.
 	Budget *store.Budget
+	// Admission bounds the API queries answered at once (admission.go); nil: one of this server's own with
+	// the default limit. A library's runs share the library's.
+	Admission *Admission
 }
 
 // Server serves one run.
@@ -72,6 +75,8 @@ type Server struct {
 	advisory  advisoryCache
 	// budget is the memory budget shown at /metrics (nil: none).
 	budget *store.Budget
+	// admission bounds the API queries answered at once, shared by a library's runs.
+	admission *Admission
 
 	mux        *http.ServeMux
 	hub        *hub
@@ -85,7 +90,10 @@ func New(opts Options) *Server {
 	s := &Server{
 		compute: st, metrics: st, engines: st, traj: st, assets: opts.Assets,
 		access: newAccess(opts.Token, opts.AllowedHosts), advisory: advisoryCache{settings: opts.Advisory},
-		budget: opts.Budget,
+		budget: opts.Budget, admission: opts.Admission,
+	}
+	if s.admission == nil {
+		s.admission = NewAdmission(0)
 	}
 	s.exportMax = cmp.Or(opts.ExportMaxEvents, exportMaxEvents)
 	s.access.hide(st.Dir(), "")
