@@ -76,14 +76,14 @@ func topologyOf(nodes []identityNode, now time.Time) plog.Logs {
 }
 
 // trainerPhase is one closed phase of the train rank on GPU 1 of node n, named as its emitter names it.
-func trainerPhase(n identityNode, rank int, now time.Time) ptrace.Traces {
+func trainerPhase(n identityNode, rank uint8, now time.Time) ptrace.Traces {
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()
 	rs.Resource().Attributes().PutStr(sc.HostName, n.trainerNode)
 	s := rs.ScopeSpans().AppendEmpty().Spans().AppendEmpty()
 	s.SetName("actor_train")
-	s.SetTraceID(pcommon.TraceID{byte(rank + 1), 1})
-	s.SetSpanID(pcommon.SpanID{byte(rank + 1), 2})
+	s.SetTraceID(pcommon.TraceID{rank + 1, 1})
+	s.SetSpanID(pcommon.SpanID{rank + 1, 2})
 	s.SetStartTimestamp(pcommon.NewTimestampFromTime(now.Add(-10 * time.Second)))
 	s.SetEndTimestamp(pcommon.NewTimestampFromTime(now))
 	a := s.Attributes()
@@ -114,7 +114,7 @@ func TestNodeIdentityE2E(t *testing.T) {
 		now := time.Now()
 		for i, n := range nodes {
 			post(addrs[i], "/v1/metrics", mustBody(t)((&pmetric.JSONMarshaler{}).MarshalMetrics(gpuReadings(n, now))))
-			post(addrs[i], "/v1/traces", mustBody(t)((&ptrace.JSONMarshaler{}).MarshalTraces(trainerPhase(n, 2*i+1, now))))
+			post(addrs[i], "/v1/traces", mustBody(t)((&ptrace.JSONMarshaler{}).MarshalTraces(trainerPhase(n, uint8(2*i+1), now))))
 		}
 		post(addrs[0], "/v1/logs", mustBody(t)((&plog.JSONMarshaler{}).MarshalLogs(topologyOf(nodes, now))))
 	}
@@ -162,7 +162,7 @@ func TestNodeIdentityE2E(t *testing.T) {
 	})
 }
 
-// mustBody returns the marshalled request body, failing the test on an error.
+// mustBody returns the marshaled request body, failing the test on an error.
 func mustBody(t *testing.T) func([]byte, error) []byte {
 	return func(b []byte, err error) []byte {
 		t.Helper()
