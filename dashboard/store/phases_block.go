@@ -23,6 +23,8 @@ type phaseRec struct {
 	Step   *int     `json:"step"`
 	Span   string   `json:"span"`
 	Parent string   `json:"parent"`
+	// PID is the emitting process's process.pid (0: not written), part of the record's identity.
+	PID int `json:"pid"`
 	// Span and Parent as map keys (refOf), set when the record is kept.
 	sref, pref spanRef
 	// Also set by keep, so a query over a fleet's records hashes no string and follows no pointer: the end
@@ -48,22 +50,22 @@ func refOf(s string) spanRef {
 
 func (p *phaseRec) open() bool { return p.T1 == nil || *p.T1 < 0 }
 
-// identity matches an open marker with its closed record: the emitting process (node, rank) and the span id, or
-// for v1 records (node, rank, name, t0). The span id alone is not enough: emitters whose random generators were
-// seeded alike (every TP/DP/CP rank of a pipeline stage in miles) draw the same ids, and any client could close
-// or hide another process's phase by reusing its id (docs/semconv.md §8.3, "Record identity").
+// identity matches an open marker with its closed record: the emitting process (node, rank, pid) and the span
+// id, or for v1 records (node, rank, name, t0). The span id alone is not enough: emitters whose random generators
+// were seeded alike (every TP/DP/CP rank of a pipeline stage in miles) draw the same ids, and any client could
+// close or hide another process's phase by reusing its id (docs/semconv.md §8.3, "Record identity").
 func (p *phaseRec) identity() string {
 	if p.Span != "" {
-		return p.Node + "\x00" + itoa(p.Rank) + "\x00" + p.Span
+		return p.Node + "\x00" + itoa(p.Rank) + "\x00" + itoa(p.PID) + "\x00" + p.Span
 	}
 	return p.Node + "\x00" + itoa(p.Rank) + "\x00" + p.Name + "\x00" + ftoa(p.T0)
 }
 
 // phaseKey is identity() of a record with a 16-hex-digit span id, as a map key that hashes no concatenation.
 type phaseKey struct {
-	span uint64
-	rank int
-	node string
+	span      uint64
+	rank, pid int
+	node      string
 }
 
 func ftoa(f float64) string { b, _ := json.Marshal(f); return string(b) }
@@ -112,7 +114,7 @@ func (b *phaseBlock) heldBytes() int64 {
 			}
 		}
 	}
-	n += int64(len(b.spans))*40 + int64(len(b.ids))*mapEntryBytes + int64(len(b.openLeft))*4
+	n += int64(len(b.spans))*48 + int64(len(b.ids))*mapEntryBytes + int64(len(b.openLeft))*4
 	n += int64(b.nodeIdx.n) * 4
 	return n
 }
@@ -172,7 +174,7 @@ func hexID(s []byte) (uint64, bool) {
 // closes records r's identity as a closed one.
 func (b *phaseBlock) closes(r *phaseRec) {
 	if id, ok := hexID([]byte(r.Span)); ok {
-		b.spans[phaseKey{id, r.Rank, r.Node}] = struct{}{}
+		b.spans[phaseKey{id, r.Rank, r.PID, r.Node}] = struct{}{}
 		return
 	}
 	b.ids[r.identity()] = struct{}{}
@@ -181,7 +183,7 @@ func (b *phaseBlock) closes(r *phaseRec) {
 // isClosed says whether the block holds the closed twin of marker r.
 func (b *phaseBlock) isClosed(r *phaseRec) bool {
 	if id, ok := hexID([]byte(r.Span)); ok {
-		_, hit := b.spans[phaseKey{id, r.Rank, r.Node}]
+		_, hit := b.spans[phaseKey{id, r.Rank, r.PID, r.Node}]
 		return hit
 	}
 	_, hit := b.ids[r.identity()]
@@ -242,13 +244,12 @@ func (b *phaseBlock) addSparse(line []byte, hourStart float64) bool {
 	t1raw, ok1 := rawAfter(line, `"t1":`)
 	id, okID := hexID(span)
 	node, okN := stringAfter(line, `"node":"`)
-	rankRaw, okR := rawAfter(line, `"rank":`)
-	rank, okRank := 0.0, okR && jsonInt(rankRaw)
-	if okRank {
-		rank, okRank = flatjson.ParseNum(rankRaw)
-		okRank = okRank && math.Abs(rank) <= 1<<53
+	rank, okRank := intAfter(line, `"rank":`)
+	pid, okPID := 0.0, true
+	if bytes.Contains(line, []byte(`"pid":`)) {
+		pid, okPID = intAfter(line, `"pid":`)
 	}
-	if !okS || !ok0 || !ok1 || !okID || !okN || !okRank || !utf8.Valid(node) {
+	if !okS || !ok0 || !ok1 || !okID || !okN || !okRank || !okPID || !utf8.Valid(node) {
 		r, ok := b.decode(line)
 		if !ok {
 			return false
@@ -261,7 +262,7 @@ func (b *phaseBlock) addSparse(line []byte, hourStart float64) bool {
 		}
 		return true
 	}
-	key := phaseKey{id, int(rank), b.nodeName(node)}
+	key := phaseKey{id, int(rank), int(pid), b.nodeName(node)}
 	if len(t1raw) > 0 && t1raw[0] == 'n' { // null: an open marker
 		b.pend = append(b.pend, pendingMarker{key: key, off: len(b.arena), n: len(line)})
 		b.arena = append(b.arena, line...)
@@ -278,6 +279,16 @@ func (b *phaseBlock) addSparse(line []byte, hourStart float64) bool {
 	b.spans[key] = struct{}{}
 	b.maxT = math.Max(b.maxT, t1)
 	return true
+}
+
+// intAfter is the integer after key (which includes the colon), as the fast parser reads one.
+func intAfter(line []byte, key string) (float64, bool) {
+	raw, ok := rawAfter(line, key)
+	if !ok || !jsonInt(raw) {
+		return 0, false
+	}
+	v, ok := flatjson.ParseNum(raw)
+	return v, ok && math.Abs(v) <= 1<<53
 }
 
 // nodeName is node as a string shared by the block's records (its node dictionary), allocated once per node.
@@ -440,6 +451,10 @@ func parsePhaseFast(line []byte) (phaseRec, bool) {
 			if !null {
 				r.Rank, _ = integer(val, isStr)
 			}
+		case "pid":
+			if !null {
+				r.PID, _ = integer(val, isStr)
+			}
 		case "step":
 			if null {
 				r.Step = nil
@@ -478,7 +493,7 @@ func parsePhaseFast(line []byte) (phaseRec, bool) {
 	return r, ok && m.Err() == nil
 }
 
-var phaseKeys = []string{"name", "t0", "t1", "node", "rank", "role", "gpus", "step", "span", "parent"}
+var phaseKeys = []string{"name", "t0", "t1", "node", "rank", "role", "gpus", "step", "span", "parent", "pid"}
 
 // jsonNumber: -?digits[.digits][e[+-]digits] (what encoding/json accepts; parseNum would also take "NaN").
 func jsonNumber(b []byte) bool {

@@ -87,3 +87,37 @@ func TestPhasesSameSpanIDsAcrossRanks(t *testing.T) {
 		t.Errorf("AllPhases: closed per rank %v, open per rank %v; want 31, 31, 31, 30 and rank 3's one open", perRank, openRank)
 	}
 }
+
+// TestPhasesSameSpanIDsAcrossProcesses: two processes without a rank on one node (the rollout manager and the
+// driver, rank -1 both) that draw the same span id are told apart by their pid.
+func TestPhasesSameSpanIDsAcrossProcesses(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "dashboard/meta.json", `{"schema_version":3,"writer":"otelcol-miles","run_name":"r","start_ts":`+fmt.Sprint(h0)+`}`)
+	hour := time.Unix(int64(h0), 0).UTC().Format("20060102_15")
+	var b strings.Builder
+	for _, pid := range []int{100, 200} {
+		for _, t1 := range []string{"null", fmt.Sprintf("%.1f", h0+40)} {
+			fmt.Fprintf(&b, `{"name":"rollout","t0":%.1f,"t1":%s,"node":"n1","rank":-1,"role":"rollout_manager","gpus":[],"step":1,"span":"00000000000000aa","pid":%d}`+"\n", h0+20, t1, pid)
+		}
+	}
+	fmt.Fprintf(&b, `{"name":"rollout","t0":%.1f,"t1":null,"node":"n1","rank":-1,"role":"rollout_manager","gpus":[],"step":2,"span":"00000000000000bb","pid":300}`+"\n", h0+50)
+	fmt.Fprintf(&b, `{"name":"rollout","t0":%.1f,"t1":%.1f,"node":"n1","rank":-1,"role":"rollout_manager","gpus":[],"step":2,"span":"00000000000000bb","pid":100}`+"\n", h0+50, h0+60)
+	write(t, dir, "dashboard/phases/"+hour+".jsonl", b.String())
+	write(t, dir, "dashboard/gpu_util/"+hour+".jsonl", gpuLine(h0+100, "n1", 0, 50))
+	st, err := Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs, _ := st.AllPhases()
+	var closed, open int
+	for _, r := range recs {
+		if r.Open {
+			open++
+		} else {
+			closed++
+		}
+	}
+	if closed != 3 || open != 1 {
+		t.Fatalf("%d closed and %d open phases, want 3 closed (pids 100, 200; 100's second) and pid 300's open one", closed, open)
+	}
+}

@@ -84,6 +84,7 @@ func firstBroken(ws ...string) string {
 type phaseHead struct {
 	node, name, role string
 	rank             int64
+	pid              int64 // the resource's process.pid, 0 absent (part of the record's identity)
 	ids, uuids       pcommon.Slice
 	attrs            pcommon.Map
 }

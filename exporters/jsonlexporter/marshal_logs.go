@@ -34,6 +34,7 @@ func mapLogs(ld plog.Logs, r *records) {
 					if !ok {
 						continue
 					}
+					p.pid, _ = attrInt(rl.Resource().Attributes(), sc.ProcessPID)
 					buf = appendPhase(buf[:0], r, p, ts, 0, true, lr.SpanID(), pcommon.NewSpanIDEmpty())
 					r.add(sc.StreamPhases, ts, buf)
 				case ev == sc.EventRunConfig:

@@ -26,6 +26,7 @@ func mapTraces(td ptrace.Traces, r *records) {
 	for _, rs := range td.ResourceSpans().All() {
 		node, _ := attrStr(rs.Resource().Attributes(), sc.HostName)
 		svc, _ := attrStr(rs.Resource().Attributes(), sc.ServiceName)
+		pid, _ := attrInt(rs.Resource().Attributes(), sc.ProcessPID)
 		for _, ss := range rs.ScopeSpans().All() {
 			if r.engine.engineScope(svc, ss) {
 				for _, span := range ss.Spans().All() {
@@ -49,6 +50,7 @@ func mapTraces(td ptrace.Traces, r *records) {
 					if !ok {
 						continue
 					}
+					p.pid = pid
 					c := r.chunkFor(sc.StreamPhases, span.EndTimestamp())
 					c.data = appendPhase(c.data, r, p, span.StartTimestamp(), span.EndTimestamp(), false,
 						span.SpanID(), span.ParentSpanID())
@@ -133,6 +135,9 @@ func appendPhase(b []byte, r *records, p phaseHead, t0, t1 pcommon.Timestamp, op
 	o.spanID("span", id)
 	if !parent.IsEmpty() {
 		o.spanID("parent", parent)
+	}
+	if p.pid > 0 {
+		o.int("pid", p.pid) // with node, rank and span: the record's identity (docs/semconv.md §8.3)
 	}
 	return o.line()
 }
