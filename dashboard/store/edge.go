@@ -202,6 +202,39 @@ func (s *Store) firstLocked() float64 {
 	return first
 }
 
+// firstKeyLocked names what firstLocked reads: the oldest gpu_util and phases partitions' files with the plain
+// ones' sizes (one still empty holds no first record yet) and meta.json's start_ts. Equal keys give equal
+// firsts, so a follower reads a first line again only when one of them changed.
+func (s *Store) firstKeyLocked() string {
+	var b strings.Builder
+	for _, f := range []*partition.Stream{s.gpu.utilFiles, s.phases.files} {
+		hs := f.Hours()
+		if len(hs) == 0 {
+			b.WriteString("-;")
+			continue
+		}
+		fmt.Fprintf(&b, "%d", hs[0])
+		for _, pf := range f.Parts[hs[0]].Files {
+			fmt.Fprintf(&b, ":%s:%d:%s", pf.Plain, fileSize(pf.Plain), pf.Zst)
+		}
+		b.WriteByte(';')
+	}
+	fmt.Fprint(&b, s.meta["start_ts"])
+	return b.String()
+}
+
+// fileSize is the size of the file at path, -1 when it cannot be read ("" or missing).
+func fileSize(path string) int64 {
+	if path == "" {
+		return -1
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return -1
+	}
+	return fi.Size()
+}
+
 // raiseEdge moves the data edge forward to t and returns the edge; a t past the plausible horizon is ignored.
 func (s *Store) raiseEdge(t float64) float64 {
 	s.lmu.Lock()

@@ -93,8 +93,10 @@ type Store struct {
 
 	// edge is the newest timestamp seen in any stream.
 	edge float64
-	// first is the run's first timestamp (firstLocked).
-	first float64
+	// first is the run's first timestamp (firstLocked); firstKey is what it was computed from (firstKeyLocked),
+	// so a follower computes it again when that changes.
+	first    float64
+	firstKey string
 	// notices are the data problems the UI shows, by message.
 	notices map[string]Notice
 	// listeners are woken when data grew or meta changed (Subscribe).
@@ -177,7 +179,7 @@ func open(dir string, follow bool, opts ...storeOption) (*Store, error) {
 	s.topology.loadLocked()
 	s.loadLanesLocked() // after the topology, which adds to the lanes
 	s.edge = s.edgeLocked()
-	s.first = s.firstLocked()
+	s.first, s.firstKey = s.firstLocked(), s.firstKeyLocked()
 	s.stalled = stalledKey(s.shardStatusLocked())
 	return s, nil
 }
@@ -252,6 +254,16 @@ func (s *Store) Refresh() {
 	}
 	if e := s.edgeLocked(); e > s.edge {
 		s.edge = e
+	}
+	// The run's start as a fresh open would say it: records timed before the collector's start (a run that
+	// restarted its clock, a replay) move it back.
+	if k := s.firstKeyLocked(); k != s.firstKey {
+		s.firstKey = k
+		if f := s.firstLocked(); f != s.first {
+			s.first = f
+			s.metaVer++
+			grew = true
+		}
 	}
 	s.settleLocked() // what the followed hours gained counts in the memory budget
 	grew = grew || s.edge > prevEdge
