@@ -26,6 +26,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/advisory"
 	"github.com/otelcol-miles/otelcol-miles/dashboard/server"
@@ -212,8 +213,14 @@ func checkExposure(addr, token string) error {
 	if !loopbackHost(host) && token == "" {
 		return fmt.Errorf("--addr %s is not loopback: refusing to serve the run without --token", addr)
 	}
+	if !loopbackHost(host) && utf8.RuneCountInString(token) < minTokenLength {
+		return fmt.Errorf("--addr %s is not loopback: the token must be at least %d characters (e.g. openssl rand -hex 16), a short one is guessed by trying", addr, minTokenLength)
+	}
 	return nil
 }
+
+// minTokenLength is the shortest token accepted beyond loopback (docs/operations.md "Exposure").
+const minTokenLength = 16
 
 // loopbackHost says whether a listen address's host reaches this machine only.
 func loopbackHost(host string) bool {

@@ -27,7 +27,11 @@ func TestExposureRefused(t *testing.T) {
 		{"127.0.0.1:7788", " ", "white space"},
 		{"0.0.0.0:7788", " tok", "starts or ends"},
 		{"nonsense", "t", "--addr"},
-		{"0.0.0.0:7788", "tok", ""},
+		// Beyond loopback a token must be long enough not to be guessed by trying.
+		{"0.0.0.0:7788", "x", "at least 16"},
+		{"10.0.0.5:7788", "tok", "at least 16"},
+		{"0.0.0.0:7788", "0123456789abcdef", ""},
+		{"127.0.0.1:7788", "tok", ""}, // loopback: any token is an extra, not the only guard
 		{"127.0.0.1:7788", "", ""},
 		{"[::1]:7788", "", ""},
 		{"localhost:7788", "", ""},
