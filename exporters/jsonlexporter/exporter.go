@@ -44,6 +44,7 @@ type jsonlExporter struct {
 
 	limits limitWarner   // over-limit drops, logged at most once a minute
 	engine *engineFilter // the engine_traces stream's filter (nil when off)
+	keys   metricKeys    // the step-metric keys written (limits.go)
 }
 
 func newExporter(cfg *Config, set component.TelemetrySettings, version string) (*jsonlExporter, error) {

@@ -29,7 +29,38 @@ const (
 	maxNameBytes     = 256   // node (host.name), phase name, role, GPU UUID and model, engine address, process name
 	maxLanes         = 65536 // lanes in lane_catalog.json (1024 nodes × 64 GPUs)
 	maxEngines       = maxLanes
+	// maxMetricKeys bounds the distinct step-metric keys one collector writes (a run logs hundreds): past it the
+	// points of further keys are dropped and counted, so invented keys cannot make the dashboard's key catalog
+	// grow without end.
+	maxMetricKeys = 16384
 )
+
+// metricKeys is the set of step-metric keys written so far, bounded by maxMetricKeys; one per exporter.
+type metricKeys struct {
+	mu   sync.Mutex
+	seen map[string]struct{}
+}
+
+// admit says whether points of key may be written: a known key always, a new one while the set has room. A
+// nil set admits everything.
+func (k *metricKeys) admit(key string) bool {
+	if k == nil {
+		return true
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if _, ok := k.seen[key]; ok {
+		return true
+	}
+	if len(k.seen) >= maxMetricKeys {
+		return false
+	}
+	if k.seen == nil {
+		k.seen = map[string]struct{}{}
+	}
+	k.seen[key] = struct{}{}
+	return true
+}
 
 // limitWarnEvery spaces the over-limit warnings: one line per minute at most, with the count since the last.
 const limitWarnEvery = time.Minute
@@ -249,7 +280,7 @@ func logWarnOverLimit(logger *zap.Logger, n int64, what string) {
 
 // newRecords starts the records of one export with the accepted time window around the collector's clock.
 func (e *jsonlExporter) newRecords() records {
-	var r records
+	r := records{keys: &e.keys}
 	r.lo, r.hi = acceptWindow(e.now(), e.cfg.MaxPast, e.cfg.MaxFuture)
 	return r
 }

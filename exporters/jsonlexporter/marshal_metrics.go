@@ -116,6 +116,10 @@ type stepGroups struct {
 }
 
 func (s *stepGroups) add(m pmetric.Metric, r *records) {
+	if !r.keys.admit(m.Name()) {
+		r.overLimit(int64(numberPoints(m).Len()), "metrics: over "+strconv.Itoa(maxMetricKeys)+" step-metric keys")
+		return
+	}
 	for _, dp := range numberPoints(m).All() {
 		if !r.timeOK(dp.Timestamp()) {
 			continue

@@ -75,6 +75,7 @@ type records struct {
 	// lo and hi bound the accepted record times (limits.go, acceptWindow); hi == 0: no bound.
 	lo, hi pcommon.Timestamp
 	engine *engineFilter // engine spans to keep (nil: none, they count as unmapped; marshal_engine.go)
+	keys   *metricKeys   // the exporter's step-metric keys (limits.go; nil: unbounded)
 	eng    engineCounts  // engine spans left out, by reason
 }
 
