@@ -178,6 +178,9 @@ export class MetricsView {
       for (const e of ents) if (e.isIntersecting) this.ensureChart((e.target as HTMLElement).dataset.key!);
     }, { rootMargin: "400px" });
     this.buildDom();
+    window.addEventListener("hashchange", () => {
+      if (this.active && location.hash.startsWith("#/metrics")) this.applyHash();
+    });
     live?.add({
       metrics: (p) => this.applyPush(p),
       meta: (m) => (this.meta = m),
@@ -272,7 +275,7 @@ export class MetricsView {
         this.st.cat = c;
         this.st.x0 = this.st.x1 = undefined;
         this.timeZoom = null;
-        this.writeUrl();
+        this.writeUrl(true);
         this.renderSide();
         this.rebuildGrid();
       };
@@ -567,7 +570,7 @@ export class MetricsView {
     }
     this.st.x0 = a;
     this.st.x1 = b;
-    this.writeUrl();
+    this.writeUrl(true);
     for (const c of this.cards.values()) if (c.u) this.drawCard(c, false);
     // series the server decimated: fetch the zoomed range at full resolution
     const dec = Array.from(this.cards.values())
@@ -586,7 +589,7 @@ export class MetricsView {
       return;
     }
     this.st.x0 = this.st.x1 = undefined;
-    this.writeUrl();
+    this.writeUrl(true);
     for (const c of this.cards.values()) if (c.u) this.drawCard(c, false);
   }
 
@@ -743,9 +746,38 @@ export class MetricsView {
     }, 5000);
   }
 
-  private writeUrl(): void {
+  /**
+   * Write the state into the URL. push: a new history entry (a zoom, a reset, a category), so Back undoes it;
+   * otherwise the entry is replaced (typing in the filter, smoothing, log).
+   */
+  private writeUrl(push = false): void {
     if (!this.active) return;
     const h = formatMetricsHash(this.st);
-    if (h !== location.hash) history.replaceState(null, "", location.pathname + location.search + h);
+    if (h === location.hash) return;
+    if (push) history.pushState(null, "", location.pathname + location.search + h);
+    else history.replaceState(null, "", location.pathname + location.search + h);
+  }
+
+  /** The hash changed under the shown view (Back, Forward, an edited URL): show what it says. */
+  private applyHash(): void {
+    const s = parseMetricsHash(location.hash);
+    if (!s.cat || !this.cats.includes(s.cat)) s.cat = this.cats[0] ?? "";
+    const cur = this.st;
+    if (JSON.stringify(s) === JSON.stringify(cur)) return;
+    const zoomOnly = s.cat === cur.cat && s.filter === cur.filter && s.smooth === cur.smooth && s.log === cur.log && s.dp === cur.dp;
+    this.st = s;
+    if (zoomOnly) {
+      for (const c of this.cards.values()) if (c.u && !c.engine) this.drawCard(c, false);
+      const z = this.zoomRange();
+      const keys = Array.from(this.cards.keys()).filter((k) => this.data.get(k)?.decimated);
+      if (z && keys.length) void this.fetchSeries(keys, [Math.floor(z[0]), Math.ceil(z[1])]);
+      return;
+    }
+    this.filterIn.value = s.filter;
+    this.smoothSel.value = String(s.smooth);
+    this.logBtn.classList.toggle("on", s.log);
+    if (s.cat !== cur.cat) this.timeZoom = null;
+    this.renderSide();
+    this.rebuildGrid();
   }
 }

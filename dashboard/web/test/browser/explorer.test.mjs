@@ -168,6 +168,42 @@ test("drag on one chart zooms every chart; double-click resets", async () => {
   assert.ok(r.max - r.min > z.max - z.min, "reset shows the whole range again");
 });
 
+test("Back and Forward undo and redo a zoom; an edited URL redraws the charts", async () => {
+  await until(async () => (await cards()).filter((c) => c.drawn).length >= 4, { what: "charts drawn" });
+  const ranges = async () => (await cards()).filter((c) => c.drawn && c.key !== undefined);
+  const full = (await ranges()).find((c) => c.key === "train/loss");
+  const over = await page.$('.mcard[data-key="train/loss"] .u-over');
+  const b = await over.boundingBox();
+  await page.mouse.move(b.x + b.width * 0.3, b.y + b.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(b.x + b.width * 0.6, b.y + b.height / 2, { steps: 6 });
+  await page.mouse.up();
+  await until(async () => /x0=/.test(await page.evaluate(() => location.hash)), { what: "the zoom in the URL" });
+  const z = (await ranges()).find((c) => c.key === "train/loss");
+  assert.ok(z.max - z.min < (full.max - full.min) * 0.8, JSON.stringify({ z, full }));
+  const all = (want) => async () => {
+    const cs = await ranges();
+    // (the URL keeps a zoom to 3 decimals)
+    return cs.length >= 4 && cs.every((c) => Math.abs(c.min - want.min) < 1e-3 && Math.abs(c.max - want.max) < 1e-3) ? cs : null;
+  };
+  // Back: the URL and every chart return to the range before the zoom.
+  await page.evaluate(() => history.back());
+  await until(async () => !/x0=/.test(await page.evaluate(() => location.hash)), { what: "Back: the URL without the zoom" });
+  await until(async () => (await ranges()).every((c) => c.max - c.min > (z.max - z.min) * 1.2), { what: "Back: every chart unzoomed" });
+  // Forward: zoomed again, every chart.
+  await page.evaluate(() => history.forward());
+  await until(all(z), { what: "Forward: every chart at the zoom again" });
+  // An edited URL: the charts show the range it names.
+  const want = { min: Math.round(full.min) + 1, max: Math.round(full.min) + 3 };
+  await page.evaluate(({ want }) => {
+    const h = location.hash.replace(/x0=[\d.]+&x1=[\d.]+/, `x0=${want.min}&x1=${want.max}`);
+    location.hash = h;
+  }, { want });
+  await until(all(want), { what: `every chart at the edited range ${JSON.stringify(want)}` });
+  await page.dblclick('.mcard[data-key="train/loss"] .u-over');
+  await until(async () => !/x0=/.test(await page.evaluate(() => location.hash)), { what: "zoom reset" });
+});
+
 test("smoothing adds a smoothed line over the faint raw one; log scale", async () => {
   await page.selectOption(".msmooth", "0.9");
   await until(async () => (await cards()).filter((c) => c.drawn).every((c) => c.series === 3), { what: "smoothed series" });
