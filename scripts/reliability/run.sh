@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # make reliability: the campaign of docs/reliability.md on loopback, bounded in time (~15 min with the
 # defaults on 2 cores). Results: one JSON line per test in $RELIABILITY_OUT/results.jsonl.
-#   RELIABILITY_TESTS="kill disk outage outage-agent fuzz exposure"  (default: all)
+#   RELIABILITY_TESTS="kill disk outage outage-agent fuzz exposure acknowledge"  (default: all)
+#   acknowledge: the gateway's rate cap under an agent backlog, big requests split below the gateway's limit,
+#   unfinished headers closed, a disk failing under ack: written, concurrent dashboard queries (go tests that
+#   start the binaries, docs/reliability.md); one JSON line with each test's outcome and time
 #   KILLS=20 NODES=16 DURATION=40m SPEED=25  (kill -9 under load)   OUTAGE=60 (collector down, s)
 #   DISK_HOLD=15s DISK_MIB=256 (disk full / read-only)                FUZZTIME=10s (per Fuzz* target)
 #   soak (not in the default list): SOAK=10m wall at SPEED with the dashboard following, a WebSocket reader and
@@ -13,7 +16,25 @@ cd "$(dirname "$0")/../.."
 GO=${GO:-go}
 OUT=${RELIABILITY_OUT:-$(mktemp -d -t miles-reliability.XXXXXX)}
 mkdir -p "$OUT"
-TESTS=${RELIABILITY_TESTS:-kill disk outage outage-agent fuzz exposure}
+TESTS=${RELIABILITY_TESTS:-kill disk outage outage-agent fuzz exposure acknowledge}
+
+# acknowledge runs the named go tests verbosely and prints one JSON line: {"test":"acknowledge","results":{name:
+# {"ok":bool,"s":seconds}}}.
+acknowledge() {
+	local log="$OUT/acknowledge.log"
+	MILES_E2E_REQUIRE=1 $GO test -count=1 -v \
+		-run 'TestGatewayRateCapBackPressureE2E|TestAgentSplitsBatchesBelowGatewayLimitE2E|TestUnfinishedHeadersClosedE2E|TestAckWrittenRefusesWhileDiskFails|TestEngineRateRefusesRetryable|TestAdmissionBoundsConcurrentQueries' \
+		./e2e/ ./exporters/jsonlexporter/ ./dashboard/server/ >"$log" 2>&1 || true
+	python3 - "$log" <<'PY'
+import json, re, sys
+res = {}
+for line in open(sys.argv[1], errors="replace"):
+    m = re.match(r"^--- (PASS|FAIL): (\S+) \(([0-9.]+)s\)", line)
+    if m:
+        res[m.group(2)] = {"ok": m.group(1) == "PASS", "s": float(m.group(3))}
+print(json.dumps({"test": "acknowledge", "results": res}))
+PY
+}
 echo "reliability: $TESTS -> $OUT" >&2
 for t in $TESTS; do
 	echo "reliability: $t ($(date -u +%T))" >&2
@@ -26,6 +47,7 @@ for t in $TESTS; do
 	outage) python3 scripts/reliability/outage.py --outage "${OUTAGE:-60}" --out "$OUT/outage" | tee -a "$OUT/results.jsonl" ;;
 	outage-agent) python3 scripts/reliability/outage.py --outage "${OUTAGE:-60}" --via-agent --out "$OUT/outage-agent" | tee -a "$OUT/results.jsonl" ;;
 	fuzz) FUZZTIME=${FUZZTIME:-10s} scripts/reliability/fuzz.sh | tee -a "$OUT/results.jsonl" ;;
+	acknowledge) acknowledge | tee -a "$OUT/results.jsonl" ;;
 	*) echo "unknown test $t" >&2; exit 2 ;;
 	esac
 done
