@@ -64,4 +64,7 @@ const (
 	MetricLifecycleHeldSpans     = "otelcol_processor_lifecycle_held_spans"
 	MetricLifecycleReleaseErrors = "otelcol_processor_lifecycle_release_errors"
 	MetricLifecycleInvalidSpans  = "otelcol_processor_lifecycle_invalid_spans"
+	// MetricLifecycleMatchedConsumes counts consume spans sent outside their attempt's trace, matched to it by
+	// sample index and moved into it (docs/semconv.md §3, "Consume from any process").
+	MetricLifecycleMatchedConsumes = "otelcol_processor_lifecycle_matched_consumes"
 )

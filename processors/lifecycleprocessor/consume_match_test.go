@@ -68,6 +68,9 @@ func TestConsumeFromAnotherProcess(t *testing.T) {
 	mustInt(t, c, sc.LifecycleAttempts, 2)
 	mustInt(t, c, sc.Attempt, 1)
 
+	if n := h.p.tel.movedConsumes.Load(); n != 2 {
+		t.Errorf("%d consumes counted as matched by sample index, want 2", n)
+	}
 	st := out[pcommon.SpanID{0xee, 1}]
 	mustStatus(t, st, sc.LifecycleStatusKnown, "")
 	mustInt(t, st, sc.LifecycleStepSamples, 2)

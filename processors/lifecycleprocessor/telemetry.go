@@ -16,7 +16,7 @@ import (
 // telemetry counts what the processor does, as collector self-metrics (otelcol_processor_lifecycle_*, declared
 // in metadata.yaml) and as plain counters tests read. Never one log line per item.
 type telemetry struct {
-	samples, steps, evictions, late, releaseErrors, invalid metric.Int64Counter
+	samples, steps, evictions, late, releaseErrors, invalid, matched metric.Int64Counter
 
 	inFlight  atomic.Int64 // sample attempts held
 	heldSpans atomic.Int64 // spans held for the wait window
@@ -30,6 +30,7 @@ type telemetry struct {
 	evictedCapacity, expiredTTL  atomic.Int64
 	lateSpans, releaseFailures   atomic.Int64
 	invalidIDSpans               atomic.Int64
+	movedConsumes                atomic.Int64
 }
 
 func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
@@ -53,6 +54,7 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 	t.late = counter(sc.MetricLifecycleLateSpans, "Spans that arrived after their sample's consume had been resolved (more than wait_window late).", "{span}")
 	t.releaseErrors = counter(sc.MetricLifecycleReleaseErrors, "Releases of held spans that the next consumer refused (the spans are lost).", "{error}")
 	t.invalid = counter(sc.MetricLifecycleInvalidSpans, "Trajectory spans with an all-zero trace or span id, passed on without joining their sample.", "{span}")
+	t.matched = counter(sc.MetricLifecycleMatchedConsumes, "Consume spans sent outside their attempt's trace (another process), matched to it by sample index and moved into it.", "{span}")
 	if err != nil {
 		return nil, err
 	}
@@ -119,6 +121,11 @@ func (t *telemetry) lateSpan(ctx context.Context) {
 func (t *telemetry) releaseError(ctx context.Context) {
 	t.releaseFailures.Add(1)
 	t.releaseErrors.Add(ctx, 1)
+}
+
+func (t *telemetry) movedConsume(ctx context.Context) {
+	t.movedConsumes.Add(1)
+	t.matched.Add(ctx, 1)
 }
 
 func (t *telemetry) invalidIDs(ctx context.Context, n int64) {

@@ -340,6 +340,9 @@ func (w *worker) resolveConsume(ctx context.Context, span ptrace.Span, f *spanIn
 		w.resolved = append(w.resolved, done)
 		return
 	}
+	if done.moved {
+		w.p.tel.movedConsume(ctx) // once: a retried export of it took the path above
+	}
 	c := lifecycle.ConsumeFrom(&f.Span)
 	var prior lifecycle.PriorFunc
 	if w.p.cfg.CarryPriorAttempts {
