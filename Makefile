@@ -67,6 +67,7 @@ test-stress: build jaeger
 test: check-generate build jaeger lint nocgo-build
 	$(MAKE) -C python venv  # the Perfetto export test reads traces with PyPI perfetto from this venv
 	scripts/sglang-venv.sh  # sglang's own metrics code for the real-sglang e2e tests (docs/semconv.md §7)
+	scripts/miles-venv.sh   # the published miles for the real-miles e2e tests (docs/python.md "Compatibility")
 	MILES_E2E_REQUIRE=1 $(GO) test -race -count=1 $$($(GO) list ./... | grep -v '/e2e$$')
 	MILES_E2E_REQUIRE=1 $(GO) test -count=1 ./e2e/
 	@if [ -f python/Makefile ]; then MILES_E2E_REQUIRE=1 $(MAKE) -C python test; fi

@@ -65,11 +65,12 @@ def instrumentation_dependencies() -> tuple[str, ...]:
 class _Attempt:
     """One training sample's attempt, carried by a context variable through the rollout coroutine."""
 
-    __slots__ = ("sample", "turns")
+    __slots__ = ("sample", "turns", "last_end")
 
     def __init__(self, sample: Any) -> None:
         self.sample = sample
         self.turns = 0
+        self.last_end: float | None = None  # end of the previous engine call of this attempt
 
 
 _attempt: contextvars.ContextVar[_Attempt | None] = contextvars.ContextVar("miles_otel_attempt", default=None)
@@ -445,21 +446,27 @@ def _dist_rank() -> int:
 
 
 def _hook_rollout_manager(mod: Any) -> None:
-    cls = _plain_class(getattr(mod, "RolloutManager", None))
+    actor = getattr(mod, "RolloutManager", None)
+    cls = _plain_class(actor)
     if cls is None or getattr(cls, "__module__", None) != mod.__name__:
         return  # miles main: a package whose rollout_manager submodule defines it (hooked on its own)
-    _wrap(cls, "__init__", _make_manager_init, "rollout_manager")
-    for name in ("generate", "eval"):
-        if name in cls.__dict__:
-            _wrap(cls, name, _make_manager_step, "rollout_manager." + name)
-    if "set_weight_version" in cls.__dict__:
-        _wrap(cls, "set_weight_version", _make_set_version, "rollout_manager.set_weight_version")
-    if "_convert_samples_to_train_data" in cls.__dict__:  # miles-rl 0.0.2: a method
-        _wrap(cls, "_convert_samples_to_train_data", _make_consume("samples"), "consume")
-    elif callable(getattr(mod, "convert_samples_to_train_data", None)):  # miles main: a function it imports
-        _wrap(mod, "convert_samples_to_train_data", _make_consume("data"), "consume")
-    else:
-        _not_fitting("consume", f"{mod.__name__}: convert_samples_to_train_data")
+    # A class decorated with @ray.remote (miles-rl 0.0.2) has a second copy of every method in the subclass Ray
+    # made at decoration time, the one its actor process runs: both are wrapped.
+    modified = getattr(getattr(actor, "__ray_metadata__", None), "modified_class", None)
+    for owner in (cls, modified) if modified is not None else (cls,):
+        _wrap(owner, "__init__", _make_manager_init, "rollout_manager")
+        for name in ("generate", "eval"):
+            if name in owner.__dict__:
+                _wrap(owner, name, _make_manager_step, "rollout_manager." + name)
+        if "set_weight_version" in owner.__dict__:
+            _wrap(owner, "set_weight_version", _make_set_version, "rollout_manager.set_weight_version")
+        if "_convert_samples_to_train_data" in owner.__dict__:  # miles-rl 0.0.2: a method
+            _wrap(owner, "_convert_samples_to_train_data", _make_consume("samples"), "consume")
+    if "_convert_samples_to_train_data" not in cls.__dict__:
+        if callable(getattr(mod, "convert_samples_to_train_data", None)):  # miles main: a function it imports
+            _wrap(mod, "convert_samples_to_train_data", _make_consume("data"), "consume")
+        else:
+            _not_fitting("consume", f"{mod.__name__}: convert_samples_to_train_data")
 
 
 def _plain_class(obj: Any) -> Any:
@@ -751,6 +758,8 @@ def _make_post(orig):
             return await orig(*a, **kw)
         args, kwargs, turn = call
         t0 = time.time()
+        if att.last_end is not None:  # between two engine calls of one attempt: the tool (or agent) ran
+            _tool_gap(att, att.last_end, t0, turn - 1)
         try:
             out = await orig(*args, **kwargs)
         except BaseException:
@@ -774,8 +783,14 @@ def _engine_call(att: _Attempt, sig: inspect.Signature, a: tuple, kw: dict):
     return b.args, b.kwargs, att.turns
 
 
+@_quiet("tool")
+def _tool_gap(att: _Attempt, t0: float, t1: float, turn: int) -> None:
+    _state.trajectories().tool_span(att.sample, t0, t1, turn)
+
+
 @_quiet("generate")
 def _segment(att: _Attempt, t0: float, t1: float, turn: int, out: Any, finish: str | None) -> None:
+    att.last_end = t1
     meta = out.get("meta_info") if isinstance(out, dict) else None
     _state.trajectories().gen_span(
         att.sample, t0, t1, turn, meta_info=meta if isinstance(meta, dict) else None, finish_reason=finish

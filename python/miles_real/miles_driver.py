@@ -44,6 +44,13 @@ SGLANG_DEFAULTS = {
 TRAIN_PHASES = (("log_probs", 0.05), ("actor_train", 0.12))
 
 
+# A ChatML-shaped template: miles' multi-turn path tokenizes tool responses through it.
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] or '' }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
+
 def say(obj: dict) -> None:
     sys.stdout.write(json.dumps(obj) + "\n")
     sys.stdout.flush()
@@ -112,7 +119,7 @@ def make_tokenizer(path: str) -> None:
     tok.save(os.path.join(path, "tokenizer.json"))
     with open(os.path.join(path, "tokenizer_config.json"), "w") as f:
         json.dump({"tokenizer_class": "PreTrainedTokenizerFast", "unk_token": "<unk>", "pad_token": "<pad>",
-                   "eos_token": "<eos>", "model_max_length": 4096}, f)
+                   "eos_token": "<eos>", "model_max_length": 4096, "chat_template": CHAT_TEMPLATE}, f)
 
 
 def rollout_manager(opts) -> None:
@@ -137,13 +144,24 @@ def rollout_manager(opts) -> None:
 
     parser = ap.ArgumentParser()
     get_miles_extra_args_provider()(parser)
-    args = parser.parse_args([
+    argv = [
         "--hf-checkpoint", tok_dir, "--prompt-data", prompts, "--input-key", "prompt", "--label-key", "label",
         "--rollout-batch-size", str(opts.prompts), "--n-samples-per-prompt", str(n),
         "--global-batch-size", str(opts.prompts * n), "--rollout-max-response-len", "8",
         "--rm-type", "math", "--rollout-num-gpus", "2", "--rollout-num-gpus-per-engine", "1",
         "--debug-train-only",
-    ])
+    ]
+    if opts.multi_turn:  # miles' own multi-turn generate function with a tool (miles_real_tools.py)
+        from miles.rollout.generate_hub import multi_turn
+
+        multi_turn.generate.add_arguments(parser)
+        argv += [
+            "--custom-generate-function-path", "miles.rollout.generate_hub.multi_turn.generate",
+            "--generate-max-turns", "3", "--generate-tool-call-parser", "qwen25",
+            "--generate-tool-specs-path", "miles_real_tools.TOOL_SPECS",
+            "--generate-execute-tool-function-path", "miles_real_tools.execute",
+        ]
+    args = parser.parse_args(argv)
     for k, v in SGLANG_DEFAULTS.items():
         if not hasattr(args, k):
             setattr(args, k, v)
@@ -221,6 +239,7 @@ def main() -> None:
     p.add_argument("--prompts", type=int, default=4)
     p.add_argument("--n-samples", type=int, default=2)
     p.add_argument("--train-ranks", type=int, default=4)
+    p.add_argument("--multi-turn", action="store_true")
     opts = p.parse_args()
     engines = [u for u in opts.engines.split(",") if u]
     if opts.role == "train":
