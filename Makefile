@@ -12,7 +12,7 @@ BIN := bin/otelcol-miles
 OCB := $(GO) tool -modfile=tools/ocb/go.mod builder
 GOLANGCI_LINT := $(GO) tool -modfile=tools/golangci-lint/go.mod golangci-lint
 
-.PHONY: all build generate check-generate test test-stress unit-test e2e-test python-test web-test screenshots lint nocgo-build bench demo clean reliability
+.PHONY: all dist build generate check-generate test test-stress unit-test e2e-test python-test web-test screenshots lint nocgo-build bench demo clean reliability
 
 all: build
 
@@ -95,6 +95,11 @@ reliability: build
 ## bench: exporter and component benchmarks (see BENCHMARKS.md)
 bench:
 	@if [ -x bench/run.sh ]; then bench/run.sh; else $(GO) test -run '^$$' -bench . -benchmem ./bench/...; fi
+
+## dist: the miles-otel wheel and the otelcol-miles / miles-dashboard archives for linux amd64 and arm64, with
+## SHA256SUMS, in dist/ (scripts/dist.sh; arm64 cross-compiles with Debian's gcc-aarch64-linux-gnu)
+dist:
+	scripts/dist.sh
 
 ## demo: a live simulated run through the real collector (see README)
 demo: build

@@ -95,6 +95,8 @@ type Options struct {
 	Configs []string // config files; default configs/run.yaml
 	// Addresses to reuse (a restart on the same ports); empty means fresh free ports.
 	GRPCAddr, HTTPAddr string
+	// Binary is the collector to start; default bin/otelcol-miles (the dist test starts the archived one).
+	Binary string
 }
 
 // StartCollector starts the binary with configs/run.yaml (or opts.Configs) writing into runDir, on free
@@ -109,7 +111,10 @@ func StartCollector(tb testing.TB, runDir string, opts Options) *Collector {
 // (twice), unless the caller asked for those addresses.
 func startCollector(tb testing.TB, runDir string, opts Options, attempt int) *Collector {
 	tb.Helper()
-	bin := Binary(tb)
+	bin := opts.Binary
+	if bin == "" {
+		bin = Binary(tb)
+	}
 	c := &Collector{
 		GRPCAddr: opts.GRPCAddr, HTTPAddr: opts.HTTPAddr, HealthAddr: FreeAddr(tb), RunDir: runDir,
 		out: &syncBuffer{}, done: make(chan struct{}),
