@@ -280,12 +280,17 @@ class TrajectorySink:
         completion_tokens: int | None = None,
         finish_reason: str | None = None,
         meta_info: dict | None = None,
+        rid: str | None = None,
     ) -> None:
         """One engine call. Pass sglang's ``meta_info`` (or the explicit fields): ``weight_version`` must be the
-        version that produced this turn; it falls back to ``sample.weight_versions[turn-1]`` when recorded."""
+        version that produced this turn; it falls back to ``sample.weight_versions[turn-1]`` when recorded.
+        ``rid`` (default ``meta_info["id"]``, sglang's request id) finds the engine's request slices when the
+        request went without the traceparent (docs/semconv.md §10.3)."""
         try:
             st, idx, grp = self._state(sample, t0)
             if meta_info:
+                if rid is None:
+                    rid = meta_info.get("id")
                 if weight_version is None:
                     weight_version = meta_info.get("weight_version")
                 if prompt_tokens is None:
@@ -312,6 +317,8 @@ class TrajectorySink:
                 a[sc.TOKENS_COMPLETION] = int(completion_tokens)
             if finish_reason is not None:
                 a[sc.FINISH_REASON] = finish_reason
+            if rid:
+                a[sc.ENGINE_RID] = str(rid)
             sid, st[7] = st[7], 0  # the id generate_headers gave sglang, if any
             self._span(sc.SPAN_GENERATE, st, t0, t1, a, sid)
         except Exception as e:

@@ -284,6 +284,18 @@ class TrajectorySinkTest(SinkTestBase):
         [attempt] = by["miles.attempt"]
         self.assertEqual({g["traceId"] for g in gens} | {gap["traceId"]}, {attempt["traceId"]})
 
+    def test_generate_carries_sglang_request_id(self):
+        """meta_info["id"] is sglang's request id: the key that joins an engine request sent without the
+        traceparent (docs/semconv.md §10.3)."""
+        sink = self.e.trajectory_sink()
+        s = FakeSample(3, 1)
+        sink.gen_span(s, 10.0, 11.0, 1, meta_info={"id": "a1b2c3", "weight_version": "4"})
+        sink.gen_span(s, 12.0, 13.0, 2, meta_info={"weight_version": "4"})
+        self.flush()
+        gens = sorted(self.spans_by_name()["miles.generate"], key=lambda x: x["startTimeUnixNano"])
+        self.assertEqual(kv(gens[0]["attributes"])["miles.engine.rid"], "a1b2c3")
+        self.assertNotIn("miles.engine.rid", kv(gens[1]["attributes"]))
+
     def test_tracking_is_bounded(self):
         sink = miles_otel.TrajectorySink(emitter=self.e, max_tracked=10)
         for i in range(100):
