@@ -56,6 +56,10 @@ type Result struct {
 	Suppressed []Advisory `json:"suppressed"` // tips withheld because an alarm fired
 	Skipped    []Skip     `json:"skipped"`
 	MFU        *MFU       `json:"mfu"`
+	// Thresholds are the thresholds this evaluation applied that differ from the defaults (by key, as
+	// --advisory-threshold names them), so a verdict says what it was measured against: two servers with other
+	// flags may judge one run differently. Absent when every threshold is the default.
+	Thresholds map[string]float64 `json:"thresholds,omitempty"`
 }
 
 // Config is what the rules need to know about the run's settings. Zero values mean unknown; a rule that needs
@@ -218,7 +222,7 @@ func Compute(in Input) Result {
 	for i := range Rules {
 		Rules[i].eval(c, &Rules[i])
 	}
-	res := Result{Advisories: []Advisory{}, Suppressed: []Advisory{}, Skipped: c.skipped, MFU: c.mfuSum}
+	res := Result{Advisories: []Advisory{}, Suppressed: []Advisory{}, Skipped: c.skipped, MFU: c.mfuSum, Thresholds: th.overrides()}
 	if res.Skipped == nil {
 		res.Skipped = []Skip{}
 	}

@@ -696,6 +696,26 @@ func TestThresholdsSet(t *testing.T) {
 	}
 }
 
+// TestResultNamesOverriddenThresholds: a verdict carries the thresholds it was measured against where they are
+// not the defaults (docs/dashboard-api.md "GET /api/v1/advisory"), and nothing at the defaults.
+func TestResultNamesOverriddenThresholds(t *testing.T) {
+	if res := Compute(healthy()); res.Thresholds != nil {
+		t.Fatalf("defaults: %v", res.Thresholds)
+	}
+	in := healthy()
+	in.Config.Thresholds = DefaultThresholds()
+	if err := in.Config.Thresholds.Set("stall_min_age_s=90,stall_min_closed=2"); err != nil {
+		t.Fatal(err)
+	}
+	res := Compute(in)
+	if want := map[string]float64{"stall_min_age_s": 90, "stall_min_closed": 2}; !reflect.DeepEqual(res.Thresholds, want) {
+		t.Fatalf("thresholds %v, want %v", res.Thresholds, want)
+	}
+	if j := mustJSON(t, res); !strings.Contains(j, `"thresholds":{"stall_min_age_s":90,"stall_min_closed":2}`) {
+		t.Fatalf("json %s", j)
+	}
+}
+
 func mustJSON(t *testing.T, v any) string {
 	t.Helper()
 	b, err := json.Marshal(v)

@@ -119,6 +119,28 @@ func (t *Thresholds) fields() map[string]any {
 	return m
 }
 
+// overrides are the thresholds of t that differ from the defaults, by key (nil when none do).
+func (t *Thresholds) overrides() map[string]float64 {
+	def := DefaultThresholds()
+	var out map[string]float64
+	for _, th := range thresholds {
+		var v, d float64
+		switch p := th.field(t).(type) {
+		case *float64:
+			v, d = *p, *th.field(&def).(*float64)
+		case *int:
+			v, d = float64(*p), float64(*th.field(&def).(*int))
+		}
+		if v != d {
+			if out == nil {
+				out = map[string]float64{}
+			}
+			out[th.key] = v
+		}
+	}
+	return out
+}
+
 // ThresholdNames are the keys Thresholds.Set accepts, sorted.
 func ThresholdNames() []string {
 	out := make([]string, 0, len(thresholds))

@@ -5,6 +5,7 @@
 
 import type { Advisory, AdvisoryResult } from "../api/responseTypes/advisory";
 import { el } from "../shared/dom";
+import { thresholdsText } from "./panel";
 
 /** Severity order, worst first: one colour per level everywhere (app.css `.sev-*`). */
 export const LEVELS = ["critical", "warning", "info"] as const;
@@ -88,7 +89,7 @@ export class AdvisoryBadge {
       b.dataset.rule = a.rule;
       b.textContent = `${a.level === "critical" ? "‼" : "⚠"} ${a.id} ${a.rule}${alarms.length > 1 ? ` +${alarms.length - 1}` : ""}`;
       b.href = evidenceHash(a);
-      b.title = alarms.map((x) => `${x.id} ${x.rule} (${x.level}): ${x.message}`).join("\n\n") + "\n\nclick: show the evidence";
+      b.title = alarms.map((x) => `${x.id} ${x.rule} (${x.level}): ${x.message}`).join("\n\n") + `\n\n${thresholdsText(r)}\nclick: show the evidence`;
     } else {
       b.dataset.level = "clear";
       b.dataset.rule = "";
@@ -98,7 +99,8 @@ export class AdvisoryBadge {
       b.href = "#/metrics";
       b.title =
         (tips ? r.advisories.map((x) => `${x.id} ${x.rule}: ${x.message}`).join("\n\n") + "\n\n" : "") +
-        (r.skipped.length ? `${r.skipped.length} rule(s) not evaluated:\n` + r.skipped.map((k) => `${k.id} ${k.rule}: ${k.reason}`).join("\n") : "every rule evaluated");
+        (r.skipped.length ? `${r.skipped.length} rule(s) not evaluated:\n` + r.skipped.map((k) => `${k.id} ${k.rule}: ${k.reason}`).join("\n") : "every rule evaluated") +
+        `\n${thresholdsText(r)}`;
     }
     document.title = this.titleFor(b.dataset.level);
   }

@@ -10,6 +10,8 @@ import { el } from "../shared/dom";
 export class AdvisoryPanel {
   readonly root = el("section", "advisory");
   private res: AdvisoryResult | null = null;
+  /** Whether the list of rules not evaluated is unfolded (kept across updates). */
+  private skipOpen = false;
   /** Updates received (HTTP + pushes), for the tests. */
   updates = 0;
   /** Others showing the same answers (the top bar's badge). */
@@ -63,11 +65,30 @@ export class AdvisoryPanel {
       s.title = r.suppressed.map((a) => `${a.id} ${a.rule}: ${a.message}`).join("\n");
       head.append(s);
     }
+    let skipList: HTMLElement | null = null;
     if (r.skipped?.length) {
-      const s = el("span", "muted advskip", ` · ${r.skipped.length} rule${r.skipped.length === 1 ? "" : "s"} not evaluated`);
+      // Not evaluated: a click lists each rule with its reason.
+      const s = el("a", "muted advskip", ` · ${r.skipped.length} rule${r.skipped.length === 1 ? "" : "s"} not evaluated ▸`);
       s.title = r.skipped.map((k) => `${k.id} ${k.rule}: ${k.reason}`).join("\n");
+      const list = el("ul", "advskiplist");
+      list.hidden = !this.skipOpen;
+      for (const k of r.skipped) {
+        const li = el("li", "muted");
+        li.dataset.id = k.id;
+        li.append(el("span", "advid", k.id), document.createTextNode(`${k.rule}: ${k.reason}`));
+        list.append(li);
+      }
+      s.onclick = () => {
+        this.skipOpen = !this.skipOpen;
+        list.hidden = !this.skipOpen;
+      };
       head.append(s);
+      skipList = list;
     }
+    // What the verdict was measured against: the thresholds that are not the defaults.
+    const th = el("span", "muted advth", ` · ${thresholdsText(r)}`);
+    th.dataset.thresholds = JSON.stringify(r.thresholds ?? {});
+    head.append(th);
     if (r.mfu) {
       const m = r.mfu;
       const t = el("span", "mfutile");
@@ -75,6 +96,7 @@ export class AdvisoryPanel {
       head.append(t);
     }
     this.root.append(head);
+    if (skipList) this.root.append(skipList);
     const ul = el("ul", "advlist");
     for (const a of r.advisories) {
       const li = el("li", `adv ${a.level} ${a.tier} sev-${a.level}`);
@@ -88,4 +110,12 @@ export class AdvisoryPanel {
     this.root.dataset.state = r.advisories.length ? "messages" : "clear";
     this.root.dataset.count = String(r.advisories.length);
   }
+}
+
+/** The thresholds a verdict was measured against, where they are not the defaults. */
+export function thresholdsText(r: AdvisoryResult): string {
+  const t = r.thresholds ?? {};
+  const keys = Object.keys(t).sort();
+  if (!keys.length) return "default thresholds";
+  return "thresholds " + keys.map((k) => `${k}=${t[k]}`).join(", ") + " (others default)";
 }

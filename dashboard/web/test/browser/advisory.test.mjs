@@ -144,6 +144,16 @@ test("the alarm is in the top bar of every view and the tab title, in one colour
   // One colour per level: the badge's critical is the panel's critical.
   const panelColor = await page.evaluate(() => getComputedStyle(document.querySelector('.advisory .adv[data-id="A1"]')).color);
   assert.equal(top.color, panelColor);
+  // The verdict says what it was measured against: the server's non-default stall age, as the API gives it.
+  assert.deepEqual(server.thresholds, { stall_min_age_s: STALL_MIN_AGE_S });
+  const th = await page.evaluate(() => {
+    const e = document.querySelector(".advisory .advth");
+    return e ? { text: e.textContent, data: JSON.parse(e.dataset.thresholds) } : null;
+  });
+  assert.ok(th, "thresholds beside the verdict");
+  assert.deepEqual(th.data, server.thresholds);
+  assert.match(th.text, new RegExp(`stall_min_age_s=${STALL_MIN_AGE_S}\\b`));
+  assert.match(await page.getAttribute(".topbar .advstate", "title"), /stall_min_age_s=/);
   // Every view shows it, the landing page (Compute) and Steps included.
   for (const v of ["steps", "lifecycle", "compute"]) {
     await page.click(`.tabs .tab[data-view="${v}"]`);

@@ -25,5 +25,8 @@ export const advisoryResultSchema = obj({
   /** Rules not evaluated, and why (a setting or a stream the run lacks). */
   skipped: arr(obj({ id: oneOf(...RULE_IDS), rule: oneOf(...RULE_NAMES), reason: str })),
   mfu: nullable(obj({ latest: num, mean: num, steps: num, peak_tflops: nullable(num) })),
+}, {
+  /** The thresholds applied that differ from the defaults (--advisory-threshold keys); absent: all defaults. */
+  thresholds: record(num),
 });
 export type AdvisoryResult = Infer<typeof advisoryResultSchema>;
