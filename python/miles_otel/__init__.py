@@ -10,8 +10,9 @@ from __future__ import annotations
 import threading
 from typing import Any, Iterable, Mapping
 
-from . import semconv
+from . import instrumentation, semconv
 from .emitter import Emitter, normalize_engine
+from .instrumentation import MilesInstrumentor
 from .identity import PhaseIdentity
 from . import sinks as _sinks
 from .sinks import PhaseSink, TrajectorySink
@@ -19,6 +20,7 @@ from .tracking import OtelTrackingBackend
 
 __all__ = [
     "Emitter",
+    "MilesInstrumentor",
     "OtelTrackingBackend",
     "PhaseIdentity",
     "PhaseSink",
@@ -28,6 +30,7 @@ __all__ = [
     "flush",
     "generate_headers",
     "get_emitter",
+    "instrumentation",
     "log_metrics",
     "normalize_engine",
     "record_run_config",

@@ -106,7 +106,7 @@ class CollectorE2ETest(unittest.TestCase):
         self.assertEqual(
             strip_ids(marker),
             {"name": "e2e_actor_train", "t0": us(t0), "t1": None, "node": "e2e-node", "rank": 2,
-             "role": "train", "gpus": [5], "uuids": ["GPU-5555"], "step": 11},
+             "role": "train", "gpus": [5], "uuids": ["GPU-5555"], "step": 11, "pid": os.getpid()},
         )
         time.sleep(0.5)
         self.assertEqual(len(by_span(self.coll.records("phases"), marker["span"])), 1, "still open")
