@@ -437,7 +437,7 @@ func advisoryState(srv *Server) *RunAdvisoryState {
 		return nil
 	}
 	res := srv.advisoryResult(cfg, nil)
-	st := &RunAdvisoryState{Firing: []RunAdvisoryFiring{}}
+	st := &RunAdvisoryState{Firing: []RunAdvisoryFiring{}, Thresholds: res.Thresholds}
 	for _, a := range res.Advisories {
 		st.Firing = append(st.Firing, RunAdvisoryFiring{ID: a.ID, Rule: a.Rule, Level: a.Level})
 		if st.Level == "" || levelOrder(a.Level) < levelOrder(st.Level) {

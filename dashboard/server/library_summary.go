@@ -70,6 +70,9 @@ type RunAdvisoryState struct {
 	Firing []RunAdvisoryFiring `json:"firing"`
 	// Level is the most severe level firing, "" when none.
 	Level string `json:"level"`
+	// Thresholds are the thresholds this server judged the run with that differ from the defaults (the
+	// advisory's own, docs/dashboard-api.md "GET /api/v1/advisory"); absent when all are the defaults.
+	Thresholds map[string]float64 `json:"thresholds,omitempty"`
 }
 
 // RunAdvisoryFiring is one advisory shown.

@@ -23,7 +23,7 @@ export interface RunSummary {
   latest_step: number | null;
   headline: Record<string, number>;
   args: Record<string, unknown> | null;
-  advisory: { level: string; firing: { id: RuleID; rule: RuleName; level: string }[] } | null;
+  advisory: { level: string; firing: { id: RuleID; rule: RuleName; level: string }[]; thresholds?: Record<string, number> } | null;
 }
 
 export interface RunsList {
@@ -138,10 +138,17 @@ export class RunsPage {
       if (r.advisory === null) {
         adv.textContent = "not evaluated";
         adv.title = "open the run (or scrape /metrics, which evaluates live runs) to evaluate its advisory";
-      } else if (!r.advisory.firing.length) adv.textContent = "ok";
-      else {
-        adv.textContent = r.advisory.firing.map((f) => `${f.id} ${f.rule}`).join(", ");
-        adv.className = "adv sev-" + r.advisory.level;
+      } else {
+        if (!r.advisory.firing.length) adv.textContent = "ok";
+        else {
+          adv.textContent = r.advisory.firing.map((f) => `${f.id} ${f.rule}`).join(", ");
+          adv.className = "adv sev-" + r.advisory.level;
+        }
+        // What this server judged it against (another server's flags may judge the run differently).
+        const th = r.advisory.thresholds ?? {};
+        const keys = Object.keys(th).sort();
+        adv.title = keys.length ? "thresholds " + keys.map((k) => `${k}=${th[k]}`).join(", ") + " (others default)" : "default thresholds";
+        if (keys.length) adv.append(el("div", "runid", keys.map((k) => `${k}=${th[k]}`).join(" ")));
       }
       tr.append(
         c0,

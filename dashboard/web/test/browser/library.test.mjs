@@ -28,7 +28,8 @@ before(async () => {
   await simulate("fast", ["--mode", "async", "--seed", "1"]);
   await simulate("slow", ["--mode", "colocate", "--seed", "2"]);
   await simulate("2026-12/third", ["--mode", "async", "--seed", "3"]);
-  dash = await startLibrary(bins, root);
+  // A non-default threshold: every verdict of this server says it was measured with it.
+  dash = await startLibrary(bins, root, { args: ["--advisory-threshold", "straggler_min_gap_s=2"] });
   browser = await launch();
   ({ page, problems } = await openPage(browser, dash.url));
   mkdirSync(SHOTS, { recursive: true });
@@ -148,6 +149,29 @@ test("compare of two runs of different speeds shows both, stacked by phase with 
   }
   assert.equal(await page.locator(".cmpconfig tr[data-arg='n_samples_per_prompt']").count(), 0, "equal arguments are not listed");
   await page.screenshot({ path: join(SHOTS, "compare.png"), fullPage: true });
+});
+
+test("the runs page says which thresholds judged an evaluated run, in the level's colour", async () => {
+  // The compare test opened fast and slow: their advisory is evaluated now.
+  await page.goto(dash.url);
+  await page.waitForSelector("body[data-ready='1']");
+  const listed = await until(async () => {
+    const l = await api(dash, "/api/v1/runs");
+    return l.runs.filter((r) => r.advisory !== null).length >= 2 ? l : null;
+  }, { what: "two runs evaluated" });
+  for (const r of listed.runs.filter((r) => r.advisory !== null)) {
+    assert.deepEqual(r.advisory.thresholds, { straggler_min_gap_s: 2 }, r.id);
+    await page.reload();
+    await page.waitForSelector("body[data-ready='1']");
+    const cell = await until(async () => page.evaluate((id) => {
+      const td = document.querySelector(`tr.run[data-run='${id}'] td.adv`);
+      return td && td.textContent !== "not evaluated" ? { text: td.textContent, title: td.title, cls: td.className } : null;
+    }, r.id), { what: `${r.id}: its advisory cell` });
+    assert.match(cell.title, /straggler_min_gap_s=2/, JSON.stringify(cell));
+    assert.match(cell.text, /straggler_min_gap_s=2/, JSON.stringify(cell));
+    if (r.advisory.level) assert.match(cell.cls, new RegExp(`\\bsev-${r.advisory.level}\\b`));
+  }
+  assert.deepEqual(problems, []);
 });
 
 test("export window downloads a trace Perfetto's protos read with the expected tracks and slices", async () => {
