@@ -42,6 +42,7 @@ from typing import Any, Callable
 
 from . import _importhook
 from . import semconv as sc
+from .sinks import PhaseSink, TrajectorySink
 
 logger = logging.getLogger("miles_otel")
 
@@ -93,8 +94,6 @@ class _State:
         if s is None:
             with self.lock:
                 if self.phase_sink is None:
-                    from .sinks import PhaseSink
-
                     self.phase_sink = PhaseSink(self.role or _default_role())
                 s = self.phase_sink
         return s
@@ -104,8 +103,6 @@ class _State:
         if s is None:
             with self.lock:
                 if self.trajectory_sink is None:
-                    from .sinks import TrajectorySink
-
                     self.trajectory_sink = TrajectorySink()
                 s = self.trajectory_sink
         return s
@@ -177,12 +174,43 @@ def _wrap(owner: Any, attr: str, make: Callable[[Callable], Callable], hook: str
 _undo: list[tuple[Any, str, Any]] = []
 
 
-def _params(fn: Callable, *names: str) -> inspect.Signature | None:
+class _Args:
+    """Where a wrapped function's named parameters sit in a call, read once from its signature: a hot wrapper reads
+    an argument with a tuple index, never with ``inspect.Signature.bind`` (tens of µs)."""
+
+    __slots__ = ("pos", "defaults")
+
+    def __init__(self, sig: inspect.Signature) -> None:
+        self.pos: dict[str, int] = {}
+        self.defaults: dict[str, Any] = {}
+        for i, (name, p) in enumerate(sig.parameters.items()):
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+                self.pos[name] = i
+            if p.default is not p.empty:
+                self.defaults[name] = p.default
+
+    def get(self, a: tuple, kw: dict, name: str) -> Any:
+        if name in kw:
+            return kw[name]
+        i = self.pos.get(name)
+        if i is not None and i < len(a):
+            return a[i]
+        return self.defaults.get(name)
+
+    def set(self, a: tuple, kw: dict, name: str, value: Any) -> tuple[tuple, dict]:
+        i = self.pos.get(name)
+        if name not in kw and i is not None and i < len(a):
+            return a[:i] + (value,) + a[i + 1 :], kw
+        return a, {**kw, name: value}
+
+
+def _params(fn: Callable, *names: str) -> _Args | None:
+    """The parameters of ``fn``, when it has every one of ``names``; else None (the hook does not fit)."""
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
         return None
-    return sig if all(n in sig.parameters for n in names) else None
+    return _Args(sig) if all(n in sig.parameters for n in names) else None
 
 
 # ---------------------------------------------------------------- phases (Timer)
@@ -193,63 +221,52 @@ def _hook_timer(mod: Any) -> None:
     if timer_cls is None or _params(timer_cls.start, "name") is None or _params(timer_cls.end, "name") is None:
         _not_fitting("timer", "miles.utils.timer.Timer.start/end(name)")
         return
-
-    def own_sink(timer: Any) -> bool:
-        from .sinks import PhaseSink
-
-        return any(isinstance(s, PhaseSink) for s in getattr(timer, "event_sinks", ()) or ())
-
-    def make_start(orig):
-        def start(self, name, *a, **kw):
-            r = orig(self, name, *a, **kw)
-            _phase_begin(self, name, own_sink)
-            return r
-
-        return start
-
-    def make_end(orig):
-        def end(self, name, *a, **kw):
-            t0 = _timer_t0(self, name)
-            before = _timer_total(self, name)
-            r = orig(self, name, *a, **kw)
-            _phase_end(self, name, t0, before, own_sink)
-            return r
-
-        return end
-
-    _wrap(timer_cls, "start", make_start, "timer")
-    _wrap(timer_cls, "end", make_end, "timer")
+    _wrap(timer_cls, "start", _make_timer_start, "timer")
+    _wrap(timer_cls, "end", _make_timer_end, "timer")
 
 
-def _timer_t0(timer: Any, name: str) -> float | None:
-    try:
-        return timer.start_time.get(name)
-    except Exception:
-        return None
+# The two wrappers run on every phase of every rank: one dict read and one enqueue each, no call of their own
+# (BENCHMARKS.md "Python emitter").
 
 
-def _timer_total(timer: Any, name: str) -> float | None:
-    try:
-        return timer.timers.get(name, 0.0)
-    except Exception:
-        return None
+def _make_timer_start(orig):
+    def start(self, name, *a, **kw):
+        r = orig(self, name, *a, **kw)
+        try:
+            if not _hand_sink(self):
+                _state.phases().begin(name, self.start_time[name])
+        except Exception as e:
+            _warn_once("run:phase", "phase failed, telemetry of this kind may be missing: %r", e)
+        return r
+
+    return start
 
 
-@_quiet("phase")
-def _phase_begin(timer: Any, name: str, own_sink: Callable) -> None:
-    if own_sink(timer):  # a PhaseSink attached by hand already sees this phase
-        return
-    _state.phases().begin(name, _timer_t0(timer, name))
+def _make_timer_end(orig):
+    def end(self, name, *a, **kw):
+        try:
+            t0 = self.start_time.get(name)
+            before = self.timers.get(name, 0.0)
+        except Exception:
+            t0 = before = None
+        r = orig(self, name, *a, **kw)
+        if t0 is not None:
+            try:
+                if not _hand_sink(self):
+                    # miles' own elapsed time, so the span equals what its Timer logs
+                    d = self.timers.get(name, 0.0) - before
+                    _state.phases()(name, t0, t0 + d if d >= 0 else time.time())
+            except Exception as e:
+                _warn_once("run:phase", "phase failed, telemetry of this kind may be missing: %r", e)
+        return r
+
+    return end
 
 
-@_quiet("phase")
-def _phase_end(timer: Any, name: str, t0: float | None, before: float | None, own_sink: Callable) -> None:
-    if t0 is None or own_sink(timer):
-        return
-    after = _timer_total(timer, name)
-    # miles' own elapsed time, so the span equals what its Timer logs
-    t1 = t0 + (after - before) if after is not None and before is not None and after >= before else time.time()
-    _state.phases()(name, t0, t1)
+def _hand_sink(timer: Any) -> bool:
+    """A PhaseSink attached by hand to miles' ``Timer().event_sinks`` already sees the phase."""
+    sinks = getattr(timer, "event_sinks", None)
+    return bool(sinks) and any(isinstance(s, PhaseSink) for s in sinks)
 
 
 # ---------------------------------------------------------------- step metrics, run config
@@ -274,9 +291,8 @@ def _hook_tracking(mod: Any) -> None:
 
 
 @_quiet("tracking")
-def _log_metrics(sig: inspect.Signature, a: tuple, kw: dict) -> None:
-    b = sig.bind(*a, **kw).arguments
-    metrics, step_key = b.get("metrics"), b.get("step_key")
+def _log_metrics(sig: _Args, a: tuple, kw: dict) -> None:
+    metrics, step_key = sig.get(a, kw, "metrics"), sig.get(a, kw, "step_key")
     if not isinstance(metrics, dict):
         return
     step = metrics.get(step_key) if step_key is not None else None
@@ -375,7 +391,7 @@ def _make_step_setter(param: str):
         @_quiet("step")
         def stamp(a, kw):
             if sig is not None:
-                step = sig.bind_partial(*a, **kw).arguments.get(param)
+                step = sig.get(a, kw, param)
                 if isinstance(step, int) and not isinstance(step, bool):
                     _emitter().set_step(step)
 
@@ -528,8 +544,8 @@ def _make_consume(param: str):
 
 
 @_quiet("consume")
-def _consume(sig: inspect.Signature, param: str, a: tuple, kw: dict) -> None:
-    samples = sig.bind(*a, **kw).arguments.get(param)
+def _consume(sig: _Args, param: str, a: tuple, kw: dict) -> None:
+    samples = sig.get(a, kw, param)
     if isinstance(samples, list) and samples:
         _state.trajectories().consume(samples)
 
@@ -681,12 +697,11 @@ def _make_generate_and_rm(orig):
 
 
 @_quiet("attempt")
-def _begin_attempt(sig: inspect.Signature | None, a: tuple, kw: dict) -> _Attempt | None:
+def _begin_attempt(sig: _Args | None, a: tuple, kw: dict) -> _Attempt | None:
     if sig is None:
         return None
-    b = sig.bind(*a, **kw).arguments
-    sample = b.get("sample")
-    if sample is None or isinstance(sample, list) or b.get("evaluation"):
+    sample = sig.get(a, kw, "sample")
+    if sample is None or isinstance(sample, list) or sig.get(a, kw, "evaluation"):
         return None  # evaluation samples are never trained on: no attempt, no staleness
     if _status_name(sample) in ("completed", "truncated"):
         return None  # miles returns a finished sample as it is (partial rollout carry-over)
@@ -772,15 +787,14 @@ def _make_post(orig):
 
 
 @_quiet("generate")
-def _engine_call(att: _Attempt, sig: inspect.Signature, a: tuple, kw: dict):
-    b = sig.bind(*a, **kw)
-    if not _is_generate(b.arguments.get("url")) or b.arguments.get("action", "post") != "post":
+def _engine_call(att: _Attempt, sig: _Args, a: tuple, kw: dict):
+    if not _is_generate(sig.get(a, kw, "url")) or (sig.get(a, kw, "action") or "post") != "post":
         return None
-    headers = dict(b.arguments.get("headers") or {})  # miles' own headers (routing key) are kept
+    headers = dict(sig.get(a, kw, "headers") or {})  # miles' own headers (routing key) are kept
     _state.trajectories().generate_headers(att.sample, headers)
-    b.arguments["headers"] = headers
+    a, kw = sig.set(a, kw, "headers", headers)
     att.turns += 1
-    return b.args, b.kwargs, att.turns
+    return a, kw, att.turns
 
 
 @_quiet("tool")
