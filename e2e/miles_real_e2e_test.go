@@ -253,6 +253,10 @@ func TestMilesRealE2E(t *testing.T) {
 				for i := range l.Name {
 					if ph.Names[l.Name[i]] == "actor_train" {
 						perLane[l.ID]++
+						// each rank's step is its own (set where train(rollout_id) runs), so its k-th phase is step k-1
+						if l.Step[i] != perLane[l.ID]-1 {
+							t.Errorf("lane %s: actor_train #%d stamped step %d", l.ID, perLane[l.ID], l.Step[i])
+						}
 					}
 				}
 			}
