@@ -110,12 +110,7 @@ assert miles_otel.flush(10)`)
 	now := float64(time.Now().Unix())
 	url := fmt.Sprintf("http://%s/api/v1/phases?t0=%.0f&t1=%.0f", addr, now-600, now+600)
 	e2etest.Eventually(t, 60*time.Second, "the archived dashboard to serve the phase", func() bool {
-		resp, err := http.Get(url)
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
+		if getStatus(t, url) != http.StatusOK {
 			return false
 		}
 		var ph store.PhasesResult
