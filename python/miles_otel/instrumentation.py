@@ -12,7 +12,7 @@ What each hook sends (docs/semconv.md):
 miles function                                         sends
 =====================================================  ==========================================================
 ``utils.timer.Timer.start`` / ``.end``                 phase open marker / phase span (§2), role from the process
-``utils.tracking_utils.log``                           step metrics (§4)
+``utils.tracking_utils[.tracking].log``                step metrics (§4)
 ``utils.arguments.parse_args``                         the run configuration (§11), in the driver
 ``ray.train_actor.TrainRayActor`` subclasses:          ``train(rollout_id, …)`` sets the step; ``update_weights``
                                                        sends ``miles.weight_update`` from rank 0 (§3)
@@ -284,8 +284,10 @@ def _hook_tracking(mod: Any) -> None:
 
         return log
 
+    if getattr(mod, "log", None) is None and mod.__name__ == "miles.utils.tracking_utils":
+        return  # miles main moved it to tracking_utils.tracking (hooked on its own)
     if getattr(mod, "log", None) is None or _params(mod.log, "metrics", "step_key") is None:
-        _not_fitting("tracking", "miles.utils.tracking_utils.log(args, metrics, step_key)")
+        _not_fitting("tracking", f"{mod.__name__}.log(args, metrics, step_key)")
         return
     _wrap(mod, "log", make, "tracking")
 
@@ -815,7 +817,8 @@ def _segment(att: _Attempt, t0: float, t1: float, turn: int, out: Any, finish: s
 
 _HOOKS: tuple[tuple[str, Callable[[Any], None]], ...] = (
     ("miles.utils.timer", _hook_timer),
-    ("miles.utils.tracking_utils", _hook_tracking),
+    ("miles.utils.tracking_utils", _hook_tracking),  # miles-rl 0.0.2
+    ("miles.utils.tracking_utils.tracking", _hook_tracking),  # miles main
     ("miles.utils.arguments", _hook_arguments),
     ("miles.utils.http_utils", _hook_http),
     ("miles.rollout.sglang_rollout", _hook_sglang_rollout),
