@@ -66,3 +66,28 @@ func TestAckWrittenRefusesWhileDiskFails(t *testing.T) {
 		seen[l] = true
 	}
 }
+
+// TestEmptyFlushIsNoResume: with ack: written the queue is empty between refused requests; a flush that had
+// nothing to write proves nothing about the disk, so it neither counts a resume nor logs "writing resumed"
+// (the disk campaign counted 9 resumes for one failure).
+func TestEmptyFlushIsNoResume(t *testing.T) {
+	e, _ := testExporter(t, func(c *Config) { c.Ack = ackWritten; c.RollupInterval = 0 })
+	ctx := context.Background()
+	fs := &faultyFS{}
+	e.w.part.fs = fs
+	fs.broken.Store(true)
+	if err := e.pushMetrics(ctx, manyStepRecords(5, 0)); err == nil {
+		t.Fatal("acknowledged while the disk fails")
+	}
+	flush(t, e) // nothing queued: the refused records went back to their sender
+	if got := e.tel.writeResumes.Load(); got != 0 {
+		t.Fatalf("%d resumes counted while the disk still fails", got)
+	}
+	fs.broken.Store(false)
+	if err := e.pushMetrics(ctx, manyStepRecords(5, 0)); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.tel.writeResumes.Load(); got != 1 {
+		t.Fatalf("%d resumes after the disk recovered, want 1", got)
+	}
+}

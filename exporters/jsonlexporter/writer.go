@@ -319,6 +319,7 @@ func (w *writer) flush(ctx context.Context) {
 	defer func() { w.finish(gen, len(held) == 0) }()
 
 	var firstErr error
+	wrote := false // some partition was written: only that proves a failed disk recovered
 	if len(batch) > 0 {
 		// Group by partition, keeping the first-seen order of partitions and the order within each.
 		order := make([]partKey, 0, 8)
@@ -350,6 +351,7 @@ func (w *writer) flush(ctx context.Context) {
 				continue
 			}
 			w.tel.written(ctx, k.stream, int64(lines), int64(n))
+			wrote = true
 			if w.cmp != nil {
 				w.cmp.wrote(k, now)
 			}
@@ -384,7 +386,7 @@ func (w *writer) flush(ctx context.Context) {
 	case firstErr != nil:
 		w.tel.writeError(ctx)
 		w.reportError(now, firstErr, 0)
-	case w.failing:
+	case w.failing && wrote:
 		// The counterpart of the loud error: an operator (and the reliability campaign) sees when the disk
 		// came back and what the failure cost. A failure whose error line the rate limit swallowed (a disk
 		// flapping every flush) resumes silently, counted, so the log holds at most one pair per errorLogEvery.
