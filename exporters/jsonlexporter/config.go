@@ -30,7 +30,8 @@ type Config struct {
 	// MaxOpenFiles bounds the LRU of open partition files (default 32).
 	MaxOpenFiles int `mapstructure:"max_open_files"`
 	// MaxBufferBytes bounds the records held in memory while the disk is slow or failing (default 64 MiB);
-	// beyond it the oldest are dropped and counted.
+	// beyond it the oldest are dropped and counted (with ack: written, a dropped record's export is refused
+	// instead, and only the exporter's own roll-up records can be lost so).
 	MaxBufferBytes int64 `mapstructure:"max_buffer_bytes"`
 	// Compression of closed hours: "zstd" (default) or "none".
 	Compression string `mapstructure:"compression"`
@@ -48,9 +49,12 @@ type Config struct {
 	// side off (replaying an old run in fast-forward: max_past: 0).
 	MaxPast time.Duration `mapstructure:"max_past"`
 	// Ack is when an export call returns (and so when the receiver acknowledges the client): "queued" (default)
-	// as soon as the records are in the in-memory queue, or "written" once a flush attempt has written them
-	// (group commit: exports arriving together share one flush). With "written" and no batch processor in front,
-	// a kill -9 loses no acknowledged record; the shipped run and gateway configs use it (docs/operations.md).
+	// as soon as the records are in the in-memory queue, or "written" once a flush has written them (group
+	// commit: exports arriving together share one flush). With "written" an export whose records the flush could
+	// not write (the disk failing) is refused with a retryable error (the receiver answers 503) and its records
+	// leave the queue: the sender keeps them (counted in otelcol_exporter_jsonl_refused). With "written" and no
+	// batch processor in front, a kill -9 loses no acknowledged record, also while the disk fails; the shipped run
+	// and gateway configs use it (docs/operations.md, docs/reliability.md).
 	Ack       string        `mapstructure:"ack"`
 	MaxFuture time.Duration `mapstructure:"max_future"`
 	// EngineTraces bounds the engine_traces stream (sglang request spans; config_engine.go).
