@@ -15,7 +15,8 @@ import (
 )
 
 // writer decouples ingest from the disk: export calls append encoded lines to a bounded in-memory queue and
-// return at once; one goroutine flushes the queue to the partitions every flush interval. When the disk is
+// return at once (ack: queued) or once a flush wrote them (ack: written, enqueueAndWait); one goroutine flushes
+// the queue to the partitions every flush interval. When the disk is
 // slow, full or read-only the queue keeps the newest data up to max_buffer_bytes (oldest dropped, counted),
 // one rate-limited error is logged, and writing resumes by itself at the next successful flush.
 //
@@ -53,8 +54,8 @@ type writer struct {
 	closed atomic.Bool
 
 	// Acknowledge-after-write (ack: written): an export waits until a flush that began after its enqueue has
-	// finished, so what the collector acknowledged is in the files (or, the disk failing, in the bounded queue)
-	// and a crash loses no acknowledged record. Waiters wake the flush goroutine at once; concurrent exports
+	// finished, and is acknowledged only if that flush wrote its chunks (settle; the disk failing, it is refused,
+	// retryable), so what the collector acknowledged is in the files and a crash loses no acknowledged record. Waiters wake the flush goroutine at once; concurrent exports
 	// share a flush (group commit). begun/finished count flushes; flushed is closed and replaced by each one.
 	begun, finished uint64
 	flushed         chan struct{}
@@ -315,7 +316,7 @@ func (w *writer) flush(ctx context.Context) {
 	// A flush that held chunks back for a compaction has not written them: the exports waiting for it are
 	// released by the next flush that holds nothing back, so ack: written never acknowledges a record that
 	// sits only in memory while its hour is compressed (a kill then lost it). Failed writes (a broken disk)
-	// are acknowledged from the bounded queue, as documented.
+	// release them too: settle refuses them (ack: written), or they wait in the bounded queue (ack: queued).
 	defer func() { w.finish(gen, len(held) == 0) }()
 
 	var firstErr error
