@@ -63,6 +63,9 @@ type laneCatalog struct {
 	lanes map[string]*laneEntry
 	nodes map[string][]string // host name → addresses, in order of first appearance
 	dirty bool
+	// byClient counts the lanes each client (peer address) added since the start, bounded by
+	// maxLanesPerClient; at most one entry per lane, so bounded with the catalog.
+	byClient map[string]int
 }
 
 func newLaneCatalog(dashDir string) *laneCatalog {
@@ -136,7 +139,12 @@ func addSorted[T int64 | string](s []T, v T) ([]T, bool) {
 
 // fold learns the facts of one export. It returns how many facts named a new lane while the catalog already held
 // maxLanes (refused: the catalog stays bounded whatever clients send; their records are still written).
-func (c *laneCatalog) fold(facts []laneFact) (refused int64) {
+func (c *laneCatalog) fold(facts []laneFact) (refused int64) { return c.foldFrom(facts, "") }
+
+// foldFrom is fold for the facts of one client (its peer address; "" an unknown one, unbounded), which may add
+// at most maxLanesPerClient lanes: past it its new lanes are refused too, so one client cannot fill the catalog
+// for the others (docs/semconv.md §8.4).
+func (c *laneCatalog) foldFrom(facts []laneFact, client string) (refused int64) {
 	if len(facts) == 0 {
 		return 0
 	}
@@ -149,9 +157,15 @@ func (c *laneCatalog) fold(facts []laneFact) (refused int64) {
 		key := f.node + ":" + strconv.FormatInt(f.gpu, 10)
 		e := c.lanes[key]
 		if e == nil {
-			if len(c.lanes) >= maxLanes {
+			if len(c.lanes) >= maxLanes || (client != "" && c.byClient[client] >= maxLanesPerClient) {
 				refused++
 				continue
+			}
+			if client != "" {
+				if c.byClient == nil {
+					c.byClient = map[string]int{}
+				}
+				c.byClient[client]++
 			}
 			e = &laneEntry{Ranks: []int64{}, EngineAddrs: []string{}, Roles: []string{}}
 			c.lanes[key] = e

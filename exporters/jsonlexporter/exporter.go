@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/collector/client"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -191,9 +193,10 @@ func (e *jsonlExporter) accept(ctx context.Context, r *records) error {
 	if !running {
 		return errStopped
 	}
-	if refused := e.cat.fold(r.lanes); refused > 0 {
+	if refused := e.cat.foldFrom(r.lanes, clientOf(ctx)); refused > 0 {
 		e.tel.dropped(ctx, dropReasonOverLimit, refused)
-		e.limits.note(e.logger, e.now(), refused, "lane catalog: full ("+strconv.Itoa(maxLanes)+" lanes)")
+		e.limits.note(e.logger, e.now(), refused, "lane catalog: full ("+strconv.Itoa(maxLanes)+" lanes, "+
+			strconv.Itoa(maxLanesPerClient)+" a client)")
 	}
 	if e.roll != nil && e.cfg.Ack == ackWritten {
 		// The roll-up's lines are the exporter's own (buckets of many exports): queued, not withdrawn with this
@@ -248,4 +251,25 @@ func (e *jsonlExporter) refuseOverRate(ctx context.Context, r *records) error {
 		st = d
 	}
 	return st.Err()
+}
+
+// clientOf names the client of a request by its peer's IP address (the receivers put it in the context); ""
+// when unknown (a scrape, a test).
+func clientOf(ctx context.Context) string {
+	addr := client.FromContext(ctx).Addr
+	if addr == nil {
+		return ""
+	}
+	switch a := addr.(type) {
+	case *net.TCPAddr:
+		return a.IP.String()
+	case *net.UDPAddr:
+		return a.IP.String()
+	case *net.IPAddr:
+		return a.IP.String()
+	}
+	if host, _, err := net.SplitHostPort(addr.String()); err == nil {
+		return host
+	}
+	return addr.String()
 }

@@ -29,6 +29,10 @@ const (
 	maxNameBytes     = 256   // node (host.name), phase name, role, GPU UUID and model, engine address, process name
 	maxLanes         = 65536 // lanes in lane_catalog.json (1024 nodes × 64 GPUs)
 	maxEngines       = maxLanes
+	// maxLanesPerClient bounds the lanes one client (one peer address) adds to the catalog: an agent serves one
+	// node (at most 64 GPU lanes), a simulator or a single collector a few thousand; a client inventing nodes
+	// cannot fill the catalog for everyone.
+	maxLanesPerClient = 4096
 	// maxMetricKeys bounds the distinct step-metric keys one collector writes (a run logs hundreds): past it the
 	// points of further keys are dropped and counted, so invented keys cannot make the dashboard's key catalog
 	// grow without end.
