@@ -203,7 +203,7 @@ test("the util area is continuous where the API's readings are, after minutes of
   await noErrorBanner();
 });
 
-test("the engine overlay is stroked across the scrape interval on the rollout lanes", async (t) => {
+test("the engine overlay is stroked across the scrape interval on the rollout lanes, and keeps up while following", async (t) => {
   t.after(async () => {
     await page.screenshot({ path: join(SHOTS, "live-overlay.png") });
   });
@@ -212,28 +212,55 @@ test("the engine overlay is stroked across the scrape interval on the rollout la
   const lane = lanes[rollout].id;
   await until(async () => (await page.evaluate((id) => !!window.__miles.engines.get(id), lane)), { what: "the overlay loaded" });
   await scrollToRow(rollout);
-  const pm = await pageModel([]);
-  const W = Math.floor(pm.width);
-  const e = await api(dash, `/api/v1/engines?t0=${pm.view.t0}&t1=${pm.view.t1}&lanes=${lane}&metric=${OVERLAY}&points=${W}`);
-  const segs = e.lanes[0]?.segments ?? [];
-  const ts = [];
-  for (const s of segs) for (let i = 0; i < s.v.length; i++) if (s.v[i] !== null && e.t[i] + e.step_s <= pm.edge) ts.push(e.t[i]);
-  ts.sort((a, b) => a - b);
-  assert.ok(ts.length > 10, `overlay readings in the window: ${ts.length}`);
-  const spacing = median(ts.slice(1).map((t, j) => t - ts[j]));
-  assert.ok(spacing > e.step_s, `the scrapes (${spacing} s apart) are sparser than the buckets (${e.step_s} s): the case drawn here`);
-  const xOf = (t) => ((t - pm.view.t0) / (pm.view.t1 - pm.view.t0)) * pm.width;
-  const want = new Set();
-  for (let j = 1; j < ts.length; j++) {
-    if (ts[j] - ts[j - 1] > 2.5 * spacing) continue;
-    for (let x = Math.ceil(xOf(ts[j - 1] + e.step_s / 2)) + 1; x <= Math.floor(xOf(ts[j] + e.step_s / 2)) - 1; x++) if (x > 0 && x < W - 1) want.add(x);
-  }
   const rgb = ENGINE_COLORS.map((h) => [parseInt(h.slice(1, 3), 16), parseInt(h.slice(3, 5), 16), parseInt(h.slice(5, 7), 16)]);
   const pred = rgb.map(([r, g, b]) => `(Math.abs(r-${r})<40&&Math.abs(g-${g})<40&&Math.abs(b-${b})<40)`).join("||");
-  const cols = await paintedColumns({ x: G.GUTTER, y: rollout * G.LANE_H - pm.scrollTop + G.UTIL_Y, w: W, h: G.UTIL_H }, pred);
-  const missing = [...want].filter((x) => !cols[x]);
-  assert.ok(want.size > 50, `columns between scrapes: ${want.size}`);
-  assert.ok(missing.length <= want.size * 0.1, `${missing.length} of ${want.size} overlay columns unstroked (spacing ${spacing} s, step ${e.step_s} s)`);
+  // One snapshot of the page (view, edge, the overlay's newest reading and the lane's pixels, in one task),
+  // then the API for that window: the page must have caught up with the API's readings up to its own edge
+  // (the overlay has no live delta: it is fetched again while following), and stroke between them.
+  let last = "";
+  await until(
+    async () => {
+      const snap = await page.evaluate(
+        ({ lane, row, predSrc, UTIL_Y, UTIL_H, LANE_H, GUTTER }) => {
+          const m = window.__miles;
+          const pred = new Function("r", "g", "b", `return (${predSrc});`);
+          const c = document.querySelector(".lanecanvas");
+          const top = document.querySelector(".lanes").scrollTop;
+          const W = Math.floor(m.plotWidth());
+          const dpr = c.width / c.clientWidth || 1;
+          const d = c.getContext("2d").getImageData(Math.round(GUTTER * dpr), Math.round((row * LANE_H - top + UTIL_Y) * dpr), Math.round(W * dpr), Math.round(UTIL_H * dpr)).data;
+          const w = Math.round(W * dpr);
+          const cols = new Array(W).fill(false);
+          for (let i = 0; i < d.length; i += 4) if (pred(d[i], d[i + 1], d[i + 2])) cols[Math.floor(((i / 4) % w) / dpr)] = true;
+          const ov = m.engines.get(lane);
+          let newest = -Infinity;
+          if (ov) for (const sg of ov.segments) for (let k = 0; k < sg.v.length; k++) if (sg.v[k] === sg.v[k]) newest = Math.max(newest, ov.t[k]);
+          return { view: { ...m.view }, edge: m.edge, W, cols, newest };
+        },
+        { lane, row: rollout, predSrc: pred, UTIL_Y: G.UTIL_Y, UTIL_H: G.UTIL_H, LANE_H: G.LANE_H, GUTTER: G.GUTTER },
+      );
+      const e = await api(dash, `/api/v1/engines?t0=${snap.view.t0}&t1=${snap.view.t1}&lanes=${lane}&metric=${OVERLAY}&points=${snap.W}`);
+      const ts = [];
+      for (const sg of e.lanes[0]?.segments ?? []) for (let i = 0; i < sg.v.length; i++) if (sg.v[i] !== null && e.t[i] + e.step_s <= snap.edge) ts.push(e.t[i]);
+      ts.sort((a, b) => a - b);
+      if (ts.length < 10) return (last = `overlay readings in the window: ${ts.length}`), null;
+      const spacing = median(ts.slice(1).map((t, j) => t - ts[j]));
+      assert.ok(spacing > e.step_s, `the scrapes (${spacing} s apart) are sparser than the buckets (${e.step_s} s): the case drawn here`);
+      if (snap.newest < ts[ts.length - 1] - 2.5 * spacing) return (last = `the page's overlay ends at ${snap.newest}, the API's at ${ts[ts.length - 1]}`), null;
+      const xOf = (t) => ((t - snap.view.t0) / (snap.view.t1 - snap.view.t0)) * snap.W;
+      const want = new Set();
+      for (let j = 1; j < ts.length; j++) {
+        if (ts[j] - ts[j - 1] > 2.5 * spacing) continue;
+        for (let x = Math.ceil(xOf(ts[j - 1] + e.step_s / 2)) + 1; x <= Math.floor(xOf(ts[j] + e.step_s / 2)) - 1; x++) if (x > 0 && x < snap.W - 1) want.add(x);
+      }
+      const missing = [...want].filter((x) => !snap.cols[x]);
+      last = `${missing.length} of ${want.size} overlay columns unstroked (spacing ${spacing} s, step ${e.step_s} s)`;
+      return want.size > 50 && missing.length <= want.size * 0.1;
+    },
+    { timeout: 120000, every: 500, what: "the overlay stroked where the API has readings" },
+  ).catch((err) => {
+    throw new Error(`${err.message}: ${last}`);
+  });
   assert.deepEqual(problems, []);
   await noErrorBanner();
 });
