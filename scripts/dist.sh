@@ -44,7 +44,7 @@ for arch in $ARCHES; do
 			fi
 		fi
 		echo "dist: otelcol-miles linux/$arch (the whole collector distribution: minutes on 2 cores)"
-		(cd otelcol-miles && CGO_ENABLED=1 GOOS=linux GOARCH="$arch" ${cc:+CC=$cc} \
+		(cd otelcol-miles && env CGO_ENABLED=1 GOOS=linux GOARCH="$arch" ${cc:+CC=$cc} \
 			$GO build -trimpath -ldflags "-s -w" -o "$stage/otelcol-miles/otelcol-miles" .)
 	fi
 	cp configs/*.yaml "$stage/otelcol-miles/configs/"
