@@ -159,6 +159,8 @@ export class MetricsView {
   private observer: IntersectionObserver;
   private timeZoom: [number, number] | null = null;
   private syncing = false;
+  /** A mouse button is down (a drag-zoom in progress: the crosshair is not snapped to steps then). */
+  private buttonDown = false;
   private engTimer: ReturnType<typeof setInterval> | null = null;
   active = false;
   /** Counters the browser tests read. */
@@ -178,6 +180,9 @@ export class MetricsView {
       for (const e of ents) if (e.isIntersecting) this.ensureChart((e.target as HTMLElement).dataset.key!);
     }, { rootMargin: "400px" });
     this.buildDom();
+    // (capture: known before a chart sees the press)
+    window.addEventListener("mousedown", () => (this.buttonDown = true), true);
+    window.addEventListener("mouseup", () => (this.buttonDown = false), true);
     window.addEventListener("hashchange", () => {
       if (this.active && location.hash.startsWith("#/metrics")) this.applyHash();
     });
@@ -530,6 +535,14 @@ export class MetricsView {
         sync: { key: "miles-metrics", setSeries: false },
         drag: { x: true, y: false, setScale: false },
         points: { size: 6 },
+        // The crosshair sits on a whole step: the hovered chart publishes that step's value, and every synced
+        // chart reads the same step, whatever its width or the pixel rounding between them. Not while a button
+        // is down: a drag selects the range the pointer covers.
+        move: (u, left, top) => {
+          if (this.buttonDown || !(left >= 0)) return [left, top];
+          const v = u.posToVal(left, "x");
+          return isFinite(v) ? [u.valToPos(Math.round(v), "x"), top] : [left, top];
+        },
       },
       series,
       hooks: {

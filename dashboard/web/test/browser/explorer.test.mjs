@@ -204,6 +204,37 @@ test("Back and Forward undo and redo a zoom; an edited URL redraws the charts", 
   await until(async () => !/x0=/.test(await page.evaluate(() => location.hash)), { what: "zoom reset" });
 });
 
+test("the synced crosshair sits on one whole step in every chart", async () => {
+  await until(async () => (await cards()).filter((c) => c.drawn).length >= 4, { what: "charts drawn" });
+  const over = await page.$('.mcard[data-key="train/loss"] .u-over');
+  const b = await over.boundingBox();
+  for (const f of [0.31, 0.5, 0.69]) {
+    await page.mouse.move(b.x + b.width * f, b.y + b.height / 2);
+    const r = await until(
+      async () => {
+        const v = await page.evaluate(() =>
+          Array.from(window.__milesViews.metrics.cards.values())
+            .filter((c) => c.u && !c.engine && c.u.cursor.left >= 0)
+            .map((c) => {
+              const x = c.u.posToVal(c.u.cursor.left, "x");
+              return { key: c.key.key, x, has: c.u.data[0].includes(Math.round(x)), step: c.u.cursor.idx == null ? null : c.u.data[0][c.u.cursor.idx] };
+            }),
+        );
+        return v.length >= 4 ? v : null;
+      },
+      { what: "crosshairs on the charts" },
+    );
+    const hovered = r.find((c) => c.key === "train/loss");
+    assert.ok(hovered, JSON.stringify(r));
+    const step = Math.round(hovered.x);
+    for (const c of r) {
+      assert.ok(Math.abs(c.x - step) < 1e-6, `${c.key}: crosshair at ${c.x}, the hovered chart's step ${step} (${JSON.stringify(r)})`);
+      if (c.has) assert.equal(c.step, step, `${c.key} reads step ${c.step}, not ${step}`);
+    }
+  }
+  await page.mouse.move(0, 0);
+});
+
 test("smoothing adds a smoothed line over the faint raw one; log scale", async () => {
   await page.selectOption(".msmooth", "0.9");
   await until(async () => (await cards()).filter((c) => c.drawn).every((c) => c.series === 3), { what: "smoothed series" });
