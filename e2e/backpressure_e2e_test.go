@@ -252,3 +252,33 @@ func TestUnfinishedHeadersClosedE2E(t *testing.T) {
 		})
 	}
 }
+
+// TestRefusedWhileDiskFailsE2E: a collector whose run directory cannot be written (a file where its dashboard
+// folder should be) answers a request 503 (retryable) instead of 200 from memory, counts it as refused, and
+// writes the sender's retry once the disk recovers: nothing it acknowledged sits only in memory, so a kill -9
+// during the failure loses nothing acknowledged (docs/reliability.md "disk full while running").
+func TestRefusedWhileDiskFailsE2E(t *testing.T) {
+	runDir := t.TempDir()
+	dash := filepath.Join(runDir, "dashboard")
+	if err := os.WriteFile(dash, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := e2etest.StartCollector(t, runDir, e2etest.Options{})
+	body := bigPhaseRequest(t, "node-a", 3, 5, 0)
+	if code := postOTLP(t, c.HTTPAddr, body); code != http.StatusServiceUnavailable {
+		t.Fatalf("HTTP %d while the run directory cannot be written, want 503 (retryable, the sender keeps it)", code)
+	}
+	if n := c.Metric("otelcol_exporter_jsonl_refused"); n != 5 {
+		t.Errorf("refused records counted %v, want 5", n)
+	}
+	if err := os.Remove(dash); err != nil { // the disk recovers
+		t.Fatal(err)
+	}
+	e2etest.Eventually(t, 30*time.Second, "the sender's retry acknowledged", func() bool {
+		return postOTLP(t, c.HTTPAddr, body) == http.StatusOK
+	})
+	c.Kill() // acknowledged means written: a crash now loses nothing
+	if n := len(e2etest.Records(t, runDir, sc.StreamPhases)); n != 5 {
+		t.Fatalf("%d phases on disk after the kill, want the 5 acknowledged", n)
+	}
+}
