@@ -23,7 +23,7 @@ TESTS=${RELIABILITY_TESTS:-kill disk outage outage-agent fuzz exposure acknowled
 acknowledge() {
 	local log="$OUT/acknowledge.log"
 	MILES_E2E_REQUIRE=1 $GO test -count=1 -v \
-		-run 'TestGatewayRateCapBackPressureE2E|TestAgentSplitsBatchesBelowGatewayLimitE2E|TestUnfinishedHeadersClosedE2E|TestAckWrittenRefusesWhileDiskFails|TestEngineRateRefusesRetryable|TestAdmissionBoundsConcurrentQueries' \
+		-run 'TestGatewayRateCapBackPressureE2E|TestAgentSplitsBatchesBelowGatewayLimitE2E|TestUnfinishedHeadersClosedE2E|TestAckWrittenRefusesWhileDiskFails|TestRefusedWhileDiskFailsE2E|TestEngineRateRefusesRetryable|TestAdmissionBoundsConcurrentQueries' \
 		./e2e/ ./exporters/jsonlexporter/ ./dashboard/server/ >"$log" 2>&1 || true
 	python3 - "$log" <<'PY'
 import json, re, sys
