@@ -79,6 +79,8 @@ export function phaseTable(runs: Breakdown[]): PhaseRow[] {
 export interface Pace {
   steps: number;
   stepS: number;
+  /** The longest step (s): a stall inside a step shows here. */
+  longestStepS: number;
   samplesPerStep: number | null;
   samplesPerS: number | null;
   tokensPerS: number | null;
@@ -100,6 +102,7 @@ export function pace(b: Breakdown, steps: { step: number; samples: number }[], r
   });
   let sec = 0;
   let n = 0;
+  let longest = 0;
   let sSec = 0;
   let sN = 0;
   let sSteps = 0;
@@ -108,6 +111,7 @@ export function pace(b: Breakdown, steps: { step: number; samples: number }[], r
   for (const [step, l] of len) {
     sec += l;
     n++;
+    longest = Math.max(longest, l);
     const k = samples.get(step);
     if (k === undefined) continue;
     sSec += l;
@@ -121,6 +125,7 @@ export function pace(b: Breakdown, steps: { step: number; samples: number }[], r
   return {
     steps: n,
     stepS: n ? sec / n : 0,
+    longestStepS: longest,
     samplesPerStep: sSteps ? sN / sSteps : null,
     samplesPerS: sSec > 0 ? sN / sSec : null,
     tokensPerS: tSec > 0 ? tN / tSec : null,

@@ -13,10 +13,11 @@ import type { StepsResp } from "../api/responseTypes/steps";
 import type { EnginesSeriesResp } from "../api/responseTypes/enginesSeries";
 import type { BubblesPhasesResp } from "../api/responseTypes/bubblesPhases";
 import type { RunConfigResp } from "../api/responseTypes/runConfig";
+import { yAxisSize } from "../metrics/series";
 import { phaseColor } from "../shared/colors";
 import { el } from "../shared/dom";
 import { breakdown, byTime, NONE, pace, phaseTable, type Breakdown, type Pace } from "./breakdown";
-import type { RunsList, RunSummary } from "./runs";
+import { fmtDuration, type RunsList, type RunSummary } from "./runs";
 
 export const RUN_COLORS = ["#4c78a8", "#f58518", "#54a24b", "#b279a2"];
 
@@ -47,6 +48,8 @@ export class ComparePage {
     charts: 0,
     configRows: [] as string[],
     pace: {} as Record<string, Pace>,
+    /** The x ticks of each by-step chart, as last drawn. */
+    stepTicks: {} as Record<string, number[]>,
   };
 
   constructor(
@@ -113,10 +116,11 @@ export class ComparePage {
       if (!have.length) continue;
       const box = el("div", "cmpcharts");
       box.append(
-        this.chart(`${key} by step`, have.map((d) => ({ color: d.color, label: d.run.name, x: d.series[key].x, y: d.series[key].y }))),
+        this.chart(`${key} by step`, have.map((d) => ({ color: d.color, label: d.run.name, x: d.series[key].x, y: d.series[key].y })), "step", true),
         this.chart(
           `${key} by time since the run's first record (min)`,
           have.map((d) => ({ color: d.color, label: d.run.name, ...byTime(d.series[key], d.base) })),
+          "minutes since the run's first record",
         ),
       );
       r.appendChild(box);
@@ -127,7 +131,7 @@ export class ComparePage {
     const bd = el("div", "cmpbreak");
     bd.appendChild(el("h3", "", "step time by phase (mean over the train lanes; the steps of /bubbles)"));
     const table = el("table", "cmptable");
-    table.appendChild(rowOf("th", ["run", "steps", "total s", "mean step s", "samples / step", "samples / s", "tokens / s"]));
+    table.appendChild(rowOf("th", ["run", "steps", "total s", "mean step s", "longest step s", "outside steps", "samples / step", "samples / s", "tokens / s"]));
     const maxStep = Math.max(1, ...runs.flatMap((d) => d.phases.perStep.map((row) => row.reduce((a, v) => a + v, 0))));
     const bars = el("div", "cmpcharts");
     for (const d of runs) {
@@ -142,6 +146,9 @@ export class ComparePage {
         String(b.steps.length),
         b.stacked.toFixed(1),
         b.steps.length ? (b.stacked / b.steps.length).toFixed(1) : "–",
+        b.steps.length ? p.longestStepS.toFixed(1) : "–",
+        // The run's wall time not in a completed step: a stall, a restart, the step under way.
+        fmtDuration(Math.max(0, d.run.duration_s - b.stacked)),
         f(p.samplesPerStep, 1),
         f(p.samplesPerS, 3),
         f(p.tokensPerS, 0),
@@ -201,7 +208,7 @@ export class ComparePage {
           });
           return { color: d.color, label: d.run.name, x: e.t.map((t) => t - e.t[0]), y };
         });
-      if (lines.length) eng.appendChild(this.chart(`${m} (all engines) by time since its first reading (s)`, lines));
+      if (lines.length) eng.appendChild(this.chart(`${m} (all engines) by time since its first reading (s)`, lines, "seconds since its first reading"));
     }
     if (eng.children.length) r.appendChild(eng);
 
@@ -231,7 +238,8 @@ export class ComparePage {
     r.appendChild(cfg);
   }
 
-  private chart(title: string, lines: { color: string; label: string; x: number[]; y: (number | null)[] }[]): HTMLElement {
+  /** A chart of runs' lines on one x axis, labelled xLabel; steps: whole-number ticks (no step 2.5). */
+  private chart(title: string, lines: { color: string; label: string; x: number[]; y: (number | null)[] }[], xLabel: string, steps = false): HTMLElement {
     const box = el("div", "cmpchart");
     box.appendChild(el("div", "cmptitle", title));
     // One x axis for all runs: the union of their x, each run's y aligned on it.
@@ -246,6 +254,24 @@ export class ComparePage {
       width: 560,
       height: 200,
       scales: { x: { time: false } },
+      axes: [
+        {
+          label: xLabel,
+          labelSize: 18,
+          size: 30,
+          ...(steps
+            ? {
+                incrs: STEP_INCRS,
+                values: (_u: uPlot, splits: number[]) => {
+                  this.probe.stepTicks[title] = splits.slice();
+                  return splits.map(String);
+                },
+              }
+            : {}),
+        },
+        // as wide as its widest label: never clipped to "0,000"
+        { size: (_u, values) => yAxisSize(values as string[] | null, (t) => t.length * 7.2) },
+      ],
       legend: { show: false },
       series: [{}, ...lines.map((l) => ({ label: l.label, stroke: l.color, width: 1.5, spanGaps: true }))],
     };
@@ -262,6 +288,9 @@ function rowOf(cell: "td" | "th", vals: string[]): HTMLTableRowElement {
 }
 
 const NONE_COLOR = "#d9d9d9";
+
+/** Tick spacings of a step axis: whole steps only. */
+const STEP_INCRS = [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 2500, 5000, 10000, 20000, 50000, 100000];
 
 /** One run's steps as bars stacked by phase (largest phases at the bottom, no phase on top), on the time
  * scale `max` all runs share, so a slower run's bars are taller. */

@@ -108,7 +108,19 @@ test("compare of two runs of different speeds shows both, stacked by phase with 
     }
     const pace = probe.pace[id];
     assert.ok(sec > 0 && Math.abs(pace.samplesPerS - samples / sec) <= 1e-9 * (samples / sec), `${id}: samples/s page ${pace.samplesPerS}, API ${samples / sec}`);
-    const cell = await page.locator(`table.cmptable tr[data-run='${id}'] td`).nth(5).textContent();
+    // Stalls and gaps: the longest step as /bubbles has it, and the run's wall time outside its steps.
+    const longest = Math.max(...bp.steps.map((s) => s.phases.reduce((a, v) => a + v, s.none)));
+    assert.ok(Math.abs(pace.longestStepS - longest) <= 1e-6 * longest, `${id}: longest step page ${pace.longestStepS}, API ${longest}`);
+    const run = (await api(dash, "/api/v1/runs")).runs.find((r) => r.id === id);
+    const outside = await page.locator(`table.cmptable tr[data-run='${id}'] td`).nth(5).textContent();
+    const outS = run.duration_s - got;
+    const mm = /^(?:(\d+)h )?(\d+)m(?: (\d+)s)?$/.exec(outside);
+    if (outS >= 1) {
+      assert.ok(mm, `${id}: outside steps "${outside}"`);
+      const shown = Number(mm[1] ?? 0) * 3600 + Number(mm[2]) * 60 + Number(mm[3] ?? 0);
+      assert.ok(Math.abs(shown - outS) <= (mm[1] ? 60 : 1), `${id}: outside steps shown ${outside}, API ${outS} s`);
+    }
+    const cell = await page.locator(`table.cmptable tr[data-run='${id}'] td`).nth(7).textContent();
     assert.equal(cell, (samples / sec).toFixed(3), `${id}: the samples/s cell`);
     assert.ok(pace.tokensPerS > 0, `${id}: tokens/s ${pace.tokensPerS}`);
     const pt = probe.phaseTotals[id];
@@ -133,6 +145,10 @@ test("compare of two runs of different speeds shows both, stacked by phase with 
   }
   assert.notEqual(perStep.fast.toFixed(3), perStep.slow.toFixed(3), "the two runs step at different speeds");
   assert.ok(probe.charts >= 4, "metrics overlaid by step and by time");
+  // Step axes tick at whole steps only.
+  const ticks = await page.evaluate(() => window.__milesLibrary.probe.stepTicks);
+  assert.ok(Object.keys(ticks).length >= 2, JSON.stringify(ticks));
+  for (const [title, ts] of Object.entries(ticks)) assert.ok(ts.length >= 2 && ts.every((v) => Number.isInteger(v)), `${title}: ticks ${ts}`);
   const phaseRows = await page.locator("table.cmpphases tr[data-phase]").count();
   assert.ok(phaseRows >= 3, `${phaseRows} phases in the per-phase table`);
 

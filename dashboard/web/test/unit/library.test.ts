@@ -38,10 +38,11 @@ test("pace: samples and response tokens per second of step time, over the steps 
   const p = pace(b, [{ step: 1, samples: 80 }, { step: 2, samples: 40 }], { x: [1, 2, 3], y: [100, null, 300] });
   assert.equal(p.steps, 3);
   assert.equal(p.stepS, 100);
+  assert.equal(p.longestStepS, 100);
   assert.equal(p.samplesPerStep, 60);
   assert.equal(p.samplesPerS, 120 / 200);
   assert.equal(p.tokensPerS, (80 * 100) / 100);
-  assert.deepEqual(pace(b, []), { steps: 3, stepS: 100, samplesPerStep: null, samplesPerS: null, tokensPerS: null });
+  assert.deepEqual(pace(b, []), { steps: 3, stepS: 100, longestStepS: 100, samplesPerStep: null, samplesPerS: null, tokensPerS: null });
 });
 
 test("byTime puts a series on minutes since the run's first record, from each point's own time", () => {
