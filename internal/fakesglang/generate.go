@@ -26,6 +26,11 @@ type GenerateConfig struct {
 	MaxNewTokens int
 	// WeightVersion is meta_info.weight_version (default "1").
 	WeightVersion string
+	// ToolCall, when set, is the answer's text for a request whose prompt has at most ToolCallMaxPrompt tokens
+	// (a conversation's first turn): a model calling a tool, in the format of the caller's tool-call parser
+	// (e.g. qwen25's `<tool_call>{…}</tool_call>`). Longer prompts (the turn after the tool's answer) get plain text.
+	ToolCall          string
+	ToolCallMaxPrompt int
 }
 
 func (c *GenerateConfig) defaults() {
@@ -160,8 +165,13 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request) {
 		}
 		meta["output_token_logprobs"] = lp
 	}
+	text := strings.Repeat(" tok", out)
+	if g.cfg.ToolCall != "" && prompt <= g.cfg.ToolCallMaxPrompt {
+		text = g.cfg.ToolCall
+		meta["finish_reason"] = map[string]any{"type": "stop", "matched": 0}
+	}
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]any{"text": strings.Repeat(" tok", out), "meta_info": meta})
+	_ = json.NewEncoder(w).Encode(map[string]any{"text": text, "meta_info": meta})
 }
 
 // serveControl answers the engine endpoints a router and miles call besides /generate, in sglang's shapes:
