@@ -1,6 +1,8 @@
 package jsonlexporter
 
 import (
+	"encoding/hex"
+
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 
@@ -35,7 +37,7 @@ func mapLogs(ld plog.Logs, r *records) {
 						continue
 					}
 					p.pid, _ = attrInt(rl.Resource().Attributes(), sc.ProcessPID)
-					buf = appendPhase(buf[:0], r, p, ts, 0, true, lr.SpanID(), pcommon.NewSpanIDEmpty())
+					buf = appendPhase(buf[:0], r, p, ts, 0, true, lr.SpanID(), markerParent(lr.Attributes()))
 					r.add(sc.StreamPhases, ts, buf)
 				case ev == sc.EventRunConfig:
 					var ok bool
@@ -51,6 +53,20 @@ func mapLogs(ld plog.Logs, r *records) {
 			}
 		}
 	}
+}
+
+// markerParent is the enclosing phase an open marker names (miles.phase.parent, docs/semconv.md §2), so the
+// marker is drawn nested while it runs; empty when absent or not 16 hex digits.
+func markerParent(attrs pcommon.Map) pcommon.SpanID {
+	var id pcommon.SpanID
+	s, ok := attrStr(attrs, sc.PhaseParent)
+	if !ok || len(s) != 2*len(id) {
+		return pcommon.NewSpanIDEmpty()
+	}
+	if _, err := hex.Decode(id[:], []byte(s)); err != nil {
+		return pcommon.NewSpanIDEmpty()
+	}
+	return id
 }
 
 func eventName(lr plog.LogRecord) string {

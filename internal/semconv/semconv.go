@@ -48,11 +48,13 @@ const (
 // Phase attributes.
 const (
 	PhaseName = "miles.phase.name"
-	Role      = "miles.role"
-	Rank      = "miles.rank"
-	GPUIDs    = "miles.gpu.ids"
-	GPUUUIDs  = "miles.gpu.uuids"
-	Step      = "miles.step"
+	// PhaseParent is the enclosing phase's span id (16 hex digits) on an open marker, whose log record has no parent.
+	PhaseParent = "miles.phase.parent"
+	Role        = "miles.role"
+	Rank        = "miles.rank"
+	GPUIDs      = "miles.gpu.ids"
+	GPUUUIDs    = "miles.gpu.uuids"
+	Step        = "miles.step"
 )
 
 // Trajectory attributes.

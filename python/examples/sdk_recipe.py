@@ -61,9 +61,11 @@ class MilesSDK:
             attrs["miles.step"] = step
         ctx = trace.set_span_in_context(parent) if parent is not None else Context()
         span = self.tracer.start_span(name, context=ctx, start_time=ns(t0), attributes=attrs)
+        marker = {**attrs, "event.name": "miles.phase.start"}
+        if parent is not None:  # the enclosing phase of the open marker (a log record has no parent span)
+            marker["miles.phase.parent"] = format(parent.get_span_context().span_id, "016x")
         self.logger.emit(timestamp=ns(t0), context=trace.set_span_in_context(span), event_name="miles.phase.start",
-                         severity_number=SeverityNumber.INFO, body=name,
-                         attributes={**attrs, "event.name": "miles.phase.start"})
+                         severity_number=SeverityNumber.INFO, body=name, attributes=marker)
         return span
 
     def phase_end(self, span, t1):

@@ -219,6 +219,8 @@ def _encode_one(ev: tuple, spans: dict, logs: dict, metrics: dict, counts: list,
             counts[0] += 1
         else:
             a[sc.EVENT_NAME_ATTR] = sc.EVENT_PHASE_START
+            if parent:  # a log record has no parent span: the enclosing phase travels as an attribute (§2)
+                a[sc.PHASE_PARENT] = f"{parent:016x}"
             item = _log_json(t0, observed, sc.EVENT_PHASE_START, value(name), a, trace, span)
             logs.setdefault(id(res), (res, []))[1].append(item)
             counts[1] += 1

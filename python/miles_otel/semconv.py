@@ -32,6 +32,7 @@ SPAN_WEIGHT_UPDATE = "miles.weight_update"
 
 # §2 phase attributes
 PHASE_NAME = "miles.phase.name"
+PHASE_PARENT = "miles.phase.parent"
 ROLE = "miles.role"
 RANK = "miles.rank"
 GPU_IDS = "miles.gpu.ids"

@@ -49,11 +49,14 @@ def canon_log(res: dict, r: dict, ids: dict) -> dict:
     def idn(x):
         return ids.setdefault(x, len(ids)) if x else None
 
+    attrs = kv(r.get("attributes", []))
+    if "miles.phase.parent" in attrs:  # the enclosing phase's span id, numbered like every other id
+        attrs["miles.phase.parent"] = idn(attrs["miles.phase.parent"])
     return {
         "res": {k: res.get(k) for k in RES_KEYS},
         "event": r.get("eventName"),
         "t": int(r["timeUnixNano"]),
-        "attrs": kv(r.get("attributes", [])),
+        "attrs": attrs,
         "trace": idn(r.get("traceId", "")),
         "span": idn(r.get("spanId", "")),
     }

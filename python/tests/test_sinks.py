@@ -36,6 +36,20 @@ class SinkTestBase(unittest.TestCase):
 
 
 class PhaseSinkTest(SinkTestBase):
+    def test_nested_open_marker_names_its_parent(self):
+        """A log record has no parent span: the enclosing phase travels as miles.phase.parent (docs/semconv.md §2),
+        so a nested phase is drawn at its depth while it runs."""
+        sink = self.e.phase_sink("train", rank=0, gpus=[0])
+        sink.begin("actor_train", 10.0)
+        sink.begin("data_preprocess", 11.0)
+        sink("data_preprocess", 11.0, 12.0)
+        sink("actor_train", 10.0, 13.0)
+        self.flush()
+        markers = {kv(m["attributes"])["miles.phase.name"]: kv(m["attributes"]) for _, m in self.srv.logs()}
+        outer = [s for s in self.spans_by_name()["actor_train"]][0]
+        self.assertNotIn("miles.phase.parent", markers["actor_train"])
+        self.assertEqual(markers["data_preprocess"]["miles.phase.parent"], outer["spanId"])
+
     def test_open_marker_then_span_with_same_ids(self):
         sink = self.e.phase_sink("train", rank=3, gpus=[2], gpu_uuids=["GPU-2222"])
         self.e.set_step(5)
