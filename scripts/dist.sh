@@ -34,13 +34,13 @@ for arch in $ARCHES; do
 		cc=""
 		if [[ "$arch" != "$HOST_ARCH" ]]; then
 			case "$arch" in
-			arm64) cc=aarch64-linux-gnu-gcc pkg=gcc-aarch64-linux-gnu ;;
-			amd64) cc=x86_64-linux-gnu-gcc pkg=gcc-x86-64-linux-gnu ;;
+			arm64) cc=aarch64-linux-gnu-gcc pkg="gcc-aarch64-linux-gnu libc6-dev-arm64-cross" ;;
+			amd64) cc=x86_64-linux-gnu-gcc pkg="gcc-x86-64-linux-gnu libc6-dev-amd64-cross" ;;
 			*) echo "dist: no cross compiler known for $arch" >&2; exit 1 ;;
 			esac
-			if ! command -v "$cc" >/dev/null; then
+			if ! command -v "$cc" >/dev/null || ! dpkg -s ${pkg#* } >/dev/null 2>&1; then
 				[[ $(id -u) -eq 0 ]] || { echo "dist: $cc missing: apt-get install $pkg" >&2; exit 1; }
-				apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$pkg" >/dev/null
+				apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $pkg >/dev/null
 			fi
 		fi
 		echo "dist: otelcol-miles linux/$arch (the whole collector distribution: minutes on 2 cores)"
