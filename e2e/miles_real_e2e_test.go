@@ -29,21 +29,7 @@ import (
 // collector and the dashboard (docs/python.md "One switch").
 
 // milesPython builds .venv-miles (scripts/miles-venv.sh) and returns its python.
-func milesPython(t *testing.T) string {
-	t.Helper()
-	root := e2etest.RepoRoot()
-	cmd := exec.Command("bash", filepath.Join(root, "scripts", "miles-venv.sh"))
-	cmd.Dir = root
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		msg := fmt.Sprintf("scripts/miles-venv.sh failed (PyPI or Debian unreachable?): %v\n%s", err, out)
-		if os.Getenv("MILES_E2E_REQUIRE") == "1" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	return filepath.Join(root, ".venv-miles", "bin", "python")
-}
+func milesPython(t *testing.T) string { return venvPython(t, "miles-venv.sh", ".venv-miles") }
 
 // startRouter starts sgl-model-gateway in front of workers and waits until it lists them all as healthy.
 func startRouter(t *testing.T, py string, workers []string) string {

@@ -28,20 +28,24 @@ import (
 // the venv scripts/sglang-venv.sh builds, and read their output through the real collector and dashboard.
 
 // sglangPython returns .venv-sglang/bin/python, creating the venv with the project script when missing.
-func sglangPython(t *testing.T) string {
+func sglangPython(t *testing.T) string { return venvPython(t, "sglang-venv.sh", ".venv-sglang") }
+
+// venvPython runs scripts/<script> (idempotent: it builds the venv only when missing or stale) and returns
+// <venv>/bin/python; the test is skipped when the script fails (PyPI unreachable), failed under MILES_E2E_REQUIRE.
+func venvPython(t *testing.T, script, venv string) string {
 	t.Helper()
 	root := e2etest.RepoRoot()
-	cmd := exec.Command("bash", filepath.Join(root, "scripts", "sglang-venv.sh"))
+	cmd := exec.Command("bash", filepath.Join(root, "scripts", script))
 	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		msg := fmt.Sprintf("scripts/sglang-venv.sh failed (PyPI unreachable?): %v\n%s", err, out)
+		msg := fmt.Sprintf("scripts/%s failed (a package registry unreachable?): %v\n%s", script, err, out)
 		if os.Getenv("MILES_E2E_REQUIRE") == "1" {
 			t.Fatal(msg)
 		}
 		t.Skip(msg)
 	}
-	return filepath.Join(root, ".venv-sglang", "bin", "python")
+	return filepath.Join(root, venv, "bin", "python")
 }
 
 type realFamily struct {

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -143,25 +142,7 @@ func mergeCatalogs(cats []map[string]*Lane) map[string]*Lane {
 				out[k] = &c
 				continue
 			}
-			m.UUID = cmp.Or(m.UUID, l.UUID)
-			m.Model = cmp.Or(m.Model, l.Model)
-			for _, r := range l.Ranks {
-				if !slices.Contains(m.Ranks, r) {
-					m.Ranks = append(m.Ranks, r)
-				}
-			}
-			slices.Sort(m.Ranks)
-			for _, a := range l.Engines {
-				if !slices.Contains(m.Engines, a) {
-					m.Engines = append(m.Engines, a)
-				}
-			}
-			for _, r := range l.Roles {
-				if !slices.Contains(m.Roles, r) {
-					m.Roles = append(m.Roles, r)
-				}
-			}
-			slices.Sort(m.Roles)
+			mergeLane(m, l)
 		}
 	}
 	return out
