@@ -128,14 +128,7 @@ func TestEngineTracesE2E(t *testing.T) {
 	waitFile(t, filepath.Join(runDir, "dashboard", sc.StreamEngineTraces), 60*time.Second)
 	waitFile(t, filepath.Join(runDir, "dashboard", sc.StreamTrajectories), 60*time.Second)
 
-	st, err := store.Open(runDir, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := server.New(server.Options{Store: st})
-	defer srv.Close()
-	api := httptest.NewServer(srv)
-	defer api.Close()
+	st, api := serveRun(t, runDir)
 
 	var a store.AnatomyResult
 	deadline := time.Now().Add(60 * time.Second)
@@ -249,6 +242,20 @@ func waitFile(t *testing.T, dir string, timeout time.Duration) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	t.Fatalf("no records in %s after %s", dir, timeout)
+}
+
+// serveRun opens runDir's store and serves the dashboard's API over it on loopback, both closed at the test's end.
+func serveRun(t *testing.T, runDir string) (*store.Store, *httptest.Server) {
+	t.Helper()
+	st, err := store.Open(runDir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := server.New(server.Options{Store: st})
+	t.Cleanup(func() { srv.Close() })
+	api := httptest.NewServer(srv)
+	t.Cleanup(api.Close)
+	return st, api
 }
 
 func getJSON(t *testing.T, url string, into any) {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/otelcol-miles/otelcol-miles/dashboard/server"
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
 	"github.com/otelcol-miles/otelcol-miles/internal/e2etest"
 	"github.com/otelcol-miles/otelcol-miles/internal/fakesglang"
@@ -177,14 +175,7 @@ func TestMilesRealE2E(t *testing.T) {
 				}
 			}
 
-			st, err := store.Open(runDir, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv := server.New(server.Options{Store: st})
-			defer srv.Close()
-			api := httptest.NewServer(srv)
-			defer api.Close()
+			st, api := serveRun(t, runDir)
 
 			// Trajectories: every consumed sample of every step, each engine call a segment with its version,
 			// a staleness (0: a synchronous run consumes at the version it generated with), sglang's slices.

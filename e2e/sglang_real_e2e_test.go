@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,8 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/otelcol-miles/otelcol-miles/dashboard/server"
-	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
 	"github.com/otelcol-miles/otelcol-miles/internal/e2etest"
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
@@ -264,14 +261,7 @@ func TestSglangRealMetricsE2E(t *testing.T) {
 		t.Errorf("decode num_transfer_failed_reqs_total = %v", r)
 	}
 
-	st, err := store.Open(runDir, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := server.New(server.Options{Store: st})
-	defer srv.Close()
-	api := httptest.NewServer(srv)
-	defer api.Close()
+	st, api := serveRun(t, runDir)
 	st.Refresh()
 	type series struct {
 		Engine string            `json:"engine"`

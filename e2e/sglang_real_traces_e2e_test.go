@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/otelcol-miles/otelcol-miles/dashboard/server"
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
 	"github.com/otelcol-miles/otelcol-miles/internal/e2etest"
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
@@ -114,14 +112,7 @@ func TestSglangRealEngineTracesE2E(t *testing.T) {
 	}
 	engineURL := "http://" + d.Engines["u"]
 
-	st, err := store.Open(runDir, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := server.New(server.Options{Store: st})
-	defer srv.Close()
-	api := httptest.NewServer(srv)
-	defer api.Close()
+	st, api := serveRun(t, runDir)
 	var a store.AnatomyResult
 	e2etest.Eventually(t, 90*time.Second, "the step's anatomy with every segment traced", func() bool {
 		st.Refresh()
