@@ -144,6 +144,54 @@ class InstrumentationTest(unittest.TestCase):
         self.assertEqual(len([s for s in spans if s["name"] == "miles.tool"]), 1)
         self.assertEqual(len([s for s in spans if s["name"] == "miles.queue"]), 1)
 
+    def test_train_actor_subclasses_stamp_their_step_and_report_pushes(self):
+        """A backend's actor subclasses miles' TrainRayActor after the hook: its train(rollout_id) sets the step
+        of this process and its update_weights sends miles.weight_update with the updater's version (rank 0)."""
+        files = {**pkg("miles.utils.timer", "miles.ray.train_actor", "miles.backends.megatron_utils.actor"),
+                 "miles/utils/timer.py": TIMER,
+                 "miles/ray/train_actor.py": """
+                     import abc
+                     class RayActor: pass
+                     class TrainRayActor(RayActor):
+                         def __init__(self, world_size, rank):
+                             self._rank = rank
+                         @abc.abstractmethod
+                         def train(self, rollout_id, rollout_data_ref): ...
+                         @abc.abstractmethod
+                         def update_weights(self): ...
+                 """,
+                 "miles/backends/megatron_utils/actor.py": """
+                     from types import SimpleNamespace
+                     from miles.ray.train_actor import TrainRayActor
+                     from miles.utils.timer import Timer
+                     class MegatronTrainRayActor(TrainRayActor):
+                         def __init__(self, *a):
+                             super().__init__(*a)
+                             self.weight_updater = SimpleNamespace(weight_version=0)
+                         def train(self, rollout_id, rollout_data_ref):
+                             Timer().start("actor_train"); Timer().end("actor_train")
+                         def update_weights(self):
+                             self.weight_updater.weight_version += 1
+                 """}
+        r = run(files, """
+            import miles_otel
+            miles_otel.instrumentation.MilesInstrumentor().instrument()
+            from miles.backends.megatron_utils.actor import MegatronTrainRayActor
+            a = MegatronTrainRayActor(1, 0)
+            a.update_weights()                    # the initial push: version 1
+            a.train(7, None)
+            a.update_weights()
+            assert miles_otel.flush(5)
+            print(miles_otel.instrumentation.MilesInstrumentor.status())
+        """, self.env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertTrue(self.srv.wait_for(lambda _srv: len([1 for _, s in self.srv.spans() if s["name"] == "miles.weight_update"]) == 2))
+        spans = [s for _, s in self.srv.spans()]
+        pushes = sorted(kv(s["attributes"])["miles.weight.version"] for s in spans if s["name"] == "miles.weight_update")
+        self.assertEqual(pushes, [1, 2])
+        [phase] = [kv(s["attributes"]) for s in spans if s["name"] == "actor_train"]
+        self.assertEqual((phase["miles.step"], phase["miles.role"]), (7, "train"))
+
     def test_a_changed_miles_is_left_alone_with_one_warning(self):
         # A Timer whose start takes other arguments, an http post without headers: both left unwrapped.
         files = {**pkg("miles.utils.timer", "miles.utils.http_utils"),
