@@ -7,16 +7,39 @@ docs/semconv.md. Glue for miles: docs/python.md.
 
 from __future__ import annotations
 
+import importlib
+import sys
 import threading
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from . import instrumentation, semconv
-from .emitter import Emitter, normalize_engine
 from .instrumentation import MilesInstrumentor
-from .identity import PhaseIdentity
-from . import sinks as _sinks
-from .sinks import PhaseSink, TrajectorySink
-from .tracking import OtelTrackingBackend
+
+if TYPE_CHECKING:
+    from .emitter import Emitter, normalize_engine
+    from .identity import PhaseIdentity
+    from .sinks import PhaseSink, TrajectorySink
+    from .tracking import OtelTrackingBackend
+
+# Loaded on first use (PEP 562): with MILES_OTEL=1 every process of the job imports this package at start-up
+# (miles_otel.pth), and one that never touches miles should not pay for the emitter's HTTP stack.
+_LAZY = {
+    "Emitter": "emitter",
+    "normalize_engine": "emitter",
+    "PhaseIdentity": "identity",
+    "PhaseSink": "sinks",
+    "TrajectorySink": "sinks",
+    "OtelTrackingBackend": "tracking",
+}
+
+
+def __getattr__(name: str) -> Any:
+    mod = _LAZY.get(name)
+    if mod is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{mod}"), name)
+    globals()[name] = value
+    return value
 
 __all__ = [
     "Emitter",
@@ -55,6 +78,8 @@ def get_emitter() -> Emitter:
     if e is None:
         with _lock:
             if _default is None:
+                from .emitter import Emitter
+
                 _default = Emitter()
             e = _default
     return e
@@ -63,6 +88,8 @@ def get_emitter() -> Emitter:
 def configure(endpoint: str | None = None, **kwargs: Any) -> Emitter:
     """Replace the process-wide emitter (before creating sinks). The previous one is flushed and stopped."""
     global _default
+    from .emitter import Emitter
+
     with _lock:
         old, _default = _default, Emitter(endpoint, **kwargs)
     if old is not None:
@@ -110,6 +137,8 @@ def attach_miles(role: str = semconv.ROLE_TRAIN, *, trajectories: bool = False, 
     from miles.utils.timer import Timer  # noqa: PLC0415 (miles is optional)
 
     timer = Timer()
+    from .sinks import PhaseSink, TrajectorySink
+
     sink = next((s for s in timer.event_sinks if isinstance(s, PhaseSink)), None)
     if sink is None:
         sink = PhaseSink(role, **phase_kwargs)
@@ -128,7 +157,8 @@ def generate_headers(sample: Any, headers: dict | None = None, tracestate: str |
     ``traceparent`` (and ``tracestate``) of the ``miles.generate`` span its next ``gen_span`` sends, so sglang
     started with ``--enable-trace`` puts its request spans in that segment (docs/python.md, docs/semconv.md §10).
     Without a TrajectorySink it returns ``headers`` (or ``{}``) untouched: one attribute read, nothing else."""
-    s = _sinks.active_trajectory_sink
+    sinks = sys.modules.get(__name__ + ".sinks")  # not imported yet: no TrajectorySink exists
+    s = sinks.active_trajectory_sink if sinks is not None else None
     if s is None:
         return {} if headers is None else headers
     return s.generate_headers(sample, headers, tracestate)

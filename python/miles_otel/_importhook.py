@@ -6,7 +6,6 @@ that replaces ``http_utils.post`` is seen by every module that imports the name 
 
 from __future__ import annotations
 
-import importlib.abc
 import sys
 import threading
 from typing import Any, Callable
@@ -56,7 +55,7 @@ def _run(name: str, module: Any) -> None:
         h(module)
 
 
-class _Finder(importlib.abc.MetaPathFinder):
+class _Finder:  # the meta path finder protocol: find_spec (importlib.abc is not imported, to keep start-up light)
     """Finds nothing itself: asks the finders after it and wraps the loader of a watched module."""
 
     def __init__(self) -> None:
@@ -87,7 +86,7 @@ class _Finder(importlib.abc.MetaPathFinder):
         return spec
 
 
-class _Loader(importlib.abc.Loader):
+class _Loader:
     def __init__(self, inner: Any, name: str) -> None:
         self._inner = inner
         self._name = name

@@ -33,18 +33,20 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
-import inspect
-import logging
 import os
+import sys
 import threading
 import time
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from . import _importhook
 from . import semconv as sc
-from .sinks import PhaseSink, TrajectorySink
 
-logger = logging.getLogger("miles_otel")
+if TYPE_CHECKING:
+    import inspect
+
+# Light at start-up (with MILES_OTEL=1 every process imports this module): the sinks, inspect and logging are
+# imported when a hooked miles module is, not before.
 
 SWITCH = "MILES_OTEL"
 
@@ -94,6 +96,8 @@ class _State:
         if s is None:
             with self.lock:
                 if self.phase_sink is None:
+                    from .sinks import PhaseSink
+
                     self.phase_sink = PhaseSink(self.role or _default_role())
                 s = self.phase_sink
         return s
@@ -103,6 +107,8 @@ class _State:
         if s is None:
             with self.lock:
                 if self.trajectory_sink is None:
+                    from .sinks import TrajectorySink
+
                     self.trajectory_sink = TrajectorySink()
                 s = self.trajectory_sink
         return s
@@ -123,7 +129,9 @@ def _warn_once(key: str, msg: str, *args: Any) -> None:
         return
     _warned.add(key)
     try:
-        logger.warning("miles_otel: " + msg, *args)
+        import logging
+
+        logging.getLogger("miles_otel").warning("miles_otel: " + msg, *args)
     except Exception:
         pass
 
@@ -204,8 +212,16 @@ class _Args:
         return a, {**kw, name: value}
 
 
+def _is_async(fn: Callable) -> bool:
+    import inspect
+
+    return inspect.iscoroutinefunction(fn)
+
+
 def _params(fn: Callable, *names: str) -> _Args | None:
     """The parameters of ``fn``, when it has every one of ``names``; else None (the hook does not fit)."""
+    import inspect
+
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
@@ -266,7 +282,10 @@ def _make_timer_end(orig):
 def _hand_sink(timer: Any) -> bool:
     """A PhaseSink attached by hand to miles' ``Timer().event_sinks`` already sees the phase."""
     sinks = getattr(timer, "event_sinks", None)
-    return bool(sinks) and any(isinstance(s, PhaseSink) for s in sinks)
+    if not sinks:
+        return False
+    mod = sys.modules.get(__package__ + ".sinks")  # not imported: no PhaseSink exists yet
+    return mod is not None and any(isinstance(s, mod.PhaseSink) for s in sinks)
 
 
 # ---------------------------------------------------------------- step metrics, run config
@@ -397,7 +416,7 @@ def _make_step_setter(param: str):
                 if isinstance(step, int) and not isinstance(step, bool):
                     _emitter().set_step(step)
 
-        if inspect.iscoroutinefunction(orig):
+        if _is_async(orig):
 
             async def run(*a, **kw):
                 stamp(a, kw)
@@ -415,7 +434,7 @@ def _make_step_setter(param: str):
 
 
 def _make_weight_update(orig):
-    if inspect.iscoroutinefunction(orig):
+    if _is_async(orig):
 
         async def update_weights(self, *a, **kw):
             t0 = time.time()
@@ -505,7 +524,7 @@ def _make_manager_init(orig):
 
 def _make_manager_step(orig):
     run = _make_step_setter("rollout_id")(orig)
-    if inspect.iscoroutinefunction(orig):
+    if _is_async(orig):
 
         async def method(self, *a, **kw):
             _register_engines_soon(self)
