@@ -76,3 +76,22 @@ func TestPhasesRedeliveredBatchReadOnce(t *testing.T) {
 		t.Fatalf("phases per lane: %d and %d, want 4 (actor_train, three fwd) and 1 (generate): %+v %+v", n0, n1, p.Lanes[0], p.Lanes[1])
 	}
 }
+
+// TestOpenPhasesNestWhileRunning: an open marker that names its enclosing phase (docs/semconv.md §2) is drawn at
+// its depth while both still run, as its closed record will be.
+func TestOpenPhasesNestWhileRunning(t *testing.T) {
+	open := func(name string, t0 float64, span, parent string) string {
+		return fmt.Sprintf(`{"name":%q,"t0":%v,"t1":null,"node":"n1","rank":0,"role":"train","gpus":[0],"step":1,"span":%q,"parent":%q}`+"\n",
+			name, h0+t0, span, parent)
+	}
+	st := twoRankRun(t, open("update_weights", 100, "p1", "")+open("update_weights_implementation", 101, "c1", "p1"))
+	all, _, _ := st.Lanes("all")
+	p := st.Phases(h0, h0+300, all)
+	lane := p.Lanes[0]
+	for i, n := range lane.Name {
+		want := map[string]int{"update_weights": 0, "update_weights_implementation": 1}[p.Names[n]]
+		if !lane.Open[i] || lane.Depth[i] != want {
+			t.Errorf("%s: open %v depth %d, want open at depth %d", p.Names[n], lane.Open[i], lane.Depth[i], want)
+		}
+	}
+}
