@@ -677,7 +677,11 @@ def _topology_info(self) -> dict:
 
 
 def _node() -> str:
-    return _emitter().node
+    """This process's node name as its emitter reports it (``host.name``), without starting an emitter: an engine
+    actor sends nothing itself."""
+    from . import identity
+
+    return identity.node_name()
 
 
 # ---------------------------------------------------------------- trajectories: attempts, generate segments
