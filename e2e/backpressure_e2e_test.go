@@ -135,30 +135,12 @@ func TestGatewayRateCapBackPressureE2E(t *testing.T) {
 // bigPhaseRequest is one client's request of n phase spans on host, each with a pad-byte attribute.
 func bigPhaseRequest(t *testing.T, host string, seed byte, n, pad int) []byte {
 	t.Helper()
-	td := ptrace.NewTraces()
-	rs := td.ResourceSpans().AppendEmpty()
-	rs.Resource().Attributes().PutStr(sc.HostName, host)
-	ss := rs.ScopeSpans().AppendEmpty()
-	t0 := time.Now().Add(-time.Minute)
 	filler := strings.Repeat("x", pad)
-	for i := range n {
-		s := ss.Spans().AppendEmpty()
-		s.SetName("actor_train")
-		s.SetTraceID(pcommon.TraceID{seed, byte(i + 1)})
-		s.SetSpanID(pcommon.SpanID{seed, byte(i + 1)})
-		s.SetStartTimestamp(pcommon.NewTimestampFromTime(t0))
-		s.SetEndTimestamp(pcommon.NewTimestampFromTime(t0.Add(time.Second)))
-		a := s.Attributes()
-		a.PutStr(sc.SpanType, sc.SpanTypePhase)
-		a.PutStr(sc.PhaseName, "actor_train")
-		a.PutStr(sc.Role, "train")
-		a.PutInt(sc.Rank, int64(seed))
-		a.PutEmptySlice(sc.GPUIDs).AppendEmpty().SetInt(0)
+	return tracesJSON(t, phaseSpans(host, seed, n, func(_ int, a pcommon.Map) {
 		if pad > 0 {
 			a.PutStr("miles.e2e.pad", filler)
 		}
-	}
-	return tracesJSON(t, td)
+	}))
 }
 
 // TestAgentSplitsBatchesBelowGatewayLimitE2E: four clients send 19 MB each (under the agent's 20 MiB) within

@@ -15,10 +15,9 @@ import (
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
 
-// guardRequest is one client's OTLP/JSON request of n phase spans on host; deep > 0 nests the first span's extra
-// attribute that many arrays deep (the JSON decoder accepts any depth; pdata >= v1.71's protobuf decoder refuses > 49).
-func guardRequest(t *testing.T, host string, seed byte, n, deep int) []byte {
-	t.Helper()
+// phaseSpans is one client's traces of n closed actor_train phase spans on host (rank seed, ids from seed); extra,
+// when not nil, adds to span i's attributes.
+func phaseSpans(host string, seed byte, n int, extra func(i int, a pcommon.Map)) ptrace.Traces {
 	td := ptrace.NewTraces()
 	rs := td.ResourceSpans().AppendEmpty()
 	rs.Resource().Attributes().PutStr(sc.HostName, host)
@@ -37,6 +36,18 @@ func guardRequest(t *testing.T, host string, seed byte, n, deep int) []byte {
 		a.PutStr(sc.Role, "train")
 		a.PutInt(sc.Rank, int64(seed))
 		a.PutEmptySlice(sc.GPUIDs).AppendEmpty().SetInt(0)
+		if extra != nil {
+			extra(i, a)
+		}
+	}
+	return td
+}
+
+// guardRequest is one client's OTLP/JSON request of n phase spans on host; deep > 0 nests the first span's extra
+// attribute that many arrays deep (the JSON decoder accepts any depth; pdata >= v1.71's protobuf decoder refuses > 49).
+func guardRequest(t *testing.T, host string, seed byte, n, deep int) []byte {
+	t.Helper()
+	td := phaseSpans(host, seed, n, func(i int, a pcommon.Map) {
 		if i == 0 && deep > 0 {
 			v := a.PutEmpty("miles.e2e.deep")
 			for range deep {
@@ -44,7 +55,7 @@ func guardRequest(t *testing.T, host string, seed byte, n, deep int) []byte {
 			}
 			v.SetStr("leaf")
 		}
-	}
+	})
 	b, err := (&ptrace.JSONMarshaler{}).MarshalTraces(td)
 	if err != nil {
 		t.Fatal(err)
