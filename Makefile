@@ -69,9 +69,9 @@ test: check-generate build jaeger lint nocgo-build
 	scripts/sglang-venv.sh  # sglang's own metrics code for the real-sglang e2e tests (docs/semconv.md §7)
 	scripts/miles-venv.sh   # the published miles for the real-miles e2e tests (docs/python.md "Compatibility")
 	MILES_E2E_REQUIRE=1 $(GO) test -race -count=1 $$($(GO) list ./... | grep -v '/e2e$$')
-	MILES_E2E_REQUIRE=1 $(GO) test -count=1 ./e2e/
-	@if [ -f python/Makefile ]; then MILES_E2E_REQUIRE=1 $(MAKE) -C python test; fi
-	$(MAKE) web-test
+	scripts/run-together.sh \
+		e2e 'MILES_E2E_REQUIRE=1 $(GO) test -count=1 -timeout 30m ./e2e/' \
+		python-and-web 'if [ -f python/Makefile ]; then MILES_E2E_REQUIRE=1 $(MAKE) -C python test || exit; fi; $(MAKE) web-test'
 
 ## lint: go vet and golangci-lint (.golangci.yml, pinned in tools/golangci-lint) over our own packages; never the
 ## generated distribution otelcol-miles/ (its own module, so ./... of the root module leaves it out)
