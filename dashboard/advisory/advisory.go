@@ -101,8 +101,14 @@ type Thresholds struct {
 	StragglerEngineRatio, StragglerEngineBinS float64
 	DriftMinSteps                             int
 	DriftRatio, DriftMinDelta                 float64
-	EngineQueueFrac                           float64
-	EngineQueueMinSegments                    int
+	// EntropyMinSteps, EntropyWindow, EntropyFallFrac and EntropyFloor are E1's (docs/dashboard-api.md
+	// "GET /api/v1/advisory"): the least steps with an entropy value, the newest steps the slope is fitted over
+	// (and as many again it is projected ahead), the least relative fall from the run's first steps, and the
+	// level (nats per token) that, reached or projected, makes the fall a collapse.
+	EntropyMinSteps, EntropyWindow int
+	EntropyFallFrac, EntropyFloor  float64
+	EngineQueueFrac                float64
+	EngineQueueMinSegments         int
 }
 
 // EngineQueue is generate time and its engine-side queueing over the newest consumed steps, in total and per
@@ -187,6 +193,9 @@ var (
 	// resort is |rollout/log_probs − rollout/rollout_log_probs| per rollout step.
 	DriftKeys     = []string{"train/train_rollout_logprob_abs_diff", "train/logprob_abs_diff"}
 	DriftFallback = [2]string{"rollout/log_probs", "rollout/rollout_log_probs"}
+	// EntropyKeys: the policy's mean per-token entropy per train step. miles-sim logs train/entropy; miles
+	// (slime lineage) reports it as train/entropy_loss (the entropy term of its loss, before its coefficient).
+	EntropyKeys = []string{"train/entropy", "train/entropy_loss"}
 )
 
 // StepKeys are the step-metric keys Compute may read (plus any DriftKeyLike key the caller finds).
@@ -194,6 +203,7 @@ func StepKeys() []string {
 	out := []string{KeyMFU, KeyMFUPeak, KeyRawReward, "rollout/reward", DriftFallback[0], DriftFallback[1]}
 	out = append(out, ZeroStdKeys...)
 	out = append(out, TruncatedKeys...)
+	out = append(out, EntropyKeys...)
 	return append(out, DriftKeys...)
 }
 

@@ -61,6 +61,15 @@ func latency(addr string, means ...float64) store.EngineRaw {
 	return r
 }
 
+// entropyDecay: n steps of floor + amp·exp(−k/tau), with deterministic noise of amplitude noise.
+func entropyDecay(n int, floor, amp, tau, noise float64) store.StepSeries {
+	vals := make([]float64, n)
+	for k := range vals {
+		vals[k] = floor + amp*math.Exp(-float64(k)/tau) + noise*math.Sin(float64(k)*2.399)
+	}
+	return steps(vals...)
+}
+
 func steps(vals ...float64) store.StepSeries {
 	s := store.StepSeries{Axis: "rollout/step"}
 	for i, v := range vals {
@@ -93,6 +102,7 @@ func healthy() Input {
 		}
 	}
 	in.Phases = append(in.Phases, phase("train_wait", 0, 8, in.Edge-1200, -1)) // open, 20 min: normal waiting
+	in.Steps["train/entropy"] = entropyDecay(41, 0.25, 0.7, 40, 0.02)           // miles-sim's healthy decay
 	for _, a := range []string{"e0", "e1"} {
 		in.Engines[MRunning] = append(in.Engines[MRunning], gauge(MRunning, a, "0", repeat(40, 1800)...))
 		in.Engines[MKVUsage] = append(in.Engines[MKVUsage], gauge(MKVUsage, a, "0", repeat(0.6, 1800)...))
@@ -524,6 +534,52 @@ func TestRules(t *testing.T) {
 			name: "D1 too few steps: skipped", want: "", skipped: "D1",
 			mod: func(in *Input) { in.Steps["train/train_rollout_logprob_abs_diff"] = steps(0.01, 0.05) },
 		},
+		{
+			// miles-sim's healthy decay (0.95 easing toward 0.25, ±0.02): down 0.93 → 0.5 by step 40, 70 % by
+			// step 200, yet levelling off far above the floor.
+			name: "E1 a healthy decay levels off: no collapse at step 40", want: "",
+			mod: func(in *Input) { in.Steps["train/entropy"] = entropyDecay(41, 0.25, 0.7, 40, 0.02) },
+		},
+		{
+			name: "E1 a healthy decay levels off: no collapse at step 200", want: "",
+			mod: func(in *Input) { in.Steps["train/entropy"] = entropyDecay(201, 0.25, 0.7, 40, 0.02) },
+		},
+		{
+			name: "E1 a steep fall that levelled off above the floor", want: "",
+			mod: func(in *Input) { in.Steps["train/entropy"] = entropyDecay(60, 0.3, 0.6, 5, 0.01) }, // 0.9 → 0.3 by step 20
+		},
+		{
+			name: "E1 falling toward zero with no sign of levelling off", want: "E1", msgHas: "still falls",
+			evidenceAdvisor: "E1", evidence: map[string]any{"key": "train/entropy", "fall_frac": 0.5, "floor": 0.1, "window_steps": 20.0},
+			mod: func(in *Input) { in.Steps["train/entropy"] = entropyDecay(36, -0.5, 1.4, 60, 0.01) }, // 0.9 → 0.23 at 0.02/step
+		},
+		{
+			name: "E1 already near zero", want: "E1", msgHas: "is below 0.1",
+			mod: func(in *Input) { in.Steps["train/entropy"] = entropyDecay(60, 0.02, 0.9, 15, 0.005) }, // 0.92 → 0.04, levelling off near zero
+		},
+		{
+			name: "E1 miles' train/entropy_loss", want: "E1",
+			mod: func(in *Input) {
+				delete(in.Steps, "train/entropy")
+				in.Steps["train/entropy_loss"] = entropyDecay(60, 0.02, 0.9, 15, 0.005)
+			},
+		},
+		{
+			name: "E1 low from the start is not a fall", want: "",
+			mod: func(in *Input) { in.Steps["train/entropy"] = entropyDecay(60, 0.06, 0.02, 8, 0.005) },
+		},
+		{
+			name: "E1 a fall under half is not a collapse, however low", want: "",
+			mod: func(in *Input) { in.Steps["train/entropy"] = entropyDecay(60, 0.06, 0.04, 8, 0.002) }, // 0.1 → 0.06
+		},
+		{
+			name: "E1 too few steps: skipped", want: "", skipped: "E1",
+			mod: func(in *Input) { in.Steps["train/entropy"] = entropyDecay(9, -0.5, 1.4, 60, 0) },
+		},
+		{
+			name: "E1 no entropy logged: skipped", want: "", skipped: "E1",
+			mod: func(in *Input) { delete(in.Steps, "train/entropy") },
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -576,7 +632,7 @@ func TestRules(t *testing.T) {
 			}
 			for _, a := range append(res.Advisories, res.Suppressed...) {
 				wantTier := "tip"
-				if a.ID[0] == 'A' || a.ID[0] == 'S' || a.ID[0] == 'D' {
+				if a.ID[0] == 'A' || a.ID[0] == 'S' || a.ID[0] == 'D' || a.ID[0] == 'E' {
 					wantTier = "alarm"
 				}
 				if a.Tier != wantTier || a.Message == "" {

@@ -37,6 +37,7 @@ var Rules = []RuleInfo{
 	{"S1", "straggler_rank", Warning, TierAlarm, []string{"straggler_min_steps", "straggler_window", "straggler_slowest_frac", "straggler_rank_ratio", "straggler_min_gap_s"}, (*ctx).stragglerRanks},
 	{"S2", "straggler_engine", Warning, TierAlarm, []string{"straggler_min_steps", "straggler_window", "straggler_slowest_frac", "straggler_engine_ratio", "straggler_engine_bin_s"}, (*ctx).stragglerEngines},
 	{"D1", "logprob_drift", Warning, TierAlarm, []string{"drift_min_steps", "drift_ratio", "drift_min_delta"}, (*ctx).drift},
+	{"E1", "entropy_collapse", Warning, TierAlarm, []string{"entropy_min_steps", "entropy_window", "entropy_fall_frac", "entropy_floor"}, (*ctx).entropyCollapse},
 	{"T1", "low_mfu", Warning, TierTip, []string{"low_mfu", "mfu_min_steps"}, (*ctx).mfu},
 	{"T2", "low_concurrency", Info, TierTip, []string{"low_concurrency_ratio"}, (*ctx).lowConcurrency},
 	{"T3", "low_cache_hit", Info, TierTip, []string{"low_cache_hit"}, (*ctx).lowCacheHit},
@@ -89,6 +90,10 @@ var thresholds = []threshold{
 	count("drift_min_steps", 6, func(t *Thresholds) *int { return &t.DriftMinSteps }),
 	f64("drift_ratio", 2.0, func(t *Thresholds) *float64 { return &t.DriftRatio }),
 	f64("drift_min_delta", 0.01, func(t *Thresholds) *float64 { return &t.DriftMinDelta }),
+	count("entropy_min_steps", 10, func(t *Thresholds) *int { return &t.EntropyMinSteps }),
+	count("entropy_window", 20, func(t *Thresholds) *int { return &t.EntropyWindow }),
+	f64("entropy_fall_frac", 0.5, func(t *Thresholds) *float64 { return &t.EntropyFallFrac }),
+	f64("entropy_floor", 0.1, func(t *Thresholds) *float64 { return &t.EntropyFloor }),
 	f64("engine_queue_frac", 0.5, func(t *Thresholds) *float64 { return &t.EngineQueueFrac }),
 	count("engine_queue_min_segments", 20, func(t *Thresholds) *int { return &t.EngineQueueMinSegments }),
 }

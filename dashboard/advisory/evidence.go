@@ -132,6 +132,31 @@ type DriftEvidence struct {
 	Steps int `json:"steps"`
 }
 
+// EntropyCollapseEvidence backs E1 (entropy_collapse). The thresholds it was judged by travel with it, as
+// LowMFUEvidence's does.
+type EntropyCollapseEvidence struct {
+	// Key is the entropy metric.
+	Key string `json:"key"`
+	// Baseline is the median over the run's first K steps; Recent the median over its newest K.
+	Baseline float64 `json:"baseline"`
+	Recent   float64 `json:"recent"`
+	K        int     `json:"k"`
+	// Fall is 1 − Recent / Baseline.
+	Fall float64 `json:"fall"`
+	// SlopePerStep is the least-squares slope over the newest WindowSteps steps (entropy per step).
+	SlopePerStep float64 `json:"slope_per_step"`
+	WindowSteps  int     `json:"window_steps"`
+	// Projected is Recent moved along the slope for WindowSteps more steps (Recent when the slope is not negative).
+	Projected float64 `json:"projected"`
+	// FallFrac and Floor are the thresholds: Fall ≥ FallFrac, and Recent or Projected ≤ Floor.
+	FallFrac float64 `json:"fall_frac"`
+	Floor    float64 `json:"floor"`
+	// FirstStep and LastStep bound the steps looked at; Steps is how many had a value.
+	FirstStep float64 `json:"first_step"`
+	LastStep  float64 `json:"last_step"`
+	Steps     int     `json:"steps"`
+}
+
 // LowMFUEvidence backs T1 (low_mfu).
 type LowMFUEvidence struct {
 	// Mean is the mean MFU over the steps after the first.
@@ -173,6 +198,7 @@ func (CPAlignmentEvidence) evidence()     {}
 func (StragglerRankEvidence) evidence()   {}
 func (StragglerEngineEvidence) evidence() {}
 func (DriftEvidence) evidence()           {}
+func (EntropyCollapseEvidence) evidence() {}
 func (LowMFUEvidence) evidence()          {}
 func (LowConcurrencyEvidence) evidence()  {}
 func (LowCacheHitEvidence) evidence()     {}

@@ -670,3 +670,77 @@ func (c *ctx) dpHint() string {
 	}
 	return "make the router dp-aware (miles: --router-dp-aware) or check its policy"
 }
+
+// E1: the policy's entropy collapsed: it fell far from where the run began and sits at, or is still falling fast
+// toward, a floor where sampling explores nothing new. A fall that levels off above the floor (the usual decay of
+// a healthy run, e.g. 0.93 → 0.5 nats easing toward 0.25) is not a collapse: the projection along the newest
+// steps' fitted slope stays above the floor.
+func (c *ctx) entropyCollapse(r *RuleInfo) {
+	var key string
+	var xs, ys []float64
+	for _, k := range EntropyKeys {
+		if s, ok := c.in.Steps[k]; ok && len(s.X) > 0 {
+			key = k
+			for i, v := range s.Y {
+				if v == v && !math.IsInf(v, 0) {
+					xs, ys = append(xs, s.X[i]), append(ys, v)
+				}
+			}
+			break
+		}
+	}
+	if key == "" {
+		c.skip(r, "no policy entropy logged ("+strings.Join(EntropyKeys, ", ")+")")
+		return
+	}
+	if len(ys) < c.th.EntropyMinSteps {
+		c.skip(r, fmt.Sprintf("%s: %d steps, need %d", key, len(ys), c.th.EntropyMinSteps))
+		return
+	}
+	k := max(3, min(len(ys)/5, c.th.EntropyWindow))
+	base, recent := median(ys[:k]), median(ys[len(ys)-k:])
+	if !(base > 0) {
+		return
+	}
+	fall := 1 - recent/base
+	w := min(len(ys), c.th.EntropyWindow)
+	slope := lsqSlope(xs[len(xs)-w:], ys[len(ys)-w:])
+	projected := recent
+	if slope < 0 {
+		projected = recent + slope*float64(w)
+	}
+	floor := c.th.EntropyFloor
+	if fall < c.th.EntropyFallFrac || math.Min(recent, projected) > floor {
+		return
+	}
+	how := fmt.Sprintf("and is below %.3g", floor)
+	if recent > floor {
+		how = fmt.Sprintf("and still falls %.2g per step: at that rate it reaches %.3g within %d steps", -slope, floor, w)
+	}
+	c.fire(r, fmt.Sprintf("Policy entropy collapsed: %.3g (median of steps %.0f–%.0f) → %.3g (steps %.0f–%.0f), %.0f%% lower, %s — the policy samples ever fewer distinct answers and stops exploring; check the entropy bonus, clip-higher (ε_high), temperature and learning rate.",
+		base, xs[0], xs[k-1], recent, xs[len(xs)-k], xs[len(xs)-1], fall*100, how),
+		EntropyCollapseEvidence{
+			Key: key, Baseline: base, Recent: recent, K: k, Fall: fall, SlopePerStep: slope, WindowSteps: w,
+			Projected: projected, FallFrac: c.th.EntropyFallFrac, Floor: floor,
+			FirstStep: xs[0], LastStep: xs[len(xs)-1], Steps: len(ys),
+		})
+}
+
+// lsqSlope is the least-squares slope of ys over xs (0 when the xs do not vary).
+func lsqSlope(xs, ys []float64) float64 {
+	n := float64(len(xs))
+	var mx, my float64
+	for i := range xs {
+		mx, my = mx+xs[i], my+ys[i]
+	}
+	mx, my = mx/n, my/n
+	var sxy, sxx float64
+	for i := range xs {
+		sxy += (xs[i] - mx) * (ys[i] - my)
+		sxx += (xs[i] - mx) * (xs[i] - mx)
+	}
+	if sxx == 0 {
+		return 0
+	}
+	return sxy / sxx
+}

@@ -103,7 +103,7 @@ func b2s(b bool) string {
 // TestMetricsExportsEveryRule: GET /metrics of a real server lists every rule the advisory evaluates (its
 // table, docs/dashboard-api.md "GET /api/v1/advisory"), T5 included, with what the advisory says of each.
 func TestMetricsExportsEveryRule(t *testing.T) {
-	want := []string{"A1", "A2", "A3", "A4", "A5", "A6", "A7", "S1", "S2", "D1", "T1", "T2", "T3", "T4", "T5"}
+	want := []string{"A1", "A2", "A3", "A4", "A5", "A6", "A7", "S1", "S2", "D1", "E1", "T1", "T2", "T3", "T4", "T5"}
 	for _, tc := range []struct {
 		name string
 		spec runSpec
