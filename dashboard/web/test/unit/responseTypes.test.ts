@@ -138,6 +138,7 @@ test("every endpoint of docs/dashboard-api.md has a response type", () => {
     "GET /api/v1/fleet",
     "GET /api/v1/bubbles",
     "GET /api/v1/bubbles/phases",
+    "GET /api/v1/phases/share",
     "GET /api/v1/run_config",
     "GET /api/v1/outliers",
     "GET /api/v1/heatmap",

@@ -25,6 +25,7 @@ import { metricsKeysSchema } from "./metricsKeys";
 import { metricsSeriesSchema } from "./metricsSeries";
 import { outliersSchema } from "./outliers";
 import { phasesSchema } from "./phases";
+import { phasesShareSchema } from "./phasesShare";
 import { runConfigSchema } from "./runConfig";
 import { stepsSchema } from "./steps";
 
@@ -50,6 +51,7 @@ export const ENDPOINTS: Endpoint[] = [
   { route: "GET /api/v1/bubbles", schema: bubblesSchema, golden: "bubbles" },
   { route: "GET /api/v1/bubbles/phases", schema: bubblesPhasesSchema, golden: "bubbles_phases" },
   { route: "GET /api/v1/run_config", schema: runConfigSchema, golden: "run_config" },
+  { route: "GET /api/v1/phases/share", schema: phasesShareSchema, golden: "phases_share" },
   { route: "GET /api/v1/outliers", schema: outliersSchema, golden: "outliers" },
   { route: "GET /api/v1/heatmap", schema: heatmapHeaderSchema, golden: "heatmap", binary: true },
   { route: "GET /api/v1/metrics/keys", schema: metricsKeysSchema, golden: "metrics_keys" },

@@ -1,0 +1,239 @@
+package server
+
+import (
+	"math"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
+)
+
+// Where the GPU time of a window goes (docs/dashboard-api.md "GET /api/v1/phases/share"): per lane and per group
+// of lanes with the same roles, the GPU-seconds each phase holds on top, the time in no phase, the mean
+// utilization, and per phase the median duration of the lane's closed occurrences (the straggler panel's figure).
+// Composed from the store's Phases and GPU answers for the window and the selection.
+
+// shareUtilPoints is how many buckets the mean utilization is taken over: each bucket's midrange (min+max)/2,
+// exact (the readings' mean) while a bucket holds at most one reading.
+const shareUtilPoints = 4000
+
+// idleShare are the phases in which a GPU waits (the carpet's and the fleet composition's idle set): drawn
+// below the others, and with the time in no phase what the Compute view calls idle (bubble) time.
+var idleShare = map[string]bool{"initialize": true, "train_wait": true, "sleep": true}
+
+// shareGroup is the lanes of one role set, summed.
+type shareGroup struct {
+	// Roles are the lanes' roles (sorted), e.g. ["train"], ["rollout"] or ["rollout","train"] when colocated.
+	Roles []string `json:"roles"`
+	// Lanes is how many selected lanes have exactly these roles.
+	Lanes int `json:"lanes"`
+	// Seconds are the GPU-seconds of each phase of names on top (summed over the group's lanes).
+	Seconds []float64 `json:"seconds"`
+	// None is the GPU-seconds in no phase. Seconds and None add up to Lanes × (t1 − t0).
+	None float64 `json:"none"`
+	// Util is the mean utilization (%) over the group's lanes with readings (null: none).
+	Util *float64 `json:"util"`
+}
+
+// shareLane is one lane's share of the window.
+type shareLane struct {
+	ID string `json:"id"`
+	// Group is the index of the lane's group in groups.
+	Group   int       `json:"group"`
+	Seconds []float64 `json:"seconds"`
+	None    float64   `json:"none"`
+	Util    *float64  `json:"util"`
+	// Median is, per phase of names, the median duration (s) of the lane's closed occurrences intersecting the
+	// window (null: none), Count how many there are.
+	Median []*float64 `json:"median"`
+	Count  []int      `json:"count"`
+}
+
+// shareResult is the /phases/share answer.
+type shareResult struct {
+	// T0 and T1 are the window the figures cover: the request's, its end clipped to the data edge.
+	T0 float64 `json:"t0"`
+	T1 float64 `json:"t1"`
+	// Names are the phases present; Idle says which of them are waiting phases.
+	Names  []string     `json:"names"`
+	Idle   []bool       `json:"idle"`
+	Groups []shareGroup `json:"groups"`
+	Lanes  []shareLane  `json:"lanes"`
+}
+
+func (s *Server) phasesShare(r *http.Request) (any, error) {
+	t0, t1, sel, err := s.scope(r)
+	if err != nil {
+		return nil, err
+	}
+	if edge := s.run.Edge(); edge > t0 && edge < t1 {
+		t1 = edge
+	}
+	return phaseShare(s.compute.Phases(t0, t1, sel), s.compute.GPU(t0, t1, sel, shareUtilPoints, []string{"util"}), sel, t0, t1), nil
+}
+
+// phaseShare works the share out of the window's phases and utilization for the selected lanes.
+func phaseShare(p *store.PhasesResult, g *store.GPUResult, sel []*store.Lane, t0, t1 float64) *shareResult {
+	out := &shareResult{T0: t0, T1: t1, Names: nz(p.Names), Idle: make([]bool, len(p.Names)), Groups: []shareGroup{}, Lanes: []shareLane{}}
+	for i, n := range p.Names {
+		out.Idle[i] = idleShare[n]
+	}
+	phaseOf := map[string]*store.PhaseLane{}
+	for _, l := range p.Lanes {
+		phaseOf[l.ID] = l
+	}
+	utilOf := map[string]*store.MinMax{}
+	for _, l := range g.Lanes {
+		utilOf[l.ID] = l.Fields["util"]
+	}
+	groupOf := map[string]int{}
+	utilSum := []float64{}
+	utilN := []int{}
+	var sw shareSweep
+	for _, lane := range sel {
+		roles := slices.Clone(lane.Roles)
+		slices.Sort(roles)
+		key := strings.Join(roles, ",")
+		gi, ok := groupOf[key]
+		if !ok {
+			gi = len(out.Groups)
+			groupOf[key] = gi
+			out.Groups = append(out.Groups, shareGroup{Roles: nz(roles), Seconds: make([]float64, len(p.Names))})
+			utilSum, utilN = append(utilSum, 0), append(utilN, 0)
+		}
+		sl := shareLane{ID: lane.ID, Group: gi, Seconds: make([]float64, len(p.Names)), Median: make([]*float64, len(p.Names)), Count: make([]int, len(p.Names))}
+		if pl := phaseOf[lane.ID]; pl != nil {
+			sw.lane(pl, p.Names, t0, t1, sl.Seconds)
+			durs := make([][]float64, len(p.Names))
+			for i := range pl.T0 {
+				if !pl.Open[i] {
+					durs[pl.Name[i]] = append(durs[pl.Name[i]], pl.T1[i]-pl.T0[i])
+				}
+			}
+			for ni, d := range durs {
+				sl.Count[ni] = len(d)
+				if len(d) > 0 {
+					m := round3(medianOf(d))
+					sl.Median[ni] = &m
+				}
+			}
+		}
+		used := 0.0
+		for ni, v := range sl.Seconds {
+			sl.Seconds[ni] = round3(v)
+			used += v
+			out.Groups[gi].Seconds[ni] += v
+		}
+		none := math.Max(0, t1-t0-used)
+		sl.None = round3(none)
+		out.Groups[gi].None += none
+		out.Groups[gi].Lanes++
+		if mm := utilOf[lane.ID]; mm != nil {
+			sum, n := 0.0, 0
+			for b := range mm.Max {
+				if lo, hi := mm.Min[b], mm.Max[b]; !math.IsNaN(lo) && !math.IsNaN(hi) {
+					sum += (lo + hi) / 2
+					n++
+				}
+			}
+			if n > 0 {
+				u := round3(sum / float64(n))
+				sl.Util = &u
+				utilSum[gi] += sum / float64(n)
+				utilN[gi]++
+			}
+		}
+		out.Lanes = append(out.Lanes, sl)
+	}
+	for gi := range out.Groups {
+		gr := &out.Groups[gi]
+		for ni := range gr.Seconds {
+			gr.Seconds[ni] = round3(gr.Seconds[ni])
+		}
+		gr.None = round3(gr.None)
+		if utilN[gi] > 0 {
+			u := round3(utilSum[gi] / float64(utilN[gi]))
+			gr.Util = &u
+		}
+	}
+	return out
+}
+
+// shareSweep holds one lane's sweep state (reused across lanes).
+type shareSweep struct {
+	// active holds the indices of the lane's phases that cover the sweep's current time.
+	active []int
+}
+
+// lane adds to secs[name] the seconds of [t0, t1) each phase of the lane holds on top: the phase the carpet
+// paints there (docs/dashboard-api.md fleet "composition": idle phases below active ones, deeper above
+// shallower, ties to the phase that started last). The lane's phases come in start order.
+func (sw *shareSweep) lane(l *store.PhaseLane, names []string, t0, t1 float64, secs []float64) {
+	n := len(l.T0)
+	if n == 0 || t1 <= t0 {
+		return
+	}
+	deepest := 0
+	for _, d := range l.Depth {
+		deepest = max(deepest, d)
+	}
+	key := func(i int) int {
+		if idleShare[names[l.Name[i]]] {
+			return l.Depth[i]
+		}
+		return 1 + deepest + l.Depth[i]
+	}
+	sw.active = sw.active[:0]
+	next := 0
+	t := l.T0[0]
+	for next < n || len(sw.active) > 0 {
+		at := math.Inf(1)
+		if next < n {
+			at = l.T0[next]
+		}
+		for _, a := range sw.active {
+			at = math.Min(at, l.T1[a])
+		}
+		if len(sw.active) > 0 && at > t {
+			top := sw.active[0]
+			for _, a := range sw.active[1:] {
+				if ka, kt := key(a), key(top); ka > kt || (ka == kt && a > top) {
+					top = a
+				}
+			}
+			if a, b := math.Max(t, t0), math.Min(at, t1); b > a {
+				secs[l.Name[top]] += b - a
+			}
+		}
+		t = at
+		if t >= t1 {
+			return
+		}
+		keep := sw.active[:0]
+		for _, a := range sw.active {
+			if l.T1[a] > t {
+				keep = append(keep, a)
+			}
+		}
+		sw.active = keep
+		for next < n && l.T0[next] <= t {
+			if l.T1[next] > l.T0[next] {
+				sw.active = append(sw.active, next)
+			}
+			next++
+		}
+	}
+}
+
+// medianOf is the median of xs (sorted in place; the mean of the middle two for an even count).
+func medianOf(xs []float64) float64 {
+	slices.Sort(xs)
+	m := len(xs) / 2
+	if len(xs)%2 == 1 {
+		return xs[m]
+	}
+	return (xs[m-1] + xs[m]) / 2
+}
+
+func round3(v float64) float64 { return math.Round(v*1000) / 1000 }
