@@ -21,8 +21,11 @@ def main(path):
     tracks, counter_tracks, names = {}, set(), {}
     out = {"packets": len(trace.packet), "tracks": 0, "counter_tracks": 0, "slices": 0, "instants": 0,
            "counters": 0, "unknown_track_refs": 0, "nesting_errors": 0, "open_at_end": 0,
-           "slice_names": {}, "instant_names": [], "track_names": [], "max_depth": 0}
+           "slice_names": {}, "instant_names": [], "track_names": [], "max_depth": 0, "metadata": {}}
     for p in trace.packet:
+        if p.HasField("chrome_events"):
+            for m in p.chrome_events.metadata:
+                out["metadata"][m.name] = m.int_value if m.HasField("int_value") else m.string_value
         if p.HasField("track_descriptor"):
             d = p.track_descriptor
             tracks[d.uuid] = d.parent_uuid

@@ -23,7 +23,8 @@ var exportEngineMetrics = []string{"sglang:num_running_reqs", "sglang:num_queue_
 // exportMaxEvents bounds one export (about 30 bytes an event: ~60 MB); a bigger window is refused, saying so.
 const exportMaxEvents = 2_000_000
 
-// exportMaxSamples bounds the trajectory tracks of one export.
+// exportMaxSamples bounds the trajectory tracks of one export: those of the window's newest steps are kept, and
+// the trace says it capped (docs/dashboard-api.md "Perfetto export").
 const exportMaxSamples = 1024
 
 // perfettoFile is the downloaded trace.
@@ -31,6 +32,7 @@ type perfettoFile struct {
 	name string
 	data []byte
 	w    *traceWriter
+	traj trajectoryCap
 }
 
 func (f perfettoFile) write(w http.ResponseWriter) {
@@ -41,6 +43,11 @@ func (f perfettoFile) write(w http.ResponseWriter) {
 	w.Header().Set("X-Miles-Trace-Slices", strconv.Itoa(f.w.events[eventSliceBegin]))
 	w.Header().Set("X-Miles-Trace-Counters", strconv.Itoa(f.w.events[eventCounter]))
 	w.Header().Set("X-Miles-Trace-Instants", strconv.Itoa(f.w.events[eventInstant]))
+	w.Header().Set("X-Miles-Trace-Samples", strconv.Itoa(f.traj.Kept))
+	w.Header().Set("X-Miles-Trace-Samples-Window", strconv.Itoa(f.traj.Window))
+	if f.traj.Capped {
+		w.Header().Set("X-Miles-Trace-Capped", f.traj.summary())
+	}
 	_, _ = w.Write(f.data)
 }
 
@@ -82,7 +89,7 @@ func (s *Server) exportPerfetto(r *http.Request) (any, error) {
 			}
 		}
 	}
-	samples := s.windowSamples(t0, t1)
+	samples, tcap := s.windowSamples(t0, t1)
 	steps := s.compute.Bubbles(t0, t1)
 
 	// The size, before anything is encoded.
@@ -107,6 +114,7 @@ func (s *Server) exportPerfetto(r *http.Request) (any, error) {
 	}
 
 	w := newTraceWriter()
+	w.metadata(tcap.metadata())
 	var next uint64
 	uuid := func() uint64 { next++; return next }
 	// Lanes, grouped by node, in lane order.
@@ -186,7 +194,11 @@ func (s *Server) exportPerfetto(r *http.Request) (any, error) {
 	// Trajectories, one track per sample attempt.
 	if len(samples) > 0 {
 		root := uuid()
-		w.track(trackSpec{uuid: root, name: "trajectories", rank: len(nodeTrack) + 1, explicit: true})
+		name := "trajectories"
+		if tcap.Capped {
+			name += " · " + tcap.summary()
+		}
+		w.track(trackSpec{uuid: root, name: name, rank: len(nodeTrack) + 1, explicit: true})
 		for i, sm := range samples {
 			t := uuid()
 			w.track(trackSpec{uuid: t, parent: root, name: sm.name, rank: i, explicit: true})
@@ -208,7 +220,7 @@ func (s *Server) exportPerfetto(r *http.Request) (any, error) {
 	}
 	name := cmp.Or(meta.RunName, "run")
 	return perfettoFile{
-		name: fmt.Sprintf("%s-%d-%d.perfetto-trace", fileSafe(name), int64(t0), int64(t1)), data: w.buf, w: w,
+		name: fmt.Sprintf("%s-%d-%d.perfetto-trace", fileSafe(name), int64(t0), int64(t1)), data: w.buf, w: w, traj: tcap,
 	}, nil
 }
 
@@ -233,8 +245,9 @@ func phaseSteps(p *store.PhasesResult) []store.Bubble {
 	return out
 }
 
+// laneName is a lane's track name: its id as the Compute view labels it (g<i>), then its key, rank and roles.
 func laneName(l *store.Lane) string {
-	n := l.Key
+	n := l.ID + " · " + l.Key
 	if len(l.Ranks) > 0 {
 		n += fmt.Sprintf(" · rank %d", l.Ranks[0])
 	}
@@ -335,30 +348,69 @@ type windowSample struct {
 	slices []slice
 }
 
+// trajectoryCap is what an export kept of the window's sample trajectories.
+type trajectoryCap struct {
+	// Kept is the samples exported, Window those of the window's steps (more when Capped).
+	Kept, Window int
+	Capped       bool
+	// FirstStep and LastStep are the oldest and newest step exported (-1: none).
+	FirstStep, LastStep int
+	// Limit is the most samples one export holds.
+	Limit int
+}
+
+func (c trajectoryCap) summary() string {
+	return fmt.Sprintf("newest %d of %d samples (steps %d–%d; an export holds at most %d)", c.Kept, c.Window, c.FirstStep, c.LastStep, c.Limit)
+}
+
+// metadata is the trace metadata that says what was kept (Perfetto lists it under "Info and stats").
+func (c trajectoryCap) metadata() []annotation {
+	return []annotation{
+		intAnn("miles_trajectories_exported", c.Kept), intAnn("miles_trajectories_in_window", c.Window),
+		intAnn("miles_trajectories_capped", map[bool]int{false: 0, true: 1}[c.Capped]),
+		intAnn("miles_trajectories_first_step", c.FirstStep), intAnn("miles_trajectories_last_step", c.LastStep),
+		intAnn("miles_trajectories_limit", c.Limit),
+	}
+}
+
 // windowSamples are the samples consumed by the steps whose anatomy reaches into [t0, t1], each with its
-// attempts (outer) and queue, generate and tool segments, at most exportMaxSamples.
-func (s *Server) windowSamples(t0, t1 float64) []windowSample {
+// attempts (outer) and queue, generate and tool segments, oldest step first: at most the server's
+// exportMaxSamples, those of the newest steps (a window is read from its live edge back). A step the cap cuts
+// keeps its first rows; the steps before it are counted, not read (their consumed samples).
+func (s *Server) windowSamples(t0, t1 float64) ([]windowSample, trajectoryCap) {
 	steps, ok := s.traj.LifecycleStepsIfIndexed()
 	if !ok {
 		steps = s.traj.LifecycleSteps()
 	}
-	var out []windowSample
-	for _, st := range steps {
-		if len(out) >= exportMaxSamples {
-			break
-		}
+	limit := cmp.Or(s.exportMaxSamples, exportMaxSamples)
+	c := trajectoryCap{FirstStep: -1, LastStep: -1, Limit: limit}
+	var byStep [][]windowSample // newest step first
+	for si := len(steps) - 1; si >= 0; si-- {
+		st := steps[si]
 		if st.T < t0 {
+			continue
+		}
+		if c.Kept >= limit {
+			if st.T <= t1 {
+				c.Window += st.Samples
+			} else if a, err := s.traj.Anatomy(st.Step, "submit", 0, 0); err == nil && a.T0 <= t1 {
+				c.Window += st.Samples
+			}
+			c.Capped = c.Capped || st.Samples > 0
 			continue
 		}
 		a, err := s.traj.Anatomy(st.Step, "submit", 0, 0)
 		if err != nil || a.T0 > t1 {
 			continue
 		}
+		var out []windowSample
 		for _, row := range a.Rows {
-			if len(out) >= exportMaxSamples {
-				break
-			}
 			if row.End < t0 || row.Submit > t1 {
+				continue
+			}
+			if c.Kept >= limit {
+				c.Window++
+				c.Capped = true
 				continue
 			}
 			ws := windowSample{name: fmt.Sprintf("step %d · sample %d", st.Step, row.Sample)}
@@ -390,8 +442,21 @@ func (s *Server) windowSamples(t0, t1 float64) []windowSample {
 			}
 			if len(ws.slices) > 0 {
 				out = append(out, ws)
+				c.Kept++
+				c.Window++
+			}
+		}
+		if len(out) > 0 {
+			byStep = append(byStep, out)
+			c.FirstStep = st.Step
+			if c.LastStep < 0 {
+				c.LastStep = st.Step
 			}
 		}
 	}
-	return out
+	var all []windowSample
+	for i := len(byStep) - 1; i >= 0; i-- {
+		all = append(all, byStep[i]...)
+	}
+	return all, c
 }

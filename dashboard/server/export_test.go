@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -23,12 +24,14 @@ type traceCounts struct {
 	Packets, Tracks, CounterTracks, Slices, Instants, Counters int
 	UnknownTrackRefs, NestingErrors, OpenAtEnd, MaxDepth       int
 	SliceNames                                                 map[string]int
+	TrackNames                                                 []string
+	Metadata                                                   map[string]int64 // the integer metadata entries
 }
 
 // readTrace decodes a trace with protowire alone: the fields export.go writes, checked for framing.
 func readTrace(t *testing.T, b []byte) traceCounts {
 	t.Helper()
-	c := traceCounts{SliceNames: map[string]int{}}
+	c := traceCounts{SliceNames: map[string]int{}, Metadata: map[string]int64{}}
 	fields := func(b []byte, f func(num protowire.Number, typ protowire.Type, v []byte, n uint64)) {
 		for len(b) > 0 {
 			num, typ, n := protowire.ConsumeTag(b)
@@ -79,12 +82,32 @@ func readTrace(t *testing.T, b []byte) traceCounts {
 			switch num {
 			case fPacketTimestamp:
 				ts = x
+			case fPacketChromeEvents:
+				fields(v, func(num protowire.Number, _ protowire.Type, m []byte, _ uint64) {
+					if num != fBundleMetadata {
+						return
+					}
+					var name string
+					var val int64
+					fields(m, func(num protowire.Number, _ protowire.Type, s []byte, x uint64) {
+						switch num {
+						case fMetadataName:
+							name = string(s)
+						case fMetadataInt:
+							val = int64(x)
+						}
+					})
+					c.Metadata[name] = val
+				})
 			case fPacketTrackDesc:
 				var id uint64
 				isCounter := false
-				fields(v, func(num protowire.Number, _ protowire.Type, _ []byte, x uint64) {
-					if num == fTrackUUID {
+				fields(v, func(num protowire.Number, _ protowire.Type, s []byte, x uint64) {
+					switch num {
+					case fTrackUUID:
 						id = x
+					case fTrackName:
+						c.TrackNames = append(c.TrackNames, string(s))
 					}
 					isCounter = isCounter || num == fTrackCounter
 				})
@@ -233,6 +256,26 @@ func TestPerfettoExport(t *testing.T) {
 	if got, _ := strconv.Atoi(resp.Header.Get("X-Miles-Trace-Slices")); got != c.Slices {
 		t.Errorf("X-Miles-Trace-Slices %d, trace %d", got, c.Slices)
 	}
+	// Lane tracks are named as the Compute view labels its lanes (the lane ids of /lanes), in its order.
+	_, lanes := getData(t, ts.URL+"/api/v1/lanes")
+	var laneTracks []string
+	for _, n := range c.TrackNames {
+		if strings.HasPrefix(n, "g") && strings.Contains(n, " · n0:") {
+			laneTracks = append(laneTracks, strings.SplitN(n, " · ", 2)[0])
+		}
+	}
+	var laneIDs []string
+	for _, l := range lanes["lanes"].([]any) {
+		laneIDs = append(laneIDs, l.(map[string]any)["id"].(string))
+	}
+	if strings.Join(laneTracks, ",") != strings.Join(laneIDs, ",") || len(laneIDs) != 8 {
+		t.Errorf("lane tracks %v, the API's lanes %v (tracks %q)", laneTracks, laneIDs, c.TrackNames)
+	}
+	// Every sample of the window fits: the trace says it did not cap.
+	if m := c.Metadata; m["miles_trajectories_capped"] != 0 || m["miles_trajectories_exported"] != 4 || m["miles_trajectories_in_window"] != 4 ||
+		resp.Header.Get("X-Miles-Trace-Capped") != "" || resp.Header.Get("X-Miles-Trace-Samples") != "4" {
+		t.Errorf("metadata %v, headers %v: want 4 of 4 samples, not capped", m, resp.Header)
+	}
 
 	// Perfetto's own protos read the same.
 	py := perfettoPython()
@@ -251,6 +294,8 @@ func TestPerfettoExport(t *testing.T) {
 		t.Fatalf("perfetto check: %v %s", err, out)
 	}
 	var pc struct {
+		Metadata         map[string]any `json:"metadata"`
+		TrackNames       []string       `json:"track_names"`
 		Tracks           int            `json:"tracks"`
 		CounterTracks    int            `json:"counter_tracks"`
 		Slices           int            `json:"slices"`
@@ -267,6 +312,81 @@ func TestPerfettoExport(t *testing.T) {
 	if pc.Tracks != c.Tracks || pc.CounterTracks != c.CounterTracks || pc.Slices != c.Slices || pc.Instants != c.Instants ||
 		pc.Counters != c.Counters || pc.UnknownTrackRefs != 0 || pc.NestingErrors != 0 || pc.OpenAtEnd != 0 {
 		t.Errorf("Perfetto's protos read %+v; protowire %+v", pc, c)
+	}
+	if fmt.Sprint(pc.Metadata["miles_trajectories_exported"]) != "4" || strings.Join(pc.TrackNames, "|") != strings.Join(c.TrackNames, "|") {
+		t.Errorf("Perfetto's protos read metadata %v, track names %q", pc.Metadata, pc.TrackNames)
+	}
+}
+
+// TestPerfettoExportCapsToNewestSteps: a window holding more samples than an export keeps exports those of its
+// newest steps, and says so (metadata, the trajectories track's name, the response headers).
+func TestPerfettoExportCapsToNewestSteps(t *testing.T) {
+	dir := handRun(t, healthySpec) // step 7 consumes samples 100–103
+	// Step 6 consumes four more, 300 s earlier.
+	r := &runBuilder{t: t, dir: dir, parts: map[string]*bytes.Buffer{}}
+	var links []string
+	for i := range 4 {
+		tr := fmt.Sprintf("%032x", 0x61+i)
+		links = append(links, `"`+tr+`"`)
+		s0 := rb0 + 6*300 - 200 + float64(i)*10
+		sample := fmt.Sprintf(`"trace":%q,"sample":%d,"group":1,"attempt":0`, tr, 60+i)
+		r.line("trajectories", s0+90, fmt.Sprintf(`{"type":"generate","t0":%.0f,"t1":%.0f,"span":"%016x",%s,"turn":1,"wv":6,"tok_out":500,"finish":"stop"}`, s0, s0+90, 0x600+10*i, sample))
+		r.line("trajectories", s0+90, fmt.Sprintf(`{"type":"attempt","t0":%.0f,"t1":%.0f,"span":"%016x",%s,"status":"completed"}`, s0, s0+90, 0x601+10*i, sample))
+		r.line("trajectories", rb0+6*300, fmt.Sprintf(`{"type":"consume","t0":%.0f,"t1":%.0f,"span":"%016x",%s,"wv":6,"step":6,"a":{"miles.lifecycle.status":"known","miles.lifecycle.staleness":0,"miles.lifecycle.version.min":6,"miles.lifecycle.version.max":6,"miles.lifecycle.mixed_version":false}}`,
+			rb0+6*300, rb0+6*300, 0x602+10*i, sample))
+	}
+	r.line("trajectories", rb0+6*300, fmt.Sprintf(`{"type":"step_consume","t0":%.0f,"t1":%.0f,"trace":"%032x","span":"00000000000006ff","wv":6,"step":6,"batch":4,"links":[%s],"a":{"miles.lifecycle.status":"known","miles.lifecycle.step.samples":4,"miles.lifecycle.step.known":4}}`,
+		rb0+6*300, rb0+6*300+0.05, 0x6ff, strings.Join(links, ",")))
+	for name, b := range r.parts {
+		writeFile(t, filepath.Join(dir, "dashboard", name+".jsonl"), b.String(), true)
+	}
+
+	q := fmt.Sprintf("/api/v1/export/perfetto?t0=%.0f&t1=%.0f&points=50", rb0-10, rb0+9*300)
+	for _, tc := range []struct {
+		limit, kept, window, first int
+		capped                     bool
+		names                      string
+	}{
+		{limit: 0, kept: 8, window: 8, first: 6, names: "step 6 · sample 60,step 6 · sample 61,step 6 · sample 62,step 6 · sample 63,step 7 · sample 100,step 7 · sample 101,step 7 · sample 102,step 7 · sample 103"},
+		{limit: 4, kept: 4, window: 8, first: 7, capped: true, names: "step 7 · sample 100,step 7 · sample 101,step 7 · sample 102,step 7 · sample 103"},
+		{limit: 5, kept: 5, window: 8, first: 6, capped: true, names: "step 6 · sample 60,step 7 · sample 100,step 7 · sample 101,step 7 · sample 102,step 7 · sample 103"},
+	} {
+		ts, _, _ := serve(t, dir, Options{ExportMaxSamples: tc.limit})
+		resp, err := http.Get(ts.URL + q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("limit %d: %d %.300s", tc.limit, resp.StatusCode, b)
+		}
+		c := readTrace(t, b)
+		var samples []string
+		root := ""
+		for _, n := range c.TrackNames {
+			if strings.HasPrefix(n, "step ") && strings.Contains(n, " · sample ") {
+				samples = append(samples, n)
+			}
+			if strings.HasPrefix(n, "trajectories") {
+				root = n
+			}
+		}
+		m := c.Metadata
+		if got := strings.Join(samples, ","); got != tc.names {
+			t.Errorf("limit %d: sample tracks %s, want %s", tc.limit, got, tc.names)
+		}
+		if m["miles_trajectories_exported"] != int64(tc.kept) || m["miles_trajectories_in_window"] != int64(tc.window) ||
+			(m["miles_trajectories_capped"] == 1) != tc.capped || m["miles_trajectories_first_step"] != int64(tc.first) || m["miles_trajectories_last_step"] != 7 {
+			t.Errorf("limit %d: metadata %v", tc.limit, m)
+		}
+		wantRoot := "trajectories"
+		if tc.capped {
+			wantRoot = fmt.Sprintf("trajectories · newest %d of 8 samples (steps %d–7; an export holds at most %d)", tc.kept, tc.first, tc.limit)
+		}
+		if root != wantRoot || (resp.Header.Get("X-Miles-Trace-Capped") != "") != tc.capped || resp.Header.Get("X-Miles-Trace-Samples-Window") != "8" {
+			t.Errorf("limit %d: trajectories track %q, headers %v", tc.limit, root, resp.Header)
+		}
 	}
 }
 

@@ -15,6 +15,12 @@ import (
 const (
 	fTracePacket = 1 // Trace.packet
 
+	fPacketChromeEvents = 5 // TracePacket.chrome_events (ChromeEventBundle: the trace's metadata entries)
+	fBundleMetadata     = 2 // ChromeEventBundle.metadata
+	fMetadataName       = 1 // ChromeMetadata.name
+	fMetadataString     = 2 // ChromeMetadata.string_value
+	fMetadataInt        = 4 // ChromeMetadata.int_value
+
 	fPacketTimestamp  = 8  // TracePacket.timestamp
 	fPacketSequenceID = 10 // TracePacket.trusted_packet_sequence_id
 	fPacketTrackEvent = 11 // TracePacket.track_event
@@ -123,6 +129,33 @@ func (w *traceWriter) track(t trackSpec) {
 		d = protowire.AppendVarint(d, protowire.EncodeZigZag(int64(t.rank)))
 		p = protowire.AppendTag(p, fPacketTrackDesc, protowire.BytesType)
 		return protowire.AppendBytes(p, d)
+	})
+}
+
+// metadata appends the trace's metadata entries (name and a string or integer value), which the trace processor
+// files in its metadata table (Perfetto UI: "Info and stats"). Written once, before the tracks.
+func (w *traceWriter) metadata(entries []annotation) {
+	if len(entries) == 0 {
+		return
+	}
+	w.packet(-1, func(p []byte) []byte {
+		var b []byte
+		for _, e := range entries {
+			var m []byte
+			m = protowire.AppendTag(m, fMetadataName, protowire.BytesType)
+			m = protowire.AppendString(m, e.name)
+			if e.i != nil {
+				m = protowire.AppendTag(m, fMetadataInt, protowire.VarintType)
+				m = protowire.AppendVarint(m, varint64(*e.i))
+			} else {
+				m = protowire.AppendTag(m, fMetadataString, protowire.BytesType)
+				m = protowire.AppendString(m, e.s)
+			}
+			b = protowire.AppendTag(b, fBundleMetadata, protowire.BytesType)
+			b = protowire.AppendBytes(b, m)
+		}
+		p = protowire.AppendTag(p, fPacketChromeEvents, protowire.BytesType)
+		return protowire.AppendBytes(p, b)
 	})
 }
 

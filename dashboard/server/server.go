@@ -48,6 +48,9 @@ type Options struct {
 	MetricsPushEvery, AdvisoryPushEvery time.Duration
 	// ExportMaxEvents bounds one Perfetto export; zero: 2 000 000 events (about 60 MB).
 	ExportMaxEvents int
+	// ExportMaxSamples bounds the sample trajectories of one Perfetto export (the window's newest steps' are
+	// kept); zero: 1024.
+	ExportMaxSamples int
 	// HeartbeatEvery is how often every page gets the live "heartbeat" (server clock and data edge); zero: 5 s.
 	HeartbeatEvery time.Duration
 	// Budget is the memory budget the store's hour blocks count in (docs/operations.md "Memory"), shown at
@@ -71,6 +74,8 @@ type Server struct {
 	routes []string // every API route pattern, as registered
 	// exportMax bounds one Perfetto export, in trace events.
 	exportMax int
+	// exportMaxSamples bounds one Perfetto export's trajectory tracks.
+	exportMaxSamples int
 	assets    fs.FS
 	advisory  advisoryCache
 	// budget is the memory budget shown at /metrics (nil: none).
@@ -96,6 +101,7 @@ func New(opts Options) *Server {
 		s.admission = NewAdmission(0)
 	}
 	s.exportMax = cmp.Or(opts.ExportMaxEvents, exportMaxEvents)
+	s.exportMaxSamples = cmp.Or(opts.ExportMaxSamples, exportMaxSamples)
 	s.access.hide(st.Dir(), "")
 	s.access.hide(opts.DumpDir, "<dumps>")
 	s.access.hide(dumpCacheDir(opts.DumpCacheDir), "<cache>")
