@@ -1,7 +1,7 @@
 // Compute Utilization view: what is loaded. The lanes' phases / GPU / engine-overlay series are fetched for the
 // rows in view with a margin around the window (power-of-two buckets, so zooming within the plan fetches
-// nothing); the secondary panels (bubbles, carpet, fleet, and the engine overlay while following: it has no live
-// delta) are re-fetched for the view, debounced; the live socket is subscribed to what is loaded (a trailing
+// nothing); the secondary panels (bubbles, carpet, fleet, the numbers under the lanes, and the engine overlay
+// while following: it has no live delta) are re-fetched for the view, debounced; the live socket is subscribed to what is loaded (a trailing
 // window while pinned, the plan's window otherwise).
 
 import { isAbort, type Api } from "../api/client";
@@ -13,6 +13,7 @@ import type { Lane } from "../api/responseTypes/lanes";
 import type { Meta } from "../api/responseTypes/meta";
 import type { PhasesResp } from "../api/responseTypes/phases";
 import { planFetch, planServes, type FetchPlan, type Win } from "../shared/timeaxis";
+import type { NumbersPanel } from "./numbers";
 import type { Overview } from "./overview";
 import { idsToGrammar, laneIndex } from "./selection";
 import type { EngineStore, GpuStore, PhaseStore } from "./store";
@@ -39,6 +40,7 @@ export interface LoaderHost {
   bubbles: Bubble[];
   readonly tracks: Pick<Tracks, "visibleRows">;
   readonly overview: Pick<Overview, "fetchJobs">;
+  readonly numbers: Pick<NumbersPanel, "loadWindow" | "loadRange">;
   plotWidth(): number;
   cap(): number;
   invalidate(...parts: ("lanes" | "legend" | "bubbles")[]): void;
@@ -176,6 +178,8 @@ export class LaneLoader {
       );
     }
     jobs.push(...h.overview.fetchJobs(win, buckets));
+    // The numbers: the window's share, and the selected range's while data still arrives in it.
+    jobs.push(h.numbers.loadWindow(win), h.numbers.loadRange(false));
     // The engine overlay has no live delta: while following, fetch it again for what is loaded.
     const plan = this.plan;
     if (h.pinned && plan && h.st.overlay && h.meta.capabilities?.engine_series && this.loadedIds.size) {

@@ -1,6 +1,7 @@
 // Compute Utilization view: the lane selection row — the selection's grammar terms as removable chips, the input
-// that adds terms, "clear", the quick picks (lowest util, slowest phase, from the server's outliers), the
-// "n of m lanes" count and the error of a term the server refused.
+// that adds terms, "clear", the quick picks (lowest util, from the server's outliers; a phase's slowest lanes,
+// shown with their durations in the numbers under the lanes), the "n of m lanes" count and the error of a term
+// the server refused.
 
 import type { Api } from "../api/client";
 import type { OutliersResp } from "../api/responseTypes/outliers";
@@ -18,6 +19,8 @@ export interface SelectionHost {
   readonly view: Win;
   /** Resolve and apply a selection through the server; false when it refused a term (shown here). */
   resolveSelection(sel: string): Promise<boolean>;
+  /** Show the slowest lanes at phase (their durations against the median lane). */
+  showSlowest(phase: string): void;
 }
 
 export class SelectionBar {
@@ -54,10 +57,10 @@ export class SelectionBar {
     pickLow.dataset.pick = "lowest_util";
     pickLow.onclick = () => void this.pick("lowest_util");
     this.picks.appendChild(pickLow);
-    this.slowSel.title = `the ${QUICK_PICK_K} lanes where a phase took longest (in the view)`;
+    this.slowSel.title = "the lanes where a phase took longest in the view, with their durations and the median lane (under the lanes)";
     this.slowSel.onchange = () => {
       const v = this.slowSel.value;
-      if (v) void this.pick(v);
+      if (v) h.showSlowest(v.replace(/^slowest:/, ""));
       this.slowSel.value = "";
     };
     this.picks.appendChild(this.slowSel);
@@ -110,7 +113,7 @@ export class SelectionBar {
     try {
       const v = this.h.view;
       const r = await this.h.api.get<OutliersResp>("/api/v1/outliers", { t0: v.t0, t1: v.t1, k: QUICK_PICK_K });
-      const list = kind === "lowest_util" ? r.lowest_util : r.slowest_phase?.[kind.replace(/^slowest:/, "")] ?? [];
+      const list = r.lowest_util;
       if (!list.length) {
         this.selErr.textContent = `no lanes for ${kind} in this window`;
         return;

@@ -1,5 +1,6 @@
 // Compute Utilization view: the toolbar — engine-metric overlay chips, the mem / abs-time toggles, the follow
-// spans and "latest window" with its following tag, the Perfetto export of the window and the overlay's scale.
+// spans, zoom out / in and "latest window" with its following tag, the Perfetto export of the window and the
+// overlay's scale.
 
 import type { Api } from "../api/client";
 import type { Meta } from "../api/responseTypes/meta";
@@ -25,6 +26,8 @@ export interface ToolbarHost {
   togglesChanged(): void;
   goLatest(span: number): void;
   spanToFollow(): number;
+  /** Zoom by factor (< 1: in). */
+  zoomBy(factor: number): void;
   onError(msg: string): void;
 }
 
@@ -84,6 +87,16 @@ export class Toolbar {
       b.onclick = () => h.goLatest(s);
       g3.appendChild(b);
     }
+    for (const [label, f, what] of [
+      ["−", 2, "zoom out (ctrl/⌘+wheel over the lanes does too)"],
+      ["+", 0.5, "zoom in (ctrl/⌘+wheel over the lanes does too)"],
+    ] as [string, number, string][]) {
+      const b = el("button", "btn zoom", label);
+      b.title = what;
+      b.dataset.zoom = f > 1 ? "out" : "in";
+      b.onclick = () => h.zoomBy(f);
+      g3.appendChild(b);
+    }
     this.followBtn.title = "jump to the latest data and keep the window pinned to the data edge (double-click the lanes does the same)";
     this.followBtn.onclick = () => h.goLatest(h.spanToFollow());
     g3.appendChild(this.followBtn);
@@ -94,7 +107,7 @@ export class Toolbar {
     exp.onclick = () => void this.exportWindow(exp);
     tb.appendChild(exp);
     tb.appendChild(this.scaleTag);
-    tb.appendChild(el("span", "hint", "wheel = zoom · drag = pan · double-click = latest · window ≤ 4h"));
+    tb.appendChild(el("span", "hint", "ctrl/⌘+wheel = zoom · drag lanes = select range · drag time axis = pan · double-click = latest · window ≤ 4h"));
   }
 
   /** The toggles show the state (and the overlay chips need the server's engine series). */

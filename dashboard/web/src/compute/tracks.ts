@@ -1,14 +1,16 @@
 // Compute Utilization view: the tracks — the time axis, the step bubble strip and the lanes (phase bands over
 // util / mem / engine-overlay lines, one row per selected lane, virtualised: a sticky canvas over a spacer) —
-// with their pointer handling: wheel zoom, drag pan, double-click to the latest window, a click on a step's
-// bubble to zoom to it, and the hover tips of lanes and bubbles.
+// with their pointer handling: ctrl/⌘+wheel zoom (a plain wheel scrolls the page), a drag across the lanes
+// selects a time range (Perfetto's area select; a click clears it), a drag on the time axis (or shift+drag on
+// the lanes) pans, double-click to the latest window, a click on a step's bubble to zoom to it, and the hover
+// tips of lanes and bubbles.
 
 import type { Bubble } from "../api/responseTypes/bubbles";
 import type { Lane } from "../api/responseTypes/lanes";
 import { phaseColor } from "../shared/colors";
 import { bucketAt, lowerBound, maxGap } from "../shared/decimate";
 import { el, esc, fitCanvas } from "../shared/dom";
-import { atEdge, formatDuration, pan, wheelFactor, xToTime, zoomAt, type Bounds, type Win } from "../shared/timeaxis";
+import { atEdge, formatDuration, pan, timeToX, wheelFactor, xToTime, zoomAt, type Bounds, type Win } from "../shared/timeaxis";
 import { axisTicks, drawAxis, type AxisOpts } from "./axis";
 import { bubbleAt, drawBubbles } from "./bubbleStrip";
 import { drawGrid, drawLane, GUTTER, LANE_H, UTIL_H, UTIL_Y } from "./laneTrack";
@@ -50,6 +52,12 @@ export interface TracksHost {
   spanToFollow(): number;
   /** The lanes box scrolled: repaint and load the rows now in view. */
   scrolled(): void;
+  /** The selected time range (null: none). */
+  readonly range: Win | null;
+  /** Set (or clear) the selected range; commit: the drag ended (total it, write the URL). */
+  setRange(r: Win | null, commit: boolean): void;
+  /** The lane under the pointer (null: none). */
+  hoverLane(id: string | null): void;
 }
 
 export class Tracks {
@@ -61,6 +69,8 @@ export class Tracks {
   private readonly lanesSpacer = el("div", "spacer");
   private readonly lanesCanvas = el("canvas", "lanecanvas");
   private readonly empty = el("div", "empty");
+  /** The selected range, laid over the lanes (a DOM overlay: moving it repaints nothing). */
+  private readonly rangeBox = el("div", "rangesel");
   /** The pointer over the lanes (null when outside): the tip is recomputed there after each repaint. */
   private pointer: Pointer | null = null;
 
@@ -71,6 +81,7 @@ export class Tracks {
     this.lanesBox.appendChild(this.lanesSpacer);
     this.root.appendChild(this.lanesBox);
     this.root.appendChild(h.tip.cursor);
+    this.root.appendChild(this.rangeBox);
     this.root.appendChild(this.empty);
     this.lanesBox.addEventListener("scroll", () => h.scrolled());
     for (const c of [this.lanesCanvas, this.axisCanvas]) {
@@ -85,6 +96,7 @@ export class Tracks {
     this.lanesCanvas.addEventListener("mouseleave", () => {
       this.pointer = null;
       h.tip.hide();
+      h.hoverLane(null);
     });
     this.bubbleCanvas.addEventListener("click", (e) => this.bubbleClick(e));
     this.bubbleCanvas.addEventListener("mousemove", (e) => this.bubbleHover(e));
@@ -108,12 +120,29 @@ export class Tracks {
     return [first, last];
   }
 
+  /** Lay the selected range over the lanes and the bubble strip for the view (hidden without a range). */
+  placeRange(w: number): void {
+    const r = this.h.range;
+    const v = this.h.view;
+    if (!r || r.t1 < v.t0 || r.t0 > v.t1) {
+      this.rangeBox.style.display = "none";
+      return;
+    }
+    const a = Math.max(0, timeToX(r.t0, v, w));
+    const b = Math.min(w, timeToX(r.t1, v, w));
+    this.rangeBox.style.display = "block";
+    this.rangeBox.style.left = GUTTER + a + "px";
+    this.rangeBox.style.width = Math.max(1, b - a) + "px";
+    this.rangeBox.style.top = this.axisCanvas.offsetHeight + "px";
+  }
+
   /** Repaint the dirty tracks; rows: only these lanes (null: every visible lane, when lanes is set). */
   draw(d: { axis: boolean; bubbles: boolean; lanes: boolean; rows: Set<string> }, ax: AxisOpts, full: number): void {
     const w = ax.width;
     if (d.axis) drawAxis(fitCanvas(this.axisCanvas, full, AXIS_H), AXIS_H, ax);
     if (d.bubbles) drawBubbles(fitCanvas(this.bubbleCanvas, full, BUBBLE_H), BUBBLE_H, this.h.bubbles, this.h.view, w);
     if (d.lanes || d.rows.size) this.drawLanes(d.lanes ? null : d.rows, w, full, axisTicks(ax).ts);
+    if (d.axis || d.lanes) this.placeRange(w);
   }
 
   private drawLanes(only: Set<string> | null, w: number, full: number, ts: number[]): void {
@@ -154,8 +183,10 @@ export class Tracks {
 
   // ---------------------------------------------------------------------------------------------- zoom and pan
 
+  /** ctrl/⌘+wheel zooms at the pointer; a plain wheel is left to the browser (it scrolls the lanes, then the page). */
   private onWheel(e: WheelEvent, c: HTMLCanvasElement): void {
     const h = this.h;
+    if (!e.ctrlKey && !e.metaKey) return;
     e.preventDefault();
     const r = c.getBoundingClientRect();
     const x = e.clientX - r.left - GUTTER;
@@ -171,6 +202,7 @@ export class Tracks {
     const r = c.getBoundingClientRect();
     if (e.clientX - r.left < GUTTER) return;
     e.preventDefault();
+    if (c === this.lanesCanvas && !e.shiftKey) return this.onRangeDrag(e);
     const x0 = e.clientX;
     const v0 = h.view;
     const w = h.plotWidth();
@@ -187,6 +219,36 @@ export class Tracks {
       window.removeEventListener("mousemove", move);
       window.removeEventListener("mouseup", up);
       h.root.classList.remove("dragging");
+    };
+    window.addEventListener("mousemove", move);
+    window.addEventListener("mouseup", up);
+  }
+
+  /** A drag across the lanes selects the time range it covers; a click (no drag) clears the selection. */
+  private onRangeDrag(e: MouseEvent): void {
+    const h = this.h;
+    const x0 = e.clientX;
+    const t0 = h.timeAtEvent(e, this.lanesCanvas);
+    if (t0 === null) return;
+    let moved = false;
+    let range: Win | null = null;
+    const at = (ev: MouseEvent): number => {
+      const r = this.lanesCanvas.getBoundingClientRect();
+      const w = h.plotWidth();
+      return xToTime(Math.max(0, Math.min(w, ev.clientX - r.left - GUTTER)), h.view, w);
+    };
+    const move = (ev: MouseEvent) => {
+      if (!moved && Math.abs(ev.clientX - x0) < 3) return;
+      moved = true;
+      const t = at(ev);
+      range = { t0: Math.min(t0, t), t1: Math.max(t0, t) };
+      h.setRange(range, false);
+    };
+    const up = (ev: MouseEvent) => {
+      window.removeEventListener("mousemove", move);
+      window.removeEventListener("mouseup", up);
+      if (moved) move(ev);
+      h.setRange(moved && range && range.t1 > range.t0 ? range : null, true);
     };
     window.addEventListener("mousemove", move);
     window.addEventListener("mouseup", up);
@@ -214,7 +276,11 @@ export class Tracks {
     const r = this.lanesCanvas.getBoundingClientRect();
     const row = Math.floor((e.clientY - r.top + this.lanesBox.scrollTop) / LANE_H);
     const lane = h.selLanes[row];
-    if (t === null || !lane) return h.tip.hide();
+    if (t === null || !lane) {
+      h.hoverLane(null);
+      return h.tip.hide();
+    }
+    h.hoverLane(lane.id);
     h.showCursor(e);
     const rows: string[] = [];
     rows.push(`<b>${esc(lane.id)}</b> <span class="muted">${esc(lane.key)}${lane.model ? " · " + esc(lane.model) : ""}</span>`);

@@ -1,6 +1,7 @@
 // URL-shareable state of the Compute Utilization view, kept in the location hash:
 //   #/compute?lanes=g0-7&t0=1764680000.000&t1=1764683600.000&mem=1&abs=1&ov=sglang:num_running_reqs&carpet=phase
 //   #/compute?lanes=all&follow=900          (a trailing window of 900 s pinned to the data edge)
+//   …&r0=1764680100.000&r1=1764680160.000&slow=log_probs   (a selected time range; the slowest-lanes phase)
 // The page query (?token=…) is not part of it.
 
 export type CarpetMetric = "util" | "mem" | "power" | "phase";
@@ -18,9 +19,14 @@ export interface UrlState {
   /** Engine overlay metric, or "" for none. */
   overlay: string;
   carpet: CarpetMetric;
+  /** A selected time range (both set), totalled under the lanes. */
+  r0?: number;
+  r1?: number;
+  /** The phase of the slowest-lanes panel ("" — its default). */
+  slow: string;
 }
 
-export const DEFAULT_STATE: UrlState = { lanes: "", mem: false, abs: false, overlay: "", carpet: "util" };
+export const DEFAULT_STATE: UrlState = { lanes: "", mem: false, abs: false, overlay: "", carpet: "util", slow: "" };
 
 function num(v: string | null): number | undefined {
   if (v === null || v === "") return undefined;
@@ -49,6 +55,13 @@ export function parseHash(hash: string): UrlState {
   s.overlay = p.get("ov") ?? "";
   const c = p.get("carpet") as CarpetMetric | null;
   if (c && CARPETS.includes(c)) s.carpet = c;
+  const r0 = num(p.get("r0"));
+  const r1 = num(p.get("r1"));
+  if (r0 !== undefined && r1 !== undefined && r1 > r0) {
+    s.r0 = r0;
+    s.r1 = r1;
+  }
+  s.slow = p.get("slow") ?? "";
   return s;
 }
 
@@ -66,5 +79,7 @@ export function formatHash(s: UrlState): string {
   if (s.abs) parts.push("abs=1");
   if (s.overlay) parts.push("ov=" + enc(s.overlay));
   if (s.carpet !== "util") parts.push("carpet=" + s.carpet);
+  if (s.r0 !== undefined && s.r1 !== undefined) parts.push("r0=" + s.r0.toFixed(3), "r1=" + s.r1.toFixed(3));
+  if (s.slow) parts.push("slow=" + enc(s.slow));
   return "#/compute" + (parts.length ? "?" + parts.join("&") : "");
 }

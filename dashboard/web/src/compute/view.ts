@@ -1,5 +1,6 @@
 // Compute Utilization view: the controller. It owns the view window, the lane selection and the URL state, puts
-// the page's parts together (toolbar.ts, selectionBar.ts, overview.ts, tracks.ts, the legend, tooltip.ts),
+// the page's parts together (toolbar.ts, selectionBar.ts, overview.ts, tracks.ts, numbers.ts, the legend,
+// tooltip.ts),
 // has loader.ts fetch what they need and the live socket's deltas merged into the stores, and repaints only
 // the parts whose inputs changed (one frame function, fed by invalidate()).
 
@@ -12,6 +13,7 @@ import type { Meta } from "../api/responseTypes/meta";
 import { el } from "../shared/dom";
 import { frames } from "../shared/frames";
 import {
+  atEdge,
   clampToBounds,
   formatAbs,
   formatRel,
@@ -19,12 +21,14 @@ import {
   latestWindow,
   WINDOW_CAP_S,
   xToTime,
+  zoomAt,
   type Bounds,
   type Win,
 } from "../shared/timeaxis";
 import { GUTTER, RIGHT_PAD } from "./laneTrack";
 import { overlayScale, renderLegend } from "./legend";
 import { LaneLoader } from "./loader";
+import { NumbersPanel } from "./numbers";
 import { Overview } from "./overview";
 import { SelectionBar } from "./selectionBar";
 import { EngineStore, GpuStore, PhaseStore } from "./store";
@@ -65,6 +69,8 @@ export class ComputeView {
   /** While pinned: the span the user asked to follow (the view is shorter while the run is younger). */
   followSpan = 900;
   edge = 0;
+  /** The time range selected on the lanes (null: none); numbers.ts totals it. */
+  range: Win | null = null;
   private tz = -new Date().getTimezoneOffset();
 
   readonly phases = new PhaseStore();
@@ -82,6 +88,7 @@ export class ComputeView {
   private readonly selBar = new SelectionBar(this);
   readonly overview = new Overview(this);
   readonly tracks = new Tracks(this);
+  readonly numbers = new NumbersPanel(this);
   private readonly legend = el("div", "legend");
   private readonly loader = new LaneLoader(this);
 
@@ -97,7 +104,7 @@ export class ComputeView {
     this.st = parseHash(location.hash);
     this.root = el("div", "compute");
     host.appendChild(this.root);
-    this.root.append(this.toolbar.root, this.selBar.root, this.overview.root, this.tracks.root, this.legend, this.tip.tip);
+    this.root.append(this.toolbar.root, this.selBar.root, this.overview.root, this.tracks.root, this.numbers.root, this.legend, this.tip.tip);
   }
 
   // ---------------------------------------------------------------------------------------------- set-up
@@ -124,6 +131,9 @@ export class ComputeView {
     this.toolbar.sync();
     window.addEventListener("resize", () => this.layout());
     window.addEventListener("hashchange", () => this.onHash());
+    window.addEventListener("keydown", (e) => {
+      if (e.key === "Escape" && this.active && this.range) this.setRange(null, true);
+    });
     this.layout();
     this.loader.ensure(true);
     this.loader.refreshSecondary(true);
@@ -169,6 +179,7 @@ export class ComputeView {
       this.view = followWindow(span, b, this.cap());
       this.pinned = true;
     }
+    if (this.st.r0 !== undefined && this.st.r1 !== undefined) this.range = { t0: this.st.r0, t1: this.st.r1 };
   }
 
   private async loadLanes(): Promise<void> {
@@ -240,6 +251,36 @@ export class ComputeView {
 
   refreshSecondary(now: boolean): void {
     this.loader.refreshSecondary(now);
+  }
+
+  /** The selected time range changed (commit: the drag ended, or it was cleared): total it, write the URL. */
+  setRange(r: Win | null, commit: boolean): void {
+    this.range = r;
+    this.st.r0 = r?.t0;
+    this.st.r1 = r?.t1;
+    this.tracks.placeRange(this.plotWidth());
+    if (!commit) return;
+    this.writeUrl(true);
+    void this.numbers.loadRange(true);
+  }
+
+  /** The pointer is over lane id (null: none): the numbers show its own column. */
+  hoverLane(id: string | null): void {
+    this.numbers.setHover(id);
+  }
+
+  /** The slowest-lanes panel shows phase (the selection row's "slowest …" pick). */
+  showSlowest(phase: string): void {
+    this.numbers.setSlowPhase(phase);
+    this.numbers.root.scrollIntoView({ block: "nearest" });
+  }
+
+  /** Zoom by factor (< 1 in) around the view's centre, or its end while it follows the data edge (the toolbar). */
+  zoomBy(factor: number): void {
+    const v = this.view;
+    const anchor = this.pinned ? v.t1 : (v.t0 + v.t1) / 2;
+    const z = zoomAt(v, anchor, factor, this.bounds(), this.cap());
+    this.setView(z, this.pinned && atEdge(z, this.edge));
   }
 
   // ---------------------------------------------------------------------------------------------- layout
@@ -376,7 +417,12 @@ export class ComputeView {
       (s.t0 !== undefined && (Math.abs(s.t0 - this.view.t0) > 1e-3 || Math.abs((s.t1 ?? 0) - this.view.t1) > 1e-3)) ||
       (s.follow !== undefined && (!this.pinned || Math.abs(s.follow - this.followSpan) > 0.5));
     const ovChanged = s.overlay !== this.st.overlay;
+    const near = (a?: number, b?: number) => a === b || (a !== undefined && b !== undefined && Math.abs(a - b) < 2e-3);
+    const rangeChanged = !near(s.r0, this.range?.t0) || !near(s.r1, this.range?.t1);
+    const slowChanged = s.slow !== this.st.slow;
     this.st = { ...s, lanes: this.st.lanes };
+    if (rangeChanged) this.setRange(s.r0 !== undefined && s.r1 !== undefined ? { t0: s.r0, t1: s.r1 } : null, true);
+    if (slowChanged) this.numbers.render();
     this.toolbar.sync();
     if (winChanged) {
       if (s.t0 !== undefined && s.t1 !== undefined) this.goTo(s.t0, s.t1);

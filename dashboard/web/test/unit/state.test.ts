@@ -30,12 +30,12 @@ test("g ranges are compact", () => {
 });
 
 test("URL state round-trips and ignores junk", () => {
-  const s = { lanes: "rank:0-3,node:10.0.0.2", t0: 1764680000.5, t1: 1764683600.25, mem: true, abs: false, overlay: "sglang:num_running_reqs", carpet: "phase" as const };
+  const s = { lanes: "rank:0-3,node:10.0.0.2", t0: 1764680000.5, t1: 1764683600.25, mem: true, abs: false, overlay: "sglang:num_running_reqs", carpet: "phase" as const, slow: "" };
   const h = formatHash(s);
   assert.match(h, /^#\/compute\?lanes=rank:0-3,node:10\.0\.0\.2&t0=1764680000\.500&t1=1764683600\.250&mem=1&ov=sglang:num_running_reqs&carpet=phase$/);
   const p = parseHash(h);
   assert.deepEqual(p, s);
-  const f = parseHash(formatHash({ lanes: "all", follow: 900, mem: false, abs: true, overlay: "", carpet: "util" }));
+  const f = parseHash(formatHash({ lanes: "all", follow: 900, mem: false, abs: true, overlay: "", carpet: "util", slow: "" }));
   assert.equal(f.follow, 900);
   assert.equal(f.t0, undefined);
   assert.equal(f.abs, true);
@@ -46,6 +46,11 @@ test("URL state round-trips and ignores junk", () => {
   assert.equal(parseHash("").lanes, "");
   // a window wins over follow
   assert.equal(parseHash("#/compute?t0=1&t1=2&follow=60").follow, undefined);
+  // a selected range and the slowest-lanes phase
+  const r = { ...s, r0: 1764680100.125, r1: 1764680160.5, slow: "log_probs" };
+  assert.match(formatHash(r), /&r0=1764680100\.125&r1=1764680160\.500&slow=log_probs$/);
+  assert.deepEqual(parseHash(formatHash(r)), r);
+  assert.equal(parseHash("#/compute?r0=5&r1=3").r0, undefined, "an empty range is dropped");
   // spaces and odd characters survive
   assert.equal(parseHash(formatHash({ ...s, lanes: "engine:http://10.0.0.2:30000 g1" })).lanes, "engine:http://10.0.0.2:30000 g1");
 });
