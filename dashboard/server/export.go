@@ -360,7 +360,7 @@ type trajectoryCap struct {
 }
 
 func (c trajectoryCap) summary() string {
-	return fmt.Sprintf("newest %d of %d samples (steps %d–%d; an export holds at most %d)", c.Kept, c.Window, c.FirstStep, c.LastStep, c.Limit)
+	return fmt.Sprintf("newest %d of %d samples (steps %d-%d; an export holds at most %d)", c.Kept, c.Window, c.FirstStep, c.LastStep, c.Limit)
 }
 
 // metadata is the trace metadata that says what was kept (Perfetto lists it under "Info and stats").

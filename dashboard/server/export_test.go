@@ -382,7 +382,7 @@ func TestPerfettoExportCapsToNewestSteps(t *testing.T) {
 		}
 		wantRoot := "trajectories"
 		if tc.capped {
-			wantRoot = fmt.Sprintf("trajectories · newest %d of 8 samples (steps %d–7; an export holds at most %d)", tc.kept, tc.first, tc.limit)
+			wantRoot = fmt.Sprintf("trajectories · newest %d of 8 samples (steps %d-7; an export holds at most %d)", tc.kept, tc.first, tc.limit)
 		}
 		if root != wantRoot || (resp.Header.Get("X-Miles-Trace-Capped") != "") != tc.capped || resp.Header.Get("X-Miles-Trace-Samples-Window") != "8" {
 			t.Errorf("limit %d: trajectories track %q, headers %v", tc.limit, root, resp.Header)

@@ -103,7 +103,7 @@ export class Api {
   }
 
   /** GET a binary download (the Perfetto export); errors come as the JSON envelope. */
-  async download(path: string, params: Params = {}): Promise<{ blob: Blob; name: string }> {
+  async download(path: string, params: Params = {}): Promise<{ blob: Blob; name: string; headers: Headers }> {
     const resp = await fetch(this.url(path, params), { headers: this.headers() });
     if (!resp.ok) {
       let msg = `${path}: HTTP ${resp.status}`;
@@ -116,7 +116,7 @@ export class Api {
     }
     const cd = resp.headers.get("Content-Disposition") ?? "";
     const name = /filename="([^"]+)"/.exec(cd)?.[1] ?? "trace.perfetto-trace";
-    return { blob: await resp.blob(), name };
+    return { blob: await resp.blob(), name, headers: resp.headers };
   }
 
   /** A page URL of this server (the token and the run carried). */

@@ -5,6 +5,7 @@
 import type { Api } from "../api/client";
 import type { Meta } from "../api/responseTypes/meta";
 import { el } from "../shared/dom";
+import { exportNote, PERFETTO_ORIGIN, postToPerfetto } from "../shared/perfetto";
 import type { Win } from "../shared/timeaxis";
 import type { UrlState } from "./urlState";
 
@@ -36,6 +37,8 @@ export class Toolbar {
   private readonly followBtn = el("button", "btn latest", "latest window");
   private readonly followTag = el("span", "followtag");
   private readonly scaleTag = el("span", "scaletag");
+  /** What the last export kept of the window's trajectories (whether it capped). */
+  private readonly exportTag = el("span", "exporttag");
   private readonly toggles: Record<string, HTMLButtonElement> = {};
 
   constructor(private readonly h: ToolbarHost) {
@@ -104,8 +107,17 @@ export class Toolbar {
     tb.appendChild(g3);
     const exp = el("button", "btn export", "export window ⤓");
     exp.title = "download this window (the selected lanes) as a Perfetto trace: phases, GPU and engine counters, trajectories, steps — open it in ui.perfetto.dev";
-    exp.onclick = () => void this.exportWindow(exp);
+    exp.onclick = () => void this.exportWindow(exp, null);
     tb.appendChild(exp);
+    const open = el("button", "btn perfetto", "open in Perfetto ↗");
+    open.title = `open this window's trace in ${PERFETTO_ORIGIN} (a new tab; the trace is handed over by message, never uploaded)`;
+    open.onclick = () => {
+      const win = window.open(PERFETTO_ORIGIN + "/#!/viewer", "_blank");
+      if (!win) this.h.onError("open in Perfetto: the browser blocked the new tab");
+      else void this.exportWindow(open, win);
+    };
+    tb.appendChild(open);
+    tb.appendChild(this.exportTag);
     tb.appendChild(this.scaleTag);
     tb.appendChild(el("span", "hint", "ctrl/⌘+wheel = zoom · drag lanes = select range · drag time axis = pan · double-click = latest · window ≤ 4h"));
   }
@@ -132,27 +144,38 @@ export class Toolbar {
     this.scaleTag.textContent = text;
   }
 
-  /** Download the window as a Perfetto trace (docs/dashboard-api.md "Perfetto export"); a refusal (too big) is shown. */
-  private async exportWindow(btn: HTMLButtonElement): Promise<void> {
+  /**
+   * Export the window as a Perfetto trace (docs/dashboard-api.md "Perfetto export"): download it, or hand it to
+   * the Perfetto UI window perfetto (opened by the click); a refusal (too big) is shown, and what the trace kept
+   * of the trajectories is said beside the buttons.
+   */
+  private async exportWindow(btn: HTMLButtonElement, perfetto: Window | null): Promise<void> {
     btn.disabled = true;
     const label = btn.textContent;
-    btn.textContent = "exporting…";
+    btn.textContent = perfetto ? "opening…" : "exporting…";
     try {
-      const { blob, name } = await this.h.api.download("/api/v1/export/perfetto", {
+      const { blob, name, headers } = await this.h.api.download("/api/v1/export/perfetto", {
         t0: this.h.view.t0,
         t1: this.h.view.t1,
         lanes: this.h.st.lanes,
       });
-      const a = document.createElement("a");
-      a.href = URL.createObjectURL(blob);
-      a.download = name;
-      document.body.appendChild(a);
-      a.click();
-      a.remove();
-      setTimeout(() => URL.revokeObjectURL(a.href), 60_000);
+      this.exportTag.textContent = exportNote(headers);
+      this.exportTag.classList.toggle("capped", headers.has("X-Miles-Trace-Capped"));
+      if (perfetto) {
+        await postToPerfetto(perfetto, await blob.arrayBuffer(), name);
+      } else {
+        const a = document.createElement("a");
+        a.href = URL.createObjectURL(blob);
+        a.download = name;
+        document.body.appendChild(a);
+        a.click();
+        a.remove();
+        setTimeout(() => URL.revokeObjectURL(a.href), 60_000);
+      }
       this.h.onError("");
     } catch (e) {
-      this.h.onError(`export: ${(e as Error).message}`);
+      perfetto?.close();
+      this.h.onError(`${perfetto ? "open in Perfetto" : "export"}: ${(e as Error).message}`);
     } finally {
       btn.disabled = false;
       btn.textContent = label;

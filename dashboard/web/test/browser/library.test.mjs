@@ -7,7 +7,7 @@
 import test, { after, before } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { api, buildBinaries, launch, newRunDir, openPage, ROOT, runSim, shapeErrors, SHOTS, startCollector, startLibrary, stop, stopAll, until } from "./harness.mjs";
 
@@ -225,5 +225,49 @@ test("export window downloads a trace Perfetto's protos read with the expected t
   assert.ok(got.tracks >= nodes + lanes.lanes.length + 2 * lanes.lanes.length, `tracks ${got.tracks}`);
   assert.ok(got.counter_tracks >= 2 * lanes.lanes.length, `counter tracks ${got.counter_tracks}`);
   assert.ok(got.instants > 0, "step instants");
+  // Lane tracks carry the lane ids the Compute view labels its lanes with, in its order.
+  const laneTracks = got.track_names.filter((n) => /^g\d+ · /.test(n)).map((n) => n.split(" · ")[0]);
+  assert.deepEqual(laneTracks, lanes.lanes.map((l) => l.id));
+  // Beside the buttons: what the trace kept of the window's trajectories, as its metadata says.
+  // This window holds more samples than an export keeps: those of its newest steps are kept, and it says so.
+  const m = got.metadata;
+  const sampleSteps = got.track_names.filter((n) => / · sample /.test(n)).map((n) => Number(/^step (\d+)/.exec(n)[1]));
+  assert.equal(sampleSteps.length, m.miles_trajectories_exported, JSON.stringify(m));
+  assert.equal(Math.max(...sampleSteps), m.miles_trajectories_last_step);
+  assert.equal(Math.min(...sampleSteps), m.miles_trajectories_first_step);
+  const cappedNote = `newest ${m.miles_trajectories_exported} of ${m.miles_trajectories_in_window} samples (steps ${m.miles_trajectories_first_step}-${m.miles_trajectories_last_step}; an export holds at most ${m.miles_trajectories_limit})`;
+  assert.equal(m.miles_trajectories_capped, 1, JSON.stringify(m));
+  assert.ok(got.track_names.includes(`trajectories · ${cappedNote}`), "the trajectories track says it capped");
+  assert.equal(await page.locator(".exporttag.capped").innerText(), `trajectories capped: ${cappedNote}`);
+
+  // "open in Perfetto": a page served at ui.perfetto.dev (no internet here) answers the UI's documented
+  // postMessage protocol — PONG to PING, then it takes {perfetto: {buffer, title}} — and reports what it got.
+  await page.context().route("https://ui.perfetto.dev/**", (route) => route.fulfill({
+    contentType: "text/html",
+    body: `<!doctype html><title>fake perfetto</title><script>
+      window.got = null; window.pings = 0;
+      addEventListener("message", (e) => {
+        if (e.data === "PING") { window.pings++; e.source.postMessage("PONG", e.origin); return; }
+        const p = e.data && e.data.perfetto;
+        if (!p) return;
+        const b = new Uint8Array(p.buffer);
+        let sum = 0;
+        for (const x of b) sum = (sum + x) % 1000000007;
+        window.got = { origin: e.origin, title: p.title, bytes: b.length, sum };
+      });
+    </script>`,
+  }));
+  const [popup] = await Promise.all([page.waitForEvent("popup"), page.locator("button.perfetto").click()]);
+  const handed = await until(() => popup.evaluate(() => window.got), { what: "the Perfetto page got the trace" });
+  const file = readFileSync(path);
+  let sum = 0;
+  for (const x of file) sum = (sum + x) % 1000000007;
+  assert.equal(handed.origin, new URL(dash.base).origin);
+  assert.equal(handed.title, dl.suggestedFilename());
+  assert.equal(handed.bytes, file.length, "the same trace as the download");
+  assert.equal(handed.sum, sum, "the same bytes as the download");
+  assert.ok(await popup.evaluate(() => window.pings) >= 1);
+  await popup.close();
+  await page.context().unroute("https://ui.perfetto.dev/**");
   assert.deepEqual(problems, []);
 });
