@@ -25,6 +25,8 @@ type runAdvice struct {
 	step     *int64
 	res      *advisory.Result
 	explored bool // the advisory was evaluated (the run is open)
+	// goodput is the run's goodput ledger per fleet (docs/semconv.md §12), when explored.
+	goodput []store.GoodputFleet
 }
 
 // writeExposition writes the gauges of every run given, and the memory budget's figures (nil: none).
@@ -73,6 +75,20 @@ func writeExposition(w http.ResponseWriter, runs []runAdvice, mem *store.Budget)
 	family("miles_advisory_evaluated", "1 when the run's advisory is evaluated here (live or open runs), 0 for runs only listed.")
 	for _, r := range runs {
 		fmt.Fprintf(&b, "miles_advisory_evaluated{run=%s} %d\n", label(r.run), b2i(r.explored))
+	}
+	family("miles_goodput_ratio", "Productive GPU-seconds over all GPU-seconds of the run's steps, per fleet (docs/semconv.md §12).")
+	for _, r := range runs {
+		for _, f := range r.goodput {
+			fmt.Fprintf(&b, "miles_goodput_ratio{run=%s,fleet=%s} %s\n", label(r.run), label(f.Fleet), strconv.FormatFloat(f.Ratio, 'f', -1, 64))
+		}
+	}
+	family("miles_goodput_gpu_seconds", "GPU-seconds of the run's steps per fleet and ledger class: productive, overhead, idle, wasted (docs/semconv.md §12).")
+	for _, r := range runs {
+		for _, f := range r.goodput {
+			for c, class := range store.GoodputClasses {
+				fmt.Fprintf(&b, "miles_goodput_gpu_seconds{run=%s,fleet=%s,class=%s} %s\n", label(r.run), label(f.Fleet), label(class), strconv.FormatFloat(f.Seconds[c], 'f', -1, 64))
+			}
+		}
 	}
 	family("miles_run_live", "1 while a file of the run changed within the live window.")
 	for _, r := range runs {
@@ -150,6 +166,6 @@ func (s *Server) exposition(w http.ResponseWriter, _ *http.Request) {
 		name = filepath.Base(s.run.Dir())
 	}
 	writeExposition(w, []runAdvice{{
-		run: name, live: m.Live, edge: m.DataEdge, res: s.advisoryResult(cfg, nil), explored: true,
+		run: name, live: m.Live, edge: m.DataEdge, res: s.advisoryResult(cfg, nil), explored: true, goodput: s.goodputTotal(),
 	}}, s.budget)
 }

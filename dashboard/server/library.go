@@ -473,6 +473,7 @@ func (l *Library) exposition(w http.ResponseWriter, _ *http.Request) {
 			cfg, err := srv.advisoryConfig(nil)
 			if err == nil {
 				ra.res, ra.explored = srv.advisoryResult(cfg, nil), true
+				ra.goodput = srv.goodputTotal()
 			}
 		}
 		out = append(out, ra)

@@ -36,6 +36,7 @@ type computeReader interface {
 	Bubbles(t0, t1 float64) []store.Bubble
 	StepPhases(t0, t1 float64, sel []*store.Lane) *store.StepPhasesResult
 	Outliers(t0, t1 float64, sel []*store.Lane, k int) *store.OutliersResult
+	Goodput(t0, t1 float64) *store.GoodputResult
 }
 
 // metricsReader is the step metrics the trainer logs.

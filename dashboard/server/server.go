@@ -76,8 +76,10 @@ type Server struct {
 	exportMax int
 	// exportMaxSamples bounds one Perfetto export's trajectory tracks.
 	exportMaxSamples int
-	assets    fs.FS
-	advisory  advisoryCache
+	assets           fs.FS
+	advisory         advisoryCache
+	// goodputRun is the whole run's goodput ledger for /metrics (goodput.go).
+	goodputRun goodputCache
 	// budget is the memory budget shown at /metrics (nil: none).
 	budget *store.Budget
 	// admission bounds the API queries answered at once, shared by a library's runs.

@@ -16,6 +16,7 @@ import { engineStagesSchema, sampleLifecycleSchema } from "./engineStages";
 import { enginesSchema } from "./engines";
 import { enginesSeriesSchema } from "./enginesSeries";
 import { fleetSchema } from "./fleet";
+import { goodputSchema } from "./goodput";
 import { gpuSchema } from "./gpu";
 import { heatmapHeaderSchema } from "./heatmap";
 import { lanesSchema } from "./lanes";
@@ -53,6 +54,7 @@ export const ENDPOINTS: Endpoint[] = [
   { route: "GET /api/v1/run_config", schema: runConfigSchema, golden: "run_config" },
   { route: "GET /api/v1/phases/share", schema: phasesShareSchema, golden: "phases_share" },
   { route: "GET /api/v1/outliers", schema: outliersSchema, golden: "outliers" },
+  { route: "GET /api/v1/goodput", schema: goodputSchema, golden: "goodput" },
   { route: "GET /api/v1/heatmap", schema: heatmapHeaderSchema, golden: "heatmap", binary: true },
   { route: "GET /api/v1/metrics/keys", schema: metricsKeysSchema, golden: "metrics_keys" },
   { route: "GET /api/v1/metrics/series", schema: metricsSeriesSchema, golden: "metrics_series" },

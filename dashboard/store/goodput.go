@@ -1,0 +1,541 @@
+package store
+
+import (
+	"maps"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// The goodput ledger (docs/semconv.md §12): every GPU-second of each trainer step, per fleet, in one of four
+// classes. The rules are written down there; this file applies them to the phases (trainer fleet) and to the
+// generate segments and weight updates of the trajectories stream (rollout fleet).
+
+// GoodputClasses are the ledger's classes, in the order of GoodputFleet.Seconds.
+var GoodputClasses = []string{"productive", "overhead", "idle", "wasted"}
+
+const (
+	gpProductive = iota
+	gpOverhead
+	gpIdle
+	gpWasted
+)
+
+// Fleet names of the ledger.
+const (
+	FleetTrain   = "train"
+	FleetRollout = "rollout"
+)
+
+// productivePhases are the trainer phases that compute the training step itself (docs/semconv.md §12).
+var productivePhases = map[string]bool{"actor_train": true, "train": true, "critic_train": true}
+
+// idleTrainerPhases are the trainer phases in which its GPUs wait for something else (the batch).
+var idleTrainerPhases = map[string]bool{"train_wait": true}
+
+// phaseClass is the ledger class of a trainer phase on top of its lane: productive compute, idle waiting, and
+// every other phase (log-prob recompute, weight sync, data, offload/onload, checkpoints, set-up) overhead.
+func phaseClass(name string) int {
+	switch {
+	case productivePhases[name]:
+		return gpProductive
+	case idleTrainerPhases[name]:
+		return gpIdle
+	}
+	return gpOverhead
+}
+
+// neverConsumedAfter is how many step consumes after an attempt ended, none of them taking its sample, make its
+// generation wasted (a sample filtered out or left in the pool); before that it is pending.
+const neverConsumedAfter = 3
+
+// GoodputFleet is one fleet's ledger over one step (or the window's total).
+type GoodputFleet struct {
+	Fleet string `json:"fleet"`
+	// GPUs is the fleet's mean GPU count over the step: colocated GPUs count for the share of the step they spent
+	// in the fleet.
+	GPUs float64 `json:"gpus"`
+	// GPUSeconds is the fleet's GPU time over the step; Seconds splits it by GoodputClasses and adds up to it.
+	GPUSeconds float64    `json:"gpu_seconds"`
+	Seconds    [4]float64 `json:"seconds"`
+	// Pending is the part of productive that generated samples not consumed yet (provisional: it turns wasted
+	// when neverConsumedAfter steps pass it by).
+	Pending float64 `json:"pending"`
+	// Ratio is productive ÷ GPUSeconds (0 without GPU time).
+	Ratio float64 `json:"ratio"`
+}
+
+// GoodputStep is the ledger of one trainer step (a Bubbles window).
+type GoodputStep struct {
+	Step int     `json:"step"`
+	T0   float64 `json:"t0"`
+	T1   float64 `json:"t1"`
+	// Open marks the step in progress: from the last logged step's end to the data edge (a hung step grows
+	// here, its GPUs idle).
+	Open   bool           `json:"open"`
+	Fleets []GoodputFleet `json:"fleets"`
+}
+
+// GoodputResult is the ledger of the steps of a window.
+type GoodputResult struct {
+	Classes []string      `json:"classes"`
+	Steps   []GoodputStep `json:"steps"`
+	// Total adds up the steps, per fleet.
+	Total []GoodputFleet `json:"total"`
+	// Generation says whether the rollout fleet could be split: false when the run has no generate segments (a
+	// miles v1 run), and the rollout fleet is then left out.
+	Generation bool `json:"generation"`
+	// PartialRollout says aborted attempts resumed by a consumed sample count productive (the run's
+	// --partial-rollout), else wasted.
+	PartialRollout bool `json:"partial_rollout"`
+}
+
+// gpTrace is what the ledger knows of one attempt (trace).
+type gpTrace struct {
+	sample, attempt int32
+	status          string
+	consumed        bool
+	end             float64 // the attempt span's end; 0 when not ended
+}
+
+// gpSeg is one generate segment.
+type gpSeg struct {
+	t0, t1 float64
+	engine string
+	trace  traceID
+}
+
+// gpInputs are the trajectories' facts the rollout fleet's ledger reads.
+type gpInputs struct {
+	traces   map[traceID]*gpTrace
+	segs     []gpSeg
+	updates  [][2]float64 // weight-update windows
+	consumes []float64    // step consume times, sorted
+	// consumedAttempt and latestAttempt are per sample index.
+	consumedAttempt, latestAttempt map[int32]int32
+}
+
+// goodputInputs reads the trajectories from the hour of t0 (less phaseReach) to the newest hour: consumes of a
+// window's samples come after it.
+func (s *Store) goodputInputs(t0, t1 float64) *gpInputs {
+	lo := hourOf(t0) - phaseReach
+	s.mu.RLock()
+	hi := hourOf(t1) + phaseReach
+	for _, h := range s.trajectories.files.Hours() {
+		hi = max(hi, h)
+	}
+	s.mu.RUnlock()
+	s.ensureHours(lo, hi, s.trajectories.cache)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	in := &gpInputs{traces: map[traceID]*gpTrace{}, consumedAttempt: map[int32]int32{}, latestAttempt: map[int32]int32{}}
+	trace := func(r *trajRec) *gpTrace {
+		t := in.traces[r.trace]
+		if t == nil {
+			t = &gpTrace{sample: -1, attempt: -1}
+			in.traces[r.trace] = t
+		}
+		if t.sample < 0 && r.sample >= 0 {
+			t.sample = r.sample
+		}
+		if t.attempt < 0 && r.attempt >= 0 {
+			t.attempt = r.attempt
+		}
+		return t
+	}
+	strs := &s.trajectories.strings
+	seenUpdate := map[[8]byte]bool{}
+	for _, b := range s.trajectories.hoursLocked(lo, hi) {
+		for i := range b.records {
+			r := &b.records[i]
+			switch r.typ {
+			case ttAttempt:
+				t := trace(r)
+				t.status, t.end = strs.str(r.status), r.t1
+			case ttConsume:
+				trace(r).consumed = true
+			case ttGenerate:
+				trace(r)
+				if r.t1 >= t0 && r.t0 <= t1 && r.t1 > r.t0 {
+					in.segs = append(in.segs, gpSeg{t0: r.t0, t1: r.t1, engine: strs.str(r.engine), trace: r.trace})
+				}
+			case ttStepConsume:
+				in.consumes = append(in.consumes, r.t0)
+			case ttWeightUpdate:
+				if !seenUpdate[r.span] && r.t1 >= t0 && r.t0 <= t1 && r.t1 > r.t0 {
+					seenUpdate[r.span] = true
+					in.updates = append(in.updates, [2]float64{r.t0, r.t1})
+				}
+			default:
+				trace(r)
+			}
+		}
+	}
+	for _, t := range in.traces {
+		if t.sample < 0 {
+			continue
+		}
+		if a, ok := in.latestAttempt[t.sample]; !ok || t.attempt > a {
+			in.latestAttempt[t.sample] = t.attempt
+		}
+		if t.consumed {
+			if a, ok := in.consumedAttempt[t.sample]; !ok || t.attempt > a {
+				in.consumedAttempt[t.sample] = t.attempt
+			}
+		}
+	}
+	slices.Sort(in.consumes)
+	in.consumes = slices.Compact(in.consumes) // a step consume written twice is one
+	return in
+}
+
+// traceClass is the ledger class of an attempt's generation: productive (its sample was consumed from it, or
+// resumed from it with partial rollout), wasted (aborted or failed and not carried, superseded, or passed over
+// by neverConsumedAfter step consumes), or pending (productive for now).
+func (in *gpInputs) traceClass(id traceID, partial bool) (class int, pending bool) {
+	t := in.traces[id]
+	if t == nil {
+		return gpProductive, true
+	}
+	if t.consumed {
+		return gpProductive, false
+	}
+	if t.sample >= 0 {
+		if ca, ok := in.consumedAttempt[t.sample]; ok {
+			if partial && t.attempt >= 0 && t.attempt < ca && (t.status == "aborted" || t.status == "") {
+				return gpProductive, false // carried into the consumed attempt
+			}
+			return gpWasted, false // superseded by the consumed attempt
+		}
+		if la := in.latestAttempt[t.sample]; t.attempt >= 0 && t.attempt < la && !partial {
+			return gpWasted, false // retried from scratch
+		}
+	}
+	if t.status == "failed" || (t.status == "aborted" && !partial) {
+		return gpWasted, false
+	}
+	if t.end > 0 {
+		after := len(in.consumes) - sort.SearchFloat64s(in.consumes, t.end)
+		if after >= neverConsumedAfter {
+			return gpWasted, false
+		}
+	}
+	return gpProductive, true
+}
+
+// unionLen is the length of the union of intervals clipped to [t0, t1).
+func unionLen(iv [][2]float64, t0, t1 float64) float64 {
+	var c [][2]float64
+	for _, x := range iv {
+		a, b := max(x[0], t0), min(x[1], t1)
+		if b > a {
+			c = append(c, [2]float64{a, b})
+		}
+	}
+	sort.Slice(c, func(i, j int) bool { return c[i][0] < c[j][0] })
+	total, end := 0.0, math.Inf(-1)
+	for _, x := range c {
+		if x[0] > end {
+			total += x[1] - x[0]
+			end = x[1]
+		} else if x[1] > end {
+			total += x[1] - end
+			end = x[1]
+		}
+	}
+	return total
+}
+
+// laneTrainerSplit sweeps one lane's trainer phases (rank ≥ 0) over [t0, t1): the seconds per class of the phase
+// on top (idle phases below the others, deeper above: the carpet's paint order), no phase counting idle, and the
+// collective wait moved from productive to idle (waits).
+func laneTrainerSplit(l *PhaseLane, names []string, t0, t1, wait float64) (sec [4]float64) {
+	type iv struct {
+		a, b float64
+		key  int
+		cls  int
+	}
+	var ivs []iv
+	var cuts []float64
+	for i := range l.Name {
+		if l.Rank[i] < 0 {
+			continue // the rollout manager's phases, drawn on rollout lanes
+		}
+		a, b := max(l.T0[i], t0), min(l.T1[i], t1)
+		if b <= a {
+			continue
+		}
+		name := names[l.Name[i]]
+		key := 1000 + l.Depth[i]
+		if idlePhases[name] {
+			key = l.Depth[i]
+		}
+		ivs = append(ivs, iv{a, b, key, phaseClass(name)})
+		cuts = append(cuts, a, b)
+	}
+	cuts = append(cuts, t0, t1)
+	slices.Sort(cuts)
+	cuts = slices.Compact(cuts)
+	for k := 0; k+1 < len(cuts); k++ {
+		a, b := cuts[k], cuts[k+1]
+		top, cls := -1, gpIdle
+		for _, x := range ivs {
+			if x.a <= a && x.b >= b && x.key > top {
+				top, cls = x.key, x.cls
+			}
+		}
+		sec[cls] += b - a
+	}
+	moved := min(wait, sec[gpProductive])
+	sec[gpProductive] -= moved
+	sec[gpIdle] += moved
+	return sec
+}
+
+// collectiveWaits is, per lane, the time it waited inside a synchronous phase for the last rank to arrive: a
+// productive phase of the step that every lane holding it ends together (within 2 % of its longest duration, at
+// least 0.5 s) ends on a collective, so a lane that started it before the last starter spent the difference
+// waiting for that straggler.
+func collectiveWaits(p *PhasesResult, t0, t1 float64) []float64 {
+	waits := make([]float64, len(p.Lanes))
+	type inst struct {
+		lane   int
+		a, b   float64
+		closed bool
+	}
+	byName := map[int][]inst{}
+	for li, l := range p.Lanes {
+		for i := range l.Name {
+			if l.Rank[i] < 0 || !productivePhases[p.Names[l.Name[i]]] || l.T0[i] < t0 || l.T1[i] > t1 {
+				continue
+			}
+			byName[l.Name[i]] = append(byName[l.Name[i]], inst{li, l.T0[i], l.T1[i], !l.Open[i]})
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(byName)) { // a fixed order: the same sums on every call
+		xs := byName[name]
+		if len(xs) < 2 {
+			continue
+		}
+		lastStart, minEnd, maxEnd, longest := math.Inf(-1), math.Inf(1), math.Inf(-1), 0.0
+		closed := true
+		for _, x := range xs {
+			lastStart = max(lastStart, x.a)
+			minEnd, maxEnd = min(minEnd, x.b), max(maxEnd, x.b)
+			longest = max(longest, x.b-x.a)
+			closed = closed && x.closed
+		}
+		if !closed || maxEnd-minEnd > max(0.5, 0.02*longest) {
+			continue
+		}
+		for _, x := range xs {
+			waits[x.lane] += lastStart - x.a
+		}
+	}
+	return waits
+}
+
+// Goodput is the goodput ledger of the trainer steps in [t0, t1] (docs/semconv.md §12).
+func (s *Store) Goodput(t0, t1 float64) *GoodputResult {
+	out := &GoodputResult{Classes: GoodputClasses, Steps: []GoodputStep{}, Total: []GoodputFleet{}}
+	defer s.pin()()
+	steps := s.Bubbles(t0, t1)
+	lanes, _, err := s.Lanes("all")
+	if err != nil || len(steps) == 0 {
+		return out
+	}
+	// The trajectories are read first: reading them may raise the data edge the open step ends at.
+	last := steps[len(steps)-1]
+	in := s.goodputInputs(steps[0].T0, min(t1, max(last.T1, s.Edge())))
+	// The step in progress (or hung) runs from the last logged step's end to the data edge: a stall is idle time
+	// of the step that never ended, so it is shown as one, open.
+	if edge := min(s.Edge(), t1); edge > last.T1 {
+		steps = append(steps, Bubble{Step: last.Step + 1, T0: last.T1, T1: edge})
+	}
+	openStep := len(steps) - 1
+	if steps[openStep] == last {
+		openStep = -1
+	}
+	if rc, err := s.RunConfig(); err == nil && rc != nil {
+		switch v := rc.Args["partial_rollout"].(type) {
+		case bool:
+			out.PartialRollout = v
+		case string:
+			out.PartialRollout = v == "true" || v == "True" || v == "1"
+		}
+	}
+	var train []*Lane
+	colocated := map[*Lane]bool{}
+	for _, l := range lanes {
+		isTrain := slices.Contains(l.Roles, "train") || len(l.Ranks) > 0
+		if isTrain {
+			train = append(train, l)
+		}
+		if isTrain && len(l.Engines) > 0 {
+			colocated[l] = true
+		}
+	}
+	out.Generation = len(in.segs) > 0
+	segsByEngine := map[string][]gpSeg{}
+	for _, g := range in.segs {
+		segsByEngine[g.engine] = append(segsByEngine[g.engine], g)
+	}
+	// A GPU that served several engines over the run (an engine restarted on a new port) is one rollout GPU:
+	// its lanes are grouped by the set of engines they served, and each group reads the segments of all of them.
+	type engineGroup struct {
+		lanes []*Lane
+		segs  []gpSeg
+	}
+	groups := map[string]*engineGroup{}
+	var groupKeys []string
+	for _, l := range lanes {
+		if len(l.Engines) == 0 {
+			continue
+		}
+		key := strings.Join(l.Engines, " ")
+		g := groups[key]
+		if g == nil {
+			g = &engineGroup{}
+			for _, e := range l.Engines {
+				g.segs = append(g.segs, segsByEngine[e]...)
+			}
+			groups[key] = g
+			groupKeys = append(groupKeys, key)
+		}
+		g.lanes = append(g.lanes, l)
+	}
+	sort.Strings(groupKeys)
+
+	total := map[string]*GoodputFleet{}
+	for si, st := range steps {
+		w := st.T1 - st.T0
+		if w <= 0 {
+			continue
+		}
+		trainF := GoodputFleet{Fleet: FleetTrain}
+		rollF := GoodputFleet{Fleet: FleetRollout}
+		// free is, per colocated lane, the seconds of the step its trainer left to the rollout fleet.
+		free := map[*Lane]float64{}
+		if len(train) > 0 {
+			p := s.Phases(st.T0, st.T1, train)
+			waits := collectiveWaits(p, st.T0, st.T1)
+			byID := map[string]*Lane{}
+			for _, l := range train {
+				byID[l.ID] = l
+			}
+			seen := map[string]bool{}
+			for li, pl := range p.Lanes {
+				l := byID[pl.ID]
+				seen[pl.ID] = true
+				sec := laneTrainerSplit(pl, p.Names, st.T0, st.T1, waits[li])
+				s.addTrainerLane(&trainF, sec, l != nil && colocated[l], w, free, l)
+			}
+			for _, l := range train { // lanes without a phase in the step: idle all along
+				if !seen[l.ID] {
+					s.addTrainerLane(&trainF, [4]float64{gpIdle: w}, colocated[l], w, free, l)
+				}
+			}
+		}
+		if out.Generation {
+			for _, key := range groupKeys {
+				g := groups[key]
+				for _, l := range g.lanes {
+					avail := w // the seconds of the step the GPU was in the rollout fleet
+					if colocated[l] {
+						avail = free[l]
+					}
+					sec, pend := engineSplit(g.segs, in, out.PartialRollout, st.T0, st.T1, avail)
+					for c := range sec {
+						rollF.Seconds[c] += sec[c]
+					}
+					rollF.Pending += pend
+					rollF.GPUSeconds += avail
+					rollF.GPUs += avail / w
+				}
+			}
+		}
+		gs := GoodputStep{Step: st.Step, T0: st.T0, T1: st.T1, Open: si == openStep}
+		for _, f := range []GoodputFleet{trainF, rollF} {
+			if f.GPUSeconds <= 0 {
+				continue
+			}
+			f.Ratio = f.Seconds[gpProductive] / f.GPUSeconds
+			gs.Fleets = append(gs.Fleets, f)
+			t := total[f.Fleet]
+			if t == nil {
+				t = &GoodputFleet{Fleet: f.Fleet}
+				total[f.Fleet] = t
+			}
+			t.GPUSeconds += f.GPUSeconds
+			t.Pending += f.Pending
+			t.GPUs += f.GPUs * w
+			for c := range f.Seconds {
+				t.Seconds[c] += f.Seconds[c]
+			}
+		}
+		out.Steps = append(out.Steps, gs)
+	}
+	var span float64
+	for _, st := range out.Steps {
+		span += st.T1 - st.T0
+	}
+	for _, name := range []string{FleetTrain, FleetRollout} {
+		if t := total[name]; t != nil {
+			t.Ratio = t.Seconds[gpProductive] / t.GPUSeconds
+			if span > 0 {
+				t.GPUs /= span
+			}
+			out.Total = append(out.Total, *t)
+		}
+	}
+	return out
+}
+
+// addTrainerLane adds one trainer lane's step to the trainer fleet. A colocated lane is in the trainer fleet only
+// while a non-idle trainer phase is on top; its idle time belongs to the rollout fleet (free).
+func (s *Store) addTrainerLane(f *GoodputFleet, sec [4]float64, colocated bool, w float64, free map[*Lane]float64, l *Lane) {
+	if colocated {
+		free[l] = sec[gpIdle]
+		sec[gpIdle] = 0
+	}
+	in := sec[0] + sec[1] + sec[2] + sec[3]
+	for c := range sec {
+		f.Seconds[c] += sec[c]
+	}
+	f.GPUSeconds += in
+	f.GPUs += in / w
+}
+
+// engineSplit is one engine's seconds per class over [t0, t1), given the seconds of it its GPUs spent in the
+// rollout fleet (avail): generating (the union of its segments) split between productive and wasted in
+// proportion to the segment-seconds of each class, weight updates it was not generating through as overhead,
+// and the rest idle.
+func engineSplit(segs []gpSeg, in *gpInputs, partial bool, t0, t1, avail float64) (sec [4]float64, pending float64) {
+	var iv [][2]float64
+	var bySec [4]float64
+	var pendSec float64
+	for _, g := range segs {
+		a, b := max(g.t0, t0), min(g.t1, t1)
+		if b <= a {
+			continue
+		}
+		iv = append(iv, [2]float64{a, b})
+		c, p := in.traceClass(g.trace, partial)
+		bySec[c] += b - a
+		if p {
+			pendSec += b - a
+		}
+	}
+	busy := min(unionLen(iv, t0, t1), avail)
+	if sum := bySec[gpProductive] + bySec[gpWasted]; sum > 0 {
+		sec[gpProductive] = busy * bySec[gpProductive] / sum
+		sec[gpWasted] = busy * bySec[gpWasted] / sum
+		pending = busy * pendSec / sum
+	}
+	both := append(append([][2]float64{}, iv...), in.updates...)
+	sync := max(0, unionLen(both, t0, t1)-unionLen(iv, t0, t1))
+	sec[gpOverhead] = min(sync, avail-busy)
+	sec[gpIdle] = max(0, avail-busy-sec[gpOverhead])
+	return sec, pending
+}

@@ -1,0 +1,87 @@
+package store
+
+import (
+	"math"
+	"testing"
+)
+
+// TestGoodputTraceClass: the ledger's rule for an attempt's generation (docs/semconv.md §12), one sample per
+// case; consumes at t = 10, 20, 30, 40.
+func TestGoodputTraceClass(t *testing.T) {
+	id := func(b byte) traceID { return traceID{b} }
+	in := &gpInputs{
+		traces: map[traceID]*gpTrace{
+			id(1): {sample: 1, attempt: 0, status: "completed", consumed: true, end: 5},
+			id(2): {sample: 2, attempt: 0, status: "aborted", end: 5}, // resumed by attempt 1, consumed
+			id(3): {sample: 2, attempt: 1, status: "completed", consumed: true, end: 8},
+			id(4): {sample: 3, attempt: 0, status: "failed", end: 5},
+			id(5): {sample: 4, attempt: 0, status: "completed", end: 5},  // passed over by 4 consumes: filtered
+			id(6): {sample: 5, attempt: 0, status: "completed", end: 25}, // 2 consumes since: still in the pool
+			id(7): {sample: 6, attempt: 0, status: "aborted", end: 35},   // retried, the retry still running
+			id(8): {sample: 6, attempt: 1},
+			id(9): {sample: 7, attempt: 0, status: "completed", end: 5}, // superseded: attempt 1 was consumed
+			id(10): {sample: 7, attempt: 1, status: "completed", consumed: true, end: 9},
+		},
+		consumes: []float64{10, 20, 30, 40},
+	}
+	in.consumedAttempt = map[int32]int32{1: 0, 2: 1, 7: 1}
+	in.latestAttempt = map[int32]int32{1: 0, 2: 1, 3: 0, 4: 0, 5: 0, 6: 1, 7: 1}
+	for _, tc := range []struct {
+		trace   byte
+		partial bool
+		class   int
+		pending bool
+	}{
+		{1, false, gpProductive, false},
+		{2, false, gpWasted, false},    // retried from scratch
+		{2, true, gpProductive, false}, // --partial-rollout: its tokens are in the consumed sample
+		{3, false, gpProductive, false},
+		{4, true, gpWasted, false},
+		{5, false, gpWasted, false},
+		{6, false, gpProductive, true},
+		{7, false, gpWasted, false},
+		{7, true, gpProductive, true}, // may still be carried
+		{8, false, gpProductive, true},
+		{9, true, gpWasted, false}, // completed attempts are never carried
+		{99, false, gpProductive, true},
+	} {
+		class, pending := in.traceClass(id(tc.trace), tc.partial)
+		if class != tc.class || pending != tc.pending {
+			t.Errorf("trace %d partial=%v: class %s pending %v, want %s %v", tc.trace, tc.partial,
+				GoodputClasses[class], pending, GoodputClasses[tc.class], tc.pending)
+		}
+	}
+}
+
+// TestGoodputEngineSplit: an engine's step is generating (the union of its requests, split by the classes'
+// segment-seconds), weight sync it did not generate through (overhead), and idle; the parts add up to the time
+// its GPUs were in the rollout fleet.
+func TestGoodputEngineSplit(t *testing.T) {
+	in := &gpInputs{
+		traces: map[traceID]*gpTrace{
+			{1}: {sample: 1, attempt: 0, consumed: true},
+			{2}: {sample: 2, attempt: 0, status: "failed"},
+		},
+		updates: [][2]float64{{60, 70}, {75, 85}},
+	}
+	segs := []gpSeg{
+		{t0: 0, t1: 30, trace: traceID{1}},
+		{t0: 10, t1: 40, trace: traceID{2}}, // overlaps: 40 s busy, 30 + 30 segment-seconds
+		{t0: 80, t1: 90, trace: traceID{1}}, // generating through the second update's end
+	}
+	sec, pending := engineSplit(segs, in, false, 0, 100, 100)
+	want := [4]float64{gpProductive: 50 * 40.0 / 70, gpWasted: 50 * 30.0 / 70, gpOverhead: 15, gpIdle: 35}
+	for c := range sec {
+		if math.Abs(sec[c]-want[c]) > 1e-9 {
+			t.Fatalf("split %v, want %v", sec, want)
+		}
+	}
+	if pending != 0 {
+		t.Fatalf("pending %g", pending)
+	}
+	// A colocated GPU in the rollout fleet for 45 s of the step: generation and sync fit in it.
+	sec, _ = engineSplit(segs, in, false, 0, 100, 45)
+	if s := sec[0] + sec[1] + sec[2] + sec[3]; math.Abs(s-45) > 1e-9 || sec[gpIdle] != 0 {
+		t.Fatalf("colocated split %v adds up to %g, want 45", sec, s)
+	}
+}
