@@ -103,7 +103,9 @@ export class StepsView {
     this.root.append(this.errBox, this.noDumps, this.l1, this.l2.root);
     window.addEventListener("hashchange", () => {
       if (!this.active || !location.hash.startsWith("#/steps") || location.hash === this.lastHash) return;
-      void this.apply(parseStepsHash(location.hash));
+      const next = parseStepsHash(location.hash);
+      this.follow = next.step === null; // a step named in the URL stays put
+      void this.apply(next);
     });
     live?.add({ metrics: () => void this.poll() });
     setInterval(() => {
@@ -167,10 +169,9 @@ export class StepsView {
   async apply(next: StepsState, first = false): Promise<void> {
     if (!this.steps.length) return;
     if (next.step === null || !this.steps.some((s) => s.id === next.step && s.eval === next.eval)) {
-      const kind = this.steps.filter((s) => s.eval === next.eval);
-      const pool = kind.length ? kind : this.steps;
-      next.step = pool[pool.length - 1].id;
-      next.eval = pool[pool.length - 1].eval;
+      const to = this.newestStep(next.eval) ?? this.newestStep(!next.eval)!;
+      next.step = to.id;
+      next.eval = to.eval;
     }
     const gen = ++this.gen;
     const prev = first ? null : this.loaded;
@@ -266,16 +267,16 @@ export class StepsView {
     this.probe.polls++;
     try {
       const wasEmpty = this.steps.length === 0;
-      const grew = await this.loadSteps();
+      await this.loadSteps();
       if (wasEmpty && this.steps.length) {
         // The first dump of the run: build the page now.
         this.showNoDumps(false);
         await this.apply(this.st, true);
         return;
       }
-      if (grew && this.follow && this.st.sample === null) {
-        const kind = this.steps.filter((s) => s.eval === this.st.eval);
-        const last = kind[kind.length - 1];
+      // Following: a new dump, or the train shards of one listed already, move the newest step to show.
+      if (this.follow && this.st.sample === null) {
+        const last = this.newestStep(this.st.eval);
         if (last && last.id !== this.st.step) this.go((s) => (s.step = last.id));
       }
     } catch {
@@ -432,8 +433,19 @@ export class StepsView {
 
   pickLatest(): void {
     this.follow = true;
-    const kind = this.steps.filter((s) => s.eval === this.st.eval);
-    if (kind.length) this.pickStep(kind[kind.length - 1].id, true);
+    const last = this.newestStep(this.st.eval);
+    if (last) this.pickStep(last.id, true);
+  }
+
+  /**
+   * The step a reader who named none is shown: the newest dump of the kind; of train dumps, the newest whose
+   * train shards are written (miles writes a step's rollout dump before the step trains, so a newer one reads "—"
+   * in every training column), or the newest when none has any.
+   */
+  private newestStep(evalKind: boolean): DumpStep | undefined {
+    const kind = this.steps.filter((s) => s.eval === evalKind);
+    if (!evalKind) for (let i = kind.length - 1; i >= 0; i--) if (kind[i].train_ranks > 0) return kind[i];
+    return kind[kind.length - 1];
   }
 
   setEval(on: boolean): void {

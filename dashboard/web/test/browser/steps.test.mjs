@@ -486,22 +486,39 @@ test("per-token chart: the whole response, bucketed when wide, drag-zoom to a to
   await page.screenshot({ path: join(SHOTS, "sample-tokens.png"), fullPage: true });
 });
 
-test("a new dump appears live in the navigator and, following the newest, opens", async () => {
+test("a new dump appears live in the navigator and, following the newest, opens once its step has trained", async () => {
   await page.click(".sback");
   await until(async () => !(await hashParams()).has("sample"), { what: "step page" });
   await page.click(".slatest");
   await until(async () => (await hashParams()).get("step") === "4", { what: "latest step 4" });
+  // miles writes a step's rollout dump first and its train shards once the step trained: until then the newest
+  // step would read "—" in every training column, so following stays on the newest trained step.
   for (const [a, b] of [
     ["rollout_data/4.pt", "rollout_data/5.pt"],
     ["trajectory/4.jsonl", "trajectory/5.jsonl"],
+  ])
+    cpSync(join(runDir, a), join(runDir, b));
+  await until(async () => (await page.$$eval(".sstepsel option", (o) => o.map((x) => x.value))).includes("5"), { what: "step 5 in the navigator", timeout: 60000 });
+  const polls = await page.evaluate(() => window.__milesViews.steps.probe.polls);
+  await until(() => page.evaluate((n) => window.__milesViews.steps.probe.polls > n, polls), { what: "a poll after step 5 was listed", timeout: 60000 });
+  const listed = (await api(dash, "/api/v1/dumps/steps")).steps.find((s) => s.id === 5 && !s.eval);
+  assert.equal(listed.train_ranks, 0);
+  assert.equal((await hashParams()).get("step"), "4", "following stays on the newest trained step");
+  assert.ok(await page.evaluate(() => window.__milesViews.steps.probe.newSteps >= 1));
+  // A reload with no step named opens the newest trained step too, not the untrained newest dump.
+  await page.evaluate(() => history.replaceState(null, "", location.pathname + location.search + "#/steps"));
+  await page.reload();
+  await page.waitForSelector("body[data-ready='1']");
+  await until(async () => (await hashParams()).get("step") === "4", { what: "a fresh page opens step 4, the newest with train data" });
+  assert.equal((await api(dash, "/api/v1/dumps/steps/4")).train_ranks, 2);
+  for (const [a, b] of [
     ["train_data/4_0.pt", "train_data/5_0.pt"],
     ["train_data/4_1.pt", "train_data/5_1.pt"],
   ])
     cpSync(join(runDir, a), join(runDir, b));
-  await until(async () => (await page.$$eval(".sstepsel option", (o) => o.map((x) => x.value))).includes("5"), { what: "step 5 in the navigator", timeout: 60000 });
-  await until(async () => (await hashParams()).get("step") === "5", { what: "follow opens step 5", timeout: 60000 });
+  await until(async () => (await hashParams()).get("step") === "5", { what: "follow opens step 5 once it trained", timeout: 60000 });
   await until(() => page.$eval(".sstepinfo", (e) => e.textContent.startsWith("step 5")).catch(() => false), { what: "step 5 info" });
-  assert.ok(await page.evaluate(() => window.__milesViews.steps.probe.newSteps >= 1));
+  assert.match(await page.$eval(".sstepinfo", (e) => e.textContent), /2 train shards/);
 });
 
 test("every dumps answer conforms to its response type (src/api/responseTypes)", async () => {
