@@ -111,7 +111,7 @@ type gpInputs struct {
 	traces   map[traceID]*gpTrace
 	segs     []gpSeg
 	updates  [][2]float64 // weight-update windows
-	consumes []float64    // step consume times, sorted
+	consumes []float64    // step consume times (the newest consume of each step), sorted
 	// consumedAttempt and latestAttempt are per sample index.
 	consumedAttempt, latestAttempt map[int32]int32
 }
@@ -127,6 +127,9 @@ func (s *Store) goodputInputs(t0, t1 float64) *gpInputs {
 	}
 	s.mu.RUnlock()
 	s.ensureHours(lo, hi, s.trajectories.cache)
+	s.mu.Lock()
+	s.trajectories.ensureIndexLocked()
+	s.mu.Unlock()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	in := &gpInputs{traces: map[traceID]*gpTrace{}, consumedAttempt: map[int32]int32{}, latestAttempt: map[int32]int32{}}
@@ -145,7 +148,17 @@ func (s *Store) goodputInputs(t0, t1 float64) *gpInputs {
 		return t
 	}
 	strs := &s.trajectories.strings
-	seenUpdate := map[[8]byte]bool{}
+	// Step consumes and weight updates are in the step index, not in the hour blocks.
+	for _, sc := range s.trajectories.index.steps {
+		in.consumes = append(in.consumes, sc.t0)
+	}
+	for _, us := range s.trajectories.index.updates {
+		for _, u := range us {
+			if u.t >= t0 && u.t0 <= t1 && u.t > u.t0 {
+				in.updates = append(in.updates, [2]float64{u.t0, u.t})
+			}
+		}
+	}
 	for _, b := range s.trajectories.hoursLocked(lo, hi) {
 		for i := range b.records {
 			r := &b.records[i]
@@ -159,13 +172,6 @@ func (s *Store) goodputInputs(t0, t1 float64) *gpInputs {
 				trace(r)
 				if r.t1 >= t0 && r.t0 <= t1 && r.t1 > r.t0 {
 					in.segs = append(in.segs, gpSeg{t0: r.t0, t1: r.t1, engine: strs.str(r.engine), trace: r.trace})
-				}
-			case ttStepConsume:
-				in.consumes = append(in.consumes, r.t0)
-			case ttWeightUpdate:
-				if !seenUpdate[r.span] && r.t1 >= t0 && r.t0 <= t1 && r.t1 > r.t0 {
-					seenUpdate[r.span] = true
-					in.updates = append(in.updates, [2]float64{r.t0, r.t1})
 				}
 			default:
 				trace(r)
@@ -445,7 +451,7 @@ func (s *Store) Goodput(t0, t1 float64) *GoodputResult {
 					if colocated[l] {
 						avail = free[l]
 					}
-					sec, pend := engineSplit(g.segs, in, out.PartialRollout, st.T0, st.T1, avail)
+					sec, pend := engineSplit(g.segs, in, out.PartialRollout, colocated[l], st.T0, st.T1, avail)
 					for c := range sec {
 						rollF.Seconds[c] += sec[c]
 					}
@@ -507,11 +513,12 @@ func (s *Store) addTrainerLane(f *GoodputFleet, sec [4]float64, colocated bool, 
 	f.GPUs += in / w
 }
 
-// engineSplit is one engine's seconds per class over [t0, t1), given the seconds of it its GPUs spent in the
-// rollout fleet (avail): generating (the union of its segments) split between productive and wasted in
-// proportion to the segment-seconds of each class, weight updates it was not generating through as overhead,
-// and the rest idle.
-func engineSplit(segs []gpSeg, in *gpInputs, partial bool, t0, t1, avail float64) (sec [4]float64, pending float64) {
+// engineSplit is one rollout GPU's seconds per class over [t0, t1), given the seconds of it the GPU spent in the
+// rollout fleet (avail): weight updates are overhead (the engine loads weights instead of decoding, whatever is
+// in flight; on a colocated GPU the trainer's update phase holds them instead); the rest of its requests' time
+// (the union of its segments) is generating, split between productive and wasted in proportion to the
+// segment-seconds of each class; what is left is idle.
+func engineSplit(segs []gpSeg, in *gpInputs, partial, colocated bool, t0, t1, avail float64) (sec [4]float64, pending float64) {
 	var iv [][2]float64
 	var bySec [4]float64
 	var pendSec float64
@@ -527,15 +534,21 @@ func engineSplit(segs []gpSeg, in *gpInputs, partial bool, t0, t1, avail float64
 			pendSec += b - a
 		}
 	}
-	busy := min(unionLen(iv, t0, t1), avail)
+	sync := 0.0
+	if !colocated {
+		sync = min(unionLen(in.updates, t0, t1), avail)
+	}
+	busy := unionLen(append(append([][2]float64{}, iv...), in.updates...), t0, t1) - unionLen(in.updates, t0, t1)
+	if colocated {
+		busy = unionLen(iv, t0, t1)
+	}
+	busy = min(busy, avail-sync)
 	if sum := bySec[gpProductive] + bySec[gpWasted]; sum > 0 {
 		sec[gpProductive] = busy * bySec[gpProductive] / sum
 		sec[gpWasted] = busy * bySec[gpWasted] / sum
 		pending = busy * pendSec / sum
 	}
-	both := append(append([][2]float64{}, iv...), in.updates...)
-	sync := max(0, unionLen(both, t0, t1)-unionLen(iv, t0, t1))
-	sec[gpOverhead] = min(sync, avail-busy)
-	sec[gpIdle] = max(0, avail-busy-sec[gpOverhead])
+	sec[gpOverhead] = sync
+	sec[gpIdle] = max(0, avail-busy-sync)
 	return sec, pending
 }

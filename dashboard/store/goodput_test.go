@@ -53,9 +53,9 @@ func TestGoodputTraceClass(t *testing.T) {
 	}
 }
 
-// TestGoodputEngineSplit: an engine's step is generating (the union of its requests, split by the classes'
-// segment-seconds), weight sync it did not generate through (overhead), and idle; the parts add up to the time
-// its GPUs were in the rollout fleet.
+// TestGoodputEngineSplit: a rollout GPU's step is weight sync (overhead, whatever is in flight), generating (the
+// union of its requests outside the syncs, split by the classes' segment-seconds) and idle; the parts add up to
+// the time the GPU was in the rollout fleet.
 func TestGoodputEngineSplit(t *testing.T) {
 	in := &gpInputs{
 		traces: map[traceID]*gpTrace{
@@ -66,11 +66,11 @@ func TestGoodputEngineSplit(t *testing.T) {
 	}
 	segs := []gpSeg{
 		{t0: 0, t1: 30, trace: traceID{1}},
-		{t0: 10, t1: 40, trace: traceID{2}}, // overlaps: 40 s busy, 30 + 30 segment-seconds
-		{t0: 80, t1: 90, trace: traceID{1}}, // generating through the second update's end
+		{t0: 10, t1: 40, trace: traceID{2}}, // overlaps: 40 s generating, 30 + 30 segment-seconds
+		{t0: 80, t1: 90, trace: traceID{1}}, // 5 s of it inside the second sync
 	}
-	sec, pending := engineSplit(segs, in, false, 0, 100, 100)
-	want := [4]float64{gpProductive: 50 * 40.0 / 70, gpWasted: 50 * 30.0 / 70, gpOverhead: 15, gpIdle: 35}
+	sec, pending := engineSplit(segs, in, false, false, 0, 100, 100)
+	want := [4]float64{gpProductive: 45 * 40.0 / 70, gpWasted: 45 * 30.0 / 70, gpOverhead: 20, gpIdle: 35}
 	for c := range sec {
 		if math.Abs(sec[c]-want[c]) > 1e-9 {
 			t.Fatalf("split %v, want %v", sec, want)
@@ -79,9 +79,10 @@ func TestGoodputEngineSplit(t *testing.T) {
 	if pending != 0 {
 		t.Fatalf("pending %g", pending)
 	}
-	// A colocated GPU in the rollout fleet for 45 s of the step: generation and sync fit in it.
-	sec, _ = engineSplit(segs, in, false, 0, 100, 45)
-	if s := sec[0] + sec[1] + sec[2] + sec[3]; math.Abs(s-45) > 1e-9 || sec[gpIdle] != 0 {
-		t.Fatalf("colocated split %v adds up to %g, want 45", sec, s)
+	// A colocated GPU in the rollout fleet for 45 s of the step (the trainer's update phase holds the syncs):
+	// generation fills it.
+	sec, _ = engineSplit(segs, in, false, true, 0, 100, 45)
+	if s := sec[0] + sec[1] + sec[2] + sec[3]; math.Abs(s-45) > 1e-9 || sec[gpIdle] != 0 || sec[gpOverhead] != 0 {
+		t.Fatalf("colocated split %v adds up to %g, want 45 generating", sec, s)
 	}
 }

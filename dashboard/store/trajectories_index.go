@@ -32,9 +32,10 @@ type stepConsume struct {
 	computed uint64
 }
 
+// weightUpdate is one weight_update span: the trainer pushing version wv to the engines over [t0, t].
 type weightUpdate struct {
-	t  float64
-	wv int32
+	t0, t float64
+	wv    int32
 }
 
 // trajIndex is the step index of the trajectories stream: every step_consume and weight_update record.
@@ -129,7 +130,7 @@ func (r *trajectoryReader) indexLocked() {
 					}
 					x.version++
 				case ttWeightUpdate:
-					x.updates[h] = append(x.updates[h], weightUpdate{rec.t1, rec.wv})
+					x.updates[h] = append(x.updates[h], weightUpdate{rec.t0, rec.t1, rec.wv})
 					x.lc.add(rec, &r.strings)
 					x.version++
 				default:
