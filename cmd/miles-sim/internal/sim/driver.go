@@ -32,6 +32,7 @@ type Generator struct {
 	version int // trainer's weight version (completed pushes)
 
 	rankF     []float64 // per-rank speed factor (skew, one straggler)
+	healthyF  []float64 // rankF before the straggler-rank fault's first step
 	waitPhase []*Phase  // open train_wait per rank
 	nextR0    float64   // colocate: next rollout start
 	prevRoll  float64   // duration of the previous rollout
@@ -98,6 +99,7 @@ func NewGenerator(cfg Config) (*Generator, error) {
 	for r := range d.topo.Train {
 		f := 1 + 0.035*math.Max(-2, math.Min(2, d.r.NormFloat64()))
 		builtin := r == len(d.topo.Train)/2+1 || (len(d.topo.Train) <= 2 && r == len(d.topo.Train)-1)
+		d.healthyF = append(d.healthyF, f)
 		if fl := d.cfg.Faults; fl.StragglerFactor > 1 { // the fault's straggler replaces the built-in one
 			builtin = false
 			if r == fl.StragglerRank {
@@ -418,6 +420,14 @@ func (d *Generator) asyncStep() {
 	}
 }
 
+// rankFactor is rank r's speed factor in step k: the straggler-rank fault's from its first step on.
+func (d *Generator) rankFactor(r, k int) float64 {
+	if f := d.cfg.Faults; f.StragglerFactor > 1 && r == f.StragglerRank && k < f.StragglerStep {
+		return d.healthyF[r]
+	}
+	return d.rankF[r]
+}
+
 // train runs the trainer side of step k from the consume time c: train_wait closes, the batch is consumed, then
 // log_probs, actor_train (all ranks end together on the last gradient all-reduce), update_weights (ends together
 // on the push), and in colocate an offload (sleep) before the next train_wait.
@@ -464,11 +474,11 @@ func (d *Generator) train(k int, c float64, groups []*groupRec, rollTime float64
 	for r, p := range d.topo.Train {
 		t := c + 0.5
 		if colocate {
-			t1 := t + d.jitter(4, 0.2)*d.rankF[r]
+			t1 := t + d.jitter(4, 0.2)*d.rankFactor(r, k)
 			d.closed(p, "wake_up", t, t1, k, nil)
 			t = t1
 		}
-		t1 := t + d.jitter(24, 0.08)*d.rankF[r]
+		t1 := t + d.jitter(24, 0.08)*d.rankFactor(r, k)
 		d.closed(p, "log_probs", t, t1, k, nil)
 		starts[r] = t1
 		a1 = math.Max(a1, t1)
@@ -477,9 +487,9 @@ func (d *Generator) train(k int, c float64, groups []*groupRec, rollTime float64
 	actorEnd := make([]float64, n)
 	var u0 float64
 	for r, p := range d.topo.Train {
-		actorEnd[r] = a1 + 0.4*d.r.Float64()*d.rankF[r]
+		actorEnd[r] = a1 + 0.4*d.r.Float64()*d.rankFactor(r, k)
 		at := d.closed(p, "actor_train", starts[r], actorEnd[r], k, nil)
-		d.closed(p, "data_preprocess", starts[r], starts[r]+d.jitter(1.5, 0.3)*d.rankF[r], k, at)
+		d.closed(p, "data_preprocess", starts[r], starts[r]+d.jitter(1.5, 0.3)*d.rankFactor(r, k), k, at)
 		u0 = math.Max(u0, actorEnd[r])
 	}
 	push := d.jitter(12, 0.15)
@@ -494,7 +504,7 @@ func (d *Generator) train(k int, c float64, groups []*groupRec, rollTime float64
 		d.closed(p, "update_weights_implementation", u0+0.1, u1-0.2, k, uw)
 		free[r] = u1
 		if colocate {
-			free[r] = u1 + d.jitter(2.5, 0.2)*d.rankF[r]
+			free[r] = u1 + d.jitter(2.5, 0.2)*d.rankFactor(r, k)
 			d.closed(p, "sleep", u1, free[r], k, nil)
 		}
 		nextFree = math.Max(nextFree, free[r])
@@ -582,7 +592,7 @@ func (d *Generator) stepMetrics(k, consumeVersion int, groups []*groupRec, c, a1
 	stepTime := wait + trainTime
 	noise := d.r.NormFloat64()
 	tflops := 410 / d.rankF[0] * (1 + 0.03*noise)
-	if f := d.cfg.Faults; f.MFU > 0 {
+	if f := d.cfg.Faults; f.MFU > 0 && k >= f.MFUStep {
 		tflops = f.MFU * 989 * (1 + 0.03*noise)
 	}
 	ent := 0.25 + 0.7*math.Exp(-float64(k)/40) + 0.02*d.r.NormFloat64()

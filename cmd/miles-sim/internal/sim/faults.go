@@ -29,6 +29,9 @@ type Faults struct {
 	// waiting queue grows and concurrency stays far below the request cap. Only meaningful in async mode (a
 	// colocated engine is offloaded while the trainer trains).
 	KVPool int
+	// KVStep, MFUStep, TruncationStep, StragglerStep, SlowEngineStep: the first step each fault acts in (0: from
+	// the start). A fault that starts mid-run has healthy steps before it to compare against.
+	KVStep, MFUStep, TruncationStep, StragglerStep, SlowEngineStep int
 	// MFU > 0: the trainer's model FLOPs utilization (perf/actor_train_mfu) is about this (healthy: about 0.41).
 	MFU float64
 	// CacheHit > 0: the prefix cache hits only this fraction of the prompt tokens (sglang:cache_hit_rate).
@@ -99,9 +102,10 @@ var faultSpecs = []faultSpec{
 		},
 	},
 	{
-		name: "kv-pressure", value: "KV pool tokens per engine", def: "40000",
+		name: "kv-pressure", step: "first step whose requests it holds back (default 0)", value: "KV pool tokens per engine", def: "40000",
 		help: "KV pool too small for the request cap: token usage pegged, queue grows, concurrency far below the cap (A3 KV-bound; A4 high KV usage when the cap is unknown); use --mode async",
-		apply: func(f *Faults, _ int, _ bool, v string) error {
+		apply: func(f *Faults, step int, _ bool, v string) error {
+			f.KVStep = step
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1000 {
 				return fmt.Errorf("fault kv-pressure: value %q must be an integer ≥ 1000 (tokens)", v)
@@ -111,9 +115,10 @@ var faultSpecs = []faultSpec{
 		},
 	},
 	{
-		name: "low-mfu", value: "perf/actor_train_mfu level", def: "0.08",
+		name: "low-mfu", step: "first step with the low MFU (default 0)", value: "perf/actor_train_mfu level", def: "0.08",
 		help: "the training step computes slowly (perf/actor_train_mfu, perf/actor_train_tflops; T1 low MFU)",
-		apply: func(f *Faults, _ int, _ bool, v string) error {
+		apply: func(f *Faults, step int, _ bool, v string) error {
+			f.MFUStep = step
 			x, err := fnum("low-mfu", v, 0, 1)
 			f.MFU = x
 			return err
@@ -150,18 +155,20 @@ var faultSpecs = []faultSpec{
 		},
 	},
 	{
-		name: "truncation", value: "fraction of requests that hit the response-length cap", def: "0.4",
+		name: "truncation", step: "first step whose requests it truncates (default 0)", value: "fraction of requests that hit the response-length cap", def: "0.4",
 		help: "responses run into the length cap and end their samples truncated (A6 truncation)",
-		apply: func(f *Faults, _ int, _ bool, v string) error {
+		apply: func(f *Faults, step int, _ bool, v string) error {
+			f.TruncationStep = step
 			x, err := fnum("truncation", v, 0, 1)
 			f.Truncation = x
 			return err
 		},
 	},
 	{
-		name: "straggler-rank", value: "train rank", def: "",
+		name: "straggler-rank", step: "first step it straggles in (default 0)", value: "train rank", def: "",
 		help: "one train rank runs every phase 1.3x as long (S1 straggler rank)",
-		apply: func(f *Faults, _ int, _ bool, v string) error {
+		apply: func(f *Faults, step int, _ bool, v string) error {
+			f.StragglerStep = step
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 0 {
 				return fmt.Errorf("fault straggler-rank: value %q must be a train rank (straggler-rank=N)", v)
@@ -171,9 +178,10 @@ var faultSpecs = []faultSpec{
 		},
 	},
 	{
-		name: "straggler-engine", value: "engine rank", def: "",
+		name: "straggler-engine", step: "first step whose requests it decodes slowly (default 0)", value: "engine rank", def: "",
 		help: "one engine decodes at 0.4x speed (S2 straggler engine; needs two engines or more)",
-		apply: func(f *Faults, _ int, _ bool, v string) error {
+		apply: func(f *Faults, step int, _ bool, v string) error {
+			f.SlowEngineStep = step
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 0 {
 				return fmt.Errorf("fault straggler-engine: value %q must be an engine rank (straggler-engine=N)", v)
@@ -264,10 +272,10 @@ func (f Faults) String() string {
 		out = append(out, fmt.Sprintf("abort-storm@%d=%g", f.AbortStep, f.AbortRate))
 	}
 	if f.KVPool > 0 {
-		out = append(out, fmt.Sprintf("kv-pressure=%d", f.KVPool))
+		out = append(out, fmt.Sprintf("kv-pressure%s=%d", atStep(f.KVStep), f.KVPool))
 	}
 	if f.MFU > 0 {
-		out = append(out, fmt.Sprintf("low-mfu=%g", f.MFU))
+		out = append(out, fmt.Sprintf("low-mfu%s=%g", atStep(f.MFUStep), f.MFU))
 	}
 	if f.CacheHit > 0 {
 		out = append(out, fmt.Sprintf("low-cache-hit=%g", f.CacheHit))
@@ -279,13 +287,21 @@ func (f Faults) String() string {
 		out = append(out, fmt.Sprintf("lp-drift@%d=%g", f.DriftStep, f.DriftGrowth))
 	}
 	if f.Truncation > 0 {
-		out = append(out, fmt.Sprintf("truncation=%g", f.Truncation))
+		out = append(out, fmt.Sprintf("truncation%s=%g", atStep(f.TruncationStep), f.Truncation))
 	}
 	if f.StragglerFactor > 1 {
-		out = append(out, fmt.Sprintf("straggler-rank=%d", f.StragglerRank))
+		out = append(out, fmt.Sprintf("straggler-rank%s=%d", atStep(f.StragglerStep), f.StragglerRank))
 	}
 	if f.SlowEngine {
-		out = append(out, fmt.Sprintf("straggler-engine=%d", f.StragglerEngine))
+		out = append(out, fmt.Sprintf("straggler-engine%s=%d", atStep(f.SlowEngineStep), f.StragglerEngine))
 	}
 	return strings.Join(out, ",")
+}
+
+// atStep is the @STEP of a fault's canonical form: empty for a fault acting from the start.
+func atStep(step int) string {
+	if step == 0 {
+		return ""
+	}
+	return fmt.Sprintf("@%d", step)
 }

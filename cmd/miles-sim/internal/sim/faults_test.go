@@ -18,7 +18,8 @@ func TestParseFaults(t *testing.T) {
 		{[]string{"low-cache-hit=0.05, dp-imbalance"}, "low-cache-hit=0.05,dp-imbalance=0.9", false},
 		{[]string{"lp-drift@3=2,straggler-rank=1,straggler-engine=0,truncation"}, "lp-drift@3=2,truncation=0.4,straggler-rank=1,straggler-engine=0", false},
 		{[]string{"oom"}, "unknown fault \"oom\"", true},
-		{[]string{"low-mfu@2"}, "takes no @STEP", true},
+		{[]string{"low-cache-hit@2"}, "takes no @STEP", true},
+		{[]string{"low-mfu@2,truncation@3=0.5,straggler-rank@4=1,straggler-engine@1=0,kv-pressure@5"}, "kv-pressure@5=40000,low-mfu@2=0.08,truncation@3=0.5,straggler-rank@4=1,straggler-engine@1=0", false},
 		{[]string{"abort-storm=1.5"}, "must be a number", true},
 		{[]string{"stall=soon"}, "positive duration", true},
 		{[]string{"straggler-rank"}, "needs a value", true},
@@ -189,7 +190,7 @@ func TestFaultEngineShapes(t *testing.T) {
 	if r := cached / prompt; math.Abs(r-0.03) > 0.01 {
 		t.Fatalf("cache hit %.3f, want about 0.03", r)
 	}
-	if g.g.engines[1].speed >= 0.5 || g.g.engines[0].speed < 0.85 {
+	if g.g.speed(g.g.engines[1], 0) >= 0.5 || g.g.speed(g.g.engines[0], 0) < 0.85 {
 		t.Fatalf("engine speeds %v %v", g.g.engines[0].speed, g.g.engines[1].speed)
 	}
 }

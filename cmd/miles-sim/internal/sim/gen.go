@@ -119,6 +119,7 @@ type gen struct {
 
 	aborted int
 	halted  bool // stall fault: the rollout manager hung; engines only finish what they run
+	step    int  // the newest step that submitted a sample
 }
 
 func newGen(cfg *Config, topo *Topology, r *rand.Rand, o *out) *gen {
@@ -126,9 +127,6 @@ func newGen(cfg *Config, topo *Topology, r *rand.Rand, o *out) *gen {
 	for _, e := range topo.Engines {
 		// Per-engine speed skew: a slow engine drains later (long tail per engine).
 		er := &engRun{spec: e, alive: true, speed: 0.85 + 0.3*r.Float64(), running: map[uint64]*sampleRun{}}
-		if cfg.Faults.SlowEngine && e.Rank == cfg.Faults.StragglerEngine {
-			er.speed *= 0.4
-		}
 		g.engines = append(g.engines, er)
 	}
 	g.slots = len(g.engines) * cfg.EngineMaxRunning
@@ -189,6 +187,7 @@ func (g *gen) version(t float64) int {
 // newSample submits attempt 0 of a sample at t.
 func (g *gen) newSample(index, group, promptBase int, t float64, step int) *sampleRun {
 	s := &sampleRun{index: index, group: group, promptBase: promptBase, step: step}
+	g.step = max(g.step, step)
 	g.resubmit(s, t)
 	return s
 }
@@ -222,6 +221,14 @@ func (g *gen) acquire(s *sampleRun, t float64) {
 	g.sendTurn(s, t)
 }
 
+// speed is engine e's decode speed for a request of step: the straggler-engine fault's 0.4× from its first step.
+func (g *gen) speed(e *engRun, step int) float64 {
+	if f := g.cfg.Faults; f.SlowEngine && e.spec.Rank == f.StragglerEngine && step >= f.SlowEngineStep {
+		return e.speed * 0.4
+	}
+	return e.speed
+}
+
 func (g *gen) pickEngine() *engRun {
 	var best *engRun
 	bestLoad := math.Inf(1)
@@ -229,7 +236,7 @@ func (g *gen) pickEngine() *engRun {
 		if !e.alive || e.spec.WorkerType == "prefill" {
 			continue
 		}
-		load := float64(len(e.running)+len(e.queue)) / e.speed
+		load := float64(len(e.running)+len(e.queue)) / g.speed(e, g.step)
 		if load < bestLoad {
 			best, bestLoad = e, load
 		}
@@ -265,7 +272,7 @@ func (g *gen) sendTurn(s *sampleRun, t float64) {
 	comp := int(math.Exp(math.Log(1100*g.lenMul/float64(s.turns)+200) + 0.95*g.r.NormFloat64()))
 	comp = max(comp, 8)
 	const maxResp = 8192
-	if f := g.cfg.Faults.Truncation; f > 0 && g.r.Float64() < f { // the model rambles until the cap
+	if f := g.cfg.Faults.Truncation; f > 0 && g.r.Float64() < f && s.step >= g.cfg.Faults.TruncationStep { // the model rambles until the cap
 		comp = maxResp
 	}
 	if comp >= maxResp {
@@ -283,7 +290,7 @@ func (g *gen) sendTurn(s *sampleRun, t float64) {
 	}
 	s.sent = t
 	g.o.push(Event{T: t, Kind: EvEngine, Engine: EngineEvent{Ref: EngineRef{e.spec.Rank, e.epoch}, Op: OpArrive, Req: s.req}})
-	if g.admit(e, s.req) {
+	if g.admit(e, s) {
 		g.begin(s, t)
 	} else {
 		e.queue = append(e.queue, s)
@@ -292,11 +299,15 @@ func (g *gen) sendTurn(s *sampleRun, t float64) {
 
 // admit reports whether the engine can start rq now: a free slot under --max-running-requests, and (KV pool
 // fault) room in the KV pool for its prompt and completion; an idle engine always takes one request.
-func (g *gen) admit(e *engRun, rq *Req) bool {
+func (g *gen) admit(e *engRun, s *sampleRun) bool {
 	if len(e.running) >= g.cfg.EngineMaxRunning {
 		return false
 	}
+	rq := s.req
 	pool := g.cfg.Faults.KVPool
+	if s.step < g.cfg.Faults.KVStep {
+		pool = 0
+	}
 	return pool <= 0 || len(e.running) == 0 || e.kv+rq.Prompt+rq.Completion <= pool
 }
 
@@ -305,7 +316,7 @@ func (g *gen) begin(s *sampleRun, t float64) {
 	rq := s.req
 	load := float64(len(e.running)) / float64(g.cfg.EngineMaxRunning)
 	prefill := 0.04 + float64(rq.Prompt-rq.Cached)/30000*(1+load)
-	itl := 0.016 * (1 + 0.9*load) / e.speed
+	itl := 0.016 * (1 + 0.9*load) / g.speed(e, s.step)
 	rq.Start, rq.FirstToken = t, t+prefill
 	rq.End = rq.FirstToken + float64(rq.Completion)*itl*(0.9+0.2*g.r.Float64())
 	for _, w := range g.pauses { // a known weight push pauses the engine
@@ -393,7 +404,7 @@ func (g *gen) genSpan(s *sampleRun, t float64, finish string, out int) {
 }
 
 func (g *gen) pullQueue(e *engRun, t float64) {
-	for len(e.queue) > 0 && g.admit(e, e.queue[0].req) {
+	for len(e.queue) > 0 && g.admit(e, e.queue[0]) {
 		n := e.queue[0]
 		e.queue = e.queue[1:]
 		g.begin(n, t)
