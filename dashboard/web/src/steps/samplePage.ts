@@ -1,6 +1,7 @@
 // Steps view, sample page: its frame — the head (sampleHead.ts), the lifecycle strip, the conversation / tokens
 // tabs, the conversation (conversation.ts), and the tokens pane: metric chips with the colour legend, "whole
-// response", the per-token chart (tokenChart.ts) above the paged token strip (tokenStrip.ts).
+// response", the per-token chart (tokenChart.ts) above the paged token strip (tokenStrip.ts), the two linked: a
+// token pointed at in either is pointed at in the other, its fields in the strip's hover panel.
 
 import type { DumpsSampleResp } from "../api/responseTypes/dumpsSample";
 import type { SampleLifecycleResp } from "../api/responseTypes/engineStages";
@@ -50,7 +51,7 @@ export class SamplePage {
     reset.onclick = () => h.zoom(null, null);
     const mrow = el("div", "smrow");
     mrow.append(el("span", "lbl", "colour / chart by:"), this.metricSel, el("span", "slegend"), reset, this.chart.info);
-    this.tokPane.append(mrow, this.chart.box, this.strip.pager, this.strip.strip);
+    this.tokPane.append(mrow, this.chart.box, this.strip.pager, this.strip.strip, this.strip.panel);
     this.root.append(this.head, this.stats, this.lifeStrip, this.tabs, this.convo, this.tokPane);
   }
 
@@ -73,7 +74,7 @@ export class SamplePage {
     for (const b of Array.from(this.metricSel.children) as HTMLElement[]) b.classList.toggle("on", b.dataset.metric === st.metric);
     this.convo.style.display = st.tab === "conversation" ? "" : "none";
     this.tokPane.style.display = st.tab === "tokens" ? "" : "none";
-    renderTokenLegend(this.tokPane.querySelector(".slegend") as HTMLElement, st.metric, this.h.advMax());
+    renderTokenLegend(this.tokPane.querySelector(".slegend") as HTMLElement, st.metric, this.h.scale(st.metric));
   }
 
   /** The chart's width in CSS px. */

@@ -1,7 +1,8 @@
 // Steps view, sample page, tokens tab: the per-token uPlot chart of the chosen metric over the response (or the
 // zoomed range) — raw points, or bucket mean with a min–max band when the range is wide — with the turn
 // boundaries dashed; drag zooms to a token range, double-click goes back to the whole response, a click shows
-// that token in the strip.
+// that token in the strip. Linked to the strip: the cursor on a position highlights its token there, and a
+// token pointed at in the strip moves the cursor to it.
 
 import uPlot from "uplot";
 import type { DumpsTokensResp } from "../api/responseTypes/dumpsTokens";
@@ -16,14 +17,30 @@ export interface TokenChartHost {
   zoom(a: number | null, b: number | null): void;
   /** Show the token at pos in the strip (marked, its page loaded). */
   showToken(pos: number): void;
+  /** The chart's cursor is on token position pos (null: off the plot). */
+  hoverChart(pos: number | null): void;
 }
 
 export class TokenChart {
   readonly box = el("div", "schart");
   readonly info = el("span", "schartinfo");
   u: uPlot | null = null;
+  /** The position the cursor was put on from the strip (its setCursor hook does not echo it back). */
+  private pointing: number | null = null;
+  private range: [number, number] = [0, 0];
 
   constructor(private readonly h: TokenChartHost) {}
+
+  /** Put the cursor on token position pos (the strip points at it); null takes it off. */
+  pointAt(pos: number | null): void {
+    const u = this.u;
+    if (!u) return;
+    const inside = pos !== null && pos >= this.range[0] && pos < this.range[1];
+    this.pointing = inside ? pos : null;
+    this.box.dataset.cursor = inside ? String(pos) : "";
+    if (inside) u.setCursor({ left: u.valToPos(pos!, "x"), top: u.over.clientHeight / 2 });
+    else u.setCursor({ left: -10, top: -10 });
+  }
 
   /** Per-token chart of metric m in t: raw points, or bucket mean with a min–max band; width() in CSS px. */
   draw(t: DumpsTokensResp, m: TokenMetric, width: () => number): void {
@@ -55,6 +72,8 @@ export class TokenChart {
       series.push({ label: m + " mean", stroke: CHART_LINE, width: 1.5, points: { show: false } });
     } else series.push({ label: m, stroke: CHART_LINE, width: 1.5, spanGaps: false, points: { show: t.to - t.from < 200, size: 3 } });
     const turns = t.turns;
+    this.range = [t.from, t.to];
+    this.pointing = null;
     const opts: uPlot.Options = {
       width: width(),
       height: 200,
@@ -65,6 +84,19 @@ export class TokenChart {
       bands: bucketed ? [{ series: [2, 1], fill: "rgba(106,61,154,0.12)" }] : [],
       series,
       hooks: {
+        setCursor: [
+          (u) => {
+            const left = u.cursor.left ?? -1;
+            const pos = left >= 0 ? Math.round(u.posToVal(left, "x")) : null;
+            const on = pos !== null && pos >= t.from && pos < t.to ? pos : null;
+            if (this.pointing !== null) {
+              if (on === this.pointing) return; // the strip's own pointing, not the reader's
+              this.pointing = null;
+            }
+            this.box.dataset.cursor = on === null ? "" : String(on);
+            this.h.hoverChart(on);
+          },
+        ],
         setSelect: [
           (u) => {
             const w = u.select.width;

@@ -30,7 +30,7 @@ import { SamplePage } from "./samplePage";
 import { SampleTable, TABLE_COLS } from "./sampleTable";
 import { Scatter } from "./scatter";
 import { StepNav } from "./stepNav";
-import { bucketsFor, PAGE, pageOf, TOKEN_METRICS } from "./tokens";
+import { bucketsFor, PAGE, pageOf, tokenScale, type TokenMetric } from "./tokens";
 import { parseStepsHash, sampleParams, stepsHash, type StepsState } from "./urlState";
 
 const RETRY_MS = 3000;
@@ -363,7 +363,7 @@ export class StepsView {
       ...this.stepParams(),
       from,
       to: Math.min(total, from + this.pageSize),
-      fields: TOKEN_METRICS.join(","),
+      // every per-token field the dumps have: the hover panel lists them all
     });
     if (gen !== this.gen) return false;
     this.tokens = t;
@@ -487,10 +487,20 @@ export class StepsView {
 
   // ---------------------------------------------------------------- sample page
 
-  advMax(): number {
+  scale(m: TokenMetric): number {
     const s = this.sample?.sample;
-    const a = s ? Math.abs(Number(s.adv_mean ?? 0)) + Math.abs(Number(s.adv_std ?? 0)) : 1;
-    return a > 0 ? a : 1;
+    const n = (k: string): number | null => (s && typeof s[k] === "number" ? (s[k] as number) : null);
+    return tokenScale(m, s ? { max_abs_lp_diff: n("max_abs_lp_diff"), max_entropy: n("max_entropy"), adv_mean: n("adv_mean"), adv_std: n("adv_std") } : null);
+  }
+
+  /** A token of the strip is pointed at: the chart's cursor goes to it. */
+  hoverToken(pos: number | null): void {
+    this.l2.chart.pointAt(pos);
+  }
+
+  /** The chart's cursor is on a position: its token is highlighted in the strip (when on the loaded page). */
+  hoverChart(pos: number | null): void {
+    this.l2.strip.highlight(pos);
   }
 
   zoom(a: number | null, b: number | null): void {

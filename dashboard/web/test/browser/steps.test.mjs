@@ -486,6 +486,53 @@ test("per-token chart: the whole response, bucketed when wide, drag-zoom to a to
   await page.screenshot({ path: join(SHOTS, "sample-tokens.png"), fullPage: true });
 });
 
+test("token hover: a panel with every per-token field, the chart's cursor on it and back; lp_diff's scale fitted", async () => {
+  await page.evaluate(() => (location.hash = "#/steps?step=1&sample=7&tab=tokens&metric=lp_diff"));
+  const full = await api(dash, "/api/v1/dumps/steps/1/samples/7/tokens");
+  await until(async () => (await stripTokens()).length === full.total_length && (await chartState()).n === full.response_length, { what: "sample 7, coloured by lp_diff" });
+  // The colour scale spans the sample's lp_diff (up to two digits), not a fixed ±0.2: its largest |value| is drawn
+  // at 90 % or more of the ramp.
+  const lp = full.fields.lp_diff;
+  let top = -1;
+  for (let p = full.prompt_length; p < full.total_length; p++) if (lp[p] !== null && (top < 0 || Math.abs(lp[p]) > Math.abs(lp[top]))) top = p;
+  const maxAbs = Math.abs(lp[top]);
+  const legend = await page.$eval(".stokpane .slegend", (e) => ({ lo: Number(e.dataset.lo), hi: Number(e.dataset.hi), text: e.textContent }));
+  assert.ok(legend.hi >= maxAbs && legend.hi <= 1.1 * maxAbs && legend.lo === -legend.hi, `legend ${JSON.stringify(legend)} for max |lp_diff| ${maxAbs}`);
+  assert.match(legend.text, new RegExp(`±${legend.hi}, fitted to this sample`));
+  const topBg = rgb((await stripTokens()).find((t) => t.pos === top).bg);
+  const sat = lp[top] > 0 ? (255 - topBg[1]) / (255 - 24) : (255 - topBg[0]) / (255 - 33);
+  assert.ok(sat >= 0.9, `the largest |lp_diff| (${lp[top]} at ${top}) drawn ${topBg}: ${sat.toFixed(2)} of the ramp`);
+  // Hover a response token: the panel lists every field the API gives for it, and the chart's cursor is on it.
+  const p = full.prompt_length + 5;
+  await page.hover(`.sstrip .tok[data-pos="${p}"]`);
+  await until(() => page.$eval(".stokpanel", (e) => e.dataset.pos).catch(() => null), { what: "hover panel" });
+  const panel = await page.$eval(".stokpanel", (e) => ({
+    pos: e.dataset.pos,
+    shown: e.style.display !== "none",
+    rows: Object.fromEntries([...e.querySelectorAll("tr")].map((r) => [r.dataset.field, r.querySelector("td").textContent])),
+  }));
+  assert.equal(panel.pos, String(p));
+  assert.ok(panel.shown);
+  assert.ok(Object.keys(full.fields).length >= 6, Object.keys(full.fields).join(","));
+  for (const [f, col] of Object.entries(full.fields)) assert.equal(panel.rows[f], col[p] === null ? "—" : String(+col[p].toPrecision(6)), `${f} at ${p}`);
+  assert.equal(panel.rows["token id"], String(full.token_ids[p]));
+  assert.equal(panel.rows.loss_mask, String(full.loss_mask[p]));
+  const cur = await page.evaluate((q) => {
+    const u = window.__milesViews.steps.u;
+    return { left: u.cursor.left, want: u.valToPos(q, "x"), tag: document.querySelector(".schart").dataset.cursor };
+  }, p);
+  assert.equal(cur.tag, String(p));
+  assert.ok(Math.abs(cur.left - cur.want) < 1, `chart cursor at ${cur.left}, token ${p} at ${cur.want}`);
+  // The chart's cursor on a position highlights its token in the strip, with its panel.
+  const q = full.prompt_length + 40;
+  const c = await chartState();
+  const qx = await page.evaluate((x) => window.__milesViews.steps.u.valToPos(x, "x"), q);
+  await page.mouse.move(c.left + qx, c.top + c.height / 2);
+  await until(async () => (await stripTokens()).filter((t) => t.cls.includes("hl")).map((t) => t.pos).join() === String(q), { what: `token ${q} highlighted from the chart` });
+  assert.equal(await page.$eval(".stokpanel", (e) => e.dataset.pos), String(q));
+  await page.mouse.move(5, 5);
+});
+
 test("a new dump appears live in the navigator and, following the newest, opens once its step has trained", async () => {
   await page.click(".sback");
   await until(async () => !(await hashParams()).has("sample"), { what: "step page" });

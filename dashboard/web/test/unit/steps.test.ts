@@ -1,7 +1,7 @@
 import test from "node:test";
 import assert from "node:assert/strict";
 import { nearestPoint, scatterRange, virtualWindow } from "../../src/steps/geometry";
-import { bucketsFor, NEG, pageOf, POS, tokenColor } from "../../src/steps/tokens";
+import { bucketsFor, ceilTwoDigits, NEG, pageOf, POS, tokenColor, tokenScale } from "../../src/steps/tokens";
 import { defaultState, parseStepsHash, sampleParams, stepsHash } from "../../src/steps/urlState";
 
 test("steps hash round-trips and drops malformed values", () => {
@@ -64,17 +64,34 @@ test("virtual window", () => {
 });
 
 test("token colours: neutral white, diverging sides, sequential entropy, null", () => {
-  assert.deepEqual(tokenColor("imp_ratio", 1), [255, 255, 255]);
-  assert.deepEqual(tokenColor("imp_ratio", Math.exp(0.5)), POS);
-  assert.deepEqual(tokenColor("imp_ratio", Math.exp(-0.5)), NEG);
-  assert.deepEqual(tokenColor("lp_diff", 0), [255, 255, 255]);
+  assert.deepEqual(tokenColor("imp_ratio", 1, 0.2), [255, 255, 255]);
+  assert.deepEqual(tokenColor("imp_ratio", Math.exp(0.5), 0.2), POS);
+  assert.deepEqual(tokenColor("imp_ratio", Math.exp(-0.5), 0.2), NEG);
+  assert.deepEqual(tokenColor("lp_diff", 0, 0.2), [255, 255, 255]);
   assert.deepEqual(tokenColor("advantages", -2, 1), NEG);
   const half = tokenColor("advantages", 0.5, 1)!;
   assert.ok(half[0] > POS[0] && half[1] < 255 && half[1] > POS[1]);
-  assert.deepEqual(tokenColor("entropy", 0), [255, 255, 255]);
-  assert.deepEqual(tokenColor("entropy", 10), [118, 42, 131]);
-  assert.equal(tokenColor("entropy", null), null);
-  assert.equal(tokenColor("lp_diff", NaN), null);
+  assert.deepEqual(tokenColor("entropy", 0, 3), [255, 255, 255]);
+  assert.deepEqual(tokenColor("entropy", 10, 3), [118, 42, 131]);
+  assert.equal(tokenColor("entropy", null, 3), null);
+  assert.equal(tokenColor("lp_diff", NaN, 0.2), null);
+  // the scale sets where the ramp saturates: ±0.05 data on a ±0.05 scale reach the ends
+  assert.deepEqual(tokenColor("lp_diff", 0.05, 0.05), POS);
+  assert.deepEqual(tokenColor("imp_ratio", Math.exp(-0.05), 0.05), NEG);
+});
+
+test("colour scales fitted to the sample, two digits up; defaults without its figures", () => {
+  assert.equal(ceilTwoDigits(0.0441), 0.045);
+  assert.equal(ceilTwoDigits(0.05), 0.05);
+  assert.equal(ceilTwoDigits(1.86), 1.9);
+  assert.equal(ceilTwoDigits(0.1441597), 0.15);
+  assert.equal(tokenScale("lp_diff", { max_abs_lp_diff: 0.0441 }), 0.045);
+  assert.equal(tokenScale("imp_ratio", { max_abs_lp_diff: 0.0441 }), 0.045);
+  assert.equal(tokenScale("entropy", { max_entropy: 1.86 }), 1.9);
+  assert.equal(tokenScale("advantages", { adv_mean: -0.5, adv_std: 1 }), 1.5);
+  assert.equal(tokenScale("lp_diff", null), 0.2);
+  assert.equal(tokenScale("entropy", { max_entropy: null }), 3);
+  assert.equal(tokenScale("lp_diff", { max_abs_lp_diff: 0 }), 0.2);
 });
 
 test("scatter range and nearest point", () => {
