@@ -469,10 +469,9 @@ var signalOf = map[string]string{
 }
 
 // agentDrops is what an agent counts as refused, per signal, on its own metrics endpoint (docs/operations.md
-// "Agents and gateways"). The load_balancing exporter gives its per-gateway exporters a no-op meter, so a full
-// per-gateway queue shows as the load_balancing exporter's send_failed (the whole batch it was handed, also the
-// part another gateway took: an over-count, never an under-count); enqueue_failed would count a queue of the
-// load_balancing exporter itself (configs/agent.yaml has none).
+// "Agents and gateways"): a full per-gateway queue counts the refused part in its gateway's exporter's
+// enqueue_failed, and the load_balancing exporter counts the whole batch it was handed in its send_failed (also
+// the part another gateway took). The sum is an over-count, never an under-count.
 func agentDrops(t *testing.T, agents []*e2etest.Collector) map[string]float64 {
 	t.Helper()
 	out := map[string]float64{}

@@ -7,6 +7,7 @@ go 1.26.8
 require (
 	github.com/open-telemetry/opentelemetry-collector-contrib/exporter/loadbalancingexporter v0.161.0
 	github.com/open-telemetry/opentelemetry-collector-contrib/extension/healthcheckextension v0.161.0
+	github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage v0.161.0
 	github.com/open-telemetry/opentelemetry-collector-contrib/receiver/prometheusreceiver v0.161.0
 	github.com/otelcol-miles/otelcol-miles v0.0.0
 	go.opentelemetry.io/collector/component v1.67.0
@@ -242,6 +243,7 @@ require (
 	github.com/x448/float16 v0.8.4 // indirect
 	github.com/youmark/pkcs8 v0.0.0-20240726163527-a2c0da244d78 // indirect
 	github.com/yusufpapurcu/wmi v1.2.4 // indirect
+	go.etcd.io/bbolt v1.5.0 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/collector v0.161.0 // indirect
 	go.opentelemetry.io/collector/client v1.67.0 // indirect
@@ -375,3 +377,5 @@ require (
 replace github.com/otelcol-miles/otelcol-miles v0.0.0 => ..
 
 replace github.com/aws/aws-sdk-go-v2/service/servicediscovery => github.com/aws/aws-sdk-go-v2/service/servicediscovery v1.40.2
+
+replace github.com/open-telemetry/opentelemetry-collector-contrib/exporter/loadbalancingexporter => ../exporters/loadbalancingexporter
