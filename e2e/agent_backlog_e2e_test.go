@@ -41,4 +41,9 @@ func TestAgentStoppedWithBacklogE2E(t *testing.T) {
 	if n := phaseCount(t, gwDir); n != requests*spans {
 		t.Errorf("%d phases at the gateway, want %d", n, requests*spans)
 	}
+	// The gateway's own exporter in the agent shows on the agent's metrics (its queue, its sends).
+	gwExporter := `exporter="otlp_grpc/traces_` + gwAddr + `"`
+	e2etest.Eventually(t, 10*time.Second, "the gateway's exporter's sends on the agent's metrics", func() bool {
+		return agent.Metric("otelcol_exporter_sent_spans", gwExporter) == requests*spans
+	})
 }
