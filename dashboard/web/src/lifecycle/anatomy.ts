@@ -1,5 +1,5 @@
-// Pure helpers of the Lifecycle view's batch anatomy (unit-tested in test/unit/series.test.ts): row order,
-// weight-version colours, row height.
+// Pure helpers of the Lifecycle view's batch anatomy (unit-tested in test/unit/series.test.ts): row order and
+// its labelled groups, weight-version colours, row height.
 
 export type AnatomySort = "submit" | "staleness" | "wall" | "reward" | "turns";
 export const ANATOMY_SORTS: AnatomySort[] = ["submit", "staleness", "wall", "reward", "turns"];
@@ -41,10 +41,50 @@ export function sortAnatomy(rows: SortableRow[], key: AnatomySort): number[] {
   return idx;
 }
 
-/** Generation segment colour of a weight version (the reference's hue ring: HSL 55 + ((105 + 25·v) mod 320), 69%, 37%). */
+/**
+ * Weight-version colours: five categorical colours, far apart, none of them a colour that means something else
+ * on the Lifecycle page (tool wait green, consume blue, queue grey, the carpet's generating orange, the engine
+ * stages' colours). A step's batch
+ * spans a few consecutive versions, so neighbouring versions never share a colour; the legend names each.
+ */
+export const VERSION_COLORS = ["#7b3fbf", "#c9a100", "#d6278b", "#8c564b", "#2b2b2b"];
+
+/** Generation segment colour of a weight version. */
 export function versionColor(v: number): string {
-  const h = 55 + ((((105 + 25 * v) % 320) + 320) % 320);
-  return `hsl(${h}, 69%, 37%)`;
+  const n = VERSION_COLORS.length;
+  return VERSION_COLORS[((Math.round(v) % n) + n) % n];
+}
+
+/** A run of rows of the sorted anatomy that share their sort key: its label, first row (in order) and size. */
+export interface SortGroup {
+  label: string;
+  start: number;
+  count: number;
+}
+
+/**
+ * The labelled groups of a sorted anatomy: by staleness ("staleness 2"), by turns ("3 turns"), by reward when it
+ * takes few values ("reward 1"); none for submit order and wall span (continuous). order: sortAnatomy's answer.
+ */
+export function sortGroups(rows: SortableRow[], order: number[], key: AnatomySort): SortGroup[] {
+  const keyOf: ((r: SortableRow) => string) | null =
+    key === "staleness"
+      ? (r) => (r.staleness === null ? "staleness unknown" : `staleness ${r.staleness}`)
+      : key === "turns"
+        ? (r) => `${r.turns} turn${r.turns === 1 ? "" : "s"}`
+        : key === "reward"
+          ? (r) => (r.reward === null ? "no reward" : `reward ${+r.reward.toFixed(3)}`)
+          : null;
+  if (!keyOf) return [];
+  const out: SortGroup[] = [];
+  order.forEach((i, k) => {
+    const label = keyOf(rows[i]);
+    const last = out[out.length - 1];
+    if (last && last.label === label) last.count++;
+    else out.push({ label, start: k, count: 1 });
+  });
+  // A continuous reward (more groups than a reader can use) is not grouped.
+  return key === "reward" && out.length > 8 ? [] : out;
 }
 
 /** Row height of the anatomy for a number of rows: detailed up to 48, compact beyond. */
@@ -66,11 +106,14 @@ export function carpetQuery(win: { t0: number; t1: number }, buckets: number, fo
   return q;
 }
 
-/** Engine stage colours (docs/semconv.md §10.3): queue-in-engine, prefill, decode, KV transfer, other, untraced. */
+/**
+ * Engine stage colours (docs/semconv.md §10.3): queue-in-engine, prefill, decode, KV transfer, other, untraced.
+ * Decode is cyan, not green: green is the tool wait on the same page.
+ */
 export const STAGE_COLORS: Record<string, string> = {
   queue: "#e45756",
   prefill: "#4c78a8",
-  decode: "#54a24b",
+  decode: "#17becf",
   transfer: "#b279a2",
   other: "#bab0ac",
   untraced: "#eeeeee",

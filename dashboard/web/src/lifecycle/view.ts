@@ -1,9 +1,12 @@
 // Lifecycle view: per-step batch anatomy — one row per consumed sample on
-// wall-clock time: queue (grey underlay), generation segments coloured by the weight version that produced them,
-// tool waits (green), the consume line (blue), weight pushes (dashed); sort chips; wheel zoom, drag pan,
-// double-click reset; detailed 13 px rows with a turns/tool-calls label up to 48 samples, compact rows beyond —
+// wall-clock time: queue (grey underlay), generation segments coloured by the weight version that produced them
+// (named in the legend above), tool waits (green), the consume line (blue), weight pushes (dashed), a time axis
+// relative to the consume; sort chips, the sorted groups labelled; wheel zoom, drag pan, double-click reset;
+// detailed 13 px rows with a turns/tool-calls label up to 48 samples, compact rows beyond —
 // plus step stat tiles (GET /api/v1/steps/{id}/anatomy) and the lifecycle carpet of the same window
-// (GET /api/v1/lifecycle/carpet, binary: every trajectory active in it, not only the step's). New consumed steps arrive with the "metrics" pushes.
+// (GET /api/v1/lifecycle/carpet, binary: every trajectory active in it, not only the step's). New consumed steps
+// arrive with the "metrics" pushes; while following, the view moves to the newest step only when the reader is not
+// reading this one (pointer on the anatomy, page scrolled, zoomed in): it says a newer step waits.
 //
 // URL: #/lifecycle?step=12&sort=wall
 
@@ -16,7 +19,7 @@ import type { LifecycleCarpetHeader } from "../api/responseTypes/lifecycleCarpet
 import type { Meta } from "../api/responseTypes/meta";
 import type { StepsResp, StepSummary } from "../api/responseTypes/steps";
 import { el, fitCanvas } from "../shared/dom";
-import { formatDuration } from "../shared/timeaxis";
+import { formatDuration, formatRel, ticks, tickStep } from "../shared/timeaxis";
 import type { EngineStagesResp } from "../api/responseTypes/engineStages";
 import type { EngineStageTotals } from "../api/responseTypes/anatomy";
 import {
@@ -26,7 +29,9 @@ import {
   engineSlices,
   segmentStages,
   sortAnatomy,
+  sortGroups,
   STAGE_COLORS,
+  type SortGroup,
   versionColor,
   type AnatomySort,
 } from "./anatomy";
@@ -36,6 +41,8 @@ export const TOOL_COLOR = "#2ca02c";
 export const CONSUME_COLOR = "#1f5fd6";
 const GUTTER = 70;
 const RIGHT = 90;
+/** Below the rows: weight-push labels, then the time axis (ticks and labels). */
+const AXIS_H = 34;
 
 const pct = (v: number | null | undefined) => (v === null || v === undefined ? "—" : (v * 100).toFixed(1) + "%");
 const num = (v: number | null | undefined, d = 2) => (v === null || v === undefined ? "—" : String(+v.toFixed(d)));
@@ -53,6 +60,8 @@ export class LifecycleView {
   private stageSteps: EngineStagesResp | null = null;
   private readonly sorts = el("span", "lsorts");
   private readonly pane = el("div", "lpane");
+  /** The legend of the anatomy: each weight version of the step in its colour, then queue, tool, consume, push. */
+  private readonly legend = el("div", "lversions");
   private readonly canvas = el("canvas", "anatomy");
   private readonly tooltip = el("div", "tooltip");
   private readonly carpetHead = el("div", "lcarphead");
@@ -63,6 +72,12 @@ export class LifecycleView {
   private sort: AnatomySort = "submit";
   anat: Anatomy | null = null;
   order: number[] = [];
+  /** The sorted rows' labelled groups (sortGroups), drawn as separators with their label. */
+  groups: SortGroup[] = [];
+  /** The pointer is on the anatomy (the reader is reading it: following waits). */
+  private hovering = false;
+  /** The newest step that arrived while the reader was reading (loaded once they stop), null: none. */
+  waiting: number | null = null;
   /** View window (zoom/pan), null = the whole step. */
   win: { t0: number; t1: number } | null = null;
   private carpetFrame: LifecycleCarpetFrame | null = null;
@@ -101,9 +116,14 @@ export class LifecycleView {
         const have = new Set(this.steps.map((x) => x.step));
         for (const x of st) if (!have.has(x.step)) this.steps.push(x);
         this.steps.sort((a, b) => a.step - b.step);
-        // Loading the newest step moves the carpet to its window too.
-        if (this.active && this.follow) void this.load(this.steps[this.steps.length - 1].step);
-        else this.renderNav();
+        // Loading the newest step moves the carpet to its window too; not under a reader's eyes.
+        const newest = this.steps[this.steps.length - 1].step;
+        if (this.active && this.follow && newest !== this.step) {
+          if (this.reading()) {
+            this.waiting = newest;
+            this.renderNav();
+          } else void this.load(newest);
+        } else this.renderNav();
       },
     });
   }
@@ -137,8 +157,14 @@ export class LifecycleView {
     }
     this.nav.append(el("b", "", "Step"), prev, this.stepIn, next, latest, this.stepInfo, el("span", "lbl", "sort:"), this.sorts, el("span", "hint", "wheel = zoom · drag = pan · double-click = reset"));
     this.pane.append(this.canvas, this.tooltip);
+    this.pane.addEventListener("mouseenter", () => (this.hovering = true));
+    this.pane.addEventListener("mouseleave", () => {
+      this.hovering = false;
+      this.catchUp();
+    });
+    window.addEventListener("scroll", () => this.catchUp(), { passive: true });
     this.carpetHead.textContent = "lifecycle carpet";
-    this.root.append(this.advSlot, this.nav, this.tiles, this.stagesBox, this.pane, this.carpetHead, this.carpet);
+    this.root.append(this.advSlot, this.nav, this.tiles, this.stagesBox, this.legend, this.pane, this.carpetHead, this.carpet);
     this.installInput();
   }
 
@@ -161,6 +187,19 @@ export class LifecycleView {
     this.drawCarpet();
   }
 
+  /** Whether the reader is reading the shown step: pointer on the anatomy, page scrolled down, or zoomed in. */
+  reading(): boolean {
+    return this.hovering || window.scrollY > 0 || this.win !== null;
+  }
+
+  /** Load the step that waited while the reader read, once they stopped. */
+  private catchUp(): void {
+    if (this.waiting === null || !this.active || !this.follow || this.reading()) return;
+    const s = this.waiting;
+    this.waiting = null;
+    if (s !== this.step) void this.load(s);
+  }
+
   private walk(d: number): void {
     if (this.step === null) return;
     const i = this.steps.findIndex((s) => s.step === this.step);
@@ -176,6 +215,7 @@ export class LifecycleView {
       this.anat = a;
       this.step = step;
       this.win = null;
+      if (this.waiting !== null && this.waiting <= step) this.waiting = null;
       this.applySort();
       this.renderNav();
       this.renderTiles();
@@ -193,7 +233,14 @@ export class LifecycleView {
     if (this.step === null) return;
     const i = this.steps.findIndex((s) => s.step === this.step);
     this.stepIn.value = String(this.step);
-    this.stepInfo.textContent = `(${i + 1}/${this.steps.length})` + (this.follow ? " · following the newest step" : "");
+    this.stepInfo.textContent =
+      `(${i + 1}/${this.steps.length})` +
+      (this.follow
+        ? this.waiting !== null
+          ? ` · step ${this.waiting} is newer: shown once the pointer leaves the anatomy, the page is scrolled to the top and the zoom reset`
+          : " · following the newest step"
+        : "");
+    this.stepInfo.classList.toggle("waiting", this.follow && this.waiting !== null);
   }
 
   private renderTiles(): void {
@@ -293,6 +340,7 @@ export class LifecycleView {
     for (const b of Array.from(this.sorts.children)) b.classList.toggle("on", (b as HTMLElement).dataset.sort === this.sort);
     if (!this.anat) return;
     this.order = sortAnatomy(this.anat.rows, this.sort);
+    this.groups = sortGroups(this.anat.rows, this.order, this.sort);
     this.draw();
   }
 
@@ -326,7 +374,8 @@ export class LifecycleView {
     const rh = this.rowHeight();
     const n = a.rows.length;
     const w = this.plotW();
-    const h = Math.max(30, n * rh + 20);
+    const rowsH = n * rh + (rh >= 13 ? 2 : 0);
+    const h = Math.max(30, rowsH + AXIS_H);
     const cssW = w + GUTTER + RIGHT;
     const ctx = fitCanvas(this.canvas, cssW, h);
     ctx.fillStyle = "#fff";
@@ -399,11 +448,11 @@ export class LifecycleView {
       if (p.t < t0 || p.t > t1) continue;
       ctx.beginPath();
       ctx.moveTo(X(p.t) + 0.5, 0);
-      ctx.lineTo(X(p.t) + 0.5, h - 14);
+      ctx.lineTo(X(p.t) + 0.5, rowsH + 12);
       ctx.stroke();
       ctx.fillStyle = "#5b6475";
       ctx.textAlign = "left";
-      ctx.fillText(`v${p.wv}`, X(p.t) + 3, h - 7);
+      ctx.fillText(`v${p.wv}`, X(p.t) + 3, rowsH + 7);
     }
     ctx.setLineDash([]);
     if (a.consume >= t0 && a.consume <= t1) {
@@ -411,21 +460,82 @@ export class LifecycleView {
       ctx.lineWidth = 2;
       ctx.beginPath();
       ctx.moveTo(X(a.consume), 0);
-      ctx.lineTo(X(a.consume), h - 14);
+      ctx.lineTo(X(a.consume), rowsH + 12);
       ctx.stroke();
       ctx.lineWidth = 1;
     }
+    // sorted groups: a separator above each group but the first, its label at the group's top left
+    for (const g of this.groups) {
+      const y = g.start * rh + (detailed ? 2 : 0);
+      if (g.start > 0) {
+        ctx.fillStyle = "#1d2330";
+        ctx.fillRect(GUTTER, y - 1, w, 1);
+      }
+      const label = `${g.label} · ${g.count}`;
+      ctx.font = "600 10px system-ui, sans-serif";
+      const tw = ctx.measureText(label).width;
+      ctx.fillStyle = "rgba(255,255,255,0.85)";
+      ctx.fillRect(GUTTER + 2, y, tw + 6, 12);
+      ctx.fillStyle = "#1d2330";
+      ctx.textAlign = "left";
+      ctx.fillText(label, GUTTER + 5, y + 6);
+      ctx.font = "10px system-ui, sans-serif";
+    }
+    // time axis: seconds relative to the consume (negative before it)
+    const axisY = rowsH + 14;
     ctx.fillStyle = "#5b6475";
+    ctx.fillRect(GUTTER, axisY, w, 1);
+    const step = tickStep(t1 - t0, w, 80);
+    const drawn: { t: number; x: number; label: string }[] = [];
+    ctx.textAlign = "center";
+    for (const t of ticks({ t0, t1 }, step, a.consume)) {
+      const x = Math.round(X(t)) + 0.5;
+      const label = Math.abs(t - a.consume) < 1e-9 ? "consume" : formatRel(t - a.consume, step);
+      ctx.fillRect(x - 0.5, axisY, 1, 4);
+      ctx.fillText(label, x, axisY + 12);
+      drawn.push({ t, x: x - 0.5, label });
+    }
     ctx.textAlign = "left";
-    ctx.fillText(`+0 = ${formatDuration(a.consume - t0)} before consume`, GUTTER, h - 7);
-    ctx.textAlign = "right";
-    ctx.fillText(`span ${formatDuration(t1 - t0)}`, GUTTER + w, h - 7);
+    ctx.fillText("t − consume", 4, axisY + 12);
+    this.canvas.dataset.ticks = JSON.stringify(drawn);
+    this.canvas.dataset.groups = JSON.stringify(this.groups);
+    this.renderLegend();
     this.probe.anatomyDraws++;
     this.probe.drawnLoad = this.probe.loads; // the canvas shows the anatomy of this load (a hidden tab draws on show)
     this.probe.engineSlices = slices;
     this.canvas.dataset.engineSlices = String(slices);
     this.canvas.dataset.rows = String(n);
     this.canvas.dataset.rowh = String(rh);
+  }
+
+  /** The legend: the step's weight versions (their staleness at the consume) in their colours, then the rest. */
+  private renderLegend(): void {
+    const a = this.anat;
+    this.legend.textContent = "";
+    if (!a) return;
+    this.legend.append(el("span", "lbl", "generated by weight version:"));
+    const used = new Set<number>();
+    for (const r of a.rows) for (let i = 2; i < r.gen.length; i += 5) if (r.gen[i] !== null) used.add(r.gen[i] as number);
+    const vs = [...new Set([...a.versions, ...used])].sort((x, y) => x - y);
+    const consumeV = a.consume_wv;
+    for (const v of vs) {
+      const behind = consumeV === null ? 0 : consumeV - v;
+      const k = el("span", "lkey", behind > 0 ? `v${v} (${behind} behind)` : `v${v}`);
+      k.dataset.version = String(v);
+      k.dataset.color = versionColor(v);
+      k.style.setProperty("--c", versionColor(v));
+      this.legend.append(k);
+    }
+    for (const [name, c] of [
+      ["queued", QUEUE_COLOR],
+      ["tool wait", TOOL_COLOR],
+      ["consume", CONSUME_COLOR],
+    ]) {
+      const k = el("span", "lkey", name);
+      k.style.setProperty("--c", c);
+      this.legend.append(k);
+    }
+    this.legend.append(el("span", "lkey dashed", "weight push"));
   }
 
   private installInput(): void {
@@ -477,6 +587,7 @@ export class LifecycleView {
       this.win = null;
       this.draw();
       this.scheduleCarpet();
+      this.catchUp();
     });
     this.canvas.addEventListener("mouseleave", () => (this.tooltip.style.display = "none"));
   }
@@ -486,7 +597,7 @@ export class LifecycleView {
     if (!a || e.target !== this.canvas) return;
     const r = this.canvas.getBoundingClientRect();
     const y = e.clientY - r.top;
-    const i = Math.floor(y / this.rowHeight());
+    const i = Math.floor((y - (this.rowHeight() >= 13 ? 2 : 0)) / this.rowHeight());
     if (i < 0 || i >= this.order.length) {
       this.tooltip.style.display = "none";
       return;

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { api, buildBinaries, hex, launch, newRunDir, openPage, pixels, runSim, shapeErrors, SHOTS, startCollector, startDashboard, stopAll, until } from "./harness.mjs";
 
 const PREFILL = hex("#4c78a8");
-const DECODE = hex("#54a24b");
+const DECODE = hex("#17becf");
 
 let runDir, dash, browser, page, problems;
 

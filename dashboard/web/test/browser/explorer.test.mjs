@@ -489,14 +489,17 @@ test("lifecycle: batch anatomy drawn per sample (generation by version, tool wai
       const c = document.querySelector("canvas.anatomy");
       return { w: c.clientWidth, h: c.clientHeight };
     });
-    // version colours: hsl(55 + ((105 + 25 v) mod 320), 69%, 37%) -> rgb via the page
-    vcols = await page.evaluate((vs) => {
-      const c = document.createElement("canvas").getContext("2d");
-      return vs.map((v) => {
-        c.fillStyle = `hsl(${55 + ((105 + 25 * v) % 320)}, 69%, 37%)`;
-        return c.fillStyle;
-      });
-    }, info.versions);
+    // version colours: the legend's, one per version of the step
+    const legend = await page.$$eval(".lversions .lkey[data-version]", (ks) => ks.map((k) => ({ v: Number(k.dataset.version), c: k.dataset.color })));
+    for (const v of info.versions) assert.ok(legend.some((l) => l.v === v), `v${v} in the legend ${JSON.stringify(legend)}`);
+    vcols = legend.map((l) => l.c);
+    // told apart by eye: neighbouring versions far apart in colour, none a colour of another meaning
+    for (let i = 1; i < vcols.length; i++) {
+      const [a1, b1] = [hex(vcols[i - 1]), hex(vcols[i])];
+      const d = Math.hypot(a1[0] - b1[0], a1[1] - b1[1], a1[2] - b1[2]);
+      assert.ok(d >= 90, `v${legend[i - 1].v} ${vcols[i - 1]} and v${legend[i].v} ${vcols[i]}: distance ${d.toFixed(0)}`);
+    }
+    for (const c of vcols) for (const other of [TOOL, CONSUME]) assert.ok(Math.hypot(...hex(c).map((x, k) => x - other[k])) >= 90, `${c} vs ${other}`);
     const probes = { tool: [TOOL, 12], consume: [CONSUME, 12] };
     vcols.forEach((h, i) => (probes["v" + i] = [hex(h), 10]));
     px = await pixels(page, "canvas.anatomy", { x: 0, y: 0, w: box.w, h: box.h }, probes);
@@ -510,6 +513,18 @@ test("lifecycle: batch anatomy drawn per sample (generation by version, tool wai
   assert.ok(genPx > 500, `generation segments in version colours (${genPx} px)`);
   assert.ok(px.counts.tool > 20, `tool waits (${px.counts.tool} px)`);
   assert.ok(px.counts.consume > box.h / 2, `consume line (${px.counts.consume} px)`);
+  // a time axis relative to the consume: ticks inside the window, the consume tick on the consume line
+  const axis = await page.evaluate(() => JSON.parse(document.querySelector("canvas.anatomy").dataset.ticks));
+  const { consume, t0: w0, t1: w1 } = await page.evaluate(() => {
+    const v = window.__milesViews.lifecycle;
+    return { consume: v.anat.consume, ...v.window() };
+  });
+  assert.ok(axis.length >= 3 && axis.every((k) => k.t >= w0 - 1e-6 && k.t <= w1 + 1e-6), JSON.stringify(axis));
+  const at0 = axis.find((k) => k.label === "consume");
+  assert.ok(at0 && Math.abs(at0.t - consume) < 1e-6, JSON.stringify(axis));
+  const colPx = await pixels(page, "canvas.anatomy", { x: at0.x - 1, y: 0, w: 3, h: box.h - 40 }, { consume: [CONSUME, 12] });
+  assert.ok(colPx.counts.consume > (box.h - 40) / 2, `the consume tick on the consume line (${colPx.counts.consume} px)`);
+  for (const k of axis.filter((k) => k !== at0)) assert.match(k.label, /^[+-]\d+:\d\d:\d\d(\.\d)?$/);
   // tiles from the server's step tiles
   const tile = await page.$eval('.tile[data-tile="samples"] .tv', (e) => e.textContent);
   assert.equal(tile, String(a.tiles.samples));
@@ -534,6 +549,19 @@ test("lifecycle: batch anatomy drawn per sample (generation by version, tool wai
   assert.notEqual(hashZoom, hashBefore, "repainted zoomed");
   await page.dblclick("canvas.anatomy");
   assert.equal(await page.evaluate(() => window.__milesViews.lifecycle.win), null);
+  // sorted by staleness: the groups are labelled, one per staleness of the page's rows, in the sorted order
+  await page.click('.lsorts [data-sort="staleness"]');
+  const sg = await page.evaluate(() => {
+    const v = window.__milesViews.lifecycle;
+    return { drawn: JSON.parse(document.querySelector("canvas.anatomy").dataset.groups), st: v.order.map((i) => v.anat.rows[i].staleness) };
+  });
+  const wantGroups = [];
+  sg.st.forEach((x, k) => {
+    const label = x === null ? "staleness unknown" : `staleness ${x}`;
+    if (wantGroups.at(-1)?.label === label) wantGroups.at(-1).count++;
+    else wantGroups.push({ label, start: k, count: 1 });
+  });
+  assert.deepEqual(sg.drawn, wantGroups);
   await page.click('.lsorts [data-sort="submit"]');
   // the run-wide carpet has generating cells
   const cpx = await page.evaluate(() => {
@@ -556,6 +584,17 @@ test("lifecycle: batch anatomy drawn per sample (generation by version, tool wai
   }, { what: "the carpet query on the view's window", timeout: 60000 });
   assert.ok(Math.abs(cq.anatW - (70 + 90) - cq.plotW) <= 2, `the carpet spans the anatomy's plot (gutters aside): ${JSON.stringify(cq)}`);
   await page.screenshot({ path: join(SHOTS, "lifecycle-anatomy.png") });
+  // Following the live run, but not under the reader's pointer: a newer step waits until the pointer leaves.
+  const cb2 = await (await page.$("canvas.anatomy")).boundingBox();
+  await page.mouse.move(cb2.x + cb2.width / 2, cb2.y + 10);
+  const shown = await page.evaluate(() => window.__milesViews.lifecycle.anat.step);
+  const waited = await until(() => page.evaluate(() => window.__milesViews.lifecycle.waiting), { what: "a newer step arriving while the pointer is on the anatomy", timeout: 90000 });
+  assert.ok(waited > shown);
+  assert.equal(await page.evaluate(() => window.__milesViews.lifecycle.anat.step), shown, "no jump under the pointer");
+  assert.match(await page.$eval(".lstepinfo", (e) => e.textContent), new RegExp(`step ${waited} is newer`));
+  await page.evaluate(() => window.scrollTo(0, 0));
+  await page.mouse.move(2, 2);
+  await until(() => page.evaluate((w) => window.__milesViews.lifecycle.anat.step >= w, waited), { what: "the newest step once the pointer left" });
   assert.deepEqual(problems, []);
 });
 

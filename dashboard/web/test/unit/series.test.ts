@@ -1,6 +1,6 @@
 import test from "node:test";
 import assert from "node:assert/strict";
-import { anatomyRowHeight, CARPET_ROWS, carpetQuery, sortAnatomy, versionColor, type SortableRow } from "../../src/lifecycle/anatomy";
+import { anatomyRowHeight, CARPET_ROWS, carpetQuery, sortAnatomy, sortGroups, versionColor, type SortableRow } from "../../src/lifecycle/anatomy";
 import { bucketLines, decimateMinMax, filterKeys, fmtSI, isScrapeMeta, KV_POOL_KEY, kvPoolLines, mergePoints, positiveOnly, siTicks, smooth, withKvPool, yAxisSize } from "../../src/metrics/series";
 
 test("smoothing 0 is the identity; smoothing is debiased and skips gaps", () => {
@@ -139,11 +139,30 @@ test("anatomy sorts: submit, staleness, wall span, reward (nulls last), turns", 
   assert.deepEqual(sortAnatomy(rows, "wall"), [1, 2, 0]);
   assert.deepEqual(sortAnatomy(rows, "reward"), [2, 0, 1]);
   assert.deepEqual(sortAnatomy(rows, "turns"), [1, 2, 0]);
+  // labelled groups of the sorted rows: discrete keys only
+  assert.deepEqual(sortGroups(rows, sortAnatomy(rows, "staleness"), "staleness"), [
+    { label: "staleness 2", start: 0, count: 1 },
+    { label: "staleness 1", start: 1, count: 1 },
+    { label: "staleness 0", start: 2, count: 1 },
+  ]);
+  const same = [r(1, 10, 2, 1, 4, 4, 1), r(2, 20, 2, 1, 4, 4, 1), r(3, 30, 1, 0, 4, 4, null)];
+  assert.deepEqual(sortGroups(same, sortAnatomy(same, "staleness"), "staleness"), [
+    { label: "staleness 1", start: 0, count: 2 },
+    { label: "staleness unknown", start: 2, count: 1 },
+  ]);
+  assert.deepEqual(sortGroups(same, sortAnatomy(same, "turns"), "turns"), [
+    { label: "2 turns", start: 0, count: 2 },
+    { label: "1 turn", start: 2, count: 1 },
+  ]);
+  assert.deepEqual(sortGroups(same, sortAnatomy(same, "wall"), "wall"), []);
+  assert.deepEqual(sortGroups(same, sortAnatomy(same, "submit"), "submit"), []);
 });
 
 test("version colours differ between neighbouring versions; row heights", () => {
   assert.notEqual(versionColor(4), versionColor(5));
   assert.equal(versionColor(1), versionColor(1));
+  // any five consecutive versions have five different colours
+  for (let v = 0; v < 12; v++) assert.equal(new Set([0, 1, 2, 3, 4].map((d) => versionColor(v + d))).size, 5);
   assert.equal(anatomyRowHeight(48), 13);
   assert.equal(anatomyRowHeight(49), 4);
   assert.equal(anatomyRowHeight(4096), 2);
