@@ -1,7 +1,8 @@
 // Metrics explorer, advisory and trajectory lifecycle views against the real server following a live run: the
 // real collector fed by the simulator (fully-async, 1 node x 8 GPUs, live pacing so steps, metrics and advisory
 // pushes arrive while the page is open), miles-dashboard serve --follow. View tabs on one WebSocket, charts
-// checked by pixels, zoom synced across charts, legend toggles, live points, anatomy pixels and sorting.
+// checked by pixels, zoom synced across charts, legend toggles, live points, anatomy pixels against its version
+// legend and time axis, labelled sort groups, and no jump to a newer step under the reader's pointer.
 import test, { after, before } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, rmSync } from "node:fs";

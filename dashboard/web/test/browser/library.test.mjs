@@ -3,7 +3,9 @@
 // stacked by phase with totals equal to its /bubbles, the by-time axis from the records' own times, and the
 // trainer arguments that differ from the run_config records miles-sim sent; "export window" on the Compute
 // view downloads a trace that Perfetto's own protos (PyPI perfetto, python/.venv) read with the expected
-// tracks and slices.
+// tracks, slices and trace metadata (the trajectories of the newest steps, capped and saying so beside the
+// button), and "open in Perfetto" hands the same trace to a page served at ui.perfetto.dev by its postMessage
+// protocol.
 import test, { after, before } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";

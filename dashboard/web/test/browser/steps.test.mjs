@@ -3,7 +3,9 @@
 // copied into a temp run dir (the server's step-summary cache goes to a temp XDG_CACHE_HOME). Checks the step page
 // (navigator, jump, tiles, scatter pixels and click-through, header sorts, filters, CSV, virtual scrolling, zero-std
 // groups, eval toggle, a new dump appearing live) and the sample page (group navigator, conversation, token strip
-// colours / loss-mask dimming / prompt split, windowed pages, per-token chart pixels, buckets and drag-zoom).
+// colours / loss-mask dimming / prompt split, windowed pages, per-token chart pixels, buckets and drag-zoom, the
+// token hover panel against the API's fields, the chart and the strip pointing at one token, colour scales fitted
+// to the sample), and that the page opens and follows the newest step with train data.
 import test, { after, before } from "node:test";
 import assert from "node:assert/strict";
 import { randomBytes } from "node:crypto";
