@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -257,6 +258,31 @@ func TestMilesRealE2E(t *testing.T) {
 			}
 			if got["rollout/response_len/mean"] != steps || got["perf/rollout_time"] != steps {
 				t.Errorf("miles' own rollout metrics (_log_rollout_data) per step: %v", got)
+			}
+			// The goodput ledger of miles' own steps (its log_perf_data: perf/step_time on rollout/step): every
+			// train rank's GPU-seconds of each step, train compute productive, the wait for the batch idle. The
+			// engines here hold no GPU (no topology), so there is no rollout fleet.
+			var gp store.GoodputResult
+			getJSON(t, api.URL+"/api/v1/goodput", &gp)
+			closed := 0
+			for _, s := range gp.Steps {
+				if len(s.Fleets) != 1 || s.Fleets[0].Fleet != store.FleetTrain {
+					t.Fatalf("step %d: fleets %+v, want the trainer's alone", s.Step, s.Fleets)
+				}
+				f := s.Fleets[0]
+				sum := f.Seconds[0] + f.Seconds[1] + f.Seconds[2] + f.Seconds[3]
+				if math.Abs(f.GPUs-ranks) > 1e-9 || math.Abs(sum-f.GPUSeconds) > 1e-6 || math.Abs(f.GPUSeconds-ranks*(s.T1-s.T0)) > 1e-6 {
+					t.Fatalf("step %d: %+v, want %d GPUs whose classes add up to the step", s.Step, f, ranks)
+				}
+				if !s.Open {
+					closed++
+					if f.Seconds[0] <= 0 || f.Seconds[2] <= 0 {
+						t.Errorf("step %d: %+v, want train compute productive and the wait for the batch idle", s.Step, f)
+					}
+				}
+			}
+			if closed != steps || gp.RolloutSource != "" {
+				t.Errorf("ledger: %d closed steps (want %d), rollout source %q: %+v", closed, steps, gp.RolloutSource, gp)
 			}
 		})
 	}

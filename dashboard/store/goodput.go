@@ -84,11 +84,16 @@ type GoodputResult struct {
 	// Total adds up the steps, per fleet.
 	Total []GoodputFleet `json:"total"`
 	// Generation says whether the rollout fleet could be split: false when the run has no generate segments (a
-	// miles v1 run), and the rollout fleet is then left out.
+	// miles v1 run), or its segments name no engine and no engine metrics were scraped; the rollout fleet is
+	// then left out.
 	Generation bool `json:"generation"`
 	// PartialRollout says aborted attempts resumed by a consumed sample count productive (the run's
 	// --partial-rollout), else wasted.
 	PartialRollout bool `json:"partial_rollout"`
+	// RolloutSource says where a rollout GPU's generating time comes from: "segments" (the generate segments of
+	// its engines), "engine_metrics" (the segments name no engine of the topology, as behind a router: its
+	// engines' sglang:num_running_reqs) or "" (no rollout fleet).
+	RolloutSource string `json:"rollout_source"`
 }
 
 // gpTrace is what the ledger knows of one attempt (trace).
@@ -383,15 +388,43 @@ func (s *Store) Goodput(t0, t1 float64) *GoodputResult {
 		}
 	}
 	out.Generation = len(in.segs) > 0
+	laneEngine := map[string]bool{}
+	for _, l := range lanes {
+		for _, e := range l.Engines {
+			laneEngine[e] = true
+		}
+	}
+	// Segments that name no engine of the topology (the emitter behind a router sees only the router's address)
+	// cannot say which GPU decoded them: a GPU's generating time then comes from its engines' own
+	// sglang:num_running_reqs, and the classes from every such segment of the step.
 	segsByEngine := map[string][]gpSeg{}
+	var unattributed []gpSeg
 	for _, g := range in.segs {
-		segsByEngine[g.engine] = append(segsByEngine[g.engine], g)
+		if laneEngine[g.engine] {
+			segsByEngine[g.engine] = append(segsByEngine[g.engine], g)
+		} else {
+			unattributed = append(unattributed, g)
+		}
+	}
+	var running map[string][][2]float64
+	out.RolloutSource = "segments"
+	if len(unattributed) > 0 {
+		running = s.engineRunning(steps[0].T0, steps[len(steps)-1].T1)
+		out.RolloutSource = "engine_metrics"
+		if len(running) == 0 && len(segsByEngine) == 0 {
+			out.Generation, out.RolloutSource = false, "" // nothing says which GPU generated when
+		}
+	}
+	if !out.Generation {
+		out.RolloutSource = ""
 	}
 	// A GPU that served several engines over the run (an engine restarted on a new port) is one rollout GPU:
 	// its lanes are grouped by the set of engines they served, and each group reads the segments of all of them.
 	type engineGroup struct {
 		lanes []*Lane
 		segs  []gpSeg
+		// running are the scrape intervals in which one of its engines had a request running.
+		running [][2]float64
 	}
 	groups := map[string]*engineGroup{}
 	var groupKeys []string
@@ -405,6 +438,7 @@ func (s *Store) Goodput(t0, t1 float64) *GoodputResult {
 			g = &engineGroup{}
 			for _, e := range l.Engines {
 				g.segs = append(g.segs, segsByEngine[e]...)
+				g.running = append(g.running, running[e]...)
 			}
 			groups[key] = g
 			groupKeys = append(groupKeys, key)
@@ -444,14 +478,19 @@ func (s *Store) Goodput(t0, t1 float64) *GoodputResult {
 			}
 		}
 		if out.Generation {
+			fleetShares := in.shares(unattributed, out.PartialRollout, st.T0, st.T1)
 			for _, key := range groupKeys {
 				g := groups[key]
+				busy, shares := segIntervals(g.segs, st.T0, st.T1), in.shares(g.segs, out.PartialRollout, st.T0, st.T1)
+				if len(g.segs) == 0 && len(unattributed) > 0 {
+					busy, shares = g.running, fleetShares
+				}
 				for _, l := range g.lanes {
 					avail := w // the seconds of the step the GPU was in the rollout fleet
 					if colocated[l] {
 						avail = free[l]
 					}
-					sec, pend := engineSplit(g.segs, in, out.PartialRollout, colocated[l], st.T0, st.T1, avail)
+					sec, pend := engineSplit(busy, shares, in.updates, colocated[l], st.T0, st.T1, avail)
 					for c := range sec {
 						rollF.Seconds[c] += sec[c]
 					}
@@ -513,40 +552,88 @@ func (s *Store) addTrainerLane(f *GoodputFleet, sec [4]float64, colocated bool, 
 	f.GPUs += in / w
 }
 
-// engineSplit is one rollout GPU's seconds per class over [t0, t1), given the seconds of it the GPU spent in the
-// rollout fleet (avail): weight updates are overhead (the engine loads weights instead of decoding, whatever is
-// in flight; on a colocated GPU the trainer's update phase holds them instead); the rest of its requests' time
-// (the union of its segments) is generating, split between productive and wasted in proportion to the
-// segment-seconds of each class; what is left is idle.
-func engineSplit(segs []gpSeg, in *gpInputs, partial, colocated bool, t0, t1, avail float64) (sec [4]float64, pending float64) {
-	var iv [][2]float64
-	var bySec [4]float64
-	var pendSec float64
+// segShares is the segment-seconds of a set of generate segments by ledger class (productive, wasted) and the
+// part of productive that is pending.
+type segShares struct {
+	bySec   [4]float64
+	pending float64
+}
+
+// shares sums the segment-seconds of segs within [t0, t1) by the class of their attempts.
+func (in *gpInputs) shares(segs []gpSeg, partial bool, t0, t1 float64) segShares {
+	var sh segShares
 	for _, g := range segs {
 		a, b := max(g.t0, t0), min(g.t1, t1)
 		if b <= a {
 			continue
 		}
-		iv = append(iv, [2]float64{a, b})
 		c, p := in.traceClass(g.trace, partial)
-		bySec[c] += b - a
+		sh.bySec[c] += b - a
 		if p {
-			pendSec += b - a
+			sh.pending += b - a
 		}
 	}
-	sync := 0.0
-	if !colocated {
-		sync = min(unionLen(in.updates, t0, t1), avail)
+	return sh
+}
+
+// segIntervals are the segments' spans.
+func segIntervals(segs []gpSeg, t0, t1 float64) [][2]float64 {
+	iv := make([][2]float64, 0, len(segs))
+	for _, g := range segs {
+		if g.t1 > t0 && g.t0 < t1 {
+			iv = append(iv, [2]float64{g.t0, g.t1})
+		}
 	}
-	busy := unionLen(append(append([][2]float64{}, iv...), in.updates...), t0, t1) - unionLen(in.updates, t0, t1)
-	if colocated {
-		busy = unionLen(iv, t0, t1)
+	return iv
+}
+
+// engineRunning is, per engine address, the intervals in which its sglang:num_running_reqs was above zero: each
+// reading above zero holds until the next reading, at most 2.5 of the engine's median scrape intervals.
+func (s *Store) engineRunning(t0, t1 float64) map[string][][2]float64 {
+	out := map[string][][2]float64{}
+	for _, r := range s.EngineRawSeries("sglang:num_running_reqs", t0, t1) {
+		if len(r.TS) < 2 {
+			continue
+		}
+		gaps := make([]float64, 0, len(r.TS)-1)
+		for i := 1; i < len(r.TS); i++ {
+			gaps = append(gaps, r.TS[i]-r.TS[i-1])
+		}
+		slices.Sort(gaps)
+		hold := 2.5 * gaps[len(gaps)/2]
+		for i, ts := range r.TS {
+			if r.V[i] <= 0 {
+				continue
+			}
+			end := ts + hold
+			if i+1 < len(r.TS) {
+				end = min(end, r.TS[i+1])
+			}
+			out[r.Addr] = append(out[r.Addr], [2]float64{ts, end})
+		}
+	}
+	return out
+}
+
+// engineSplit is one rollout GPU's seconds per class over [t0, t1), given the seconds of it the GPU spent in the
+// rollout fleet (avail): weight updates are overhead (the engine loads weights instead of decoding, whatever is
+// in flight; on a colocated GPU the trainer's update phase holds them instead); the rest of the time it was
+// generating (busy: its requests, or its engines' running requests) is split between productive and wasted in
+// proportion to the segment-seconds of each class (shares); what is left is idle.
+func engineSplit(busyIv [][2]float64, shares segShares, updates [][2]float64, colocated bool, t0, t1, avail float64) (sec [4]float64, pending float64) {
+	sync := 0.0
+	busy := unionLen(busyIv, t0, t1)
+	if !colocated {
+		sync = min(unionLen(updates, t0, t1), avail)
+		busy = unionLen(append(append([][2]float64{}, busyIv...), updates...), t0, t1) - unionLen(updates, t0, t1)
 	}
 	busy = min(busy, avail-sync)
-	if sum := bySec[gpProductive] + bySec[gpWasted]; sum > 0 {
-		sec[gpProductive] = busy * bySec[gpProductive] / sum
-		sec[gpWasted] = busy * bySec[gpWasted] / sum
-		pending = busy * pendSec / sum
+	if sum := shares.bySec[gpProductive] + shares.bySec[gpWasted]; sum > 0 {
+		sec[gpProductive] = busy * shares.bySec[gpProductive] / sum
+		sec[gpWasted] = busy * shares.bySec[gpWasted] / sum
+		pending = busy * shares.pending / sum
+	} else {
+		sec[gpProductive] = busy // running requests with no segment of the step to class them: the engines' own
 	}
 	sec[gpOverhead] = sync
 	sec[gpIdle] = max(0, avail-busy-sync)

@@ -11,15 +11,15 @@ func TestGoodputTraceClass(t *testing.T) {
 	id := func(b byte) traceID { return traceID{b} }
 	in := &gpInputs{
 		traces: map[traceID]*gpTrace{
-			id(1): {sample: 1, attempt: 0, status: "completed", consumed: true, end: 5},
-			id(2): {sample: 2, attempt: 0, status: "aborted", end: 5}, // resumed by attempt 1, consumed
-			id(3): {sample: 2, attempt: 1, status: "completed", consumed: true, end: 8},
-			id(4): {sample: 3, attempt: 0, status: "failed", end: 5},
-			id(5): {sample: 4, attempt: 0, status: "completed", end: 5},  // passed over by 4 consumes: filtered
-			id(6): {sample: 5, attempt: 0, status: "completed", end: 25}, // 2 consumes since: still in the pool
-			id(7): {sample: 6, attempt: 0, status: "aborted", end: 35},   // retried, the retry still running
-			id(8): {sample: 6, attempt: 1},
-			id(9): {sample: 7, attempt: 0, status: "completed", end: 5}, // superseded: attempt 1 was consumed
+			id(1):  {sample: 1, attempt: 0, status: "completed", consumed: true, end: 5},
+			id(2):  {sample: 2, attempt: 0, status: "aborted", end: 5}, // resumed by attempt 1, consumed
+			id(3):  {sample: 2, attempt: 1, status: "completed", consumed: true, end: 8},
+			id(4):  {sample: 3, attempt: 0, status: "failed", end: 5},
+			id(5):  {sample: 4, attempt: 0, status: "completed", end: 5},  // passed over by 4 consumes: filtered
+			id(6):  {sample: 5, attempt: 0, status: "completed", end: 25}, // 2 consumes since: still in the pool
+			id(7):  {sample: 6, attempt: 0, status: "aborted", end: 35},   // retried, the retry still running
+			id(8):  {sample: 6, attempt: 1},
+			id(9):  {sample: 7, attempt: 0, status: "completed", end: 5}, // superseded: attempt 1 was consumed
 			id(10): {sample: 7, attempt: 1, status: "completed", consumed: true, end: 9},
 		},
 		consumes: []float64{10, 20, 30, 40},
@@ -69,7 +69,7 @@ func TestGoodputEngineSplit(t *testing.T) {
 		{t0: 10, t1: 40, trace: traceID{2}}, // overlaps: 40 s generating, 30 + 30 segment-seconds
 		{t0: 80, t1: 90, trace: traceID{1}}, // 5 s of it inside the second sync
 	}
-	sec, pending := engineSplit(segs, in, false, false, 0, 100, 100)
+	sec, pending := engineSplit(segIntervals(segs, 0, 100), in.shares(segs, false, 0, 100), in.updates, false, 0, 100, 100)
 	want := [4]float64{gpProductive: 45 * 40.0 / 70, gpWasted: 45 * 30.0 / 70, gpOverhead: 20, gpIdle: 35}
 	for c := range sec {
 		if math.Abs(sec[c]-want[c]) > 1e-9 {
@@ -81,7 +81,7 @@ func TestGoodputEngineSplit(t *testing.T) {
 	}
 	// A colocated GPU in the rollout fleet for 45 s of the step (the trainer's update phase holds the syncs):
 	// generation fills it.
-	sec, _ = engineSplit(segs, in, false, true, 0, 100, 45)
+	sec, _ = engineSplit(segIntervals(segs, 0, 100), in.shares(segs, false, 0, 100), in.updates, true, 0, 100, 45)
 	if s := sec[0] + sec[1] + sec[2] + sec[3]; math.Abs(s-45) > 1e-9 || sec[gpIdle] != 0 || sec[gpOverhead] != 0 {
 		t.Fatalf("colocated split %v adds up to %g, want 45 generating", sec, s)
 	}

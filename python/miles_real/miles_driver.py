@@ -72,8 +72,10 @@ def train_rank(rank: int, engines: list[str]) -> None:
     random.seed(1234)  # miles' _set_random_seed: args.seed + 100 * pp_rank, alike on every TP/DP/CP rank
 
     import miles_otel
+    from miles.utils import train_metric_utils
     from miles.utils.timer import Timer, inverse_timer, timer
 
+    perf_args = argparse.Namespace(wandb_always_use_train_step=False)
     version = 0
     for line in sys.stdin:
         cmd = line.split()
@@ -84,18 +86,22 @@ def train_rank(rank: int, engines: list[str]) -> None:
         step = int(cmd[1]) if len(cmd) > 1 else None
         if cmd[0] == "step":
             miles_otel.set_step(step)  # what the instrumentation's train(rollout_id, …) hook does
-            with timer("train_wait"):
-                time.sleep(0.02)
-            for name, secs in TRAIN_PHASES:
-                with timer(name):
-                    if name == "actor_train":
-                        with timer("data_preprocess"):
-                            time.sleep(0.01)
-                        Timer().start("train_step")
-                        with inverse_timer("train_step"):  # miles pauses a timer around a collective
-                            time.sleep(0.005)
-                        Timer().end("train_step")
-                    time.sleep(secs)
+            # miles' actor.train: train_wait paused around the step under "train" (started again as it ends),
+            # then log_perf_data (perf/step_time, perf/wait_time_ratio on rollout/step)
+            with inverse_timer("train_wait"), timer("train"):
+                for name, secs in TRAIN_PHASES:
+                    with timer(name):
+                        if name == "actor_train":
+                            with timer("data_preprocess"):
+                                time.sleep(0.01)
+                            Timer().start("train_step")
+                            with inverse_timer("train_step"):  # miles pauses a timer around a collective
+                                time.sleep(0.005)
+                            Timer().end("train_step")
+                        time.sleep(secs)
+            train_metric_utils.log_perf_data_raw(step, perf_args, rank == 0, None)
+        if cmd[0] == "init":
+            Timer().start("train_wait")  # the actor waits for its first batch
         if cmd[0] in ("init", "step"):
             t0 = time.time()
             with timer("update_weights"):

@@ -1,7 +1,7 @@
 // GET /api/v1/goodput?t0&t1: the goodput ledger — every GPU-second of each trainer step, per fleet, as productive,
 // overhead, idle or wasted (docs/semconv.md §12).
 
-import { arr, bool, num, obj, str, type Infer } from "../schema";
+import { arr, bool, num, obj, oneOf, str, type Infer } from "../schema";
 
 export const goodputFleetSchema = obj({
   fleet: str,
@@ -24,5 +24,7 @@ export const goodputSchema = obj({
   total: arr(goodputFleetSchema),
   generation: bool,
   partial_rollout: bool,
+  /** Where a rollout GPU's generating time comes from: its requests' segments, its engines' running requests, or "" (no rollout fleet). */
+  rollout_source: oneOf("segments", "engine_metrics", ""),
 });
 export type GoodputResp = Infer<typeof goodputSchema>;
