@@ -11,7 +11,7 @@ import (
 
 // Where the GPU time of a window goes (docs/dashboard-api.md "GET /api/v1/phases/share"): per lane and per group
 // of lanes with the same roles, the GPU-seconds each phase holds on top, the time in no phase, the mean
-// utilization, and per phase the median duration of the lane's closed occurrences (the straggler panel's figure).
+// utilization, and per phase the mean duration of the lane's closed occurrences (the slowest-lanes panel's figure).
 // Composed from the store's Phases and GPU answers for the window and the selection.
 
 // shareUtilPoints is how many buckets the mean utilization is taken over: each bucket's midrange (min+max)/2,
@@ -44,10 +44,11 @@ type shareLane struct {
 	Seconds []float64 `json:"seconds"`
 	None    float64   `json:"none"`
 	Util    *float64  `json:"util"`
-	// Median is, per phase of names, the median duration (s) of the lane's closed occurrences intersecting the
-	// window (null: none), Count how many there are.
-	Median []*float64 `json:"median"`
-	Count  []int      `json:"count"`
+	// Mean is, per phase of names, the mean duration (s) of the lane's closed occurrences intersecting the window
+	// (null: none), Count how many there are. A mean, not a median: phase lengths jitter around the lane's own
+	// speed, and the mean of a few steps already reads that speed (docs/dashboard-api.md).
+	Mean  []*float64 `json:"mean"`
+	Count []int      `json:"count"`
 }
 
 // shareResult is the /phases/share answer.
@@ -102,20 +103,20 @@ func phaseShare(p *store.PhasesResult, g *store.GPUResult, sel []*store.Lane, t0
 			out.Groups = append(out.Groups, shareGroup{Roles: nz(roles), Seconds: make([]float64, len(p.Names))})
 			utilSum, utilN = append(utilSum, 0), append(utilN, 0)
 		}
-		sl := shareLane{ID: lane.ID, Group: gi, Seconds: make([]float64, len(p.Names)), Median: make([]*float64, len(p.Names)), Count: make([]int, len(p.Names))}
+		sl := shareLane{ID: lane.ID, Group: gi, Seconds: make([]float64, len(p.Names)), Mean: make([]*float64, len(p.Names)), Count: make([]int, len(p.Names))}
 		if pl := phaseOf[lane.ID]; pl != nil {
 			sw.lane(pl, p.Names, t0, t1, sl.Seconds)
-			durs := make([][]float64, len(p.Names))
+			sum := make([]float64, len(p.Names))
 			for i := range pl.T0 {
 				if !pl.Open[i] {
-					durs[pl.Name[i]] = append(durs[pl.Name[i]], pl.T1[i]-pl.T0[i])
+					sum[pl.Name[i]] += pl.T1[i] - pl.T0[i]
+					sl.Count[pl.Name[i]]++
 				}
 			}
-			for ni, d := range durs {
-				sl.Count[ni] = len(d)
-				if len(d) > 0 {
-					m := round3(medianOf(d))
-					sl.Median[ni] = &m
+			for ni, n := range sl.Count {
+				if n > 0 {
+					m := sum[ni] / float64(n) // unrounded: the panel's median lane and deltas are worked out of these
+					sl.Mean[ni] = &m
 				}
 			}
 		}
@@ -224,16 +225,6 @@ func (sw *shareSweep) lane(l *store.PhaseLane, names []string, t0, t1 float64, s
 			next++
 		}
 	}
-}
-
-// medianOf is the median of xs (sorted in place; the mean of the middle two for an even count).
-func medianOf(xs []float64) float64 {
-	slices.Sort(xs)
-	m := len(xs) / 2
-	if len(xs)%2 == 1 {
-		return xs[m]
-	}
-	return (xs[m-1] + xs[m]) / 2
 }
 
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }

@@ -50,7 +50,7 @@ func spanID(name string, rank int, t0 float64) string {
 }
 
 // TestPhasesShare: the GPU-seconds each phase holds on top per lane and role group (nested and overlapping
-// phases, an open one, time in no phase), the mean util, the median durations, the fleet composition's rule,
+// phases, an open one, time in no phase), the mean util, the mean durations, the fleet composition's rule,
 // and the window clipped to the data edge.
 func TestPhasesShare(t *testing.T) {
 	ts, _, _ := serve(t, shareRun(t), Options{})
@@ -96,9 +96,9 @@ func TestPhasesShare(t *testing.T) {
 			t.Errorf("%s: %s, want %s", id, got, want)
 		}
 	}
-	med := func(id, phase string) any { return lane(id)["median"].([]any)[names[phase]] }
-	if med("g2", "log_probs") != 11.0 || lane("g2")["count"].([]any)[names["log_probs"]] != 2.0 || med("g3", "log_probs") != 22.0 || med("g3", "actor_train") != 25.0 || med("g0", "log_probs") != nil {
-		t.Errorf("medians g2 %v g3 %v g0 %v", lane("g2")["median"], lane("g3")["median"], lane("g0")["median"])
+	mean := func(id, phase string) any { return lane(id)["mean"].([]any)[names[phase]] }
+	if mean("g2", "log_probs") != 11.0 || lane("g2")["count"].([]any)[names["log_probs"]] != 2.0 || mean("g3", "log_probs") != 22.0 || mean("g3", "actor_train") != 25.0 || mean("g0", "log_probs") != nil {
+		t.Errorf("means g2 %v g3 %v g0 %v", lane("g2")["mean"], lane("g3")["mean"], lane("g0")["mean"])
 	}
 	if lane("g0")["util"] != 50.0 || lane("g1")["util"] != 49.5 || lane("g2")["util"] != nil || lane("g6")["util"] != 80.0 {
 		t.Errorf("util g0 %v g1 %v g2 %v g6 %v", lane("g0")["util"], lane("g1")["util"], lane("g2")["util"], lane("g6")["util"])

@@ -196,7 +196,7 @@ export class NumbersPanel {
       return;
     }
     const s = slowestLanes(r, phase);
-    c.appendChild(el("div", "muted slowmedian", `median lane ${s.median.toFixed(2)} s over ${s.lanes.length} lanes (each lane: the median of its ${phase} durations in the window)`));
+    c.appendChild(el("div", "muted slowmedian", `median lane ${s.median.toFixed(2)} s over ${s.lanes.length} lanes (each lane: the mean of its ${phase} durations in the window)`));
     const t = el("table", "slowtable");
     const hr = el("tr");
     for (const x of ["lane", "", "duration", "vs median"]) hr.appendChild(el("th", "", x));
@@ -209,7 +209,7 @@ export class NumbersPanel {
       tr.appendChild(el("td", "id", l.id));
       tr.appendChild(el("td", "muted who", who));
       const d = el("td", "num dur", `${l.seconds.toFixed(2)} s`);
-      d.title = `median of ${l.count} ${phase} phases`;
+      d.title = `mean of ${l.count} ${phase} phases`;
       tr.appendChild(d);
       tr.appendChild(el("td", "num delta" + (l.deltaFrac > 0.05 ? " slow" : ""), fmtDelta(l.delta, l.deltaFrac)));
       t.appendChild(tr);

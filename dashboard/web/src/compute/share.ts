@@ -73,7 +73,7 @@ export function median(xs: number[]): number {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
-/** One lane at a phase: its median duration, and how much longer than the median lane (s and a fraction). */
+/** One lane at a phase: its mean duration, and how much longer than the median lane (s and a fraction). */
 export interface SlowLane {
   id: string;
   seconds: number;
@@ -88,7 +88,7 @@ export function slowestLanes(r: PhasesShareResp, phase: string): { median: numbe
   const got: { id: string; seconds: number; count: number }[] = [];
   if (i >= 0)
     for (const l of r.lanes) {
-      const m = l.median[i];
+      const m = l.mean[i];
       if (m !== null && m !== undefined && l.count[i] > 0) got.push({ id: l.id, seconds: m, count: l.count[i] });
     }
   const med = median(got.map((g) => g.seconds));

@@ -14,9 +14,9 @@ const answer: PhasesShareResp = {
     { roles: ["rollout"], lanes: 1, seconds: [0, 0, 70, 0], none: 30, util: null },
   ],
   lanes: [
-    { id: "g0", group: 0, seconds: [30, 44, 0, 4], none: 22, util: 50, median: [30, 22, null, 1], count: [1, 2, 0, 3] },
-    { id: "g1", group: 0, seconds: [40, 54, 0, 0], none: 6, util: 49.5, median: [40, 27, null, null], count: [1, 2, 0, 0] },
-    { id: "g2", group: 1, seconds: [0, 0, 70, 0], none: 30, util: null, median: [null, null, 70, null], count: [0, 0, 1, 0] },
+    { id: "g0", group: 0, seconds: [30, 44, 0, 4], none: 22, util: 50, mean: [30, 22, null, 1], count: [1, 2, 0, 3] },
+    { id: "g1", group: 0, seconds: [40, 54, 0, 0], none: 6, util: 49.5, mean: [40, 27, null, null], count: [1, 2, 0, 0] },
+    { id: "g2", group: 1, seconds: [0, 0, 70, 0], none: 30, util: null, mean: [null, null, 70, null], count: [0, 0, 1, 0] },
   ],
 };
 
@@ -76,7 +76,7 @@ test("slowest lanes: sorted by duration, deltas against the median lane", () => 
     ...answer,
     names: ["log_probs"],
     idle: [false],
-    lanes: ranks.map((m, r) => ({ id: `g${r}`, group: 0, seconds: [m], none: 0, util: null, median: [m], count: [10] })),
+    lanes: ranks.map((m, r) => ({ id: `g${r}`, group: 0, seconds: [m], none: 0, util: null, mean: [m], count: [10] })),
   };
   const st = slowestLanes(sim, "log_probs");
   assert.equal(st.lanes[0].id, "g5");

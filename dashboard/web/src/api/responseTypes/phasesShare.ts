@@ -1,6 +1,6 @@
 // GET /api/v1/phases/share?t0&t1&lanes: where the GPU time of a window goes — per lane and per group of lanes with
 // the same roles, the GPU-seconds each phase holds on top (the fleet composition's rule), the time in no phase,
-// the mean util, and per phase the median duration of each lane's closed occurrences.
+// the mean util, and per phase the mean duration of each lane's closed occurrences.
 
 import { arr, bool, nullable, num, obj, str, type Infer } from "../schema";
 
@@ -24,8 +24,8 @@ export const shareLaneSchema = obj({
   seconds: arr(num),
   none: num,
   util: nullable(num),
-  /** Per phase of names: the median duration (s) of the lane's closed occurrences in the window. */
-  median: arr(nullable(num)),
+  /** Per phase of names: the mean duration (s) of the lane's closed occurrences in the window. */
+  mean: arr(nullable(num)),
   count: arr(num),
 });
 export type ShareLane = Infer<typeof shareLaneSchema>;
