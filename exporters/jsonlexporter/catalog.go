@@ -22,6 +22,12 @@ type laneEntry struct {
 	Ranks       []int64  `json:"ranks"`
 	EngineAddrs []string `json:"engine_addrs"`
 	Roles       []string `json:"roles"`
+
+	// lastSeen is when a record last named the lane (the start, for a lane read back from the file); client is
+	// the peer address that added it ("" unknown). Neither is written: a full catalog drops the lanes idle
+	// longest (evictIdle) and gives their client its share back.
+	lastSeen time.Time
+	client   string
 }
 
 type catalogFile struct {
@@ -63,18 +69,20 @@ type laneCatalog struct {
 	lanes map[string]*laneEntry
 	nodes map[string][]string // host name → addresses, in order of first appearance
 	dirty bool
-	// byClient counts the lanes each client (peer address) added since the start, bounded by
-	// maxLanesPerClient; at most one entry per lane, so bounded with the catalog.
+	// byClient counts the lanes each client (peer address) has in the catalog, bounded by maxLanesPerClient;
+	// at most one entry per lane, so bounded with the catalog.
 	byClient map[string]int
+	// lastEvict is when a full catalog was last searched for idle lanes (laneEvictEvery).
+	lastEvict time.Time
 }
 
 func newLaneCatalog(dashDir string) *laneCatalog {
 	return &laneCatalog{path: filepath.Join(dashDir, runfiles.LaneCatalogFile), lanes: map[string]*laneEntry{}, nodes: map[string][]string{}}
 }
 
-// load merges an existing catalog (collector restart) so lanes learned before are kept. skipped counts the lanes
-// over the ingest limits it left out.
-func (c *laneCatalog) load() (skipped int, err error) {
+// load merges an existing catalog (collector restart) so lanes learned before are kept, each as seen at now.
+// skipped counts the lanes over the ingest limits it left out.
+func (c *laneCatalog) load(now time.Time) (skipped int, err error) {
 	b, err := os.ReadFile(c.path)
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
@@ -95,6 +103,7 @@ func (c *laneCatalog) load() (skipped int, err error) {
 			skipped++
 			continue
 		}
+		v.lastSeen = now
 		c.lanes[k] = v
 	}
 	for host, n := range f.Nodes {
@@ -137,16 +146,20 @@ func addSorted[T int64 | string](s []T, v T) ([]T, bool) {
 	return slices.Insert(s, i, v), true
 }
 
-// fold learns the facts of one export. It returns how many facts named a new lane while the catalog already held
-// maxLanes (refused: the catalog stays bounded whatever clients send; their records are still written).
-func (c *laneCatalog) fold(facts []laneFact) (refused int64) { return c.foldFrom(facts, "") }
+// fold learns the facts of one export at now. It returns how many facts named a new lane while the catalog
+// already held maxLanes lanes none of which was idle (refused: the catalog stays bounded whatever clients send;
+// their records are still written), and how many idle lanes it dropped to make room.
+func (c *laneCatalog) fold(facts []laneFact, now time.Time) (refused, evicted int64) {
+	return c.foldFrom(facts, "", now)
+}
 
-// foldFrom is fold for the facts of one client (its peer address; "" an unknown one, unbounded), which may add
+// foldFrom is fold for the facts of one client (its peer address; "" an unknown one, unbounded), which may hold
 // at most maxLanesPerClient lanes: past it its new lanes are refused too, so one client cannot fill the catalog
-// for the others (docs/semconv.md §8.4).
-func (c *laneCatalog) foldFrom(facts []laneFact, client string) (refused int64) {
+// for the others; a full catalog drops the lanes idle for laneIdleEvict, so clients from many addresses cannot
+// fill it for good either (docs/semconv.md §8.4).
+func (c *laneCatalog) foldFrom(facts []laneFact, client string, now time.Time) (refused, evicted int64) {
 	if len(facts) == 0 {
-		return 0
+		return 0, 0
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -157,6 +170,10 @@ func (c *laneCatalog) foldFrom(facts []laneFact, client string) (refused int64) 
 		key := f.node + ":" + strconv.FormatInt(f.gpu, 10)
 		e := c.lanes[key]
 		if e == nil {
+			if len(c.lanes) >= maxLanes && now.Sub(c.lastEvict) >= laneEvictEvery {
+				c.lastEvict = now
+				evicted += c.evictIdle(now)
+			}
 			if len(c.lanes) >= maxLanes || (client != "" && c.byClient[client] >= maxLanesPerClient) {
 				refused++
 				continue
@@ -167,10 +184,11 @@ func (c *laneCatalog) foldFrom(facts []laneFact, client string) (refused int64) 
 				}
 				c.byClient[client]++
 			}
-			e = &laneEntry{Ranks: []int64{}, EngineAddrs: []string{}, Roles: []string{}}
+			e = &laneEntry{Ranks: []int64{}, EngineAddrs: []string{}, Roles: []string{}, client: client}
 			c.lanes[key] = e
 			c.dirty = true
 		}
+		e.lastSeen = now
 		var changed bool
 		if f.uuid != "" && e.UUID != f.uuid {
 			e.UUID, c.dirty = f.uuid, true
@@ -193,7 +211,27 @@ func (c *laneCatalog) foldFrom(facts []laneFact, client string) (refused int64) 
 			c.dirty = c.dirty || changed
 		}
 	}
-	return refused
+	return refused, evicted
+}
+
+// evictIdle drops the lanes no record has named for laneIdleEvict and returns how many. The caller holds mu.
+func (c *laneCatalog) evictIdle(now time.Time) (n int64) {
+	for k, e := range c.lanes {
+		if now.Sub(e.lastSeen) < laneIdleEvict {
+			continue
+		}
+		delete(c.lanes, k)
+		if e.client != "" {
+			if c.byClient[e.client]--; c.byClient[e.client] <= 0 {
+				delete(c.byClient, e.client)
+			}
+		}
+		n++
+	}
+	if n > 0 {
+		c.dirty = true
+	}
+	return n
 }
 
 // writeIfChanged rewrites the catalog atomically when something new was learned since the last write.

@@ -38,7 +38,7 @@ func TestCatalogNodesTable(t *testing.T) {
 		t.Fatalf("nodes table %+v, want n1 with 10.0.0.2 and fe80::1", cat.Nodes)
 	}
 	c := newLaneCatalog(filepath.Join(dir, "dashboard"))
-	if _, err := c.load(); err != nil {
+	if _, err := c.load(base); err != nil {
 		t.Fatal(err)
 	}
 	if got := strings.Join(c.nodes["n1"], ","); got != "10.0.0.2,fe80::1" {

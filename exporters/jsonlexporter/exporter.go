@@ -80,7 +80,7 @@ func (e *jsonlExporter) start(ctx context.Context, _ component.Host) error {
 		e.roll = newRollup(int64(e.cfg.RollupInterval / time.Second))
 	}
 	e.cat = newLaneCatalog(dash)
-	if skipped, err := e.cat.load(); err != nil {
+	if skipped, err := e.cat.load(e.now()); err != nil {
 		e.logger.Warn("jsonl: ignoring unreadable lane catalog", zap.Error(err))
 	} else if skipped > 0 {
 		e.logger.Warn("jsonl: the lane catalog held lanes over the ingest limits (docs/semconv.md §8.4); they are dropped and the catalog rewritten",
@@ -193,7 +193,11 @@ func (e *jsonlExporter) accept(ctx context.Context, r *records) error {
 	if !running {
 		return errStopped
 	}
-	if refused := e.cat.foldFrom(r.lanes, clientOf(ctx)); refused > 0 {
+	refused, evicted := e.cat.foldFrom(r.lanes, clientOf(ctx), e.now())
+	if evicted > 0 {
+		e.tel.lanesEvicted(ctx, evicted)
+	}
+	if refused > 0 {
 		e.tel.dropped(ctx, dropReasonOverLimit, refused)
 		e.limits.note(e.logger, e.now(), refused, "lane catalog: full ("+strconv.Itoa(maxLanes)+" lanes, "+
 			strconv.Itoa(maxLanesPerClient)+" a client)")

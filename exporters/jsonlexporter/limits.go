@@ -33,6 +33,14 @@ const (
 	// node (at most 64 GPU lanes), a simulator or a single collector a few thousand; a client inventing nodes
 	// cannot fill the catalog for everyone.
 	maxLanesPerClient = 4096
+	// laneIdleEvict: a full lane catalog makes room for new lanes by dropping the lanes no record has named for
+	// this long (counted, otelcol_exporter_jsonl_lanes_evicted). A real GPU lane is named by every GPU reading
+	// (each second) and a rank's by each phase, and a real run fills a small part of the catalog; lanes invented
+	// once by a flood fall idle, so a node that joins after a flood gets its lanes within this time
+	// (docs/semconv.md §8.4).
+	laneIdleEvict = 10 * time.Minute
+	// laneEvictEvery bounds how often a full catalog is searched for idle lanes (a pass over every lane).
+	laneEvictEvery = time.Second
 	// maxMetricKeys bounds the distinct step-metric keys one collector writes (a run logs hundreds): past it the
 	// points of further keys are dropped and counted, so invented keys cannot make the dashboard's key catalog
 	// grow without end.

@@ -223,10 +223,10 @@ func TestLaneCatalogBounded(t *testing.T) {
 	for i := range maxLanes + 10 {
 		facts = append(facts, laneFact{node: "n" + strconv.Itoa(i/8), gpu: int64(i % 8), rank: -1})
 	}
-	if refused := c.fold(facts); refused != 10 || len(c.lanes) != maxLanes {
+	if refused, _ := c.fold(facts, base); refused != 10 || len(c.lanes) != maxLanes {
 		t.Errorf("refused %d, lanes %d; want 10, %d", refused, len(c.lanes), maxLanes)
 	}
-	if refused := c.fold(facts[:5]); refused != 0 { // known lanes are still updated
+	if refused, _ := c.fold(facts[:5], base); refused != 0 { // known lanes are still updated
 		t.Errorf("known lanes refused: %d", refused)
 	}
 

@@ -28,6 +28,7 @@ type telemetry struct {
 	errors  metric.Int64Counter
 	resumes metric.Int64Counter
 	refused metric.Int64Counter
+	evicted metric.Int64Counter
 
 	writtenRecords atomic.Int64
 	writtenBytes   atomic.Int64
@@ -39,6 +40,7 @@ type telemetry struct {
 	writeErrors    atomic.Int64
 	writeResumes   atomic.Int64
 	refusedRecords atomic.Int64
+	evictedLanes   atomic.Int64
 }
 
 func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
@@ -69,7 +71,17 @@ func newTelemetry(mp metric.MeterProvider) (*telemetry, error) {
 		metric.WithDescription("Records (engine spans for the rate cap) refused with a retryable error, the sender keeping and retrying them: not written (ack: written, disk failing) or over engine_traces.max_spans_per_second."), metric.WithUnit("{record}")); err != nil {
 		return nil, err
 	}
+	if t.evicted, err = m.Int64Counter("otelcol_exporter_jsonl_lanes_evicted",
+		metric.WithDescription("Lanes dropped from a full lane catalog because no record had named them for 10 minutes (a flood's invented lanes)."), metric.WithUnit("{lane}")); err != nil {
+		return nil, err
+	}
 	return t, nil
+}
+
+// lanesEvicted counts the idle lanes a full catalog dropped to make room.
+func (t *telemetry) lanesEvicted(ctx context.Context, n int64) {
+	t.evictedLanes.Add(n)
+	t.evicted.Add(ctx, n)
 }
 
 // refusedWrite counts the records of an export refused because they could not be written (ack: written).
