@@ -111,7 +111,7 @@ export class TokenChart {
           (u) => {
             const g = u.ctx;
             g.save();
-            g.strokeStyle = "rgba(44,160,44,0.8)";
+            g.strokeStyle = "rgba(138,148,166,0.8)"; // grey: green is the tool wait on this page
             g.setLineDash([4, 3]);
             g.lineWidth = 1;
             // turn boundaries: where each assistant turn (a loss_mask = 1 run) starts and ends

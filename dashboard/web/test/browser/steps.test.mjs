@@ -405,15 +405,15 @@ test("per-token chart: the whole response, bucketed when wide, drag-zoom to a to
   assert.equal(c.n, full.response_length);
   const px = await pixels(page, ".schart canvas", { x: 0, y: 0, w: c.width + 60, h: c.height + 10 }, { line: [CHART_LINE, 40] });
   assert.ok(px.counts.line > 150, `chart line pixels: ${px.counts.line}`);
-  // turn boundaries: dashed green lines where each loss_mask run starts and ends
+  // turn boundaries: dashed grey lines where each loss_mask run starts and ends (green is the tool wait here)
   const turnX = await page.evaluate((p) => window.__milesViews.steps.u.valToPos(p, "x"), full.turns[1][0]);
   const plotLeft = await page.evaluate(() => {
     const u = window.__milesViews.steps.u;
     return u.over.getBoundingClientRect().left - u.root.querySelector("canvas").getBoundingClientRect().left;
   });
-  const turnPx = await pixels(page, ".schart canvas", { x: plotLeft + turnX - 1, y: 0, w: 3, h: c.height }, { turn: [hex("#2ca02c"), 50] });
+  const turnPx = await pixels(page, ".schart canvas", { x: plotLeft + turnX - 1, y: 0, w: 3, h: c.height }, { turn: [hex("#8a94a6"), 50] });
   assert.ok(turnPx.counts.turn > 20, `turn boundary pixels: ${turnPx.counts.turn}`);
-  const noTurn = await pixels(page, ".schart canvas", { x: plotLeft + turnX - 40, y: 0, w: 3, h: c.height }, { turn: [hex("#2ca02c"), 50] });
+  const noTurn = await pixels(page, ".schart canvas", { x: plotLeft + turnX - 40, y: 0, w: 3, h: c.height }, { turn: [hex("#8a94a6"), 50] });
   assert.equal(noTurn.counts.turn, 0);
   // wide range → buckets (the knob lowered below the response length)
   await page.evaluate(() => (window.__milesViews.steps.maxRaw = 32));
