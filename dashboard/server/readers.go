@@ -37,6 +37,8 @@ type computeReader interface {
 	StepPhases(t0, t1 float64, sel []*store.Lane) *store.StepPhasesResult
 	Outliers(t0, t1 float64, sel []*store.Lane, k int) *store.OutliersResult
 	Goodput(t0, t1 float64) *store.GoodputResult
+	Explain(step, k int) (*store.ExplainResult, error)
+	ExplainTable() *store.ExplainTable
 }
 
 // metricsReader is the step metrics the trainer logs.
@@ -65,6 +67,7 @@ type trajectoryReader interface {
 	LifecycleStepsIfIndexed() ([]store.StepSummary, bool)
 	Anatomy(step int, sortKey string, offset, limit int) (*store.AnatomyResult, error)
 	LifecycleCarpet(t0, t1 float64, buckets, maxRows, offset int) *store.CarpetResult
+	VersionPool(t0, t1 float64, points int) *store.PoolResult
 }
 
 // Store is everything the server reads from a run.

@@ -1,0 +1,155 @@
+package server
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
+)
+
+// explainOf asks the served run why step was slow.
+func explainOf(t *testing.T, url string, step int) *store.ExplainResult {
+	t.Helper()
+	code, d := getData(t, fmt.Sprintf("%s/api/v1/steps/%d/explain", url, step))
+	if code != 200 {
+		t.Fatal(code, d)
+	}
+	b, _ := json.Marshal(d)
+	var e store.ExplainResult
+	if err := json.Unmarshal(b, &e); err != nil {
+		t.Fatal(err)
+	}
+	return &e
+}
+
+// explainTableOf asks the served run for every step's causes and checks that they add up to each step's time
+// (every cause but low_mfu is a part of it).
+func explainTableOf(t *testing.T, url string) *store.ExplainTable {
+	t.Helper()
+	_, d := getData(t, url+"/api/v1/explain")
+	b, _ := json.Marshal(d)
+	var tab store.ExplainTable
+	if err := json.Unmarshal(b, &tab); err != nil {
+		t.Fatal(err)
+	}
+	if len(tab.Steps) == 0 {
+		t.Fatalf("no steps: %s", b)
+	}
+	for _, st := range tab.Steps {
+		sum := 0.0
+		for c, v := range st.Causes {
+			if v < -1e-9 || c == store.CauseLowMFU {
+				t.Fatalf("step %d: cause %s = %g", st.Step, c, v)
+			}
+			sum += v
+		}
+		if math.Abs(sum-st.Seconds) > 1e-6*max(1, st.Seconds) {
+			t.Fatalf("step %d: causes add up to %g, the step took %g: %v", st.Step, sum, st.Seconds, st.Causes)
+		}
+	}
+	return &tab
+}
+
+// TestExplainSimulatedRunsE2E: simulator runs through the real collector, each with one fault that starts at
+// step 4 (or a healthy one); a step where the fault acts is explained with the fault's own cause as the top
+// contributor over its baseline (the median of its neighbours, healthy before the fault), with links into the
+// views; a healthy run's steps have no contributor over the noise floor. Step 5 is asked: a rollout fault acts
+// on the samples the rollout of step 4 submits, which the trainer consumes in step 5.
+func TestExplainSimulatedRunsE2E(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: builds and runs the simulator through the collector")
+	}
+	args := func(fault string, trainerBound bool) []string {
+		a := []string{"--seed", "7", "--mode", "async", "--nodes", "1", "--gpus-per-node", "4", "--gpus-per-engine", "1", "--restart-step", "-1"}
+		if trainerBound { // a small batch: the trainer never waits for it, its own phases are the step
+			a = append(a, "--rollout-batch-size", "2")
+		}
+		if fault != "" {
+			a = append(a, "--fault", fault)
+		}
+		return a
+	}
+	for _, tc := range []struct {
+		name, fault string
+		step        int
+		consumed    int
+		cause       string
+		trainer     bool // run trainer-bound (args)
+		link        func(l store.ExplainLinks) bool
+	}{
+		{name: "healthy", consumed: 6},
+		{name: "straggler_rank", fault: "straggler-rank@4=0", step: 5, cause: store.CauseStragglerRank, trainer: true,
+			link: func(l store.ExplainLinks) bool { return l.Rank != nil && *l.Rank == 0 && l.Lane != "" }},
+		{name: "straggler_engine", fault: "straggler-engine@4=0", step: 5, cause: store.CauseSlowEngine,
+			link: func(l store.ExplainLinks) bool {
+				return strings.HasSuffix(l.Engine, ":30020") && l.Sample != nil && l.Span != ""
+			}},
+		{name: "kv_pressure", fault: "kv-pressure@4", step: 5, cause: store.CauseEngineQueue,
+			link: func(l store.ExplainLinks) bool { return l.Engine != "" && l.Sample != nil && l.Trace != "" }},
+		{name: "truncation", fault: "truncation@4=0.5", step: 5, cause: store.CauseDecodeLength,
+			link: func(l store.ExplainLinks) bool { return l.Engine != "" && l.Sample != nil && l.Span != "" }},
+		{name: "abort_storm", fault: "abort-storm@4=0.3", step: 5, cause: store.CauseRetry,
+			link: func(l store.ExplainLinks) bool { return l.Sample != nil && l.Trace != "" }},
+		{name: "stall", fault: "stall@3=1h", step: 3, consumed: 3, cause: store.CauseStall,
+			link: func(l store.ExplainLinks) bool { return l.Step != nil && *l.Step == 3 }},
+		{name: "low_mfu", fault: "low-mfu@4", step: 5, cause: store.CauseLowMFU, trainer: true,
+			link: func(store.ExplainLinks) bool { return true }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			consumed := tc.consumed
+			if consumed == 0 {
+				consumed = 6
+			}
+			dir := simRunConsumed(t, 6, consumed, args(tc.fault, tc.trainer)...)
+			ts, _, _ := serve(t, dir, Options{})
+			tab := explainTableOf(t, ts.URL)
+			if tc.cause == "" {
+				// The first step fills the rollout pool from empty; every later step is within its noise.
+				for _, st := range tab.Steps[1:] {
+					e := explainOf(t, ts.URL, st.Step)
+					if len(e.Contributors) > 0 {
+						t.Fatalf("healthy step %d: contributors %+v over the floor %g", st.Step, e.Contributors, e.NoiseFloor)
+					}
+				}
+				_, d := getData(t, ts.URL+"/api/v1/steps/3/explain")
+				golden(t, "sim_healthy_explain", d)
+				return
+			}
+			e := explainOf(t, ts.URL, tc.step)
+			if e.K != store.ExplainK || len(e.Neighbours) == 0 || containsInt(e.Neighbours, tc.step) {
+				t.Fatalf("baseline of step %d: K %d, neighbours %v", tc.step, e.K, e.Neighbours)
+			}
+			if len(e.Contributors) == 0 || e.Contributors[0].Cause != tc.cause {
+				t.Fatalf("step %d (%.1f s, baseline %.1f s): top contributor %+v, want %s; causes %+v", tc.step, e.Seconds, e.Baseline, e.Contributors, tc.cause, e.Causes)
+			}
+			top := e.Contributors[0]
+			if top.Over < e.NoiseFloor || !tc.link(top.Links) {
+				t.Fatalf("top contributor %+v: floor %g, links", top, e.NoiseFloor)
+			}
+			if tc.cause != store.CauseLowMFU && !pathHas(e.Path, tc.cause) {
+				t.Fatalf("critical path lacks %s: %+v", tc.cause, e.Path)
+			}
+		})
+	}
+}
+
+func containsInt(xs []int, x int) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+func pathHas(path []store.ExplainEdge, cause string) bool {
+	for _, e := range path {
+		if e.To == cause && e.Seconds > 0 && e.Detail != "" {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,832 @@
+package store
+
+import (
+	"encoding/hex"
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// Why a step was slow (docs/semconv.md §12.1): each trainer step's time split into causes over explicit causal
+// edges, and compared against a baseline (the median of its neighbouring steps, or another run's same step). The
+// trainer side reads the same sweep as the goodput ledger (goodput.go: the phase on top per lane, the collective
+// wait); the rollout side follows the batch's last consumed sample through its step's anatomy (anatomy.go).
+
+// ExplainK is the default count of neighbouring steps whose median is a step's baseline (up to K/2 before and K/2
+// after it, fewer at the run's ends; the step itself excluded).
+const ExplainK = 8
+
+// The causes a step's time is split into (docs/semconv.md §12.1). Every cause but CauseLowMFU is a part of the
+// step's wall time; the parts add up to it. Trainer phases other than these are causes named "phase:<name>".
+const (
+	// CauseTrainCompute: the productive trainer phases on top of the reference lane, less its collective wait.
+	CauseTrainCompute = "train_compute"
+	// CauseStragglerRank: the reference lane waited inside a synchronous phase for the last rank to arrive.
+	CauseStragglerRank = "straggler_rank"
+	// CauseNoPhase: the reference lane had no phase at all.
+	CauseNoPhase = "no_phase"
+	// The trainer's wait for the batch (train_wait on top), by what the batch's last consumed sample did then:
+	// waited in its engine's queue (sglang's queue slices), decoded (the seconds its tokens take at the fleet's
+	// fastest engine's pace, and the rest: a slow engine), waited for a tool, waited for a generation slot,
+	// was generated in attempts that were aborted and retried, was paused by a weight update, anything else
+	// (between its spans, before its submit, after its end), or nothing was generated at all (a hung rollout:
+	// the step never consumed a batch and no engine generated since).
+	CauseEngineQueue  = "engine_queue"
+	CauseDecodeLength = "decode_length"
+	CauseSlowEngine   = "slow_engine"
+	CauseTool         = "tool"
+	CauseSlotQueue    = "slot_queue"
+	CauseRetry        = "retry"
+	CauseWeightSync   = "weight_sync"
+	CauseRolloutOther = "rollout_other"
+	CauseStall        = "stall"
+	// CauseLowMFU is no part of the wall time: the train compute's seconds times its MFU shortfall against the
+	// baseline's (perf/actor_train_mfu), what the compute would have saved at the baseline's efficiency.
+	CauseLowMFU = "low_mfu"
+)
+
+// ExplainCauses are the causes in the order every answer lists them (phase causes follow, by name).
+var ExplainCauses = []string{
+	CauseTrainCompute, CauseStragglerRank, CauseNoPhase, CauseEngineQueue, CauseDecodeLength, CauseSlowEngine,
+	CauseTool, CauseSlotQueue, CauseRetry, CauseWeightSync, CauseRolloutOther, CauseStall, CauseLowMFU,
+}
+
+// ExplainLinks point a cause or an edge into the views: a lane (and its rank), an engine, a sample of a step
+// (the Steps page), a span of a sample's trace.
+type ExplainLinks struct {
+	Lane   string `json:"lane,omitempty"`
+	Rank   *int   `json:"rank,omitempty"`
+	Engine string `json:"engine,omitempty"`
+	Step   *int   `json:"step,omitempty"`
+	Sample *int   `json:"sample,omitempty"`
+	Trace  string `json:"trace,omitempty"`
+	Span   string `json:"span,omitempty"`
+}
+
+// ExplainCause is one cause of a step's time against its baseline.
+type ExplainCause struct {
+	Cause string `json:"cause"`
+	// Seconds is the cause's part of the step; Baseline the baseline's; Over the difference (for CauseLowMFU,
+	// Over is the counterfactual saving and Baseline 0).
+	Seconds  float64 `json:"seconds"`
+	Baseline float64 `json:"baseline"`
+	Over     float64 `json:"over"`
+	// Noise is how much the cause varies over the baseline's steps (3 × their median absolute deviation; 0
+	// against a single step): a contributor is listed only when Over reaches it too.
+	Noise  float64      `json:"noise"`
+	Detail string       `json:"detail,omitempty"`
+	Links  ExplainLinks `json:"links"`
+}
+
+// ExplainEdge is one causal edge of a step's critical path: From waited on To for Seconds.
+type ExplainEdge struct {
+	From    string       `json:"from"`
+	To      string       `json:"to"`
+	Seconds float64      `json:"seconds"`
+	Detail  string       `json:"detail"`
+	Links   ExplainLinks `json:"links"`
+}
+
+// ExplainPhase is one trainer phase's seconds on top of the reference lane, against the baseline's.
+type ExplainPhase struct {
+	Phase    string  `json:"phase"`
+	Seconds  float64 `json:"seconds"`
+	Baseline float64 `json:"baseline"`
+	Delta    float64 `json:"delta"`
+}
+
+// ExplainStepFacts are one step's causes in seconds, what a baseline is made of (and what compare diffs).
+type ExplainStepFacts struct {
+	Step    int     `json:"step"`
+	T0      float64 `json:"t0"`
+	T1      float64 `json:"t1"`
+	Open    bool    `json:"open"`
+	Seconds float64 `json:"seconds"`
+	// MFU is the step's perf/actor_train_mfu (null when not logged).
+	MFU *float64 `json:"mfu"`
+	// Causes are the step's seconds per cause (ExplainCauses and phase causes; CauseLowMFU absent: it needs a
+	// baseline). Phases are the trainer phases on top of the reference lane.
+	Causes map[string]float64 `json:"causes"`
+	Phases map[string]float64 `json:"phases"`
+	// Spread is a baseline's per-cause noise (ExplainCause.Noise; "mfu" for the MFU's), absent from a step's.
+	Spread map[string]float64 `json:"spread,omitempty"`
+
+	links map[string]ExplainLinks
+	path  []ExplainEdge
+}
+
+// ExplainTable is every step's facts, in step order.
+type ExplainTable struct {
+	Causes []string           `json:"causes"`
+	Steps  []ExplainStepFacts `json:"steps"`
+}
+
+// ExplainResult is one step explained against its baseline.
+type ExplainResult struct {
+	Step int     `json:"step"`
+	T0   float64 `json:"t0"`
+	T1   float64 `json:"t1"`
+	Open bool    `json:"open"`
+	// Seconds is the step's wall time; Baseline the median of its neighbours' (K of them at most, listed).
+	Seconds    float64 `json:"seconds"`
+	Baseline   float64 `json:"baseline"`
+	K          int     `json:"k"`
+	Neighbours []int   `json:"neighbours"`
+	// NoiseFloor: contributors below it (max(1 s, 2 % of the baseline's step time)) or below their cause's noise
+	// are not listed.
+	NoiseFloor  float64        `json:"noise_floor"`
+	MFU         *float64       `json:"mfu"`
+	BaselineMFU *float64       `json:"baseline_mfu"`
+	Phases      []ExplainPhase `json:"phases"`
+	// Path is the step's critical path, edge by edge, in causal order.
+	Path []ExplainEdge `json:"path"`
+	// Causes lists every cause; Contributors those at or over the noise floor, largest first.
+	Causes       []ExplainCause `json:"causes"`
+	Contributors []ExplainCause `json:"contributors"`
+}
+
+// NoiseFloor is the least a contributor must be over its baseline to be listed, for a baseline step time.
+func NoiseFloor(baselineSeconds float64) float64 { return max(1, 0.02*baselineSeconds) }
+
+// explainSteps are the run's steps as the ledger sees them: the logged steps and the step in progress (or hung)
+// from the last one's end to the data edge.
+func (s *Store) explainSteps() ([]Bubble, int) {
+	steps := s.Bubbles(0, math.MaxFloat64/4)
+	if len(steps) == 0 {
+		return steps, -1
+	}
+	last := steps[len(steps)-1]
+	// The trajectories are read first: reading them may raise the data edge.
+	s.mu.RLock()
+	hi := hourOf(last.T1)
+	for _, h := range s.trajectories.files.Hours() {
+		hi = max(hi, h)
+	}
+	s.mu.RUnlock()
+	s.ensureHours(hourOf(last.T1)-1, hi, s.trajectories.cache)
+	if edge := s.Edge(); edge > last.T1 {
+		steps = append(steps, Bubble{Step: last.Step + 1, T0: last.T1, T1: edge})
+		return steps, len(steps) - 1
+	}
+	return steps, -1
+}
+
+// ExplainTable is the facts of every step of the run.
+func (s *Store) ExplainTable() *ExplainTable {
+	defer s.pin()()
+	steps, open := s.explainSteps()
+	out := &ExplainTable{Causes: ExplainCauses, Steps: []ExplainStepFacts{}}
+	ex := s.newExplainer()
+	for i, st := range steps {
+		out.Steps = append(out.Steps, *ex.facts(st, i == open))
+	}
+	return out
+}
+
+// Explain explains step against the median of its k neighbouring steps (k ≤ 0: ExplainK).
+func (s *Store) Explain(step, k int) (*ExplainResult, error) {
+	if k <= 0 {
+		k = ExplainK
+	}
+	defer s.pin()()
+	steps, open := s.explainSteps()
+	at := slices.IndexFunc(steps, func(b Bubble) bool { return b.Step == step })
+	if at < 0 {
+		return nil, ErrNoStep
+	}
+	ex := s.newExplainer()
+	f := ex.facts(steps[at], at == open)
+	var base []*ExplainStepFacts
+	var neighbours []int
+	for _, j := range neighbourSteps(len(steps), at, k) {
+		if j == open {
+			continue // a step in progress is no baseline
+		}
+		base = append(base, ex.facts(steps[j], false))
+		neighbours = append(neighbours, steps[j].Step)
+	}
+	b := MedianFacts(base)
+	r := &ExplainResult{
+		Step: f.Step, T0: f.T0, T1: f.T1, Open: f.Open, Seconds: f.Seconds, Baseline: b.Seconds, K: k,
+		Neighbours: neighbours, MFU: f.MFU, BaselineMFU: b.MFU, Path: f.path,
+	}
+	if r.Neighbours == nil {
+		r.Neighbours = []int{}
+	}
+	if r.Path == nil {
+		r.Path = []ExplainEdge{}
+	}
+	r.NoiseFloor = NoiseFloor(b.Seconds)
+	r.Causes = ExplainAgainst(f, b)
+	r.Contributors = Contributors(r.Causes, r.NoiseFloor)
+	r.Phases = []ExplainPhase{}
+	for _, name := range unionKeys(f.Phases, b.Phases) {
+		r.Phases = append(r.Phases, ExplainPhase{Phase: name, Seconds: f.Phases[name], Baseline: b.Phases[name], Delta: f.Phases[name] - b.Phases[name]})
+	}
+	return r, nil
+}
+
+// neighbourSteps are the indices of the up to k steps around at (k/2 before, k/2 after; fewer at the ends), at
+// itself excluded.
+func neighbourSteps(n, at, k int) []int {
+	var out []int
+	for j := max(0, at-k/2); j <= min(n-1, at+k-k/2); j++ {
+		if j != at {
+			out = append(out, j)
+		}
+	}
+	return out
+}
+
+// MedianFacts is the per-cause, per-phase median of steps' facts (the step time and MFU too): a baseline.
+func MedianFacts(steps []*ExplainStepFacts) *ExplainStepFacts {
+	out := &ExplainStepFacts{Causes: map[string]float64{}, Phases: map[string]float64{}, Spread: map[string]float64{}}
+	if len(steps) == 0 {
+		return out
+	}
+	median := func(xs []float64) float64 {
+		slices.Sort(xs)
+		n := len(xs)
+		return (xs[(n-1)/2] + xs[n/2]) / 2
+	}
+	// spread is 3 × the median absolute deviation of xs around m.
+	spread := func(xs []float64, m float64) float64 {
+		d := make([]float64, len(xs))
+		for i, x := range xs {
+			d[i] = math.Abs(x - m)
+		}
+		return 3 * median(d)
+	}
+	var lastXs []float64
+	med := func(get func(f *ExplainStepFacts) (float64, bool)) (float64, bool) {
+		var xs []float64
+		for _, f := range steps {
+			if v, ok := get(f); ok {
+				xs = append(xs, v)
+			}
+		}
+		lastXs = xs
+		if len(xs) == 0 {
+			return 0, false
+		}
+		return median(slices.Clone(xs)), true
+	}
+	out.Seconds, _ = med(func(f *ExplainStepFacts) (float64, bool) { return f.Seconds, true })
+	if v, ok := med(func(f *ExplainStepFacts) (float64, bool) {
+		if f.MFU == nil {
+			return 0, false
+		}
+		return *f.MFU, true
+	}); ok {
+		out.MFU = &v
+		out.Spread["mfu"] = spread(lastXs, v)
+	}
+	causes, phases := map[string]bool{}, map[string]bool{}
+	for _, f := range steps {
+		for c := range f.Causes {
+			causes[c] = true
+		}
+		for p := range f.Phases {
+			phases[p] = true
+		}
+	}
+	for c := range causes {
+		out.Causes[c], _ = med(func(f *ExplainStepFacts) (float64, bool) { return f.Causes[c], true })
+		out.Spread[c] = spread(lastXs, out.Causes[c])
+	}
+	for p := range phases {
+		out.Phases[p], _ = med(func(f *ExplainStepFacts) (float64, bool) { return f.Phases[p], true })
+	}
+	return out
+}
+
+// ExplainAgainst is step's causes against a baseline's (the median of its neighbours, or another run's same
+// step), in the order of ExplainCauses then phase causes by name.
+func ExplainAgainst(step, base *ExplainStepFacts) []ExplainCause {
+	out := []ExplainCause{}
+	for _, c := range orderedCauses(unionKeys(step.Causes, base.Causes)) {
+		out = append(out, ExplainCause{Cause: c, Seconds: step.Causes[c], Baseline: base.Causes[c],
+			Over: step.Causes[c] - base.Causes[c], Noise: base.Spread[c], Links: step.links[c], Detail: causeDetail(step, c)})
+	}
+	if step.MFU != nil && base.MFU != nil && *base.MFU > 0 {
+		loss := step.Causes[CauseTrainCompute] * max(0, 1 - *step.MFU / *base.MFU)
+		out = append(out, ExplainCause{Cause: CauseLowMFU, Seconds: loss, Over: loss, Noise: step.Causes[CauseTrainCompute] * base.Spread["mfu"] / *base.MFU,
+			Detail: fmt.Sprintf("MFU %.3f against the baseline's %.3f", *step.MFU, *base.MFU)})
+	}
+	return out
+}
+
+// Contributors are the causes at least floor and their noise over their baseline, largest first (ties by name).
+func Contributors(causes []ExplainCause, floor float64) []ExplainCause {
+	out := []ExplainCause{}
+	for _, c := range causes {
+		if c.Over >= max(floor, c.Noise) {
+			out = append(out, c)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Over != out[j].Over {
+			return out[i].Over > out[j].Over
+		}
+		return out[i].Cause < out[j].Cause
+	})
+	return out
+}
+
+func causeDetail(f *ExplainStepFacts, c string) string {
+	for _, e := range f.path {
+		if e.To == c || strings.HasSuffix(e.To, ":"+c) {
+			return e.Detail
+		}
+	}
+	return ""
+}
+
+func unionKeys(a, b map[string]float64) []string {
+	var out []string
+	for k := range a {
+		out = append(out, k)
+	}
+	for k := range b {
+		if _, ok := a[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// orderedCauses orders cause names as ExplainCauses, then the rest (phase causes) by name.
+func orderedCauses(names []string) []string {
+	rank := func(c string) int {
+		if i := slices.Index(ExplainCauses, c); i >= 0 {
+			return i
+		}
+		return len(ExplainCauses)
+	}
+	sort.SliceStable(names, func(i, j int) bool {
+		ri, rj := rank(names[i]), rank(names[j])
+		if ri != rj {
+			return ri < rj
+		}
+		return names[i] < names[j]
+	})
+	return names
+}
+
+// explainer computes step facts over one run, with what every step shares read once.
+type explainer struct {
+	s     *Store
+	train []*Lane
+	mfu   map[int]float64
+}
+
+func (s *Store) newExplainer() *explainer {
+	ex := &explainer{s: s, mfu: map[int]float64{}}
+	if lanes, _, err := s.Lanes("all"); err == nil {
+		for _, l := range lanes {
+			if slices.Contains(l.Roles, "train") || len(l.Ranks) > 0 {
+				ex.train = append(ex.train, l)
+			}
+		}
+	}
+	if ser, ok := s.StepMetricSeries("perf/actor_train_mfu")["perf/actor_train_mfu"]; ok {
+		for i, x := range ser.X {
+			ex.mfu[int(x)] = ser.Y[i]
+		}
+	}
+	return ex
+}
+
+// topSweep is one lane's sweep over [t0, t1): the seconds each phase spent on top (the ledger's paint order,
+// laneTrainerSplit), the seconds with no phase, and the intervals train_wait was on top.
+func topSweep(l *PhaseLane, names []string, t0, t1 float64) (byName map[string]float64, none float64, wait [][2]float64) {
+	type iv struct {
+		a, b float64
+		key  int
+		name string
+	}
+	var ivs []iv
+	cuts := []float64{t0, t1}
+	for i := range l.Name {
+		if l.Rank[i] < 0 {
+			continue
+		}
+		a, b := max(l.T0[i], t0), min(l.T1[i], t1)
+		if b <= a {
+			continue
+		}
+		name := names[l.Name[i]]
+		key := 1000 + l.Depth[i]
+		if idlePhases[name] {
+			key = l.Depth[i]
+		}
+		ivs = append(ivs, iv{a, b, key, name})
+		cuts = append(cuts, a, b)
+	}
+	slices.Sort(cuts)
+	cuts = slices.Compact(cuts)
+	byName = map[string]float64{}
+	for k := 0; k+1 < len(cuts); k++ {
+		a, b := cuts[k], cuts[k+1]
+		top, name := -1, ""
+		for _, x := range ivs {
+			if x.a <= a && x.b >= b && x.key > top {
+				top, name = x.key, x.name
+			}
+		}
+		if top < 0 {
+			none += b - a
+			continue
+		}
+		byName[name] += b - a
+		if idleTrainerPhases[name] {
+			if n := len(wait); n > 0 && wait[n-1][1] == a {
+				wait[n-1][1] = b
+			} else {
+				wait = append(wait, [2]float64{a, b})
+			}
+		}
+	}
+	return byName, none, wait
+}
+
+func laneRank(l *PhaseLane) *int {
+	for _, r := range l.Rank {
+		if r >= 0 {
+			return &r
+		}
+	}
+	return nil
+}
+
+// facts are one step's causes: the trainer side on the reference lane (the lane that waited longest in a
+// synchronous phase: it reached every collective first, so its time is the step's), its wait for the batch
+// split by the batch's last consumed sample.
+func (ex *explainer) facts(st Bubble, open bool) *ExplainStepFacts {
+	f := &ExplainStepFacts{Step: st.Step, T0: st.T0, T1: st.T1, Open: open, Seconds: st.T1 - st.T0,
+		Causes: map[string]float64{}, Phases: map[string]float64{}, links: map[string]ExplainLinks{}}
+	if v, ok := ex.mfu[st.Step]; ok && !open {
+		f.MFU = &v
+	}
+	step := st.Step
+	if len(ex.train) == 0 || f.Seconds <= 0 {
+		return f
+	}
+	p := ex.s.Phases(st.T0, st.T1, ex.train)
+	if len(p.Lanes) == 0 {
+		f.Causes[CauseNoPhase] = f.Seconds
+		return f
+	}
+	waits := collectiveWaits(p, st.T0, st.T1)
+	ref, straggler := 0, 0
+	for i := range waits {
+		if waits[i] > waits[ref] {
+			ref = i
+		}
+		if waits[i] < waits[straggler] {
+			straggler = i
+		}
+	}
+	rl := p.Lanes[ref]
+	byName, none, waitIvs := topSweep(rl, p.Names, st.T0, st.T1)
+	refLinks := ExplainLinks{Lane: rl.ID, Rank: laneRank(rl), Step: &step}
+	f.Causes[CauseNoPhase] = none
+	f.links[CauseNoPhase] = refLinks
+	var compute float64
+	for _, name := range slices.Sorted(maps.Keys(byName)) { // a fixed order: the same sums on every call
+		sec := byName[name]
+		f.Phases[name] = sec
+		switch {
+		case productivePhases[name]:
+			compute += sec
+		case idleTrainerPhases[name]:
+		default:
+			f.Causes["phase:"+name] = sec
+			f.links["phase:"+name] = refLinks
+		}
+	}
+	wait := min(waits[ref], compute)
+	f.Causes[CauseTrainCompute] = compute - wait
+	f.links[CauseTrainCompute] = refLinks
+	f.Causes[CauseStragglerRank] = wait
+	sl := p.Lanes[straggler]
+	f.links[CauseStragglerRank] = ExplainLinks{Lane: sl.ID, Rank: laneRank(sl), Step: &step}
+	var trainWait float64
+	for _, w := range waitIvs {
+		trainWait += w[1] - w[0]
+	}
+	f.path = append(f.path, ExplainEdge{From: "step", To: "train_wait", Seconds: trainWait, Links: refLinks,
+		Detail: fmt.Sprintf("the trainer (lane %s) waited %.1f s for the batch", rl.ID, trainWait)})
+	ex.rollout(f, waitIvs, open)
+	for _, name := range slices.Sorted(maps.Keys(byName)) {
+		if idleTrainerPhases[name] {
+			continue
+		}
+		f.path = append(f.path, ExplainEdge{From: "step", To: "phase:" + name, Seconds: byName[name], Links: refLinks,
+			Detail: fmt.Sprintf("%s on top of lane %s for %.1f s", name, rl.ID, byName[name])})
+	}
+	if wait > 0 {
+		f.path = append(f.path, ExplainEdge{From: "phase:synchronous", To: CauseStragglerRank, Seconds: wait, Links: f.links[CauseStragglerRank],
+			Detail: fmt.Sprintf("a straggler rank (lane %s) held the synchronous phase for %.1f s", sl.ID, wait)})
+	}
+	return f
+}
+
+// genInfo is what a generate segment's record holds beyond the anatomy row: its engine, tokens and span.
+type genInfo struct {
+	engine string
+	tokOut int32
+	span   [8]byte
+}
+
+// rolloutInputs reads the trajectories around [t0, t1]: the generate records by their times, the weight
+// updates, and the latest generate end before t1.
+func (s *Store) rolloutInputs(t0, t1 float64) (gens map[[2]float64]genInfo, updates [][2]float64, lastGen float64) {
+	lo, hi := hourOf(t0)-1, hourOf(t1)+1
+	s.ensureHours(lo, hi, s.trajectories.cache)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	gens = map[[2]float64]genInfo{}
+	strs := &s.trajectories.strings
+	seen := map[[8]byte]bool{}
+	for _, b := range s.trajectories.hoursLocked(lo, hi) {
+		for i := range b.records {
+			r := &b.records[i]
+			switch r.typ {
+			case ttGenerate:
+				gens[[2]float64{r.t0, r.t1}] = genInfo{engine: strs.str(r.engine), tokOut: r.tokOut, span: r.span}
+				if r.t0 < t1 {
+					lastGen = max(lastGen, min(r.t1, t1))
+				}
+			case ttWeightUpdate:
+				if !seen[r.span] && r.t1 > r.t0 {
+					seen[r.span] = true
+					updates = append(updates, [2]float64{r.t0, r.t1})
+				}
+			}
+		}
+	}
+	return gens, updates, lastGen
+}
+
+// rolloutPiece is an interval of a critical sample's timeline with the cause it stands for.
+type rolloutPiece struct {
+	a, b  float64
+	cause string
+	row   *AnatomyRow
+	seg   int // index of the generate segment's five in row.Gen, or -1
+}
+
+// samplePieces are a sample's spans as causes, in paint order (later ones win where they overlap): weight
+// updates, earlier attempts, the slot queue, tools, generation, the engine's queue inside generation.
+func samplePieces(row *AnatomyRow, updates [][2]float64, queueStage int) []rolloutPiece {
+	var ps []rolloutPiece
+	for _, u := range updates {
+		ps = append(ps, rolloutPiece{u[0], u[1], CauseWeightSync, row, -1})
+	}
+	for k := 0; k+1 < len(row.Attempts); k += 2 {
+		if k+2 < len(row.Attempts) { // every attempt but the last (the consumed one) was aborted or failed
+			ps = append(ps, rolloutPiece{row.Attempts[k], row.Attempts[k+1], CauseRetry, row, -1})
+		}
+	}
+	for k := 0; k+1 < len(row.Queue); k += 2 {
+		ps = append(ps, rolloutPiece{row.Queue[k], row.Queue[k+1], CauseSlotQueue, row, -1})
+	}
+	for k := 0; k+2 < len(row.Tool); k += 3 {
+		ps = append(ps, rolloutPiece{row.Tool[k], row.Tool[k+1], CauseTool, row, -1})
+	}
+	final := float64(row.Attempt)
+	for k := 0; k+4 < len(row.Gen); k += 5 {
+		c := CauseDecodeLength
+		if row.Gen[k+4] < final {
+			c = CauseRetry // generated by an attempt that was aborted
+		}
+		ps = append(ps, rolloutPiece{row.Gen[k], row.Gen[k+1], c, row, k})
+	}
+	for k := 0; k+4 < len(row.EngineSlices); k += 5 {
+		if int(row.EngineSlices[k+2]) != queueStage {
+			continue
+		}
+		seg := int(row.EngineSlices[k+3]) * 5
+		c := CauseEngineQueue
+		if seg+4 < len(row.Gen) && row.Gen[seg+4] < final {
+			c = CauseRetry
+		}
+		ps = append(ps, rolloutPiece{row.EngineSlices[k], row.EngineSlices[k+1], c, row, seg})
+	}
+	return ps
+}
+
+// rollout splits the trainer's wait for the batch (waitIvs) along the batch's critical chain: the batch closed
+// when its last consumed sample finished; before that sample was submitted, the chain goes on to the batch's
+// sample that finished last before its submit (whose end freed what the submit waited for), and so on back.
+// Each instant of the wait is the cause of what the chain's sample did then (samplePieces).
+func (ex *explainer) rollout(f *ExplainStepFacts, waitIvs [][2]float64, open bool) {
+	step := f.Step
+	if len(waitIvs) == 0 {
+		return
+	}
+	stepLinks := ExplainLinks{Step: &step}
+	var an *AnatomyResult
+	if !open {
+		an, _ = ex.s.Anatomy(step, "submit", 0, 0)
+	}
+	lo, hi := waitIvs[0][0], waitIvs[len(waitIvs)-1][1]
+	if an != nil {
+		lo = min(lo, an.T0)
+	}
+	gens, updates, lastGen := ex.s.rolloutInputs(lo, hi)
+	if an == nil || len(an.Rows) == 0 {
+		// No batch closed: the wait since the engines last generated is a stall; the rest was rollout in flight.
+		var stall float64
+		for _, w := range waitIvs {
+			stall += w[1] - max(w[0], min(w[1], lastGen))
+			f.Causes[CauseRolloutOther] += min(w[1], lastGen) - min(w[0], lastGen)
+		}
+		f.Causes[CauseStall] = stall
+		f.links[CauseStall] = stepLinks
+		if stall > 0 {
+			f.path = append(f.path, ExplainEdge{From: "train_wait", To: CauseStall, Seconds: stall, Links: stepLinks,
+				Detail: fmt.Sprintf("no batch closed and no engine generated for %.1f s", stall)})
+		}
+		return
+	}
+	rows := an.Rows
+	sampleLinks := func(r *AnatomyRow) ExplainLinks {
+		sample := r.Sample
+		return ExplainLinks{Step: &step, Sample: &sample, Trace: r.Trace}
+	}
+	// The chain, newest first: each sample owns [its submit, the next one's submit) of the wait.
+	type link struct {
+		row    *AnatomyRow
+		t0, t1 float64
+	}
+	var chain []link
+	crit := 0
+	for i := range rows {
+		if rows[i].End > rows[crit].End {
+			crit = i
+		}
+	}
+	upto := math.Inf(1)
+	for cur := &rows[crit]; cur != nil && len(chain) < len(rows); {
+		chain = append(chain, link{cur, cur.Submit, upto})
+		upto = cur.Submit
+		if upto <= lo {
+			break
+		}
+		var next *AnatomyRow
+		for i := range rows {
+			r := &rows[i]
+			if r != cur && r.End <= upto && r.End > r.Submit && (next == nil || r.End > next.End) {
+				next = r
+			}
+		}
+		cur = next
+	}
+	last := chain[0].row
+	f.path = append(f.path, ExplainEdge{From: "train_wait", To: "batch", Seconds: max(0, last.Consume-last.End), Links: sampleLinks(last),
+		Detail: fmt.Sprintf("the batch of %d samples closed when its last consumed sample (%d) finished; consumed %.1f s later", len(rows), last.Sample, max(0, last.Consume-last.End))})
+	for i := 1; i < len(chain); i++ {
+		c, p := chain[i-1].row, chain[i].row
+		f.path = append(f.path, ExplainEdge{From: fmt.Sprintf("sample:%d", c.Sample), To: fmt.Sprintf("sample:%d", p.Sample), Seconds: max(0, c.Submit-p.Submit), Links: sampleLinks(p),
+			Detail: fmt.Sprintf("sample %d was submitted when sample %d finished", c.Sample, p.Sample)})
+	}
+	// The fastest engine's pace (seconds per output token, the median of its segments in the batch) prices the
+	// chain's tokens; the rest of their decode time is their engines' slowness.
+	perEngine := map[string][]float64{}
+	for i := range rows {
+		g := rows[i].Gen
+		for k := 0; k+4 < len(g); k += 5 {
+			if info, ok := gens[[2]float64{g[k], g[k+1]}]; ok && info.tokOut > 0 {
+				perEngine[info.engine] = append(perEngine[info.engine], (g[k+1]-g[k])/float64(info.tokOut))
+			}
+		}
+	}
+	pace := math.Inf(1)
+	for _, xs := range perEngine {
+		slices.Sort(xs)
+		pace = min(pace, xs[len(xs)/2])
+	}
+	queueStage := slices.Index(EngineStageNames, "queue")
+	var pieces []rolloutPiece
+	queued := map[*AnatomyRow]map[int]float64{}
+	for _, l := range chain {
+		q := map[int]float64{}
+		for _, x := range samplePieces(l.row, updates, queueStage) {
+			if x.cause == CauseEngineQueue {
+				q[x.seg] += x.b - x.a
+			}
+			if x.a, x.b = max(x.a, l.t0), min(x.b, l.t1); x.b > x.a {
+				pieces = append(pieces, x)
+			}
+		}
+		queued[l.row] = q
+	}
+	genOf := func(x rolloutPiece) (genInfo, bool) {
+		if x.row == nil || x.seg < 0 || x.seg+1 >= len(x.row.Gen) {
+			return genInfo{}, false
+		}
+		info, ok := gens[[2]float64{x.row.Gen[x.seg], x.row.Gen[x.seg+1]}]
+		return info, ok
+	}
+	// largest is, per cause, its largest piece (what its links point at) and the seconds of it.
+	type best struct {
+		x   rolloutPiece
+		sec float64
+	}
+	largest := map[string]best{}
+	add := func(cause string, x rolloutPiece, sec float64) {
+		f.Causes[cause] += sec
+		if b, ok := largest[cause]; !ok || sec > b.sec {
+			largest[cause] = best{x, sec}
+		}
+	}
+	for _, w := range waitIvs {
+		cuts := []float64{w[0], w[1]}
+		for _, l := range chain {
+			if l.t0 > w[0] && l.t0 < w[1] {
+				cuts = append(cuts, l.t0)
+			}
+		}
+		for _, x := range pieces {
+			if x.b > w[0] && x.a < w[1] {
+				cuts = append(cuts, max(x.a, w[0]), min(x.b, w[1]))
+			}
+		}
+		slices.Sort(cuts)
+		cuts = slices.Compact(cuts)
+		for k := 0; k+1 < len(cuts); k++ {
+			a, b := cuts[k], cuts[k+1]
+			top := rolloutPiece{cause: CauseRolloutOther, seg: -1}
+			for _, l := range chain {
+				if l.t0 <= a && l.t1 >= b {
+					top.row = l.row
+				}
+			}
+			for _, x := range pieces { // the last painted piece covering [a, b) wins
+				if x.a <= a && x.b >= b {
+					top = x
+				}
+			}
+			if top.cause != CauseDecodeLength {
+				add(top.cause, top, b-a)
+				continue
+			}
+			// Decode: the seconds its tokens take at the fastest engine's pace; the rest is a slow engine.
+			length := b - a
+			if info, ok := genOf(top); ok && info.tokOut > 0 && !math.IsInf(pace, 1) {
+				decode := top.row.Gen[top.seg+1] - top.row.Gen[top.seg] - queued[top.row][top.seg]
+				if decode > 0 {
+					length = (b - a) * min(1, float64(info.tokOut)*pace/decode)
+				}
+			}
+			add(CauseDecodeLength, top, length)
+			add(CauseSlowEngine, top, b-a-length)
+		}
+	}
+	// Links and edges: each cause points at its largest piece's sample, engine and span.
+	for _, c := range []string{CauseEngineQueue, CauseDecodeLength, CauseSlowEngine, CauseTool, CauseSlotQueue, CauseRetry, CauseWeightSync, CauseRolloutOther} {
+		sec := f.Causes[c]
+		b, ok := largest[c]
+		if sec <= 0 || !ok {
+			continue
+		}
+		l := stepLinks
+		sample := -1
+		if b.x.row != nil {
+			l = sampleLinks(b.x.row)
+			sample = b.x.row.Sample
+		}
+		info, hasGen := genOf(b.x)
+		if hasGen {
+			l.Engine, l.Span = info.engine, hex.EncodeToString(info.span[:])
+		}
+		var detail string
+		switch c {
+		case CauseEngineQueue:
+			detail = fmt.Sprintf("the batch's critical samples waited %.1f s in engine queues (most: sample %d in %s's)", sec, sample, l.Engine)
+		case CauseDecodeLength:
+			detail = fmt.Sprintf("the critical samples decoded for %.1f s at the fastest engine's pace (most: sample %d, %d tokens in %.1f s on %s, status %s)",
+				sec, sample, info.tokOut, b.x.row.Gen[b.x.seg+1]-b.x.row.Gen[b.x.seg], l.Engine, b.x.row.Status)
+		case CauseSlowEngine:
+			detail = fmt.Sprintf("engines decoded the critical samples %.1f s slower than the fastest engine's pace (most: sample %d on %s)", sec, sample, l.Engine)
+		case CauseTool:
+			detail = fmt.Sprintf("the critical samples waited %.1f s for tools (most: sample %d)", sec, sample)
+		case CauseSlotQueue:
+			detail = fmt.Sprintf("the critical samples waited %.1f s for a generation slot (most: sample %d)", sec, sample)
+		case CauseRetry:
+			detail = fmt.Sprintf("%.1f s went to attempts that were aborted and retried (most: sample %d, consumed from attempt %d)", sec, sample, b.x.row.Attempt)
+		case CauseWeightSync:
+			detail = fmt.Sprintf("weight sync blocked the engines for %.1f s while the critical samples were in flight", sec)
+		case CauseRolloutOther:
+			detail = fmt.Sprintf("%.1f s of the wait outside the critical samples' queue, generate and tool spans", sec)
+		}
+		f.links[c] = l
+		f.path = append(f.path, ExplainEdge{From: "batch", To: c, Seconds: sec, Detail: detail, Links: l})
+	}
+}
