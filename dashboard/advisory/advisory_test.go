@@ -102,7 +102,7 @@ func healthy() Input {
 		}
 	}
 	in.Phases = append(in.Phases, phase("train_wait", 0, 8, in.Edge-1200, -1)) // open, 20 min: normal waiting
-	in.Steps["train/entropy"] = entropyDecay(41, 0.25, 0.7, 40, 0.02)           // miles-sim's healthy decay
+	in.Steps["train/entropy"] = entropyDecay(41, 0.25, 0.7, 40, 0.02)          // miles-sim's healthy decay
 	for _, a := range []string{"e0", "e1"} {
 		in.Engines[MRunning] = append(in.Engines[MRunning], gauge(MRunning, a, "0", repeat(40, 1800)...))
 		in.Engines[MKVUsage] = append(in.Engines[MKVUsage], gauge(MKVUsage, a, "0", repeat(0.6, 1800)...))
