@@ -67,6 +67,7 @@ type trajectoryReader interface {
 	LifecycleStepsIfIndexed() ([]store.StepSummary, bool)
 	Anatomy(step int, sortKey string, offset, limit int) (*store.AnatomyResult, error)
 	LifecycleCarpet(t0, t1 float64, buckets, maxRows, offset int) *store.CarpetResult
+	VersionPool(t0, t1 float64, points int) *store.PoolResult
 }
 
 // Store is everything the server reads from a run.

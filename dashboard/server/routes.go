@@ -39,6 +39,7 @@ func (s *Server) register(mux *http.ServeMux) {
 	handle("GET /api/v1/steps/{id}/explain", s.explain) // why the step was slow, against its baseline (explain.go)
 	handle("GET /api/v1/explain", s.explainTable)       // every step's causes, what compare diffs (explain.go)
 	handle("GET /api/v1/lifecycle/carpet", s.carpet)    // binary frame
+	handle("GET /api/v1/lifecycle/pool", s.pool)        // the version-lag pool over time
 	handle("GET /api/v1/lifecycle/engine_stages", s.engineStages)
 	handle("GET /api/v1/steps/{id}/samples/{idx}/lifecycle", s.sampleLifecycle) // engine_stages.go
 

@@ -87,3 +87,17 @@ func (s *Server) carpet(r *http.Request) (any, error) {
 		Attempts: c.Attempts,
 	}, cells: c.Cells}, nil
 }
+
+// pool answers GET /api/v1/lifecycle/pool: the samples generated and not yet consumed over the window, by weight
+// version lag, and the consumed steps' tokens by staleness (docs/dashboard-api.md; docs/semconv.md §3.2).
+func (s *Server) pool(r *http.Request) (any, error) {
+	t0, t1, err := s.window(r)
+	if err != nil {
+		return nil, err
+	}
+	points, err := intParam(r, "points", 240, 2, 2000)
+	if err != nil {
+		return nil, err
+	}
+	return s.traj.VersionPool(t0, t1, points), nil
+}

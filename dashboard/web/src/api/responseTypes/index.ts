@@ -21,6 +21,7 @@ import { gpuSchema } from "./gpu";
 import { heatmapHeaderSchema } from "./heatmap";
 import { lanesSchema } from "./lanes";
 import { lifecycleCarpetHeaderSchema } from "./lifecycleCarpet";
+import { lifecyclePoolSchema } from "./lifecyclePool";
 import { metaSchema } from "./meta";
 import { metricsKeysSchema } from "./metricsKeys";
 import { metricsSeriesSchema } from "./metricsSeries";
@@ -65,6 +66,7 @@ export const ENDPOINTS: Endpoint[] = [
   { route: "GET /api/v1/lifecycle/engine_stages", schema: engineStagesSchema, golden: "engine_stages" },
   { route: "GET /api/v1/steps/{id}/samples/{idx}/lifecycle", schema: sampleLifecycleSchema, golden: "sample_lifecycle" },
   { route: "GET /api/v1/lifecycle/carpet", schema: lifecycleCarpetHeaderSchema, golden: "lifecycle_carpet", binary: true },
+  { route: "GET /api/v1/lifecycle/pool", schema: lifecyclePoolSchema, golden: "lifecycle_pool" },
   { route: "GET /api/v1/advisory", schema: advisoryResultSchema, golden: "advisory" },
   { route: "GET /api/v1/dumps/steps", schema: dumpsStepsSchema, golden: "dumps_steps" },
   { route: "GET /api/v1/dumps/steps/{id}", schema: dumpsStepSchema, golden: "dumps_step" },
