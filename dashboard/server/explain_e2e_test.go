@@ -116,6 +116,8 @@ func TestExplainSimulatedRunsE2E(t *testing.T) {
 				}
 				_, d := getData(t, ts.URL+"/api/v1/steps/3/explain")
 				golden(t, "sim_healthy_explain", d)
+				_, d = getData(t, ts.URL+"/api/v1/explain")
+				golden(t, "sim_healthy_explain_table", d)
 				return
 			}
 			e := explainOf(t, ts.URL, tc.step)

@@ -4,7 +4,9 @@
 // agree), each run's pace per unit of work (samples and response tokens per second of step time) and the
 // per-phase seconds per step against the first run (where did the extra time go, per step); staleness and
 // mixed-version distributions of the consumed steps; sglang throughput and queue; the trainer arguments that
-// differ (GET /api/v1/run_config: the emitter's record, else meta.json "args").
+// differ (GET /api/v1/run_config: the emitter's record, else meta.json "args"); where each run's extra minutes
+// went against the first run, cause by cause (GET /api/v1/explain; docs/semconv.md §12.1), each cause opening the
+// step where it weighs most in the step explanation panel (src/explain).
 
 import uPlot from "uplot";
 import type { Api } from "../api/client";
@@ -13,6 +15,9 @@ import type { StepsResp } from "../api/responseTypes/steps";
 import type { EnginesSeriesResp } from "../api/responseTypes/enginesSeries";
 import type { BubblesPhasesResp } from "../api/responseTypes/bubblesPhases";
 import type { RunConfigResp } from "../api/responseTypes/runConfig";
+import type { ExplainTableResp } from "../api/responseTypes/explain";
+import { causeLabel, fmtOver, whereExtraWent, type ExtraTime } from "../explain/model";
+import { ExplainPanel } from "../explain/panel";
 import { yAxisSize } from "../metrics/series";
 import { phaseColor } from "../shared/colors";
 import { el } from "../shared/dom";
@@ -35,6 +40,8 @@ interface RunData {
   engines: Record<string, EnginesSeriesResp | null>;
   phases: Breakdown;
   config: RunConfigResp | null;
+  /** Every step's seconds per cause (null: the server could not say). */
+  explain: ExplainTableResp | null;
 }
 
 export class ComparePage {
@@ -50,6 +57,10 @@ export class ComparePage {
     pace: {} as Record<string, Pace>,
     /** The x ticks of each by-step chart, as last drawn. */
     stepTicks: {} as Record<string, number[]>,
+    /** Where each run's extra time went against the first run (whereExtraWent), by run id. */
+    extra: {} as Record<string, ExtraTime>,
+    /** The step explanation panel last opened: its run, step and contributors. */
+    explained: null as { run: string; step: number; contributors: string[] } | null,
   };
 
   constructor(
@@ -89,7 +100,8 @@ export class ComparePage {
       for (const m of ["sglang:gen_throughput", "sglang:num_queue_reqs"]) {
         engines[m] = await a.get<EnginesSeriesResp>("/api/v1/engines/series", { metric: m, points: 400 }).catch(() => null);
       }
-      runs.push({ run, color: RUN_COLORS[i % RUN_COLORS.length], series, base, steps, engines, phases: breakdown(bp), config });
+      const explain = await a.get<ExplainTableResp>("/api/v1/explain").catch(() => null);
+      runs.push({ run, color: RUN_COLORS[i % RUN_COLORS.length], series, base, steps, engines, phases: breakdown(bp), config, explain });
     }
     this.render(runs);
   }
@@ -182,6 +194,7 @@ export class ComparePage {
     }
     bd.appendChild(pt);
     r.appendChild(bd);
+    r.appendChild(this.extraTime(runs));
 
     // Staleness and mixed versions of the consumed steps.
     const hs = el("div", "cmpcharts");
@@ -236,6 +249,54 @@ export class ComparePage {
       else cfg.appendChild(t);
     }
     r.appendChild(cfg);
+  }
+
+  /** Where each run's extra minutes went against the first run, per cause over the steps both finished; each
+   * cause opens the step where it weighs most in the explanation panel, below the table. */
+  private extraTime(runs: RunData[]): HTMLElement {
+    const box = el("div", "cmpextra");
+    box.appendChild(el("h3", "", `where the extra minutes went, against ${runs[0].run.name} (the same step numbers; docs/semconv.md §12.1)`));
+    const first = runs[0].explain;
+    const panelHost = el("div");
+    for (const d of runs.slice(1)) {
+      if (!first || !d.explain) {
+        box.appendChild(el("p", "hint", `${d.run.name}: no step explanation (GET /api/v1/explain failed for one of the runs)`));
+        continue;
+      }
+      const x = whereExtraWent(first, d.explain);
+      this.probe.extra[d.run.id] = x;
+      box.appendChild(
+        el(
+          "p",
+          "",
+          `${d.run.name}: ${fmtOver(x.extra)} over ${x.steps.length} steps (${x.secondsB.toFixed(0)} s against ${x.secondsA.toFixed(0)} s); ` +
+            `causes under ${x.floor.toFixed(1)} s are not listed`,
+        ),
+      );
+      if (!x.causes.length) continue;
+      const t = el("table", "cmptable");
+      t.dataset.run = d.run.id;
+      t.appendChild(rowOf("th", ["cause", "over " + runs[0].run.name, "most in step", ""]));
+      for (const c of x.causes) {
+        const tr = rowOf("td", [causeLabel(c.cause), fmtOver(c.over), `${c.step} (${fmtOver(c.stepOver)})`]);
+        tr.dataset.cause = c.cause;
+        tr.children[1].classList.add("over");
+        const b = el("button", "", `explain step ${c.step}`);
+        b.onclick = async () => {
+          panelHost.textContent = "";
+          const p = new ExplainPanel(this.api.forRun(d.run.id), panelHost);
+          const e = await p.show(c.step);
+          this.probe.explained = { run: d.run.id, step: c.step, contributors: e ? e.contributors.map((k) => k.cause) : [] };
+        };
+        const td = el("td");
+        td.appendChild(b);
+        tr.appendChild(td);
+        t.appendChild(tr);
+      }
+      box.appendChild(t);
+    }
+    box.appendChild(panelHost);
+    return box;
   }
 
   /** A chart of runs' lines on one x axis, labelled xLabel; steps: whole-number ticks (no step 2.5). */

@@ -17,6 +17,7 @@ import { enginesSchema } from "./engines";
 import { enginesSeriesSchema } from "./enginesSeries";
 import { fleetSchema } from "./fleet";
 import { goodputSchema } from "./goodput";
+import { explainSchema, explainTableSchema } from "./explain";
 import { gpuSchema } from "./gpu";
 import { heatmapHeaderSchema } from "./heatmap";
 import { lanesSchema } from "./lanes";
@@ -63,6 +64,8 @@ export const ENDPOINTS: Endpoint[] = [
   { route: "GET /api/v1/engines/series", schema: enginesSeriesSchema, golden: "engines_series" },
   { route: "GET /api/v1/steps", schema: stepsSchema, golden: "steps" },
   { route: "GET /api/v1/steps/{id}/anatomy", schema: anatomySchema, golden: "anatomy" },
+  { route: "GET /api/v1/steps/{id}/explain", schema: explainSchema, golden: "explain" },
+  { route: "GET /api/v1/explain", schema: explainTableSchema, golden: "explain_table" },
   { route: "GET /api/v1/lifecycle/engine_stages", schema: engineStagesSchema, golden: "engine_stages" },
   { route: "GET /api/v1/steps/{id}/samples/{idx}/lifecycle", schema: sampleLifecycleSchema, golden: "sample_lifecycle" },
   { route: "GET /api/v1/lifecycle/carpet", schema: lifecycleCarpetHeaderSchema, golden: "lifecycle_carpet", binary: true },
