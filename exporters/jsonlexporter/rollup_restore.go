@@ -28,6 +28,12 @@ import (
 // gpu_util per bucket width of 16 s, so the window restore needs (three buckets) is well inside it.
 const restoreTailMax = 256 << 20
 
+// restoreOlderRun is how many bytes of consecutive lines older than restore needs it reads before it stops: lines
+// are appended roughly, not strictly, in time order, and an agent's backlog delivered after a gateway restart
+// puts a run of old readings (and late roll-up records) between newer ones, so the first old line is no end.
+// The agents send at most 32 MiB a request.
+const restoreOlderRun = 64 << 20
+
 // restoreKeep is how many buckets past the watermark restore's written readings are remembered: a request
 // delivered again after a restart comes within seconds, well inside it.
 const restoreKeep = 8
@@ -70,7 +76,7 @@ func (u *rollup) restore(root string, r *records) (int, error) {
 				cutoff = u.bucketOf(pcomSec(s)) - 2*u.step
 			}
 			if s < cutoff {
-				return s < cutoff-u.step // a margin: lines arrive roughly, not strictly, in time order
+				return true
 			}
 			g := gpuReading{node: *rd.Node, gpu: *rd.GPU, ts: pcommon.Timestamp(uint64(math.Round(rd.TS * 1e9)))}
 			for i, v := range []*float64{rd.Util, rd.Mem, rd.Power} {
@@ -109,7 +115,7 @@ func (u *rollup) restore(root string, r *records) (int, error) {
 				return false
 			}
 			if rec.TS < cutoff-2*u.step {
-				return rec.TS < cutoff-3*u.step
+				return true
 			}
 			k := laneKey{*rec.Node, *rec.GPU}
 			if t, ok := emitted[k]; !ok || rec.TS > t {
@@ -147,8 +153,9 @@ func (u *rollup) restore(root string, r *records) (int, error) {
 	return len(kept), errors.Join(errs...)
 }
 
-// tailLines calls fn with the complete lines of the file at path from the last one backwards, until fn says
-// the line is older than it needs, the file's start, or restoreTailMax bytes.
+// tailLines calls fn with the complete lines of the file at path from the last one backwards, until fn has said
+// of restoreOlderRun bytes of consecutive lines that they are older than it needs, the file's start, or
+// restoreTailMax bytes.
 func tailLines(path string, fn func(line []byte) (older bool)) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -163,6 +170,7 @@ func tailLines(path string, fn func(line []byte) (older bool)) error {
 	lo := max(end-restoreTailMax, 0)
 	const step = 1 << 20
 	var carry []byte // the start of a line cut by the previous (later) block
+	olderRun := 0    // bytes of consecutive lines fn called older
 	for end > lo {
 		start := max(end-step, lo)
 		buf := make([]byte, end-start, end-start+int64(len(carry)))
@@ -194,8 +202,12 @@ func tailLines(path string, fn func(line []byte) (older bool)) error {
 			i := bytes.LastIndexByte(body, '\n')
 			line := body[i+1:]
 			body = body[:i+1]
-			if len(line) > 0 && fn(line) {
-				return nil
+			if len(line) > 0 {
+				if !fn(line) {
+					olderRun = 0
+				} else if olderRun += len(line) + 1; olderRun > restoreOlderRun {
+					return nil
+				}
 			}
 			if i < 0 {
 				break

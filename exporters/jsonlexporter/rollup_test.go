@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -307,11 +309,17 @@ func countLines(r *records) int {
 }
 
 // exporterOn is testExporter on an existing directory (a restart on the same run).
-func exporterOn(t *testing.T, dir string) *jsonlExporter {
+func exporterOn(t *testing.T, dir string) *jsonlExporter { return exporterOnWith(t, dir, nil) }
+
+// exporterOnWith is exporterOn with mutate applied to the config.
+func exporterOnWith(t *testing.T, dir string, mutate func(*Config)) *jsonlExporter {
 	t.Helper()
 	cfg := createDefaultConfig()
 	cfg.Directory = dir
 	cfg.FlushInterval = time.Hour
+	if mutate != nil {
+		mutate(cfg)
+	}
 	e, err := newExporter(cfg, componenttest.NewNopTelemetrySettings(), "test")
 	if err != nil {
 		t.Fatal(err)
@@ -341,6 +349,11 @@ func TestRollupResumesAfterKill(t *testing.T) {
 		// The last request before the kill was written but never acknowledged: it comes again after the
 		// restart, with readings in buckets already written and in the bucket restore reopened.
 		{"delivered-again", [][]time.Duration{secs(-14, 20)}, [][]time.Duration{secs(-14, 20), secs(21, 40)}, true},
+		// Killed again after an agent's backlog (readings five minutes old, in the same hour, late for buckets written long ago) was
+		// written between newer readings: the restore reads past the backlog's lines in gpu_util and its late
+		// records in gpu_rollup to the readings and records of the open buckets before them.
+		{"backlog-between-kills", [][]time.Duration{secs(300, 330)},
+			[][]time.Duration{secs(331, 345), secs(10, 25), secs(346, 352), secs(353, 380)}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := t.Context()
@@ -417,10 +430,16 @@ func TestTailLines(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("%d lines back, want %d (first difference at %d)", len(got), len(want), firstDiff(got, want))
 	}
+	// A run of older lines shorter than restoreOlderRun (an agent's backlog written between newer lines) is no
+	// end: the lines before it are read too.
 	got = got[:0]
-	_ = tailLines(path, func(line []byte) bool { got = append(got, string(line)); return len(got) == 10 })
-	if len(got) != 10 || got[0] != want[len(want)-1] {
-		t.Fatalf("stop after 10: %d lines", len(got))
+	_ = tailLines(path, func(line []byte) bool {
+		got = append(got, string(line))
+		n := len(want) - len(got) // the line's index
+		return n >= 1000 && n < 2000
+	})
+	if len(got) != len(want) {
+		t.Fatalf("older lines 1000-1999 stopped the read after %d of %d lines", len(got), len(want))
 	}
 }
 
@@ -484,4 +503,75 @@ func TestRollupRepeatsAddNothing(t *testing.T) {
 	if powered != 1 {
 		t.Errorf("%d buckets of n1:1 have power, want the one of the field-only record", powered)
 	}
+}
+
+// crashFS is a disk under a process that is killed at its first write into a partition of stream dieAt: that
+// write and every later one fail, as nothing reaches the disk after a kill -9.
+type crashFS struct {
+	osFS
+	dieAt string
+	dead  atomic.Bool
+}
+
+type crashFile struct {
+	*os.File
+	fs *crashFS
+}
+
+func (f *crashFS) OpenFile(name string, flag int, perm os.FileMode) (file, error) {
+	of, err := os.OpenFile(name, flag, perm)
+	if err != nil {
+		return nil, err
+	}
+	return crashFile{File: of, fs: f}, nil
+}
+
+func (f crashFile) Write(p []byte) (int, error) {
+	if filepath.Base(filepath.Dir(f.Name())) == f.fs.dieAt {
+		f.fs.dead.Store(true)
+	}
+	if f.fs.dead.Load() {
+		return 0, syscall.EIO
+	}
+	return f.File.Write(p)
+}
+
+// TestRollupWrittenAfterItsReadings: an export whose readings close roll-up buckets is flushed with its
+// gpu_util lines and those roll-up records together, and the collector is killed between the two writes. The
+// roll-up is written after the readings it holds, so the kill leaves no record of readings the files lack: the
+// sender sends the unacknowledged export again after the restart and each reading is counted once (was: the
+// record written first, the resent readings added again as late ones; docs/semconv.md §8.3 "Restarts").
+func TestRollupWrittenAfterItsReadings(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	ackWritten := func(c *Config) { c.Ack = ackWritten } // the shipped configs' acknowledgement
+	e := exporterOnWith(t, dir, ackWritten)
+	if err := e.pushMetrics(ctx, gpuReadings(secs(300, 330)...)); err != nil {
+		t.Fatal(err)
+	}
+	fs := &crashFS{dieAt: sc.StreamGPUUtil}
+	e.w.part.fs = fs
+	e.w.part.closeAll() // every partition is opened again, on the disk that dies
+	// The export closes the buckets of 300-330: their records and its readings go out in one flush.
+	if err := e.pushMetrics(ctx, gpuReadings(secs(331, 360)...)); err == nil {
+		t.Fatal("an export the disk did not take was acknowledged")
+	}
+	if !fs.dead.Load() {
+		t.Fatal("the flush never wrote gpu_util: the test does not kill between the two writes")
+	}
+	e.roll = nil // kill -9
+	_ = e.shutdown(ctx)
+
+	e = exporterOnWith(t, dir, ackWritten)
+	if err := e.pushMetrics(ctx, gpuReadings(secs(331, 360)...)); err != nil { // sent again: never acknowledged
+		t.Fatal(err)
+	}
+	if err := e.pushMetrics(ctx, gpuReadings(secs(361, 400)...)); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+	files := streamFiles(t, dir)
+	sameRollups(t, mergeRollups(parseRollups(t, files)), rollupOfRaw(t, files, 16))
 }

@@ -331,10 +331,22 @@ func (w *writer) flush(ctx context.Context) {
 			}
 			groups[c.key] = append(groups[c.key], c)
 		}
+		// The roll-up goes after the readings it holds (docs/semconv.md §8.3 "Restarts"): a crash between the two
+		// leaves readings without their roll-up record, which the restart folds back from gpu_util, never a
+		// record whose readings are not on disk (their sender sends them again, and they were counted twice).
+		// For the same reason roll-up records wait while a gpu_util write of this flush failed.
+		slices.SortStableFunc(order, func(a, b partKey) int {
+			return boolCmp(a.stream == sc.StreamGPURollup, b.stream == sc.StreamGPURollup)
+		})
+		readingsFailed := false
 		for _, k := range order {
 			cs := groups[k]
 			if w.cmp != nil && w.cmp.busy(k) {
 				held = append(held, cs...) // its hour is being compressed: next flush
+				continue
+			}
+			if k.stream == sc.StreamGPURollup && readingsFailed {
+				failed = append(failed, cs...)
 				continue
 			}
 			lines, n := 0, 0
@@ -349,6 +361,7 @@ func (w *writer) flush(ctx context.Context) {
 					firstErr = err
 				}
 				failed = append(failed, cs...)
+				readingsFailed = readingsFailed || k.stream == sc.StreamGPUUtil
 				continue
 			}
 			w.tel.written(ctx, k.stream, int64(lines), int64(n))
@@ -464,4 +477,16 @@ func chunkData(cs []*chunk) [][]byte {
 		out[i] = c.data
 	}
 	return out
+}
+
+// boolCmp orders false before true.
+func boolCmp(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case a:
+		return 1
+	default:
+		return -1
+	}
 }
