@@ -5,7 +5,8 @@
 // view downloads a trace that Perfetto's own protos (PyPI perfetto, python/.venv) read with the expected
 // tracks, slices and trace metadata (the trajectories of the newest steps, capped and saying so beside the
 // button), and "open in Perfetto" hands the same trace to a page served at ui.perfetto.dev by its postMessage
-// protocol.
+// protocol. Compare says where the slower run's extra minutes went, cause by cause, and opens the step
+// explanation panel of a cause's step.
 import test, { after, before } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -167,6 +168,35 @@ test("compare of two runs of different speeds shows both, stacked by phase with 
   }
   assert.equal(await page.locator(".cmpconfig tr[data-arg='n_samples_per_prompt']").count(), 0, "equal arguments are not listed");
   await page.screenshot({ path: join(SHOTS, "compare.png"), fullPage: true });
+});
+
+test("compare says where the slower run's extra minutes went, and a cause opens its step's explanation", async () => {
+  await page.goto(dash.base + "/?view=compare&runs=fast,slow");
+  await page.waitForSelector("body[data-ready='1']");
+  await until(async () => (await page.locator(".cmpextra table[data-run='slow'] tr[data-cause]").count()) > 0, { what: "causes of slow's extra time" });
+  const x = await page.evaluate(() => window.__milesLibrary.probe.extra.slow);
+  // The extra time is the steps' own: the steps both runs finished, as /bubbles has them.
+  const ends = {};
+  for (const id of ["fast", "slow"]) ends[id] = new Map((await api(dash, `/api/v1/bubbles?run=${id}`)).steps.map((s) => [s.step, s.t1 - s.t0]));
+  const common = [...ends.slow.keys()].filter((k) => ends.fast.has(k));
+  assert.deepEqual(x.steps, common);
+  const extra = common.reduce((a, k) => a + ends.slow.get(k) - ends.fast.get(k), 0);
+  assert.ok(Math.abs(x.extra - extra) <= 1e-6 * Math.abs(extra), `extra ${x.extra} s, /bubbles ${extra} s`);
+  const overs = x.causes.map((c) => c.over);
+  assert.ok(overs.every((v, i) => v >= x.floor && (i === 0 || v <= overs[i - 1])), `listed over the floor, largest first: ${overs}`);
+  // The top cause opens the step where it weighs most, explained against that run's own neighbours.
+  const top = x.causes[0];
+  await page.locator(`.cmpextra table[data-run='slow'] tr[data-cause='${top.cause}'] button`).click();
+  await page.waitForSelector(`.explain[data-step='${top.step}']`);
+  const e = await api(dash, `/api/v1/steps/${top.step}/explain?run=slow`);
+  assert.deepEqual(await shapeErrors("GET /api/v1/steps/{id}/explain", e), []);
+  assert.deepEqual(await shapeErrors("GET /api/v1/explain", await api(dash, "/api/v1/explain?run=slow")), []);
+  const shown = await page.evaluate(() => window.__milesLibrary.probe.explained);
+  assert.deepEqual(shown, { run: "slow", step: top.step, contributors: e.contributors.map((c) => c.cause) });
+  assert.equal(await page.locator(".explain .explainpath li").count(), e.path.length);
+  const hrefs = await page.locator(".explain .explainlinks a").evaluateAll((as) => as.map((a) => a.getAttribute("href")));
+  assert.ok(hrefs.length > 0 && hrefs.every((h) => h.includes("run=slow") && /#\/(compute|steps)\?/.test(h)), `links ${hrefs}`);
+  await page.screenshot({ path: join(SHOTS, "compare_explain.png"), fullPage: true });
 });
 
 test("the runs page says which thresholds judged an evaluated run, in the level's colour", async () => {
