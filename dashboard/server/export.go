@@ -363,7 +363,7 @@ func (c trajectoryCap) summary() string {
 	return fmt.Sprintf("newest %d of %d samples (steps %d-%d; an export holds at most %d)", c.Kept, c.Window, c.FirstStep, c.LastStep, c.Limit)
 }
 
-// metadata is the trace metadata that says what was kept (Perfetto lists it under "Info and stats").
+// metadata is the trace metadata that says what was kept of the window's trajectories.
 func (c trajectoryCap) metadata() []annotation {
 	return []annotation{
 		intAnn("miles_trajectories_exported", c.Kept), intAnn("miles_trajectories_in_window", c.Window),
