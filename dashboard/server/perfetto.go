@@ -132,8 +132,8 @@ func (w *traceWriter) track(t trackSpec) {
 	})
 }
 
-// metadata appends the trace's metadata entries (name and a string or integer value) as one ChromeEventBundle's
-// metadata, the one metadata message of Perfetto's trace format open to any producer. Written once, first.
+// metadata appends the trace's metadata entries (name and a string or integer value) as the metadata of one
+// ChromeEventBundle packet (perfetto_trace.proto). Written once, first.
 func (w *traceWriter) metadata(entries []annotation) {
 	if len(entries) == 0 {
 		return
