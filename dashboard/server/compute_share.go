@@ -15,8 +15,18 @@ import (
 // Composed from the store's Phases and GPU answers for the window and the selection.
 
 // shareUtilPoints is how many buckets the mean utilization is taken over: each bucket's midrange (min+max)/2,
-// exact (the readings' mean) while a bucket holds at most one reading.
-const shareUtilPoints = 4000
+// exact (the readings' mean) while a bucket holds at most one reading. Past 16 lanes, fewer (shareUtilCells in
+// all, at least shareUtilMinPoints a lane): a fleet's share stays one cheap query.
+const (
+	shareUtilPoints    = 4000
+	shareUtilCells     = 64000
+	shareUtilMinPoints = 256
+)
+
+// shareUtilBuckets is the bucket count of the mean utilization for n lanes.
+func shareUtilBuckets(n int) int {
+	return max(shareUtilMinPoints, min(shareUtilPoints, shareUtilCells/max(1, n)))
+}
 
 // idleShare are the phases in which a GPU waits (the carpet's and the fleet composition's idle set): drawn
 // below the others, and with the time in no phase what the Compute view calls idle (bubble) time.
@@ -71,7 +81,7 @@ func (s *Server) phasesShare(r *http.Request) (any, error) {
 	if edge := s.run.Edge(); edge > t0 && edge < t1 {
 		t1 = edge
 	}
-	return phaseShare(s.compute.Phases(t0, t1, sel), s.compute.GPU(t0, t1, sel, shareUtilPoints, []string{"util"}), sel, t0, t1), nil
+	return phaseShare(s.compute.Phases(t0, t1, sel), s.compute.GPU(t0, t1, sel, shareUtilBuckets(len(sel)), []string{"util"}), sel, t0, t1), nil
 }
 
 // phaseShare works the share out of the window's phases and utilization for the selected lanes.

@@ -127,6 +127,10 @@ func TestPhasesShare(t *testing.T) {
 		}
 	}
 	golden(t, "hand_phases_share", d)
+	// A fleet's mean util is taken over fewer buckets a lane.
+	if shareUtilBuckets(8) != 4000 || shareUtilBuckets(64) != 1000 || shareUtilBuckets(4096) != 256 {
+		t.Errorf("util buckets %d %d %d", shareUtilBuckets(8), shareUtilBuckets(64), shareUtilBuckets(4096))
+	}
 	// A window past the data edge ends there: the figures cover data only.
 	_, m := getData(t, ts.URL+"/api/v1/meta")
 	code, d = getData(t, ts.URL+fmt.Sprintf("/api/v1/phases/share?lanes=g5&t0=%.0f&t1=%.0f", rb0+50, rb0+1000))

@@ -222,7 +222,10 @@ export class NumbersPanel {
   }
 }
 
-/** The phase-share table: a row per phase any column holds time in, then no phase, idle and mean util. */
+/**
+ * The phase-share table: a row per phase any column holds time in (most GPU-seconds first), then no phase, idle
+ * and mean util.
+ */
 function shareTable(cols: TimeSplit[], laneCol: number): HTMLTableElement {
   const t = el("table", "sharetable");
   const hr = el("tr");
@@ -253,15 +256,19 @@ function shareTable(cols: TimeSplit[], laneCol: number): HTMLTableElement {
     });
     t.appendChild(tr);
   };
-  const names = cols[0]?.phases.map((p) => p.name) ?? [];
-  names.forEach((n, i) => {
-    if (!cols.some((c) => c.phases[i].seconds > 0)) return;
+  // Phases by their GPU-seconds over the groups, most first (the hovered lane's column does not reorder them).
+  const groups = laneCol >= 0 ? cols.slice(0, laneCol) : cols;
+  const total = (i: number) => groups.reduce((a, c) => a + c.phases[i].seconds, 0);
+  const order = (cols[0]?.phases.map((_, i) => i) ?? []).sort((a, b) => total(b) - total(a) || a - b);
+  for (const i of order) {
+    const n = cols[0].phases[i].name;
+    if (!cols.some((c) => c.phases[i].seconds > 0)) continue;
     const lbl = el("span");
     const sw = el("span", "tsw");
     sw.style.background = phaseColor(n);
     lbl.append(sw, document.createTextNode(n + (cols[0].phases[i].idle ? " (idle)" : "")));
     row(n, lbl, (c) => c.phases[i]);
-  });
+  }
   row("none", el("span", "", "no phase"), (c) => c.none, "none");
   row("idle", el("span", "", "idle (bubble)"), (c) => c.idle, "idle");
   const ur = el("tr", "util");

@@ -524,9 +524,10 @@ function expectedTable(r, laneId = null) {
       out[key][c.label] = { s: fmtS(s), f: fmtF(s / (c.lanes * span)) };
     }
   };
-  r.names.forEach((n, i) => {
-    if (cols.some((c) => c.seconds[i] > 0)) put(n, (c) => c.seconds[i]);
-  });
+  // phases with time in any column, by their GPU-seconds over the groups, most first
+  const total = (i) => r.groups.reduce((a, g) => a + g.seconds[i], 0);
+  const order = r.names.map((_, i) => i).sort((a, b) => total(b) - total(a) || a - b);
+  for (const i of order) if (cols.some((c) => c.seconds[i] > 0)) put(r.names[i], (c) => c.seconds[i]);
   put("none", (c) => c.none);
   put("idle", (c) => c.none + r.names.reduce((a, n, i) => a + (r.idle[i] ? c.seconds[i] : 0), 0));
   out.util = Object.fromEntries(cols.map((c) => [c.label, { u: fmtU(c.util) }]));
@@ -609,6 +610,7 @@ test("the numbers: phase shares per role and per hovered lane, a dragged range, 
     const [again, ph, gpu] = await Promise.all([
       apiShare(m.window),
       api(dash, `/api/v1/phases?t0=${r.t0}&t1=${r.t1}&lanes=all`, TOKEN),
+      // 16 lanes: 4000 buckets a lane (docs/dashboard-api.md /phases/share "util")
       api(dash, `/api/v1/gpu?t0=${r.t0}&t1=${r.t1}&lanes=all&points=4000&fields=util`, TOKEN),
     ]);
     const bad = [];
@@ -635,6 +637,23 @@ test("the numbers: phase shares per role and per hovered lane, a dragged range, 
   await until(async () => (await numbersModel()).laneHeader === lid, { what: `the hovered lane's column (${lid})` });
   const hov = await windowTableMatchesApi("a hovered lane");
   assert.ok(hov.m.windowTable.none[lid], JSON.stringify(hov.m.windowTable.none));
+  // The lane's tip there: util %, and each phase under the pointer with its duration as the API has it.
+  const dur = (d) => (d < 1 ? Math.round(d * 1000) + "ms" : d < 60 ? d.toFixed(d < 10 ? 2 : 1) + "s" : null);
+  let lastTip = "";
+  await until(async () => {
+    const { tip, t } = await page.evaluate(() => {
+      const m = window.__miles;
+      return { tip: document.querySelector(".compute .tooltip").textContent, t: m.view.t0 + (200 / m.plotWidth()) * (m.view.t1 - m.view.t0) };
+    });
+    const p = await api(dash, `/api/v1/phases?t0=${t - 1}&t1=${t + 1}&lanes=${lid}`, TOKEN);
+    const l = p.lanes[0];
+    const under = [];
+    for (let i = 0; i < l.t0.length; i++) if (!l.open[i] && l.t0[i] <= t && t <= l.t1[i]) under.push(`${p.names[l.name[i]]} ${dur(l.t1[i] - l.t0[i])}`);
+    lastTip = `${tip} | want ${under.join(", ")}`;
+    return /util \d/.test(tip) && under.length > 0 && under.every((u) => tip.includes(u));
+  }, { what: "the lane tip's util % and phase durations" }).catch((e) => {
+    throw new Error(`${e.message}\n${lastTip}`);
+  });
 
   // 3. The slowest lanes at log_probs (picked in the selection row): each lane's mean duration from /phases,
   // the median lane, the delta; the simulator's straggler (rank 5, 12 % slower) comes first.
