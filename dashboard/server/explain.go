@@ -19,7 +19,7 @@ func (s *Server) explain(r *http.Request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err := s.compute.Explain(id, k)
+	e, err := s.compute.Explain(id, k, &s.explainMemo)
 	if errors.Is(err, store.ErrNoStep) {
 		return nil, notFound(errors.New("no trainer step " + strconv.Itoa(id)))
 	}
@@ -29,5 +29,5 @@ func (s *Server) explain(r *http.Request) (any, error) {
 // explainTable answers GET /api/v1/explain: every step's seconds per cause, what the compare view diffs between
 // two runs ("where run B's extra minutes went").
 func (s *Server) explainTable(*http.Request) (any, error) {
-	return s.compute.ExplainTable(), nil
+	return s.compute.ExplainTable(&s.explainMemo), nil
 }

@@ -37,8 +37,8 @@ type computeReader interface {
 	StepPhases(t0, t1 float64, sel []*store.Lane) *store.StepPhasesResult
 	Outliers(t0, t1 float64, sel []*store.Lane, k int) *store.OutliersResult
 	Goodput(t0, t1 float64) *store.GoodputResult
-	Explain(step, k int) (*store.ExplainResult, error)
-	ExplainTable() *store.ExplainTable
+	Explain(step, k int, memo *store.ExplainMemo) (*store.ExplainResult, error)
+	ExplainTable(memo *store.ExplainMemo) *store.ExplainTable
 }
 
 // metricsReader is the step metrics the trainer logs.

@@ -80,6 +80,8 @@ type Server struct {
 	advisory         advisoryCache
 	// goodputRun is the whole run's goodput ledger for /metrics (goodput.go).
 	goodputRun goodputCache
+	// explainMemo keeps the run's step explanations' facts while its data does not change (explain.go).
+	explainMemo store.ExplainMemo
 	// budget is the memory budget shown at /metrics (nil: none).
 	budget *store.Budget
 	// admission bounds the API queries answered at once, shared by a library's runs.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // Why a step was slow (docs/semconv.md §12.1): each trainer step's time split into causes over explicit causal
@@ -174,12 +175,27 @@ func (s *Store) explainSteps() ([]Bubble, int) {
 	return steps, -1
 }
 
+// ExplainMemo keeps a run's step facts between calls while the run's data does not change (DataVersion): the
+// table and each step's neighbours are then read once. The server holds one per run; nil keeps nothing.
+type ExplainMemo struct {
+	mu    sync.Mutex
+	key   [6]uint64
+	facts map[explainKey]*ExplainStepFacts
+}
+
+// explainKey is a step's window as the facts were computed for it.
+type explainKey struct {
+	step   int
+	t0, t1 float64
+	open   bool
+}
+
 // ExplainTable is the facts of every step of the run.
-func (s *Store) ExplainTable() *ExplainTable {
+func (s *Store) ExplainTable(memo *ExplainMemo) *ExplainTable {
 	defer s.pin()()
 	steps, open := s.explainSteps()
 	out := &ExplainTable{Causes: ExplainCauses, Steps: []ExplainStepFacts{}}
-	ex := s.newExplainer()
+	ex := s.newExplainer(memo)
 	for i, st := range steps {
 		out.Steps = append(out.Steps, *ex.facts(st, i == open))
 	}
@@ -187,7 +203,7 @@ func (s *Store) ExplainTable() *ExplainTable {
 }
 
 // Explain explains step against the median of its k neighbouring steps (k ≤ 0: ExplainK).
-func (s *Store) Explain(step, k int) (*ExplainResult, error) {
+func (s *Store) Explain(step, k int, memo *ExplainMemo) (*ExplainResult, error) {
 	if k <= 0 {
 		k = ExplainK
 	}
@@ -197,7 +213,7 @@ func (s *Store) Explain(step, k int) (*ExplainResult, error) {
 	if at < 0 {
 		return nil, ErrNoStep
 	}
-	ex := s.newExplainer()
+	ex := s.newExplainer(memo)
 	f := ex.facts(steps[at], at == open)
 	var base []*ExplainStepFacts
 	var neighbours []int
@@ -382,10 +398,23 @@ type explainer struct {
 	s     *Store
 	train []*Lane
 	mfu   map[int]float64
+	memo  *ExplainMemo
+	// version is the run's data version the memo was checked against: facts computed now are kept under it.
+	version [6]uint64
 }
 
-func (s *Store) newExplainer() *explainer {
-	ex := &explainer{s: s, mfu: map[int]float64{}}
+// newExplainer reads what every step shares, and empties memo when the run's data changed since it was filled.
+func (s *Store) newExplainer(memo *ExplainMemo) *explainer {
+	ex := &explainer{s: s, mfu: map[int]float64{}, memo: memo}
+	if memo != nil {
+		v := s.DataVersion()
+		ex.version = v
+		memo.mu.Lock()
+		if memo.facts == nil || memo.key != v {
+			memo.key, memo.facts = v, map[explainKey]*ExplainStepFacts{}
+		}
+		memo.mu.Unlock()
+	}
 	if lanes, _, err := s.Lanes("all"); err == nil {
 		for _, l := range lanes {
 			if slices.Contains(l.Roles, "train") || len(l.Ranks) > 0 {
@@ -467,6 +496,26 @@ func laneRank(l *PhaseLane) *int {
 // synchronous phase: it reached every collective first, so its time is the step's), its wait for the batch
 // split by the batch's last consumed sample.
 func (ex *explainer) facts(st Bubble, open bool) *ExplainStepFacts {
+	if ex.memo == nil {
+		return ex.compute(st, open)
+	}
+	key := explainKey{st.Step, st.T0, st.T1, open}
+	ex.memo.mu.Lock()
+	f := ex.memo.facts[key]
+	ex.memo.mu.Unlock()
+	if f == nil {
+		f = ex.compute(st, open)
+		ex.memo.mu.Lock()
+		if ex.memo.key == ex.version { // the data did not change meanwhile
+			ex.memo.facts[key] = f
+		}
+		ex.memo.mu.Unlock()
+	}
+	return f
+}
+
+// compute is facts without the memo.
+func (ex *explainer) compute(st Bubble, open bool) *ExplainStepFacts {
 	f := &ExplainStepFacts{Step: st.Step, T0: st.T0, T1: st.T1, Open: open, Seconds: st.T1 - st.T0,
 		Causes: map[string]float64{}, Phases: map[string]float64{}, links: map[string]ExplainLinks{}}
 	if v, ok := ex.mfu[st.Step]; ok && !open {
