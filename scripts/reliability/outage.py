@@ -8,7 +8,9 @@ phases left "running").
   python3 scripts/reliability/outage.py --outage 60 [--via-agent] [--out DIR]
 
 --via-agent puts a node agent (configs/agent.yaml) between the emitter and a gateway (configs/gateway.yaml)
-and stops the gateway instead: the agent's sending queue must hold the outage.
+and stops the gateway instead: the agent's sending queue must hold the outage. --stop-agent (with --via-agent)
+also stops the agent (SIGTERM) halfway through the outage and starts it again on the same ports and queue
+directory: its backlog must survive the stop (docs/reliability.md "agent stopped with a backlog").
 """
 
 from __future__ import annotations
@@ -76,6 +78,19 @@ class Proc:
             self.p.wait(30)
 
 
+def queued(p: Proc) -> int:
+    """The requests in p's per-gateway sending queues (otelcol_exporter_queue_size), from its metrics endpoint."""
+    n = 0
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{p.tel}/metrics", timeout=5) as r:
+            for line in r.read().decode().splitlines():
+                if line.startswith("otelcol_exporter_queue_size{"):
+                    n += int(float(line.rsplit(" ", 1)[1]))
+    except OSError:
+        return -1
+    return n
+
+
 def rss_mib() -> float:
     with open("/proc/self/status") as f:
         for line in f:
@@ -111,6 +126,7 @@ def main() -> None:
     ap.add_argument("--ranks", type=int, default=8, help="phase sinks (train ranks) of the one process")
     ap.add_argument("--step", type=float, default=0.1, help="seconds between steps (each rank: 2 phases + 1 metric)")
     ap.add_argument("--via-agent", action="store_true")
+    ap.add_argument("--stop-agent", action="store_true", help="with --via-agent: stop and restart the agent mid-outage")
     ap.add_argument("--out", default="")
     a = ap.parse_args()
     out = a.out or tempfile.mkdtemp(prefix="miles-outage-")
@@ -139,6 +155,8 @@ def main() -> None:
     t_up = t_down + a.outage
     t_end = t_up + a.after
     state, step = "up", 0
+    t_agent_stop = t_down + a.outage / 2 if (a.via_agent and a.stop_agent) else None
+    agent_queued_at_stop = None
     next_rss = 0.0
     pc = time.perf_counter_ns
     while True:
@@ -151,6 +169,11 @@ def main() -> None:
         elif state == "down" and now >= t_up:
             down.start()
             state = "up"
+        if t_agent_stop is not None and state == "down" and now >= t_agent_stop:
+            agent_queued_at_stop = queued(agent)
+            agent.stop()  # SIGTERM with the gateway down: the backlog stays in its queue files
+            agent.start()
+            t_agent_stop = None
         bucket = costs["down" if state == "down" else "up"]
         step += 1
         for s in sinks:
@@ -182,7 +205,8 @@ def main() -> None:
     down.stop()
     closed, running = phases(run_dir)
     res = {
-        "test": "outage-agent" if a.via_agent else "outage",
+        "test": ("agent-stop" if a.stop_agent else "outage-agent") if a.via_agent else "outage",
+        "agent_queued_at_stop": agent_queued_at_stop,
         "outage_s": a.outage, "ranks": a.ranks, "steps": step,
         "events_per_s": round(3 * a.ranks / a.step, 1),
         "caller_ns": {k: {"median": int(statistics.median(v)) if v else 0, "p99": pct(v, 0.99), "max": max(v) if v else 0,
