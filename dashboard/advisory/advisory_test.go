@@ -536,7 +536,7 @@ func TestRules(t *testing.T) {
 		},
 		{
 			// miles-sim's healthy decay (0.95 easing toward 0.25, ±0.02): down 0.93 → 0.5 by step 40, 70 % by
-			// step 200, yet levelling off far above the floor.
+			// step 200, yet leveling off far above the floor.
 			name: "E1 a healthy decay levels off: no collapse at step 40", want: "",
 			mod: func(in *Input) { in.Steps["train/entropy"] = entropyDecay(41, 0.25, 0.7, 40, 0.02) },
 		},
@@ -545,17 +545,17 @@ func TestRules(t *testing.T) {
 			mod: func(in *Input) { in.Steps["train/entropy"] = entropyDecay(201, 0.25, 0.7, 40, 0.02) },
 		},
 		{
-			name: "E1 a steep fall that levelled off above the floor", want: "",
+			name: "E1 a steep fall that leveled off above the floor", want: "",
 			mod: func(in *Input) { in.Steps["train/entropy"] = entropyDecay(60, 0.3, 0.6, 5, 0.01) }, // 0.9 → 0.3 by step 20
 		},
 		{
-			name: "E1 falling toward zero with no sign of levelling off", want: "E1", msgHas: "still falls",
+			name: "E1 falling toward zero with no sign of leveling off", want: "E1", msgHas: "still falls",
 			evidenceAdvisor: "E1", evidence: map[string]any{"key": "train/entropy", "fall_frac": 0.5, "floor": 0.1, "window_steps": 20.0},
 			mod: func(in *Input) { in.Steps["train/entropy"] = entropyDecay(36, -0.5, 1.4, 60, 0.01) }, // 0.9 → 0.23 at 0.02/step
 		},
 		{
 			name: "E1 already near zero", want: "E1", msgHas: "is below 0.1",
-			mod: func(in *Input) { in.Steps["train/entropy"] = entropyDecay(60, 0.02, 0.9, 15, 0.005) }, // 0.92 → 0.04, levelling off near zero
+			mod: func(in *Input) { in.Steps["train/entropy"] = entropyDecay(60, 0.02, 0.9, 15, 0.005) }, // 0.92 → 0.04, leveling off near zero
 		},
 		{
 			name: "E1 miles' train/entropy_loss", want: "E1",

@@ -385,8 +385,7 @@ func (s *Server) windowSamples(t0, t1 float64) ([]windowSample, trajectoryCap) {
 	limit := cmp.Or(s.exportMaxSamples, exportMaxSamples)
 	c := trajectoryCap{FirstStep: -1, LastStep: -1, Limit: limit}
 	var byStep [][]windowSample // newest step first
-	for si := len(steps) - 1; si >= 0; si-- {
-		st := steps[si]
+	for _, st := range slices.Backward(steps) {
 		if st.T < t0 {
 			continue
 		}
@@ -455,8 +454,8 @@ func (s *Server) windowSamples(t0, t1 float64) ([]windowSample, trajectoryCap) {
 		}
 	}
 	var all []windowSample
-	for i := len(byStep) - 1; i >= 0; i-- {
-		all = append(all, byStep[i]...)
+	for _, out := range slices.Backward(byStep) {
+		all = append(all, out...)
 	}
 	return all, c
 }

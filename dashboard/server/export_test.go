@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -93,8 +94,11 @@ func readTrace(t *testing.T, b []byte) traceCounts {
 						switch num {
 						case fMetadataName:
 							name = string(s)
-						case fMetadataInt:
-							val = int64(x)
+						case fMetadataInt: // an int64's two's complement bits
+							val = int64(x & math.MaxInt64)
+							if x>>63 == 1 {
+								val += math.MinInt64
+							}
 						}
 					})
 					c.Metadata[name] = val
