@@ -523,6 +523,7 @@ func (ex *explainer) compute(st Bubble, open bool) *ExplainStepFacts {
 	}
 	step := st.Step
 	if len(ex.train) == 0 || f.Seconds <= 0 {
+		f.Causes[CauseNoPhase] = max(0, f.Seconds) // no trainer lanes (a miles v1 run): nothing to split by
 		return f
 	}
 	p := ex.s.Phases(st.T0, st.T1, ex.train)
