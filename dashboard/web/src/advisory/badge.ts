@@ -52,6 +52,9 @@ export function evidenceHash(a: Advisory): string {
     case "truncation":
     case "cp_alignment":
       return "#/steps";
+    case "entropy_collapse":
+      // The entropy chart the collapse is read from.
+      return `#/metrics?cat=train&filter=${encodeURIComponent(typeof ev.key === "string" ? (ev.key.split("/").pop() ?? "entropy") : "entropy")}`;
     default:
       return "#/metrics";
   }
