@@ -6,7 +6,7 @@
 // mixed-version distributions of the consumed steps; sglang throughput and queue; the trainer arguments that
 // differ (GET /api/v1/run_config: the emitter's record, else meta.json "args"); where each run's extra minutes
 // went against the first run, cause by cause (GET /api/v1/explain; docs/semconv.md §12.1), each cause opening the
-// step where it weighs most in the step explanation panel (src/explain).
+// step where it weighs most in the step explanation panel (src/explain), as a click on a step's bar does.
 
 import uPlot from "uplot";
 import type { Api } from "../api/client";
@@ -46,6 +46,8 @@ interface RunData {
 
 export class ComparePage {
   private readonly root = el("div", "compare");
+  /** Where the step explanation panel opens (under "where the extra minutes went"). */
+  private readonly explainHost = el("div", "cmpexplain");
   /** For tests: the runs drawn, each one's stacked breakdown total and per-phase totals (seconds), the charts,
    * and the config rows shown. */
   readonly probe = {
@@ -168,7 +170,7 @@ export class ComparePage {
       tr.dataset.run = d.run.id;
       tr.dataset.total = String(b.stacked);
       table.appendChild(tr);
-      bars.appendChild(stackedBars(d.run.name, b, maxStep));
+      bars.appendChild(stackedBars(d.run.name, b, maxStep, (step) => void this.openExplain(d.run.id, step)));
     }
     bd.append(table, bars);
     const rows = phaseTable(runs.map((d) => d.phases));
@@ -257,7 +259,6 @@ export class ComparePage {
     const box = el("div", "cmpextra");
     box.appendChild(el("h3", "", `where the extra minutes went, against ${runs[0].run.name} (the same step numbers; docs/semconv.md §12.1)`));
     const first = runs[0].explain;
-    const panelHost = el("div");
     for (const d of runs.slice(1)) {
       if (!first || !d.explain) {
         box.appendChild(el("p", "hint", `${d.run.name}: no step explanation (GET /api/v1/explain failed for one of the runs)`));
@@ -282,12 +283,7 @@ export class ComparePage {
         tr.dataset.cause = c.cause;
         tr.children[1].classList.add("over");
         const b = el("button", "", `explain step ${c.step}`);
-        b.onclick = async () => {
-          panelHost.textContent = "";
-          const p = new ExplainPanel(this.api.forRun(d.run.id), panelHost);
-          const e = await p.show(c.step);
-          this.probe.explained = { run: d.run.id, step: c.step, contributors: e ? e.contributors.map((k) => k.cause) : [] };
-        };
+        b.onclick = () => void this.openExplain(d.run.id, c.step);
         const td = el("td");
         td.appendChild(b);
         tr.appendChild(td);
@@ -295,8 +291,18 @@ export class ComparePage {
       }
       box.appendChild(t);
     }
-    box.appendChild(panelHost);
+    this.explainHost.textContent = "";
+    box.appendChild(this.explainHost);
     return box;
+  }
+
+  /** Open the explanation of run's step (replacing the one open), scrolled into view. */
+  private async openExplain(run: string, step: number): Promise<void> {
+    this.explainHost.textContent = "";
+    const p = new ExplainPanel(this.api.forRun(run), this.explainHost);
+    p.root.scrollIntoView({ block: "nearest" });
+    const e = await p.show(step);
+    this.probe.explained = { run, step, contributors: e ? e.contributors.map((k) => k.cause) : [] };
   }
 
   /** A chart of runs' lines on one x axis, labelled xLabel; steps: whole-number ticks (no step 2.5). */
@@ -354,10 +360,10 @@ const NONE_COLOR = "#d9d9d9";
 const STEP_INCRS = [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1000, 2000, 2500, 5000, 10000, 20000, 50000, 100000];
 
 /** One run's steps as bars stacked by phase (largest phases at the bottom, no phase on top), on the time
- * scale `max` all runs share, so a slower run's bars are taller. */
-function stackedBars(label: string, b: Breakdown, max: number): HTMLElement {
+ * scale `max` all runs share, so a slower run's bars are taller; a click on a bar asks onStep to explain it. */
+function stackedBars(label: string, b: Breakdown, max: number, onStep: (step: number) => void): HTMLElement {
   const box = el("div", "cmpbars");
-  box.appendChild(el("div", "cmptitle", `${label}: seconds per step by phase`));
+  box.appendChild(el("div", "cmptitle", `${label}: seconds per step by phase (click a step to explain it)`));
   const c = el("canvas");
   const W = 560;
   const H = 120;
@@ -366,6 +372,11 @@ function stackedBars(label: string, b: Breakdown, max: number): HTMLElement {
   const g = c.getContext("2d")!;
   const order = b.names.map((_, k) => k).sort((x, y) => (b.names[x] === NONE ? 1 : b.names[y] === NONE ? -1 : b.totals[b.names[y]] - b.totals[b.names[x]]));
   const bw = Math.max(1, Math.floor(W / Math.max(1, b.steps.length)) - 1);
+  c.style.cursor = "pointer";
+  c.onclick = (ev) => {
+    const i = Math.floor((ev.offsetX * (W / c.clientWidth)) / (bw + 1));
+    if (i >= 0 && i < b.steps.length) onStep(b.steps[i]);
+  };
   b.perStep.forEach((row, i) => {
     const x = i * (bw + 1);
     let y = H;

@@ -197,6 +197,13 @@ test("compare says where the slower run's extra minutes went, and a cause opens 
   const hrefs = await page.locator(".explain .explainlinks a").evaluateAll((as) => as.map((a) => a.getAttribute("href")));
   assert.ok(hrefs.length > 0 && hrefs.every((h) => h.includes("run=slow") && /#\/(compute|steps)\?/.test(h)), `links ${hrefs}`);
   await page.screenshot({ path: join(SHOTS, "compare_explain.png"), fullPage: true });
+  // A click on a step's bar explains that step of that run.
+  const first = (await api(dash, "/api/v1/bubbles/phases?run=fast")).steps[0].step;
+  await page.locator(".cmpbars canvas").first().click({ position: { x: 2, y: 118 } });
+  await page.waitForSelector(`.explain[data-step='${first}']`);
+  const clicked = await page.evaluate(() => window.__milesLibrary.probe.explained);
+  assert.equal(clicked.run, "fast");
+  assert.equal(clicked.step, first);
 });
 
 test("the runs page says which thresholds judged an evaluated run, in the level's colour", async () => {
