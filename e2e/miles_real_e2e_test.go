@@ -247,6 +247,35 @@ func TestMilesRealE2E(t *testing.T) {
 				}
 			}
 
+			// The engine side of each weight update: miles' SGLangEngine calls, one phase of role rollout each, in
+			// the order miles' updater makes them, inside the trainer's update_weights.
+			var trainerUpdates [][2]float64
+			engineSync := map[string]int{}
+			var order []string
+			for _, r := range e2etest.Records(t, runDir, "phases") {
+				t1, closed := r["t1"].(float64)
+				if !closed {
+					continue
+				}
+				switch {
+				case r["name"] == "update_weights" && r["rank"].(float64) == 0:
+					trainerUpdates = append(trainerUpdates, [2]float64{r["t0"].(float64), t1})
+				case r["role"] == "rollout":
+					engineSync[r["name"].(string)]++
+					if len(order) < 4*2 {
+						order = append(order, r["name"].(string))
+					}
+				}
+			}
+			for _, name := range []string{"pause_generation", "flush_cache", "update_weight_version", "continue_generation"} {
+				if engineSync[name] != len(trainerUpdates)*len(engines) {
+					t.Errorf("engine phase %s: %d, want one per update (%d) and engine (%d): %v", name, engineSync[name], len(trainerUpdates), len(engines), engineSync)
+				}
+			}
+			if strings.Join(order, ",") != "pause_generation,pause_generation,flush_cache,flush_cache,update_weight_version,update_weight_version,continue_generation,continue_generation" {
+				t.Errorf("the first update's engine phases in file order: %v", order)
+			}
+
 			// Step metrics: miles' own rollout metrics, through its tracking call.
 			var keys struct {
 				Keys []store.MetricKey `json:"keys"`

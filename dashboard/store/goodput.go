@@ -46,6 +46,15 @@ func phaseClass(name string) int {
 	return gpOverhead
 }
 
+// engineSyncPhases are the engine side of a weight sync (docs/semconv.md §2 "Engine phases"): phases of role
+// rollout on the engine's GPUs, overhead of the rollout fleet.
+var engineSyncPhases = map[string]bool{
+	"pause_generation": true, "flush_cache": true, "update_weights_from_distributed": true,
+	"update_weights_from_tensor": true, "update_weights_from_disk": true, "post_process_weights": true,
+	"update_weight_version": true, "continue_generation": true, "release_memory_occupation": true,
+	"resume_memory_occupation": true,
+}
+
 // neverConsumedAfter is how many step consumes after an attempt ended, none of them taking its sample, make its
 // generation wasted (a sample filtered out or left in the pool); before that it is pending.
 const neverConsumedAfter = 3
@@ -446,6 +455,10 @@ func (s *Store) Goodput(t0, t1 float64) *GoodputResult {
 		g.lanes = append(g.lanes, l)
 	}
 	sort.Strings(groupKeys)
+	var rollLanes []*Lane
+	for _, key := range groupKeys {
+		rollLanes = append(rollLanes, groups[key].lanes...)
+	}
 
 	total := map[string]*GoodputFleet{}
 	for si, st := range steps {
@@ -479,6 +492,7 @@ func (s *Store) Goodput(t0, t1 float64) *GoodputResult {
 		}
 		if out.Generation {
 			fleetShares := in.shares(unattributed, out.PartialRollout, st.T0, st.T1)
+			engineSync := s.engineSyncIntervals(rollLanes, st.T0, st.T1)
 			for _, key := range groupKeys {
 				g := groups[key]
 				busy, shares := segIntervals(g.segs, st.T0, st.T1), in.shares(g.segs, out.PartialRollout, st.T0, st.T1)
@@ -490,7 +504,11 @@ func (s *Store) Goodput(t0, t1 float64) *GoodputResult {
 					if colocated[l] {
 						avail = free[l]
 					}
-					sec, pend := engineSplit(busy, shares, in.updates, colocated[l], st.T0, st.T1, avail)
+					sync := engineSync[l.ID] // a colocated GPU's weight updates are its trainer's update phase
+					if !colocated[l] {
+						sync = append(sync, in.updates...)
+					}
+					sec, pend := engineSplit(busy, shares, sync, st.T0, st.T1, avail)
 					for c := range sec {
 						rollF.Seconds[c] += sec[c]
 					}
@@ -616,18 +634,14 @@ func (s *Store) engineRunning(t0, t1 float64) map[string][][2]float64 {
 }
 
 // engineSplit is one rollout GPU's seconds per class over [t0, t1), given the seconds of it the GPU spent in the
-// rollout fleet (avail): weight updates are overhead (the engine loads weights instead of decoding, whatever is
-// in flight; on a colocated GPU the trainer's update phase holds them instead); the rest of the time it was
-// generating (busy: its requests, or its engines' running requests) is split between productive and wasted in
-// proportion to the segment-seconds of each class (shares); what is left is idle.
-func engineSplit(busyIv [][2]float64, shares segShares, updates [][2]float64, colocated bool, t0, t1, avail float64) (sec [4]float64, pending float64) {
-	sync := 0.0
-	busy := unionLen(busyIv, t0, t1)
-	if !colocated {
-		sync = min(unionLen(updates, t0, t1), avail)
-		busy = unionLen(append(append([][2]float64{}, busyIv...), updates...), t0, t1) - unionLen(updates, t0, t1)
-	}
-	busy = min(busy, avail-sync)
+// rollout fleet (avail): its weight syncs (the weight updates and its engines' sync calls) are overhead, whatever
+// is in flight (the engine loads weights instead of decoding); the rest of the time it was generating (busy: its
+// requests, or its engines' running requests) is split between productive and wasted in proportion to the
+// segment-seconds of each class (shares); what is left is idle.
+func engineSplit(busyIv [][2]float64, shares segShares, sync [][2]float64, t0, t1, avail float64) (sec [4]float64, pending float64) {
+	syncLen := min(unionLen(sync, t0, t1), avail)
+	busy := unionLen(append(append([][2]float64{}, busyIv...), sync...), t0, t1) - unionLen(sync, t0, t1)
+	busy = min(busy, avail-syncLen)
 	if sum := shares.bySec[gpProductive] + shares.bySec[gpWasted]; sum > 0 {
 		sec[gpProductive] = busy * shares.bySec[gpProductive] / sum
 		sec[gpWasted] = busy * shares.bySec[gpWasted] / sum
@@ -635,7 +649,24 @@ func engineSplit(busyIv [][2]float64, shares segShares, updates [][2]float64, co
 	} else {
 		sec[gpProductive] = busy // running requests with no segment of the step to class them: the engines' own
 	}
-	sec[gpOverhead] = sync
-	sec[gpIdle] = max(0, avail-busy-sync)
+	sec[gpOverhead] = syncLen
+	sec[gpIdle] = max(0, avail-busy-syncLen)
 	return sec, pending
+}
+
+// engineSyncIntervals are, per rollout lane, its engines' weight-sync phases within [t0, t1).
+func (s *Store) engineSyncIntervals(lanes []*Lane, t0, t1 float64) map[string][][2]float64 {
+	out := map[string][][2]float64{}
+	if len(lanes) == 0 {
+		return out
+	}
+	p := s.Phases(t0, t1, lanes)
+	for _, l := range p.Lanes {
+		for i := range l.Name {
+			if l.Rank[i] < 0 && engineSyncPhases[p.Names[l.Name[i]]] && l.T1[i] > l.T0[i] {
+				out[l.ID] = append(out[l.ID], [2]float64{l.T0[i], l.T1[i]})
+			}
+		}
+	}
+	return out
 }

@@ -69,7 +69,7 @@ func TestGoodputEngineSplit(t *testing.T) {
 		{t0: 10, t1: 40, trace: traceID{2}}, // overlaps: 40 s generating, 30 + 30 segment-seconds
 		{t0: 80, t1: 90, trace: traceID{1}}, // 5 s of it inside the second sync
 	}
-	sec, pending := engineSplit(segIntervals(segs, 0, 100), in.shares(segs, false, 0, 100), in.updates, false, 0, 100, 100)
+	sec, pending := engineSplit(segIntervals(segs, 0, 100), in.shares(segs, false, 0, 100), in.updates, 0, 100, 100)
 	want := [4]float64{gpProductive: 45 * 40.0 / 70, gpWasted: 45 * 30.0 / 70, gpOverhead: 20, gpIdle: 35}
 	for c := range sec {
 		if math.Abs(sec[c]-want[c]) > 1e-9 {
@@ -81,7 +81,7 @@ func TestGoodputEngineSplit(t *testing.T) {
 	}
 	// A colocated GPU in the rollout fleet for 45 s of the step (the trainer's update phase holds the syncs):
 	// generation fills it.
-	sec, _ = engineSplit(segIntervals(segs, 0, 100), in.shares(segs, false, 0, 100), in.updates, true, 0, 100, 45)
+	sec, _ = engineSplit(segIntervals(segs, 0, 100), in.shares(segs, false, 0, 100), nil, 0, 100, 45)
 	if s := sec[0] + sec[1] + sec[2] + sec[3]; math.Abs(s-45) > 1e-9 || sec[gpIdle] != 0 || sec[gpOverhead] != 0 {
 		t.Fatalf("colocated split %v adds up to %g, want 45 generating", sec, s)
 	}

@@ -55,9 +55,12 @@ func (c *GenerateConfig) defaults() {
 type generator struct {
 	cfg     GenerateConfig
 	version atomic.Pointer[string] // meta_info.weight_version; POST /update_weight_version replaces it
-	slots   chan struct{}
-	tracer  *Tracer
-	exp     *SpanExporter
+	// pausedMu guards paused: closed by POST /continue_generation, nil while generation runs.
+	pausedMu sync.Mutex
+	paused   chan struct{}
+	slots    chan struct{}
+	tracer   *Tracer
+	exp      *SpanExporter
 
 	mu   sync.Mutex
 	seen int
@@ -123,6 +126,13 @@ func (s *Server) serveGenerate(w http.ResponseWriter, r *http.Request) {
 		rid = strconv.FormatInt(recv.UnixNano(), 16)
 	}
 	submit := time.Now()
+	if held := g.held(); held != nil { // paused for a weight sync: admitted when generation continues
+		select {
+		case <-held:
+		case <-r.Context().Done():
+			return
+		}
+	}
 	select {
 	case g.slots <- struct{}{}:
 	case <-r.Context().Done():
@@ -199,6 +209,23 @@ func (s *Server) serveControl(mux *http.ServeMux) {
 		writeJSON(w, map[string]any{"weight_version": version()})
 	})
 	mux.HandleFunc("POST /abort_request", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	// miles' weight sync around an update: pause (new requests wait), flush the cache, continue.
+	mux.HandleFunc("POST /pause_generation", func(w http.ResponseWriter, _ *http.Request) {
+		if g := s.gen.Load(); g != nil {
+			g.pause()
+		}
+		writeJSON(w, map[string]any{"success": true})
+	})
+	mux.HandleFunc("POST /continue_generation", func(w http.ResponseWriter, _ *http.Request) {
+		if g := s.gen.Load(); g != nil {
+			g.resume()
+		}
+		writeJSON(w, map[string]any{"success": true})
+	})
+	mux.HandleFunc("/flush_cache", func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		_, _ = w.Write([]byte("Cache flushed.\n"))
+	})
 	mux.HandleFunc("POST /update_weight_version", func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			NewVersion string `json:"new_version"`
@@ -211,4 +238,28 @@ func (s *Server) serveControl(mux *http.ServeMux) {
 		g.version.Store(&req.NewVersion)
 		writeJSON(w, map[string]any{"success": true, "message": "weight version updated to " + req.NewVersion})
 	})
+}
+
+// held is what a new request waits on while generation is paused (nil: not paused).
+func (g *generator) held() chan struct{} {
+	g.pausedMu.Lock()
+	defer g.pausedMu.Unlock()
+	return g.paused
+}
+
+func (g *generator) pause() {
+	g.pausedMu.Lock()
+	defer g.pausedMu.Unlock()
+	if g.paused == nil {
+		g.paused = make(chan struct{})
+	}
+}
+
+func (g *generator) resume() {
+	g.pausedMu.Lock()
+	defer g.pausedMu.Unlock()
+	if g.paused != nil {
+		close(g.paused)
+		g.paused = nil
+	}
 }

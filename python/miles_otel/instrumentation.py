@@ -624,6 +624,23 @@ def _send_topology(chunks: list[list]) -> None:
     _emitter().register_engines(engines)
 
 
+# The engine side of a weight sync (docs/semconv.md §2, "Engine phases"): miles calls these SGLangEngine methods
+# on each engine's actor around an update; each call is one phase of role rollout on the engine's GPUs, timed as
+# the engine's own HTTP endpoint answers it.
+ENGINE_SYNC_METHODS = (
+    "pause_generation",
+    "flush_cache",
+    "update_weights_from_distributed",
+    "update_weights_from_tensor",
+    "update_weights_from_disk",
+    "post_process_weights",
+    "update_weight_version",
+    "continue_generation",
+    "release_memory_occupation",
+    "resume_memory_occupation",
+)
+
+
 def _hook_sglang_engine(mod: Any) -> None:
     cls = getattr(mod, "SGLangEngine", None)
     if cls is None:
@@ -635,6 +652,43 @@ def _hook_sglang_engine(mod: Any) -> None:
         cls.get_topology_info = _topology_info
         _undo.append((cls, "get_topology_info", None))
         _state.installed["engine"] = "ok"
+    wrapped = [m for m in ENGINE_SYNC_METHODS if m in cls.__dict__ and _wrap(cls, m, _make_engine_sync(m), "engine_sync")]
+    if not wrapped:
+        _not_fitting("engine_sync", "SGLangEngine's weight-sync methods (pause_generation, update_weights_from_*, …)")
+
+
+def _make_engine_sync(name: str) -> Callable[[Callable], Callable]:
+    def make(orig):
+        def method(self, *a, **kw):
+            t0 = time.time()
+            sink = _engine_phase_begin(self, name, t0)
+            try:
+                return orig(self, *a, **kw)
+            finally:
+                if sink is not None:
+                    _engine_phase_end(sink, name, t0)
+
+        return method
+
+    return make
+
+
+@_quiet("engine_sync")
+def _engine_phase_begin(engine: Any, name: str, t0: float):
+    sink = engine.__dict__.get("_miles_otel_phases")
+    if sink is None:
+        from .sinks import PhaseSink
+
+        info = _topology_info(engine)
+        sink = PhaseSink(sc.ROLE_ROLLOUT, rank=-1, gpus=info["gpu_ids"], gpu_uuids=info["gpu_uuids"])
+        engine.__dict__["_miles_otel_phases"] = sink
+    sink.begin(name, t0)
+    return sink
+
+
+@_quiet("engine_sync")
+def _engine_phase_end(sink: Any, name: str, t0: float) -> None:
+    sink(name, t0, time.time())
 
 
 def _make_topology_info(orig):

@@ -10,9 +10,10 @@ metrics logging, conversion to train data), ``sglang_rollout.generate_and_rm`` /
 
 - miles' train actors (``miles.ray.train_actor`` needs torch ≥ 2.x, Megatron and CUDA). Each train rank is a
   process that runs miles' real ``Timer`` phases in miles' order, with miles' seeding of ``random`` (alike on
-  every rank of a pipeline stage), and rank 0 pushes the weight version to the engines the way miles' updater
-  does (sglang's ``/update_weight_version``) and reports it with ``miles_otel.weight_update`` — the call the
-  instrumentation's ``update_weights`` hook makes in a real train actor.
+  every rank of a pipeline stage), and rank 0 pushes the weight version to the engines through miles' own
+  ``SGLangEngine`` as its updater does (pause generation, flush the cache, sglang's ``/update_weight_version``,
+  continue) and reports it with ``miles_otel.weight_update`` — the call the instrumentation's ``update_weights``
+  hook makes in a real train actor.
 - sglang's engine-side modules miles imports at module level (sglang_engine_shim.py says which and why).
 
 Usage: miles_driver.py --router 127.0.0.1:PORT --engines http://…,http://… --workdir DIR [--steps N]
@@ -27,6 +28,7 @@ import os
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -56,13 +58,35 @@ def say(obj: dict) -> None:
     sys.stdout.flush()
 
 
-def push_version(engines: list[str], version: int) -> None:
-    body = json.dumps({"new_version": str(version)}).encode()
-    for url in engines:
-        req = urllib.request.Request(url + "/update_weight_version", data=body, method="POST",
-                                     headers={"Content-Type": "application/json"})
-        with urllib.request.urlopen(req, timeout=10) as r:
-            r.read()
+def engine_handles(engines: list[str]) -> list:
+    """miles' own ``SGLangEngine`` for each running engine, as ``init`` leaves it for an external engine (its host,
+    port and node rank): the object miles' weight updater calls on each engine actor."""
+    sys.path.insert(0, HERE)
+    import sglang_engine_shim
+
+    sglang_engine_shim.install()
+    from miles.backends.sglang_utils.sglang_engine import SGLangEngine
+
+    handles = []
+    for i, url in enumerate(engines):
+        u = urllib.parse.urlsplit(url)
+        e = SGLangEngine(argparse.Namespace(rollout_num_gpus_per_engine=1, num_gpus_per_node=1), rank=i)
+        e.server_host, e.server_port, e.node_rank = u.hostname, u.port, 0
+        handles.append(e)
+    return handles
+
+
+def push_version(handles: list, version: int) -> None:
+    """What miles' weight updater does on the engines around an update (update_weight_utils): pause generation,
+    flush the cache, load the new weights (here only their version: sglang's /update_weight_version), continue."""
+    for e in handles:
+        e.pause_generation()
+    for e in handles:
+        e.flush_cache()
+    for e in handles:
+        e.update_weight_version(str(version))
+    for e in handles:
+        e.continue_generation()
 
 
 def train_rank(rank: int, engines: list[str]) -> None:
@@ -76,7 +100,7 @@ def train_rank(rank: int, engines: list[str]) -> None:
     from miles.utils.timer import Timer, inverse_timer, timer
 
     perf_args = argparse.Namespace(wandb_always_use_train_step=False)
-    version = 0
+    version, handles = 0, None
     for line in sys.stdin:
         cmd = line.split()
         if not cmd:
@@ -103,11 +127,13 @@ def train_rank(rank: int, engines: list[str]) -> None:
         if cmd[0] == "init":
             Timer().start("train_wait")  # the actor waits for its first batch
         if cmd[0] in ("init", "step"):
+            if rank == 0 and handles is None:
+                handles = engine_handles(engines)
             t0 = time.time()
             with timer("update_weights"):
                 version += 1
                 if rank == 0:
-                    push_version(engines, version)
+                    push_version(handles, version)
             if rank == 0:
                 miles_otel.weight_update(version, t0, time.time(), step=step)
         miles_otel.flush(10)

@@ -192,6 +192,49 @@ class InstrumentationTest(unittest.TestCase):
         [phase] = [kv(s["attributes"]) for s in spans if s["name"] == "actor_train"]
         self.assertEqual((phase["miles.step"], phase["miles.role"]), (7, "train"))
 
+    def test_engine_weight_sync_calls_are_phases_on_the_engine_gpus(self):
+        """miles' SGLangEngine calls around an update (pause, flush, load, continue) are phases of role rollout on
+        the engine's GPUs, rank -1, each as long as the call; the calls' results and errors are miles' own."""
+        files = {**pkg("miles.backends.sglang_utils.sglang_engine"),
+                 "miles/backends/sglang_utils/sglang_engine.py": """
+                     import time
+                     class RayActor: pass
+                     class SGLangEngine(RayActor):
+                         def __init__(self, args, rank, worker_type="regular", base_gpu_id=None):
+                             self.args, self.rank, self.base_gpu_id = args, rank, base_gpu_id
+                             self.server_host, self.server_port = "10.0.0.2", 30000
+                         def pause_generation(self, mode="retract"):
+                             time.sleep(0.02); return "paused"
+                         def update_weights_from_distributed(self, names, dtypes, shapes, group_name):
+                             raise RuntimeError("nccl timeout")
+                         def continue_generation(self):
+                             return "continued"
+                 """}
+        r = run(files, """
+            import types
+            import miles_otel
+            miles_otel.instrumentation.MilesInstrumentor().instrument()
+            from miles.backends.sglang_utils.sglang_engine import SGLangEngine
+            e = SGLangEngine(types.SimpleNamespace(rollout_num_gpus_per_engine=2, num_gpus_per_node=8), 1, base_gpu_id=4)
+            assert e.pause_generation() == "paused"
+            try:
+                e.update_weights_from_distributed([], [], [], "g")
+                raise SystemExit("the engine's error was swallowed")
+            except RuntimeError:
+                pass
+            assert e.continue_generation() == "continued"
+            assert miles_otel.flush(5)
+        """, self.env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        names = ("pause_generation", "update_weights_from_distributed", "continue_generation")
+        self.assertTrue(self.srv.wait_for(lambda _srv: len([1 for _, s in self.srv.spans() if s["name"] in names]) == 3))
+        spans = {s["name"]: s for _, s in self.srv.spans() if s["name"] in names}
+        for name, s in spans.items():
+            a = kv(s["attributes"])
+            self.assertEqual((a["miles.role"], a["miles.rank"], list(a["miles.gpu.ids"])), ("rollout", -1, [4, 5]), name)
+        pause = spans["pause_generation"]
+        self.assertGreaterEqual(int(pause["endTimeUnixNano"]) - int(pause["startTimeUnixNano"]), 20_000_000)
+
     def test_a_changed_miles_is_left_alone_with_one_warning(self):
         # A Timer whose start takes other arguments, an http post without headers: both left unwrapped.
         files = {**pkg("miles.utils.timer", "miles.utils.http_utils"),
