@@ -36,3 +36,13 @@ func (s *Server) goodputTotal() []store.GoodputFleet {
 	}
 	return c.total
 }
+
+// weightSync answers GET /api/v1/weight_sync: the weight updates ending in the window, the trainer's side beside
+// each engine's own sync calls (docs/dashboard-api.md; docs/semconv.md §2 "Engine phases").
+func (s *Server) weightSync(r *http.Request) (any, error) {
+	t0, t1, err := s.window(r)
+	if err != nil {
+		return nil, err
+	}
+	return s.compute.WeightSync(t0, t1), nil
+}

@@ -14,9 +14,9 @@ import (
 // goodputOf asks the served run for its ledger and checks the invariants every ledger holds: per step and
 // fleet, the classes add up to the fleet's GPU-seconds, pending is part of productive, and a dedicated fleet
 // holds its GPUs for the whole step.
-func goodputOf(t *testing.T, url string, trainGPUs, rolloutGPUs int) *store.GoodputResult {
+func goodputOf(t *testing.T, url, query string, trainGPUs, rolloutGPUs int) *store.GoodputResult {
 	t.Helper()
-	code, d := getData(t, url+"/api/v1/goodput")
+	code, d := getData(t, url+"/api/v1/goodput"+query)
 	if code != 200 {
 		t.Fatal(code, d)
 	}
@@ -167,7 +167,7 @@ func TestGoodputSimulatedRunsE2E(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := simRunConsumed(t, tc.steps, tc.consumed, tc.args...)
 			ts, _, _ := serve(t, dir, Options{})
-			g := goodputOf(t, ts.URL, tc.train, tc.rollout)
+			g := goodputOf(t, ts.URL, "", tc.train, tc.rollout)
 			tc.check(t, ts.URL, g)
 			if tc.name == "healthy" {
 				_, d := getData(t, ts.URL+"/api/v1/goodput")
@@ -176,7 +176,7 @@ func TestGoodputSimulatedRunsE2E(t *testing.T) {
 			// /metrics exports the same totals. (Asked again: the first answer's default window ended at the data
 			// edge before its own reads raised it.)
 			_, body := do(t, ts.URL+"/metrics", nil)
-			for _, f := range goodputOf(t, ts.URL, tc.train, tc.rollout).Total {
+			for _, f := range goodputOf(t, ts.URL, "", tc.train, tc.rollout).Total {
 				want := fmt.Sprintf(",fleet=%q} %s\n", f.Fleet, strconv.FormatFloat(f.Ratio, 'f', -1, 64))
 				if !strings.Contains(body, "miles_goodput_ratio{") || !strings.Contains(body, want) {
 					t.Fatalf("/metrics lacks miles_goodput_ratio{…%s:\n%s", want, body)

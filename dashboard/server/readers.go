@@ -37,6 +37,7 @@ type computeReader interface {
 	StepPhases(t0, t1 float64, sel []*store.Lane) *store.StepPhasesResult
 	Outliers(t0, t1 float64, sel []*store.Lane, k int) *store.OutliersResult
 	Goodput(t0, t1 float64) *store.GoodputResult
+	WeightSync(t0, t1 float64) *store.WeightSyncResult
 	Explain(step, k int, memo *store.ExplainMemo) (*store.ExplainResult, error)
 	ExplainTable(memo *store.ExplainMemo) *store.ExplainTable
 }

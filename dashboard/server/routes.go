@@ -24,6 +24,7 @@ func (s *Server) register(mux *http.ServeMux) {
 	handle("GET /api/v1/phases/share", s.phasesShare)     // where the GPU time goes (compute_share.go)
 	handle("GET /api/v1/outliers", s.outliers)
 	handle("GET /api/v1/goodput", s.goodput)                // the goodput ledger per step and fleet (goodput.go)
+	handle("GET /api/v1/weight_sync", s.weightSync)         // each update from the trainer and every engine (goodput.go)
 	handle("GET /api/v1/heatmap", s.heatmap)                // binary frame
 	handle("GET /api/v1/export/perfetto", s.exportPerfetto) // a Perfetto trace of the window (export.go)
 

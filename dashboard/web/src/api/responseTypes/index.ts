@@ -31,6 +31,7 @@ import { phasesSchema } from "./phases";
 import { phasesShareSchema } from "./phasesShare";
 import { runConfigSchema } from "./runConfig";
 import { stepsSchema } from "./steps";
+import { weightSyncSchema } from "./weightSync";
 
 export { validate };
 export { LIVE_BARE, LIVE_DATA } from "../liveMessages";
@@ -57,6 +58,7 @@ export const ENDPOINTS: Endpoint[] = [
   { route: "GET /api/v1/phases/share", schema: phasesShareSchema, golden: "phases_share" },
   { route: "GET /api/v1/outliers", schema: outliersSchema, golden: "outliers" },
   { route: "GET /api/v1/goodput", schema: goodputSchema, golden: "goodput" },
+  { route: "GET /api/v1/weight_sync", schema: weightSyncSchema, golden: "weight_sync" },
   { route: "GET /api/v1/heatmap", schema: heatmapHeaderSchema, golden: "heatmap", binary: true },
   { route: "GET /api/v1/metrics/keys", schema: metricsKeysSchema, golden: "metrics_keys" },
   { route: "GET /api/v1/metrics/series", schema: metricsSeriesSchema, golden: "metrics_series" },
