@@ -737,11 +737,32 @@ test("the numbers: phase shares per role and per hovered lane, a dragged range, 
   const back = await numbersModel();
   assert.ok(back.pageRange && Math.abs(back.pageRange.t0 - sel.pageRange.t0) < 2e-3, JSON.stringify(back.pageRange));
   assert.equal(JSON.stringify(back.rangeTable), JSON.stringify(expectedTable(await apiShare(back.range))));
+  // 7. A reload of the page's URL: the same range (to the URL's millisecond) and phase, the API's totals for them.
+  const other = await openPage(browser, dash.url + (await state(page)).hash);
+  const re = await until(async () => {
+    const x = await other.page.evaluate(() => {
+      const n = window.__miles.numbers;
+      return { range: n.rangeShare, pageRange: window.__miles.range, slow: document.querySelector(".numbers .slowcard").dataset.phase };
+    });
+    return x.range && x.pageRange ? x : null;
+  }, { what: "the reloaded page's range totals" });
+  assert.ok(Math.abs(re.pageRange.t0 - back.pageRange.t0) < 1e-3 && Math.abs(re.pageRange.t1 - back.pageRange.t1) < 1e-3, JSON.stringify([re.pageRange, back.pageRange]));
+  assert.equal(re.slow, "log_probs");
+  const reTable = await other.page.evaluate(() => {
+    const out = {};
+    for (const tr of document.querySelectorAll(".numbers .sharecard.range table.sharetable tr[data-phase]"))
+      out[tr.dataset.phase] = Array.from(tr.querySelectorAll("td")).map((td) => td.textContent);
+    return out;
+  });
+  const want = expectedTable(await apiShare(re.range));
+  assert.deepEqual(reTable, Object.fromEntries(Object.entries(want).map(([k, v]) => [k, Object.values(v).flatMap((c) => (c.u !== undefined ? [c.u] : [c.s, c.f]))])));
+  assert.deepEqual(other.problems, []);
+  await other.page.close();
   await page.locator(".numbers").scrollIntoViewIfNeeded();
   await page.screenshot({ path: join(SHOTS, "compute-numbers.png") });
   await page.evaluate(() => window.scrollTo(0, 0));
 
-  // 7. Escape clears the range (the card, the overlay and the URL).
+  // 8. Escape clears the range (the card, the overlay and the URL).
   await page.keyboard.press("Escape");
   const cleared = await until(async () => {
     const x = await numbersModel();
