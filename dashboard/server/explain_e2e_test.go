@@ -81,8 +81,9 @@ func TestExplainSimulatedRunsE2E(t *testing.T) {
 		link        func(l store.ExplainLinks) bool
 	}{
 		{name: "healthy", consumed: 6},
-		{name: "straggler_rank", fault: "straggler-rank@4=0", step: 5, cause: store.CauseStragglerRank, trainer: true,
-			link: func(l store.ExplainLinks) bool { return l.Rank != nil && *l.Rank == 0 && l.Lane != "" }},
+		// Rank 1 runs log_probs twice as long from step 4 (before: the simulator's mild built-in straggler, 1.12×).
+		{name: "straggler_rank", fault: "straggler-rank@4=1:2", step: 5, cause: store.CauseStragglerRank, trainer: true,
+			link: func(l store.ExplainLinks) bool { return l.Rank != nil && *l.Rank == 1 && l.Lane != "" }},
 		{name: "straggler_engine", fault: "straggler-engine@4=0", step: 5, cause: store.CauseSlowEngine,
 			link: func(l store.ExplainLinks) bool {
 				return strings.HasSuffix(l.Engine, ":30020") && l.Sample != nil && l.Span != ""
@@ -128,6 +129,7 @@ func TestExplainSimulatedRunsE2E(t *testing.T) {
 				t.Fatalf("step %d (%.1f s, baseline %.1f s): top contributor %+v, want %s; causes %+v", tc.step, e.Seconds, e.Baseline, e.Contributors, tc.cause, e.Causes)
 			}
 			top := e.Contributors[0]
+			t.Logf("step %d: %.1f s against %.1f s; top %s %+.1f s (noise %.1f, floor %.1f); %d contributors", tc.step, e.Seconds, e.Baseline, top.Cause, top.Over, top.Noise, e.NoiseFloor, len(e.Contributors))
 			if top.Over < e.NoiseFloor || !tc.link(top.Links) {
 				t.Fatalf("top contributor %+v: floor %g, links", top, e.NoiseFloor)
 			}

@@ -32,7 +32,7 @@ type Generator struct {
 	version int // trainer's weight version (completed pushes)
 
 	rankF     []float64 // per-rank speed factor (skew, one straggler)
-	healthyF  []float64 // rankF before the straggler-rank fault's first step
+	healthyF  []float64 // rankF without the straggler-rank fault: before its first step
 	waitPhase []*Phase  // open train_wait per rank
 	nextR0    float64   // colocate: next rollout start
 	prevRoll  float64   // duration of the previous rollout
@@ -99,7 +99,11 @@ func NewGenerator(cfg Config) (*Generator, error) {
 	for r := range d.topo.Train {
 		f := 1 + 0.035*math.Max(-2, math.Min(2, d.r.NormFloat64()))
 		builtin := r == len(d.topo.Train)/2+1 || (len(d.topo.Train) <= 2 && r == len(d.topo.Train)-1)
-		d.healthyF = append(d.healthyF, f)
+		if builtin {
+			d.healthyF = append(d.healthyF, 1.12)
+		} else {
+			d.healthyF = append(d.healthyF, f)
+		}
 		if fl := d.cfg.Faults; fl.StragglerFactor > 1 { // the fault's straggler replaces the built-in one
 			builtin = false
 			if r == fl.StragglerRank {
@@ -239,7 +243,7 @@ func (d *Generator) start() {
 		d.closed(p, "update_weights_implementation", u0+0.2, u1-0.3, -1, uw)
 		end := u1
 		if d.cfg.Mode == ModeColocate {
-			end = u1 + d.jitter(2.5, 0.2)*d.rankF[r]
+			end = u1 + d.jitter(2.5, 0.2)*d.rankFactor(r, 0)
 			d.closed(p, "sleep", u1, end, -1, nil)
 		}
 		d.waitPhase = append(d.waitPhase, d.phase(p, "train_wait", end, 0, nil))
@@ -422,7 +426,7 @@ func (d *Generator) asyncStep() {
 
 // rankFactor is rank r's speed factor in step k: the straggler-rank fault's from its first step on.
 func (d *Generator) rankFactor(r, k int) float64 {
-	if f := d.cfg.Faults; f.StragglerFactor > 1 && r == f.StragglerRank && k < f.StragglerStep {
+	if f := d.cfg.Faults; f.StragglerFactor > 1 && k < f.StragglerStep {
 		return d.healthyF[r]
 	}
 	return d.rankF[r]
@@ -591,7 +595,7 @@ func (d *Generator) stepMetrics(k, consumeVersion int, groups []*groupRec, c, a1
 	trainTime := u1 - c
 	stepTime := wait + trainTime
 	noise := d.r.NormFloat64()
-	tflops := 410 / d.rankF[0] * (1 + 0.03*noise)
+	tflops := 410 / d.rankFactor(0, k) * (1 + 0.03*noise)
 	if f := d.cfg.Faults; f.MFU > 0 && k >= f.MFUStep {
 		tflops = f.MFU * 989 * (1 + 0.03*noise)
 	}

@@ -165,15 +165,23 @@ var faultSpecs = []faultSpec{
 		},
 	},
 	{
-		name: "straggler-rank", step: "first step it straggles in (default 0)", value: "train rank", def: "",
-		help: "one train rank runs every phase 1.3x as long (S1 straggler rank)",
+		name: "straggler-rank", step: "first step it straggles in (default 0)", value: "train rank, and how many times as long it runs (RANK[:FACTOR], default factor 1.3)", def: "",
+		help: "one train rank runs every phase 1.3x (or FACTOR x) as long (S1 straggler rank)",
 		apply: func(f *Faults, step int, _ bool, v string) error {
 			f.StragglerStep = step
-			n, err := strconv.Atoi(v)
+			rank, factor, hasFactor := strings.Cut(v, ":")
+			n, err := strconv.Atoi(rank)
 			if err != nil || n < 0 {
-				return fmt.Errorf("fault straggler-rank: value %q must be a train rank (straggler-rank=N)", v)
+				return fmt.Errorf("fault straggler-rank: value %q must be a train rank (straggler-rank=N or N:FACTOR)", v)
 			}
 			f.StragglerRank, f.StragglerFactor = n, 1.3
+			if hasFactor {
+				x, err := fnum("straggler-rank", factor, 1, 10)
+				if err != nil {
+					return err
+				}
+				f.StragglerFactor = x
+			}
 			return nil
 		},
 	},
@@ -290,7 +298,11 @@ func (f Faults) String() string {
 		out = append(out, fmt.Sprintf("truncation%s=%g", atStep(f.TruncationStep), f.Truncation))
 	}
 	if f.StragglerFactor > 1 {
-		out = append(out, fmt.Sprintf("straggler-rank%s=%d", atStep(f.StragglerStep), f.StragglerRank))
+		factor := ""
+		if f.StragglerFactor != 1.3 {
+			factor = fmt.Sprintf(":%g", f.StragglerFactor)
+		}
+		out = append(out, fmt.Sprintf("straggler-rank%s=%d%s", atStep(f.StragglerStep), f.StragglerRank, factor))
 	}
 	if f.SlowEngine {
 		out = append(out, fmt.Sprintf("straggler-engine%s=%d", atStep(f.SlowEngineStep), f.StragglerEngine))

@@ -20,6 +20,8 @@ func TestParseFaults(t *testing.T) {
 		{[]string{"oom"}, "unknown fault \"oom\"", true},
 		{[]string{"low-cache-hit@2"}, "takes no @STEP", true},
 		{[]string{"low-mfu@2,truncation@3=0.5,straggler-rank@4=1,straggler-engine@1=0,kv-pressure@5"}, "kv-pressure@5=40000,low-mfu@2=0.08,truncation@3=0.5,straggler-rank@4=1,straggler-engine@1=0", false},
+		{[]string{"straggler-rank=1:2.5"}, "straggler-rank=1:2.5", false},
+		{[]string{"straggler-rank=1:0.5"}, "must be a number in (1, 10]", true},
 		{[]string{"abort-storm=1.5"}, "must be a number", true},
 		{[]string{"stall=soon"}, "positive duration", true},
 		{[]string{"straggler-rank"}, "needs a value", true},
@@ -242,5 +244,27 @@ func TestFaultTrainerMetrics(t *testing.T) {
 	cfg.Faults = Faults{StragglerRank: 9, StragglerFactor: 1.3}
 	if _, err := NewGenerator(cfg); err == nil || !strings.Contains(err.Error(), "train ranks") {
 		t.Fatalf("straggler-rank out of range: %v", err)
+	}
+}
+
+// TestFaultOnset: a steady fault with @STEP acts from that step: one whose first step is past the run's end
+// leaves the run exactly healthy, and one that starts mid-run leaves the steps before it as they were.
+func TestFaultOnset(t *testing.T) {
+	cfg := Config{Mode: ModeAsync, Nodes: 1, GPUsPerNode: 4, GPUsPerEngine: 1, Steps: 6, Seed: 7, RestartStep: -1}
+	healthy, _ := collect(t, cfg)
+	late := Faults{KVPool: 40000, KVStep: 99, MFU: 0.08, MFUStep: 99, Truncation: 0.5, TruncationStep: 99,
+		StragglerRank: 0, StragglerFactor: 1.3, StragglerStep: 99, SlowEngine: true, StragglerEngine: 0, SlowEngineStep: 99}
+	cfg.Faults = late
+	if evs, _ := collect(t, cfg); digest(evs) != digest(healthy) {
+		t.Fatal("faults that start after the run's last step changed it")
+	}
+	cfg.Faults = Faults{MFU: 0.08, MFUStep: 4, StragglerRank: 0, StragglerFactor: 1.3, StragglerStep: 4}
+	evs, g := collect(t, cfg)
+	mfu, base := stepValues(evs, "perf/actor_train_mfu"), stepValues(healthy, "perf/actor_train_mfu")
+	if len(mfu) != 6 || mfu[3] != base[3] || math.Abs(mfu[4]-0.08) > 0.015 || math.Abs(mfu[5]-0.08) > 0.015 {
+		t.Fatalf("low MFU from step 4: %v (healthy %v)", mfu, base)
+	}
+	if g.rankFactor(0, 3) != g.healthyF[0] || g.rankFactor(0, 4) != 1.3 || g.rankFactor(1, 3) != 1.12 {
+		t.Fatalf("rank factors before and from step 4: %v %v %v", g.rankFactor(0, 3), g.rankFactor(0, 4), g.rankFactor(1, 3))
 	}
 }

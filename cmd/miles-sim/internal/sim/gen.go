@@ -272,7 +272,7 @@ func (g *gen) sendTurn(s *sampleRun, t float64) {
 	comp := int(math.Exp(math.Log(1100*g.lenMul/float64(s.turns)+200) + 0.95*g.r.NormFloat64()))
 	comp = max(comp, 8)
 	const maxResp = 8192
-	if f := g.cfg.Faults.Truncation; f > 0 && g.r.Float64() < f && s.step >= g.cfg.Faults.TruncationStep { // the model rambles until the cap
+	if f := g.cfg.Faults.Truncation; f > 0 && s.step >= g.cfg.Faults.TruncationStep && g.r.Float64() < f { // the model rambles until the cap
 		comp = maxResp
 	}
 	if comp >= maxResp {
