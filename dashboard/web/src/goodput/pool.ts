@@ -44,7 +44,8 @@ export class PoolPanel {
     this.canvas.addEventListener("mouseleave", () => (this.tip.hidden = true));
   }
 
-  async refresh(t0: number, t1: number): Promise<void> {
+  /** Ask for the pool of [t0, t1] (the server's default window, the run's last hours, when not given). */
+  async refresh(t0?: number, t1?: number): Promise<void> {
     const seq = ++this.seq;
     try {
       const resp = await this.api.get<LifecyclePoolResp>("/api/v1/lifecycle/pool", { t0, t1, points: 400 });

@@ -18,6 +18,7 @@ import type { Anatomy } from "../api/responseTypes/anatomy";
 import type { LifecycleCarpetHeader } from "../api/responseTypes/lifecycleCarpet";
 import type { Meta } from "../api/responseTypes/meta";
 import type { StepsResp, StepSummary } from "../api/responseTypes/steps";
+import { PoolPanel } from "../goodput/pool";
 import { el, fitCanvas } from "../shared/dom";
 import { formatDuration, formatRel, ticks, tickStep } from "../shared/timeaxis";
 import type { EngineStagesResp } from "../api/responseTypes/engineStages";
@@ -89,6 +90,9 @@ export class LifecycleView {
   readonly startTs: number;
   active = false;
   readonly probe = { anatomyDraws: 0, carpetDraws: 0, loads: 0, drawnLoad: 0, pushedSteps: 0, engineSlices: 0 };
+  /** The version-lag pool of the run's recent hours (GET /api/v1/lifecycle/pool), asked again as steps arrive. */
+  readonly pool: PoolPanel;
+  private poolAsked = 0;
 
   constructor(
     private readonly api: Api,
@@ -99,6 +103,7 @@ export class LifecycleView {
     private readonly onError: (msg: string) => void,
   ) {
     this.startTs = meta.start_ts ?? meta.time_range?.[0] ?? 0;
+    this.pool = new PoolPanel(api, (t) => "+" + formatRel(t - this.startTs), onError);
     host.appendChild(this.root);
     const p = new URLSearchParams(location.hash.split("?")[1] ?? "");
     if (p.has("step") && isFinite(Number(p.get("step")))) {
@@ -116,6 +121,7 @@ export class LifecycleView {
         const have = new Set(this.steps.map((x) => x.step));
         for (const x of st) if (!have.has(x.step)) this.steps.push(x);
         this.steps.sort((a, b) => a.step - b.step);
+        if (this.active) this.refreshPool();
         // Loading the newest step moves the carpet to its window too; not under a reader's eyes.
         const newest = this.steps[this.steps.length - 1].step;
         if (this.active && this.follow && newest !== this.step) {
@@ -164,7 +170,7 @@ export class LifecycleView {
     });
     window.addEventListener("scroll", () => this.catchUp(), { passive: true });
     this.carpetHead.textContent = "lifecycle carpet";
-    this.root.append(this.advSlot, this.nav, this.tiles, this.stagesBox, this.legend, this.pane, this.carpetHead, this.carpet);
+    this.root.append(this.advSlot, this.nav, this.tiles, this.stagesBox, this.legend, this.pane, this.carpetHead, this.carpet, this.pool.root);
     this.installInput();
   }
 
@@ -223,10 +229,19 @@ export class LifecycleView {
       void this.loadStageSteps();
       this.writeUrl();
       void this.loadCarpet();
+      this.refreshPool();
     } catch (e) {
       if (e instanceof ApiError && e.status === 404) this.stepInfo.textContent = `step ${step}: no such consumed step`;
       else this.onError(`lifecycle step ${step}: ${(e as Error).message}`);
     }
+  }
+
+  /** Ask for the pool of the default window (the run's last hours to its data edge), at most every 5 s. */
+  private refreshPool(): void {
+    const now = Date.now();
+    if (now - this.poolAsked < 5000) return;
+    this.poolAsked = now;
+    void this.pool.refresh();
   }
 
   private renderNav(): void {

@@ -585,6 +585,27 @@ test("lifecycle: batch anatomy drawn per sample (generation by version, tool wai
   }, { what: "the carpet query on the view's window", timeout: 60000 });
   assert.ok(Math.abs(cq.anatW - (70 + 90) - cq.plotW) <= 2, `the carpet spans the anatomy's plot (gutters aside): ${JSON.stringify(cq)}`);
   await page.screenshot({ path: join(SHOTS, "lifecycle-anatomy.png") });
+  // The version-lag pool under the carpet: what is stacked is the server's answer for the same window.
+  const pool = await until(() => page.evaluate(() => {
+    const p = window.__milesViews.lifecycle.pool;
+    return p.answer && p.drawn && p.answer.steps.length ? { answer: p.answer, top: p.drawn.top } : null;
+  }), { what: "the pool panel drawn", timeout: 60000 });
+  const again = await api(dash, `/api/v1/lifecycle/pool?t0=${pool.answer.t0}&t1=${pool.answer.t1}&points=${pool.answer.t.length}`);
+  let inPool = 0;
+  pool.answer.t.forEach((t, k) => {
+    const sum = pool.answer.counts.reduce((a, row) => a + row[k], 0);
+    assert.equal(pool.top[pool.top.length - 1][k], sum, `the stack's top at ${t} is the pool's size`);
+    inPool += sum;
+    if (t < pool.answer.t1 - 30) assert.equal(again.counts.reduce((a, row) => a + row[k], 0), sum, `the pool at ${t} as the API answers it now`);
+  });
+  assert.ok(inPool > 0, "samples wait in the pool between their generation and their consume");
+  const poolPx = await page.$eval("section.pool canvas", (c) => {
+    const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+    let n = 0;
+    for (let i = 0; i < d.length; i += 4) if (d[i + 3] > 0 && (d[i] < 200 || d[i + 1] < 200)) n++;
+    return n;
+  });
+  assert.ok(poolPx > 100, `the pool is painted (${poolPx} px)`);
   // Following the live run, but not under the reader's pointer: a newer step waits until the pointer leaves.
   const cb2 = await (await page.$("canvas.anatomy")).boundingBox();
   await page.mouse.move(cb2.x + cb2.width / 2, cb2.y + 10);
@@ -618,6 +639,9 @@ test("every answer and live message conforms to its response type (src/api/respo
     await check("GET /api/v1/outliers", d, `/api/v1/outliers?${w}&k=3`);
     await check("GET /api/v1/engines", d, `/api/v1/engines?${w}&lanes=g0-3&metric=sglang:num_running_reqs&points=8`);
     await check("GET /api/v1/advisory", d, "/api/v1/advisory");
+    await check("GET /api/v1/goodput", d, "/api/v1/goodput");
+    await check("GET /api/v1/weight_sync", d, "/api/v1/weight_sync");
+    await check("GET /api/v1/lifecycle/pool", d, "/api/v1/lifecycle/pool?points=16");
     const keys = await api(d, "/api/v1/metrics/keys");
     errs.push(...(await shapeErrors("GET /api/v1/metrics/keys", keys)));
     const stepKeys = keys.keys.filter((k) => k.category !== "sglang").slice(0, 3);
