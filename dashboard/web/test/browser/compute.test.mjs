@@ -1,6 +1,9 @@
 // Compute Utilization against the real server following a live run: the real collector fed by the simulator
 // (fully-async, 2 nodes x 8 GPUs), miles-dashboard serve --follow --token. Pixel checks on the canvases, the
-// window and URL after wheel zoom and drag pan, lane grammar chips, a live delta shown without reload.
+// window and URL after ctrl+wheel zoom and drag pan (a plain wheel scrolls the page), lane grammar chips, a live
+// delta shown without reload, and the numbers under the lanes (phase shares, a dragged range's totals, the
+// slowest lanes, the lane tip) equal to what the API answers, worked out again here, following live, after Back
+// and after a reload.
 import test, { after, before } from "node:test";
 import assert from "node:assert/strict";
 import { mkdirSync, rmSync } from "node:fs";
@@ -15,6 +18,7 @@ import {
   openPage,
   pixels,
   runSim,
+  shapeErrors,
   SHOTS,
   TMP,
   startCollector,
@@ -464,6 +468,52 @@ test("bubble strip: clicking a step zooms to it", async () => {
   assert.deepEqual(problems, []);
 });
 
+test("the goodput ledger: the window's steps per fleet as the API says; a click on a step explains it", async () => {
+  await page.click("button.latest");
+  const led = await until(
+    () =>
+      page.evaluate(() => {
+        const l = window.__miles.ledger;
+        if (!l.answer || !l.asked || l.answer.steps.filter((s) => !s.open).length < 2) return null;
+        const cells = {};
+        for (const td of document.querySelectorAll(".ledgertable tr[data-fleet] td[data-class]")) cells[td.parentElement.dataset.fleet + "/" + td.dataset.class] = Number(td.dataset.seconds);
+        return { answer: l.answer, asked: l.asked, cells };
+      }),
+    { timeout: 90000, what: "the ledger of at least two finished steps" },
+  );
+  // The table is the answer's totals; every finished step is the API's for the same window, now.
+  for (const f of led.answer.total) led.answer.classes.forEach((c, i) => assert.equal(led.cells[`${f.fleet}/${c}`], f.seconds[i], `${f.fleet} ${c}`));
+  const now = await api(dash, `/api/v1/goodput?t0=${led.asked.t0}&t1=${led.asked.t1}`, TOKEN);
+  for (const st of led.answer.steps.filter((s) => !s.open)) {
+    const again = now.steps.find((x) => x.step === st.step);
+    assert.ok(again, `step ${st.step} in the API's answer`);
+    for (const f of st.fleets) {
+      const g = again.fleets.find((x) => x.fleet === f.fleet);
+      f.seconds.forEach((v, i) => assert.ok(Math.abs(v - g.seconds[i]) < 1e-6, `step ${st.step} ${f.fleet} class ${i}: ${v} drawn, ${g.seconds[i]} now`));
+      assert.ok(Math.abs(f.seconds.reduce((a, b) => a + b, 0) - f.gpu_seconds) < 1e-6, "classes add up to the fleet's GPU-seconds");
+    }
+  }
+  // The columns are painted, one per step; a click on a finished step's column explains that step.
+  await page.locator(".ledger").scrollIntoViewIfNeeded();
+  const canvas = page.locator(".ledgercols canvas").first();
+  const box = await canvas.boundingBox();
+  const painted = await canvas.evaluate((c) => {
+    const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+    let n = 0;
+    for (let i = 0; i < d.length; i += 4) if (d[i + 3] > 0) n++;
+    return n;
+  });
+  assert.ok(painted > 500, `the columns are painted (${painted} px)`);
+  const i = led.answer.steps.findIndex((s) => !s.open);
+  const n = led.answer.steps.length;
+  await canvas.click({ position: { x: 34 + ((i + 0.5) * (box.width - 34)) / n, y: 40 } });
+  const shown = await until(() => page.evaluate(() => window.__miles.explainPanel?.probe.step ?? -1).then((s) => (s >= 0 ? s : null)), { what: "the step explained" });
+  assert.equal(shown, led.answer.steps[i].step);
+  await page.screenshot({ path: join(SHOTS, "compute-ledger.png") });
+  await page.evaluate(() => window.scrollTo(0, 0));
+  assert.deepEqual(problems, []);
+});
+
 // ------------------------------------------------------------------------------------------------ the numbers
 
 /** What the numbers under the lanes show: each table's cells by phase row and group column, and the page's answers. */
@@ -599,6 +649,7 @@ test("the numbers: phase shares per role and per hovered lane, a dragged range, 
 
   // 1. The window's table (following) is the API's answer for the page's window, drawn.
   const { m, r } = await windowTableMatchesApi("following");
+  assert.deepEqual(await shapeErrors("GET /api/v1/phases/share", r), [], "the live answer is what src/api/responseTypes says");
   assert.deepEqual(r.groups.map((g) => g.roles.join("+")).sort(), ["rollout", "train"]);
   for (const g of r.groups) assert.ok(Math.abs(g.seconds.reduce((a, b) => a + b, 0) + g.none - g.lanes * (r.t1 - r.t0)) < 0.01 * g.lanes);
   assert.ok(m.windowTable.actor_train.train.s !== undefined && m.windowTable.rollout.rollout.s !== undefined, JSON.stringify(m.windowTable));
