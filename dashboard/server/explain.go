@@ -9,7 +9,7 @@ import (
 )
 
 // explain answers GET /api/v1/steps/{id}/explain: why the trainer step took the time it did, against the median
-// of its k neighbouring steps (docs/dashboard-api.md; the causes and edges in docs/semconv.md §12.1).
+// of its k neighboring steps (docs/dashboard-api.md; the causes and edges in docs/semconv.md §12.1).
 func (s *Server) explain(r *http.Request) (any, error) {
 	id, err := strconv.Atoi(r.PathValue("id"))
 	if err != nil || id < 0 {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -55,7 +56,7 @@ func explainTableOf(t *testing.T, url string) *store.ExplainTable {
 
 // TestExplainSimulatedRunsE2E: simulator runs through the real collector, each with one fault that starts at
 // step 4 (or a healthy one); a step where the fault acts is explained with the fault's own cause as the top
-// contributor over its baseline (the median of its neighbours, healthy before the fault), with links into the
+// contributor over its baseline (the median of its neighbors, healthy before the fault), with links into the
 // views; a healthy run's steps have no contributor over the noise floor. Step 5 is asked: a rollout fault acts
 // on the samples the rollout of step 4 submits, which the trainer consumes in step 5.
 func TestExplainSimulatedRunsE2E(t *testing.T) {
@@ -82,22 +83,36 @@ func TestExplainSimulatedRunsE2E(t *testing.T) {
 	}{
 		{name: "healthy", consumed: 6},
 		// Rank 1 runs log_probs twice as long from step 4 (before: the simulator's mild built-in straggler, 1.12×).
-		{name: "straggler_rank", fault: "straggler-rank@4=1:2", step: 5, cause: store.CauseStragglerRank, trainer: true,
-			link: func(l store.ExplainLinks) bool { return l.Rank != nil && *l.Rank == 1 && l.Lane != "" }},
-		{name: "straggler_engine", fault: "straggler-engine@4=0", step: 5, cause: store.CauseSlowEngine,
+		{
+			name: "straggler_rank", fault: "straggler-rank@4=1:2", step: 5, cause: store.CauseStragglerRank, trainer: true,
+			link: func(l store.ExplainLinks) bool { return l.Rank != nil && *l.Rank == 1 && l.Lane != "" },
+		},
+		{
+			name: "straggler_engine", fault: "straggler-engine@4=0", step: 5, cause: store.CauseSlowEngine,
 			link: func(l store.ExplainLinks) bool {
 				return strings.HasSuffix(l.Engine, ":30020") && l.Sample != nil && l.Span != ""
-			}},
-		{name: "kv_pressure", fault: "kv-pressure@4", step: 5, cause: store.CauseEngineQueue,
-			link: func(l store.ExplainLinks) bool { return l.Engine != "" && l.Sample != nil && l.Trace != "" }},
-		{name: "truncation", fault: "truncation@4=0.5", step: 5, cause: store.CauseDecodeLength,
-			link: func(l store.ExplainLinks) bool { return l.Engine != "" && l.Sample != nil && l.Span != "" }},
-		{name: "abort_storm", fault: "abort-storm@4=0.3", step: 5, cause: store.CauseRetry,
-			link: func(l store.ExplainLinks) bool { return l.Sample != nil && l.Trace != "" }},
-		{name: "stall", fault: "stall@3=1h", step: 3, consumed: 3, cause: store.CauseStall,
-			link: func(l store.ExplainLinks) bool { return l.Step != nil && *l.Step == 3 }},
-		{name: "low_mfu", fault: "low-mfu@4", step: 5, cause: store.CauseLowMFU, trainer: true,
-			link: func(store.ExplainLinks) bool { return true }},
+			},
+		},
+		{
+			name: "kv_pressure", fault: "kv-pressure@4", step: 5, cause: store.CauseEngineQueue,
+			link: func(l store.ExplainLinks) bool { return l.Engine != "" && l.Sample != nil && l.Trace != "" },
+		},
+		{
+			name: "truncation", fault: "truncation@4=0.5", step: 5, cause: store.CauseDecodeLength,
+			link: func(l store.ExplainLinks) bool { return l.Engine != "" && l.Sample != nil && l.Span != "" },
+		},
+		{
+			name: "abort_storm", fault: "abort-storm@4=0.3", step: 5, cause: store.CauseRetry,
+			link: func(l store.ExplainLinks) bool { return l.Sample != nil && l.Trace != "" },
+		},
+		{
+			name: "stall", fault: "stall@3=1h", step: 3, consumed: 3, cause: store.CauseStall,
+			link: func(l store.ExplainLinks) bool { return l.Step != nil && *l.Step == 3 },
+		},
+		{
+			name: "low_mfu", fault: "low-mfu@4", step: 5, cause: store.CauseLowMFU, trainer: true,
+			link: func(store.ExplainLinks) bool { return true },
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			consumed := tc.consumed
@@ -122,8 +137,8 @@ func TestExplainSimulatedRunsE2E(t *testing.T) {
 				return
 			}
 			e := explainOf(t, ts.URL, tc.step)
-			if e.K != store.ExplainK || len(e.Neighbours) == 0 || containsInt(e.Neighbours, tc.step) {
-				t.Fatalf("baseline of step %d: K %d, neighbours %v", tc.step, e.K, e.Neighbours)
+			if e.K != store.ExplainK || len(e.Neighbors) == 0 || slices.Contains(e.Neighbors, tc.step) {
+				t.Fatalf("baseline of step %d: K %d, neighbors %v", tc.step, e.K, e.Neighbors)
 			}
 			if len(e.Contributors) == 0 || e.Contributors[0].Cause != tc.cause {
 				t.Fatalf("step %d (%.1f s, baseline %.1f s): top contributor %+v, want %s; causes %+v", tc.step, e.Seconds, e.Baseline, e.Contributors, tc.cause, e.Causes)
@@ -138,15 +153,6 @@ func TestExplainSimulatedRunsE2E(t *testing.T) {
 			}
 		})
 	}
-}
-
-func containsInt(xs []int, x int) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }
 
 func pathHas(path []store.ExplainEdge, cause string) bool {

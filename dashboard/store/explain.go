@@ -12,11 +12,11 @@ import (
 )
 
 // Why a step was slow (docs/semconv.md §12.1): each trainer step's time split into causes over explicit causal
-// edges, and compared against a baseline (the median of its neighbouring steps, or another run's same step). The
+// edges, and compared against a baseline (the median of its neighboring steps, or another run's same step). The
 // trainer side reads the same sweep as the goodput ledger (goodput.go: the phase on top per lane, the collective
 // wait); the rollout side follows the batch's last consumed sample through its step's anatomy (anatomy.go).
 
-// ExplainK is the default count of neighbouring steps whose median is a step's baseline (up to K/2 before and K/2
+// ExplainK is the default count of neighboring steps whose median is a step's baseline (up to K/2 before and K/2
 // after it, fewer at the run's ends; the step itself excluded).
 const ExplainK = 8
 
@@ -131,11 +131,11 @@ type ExplainResult struct {
 	T0   float64 `json:"t0"`
 	T1   float64 `json:"t1"`
 	Open bool    `json:"open"`
-	// Seconds is the step's wall time; Baseline the median of its neighbours' (K of them at most, listed).
-	Seconds    float64 `json:"seconds"`
-	Baseline   float64 `json:"baseline"`
-	K          int     `json:"k"`
-	Neighbours []int   `json:"neighbours"`
+	// Seconds is the step's wall time; Baseline the median of its neighbors' (K of them at most, listed).
+	Seconds   float64 `json:"seconds"`
+	Baseline  float64 `json:"baseline"`
+	K         int     `json:"k"`
+	Neighbors []int   `json:"neighbors"`
 	// NoiseFloor: contributors below it (max(1 s, 2 % of the baseline's step time)) or below their cause's noise
 	// are not listed.
 	NoiseFloor  float64        `json:"noise_floor"`
@@ -176,7 +176,7 @@ func (s *Store) explainSteps() ([]Bubble, int) {
 }
 
 // ExplainMemo keeps a run's step facts between calls while the run's data does not change (DataVersion): the
-// table and each step's neighbours are then read once. The server holds one per run; nil keeps nothing.
+// table and each step's neighbors are then read once. The server holds one per run; nil keeps nothing.
 type ExplainMemo struct {
 	mu    sync.Mutex
 	key   [6]uint64
@@ -202,7 +202,7 @@ func (s *Store) ExplainTable(memo *ExplainMemo) *ExplainTable {
 	return out
 }
 
-// Explain explains step against the median of its k neighbouring steps (k ≤ 0: ExplainK).
+// Explain explains step against the median of its k neighboring steps (k ≤ 0: ExplainK).
 func (s *Store) Explain(step, k int, memo *ExplainMemo) (*ExplainResult, error) {
 	if k <= 0 {
 		k = ExplainK
@@ -216,21 +216,21 @@ func (s *Store) Explain(step, k int, memo *ExplainMemo) (*ExplainResult, error) 
 	ex := s.newExplainer(memo)
 	f := ex.facts(steps[at], at == open)
 	var base []*ExplainStepFacts
-	var neighbours []int
-	for _, j := range neighbourSteps(len(steps), at, k) {
+	var neighbors []int
+	for _, j := range neighborSteps(len(steps), at, k) {
 		if j == open {
 			continue // a step in progress is no baseline
 		}
 		base = append(base, ex.facts(steps[j], false))
-		neighbours = append(neighbours, steps[j].Step)
+		neighbors = append(neighbors, steps[j].Step)
 	}
 	b := MedianFacts(base)
 	r := &ExplainResult{
 		Step: f.Step, T0: f.T0, T1: f.T1, Open: f.Open, Seconds: f.Seconds, Baseline: b.Seconds, K: k,
-		Neighbours: neighbours, MFU: f.MFU, BaselineMFU: b.MFU, Path: f.path,
+		Neighbors: neighbors, MFU: f.MFU, BaselineMFU: b.MFU, Path: f.path,
 	}
-	if r.Neighbours == nil {
-		r.Neighbours = []int{}
+	if r.Neighbors == nil {
+		r.Neighbors = []int{}
 	}
 	if r.Path == nil {
 		r.Path = []ExplainEdge{}
@@ -245,9 +245,9 @@ func (s *Store) Explain(step, k int, memo *ExplainMemo) (*ExplainResult, error) 
 	return r, nil
 }
 
-// neighbourSteps are the indices of the up to k steps around at (k/2 before, k/2 after; fewer at the ends), at
+// neighborSteps are the indices of the up to k steps around at (k/2 before, k/2 after; fewer at the ends), at
 // itself excluded.
-func neighbourSteps(n, at, k int) []int {
+func neighborSteps(n, at, k int) []int {
 	var out []int
 	for j := max(0, at-k/2); j <= min(n-1, at+k-k/2); j++ {
 		if j != at {
@@ -319,18 +319,22 @@ func MedianFacts(steps []*ExplainStepFacts) *ExplainStepFacts {
 	return out
 }
 
-// ExplainAgainst is step's causes against a baseline's (the median of its neighbours, or another run's same
+// ExplainAgainst is step's causes against a baseline's (the median of its neighbors, or another run's same
 // step), in the order of ExplainCauses then phase causes by name.
 func ExplainAgainst(step, base *ExplainStepFacts) []ExplainCause {
 	out := []ExplainCause{}
 	for _, c := range orderedCauses(unionKeys(step.Causes, base.Causes)) {
-		out = append(out, ExplainCause{Cause: c, Seconds: step.Causes[c], Baseline: base.Causes[c],
-			Over: step.Causes[c] - base.Causes[c], Noise: base.Spread[c], Links: step.links[c], Detail: causeDetail(step, c)})
+		out = append(out, ExplainCause{
+			Cause: c, Seconds: step.Causes[c], Baseline: base.Causes[c],
+			Over: step.Causes[c] - base.Causes[c], Noise: base.Spread[c], Links: step.links[c], Detail: causeDetail(step, c),
+		})
 	}
 	if step.MFU != nil && base.MFU != nil && *base.MFU > 0 {
 		loss := step.Causes[CauseTrainCompute] * max(0, 1 - *step.MFU / *base.MFU)
-		out = append(out, ExplainCause{Cause: CauseLowMFU, Seconds: loss, Over: loss, Noise: step.Causes[CauseTrainCompute] * base.Spread["mfu"] / *base.MFU,
-			Detail: fmt.Sprintf("MFU %.3f against the baseline's %.3f", *step.MFU, *base.MFU)})
+		out = append(out, ExplainCause{
+			Cause: CauseLowMFU, Seconds: loss, Over: loss, Noise: step.Causes[CauseTrainCompute] * base.Spread["mfu"] / *base.MFU,
+			Detail: fmt.Sprintf("MFU %.3f against the baseline's %.3f", *step.MFU, *base.MFU),
+		})
 	}
 	return out
 }
@@ -516,8 +520,10 @@ func (ex *explainer) facts(st Bubble, open bool) *ExplainStepFacts {
 
 // compute is facts without the memo.
 func (ex *explainer) compute(st Bubble, open bool) *ExplainStepFacts {
-	f := &ExplainStepFacts{Step: st.Step, T0: st.T0, T1: st.T1, Open: open, Seconds: st.T1 - st.T0,
-		Causes: map[string]float64{}, Phases: map[string]float64{}, links: map[string]ExplainLinks{}}
+	f := &ExplainStepFacts{
+		Step: st.Step, T0: st.T0, T1: st.T1, Open: open, Seconds: st.T1 - st.T0,
+		Causes: map[string]float64{}, Phases: map[string]float64{}, links: map[string]ExplainLinks{},
+	}
 	if v, ok := ex.mfu[st.Step]; ok && !open {
 		f.MFU = &v
 	}
@@ -569,19 +575,25 @@ func (ex *explainer) compute(st Bubble, open bool) *ExplainStepFacts {
 	for _, w := range waitIvs {
 		trainWait += w[1] - w[0]
 	}
-	f.path = append(f.path, ExplainEdge{From: "step", To: "train_wait", Seconds: trainWait, Links: refLinks,
-		Detail: fmt.Sprintf("the trainer (lane %s) waited %.1f s for the batch", rl.ID, trainWait)})
+	f.path = append(f.path, ExplainEdge{
+		From: "step", To: "train_wait", Seconds: trainWait, Links: refLinks,
+		Detail: fmt.Sprintf("the trainer (lane %s) waited %.1f s for the batch", rl.ID, trainWait),
+	})
 	ex.rollout(f, waitIvs, open)
 	for _, name := range slices.Sorted(maps.Keys(byName)) {
 		if idleTrainerPhases[name] {
 			continue
 		}
-		f.path = append(f.path, ExplainEdge{From: "step", To: "phase:" + name, Seconds: byName[name], Links: refLinks,
-			Detail: fmt.Sprintf("%s on top of lane %s for %.1f s", name, rl.ID, byName[name])})
+		f.path = append(f.path, ExplainEdge{
+			From: "step", To: "phase:" + name, Seconds: byName[name], Links: refLinks,
+			Detail: fmt.Sprintf("%s on top of lane %s for %.1f s", name, rl.ID, byName[name]),
+		})
 	}
 	if wait > 0 {
-		f.path = append(f.path, ExplainEdge{From: "phase:synchronous", To: CauseStragglerRank, Seconds: wait, Links: f.links[CauseStragglerRank],
-			Detail: fmt.Sprintf("a straggler rank (lane %s) held the synchronous phase for %.1f s", sl.ID, wait)})
+		f.path = append(f.path, ExplainEdge{
+			From: "phase:synchronous", To: CauseStragglerRank, Seconds: wait, Links: f.links[CauseStragglerRank],
+			Detail: fmt.Sprintf("a straggler rank (lane %s) held the synchronous phase for %.1f s", sl.ID, wait),
+		})
 	}
 	return f
 }
@@ -700,8 +712,10 @@ func (ex *explainer) rollout(f *ExplainStepFacts, waitIvs [][2]float64, open boo
 		f.Causes[CauseStall] = stall
 		f.links[CauseStall] = stepLinks
 		if stall > 0 {
-			f.path = append(f.path, ExplainEdge{From: "train_wait", To: CauseStall, Seconds: stall, Links: stepLinks,
-				Detail: fmt.Sprintf("no batch closed and no engine generated for %.1f s", stall)})
+			f.path = append(f.path, ExplainEdge{
+				From: "train_wait", To: CauseStall, Seconds: stall, Links: stepLinks,
+				Detail: fmt.Sprintf("no batch closed and no engine generated for %.1f s", stall),
+			})
 		}
 		return
 	}
@@ -739,12 +753,16 @@ func (ex *explainer) rollout(f *ExplainStepFacts, waitIvs [][2]float64, open boo
 		cur = next
 	}
 	last := chain[0].row
-	f.path = append(f.path, ExplainEdge{From: "train_wait", To: "batch", Seconds: max(0, last.Consume-last.End), Links: sampleLinks(last),
-		Detail: fmt.Sprintf("the batch of %d samples closed when its last consumed sample (%d) finished; consumed %.1f s later", len(rows), last.Sample, max(0, last.Consume-last.End))})
+	f.path = append(f.path, ExplainEdge{
+		From: "train_wait", To: "batch", Seconds: max(0, last.Consume-last.End), Links: sampleLinks(last),
+		Detail: fmt.Sprintf("the batch of %d samples closed when its last consumed sample (%d) finished; consumed %.1f s later", len(rows), last.Sample, max(0, last.Consume-last.End)),
+	})
 	for i := 1; i < len(chain); i++ {
 		c, p := chain[i-1].row, chain[i].row
-		f.path = append(f.path, ExplainEdge{From: fmt.Sprintf("sample:%d", c.Sample), To: fmt.Sprintf("sample:%d", p.Sample), Seconds: max(0, c.Submit-p.Submit), Links: sampleLinks(p),
-			Detail: fmt.Sprintf("sample %d was submitted when sample %d finished", c.Sample, p.Sample)})
+		f.path = append(f.path, ExplainEdge{
+			From: fmt.Sprintf("sample:%d", c.Sample), To: fmt.Sprintf("sample:%d", p.Sample), Seconds: max(0, c.Submit-p.Submit), Links: sampleLinks(p),
+			Detail: fmt.Sprintf("sample %d was submitted when sample %d finished", c.Sample, p.Sample),
+		})
 	}
 	// The fastest engine's pace (seconds per output token, the median of its segments in the batch) prices the
 	// chain's tokens; the rest of their decode time is their engines' slowness.

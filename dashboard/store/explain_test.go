@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// TestExplainBaselineRule: the neighbours of a step (K/2 before, K/2 after, fewer at the ends, the step
+// TestExplainBaselineRule: the neighbors of a step (K/2 before, K/2 after, fewer at the ends, the step
 // excluded), their per-cause median and noise, and which causes clear the floor and the noise.
 func TestExplainBaselineRule(t *testing.T) {
 	for _, tc := range []struct {
@@ -19,8 +19,8 @@ func TestExplainBaselineRule(t *testing.T) {
 		{1, 0, 8, nil},
 		{10, 5, 2, []int{4, 6}},
 	} {
-		if got := neighbourSteps(tc.n, tc.at, tc.k); !slices.Equal(got, tc.want) {
-			t.Errorf("neighbourSteps(%d, %d, %d) = %v, want %v", tc.n, tc.at, tc.k, got, tc.want)
+		if got := neighborSteps(tc.n, tc.at, tc.k); !slices.Equal(got, tc.want) {
+			t.Errorf("neighborSteps(%d, %d, %d) = %v, want %v", tc.n, tc.at, tc.k, got, tc.want)
 		}
 	}
 	mfu := func(v float64) *float64 { return &v }

@@ -252,8 +252,10 @@ func TestFaultTrainerMetrics(t *testing.T) {
 func TestFaultOnset(t *testing.T) {
 	cfg := Config{Mode: ModeAsync, Nodes: 1, GPUsPerNode: 4, GPUsPerEngine: 1, Steps: 6, Seed: 7, RestartStep: -1}
 	healthy, _ := collect(t, cfg)
-	late := Faults{KVPool: 40000, KVStep: 99, MFU: 0.08, MFUStep: 99, Truncation: 0.5, TruncationStep: 99,
-		StragglerRank: 0, StragglerFactor: 1.3, StragglerStep: 99, SlowEngine: true, StragglerEngine: 0, SlowEngineStep: 99}
+	late := Faults{
+		KVPool: 40000, KVStep: 99, MFU: 0.08, MFUStep: 99, Truncation: 0.5, TruncationStep: 99,
+		StragglerRank: 0, StragglerFactor: 1.3, StragglerStep: 99, SlowEngine: true, StragglerEngine: 0, SlowEngineStep: 99,
+	}
 	cfg.Faults = late
 	if evs, _ := collect(t, cfg); digest(evs) != digest(healthy) {
 		t.Fatal("faults that start after the run's last step changed it")

@@ -20,7 +20,7 @@ export class ExplainPanel {
     host.appendChild(this.root);
   }
 
-  /** Ask for step's explanation (against its k neighbours; the server's default without k) and show it. */
+  /** Ask for step's explanation (against its k neighbors; the server's default without k) and show it. */
   async show(step: number, k?: number): Promise<ExplainResp | null> {
     this.root.textContent = "";
     this.root.appendChild(el("p", "hint", `explaining step ${step}…`));
@@ -60,7 +60,7 @@ export class ExplainPanel {
       el(
         "p",
         "hint",
-        `baseline: the median of ${e.neighbours.length} neighbouring steps (K = ${e.k}: ${e.neighbours.join(", ") || "none"}); ` +
+        `baseline: the median of ${e.neighbors.length} neighboring steps (K = ${e.k}: ${e.neighbors.join(", ") || "none"}); ` +
           `contributors under ${e.noise_floor.toFixed(1)} s (max(1 s, 2 % of the baseline)) or under their cause's noise are not listed`,
       ),
     );
@@ -68,7 +68,7 @@ export class ExplainPanel {
     this.probe.contributors = e.contributors.map((c) => c.cause);
     this.probe.edges = e.path.length;
 
-    if (!e.contributors.length) r.appendChild(el("p", "explainnone", "no cause over the noise floor: this step is within its neighbours' spread"));
+    if (!e.contributors.length) r.appendChild(el("p", "explainnone", "no cause over the noise floor: this step is within its neighbors' spread"));
     else {
       const t = el("table", "cmptable explaincontrib");
       t.appendChild(row("th", ["cause", "over baseline", "step", "baseline", "what", "open"]));

@@ -184,7 +184,7 @@ test("compare says where the slower run's extra minutes went, and a cause opens 
   assert.ok(Math.abs(x.extra - extra) <= 1e-6 * Math.abs(extra), `extra ${x.extra} s, /bubbles ${extra} s`);
   const overs = x.causes.map((c) => c.over);
   assert.ok(overs.every((v, i) => v >= x.floor && (i === 0 || v <= overs[i - 1])), `listed over the floor, largest first: ${overs}`);
-  // The top cause opens the step where it weighs most, explained against that run's own neighbours.
+  // The top cause opens the step where it weighs most, explained against that run's own neighbors.
   const top = x.causes[0];
   await page.locator(`.cmpextra table[data-run='slow'] tr[data-cause='${top.cause}'] button`).click();
   await page.waitForSelector(`.explain[data-step='${top.step}']`);

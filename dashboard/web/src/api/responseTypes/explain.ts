@@ -1,5 +1,5 @@
 // GET /api/v1/steps/{id}/explain?k: why a trainer step took its time, cause by cause against its baseline (the
-// median of its k neighbouring steps), with its critical path; GET /api/v1/explain: every step's seconds per
+// median of its k neighboring steps), with its critical path; GET /api/v1/explain: every step's seconds per
 // cause, what compare diffs between two runs (docs/dashboard-api.md; the rules in docs/semconv.md §12.1).
 
 import { arr, bool, num, nullable, obj, record, str, type Infer } from "../schema";
@@ -34,7 +34,7 @@ export const explainSchema = obj({
   seconds: num,
   baseline: num,
   k: num,
-  neighbours: arr(num),
+  neighbors: arr(num),
   noise_floor: num,
   mfu: nullable(num),
   baseline_mfu: nullable(num),
