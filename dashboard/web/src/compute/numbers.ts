@@ -16,14 +16,22 @@ import type { UrlState } from "./urlState";
 /** Rows of the slowest-lanes list. */
 const SLOW_ROWS = 8;
 
-/** A /phases/share answer with the lane selection it was asked for. */
-export type ShareAnswer = PhasesShareResp & { lanes_sel: string };
+/**
+ * A range ending this close to the data edge (s) is asked again with the window: records still arriving (a
+ * phase's close, a batch of readings) may land in it.
+ */
+const RANGE_SETTLE_S = 60;
+
+/** A /phases/share answer with the lane selection it was asked for and the data edge when it was asked. */
+export type ShareAnswer = PhasesShareResp & { lanes_sel: string; edge_at: number };
 
 /** What the panel reads from the view and asks it to do. */
 export interface NumbersHost {
   readonly api: Api;
   readonly st: UrlState;
   readonly laneById: Map<string, Lane>;
+  /** The data edge. */
+  readonly edge: number;
   /** The selected time range (null: none). */
   readonly range: Win | null;
   fmtT(t: number): string;
@@ -60,8 +68,9 @@ export class NumbersPanel {
 
   private async fetchShare(w: Win): Promise<ShareAnswer> {
     const lanes = this.h.st.lanes || "all";
+    const edge = this.h.edge;
     const r = await this.h.api.get<PhasesShareResp>("/api/v1/phases/share", { t0: w.t0, t1: w.t1, lanes });
-    return { ...r, lanes_sel: lanes };
+    return { ...r, lanes_sel: lanes, edge_at: edge };
   }
 
   /** The window's share (the loader calls it with the secondary panels). */
@@ -75,8 +84,8 @@ export class NumbersPanel {
   }
 
   /**
-   * The range's share: fetched when the range is set, and again while data keeps arriving inside it (a range
-   * reaching past the data edge of its last answer). force: fetch whatever the last answer covered.
+   * The range's share: fetched when the range is set, and again while data may still arrive inside it (a range
+   * reaching past, or ending near, the data edge of its last answer). force: fetch whatever the last answer covered.
    */
   async loadRange(force: boolean): Promise<void> {
     const range = this.h.range;
@@ -87,7 +96,7 @@ export class NumbersPanel {
     }
     const last = this.rangeShare;
     const current = last && last.lanes_sel === (this.h.st.lanes || "all") && Math.abs(last.t0 - range.t0) < 1e-6;
-    if (!force && current && last.t1 >= range.t1 - 1e-6) return;
+    if (!force && current && last.t1 >= range.t1 - 1e-6 && range.t1 < last.edge_at - RANGE_SETTLE_S) return;
     const seq = ++this.seqRange;
     try {
       const r = await this.fetchShare(range);
