@@ -222,7 +222,8 @@ func (c *laneCatalog) evictIdle(now time.Time) (n int64) {
 		}
 		delete(c.lanes, k)
 		if e.client != "" {
-			if c.byClient[e.client]--; c.byClient[e.client] <= 0 {
+			c.byClient[e.client]--
+			if c.byClient[e.client] <= 0 {
 				delete(c.byClient, e.client)
 			}
 		}

@@ -349,11 +349,15 @@ func TestRollupResumesAfterKill(t *testing.T) {
 		// The last request before the kill was written but never acknowledged: it comes again after the
 		// restart, with readings in buckets already written and in the bucket restore reopened.
 		{"delivered-again", [][]time.Duration{secs(-14, 20)}, [][]time.Duration{secs(-14, 20), secs(21, 40)}, true},
-		// Killed again after an agent's backlog (readings five minutes old, in the same hour, late for buckets written long ago) was
-		// written between newer readings: the restore reads past the backlog's lines in gpu_util and its late
-		// records in gpu_rollup to the readings and records of the open buckets before them.
-		{"backlog-between-kills", [][]time.Duration{secs(300, 330)},
-			[][]time.Duration{secs(331, 345), secs(10, 25), secs(346, 352), secs(353, 380)}, true},
+		// Killed again after an agent's backlog (readings five minutes old, in the same hour, late for buckets
+		// written long ago) was written between newer readings: the restore reads past the backlog's lines in
+		// gpu_util and its late records in gpu_rollup to the readings and records of the open buckets before them.
+		{
+			"backlog-between-kills",
+			[][]time.Duration{secs(300, 330)},
+			[][]time.Duration{secs(331, 345), secs(10, 25), secs(346, 352), secs(353, 380)},
+			true,
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := t.Context()
