@@ -63,8 +63,11 @@ for i in "${!gwtel[@]}"; do
 done
 for i in "${!agtel[@]}"; do
   tp=${agtel[$i]}
-  echo "agent $i: sent_points=$(metric "$tp" otelcol_exporter_sent_metric_points) sent_spans=$(metric "$tp" otelcol_exporter_sent_spans)" \
-    "sent_logs=$(metric "$tp" otelcol_exporter_sent_log_records) send_failed=$(metric "$tp" otelcol_exporter_send_failed_)" \
+  # sent_*: the load_balancing exporters' (each gateway's exporter counts its own part again); the failures
+  # and refusals are summed over both (docs/operations.md "Agents and gateways").
+  lb='[{].*exporter="load_balancing/'
+  echo "agent $i: sent_points=$(metricre "$tp" "^otelcol_exporter_sent_metric_points$lb") sent_spans=$(metricre "$tp" "^otelcol_exporter_sent_spans$lb")" \
+    "sent_logs=$(metricre "$tp" "^otelcol_exporter_sent_log_records$lb") send_failed=$(metric "$tp" otelcol_exporter_send_failed_)" \
     "enqueue_failed=$(metric "$tp" otelcol_exporter_enqueue_failed_) refused_by_gateway_calls=$(metricre "$tp" '^otelcol_loadbalancer_backend_outcome[{].*success="false"')" \
     "receiver_refused=$(metric "$tp" otelcol_receiver_refused_)"
 done
