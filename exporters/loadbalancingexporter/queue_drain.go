@@ -4,8 +4,8 @@
 // otelcol-miles: this file is not upstream's (README.md). An endpoint's exporter keeps its sending queue in a
 // file (sending_queue.storage); a persistent queue stops reading at shutdown and keeps what it has not read for
 // the next start, so the last batches of a run, handed over just before the stop, stayed on the agent's disk.
-// The load balancer now waits, at shutdown, until every endpoint's queue has been read (its exporter sends what
-// it read, once) or drainTimeout has passed; what is left is sent by the next start on the same directory.
+// The load balancer now waits, at shutdown, until every endpoint's queue is empty (all sent) or drainTimeout has
+// passed; what is left stays on disk and is sent by the next start on the same directory.
 
 package loadbalancingexporter // import "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/loadbalancingexporter"
 
@@ -20,11 +20,12 @@ import (
 )
 
 const (
-	// drainTimeout bounds the wait at shutdown for the endpoints' queues to be read: an unreachable endpoint's
-	// queue is not read, and a stop must not wait for it (its batches stay on disk).
+	// drainTimeout bounds the wait at shutdown for the endpoints' queues to empty: an unreachable endpoint's
+	// queue does not, and a stop must not wait for it (its batches stay on disk).
 	drainTimeout = 5 * time.Second
 	drainPoll    = 20 * time.Millisecond
-	// queueSizeMetric is the exporterhelper gauge of a sending queue's size (requests not yet read).
+	// queueSizeMetric is the exporterhelper gauge of a sending queue's size (for a persistent queue: requests not
+	// yet sent, unread or in flight).
 	queueSizeMetric = "otelcol_exporter_queue_size"
 )
 
@@ -119,7 +120,7 @@ func (o *queueSizeObserver) ObserveInt64(inst metric.Int64Observable, v int64, _
 	}
 }
 
-// drainQueues waits until every endpoint's queue has been read, or drainTimeout has passed, or ctx is done.
+// drainQueues waits until every endpoint's queue is empty, or drainTimeout has passed, or ctx is done.
 func (lb *loadBalancer) drainQueues(ctx context.Context) {
 	deadline := time.Now().Add(drainTimeout)
 	for {
