@@ -30,6 +30,11 @@ func TestAgentStoppedWithBacklogE2E(t *testing.T) {
 	e2etest.Eventually(t, 30*time.Second, "the agent's first export attempt", func() bool {
 		return agent.Metric("otelcol_loadbalancer_backend_outcome") > 0
 	})
+	// The backlog shows on the agent's metrics, on the gateway's own exporter.
+	gwExporter := `exporter="otlp_grpc/traces_` + gwAddr + `"`
+	if n := agent.Metric("otelcol_exporter_queue_size", gwExporter); n == 0 {
+		t.Errorf("the gateway's queue is empty on the agent's metrics, with a backlog waiting")
+	}
 	agent.Stop(t)
 
 	gwDir := t.TempDir()
@@ -41,8 +46,6 @@ func TestAgentStoppedWithBacklogE2E(t *testing.T) {
 	if n := phaseCount(t, gwDir); n != requests*spans {
 		t.Errorf("%d phases at the gateway, want %d", n, requests*spans)
 	}
-	// The gateway's own exporter in the agent shows on the agent's metrics (its queue, its sends).
-	gwExporter := `exporter="otlp_grpc/traces_` + gwAddr + `"`
 	e2etest.Eventually(t, 10*time.Second, "the gateway's exporter's sends on the agent's metrics", func() bool {
 		return agent.Metric("otelcol_exporter_sent_spans", gwExporter) == requests*spans
 	})
