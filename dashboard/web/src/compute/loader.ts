@@ -14,6 +14,7 @@ import type { Meta } from "../api/responseTypes/meta";
 import type { PhasesResp } from "../api/responseTypes/phases";
 import { planFetch, planServes, type FetchPlan, type Win } from "../shared/timeaxis";
 import type { NumbersPanel } from "./numbers";
+import type { LedgerPanel } from "../goodput/ledger";
 import type { Overview } from "./overview";
 import { idsToGrammar, laneIndex } from "./selection";
 import type { EngineStore, GpuStore, PhaseStore } from "./store";
@@ -41,6 +42,7 @@ export interface LoaderHost {
   readonly tracks: Pick<Tracks, "visibleRows">;
   readonly overview: Pick<Overview, "fetchJobs">;
   readonly numbers: Pick<NumbersPanel, "loadWindow" | "loadRange">;
+  readonly ledger: Pick<LedgerPanel, "refresh">;
   plotWidth(): number;
   cap(): number;
   invalidate(...parts: ("lanes" | "legend" | "bubbles")[]): void;
@@ -180,6 +182,8 @@ export class LaneLoader {
     jobs.push(...h.overview.fetchJobs(win, buckets));
     // The numbers: the window's share, and the selected range's while data still arrives in it.
     jobs.push(h.numbers.loadWindow(win), h.numbers.loadRange(false));
+    // The goodput ledger of the window's steps (docs/semconv.md §12).
+    jobs.push(h.ledger.refresh(win.t0, win.t1));
     // The engine overlay has no live delta: while following, fetch it again for what is loaded.
     const plan = this.plan;
     if (h.pinned && plan && h.st.overlay && h.meta.capabilities?.engine_series && this.loadedIds.size) {

@@ -29,6 +29,8 @@ import { GUTTER, RIGHT_PAD } from "./laneTrack";
 import { overlayScale, renderLegend } from "./legend";
 import { LaneLoader } from "./loader";
 import { NumbersPanel } from "./numbers";
+import { LedgerPanel } from "../goodput/ledger";
+import { ExplainPanel } from "../explain/panel";
 import { Overview } from "./overview";
 import { SelectionBar } from "./selectionBar";
 import { EngineStore, GpuStore, PhaseStore } from "./store";
@@ -89,6 +91,11 @@ export class ComputeView {
   readonly overview = new Overview(this);
   readonly tracks = new Tracks(this);
   readonly numbers = new NumbersPanel(this);
+  /** The goodput ledger of the window's steps; a click on a step's column explains that step below it. */
+  readonly ledger: LedgerPanel;
+  private readonly explainSlot = el("div", "explainslot");
+  /** The step explanation shown (null: none). */
+  explainPanel: ExplainPanel | null = null;
   private readonly legend = el("div", "legend");
   private readonly loader = new LaneLoader(this);
 
@@ -103,8 +110,17 @@ export class ComputeView {
     this.edge = meta.data_edge ?? meta.time_range?.[1] ?? Date.now() / 1000;
     this.st = parseHash(location.hash);
     this.root = el("div", "compute");
+    this.ledger = new LedgerPanel(api, (step) => this.explain(step), onError);
     host.appendChild(this.root);
-    this.root.append(this.toolbar.root, this.selBar.root, this.overview.root, this.tracks.root, this.numbers.root, this.legend, this.tip.tip);
+    this.root.append(this.toolbar.root, this.selBar.root, this.overview.root, this.tracks.root, this.numbers.root, this.ledger.root, this.explainSlot, this.legend, this.tip.tip);
+  }
+
+  /** Why was this step slow: the explanation under the ledger (docs/semconv.md §12.1). */
+  explain(step: number): void {
+    this.explainSlot.textContent = "";
+    this.explainPanel = new ExplainPanel(this.api, this.explainSlot);
+    void this.explainPanel.show(step);
+    this.explainSlot.scrollIntoView({ block: "nearest" });
   }
 
   // ---------------------------------------------------------------------------------------------- set-up

@@ -17,8 +17,9 @@ export class LedgerPanel {
   private seq = 0;
   /** What is drawn (the browser tests compare it with the API): the totals rows and each fleet's columns. */
   drawn: { rows: LedgerRow[]; columns: FleetColumns[]; classes: string[] } | null = null;
-  /** The last answer drawn. */
+  /** The last answer drawn, and the window it was asked for. */
   answer: GoodputResp | null = null;
+  asked: { t0: number; t1: number } | null = null;
 
   constructor(
     private readonly api: Api,
@@ -47,6 +48,7 @@ export class LedgerPanel {
     try {
       const resp = await this.api.get<GoodputResp>("/api/v1/goodput", { t0, t1 });
       if (seq !== this.seq) return;
+      this.asked = { t0, t1 };
       this.draw(resp);
     } catch (e) {
       if (!isAbort(e) && seq === this.seq) this.onError(`goodput: ${(e as Error).message}`);
