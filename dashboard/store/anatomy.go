@@ -197,7 +197,7 @@ func sortRows(rows []AnatomyRow, key string) {
 func (s *Store) anatomyFull(step int) (*AnatomyResult, error) {
 	defer s.pin()()
 	s.mu.Lock()
-	s.trajectories.ensureIndexLocked()
+	s.trajectories.ensureIndexLocked(s)
 	sc := s.trajectories.index.steps[step]
 	s.mu.Unlock()
 	if sc == nil {
@@ -220,7 +220,7 @@ func (s *Store) anatomyFull(step int) (*AnatomyResult, error) {
 			return e.a, nil
 		}
 	}
-	a := s.trajectories.buildAnatomyLocked(sc, blocks)
+	a := s.trajectories.buildAnatomyLocked(sc, blocks, &s.engineTraces)
 	s.mu.RUnlock()
 	s.mu.Lock()
 	c := &s.trajectories.anatomies
@@ -266,7 +266,7 @@ func (sc *stepConsume) anatomyHours() (lo, hi int64) {
 	return int64(math.Floor((sc.t0 - AnatomyLookback) / 3600)), int64(math.Floor(sc.t1/3600)) + 1
 }
 
-func (r *trajectoryReader) buildAnatomyLocked(sc *stepConsume, blocks []*trajBlock) *AnatomyResult {
+func (r *trajectoryReader) buildAnatomyLocked(sc *stepConsume, blocks []*trajBlock, traces *engineTraceReader) *AnatomyResult {
 	in := &r.strings
 	rows := make([]rowAcc, len(sc.links))
 	byTrace := make(map[traceID]int, len(sc.links))
@@ -462,7 +462,7 @@ func (r *trajectoryReader) buildAnatomyLocked(sc *stepConsume, blocks []*trajBlo
 	}
 	sort.Slice(a.Pushes, func(i, j int) bool { return a.Pushes[i].T < a.Pushes[j].T })
 	a.Tiles = tl.tiles(sc)
-	ej := r.run.engineTraces.newJoin(sc.anatomyHours())
+	ej := traces.newJoin(sc.anatomyHours())
 	for i := range rows {
 		ej.attachLocked(&rows[i].row, rows[i].gens, func(g *trajRec) string { return in.str(g.engine) },
 			func(g *trajRec) string { return ridOf(blocks, g) })

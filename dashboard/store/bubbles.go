@@ -18,7 +18,7 @@ type Bubble struct {
 func (s *Store) Bubbles(t0, t1 float64) []Bubble {
 	s.mu.Lock()
 	if !s.metrics.recordsRead {
-		s.metrics.loadLocked()
+		s.metrics.loadLocked(s)
 	}
 	s.mu.Unlock()
 	s.mu.RLock()

@@ -3,7 +3,6 @@ package store
 import (
 	"cmp"
 	"maps"
-	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -113,16 +112,13 @@ type memHeld struct {
 	// cold is a block read for a whole-run reduction, counted least recently used when settled
 	// (settleColdLocked); heldNone otherwise.
 	cold heldKey
-	// pins are the budget clock at the start of each query in flight (with a count, several may start at one
-	// tick); guarded by Store.lmu.
-	pins map[uint64]int
 	// sources are the hour caches of the evictable streams, by kind (hours.go, registerHours).
 	sources [heldNone]hourSource
 }
 
 func newMemHeld() memHeld {
 	return memHeld{
-		budget: NewBudget(0), entries: map[heldKey]*heldEntry{}, dropped: map[heldKey]bool{}, pins: map[uint64]int{},
+		budget: NewBudget(0), entries: map[heldKey]*heldEntry{}, dropped: map[heldKey]bool{},
 		cold: heldKey{kind: heldNone},
 	}
 }
@@ -166,28 +162,8 @@ func (s *Store) Close() {
 // and the pin is what keeps this query's hours.
 func (s *Store) pin() (unpin func()) {
 	t := s.mem.budget.clock.Add(1)
-	s.lmu.Lock()
-	s.mem.pins[t]++
-	s.lmu.Unlock()
-	return func() {
-		s.lmu.Lock()
-		s.mem.pins[t]--
-		if s.mem.pins[t] <= 0 {
-			delete(s.mem.pins, t)
-		}
-		s.lmu.Unlock()
-	}
-}
-
-// oldestPinLocked is the clock at the start of the oldest query in flight (MaxUint64: none).
-func (s *Store) oldestPinLocked() uint64 {
-	s.lmu.Lock()
-	defer s.lmu.Unlock()
-	oldest := uint64(math.MaxUint64)
-	for t := range s.mem.pins {
-		oldest = min(oldest, t)
-	}
-	return oldest
+	s.shared.pin(t)
+	return func() { s.shared.unpin(t) }
 }
 
 // Block size estimates: the bytes of the columns and slices held, plus a fixed allowance per map entry (lane,

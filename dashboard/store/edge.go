@@ -83,19 +83,14 @@ func (s *Store) zstLast(p *partition.File) float64 {
 	if err != nil {
 		return math.Inf(1) // unreadable: assume it has data (the parse will report the problem)
 	}
-	s.lmu.Lock()
-	if p.LastSize == fi.Size() {
-		defer s.lmu.Unlock()
-		return p.Last
+	if last, ok := s.shared.zstLast(p, fi.Size()); ok {
+		return last
 	}
-	s.lmu.Unlock()
 	last, ok := 0.0, false
 	if _, last, ok = runfiles.ReadSpan(s.dir, p.Zst); !ok {
 		last = partition.ScanLastStamp(s.dir, p.Zst)
 	}
-	s.lmu.Lock()
-	p.Last, p.LastSize = last, fi.Size()
-	s.lmu.Unlock()
+	s.shared.setZstLast(p, last, fi.Size())
 	return last
 }
 
@@ -235,14 +230,12 @@ func fileSize(path string) int64 {
 	return fi.Size()
 }
 
-// raiseEdge moves the data edge forward to t and returns the edge; a t past the plausible horizon is ignored.
-func (s *Store) raiseEdge(t float64) float64 {
-	s.lmu.Lock()
-	defer s.lmu.Unlock()
+// raiseEdge moves the data edge forward to t; a t past the plausible horizon is ignored. The caller holds mu for
+// writing.
+func (s *Store) raiseEdge(t float64) {
 	if t > s.edge && t <= s.edgeCap {
 		s.edge = t
 	}
-	return s.edge
 }
 
 // shardStallAfter is how far (seconds) a shard may trail before it counts as stalled, both in data time (its

@@ -15,8 +15,6 @@ import (
 // trace, in hour blocks loaded when a view needs them (the anatomy joins them to generate segments:
 // engine_traces_join.go) and dropped by hour under the memory budget (budget.go).
 type engineTraceReader struct {
-	// run is the store whose lock, notices and data edge the reader shares.
-	run *Store
 	// files are the stream's partitions.
 	files *partition.Stream
 	// hours holds the loaded hours.
@@ -77,30 +75,40 @@ const (
 	ekThread
 )
 
-func newEngineTraceReader(run *Store) engineTraceReader {
-	r := engineTraceReader{run: run, files: partition.NewStream(run.dir, sc.StreamEngineTraces), hours: map[int64]*traceHour{}, most: map[int64]uint64{}}
+func newEngineTraceReader(dir string) engineTraceReader {
+	r := engineTraceReader{files: partition.NewStream(dir, sc.StreamEngineTraces), hours: map[int64]*traceHour{}, most: map[int64]uint64{}}
 	r.names.init()
 	return r
 }
 
-// heldHours is the engine_traces hours' cache (hours.go).
-func (r *engineTraceReader) heldHours() hourSource {
-	r.cache = &hourCache[*traceHour]{kind: heldTrace, files: r.files, blocks: r.hours, load: r.loadHourLocked, serial: true}
-	return r.cache
+// hourCaches is the engine_traces hours' cache (hours.go); the reads share the name interner: they run one after
+// the other.
+func (r *engineTraceReader) hourCaches() []hourSource {
+	r.cache = &hourCache[*traceHour]{kind: heldTrace, files: r.files, blocks: r.hours, reader: r, serial: true}
+	return []hourSource{r.cache}
+}
+
+func (r *engineTraceReader) heldOf(*traceHour) (bool, *cacheBody) { return true, nil }
+
+func (r *engineTraceReader) dropLocked(_ loadApplier, h int64) {
+	delete(r.hours, h)
+	resetPart(r.files, h)
 }
 
 func (r *engineTraceReader) partitionFiles() []*partition.Stream { return []*partition.Stream{r.files} }
 
 // refreshLocked tails the loaded hours and the newest two once any is loaded.
-func (r *engineTraceReader) refreshLocked(int64) bool {
+func (r *engineTraceReader) refreshLocked(ld loadApplier, _ int64) bool {
 	before := r.records
 	if r.records > 0 || r.anyLoaded() {
 		newest := r.files.Newest()
+		var hours []int64
 		for _, h := range r.files.Hours() {
 			if p := r.files.Parts[h]; p.Loaded || h >= newest-1 {
-				r.loadHourLocked(h)
+				hours = append(hours, h)
 			}
 		}
+		ld.loadLocked(r.cache.jobs(hours, hourRead{}))
 	}
 	return r.records != before
 }
@@ -223,28 +231,31 @@ func hasSpan(spans []engSpan, id spanID) bool {
 	return false
 }
 
-func (r *engineTraceReader) loadHourLocked(h int64) {
-	p := r.files.Parts[h]
-	if p == nil {
-		return
-	}
-	th := r.hours[h]
+// readHour reads what hour h of engine_traces gained into prev (nil: a new hour).
+func (r *engineTraceReader) readHour(h int64, prev *traceHour, p *partition.Partition, _ hourRead) (*traceHour, hourLoad) {
+	th := prev
 	if th == nil {
 		th = &traceHour{byTrace: map[traceID][]engSpan{}}
-		r.hours[h] = th
 	}
-	reports, err := r.files.Read(p, func(line []byte) bool { return r.engineLine(th, line) })
-	if errors.Is(err, partition.ErrReload) {
+	var l hourLoad
+	l.reports, l.err = r.files.Read(p, func(line []byte) bool { return r.engineLine(th, line) })
+	if errors.Is(l.err, partition.ErrReload) {
 		// A rewritten partition (compaction): the hour is read over, and counted anew.
 		p.Reset()
-		delete(r.hours, h)
+		th, l2 := r.readHour(h, nil, p, hourRead{})
+		l2.reread = true
+		return th, l2
+	}
+	p.Loaded = true
+	return th, l
+}
+
+// keepLocked counts the records the hour holds beyond the most it held at any load.
+func (r *engineTraceReader) keepLocked(h int64, th *traceHour, l *hourLoad, _ float64) {
+	if l.reread {
 		delete(r.most, h)
 		r.records++
-		r.loadHourLocked(h)
-		return
 	}
-	r.run.report(reports, err)
-	p.Loaded = true
 	if th.records > r.most[h] {
 		r.records += th.records - r.most[h]
 		r.most[h] = th.records

@@ -40,7 +40,7 @@ func (s *Store) EngineDigests(key string, metrics []string, fn func(hour int64, 
 		}
 		read := !r.files.Parts[h].Loaded
 		if read {
-			r.loadHourLocked(h) // a closed hour is digested as it loads
+			s.loadLocked(r.cache.jobs([]int64{h}, hourRead{})) // a closed hour is digested as it loads
 		}
 		if p := r.files.Parts[h]; p.Loaded && r.hourClosedLocked(h, p) {
 			r.digestLocked(h) // closed, loaded before the digest was asked for
@@ -70,7 +70,7 @@ func (s *Store) EngineHourRaw(metrics []string, hour int64) map[string][]EngineR
 	}
 	read := !p.Loaded
 	if read {
-		r.loadHourLocked(hour)
+		s.loadLocked(r.cache.jobs([]int64{hour}, hourRead{}))
 	}
 	out := r.rawHourLocked(metrics, hour)
 	if read {

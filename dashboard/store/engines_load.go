@@ -11,8 +11,6 @@ import (
 // engineReader reads the sglang engine_series stream (docs/semconv.md §8.3): per hour, one series per engine,
 // metric and label set, packed once the hour is closed (engines_pack.go).
 type engineReader struct {
-	// run is the store whose lock, notices and data edge the reader shares.
-	run *Store
 	// files are the stream's hourly partitions and how far each was read.
 	files *partition.Stream
 	// blocks holds the loaded hours.
@@ -64,22 +62,29 @@ func (b *engBlock) catalogOf() engHourCatalog {
 	return c
 }
 
-func newEngineReader(run *Store) engineReader {
+func newEngineReader(dir string) engineReader {
 	return engineReader{
-		run: run, files: partition.NewStream(run.dir, sc.StreamEngineSeries), blocks: map[int64]*engBlock{},
+		files: partition.NewStream(dir, sc.StreamEngineSeries), blocks: map[int64]*engBlock{},
 		dropped: map[int64]engHourCatalog{}, digesters: map[string]engDigester{}, digests: map[int64]map[string]any{},
 	}
 }
 
-// heldHours is the engine_series hours' cache (hours.go): a dropped hour leaves its key catalog figures
-// (engHourCatalog), so the catalog counts it without reading it again.
-func (r *engineReader) heldHours() hourSource {
-	r.cache = &hourCache[*engBlock]{
-		kind: heldEngine, files: r.files, blocks: r.blocks,
-		beforeDrop: func(h int64, b *engBlock) { r.dropped[h] = b.catalogOf() },
-		load:       r.loadHourLocked, serial: true,
+// hourCaches is the engine_series hours' cache (hours.go); the reads run one after the other.
+func (r *engineReader) hourCaches() []hourSource {
+	r.cache = &hourCache[*engBlock]{kind: heldEngine, files: r.files, blocks: r.blocks, reader: r, serial: true}
+	return []hourSource{r.cache}
+}
+
+func (r *engineReader) heldOf(*engBlock) (bool, *cacheBody) { return true, nil }
+
+// dropLocked: a dropped hour leaves its key catalog figures (engHourCatalog), so the catalog counts it without
+// reading it again.
+func (r *engineReader) dropLocked(_ loadApplier, h int64) {
+	if b := r.blocks[h]; b != nil {
+		r.dropped[h] = b.catalogOf()
 	}
-	return r.cache
+	delete(r.blocks, h)
+	resetPart(r.files, h)
 }
 
 func (r *engineReader) partitionFiles() []*partition.Stream { return []*partition.Stream{r.files} }
@@ -87,56 +92,63 @@ func (r *engineReader) partitionFiles() []*partition.Stream { return []*partitio
 // refreshLocked tails the loaded hours and loads the newest two. Once the catalog has looked at engines (even
 // finding none) they are followed: engine series that first appear after the page opened (engines registered
 // late) must still show up.
-func (r *engineReader) refreshLocked(int64) bool {
+func (r *engineReader) refreshLocked(ld loadApplier, _ int64) bool {
 	if len(r.blocks) == 0 && !r.allLoaded {
 		return false
 	}
 	before := r.version
 	newest := r.files.Newest()
+	var hours []int64
 	for _, h := range r.files.Hours() {
 		if p := r.files.Parts[h]; p.Loaded || h >= newest-1 {
-			r.loadHourLocked(h)
+			hours = append(hours, h)
 		}
 	}
+	ld.loadLocked(r.cache.jobs(hours, hourRead{}))
 	return r.version != before
 }
 
-func (r *engineReader) loadHourLocked(h int64) {
-	p := r.files.Parts[h]
-	if p == nil {
-		return
-	}
-	b := r.blocks[h]
+// readHour reads what hour h of engine_series gained into prev (nil: a new block), its series sorted.
+func (r *engineReader) readHour(h int64, prev *engBlock, p *partition.Partition, _ hourRead) (*engBlock, hourLoad) {
+	b := prev
 	if b == nil {
 		b = newEngBlock()
-		r.blocks[h] = b
 	}
-	before := b.points
-	if d, ok := r.dropped[h]; ok && before == 0 {
-		before = d.points // read back after the budget dropped it: only new points are a change
-		delete(r.dropped, h)
-	}
-	reports, err := r.files.Read(p, b.addLine)
-	if errors.Is(err, partition.ErrReload) {
-		delete(r.dropped, h)
-		delete(r.digests, h)
+	var l hourLoad
+	l.before = b.points
+	l.reports, l.err = r.files.Read(p, b.addLine)
+	if errors.Is(l.err, partition.ErrReload) {
 		p.Reset()
-		r.blocks[h] = newEngBlock()
-		r.version++
-		r.loadHourLocked(h)
-		return
+		b, l2 := r.readHour(h, nil, p, hourRead{})
+		l2.reread = true
+		return b, l2
 	}
-	r.run.report(reports, err)
 	p.Loaded = true
 	for _, ser := range b.series {
 		b.points -= ser.sortSeries()
+	}
+	l.maxT = b.maxTS
+	return b, l
+}
+
+// keepLocked counts a change of the hour's points (a dropped hour read back with the points it had is none),
+// forgetting its digests, and packs and digests a closed hour.
+func (r *engineReader) keepLocked(h int64, b *engBlock, l *hourLoad, _ float64) {
+	before := l.before
+	if l.reread {
+		delete(r.dropped, h)
+		delete(r.digests, h)
+		r.version++
+	}
+	if d, ok := r.dropped[h]; ok && before == 0 {
+		before = d.points // read back after the budget dropped it: only new points are a change
+		delete(r.dropped, h)
 	}
 	if b.points != before {
 		r.version++
 		delete(r.digests, h)
 	}
-	r.run.raiseEdge(b.maxTS)
-	if r.hourClosedLocked(h, p) {
+	if r.hourClosedLocked(h, r.files.Parts[h]) {
 		b.seal()
 		r.digestLocked(h)
 	}
@@ -153,11 +165,11 @@ func (r *engineReader) hourClosedLocked(h int64, p *partition.Partition) bool {
 	return p != nil && r.files.Closed(h)
 }
 
-// ensureHoursLocked loads the engine hours overlapping [t0, t1] (every hour when t0 is -Inf; an hour ending
-// at t0 counts) that are not loaded (never read, or dropped by the memory budget), marks them used and settles
-// the budget. The caller holds Store.mu for writing and a pin (budget.go): the hours stay until the pin is
-// released.
-func (r *engineReader) ensureHoursLocked(t0, t1 float64) {
+// ensureEngineHoursLocked loads the engine hours overlapping [t0, t1] (every hour when t0 is -Inf; an hour
+// ending at t0 counts) that are not loaded (never read, or dropped by the memory budget), marks them used and
+// settles the budget. The caller holds Store.mu for writing and a pin (budget.go): the hours stay until the pin
+// is released.
+func (s *Store) ensureEngineHoursLocked(t0, t1 float64) {
 	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
 	if !math.IsInf(t0, -1) {
 		lo = int64(math.Ceil(t0/3600)) - 1
@@ -165,20 +177,23 @@ func (r *engineReader) ensureHoursLocked(t0, t1 float64) {
 			hi = hourOf(t1)
 		}
 	}
-	r.run.ensureLocked(r.cache.missing(lo, hi), r.cache.span(lo, hi))
+	c := s.engines.cache
+	s.ensureLocked(c.missing(lo, hi), c.span(lo, hi))
 }
 
-// ensureCatalogLocked loads the hours never read (a dropped hour's catalog figures are kept: engHourCatalog).
-func (r *engineReader) ensureCatalogLocked() {
+// ensureEngineCatalogLocked loads the engine hours never read (a dropped hour's catalog figures are kept:
+// engHourCatalog).
+func (s *Store) ensureEngineCatalogLocked() {
+	r := &s.engines
 	if r.allLoaded && len(r.files.Hours()) == len(r.blocks)+len(r.dropped) {
 		return
 	}
 	for _, h := range r.files.Hours() {
 		if _, gone := r.dropped[h]; !gone && !r.files.Parts[h].Loaded {
-			r.loadHourLocked(h)
+			s.loadLocked(r.cache.jobs([]int64{h}, hourRead{}))
 			// Hour by hour, each left least recently used: a long run opened cold never holds all its hours
 			// at once, and the catalog's read does not push out the hours the pages read.
-			r.run.settleColdLocked(heldEngine, h)
+			s.settleColdLocked(heldEngine, h)
 		}
 	}
 	r.allLoaded = true

@@ -225,7 +225,7 @@ func (ser *engSeries) pack(sc *packScratch, intern map[string]string) {
 	if ser.packed != nil || len(ser.ts) == 0 {
 		return
 	}
-	ser.sortSeries() // a no-op after a load (loadHourLocked sorts and counts first)
+	ser.sortSeries() // a no-op after a load (engineReader.readHour sorts and counts first)
 	n := len(ser.ts)
 	pk := &engPacked{n: n, t0: ser.ts[0], t1: ser.ts[n-1]}
 	pk.ts = packColumn(ser.ts, 1, sc)

@@ -35,7 +35,7 @@ type EngineRaw struct {
 func (s *Store) EngineRawSeries(metric string, t0, t1 float64) []EngineRaw {
 	defer s.pin()()
 	s.mu.Lock()
-	s.engines.ensureHoursLocked(t0, t1)
+	s.ensureEngineHoursLocked(t0, t1)
 	s.engines.allLoaded = s.engines.allLoaded || math.IsInf(t0, -1)
 	s.mu.Unlock()
 	s.mu.RLock()
@@ -401,7 +401,7 @@ func (r *engineReader) catalogLocked() []EngineMetricInfo {
 // EngineMetrics is the engine metric catalog (every hour loaded).
 func (s *Store) EngineMetrics() []EngineMetricInfo {
 	s.mu.Lock()
-	s.engines.ensureCatalogLocked()
+	s.ensureEngineCatalogLocked()
 	s.mu.Unlock()
 	s.mu.RLock()
 	defer s.mu.RUnlock()

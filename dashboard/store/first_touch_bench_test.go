@@ -119,4 +119,3 @@ func BenchmarkWarmViews(b *testing.B) {
 		}
 	})
 }
-

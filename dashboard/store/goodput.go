@@ -142,7 +142,7 @@ func (s *Store) goodputInputs(t0, t1 float64) *gpInputs {
 	s.mu.RUnlock()
 	s.ensureHours(lo, hi, s.trajectories.cache)
 	s.mu.Lock()
-	s.trajectories.ensureIndexLocked()
+	s.trajectories.ensureIndexLocked(s)
 	s.mu.Unlock()
 	s.mu.RLock()
 	defer s.mu.RUnlock()

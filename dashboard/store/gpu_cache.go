@@ -93,7 +93,7 @@ func (g *gpuReader) cachePath(stream string, p *partition.Partition, files []cac
 	if g.cacheDir == "" || len(files) == 0 {
 		return ""
 	}
-	abs, err := filepath.Abs(g.run.dir)
+	abs, err := filepath.Abs(g.dir)
 	if err != nil {
 		return ""
 	}
@@ -110,17 +110,17 @@ func (g *gpuReader) cachePath(stream string, p *partition.Partition, files []cac
 	return filepath.Join(g.cacheDir, hex.EncodeToString(sum[:8]), stream, name)
 }
 
-// cachedHourLocked loads hour h from the cache; false when it is not cacheable or not cached. It returns the
+// cachedHour loads hour h from the cache (problems met go to l); false when it is not cacheable or not cached. It returns the
 // hour's files as stat'ed (nil when the hour is not cacheable).
 //
 // A cached hour that holds only the eager fields (gpuBlock.deferred) serves a query of those alone (deferred).
-func (g *gpuReader) cachedHourLocked(h int64, p *partition.Partition, deferred bool) (*gpuBlock, []cacheFile, bool) {
+func (g *gpuReader) cachedHour(h int64, p *partition.Partition, deferred bool, l *hourLoad) (*gpuBlock, []cacheFile, bool) {
 	files := cacheFiles(p)
 	if g.cacheDir == "" || files == nil || h < 0 || !stat(files) {
 		return nil, nil, false
 	}
 	path := g.cachePath(sc.StreamGPUUtil, p, files)
-	head, body, err := openCacheFile(g.cacheDir, path, colCacheMagic, func(msg string) { g.run.notice("warning", "column cache "+path+": "+msg) })
+	head, body, err := openCacheFile(g.cacheDir, path, colCacheMagic, func(msg string) { l.warnings = append(l.warnings, "column cache "+path+": "+msg) })
 	var b *gpuBlock
 	if err == nil {
 		if b, err = readGPUHead(head, body, h); err != nil {
@@ -129,7 +129,7 @@ func (g *gpuReader) cachedHourLocked(h int64, p *partition.Partition, deferred b
 	}
 	if err != nil {
 		if !errors.Is(err, errStaleCache) && !errors.Is(err, os.ErrNotExist) { // an older version: parsed again and overwritten
-			g.run.notice("warning", "column cache "+path+" unreadable, parsing the hour instead: "+err.Error())
+			l.warnings = append(l.warnings, "column cache "+path+" unreadable, parsing the hour instead: "+err.Error())
 		}
 		return nil, files, false
 	}
@@ -159,14 +159,14 @@ func settled(files []cacheFile) bool {
 	return true
 }
 
-// cachedRollupHourLocked loads hour h of gpu_rollup from the cache, as cachedHourLocked does gpu_util's.
-func (g *gpuReader) cachedRollupHourLocked(h int64, p *partition.Partition) (*rollBlock, []cacheFile, bool) {
+// cachedRollupHour loads hour h of gpu_rollup from the cache, as cachedHour does gpu_util's.
+func (g *gpuReader) cachedRollupHour(h int64, p *partition.Partition, l *hourLoad) (*rollBlock, []cacheFile, bool) {
 	files := cacheFiles(p)
 	if g.cacheDir == "" || files == nil || h < 0 || !stat(files) {
 		return nil, nil, false
 	}
 	path := g.cachePath(sc.StreamGPURollup, p, files)
-	head, body, err := openCacheFile(g.cacheDir, path, rollCacheMagic, func(msg string) { g.run.notice("warning", "column cache "+path+": "+msg) })
+	head, body, err := openCacheFile(g.cacheDir, path, rollCacheMagic, func(msg string) { l.warnings = append(l.warnings, "column cache "+path+": "+msg) })
 	var b *rollBlock
 	if err == nil {
 		if b, err = readRollHead(head, body, h); err != nil {
@@ -175,7 +175,7 @@ func (g *gpuReader) cachedRollupHourLocked(h int64, p *partition.Partition) (*ro
 	}
 	if err != nil {
 		if !errors.Is(err, errStaleCache) && !errors.Is(err, os.ErrNotExist) {
-			g.run.notice("warning", "column cache "+path+" unreadable, parsing the hour instead: "+err.Error())
+			l.warnings = append(l.warnings, "column cache "+path+" unreadable, parsing the hour instead: "+err.Error())
 		}
 		return nil, files, false
 	}
@@ -194,24 +194,31 @@ func markRead(files []cacheFile) {
 	}
 }
 
-// saveCached writes a settled hour's block to path in the background. A compacted hour's block is never
-// changed afterwards (a grown .zst is read into a new block), so it is written while queries and loads go on;
-// appends to a plain hour's block (the file growing after all) happen under the store's write lock, so that
-// copy is written under its read lock. Errors only cost the next open a parse.
-func (g *gpuReader) saveCached(path string, files []cacheFile, write func(*bufio.Writer) error) {
-	if path == "" {
+// cacheSave is a settled hour's block to write into the column cache: at path, read from files, by write.
+type cacheSave struct {
+	path  string
+	files []cacheFile
+	write func(*bufio.Writer) error
+}
+
+// saveCached writes a settled hour's block in the background. A compacted hour's block is never changed
+// afterwards (a grown .zst is read into a new block), so it is written while queries and loads go on; appends
+// to a plain hour's block (the file growing after all) happen under the store's write lock, so that copy is
+// written under its read lock. Errors only cost the next open a parse.
+func (s *Store) saveCached(c *cacheSave) {
+	if c.path == "" {
 		return
 	}
 	plain := false
-	for _, c := range files {
-		plain = plain || c.plain
+	for _, f := range c.files {
+		plain = plain || f.plain
 	}
 	go func() {
 		if plain {
-			g.run.mu.RLock()
-			defer g.run.mu.RUnlock()
+			s.mu.RLock()
+			defer s.mu.RUnlock()
 		}
-		saveCacheFile(path, write)
+		saveCacheFile(c.path, c.write)
 	}()
 }
 

@@ -16,8 +16,8 @@ import (
 // gpuReader reads gpu_util (every reading of every lane) and gpu_rollup (its per-bucket min/max, which answers
 // the wide views: gpu_rollup.go), and the live tails of the gpu_util hours the roll-up otherwise answers.
 type gpuReader struct {
-	// run is the store whose lock, notices, lanes and data edge the reader shares.
-	run *Store
+	// dir is the run directory.
+	dir string
 	// utilFiles are gpu_util's hourly partitions and how far each was read.
 	utilFiles *partition.Stream
 	// rollupFiles are gpu_rollup's hourly partitions and how far each was read.
@@ -28,7 +28,8 @@ type gpuReader struct {
 	rollups map[int64]*rollBlock
 	// tails holds live gpu_util hours read only from near their roll-up's end (gpu_rollup.go).
 	tails map[int64]*tailBlock
-	// rollCache is the roll-up blocks' hour cache (hours.go).
+	// utilCache and rollCache are the gpu_util and roll-up blocks' hour caches (hours.go).
+	utilCache *hourCache[*gpuBlock]
 	rollCache *hourCache[*rollBlock]
 	// rollupOff is SetRollup(false): every view reads gpu_util (the benchmarks compare both).
 	rollupOff bool
@@ -58,7 +59,7 @@ func (g *gpuReader) fieldsHintLocked() {
 	if g.hintFields != nil && g.hintHour == h {
 		return
 	}
-	line := partition.FirstLine(g.run.dir, g.utilFiles.Parts[h])
+	line := partition.FirstLine(g.dir, g.utilFiles.Parts[h])
 	if line == nil {
 		return
 	}
@@ -73,47 +74,63 @@ func (g *gpuReader) fieldsHintLocked() {
 	g.hintFields, g.hintHour = fields, h
 }
 
-func newGPUReader(run *Store) gpuReader {
-	util := partition.NewStream(run.dir, sc.StreamGPUUtil)
+func newGPUReader(dir string) gpuReader {
+	util := partition.NewStream(dir, sc.StreamGPUUtil)
 	util.MapPlain = true // gpuBlock.addLine copies what it keeps of a line (node and member names)
-	return gpuReader{
-		run:       run,
-		utilFiles: util, rollupFiles: partition.NewStream(run.dir, sc.StreamGPURollup),
+	g := gpuReader{
+		dir:       dir,
+		utilFiles: util, rollupFiles: partition.NewStream(dir, sc.StreamGPURollup),
 		blocks: map[int64]*gpuBlock{}, rollups: map[int64]*rollBlock{}, tails: map[int64]*tailBlock{},
 	}
+	return g
 }
 
 func (g *gpuReader) partitionFiles() []*partition.Stream {
 	return []*partition.Stream{g.utilFiles, g.rollupFiles}
 }
 
-// utilHours is gpu_util's hour cache (hours.go). A dropped hour leaves its fields for /meta, and the last one
-// held its reading interval (for when no hour is loaded); its cached body's file is closed.
-func (g *gpuReader) utilHours() hourSource {
-	return &hourCache[*gpuBlock]{
-		kind: heldGPU, files: g.utilFiles, blocks: g.blocks, body: func(b *gpuBlock) *cacheBody { return b.body },
-		beforeDrop: func(_ int64, b *gpuBlock) {
-			if len(g.blocks) == 1 {
-				g.lastInterval = cmp.Or(gpuInterval(slices.Collect(maps.Values(g.blocks))), g.lastInterval)
-			}
-			g.keepFields(b.fields)
-			b.body.close()
-		},
-	}
+// hourCaches are gpu_util's hour cache, read by gpuUtilHours, and gpu_rollup's, read by gpuRollupHours.
+func (g *gpuReader) hourCaches() []hourSource {
+	g.utilCache = &hourCache[*gpuBlock]{kind: heldGPU, files: g.utilFiles, blocks: g.blocks, reader: gpuUtilHours{g}}
+	g.rollCache = &hourCache[*rollBlock]{kind: heldRollup, files: g.rollupFiles, blocks: g.rollups, reader: gpuRollupHours{g}}
+	return []hourSource{g.utilCache, g.rollCache}
 }
 
-// rollupHours is gpu_rollup's hour cache (hours.go): a dropped hour leaves its fields for /meta; its cached
-// body's file is closed.
-func (g *gpuReader) rollupHours() hourSource {
-	g.rollCache = &hourCache[*rollBlock]{
-		kind: heldRollup, files: g.rollupFiles, blocks: g.rollups, body: func(b *rollBlock) *cacheBody { return b.body },
-		beforeDrop: func(_ int64, b *rollBlock) {
-			g.keepFields(b.fields)
-			b.body.close()
-		},
-		load: g.loadRollupHourLocked,
+// gpuUtilHours reads gpu_util's hours for its hour cache.
+type gpuUtilHours struct{ g *gpuReader }
+
+// gpuRollupHours reads gpu_rollup's hours for its hour cache.
+type gpuRollupHours struct{ g *gpuReader }
+
+func (u gpuUtilHours) heldOf(b *gpuBlock) (bool, *cacheBody)    { return true, b.body }
+func (u gpuRollupHours) heldOf(b *rollBlock) (bool, *cacheBody) { return true, b.body }
+
+// dropLocked: a dropped hour leaves its fields for /meta, and the last one held its reading interval (for when
+// no hour is loaded); its cached body's file is closed.
+func (u gpuUtilHours) dropLocked(_ loadApplier, h int64) {
+	g := u.g
+	b := g.blocks[h]
+	if b == nil {
+		return
 	}
-	return g.rollCache
+	if len(g.blocks) == 1 {
+		g.lastInterval = cmp.Or(gpuInterval(slices.Collect(maps.Values(g.blocks))), g.lastInterval)
+	}
+	g.keepFields(b.fields)
+	b.body.close()
+	delete(g.blocks, h)
+	resetPart(g.utilFiles, h)
+}
+
+// dropLocked: a dropped hour leaves its fields for /meta; its cached body's file is closed.
+func (u gpuRollupHours) dropLocked(_ loadApplier, h int64) {
+	g := u.g
+	if b := g.rollups[h]; b != nil {
+		g.keepFields(b.fields)
+		b.body.close()
+	}
+	delete(g.rollups, h)
+	resetPart(g.rollupFiles, h)
 }
 
 // keepFields adds the fields of a dropped hour to those /meta lists.
@@ -127,69 +144,51 @@ func (g *gpuReader) keepFields(fields map[string]bool) {
 }
 
 // refreshLocked tails every loaded hour of both streams and the live tails; growth shows in the data edge.
-func (g *gpuReader) refreshLocked(newest int64) bool {
+func (g *gpuReader) refreshLocked(ld loadApplier, newest int64) bool {
+	var jobs []hourJob
 	for _, h := range g.utilFiles.Hours() {
 		if p := g.utilFiles.Parts[h]; p.Loaded || (h >= newest-1 && len(g.blocks) > 0) {
-			g.loadHourLocked(h)
+			how := hourRead{} // an hour not loaded yet: every lane and field, as before any query asked
+			if b := g.blocks[h]; b != nil {
+				how = hourRead{only: b.only, eager: b.deferred} // the lanes and fields its block holds
+			}
+			jobs = append(jobs, g.utilCache.jobs([]int64{h}, how)...)
 		}
 	}
 	for _, h := range g.rollupFiles.Hours() {
 		if p := g.rollupFiles.Parts[h]; p.Loaded || (h >= newest-1 && len(g.rollups) > 0) {
-			g.loadRollupHourLocked(h)
+			jobs = append(jobs, g.rollCache.jobs([]int64{h}, hourRead{})...)
 		}
 	}
-	g.refreshTailsLocked()
+	ld.loadLocked(jobs)
+	g.refreshTailsLocked(ld)
 	return false
 }
 
-// loadHourLocked reads (or tails) hour h of gpu_util for the lanes its block already holds — all of them for
-// an hour not loaded yet.
-func (g *gpuReader) loadHourLocked(h int64) {
-	var only *laneFilter
-	deferred := false // an hour not loaded yet: every field, as before any query asked
-	g.run.lmu.Lock()
-	if b := g.blocks[h]; b != nil {
-		only, deferred = b.only, b.deferred
-	}
-	g.run.lmu.Unlock()
-	g.loadHour(h, only, deferred)
-}
-
-// loadHour reads hour h of gpu_util for the lanes of only (nil: every lane), only the eager fields when
-// deferred (gpuBlock.deferred). A block holding fewer lanes or fields than asked for is read again from the start.
-func (g *gpuReader) loadHour(h int64, only *laneFilter, deferred bool) {
-	p := g.utilFiles.Parts[h]
-	if p == nil {
-		return
-	}
-	g.run.lmu.Lock()
-	delete(g.tails, h) // the whole hour supersedes a tail read
-	if b := g.blocks[h]; b != nil && (!b.only.covers(only) || b.deferred && !deferred) {
-		delete(g.blocks, h)
+// readHour reads hour h of gpu_util for the lanes of how.only (nil: every lane), only the eager fields when
+// how.eager (gpuBlock.deferred), on top of prev; a block holding fewer lanes or fields than asked for is read
+// again from the start. An hour not read yet comes from the column cache when it is there.
+func (u gpuUtilHours) readHour(h int64, prev *gpuBlock, p *partition.Partition, how hourRead) (*gpuBlock, hourLoad) {
+	g := u.g
+	only, deferred := how.only, how.eager
+	var l hourLoad
+	if prev != nil && (!prev.only.covers(only) || prev.deferred && !deferred) {
+		prev = nil
 		p.Reset()
 	}
-	g.run.lmu.Unlock()
 	if !p.Loaded && only == nil {
-		if cb, files, ok := g.cachedHourLocked(h, p, deferred); ok {
-			g.run.lmu.Lock()
-			g.blocks[h] = cb
-			g.cacheHits++
-			g.run.lmu.Unlock()
-			g.run.lanesSeen(slices.Sorted(maps.Keys(cb.lanes)))
+		if cb, files, ok := g.cachedHour(h, p, deferred, &l); ok {
 			markRead(files)
 			p.Loaded = true
-			g.run.raiseEdge(cb.maxTS)
-			return
+			l.cacheHit, l.lanes, l.maxT = true, slices.Sorted(maps.Keys(cb.lanes)), cb.maxTS
+			return cb, l
 		}
 	}
-	g.run.lmu.Lock()
-	b := g.blocks[h]
+	b := prev
 	if b == nil {
 		b = newGPUBlock(h)
 		b.only, b.deferred = only, deferred
-		g.blocks[h] = b
 	}
-	g.run.lmu.Unlock()
 	b.readBody() // a cached hour that grew: its columns are appended to
 
 	var files []cacheFile // the hour's files, none read yet, when the block may go into the cache
@@ -198,35 +197,37 @@ func (g *gpuReader) loadHour(h int64, only *laneFilter, deferred bool) {
 			files = nil
 		}
 	}
-	reports, err := g.readUtil(p, b)
-	if errors.Is(err, partition.ErrReload) {
+	l.reports, l.err = g.utilFiles.Read(p, b.addLine)
+	if errors.Is(l.err, partition.ErrReload) {
 		p.Reset()
-		g.run.lmu.Lock()
-		delete(g.blocks, h)
-		g.run.lmu.Unlock()
-		g.loadHour(h, b.only, b.deferred)
-		return
+		b, l2 := u.readHour(h, nil, p, hourRead{only: b.only, eager: b.deferred})
+		l2.reread = true
+		return b, l2
 	}
-	g.run.report(reports, err)
+	l.lanes, b.newLanes = b.newLanes, nil
 	p.Loaded = true
 	b.sortScrambled() // an hour several shards wrote: each lane in time order for the views
+	l.maxT = b.maxTS
 	// A plain hour nobody wrote to for plainSettled is as good as closed (the newest of a finished run too): if it
 	// grows after all, appends extend the block, and its cached copy no longer matches the file.
-	done := files != nil && err == nil && len(reports) == 0 && settled(files)
-	if h >= 0 && (float64(h+1)*3600 < g.run.raiseEdge(b.maxTS) || done) {
-		b.seal() // a past hour: drop append slack (late records may still arrive and grow it again)
+	if files != nil && l.err == nil && len(l.reports) == 0 && settled(files) {
+		l.save = &cacheSave{g.cachePath(sc.StreamGPUUtil, p, files), files, func(w *bufio.Writer) error { return writeGPUBlock(w, b) }}
 	}
-	if done {
-		g.saveCached(g.cachePath(sc.StreamGPUUtil, p, files), files, func(w *bufio.Writer) error { return writeGPUBlock(w, b) })
-	}
+	return b, l
 }
 
-// readUtil reads what is new in partition p of gpu_util into block b, and registers the lanes it found.
-func (g *gpuReader) readUtil(p *partition.Partition, b *gpuBlock) ([]partition.CorruptReport, error) {
-	reports, err := g.utilFiles.Read(p, b.addLine)
-	g.run.lanesSeen(b.newLanes)
-	b.newLanes = nil
-	return reports, err
+// keepLocked: the whole hour supersedes a tail read; a past hour (or one going into the column cache) drops its
+// append slack (late records may still arrive and grow it again).
+func (u gpuUtilHours) keepLocked(h int64, b *gpuBlock, l *hourLoad, edge float64) {
+	g := u.g
+	delete(g.tails, h)
+	if l.cacheHit {
+		g.cacheHits++
+		return
+	}
+	if h >= 0 && (float64(h+1)*3600 < edge || l.save != nil) {
+		b.seal()
+	}
 }
 
 // held says whether hour h of gpu_util is loaded for every lane of want (nil: all lanes), with every field
@@ -249,12 +250,13 @@ func eagerOnly(fields []string) bool {
 	return len(fields) > 0
 }
 
-// rawFilter is what a raw hour read for sel keeps: sel's lanes when they are few (a lane view parses the
+// gpuRawFilter is what a raw gpu_util hour read for sel keeps: sel's lanes when they are few (a lane view parses the
 // 8 lanes it draws out of 1024, skipping the other lines unparsed), plus those the hour's block already holds
 // while that stays within partialLanes (past it, only sel's: scrolling through 1024 lanes costs one read per
 // screen, never a whole-hour parse); nil (every lane) for wide selections and runs without a lane catalog.
-func (g *gpuReader) rawFilter(h int64, sel []*Lane) *laneFilter {
-	if len(sel) == 0 || len(sel) > partialLanes || g.run.lanes.catalogModTime.IsZero() {
+func (s *Store) gpuRawFilter(h int64, sel []*Lane) *laneFilter {
+	g := &s.gpu
+	if len(sel) == 0 || len(sel) > partialLanes || s.lanes.catalogModTime.IsZero() {
 		return nil // without a lane catalog the lanes are learned from reading every line
 	}
 	f := newLaneFilter()
@@ -278,30 +280,26 @@ func (g *gpuReader) rawFilter(h int64, sel []*Lane) *laneFilter {
 	return union
 }
 
-func (g *gpuReader) loadRollupHourLocked(h int64) {
-	p := g.rollupFiles.Parts[h]
-	if p == nil || h < 0 {
-		return
+// readHour reads hour h of gpu_rollup on top of prev; an hour not read yet comes from the column cache when it is
+// there.
+func (u gpuRollupHours) readHour(h int64, prev *rollBlock, p *partition.Partition, _ hourRead) (*rollBlock, hourLoad) {
+	g := u.g
+	var l hourLoad
+	if h < 0 {
+		return prev, l
 	}
 	if !p.Loaded {
-		if cb, files, ok := g.cachedRollupHourLocked(h, p); ok {
-			g.run.lmu.Lock()
-			g.rollups[h] = cb
-			g.cacheHits++
-			g.run.lmu.Unlock()
-			g.run.lanesSeen(slices.Sorted(maps.Keys(cb.lanes)))
+		if cb, files, ok := g.cachedRollupHour(h, p, &l); ok {
 			markRead(files)
 			p.Loaded = true
-			return
+			l.cacheHit, l.lanes = true, slices.Sorted(maps.Keys(cb.lanes))
+			return cb, l
 		}
 	}
-	g.run.lmu.Lock()
-	b := g.rollups[h]
+	b := prev
 	if b == nil {
 		b = newRollBlock(h)
-		g.rollups[h] = b
 	}
-	g.run.lmu.Unlock()
 	var files []cacheFile // the hour's files, none read yet, when the block may go into the cache
 	if g.cacheDir != "" && !p.Loaded {
 		if files = cacheFiles(p); !stat(files) {
@@ -309,21 +307,24 @@ func (g *gpuReader) loadRollupHourLocked(h int64) {
 		}
 	}
 	b.readBody() // a cached hour that grew: its buckets are widened
-	reports, err := b.read(g.rollupFiles, p)
-	g.run.lanesSeen(b.newLanes)
-	b.newLanes = nil
-	if errors.Is(err, partition.ErrReload) {
+	l.reports, l.err = b.read(g.rollupFiles, p)
+	l.lanes, b.newLanes = b.newLanes, nil
+	if errors.Is(l.err, partition.ErrReload) {
 		p.Reset()
-		g.run.lmu.Lock()
-		delete(g.rollups, h)
-		g.run.lmu.Unlock()
-		g.loadRollupHourLocked(h)
-		return
+		b, l2 := u.readHour(h, nil, p, hourRead{})
+		l2.reread = true
+		return b, l2
 	}
-	g.run.report(reports, err)
 	p.Loaded = true
-	if files != nil && err == nil && len(reports) == 0 && settled(files) {
-		g.saveCached(g.cachePath(sc.StreamGPURollup, p, files), files, func(w *bufio.Writer) error { return writeRollBlock(w, b) })
+	if files != nil && l.err == nil && len(l.reports) == 0 && settled(files) {
+		l.save = &cacheSave{g.cachePath(sc.StreamGPURollup, p, files), files, func(w *bufio.Writer) error { return writeRollBlock(w, b) }}
+	}
+	return b, l
+}
+
+func (u gpuRollupHours) keepLocked(_ int64, _ *rollBlock, l *hourLoad, _ float64) {
+	if l.cacheHit {
+		u.g.cacheHits++
 	}
 }
 
@@ -355,13 +356,14 @@ func (g *gpuReader) rollUse(h int64, t0, width float64, coarse bool) *rollBlock 
 	return b
 }
 
-// rawNeededLocked says whether hour h of gpu_util must be parsed for the query: the roll-up does not answer
+// gpuRawNeededLocked says whether hour h of gpu_util must be parsed for the query: the roll-up does not answer
 // it, lacks a field, or the window reaches past the roll-up's newest bucket while gpu_util has data there
 // (the live tail).
 //
 // tailOnly: only readings after the roll-up's end are needed, from a plain file (the live hour): a tail block
 // serves them (gpu_rollup.go); tailOK: the tail block already held does.
-func (g *gpuReader) rawNeededLocked(h int64, t0, t1, width float64, coarse bool, fields []string) (need, tailOnly, tailOK bool) {
+func (s *Store) gpuRawNeededLocked(h int64, t0, t1, width float64, coarse bool, fields []string) (need, tailOnly, tailOK bool) {
+	g := &s.gpu
 	p := g.utilFiles.Parts[h]
 	if p == nil {
 		return false, false, false
@@ -382,10 +384,10 @@ func (g *gpuReader) rawNeededLocked(h int64, t0, t1, width float64, coarse bool,
 	rawLast := 0.0
 	for _, f := range p.Files { // every shard's files of the hour
 		if f.Zst != "" {
-			rawLast = math.Max(rawLast, g.run.zstLast(f))
+			rawLast = math.Max(rawLast, s.zstLast(f))
 		}
 		if f.Plain != "" {
-			rawLast = math.Max(rawLast, partition.LastStamp(g.run.dir, f.Plain))
+			rawLast = math.Max(rawLast, partition.LastStamp(s.dir, f.Plain))
 		}
 	}
 	if rawLast < b.end {
@@ -404,27 +406,29 @@ func (g *gpuReader) rawNeededLocked(h int64, t0, t1, width float64, coarse bool,
 	return true, tailOnly, tailOnly && tb != nil && tb.from <= b.end
 }
 
-// ensure loads what a GPU query needs: the roll-up of the window's hours, and the gpu_util hours it does not
-// answer; and marks every block of the window's hours used (the query may read any it finds). The caller holds a
-// pin (budget.go).
-func (g *gpuReader) ensure(t0, t1, width float64, coarse bool, fields []string, sel []*Lane) {
-	eager := eagerOnly(fields)
-	plan := func() []loadJob {
-		if !g.missingLocked(t0, t1, width, coarse, fields, sel, eager) {
-			return nil
-		}
-		// One job: which gpu_util hours to read depends on the roll-up hours read first.
-		return []loadJob{func() { g.loadWindowLocked(t0, t1, width, coarse, fields, sel, eager) }}
-	}
-	lo, hi := hourOf(t0), hourOf(t1)
-	g.run.ensure(plan, hourSpan{heldGPU, lo, hi}, hourSpan{heldRollup, lo, hi})
+// gpuWindowPlan is what a GPU query reads (hourPlan): the roll-up of the window's hours, and the gpu_util hours
+// it does not answer, which depend on the roll-up hours read first and on the lanes asked for. Every block of
+// the window's hours is marked used (the query may read any it finds).
+type gpuWindowPlan struct {
+	t0, t1, width float64
+	coarse        bool
+	fields        []string
+	sel           []*Lane
+	// eager says the fields are all eager (eagerOnly).
+	eager bool
 }
 
-// missingLocked says whether a GPU query (ensure's arguments) needs a block not held: a roll-up hour not
-// loaded or not yet compared with its gpu_util's start, or a gpu_util hour the roll-up does not answer.
-func (g *gpuReader) missingLocked(t0, t1, width float64, coarse bool, fields []string, sel []*Lane, eager bool) bool {
+func (p gpuWindowPlan) spans() []hourSpan {
+	lo, hi := hourOf(p.t0), hourOf(p.t1)
+	return []hourSpan{{heldGPU, lo, hi}, {heldRollup, lo, hi}}
+}
+
+// missingLocked says whether the query needs a block not held: a roll-up hour not loaded or not yet compared
+// with its gpu_util's start, or a gpu_util hour the roll-up does not answer.
+func (p gpuWindowPlan) missingLocked(s *Store) bool {
+	g := &s.gpu
 	if !g.rollupOff {
-		for _, h := range g.rollupFiles.Overlapping(t0, t1, 0, 0) {
+		for _, h := range g.rollupFiles.Overlapping(p.t0, p.t1, 0, 0) {
 			if h < 0 {
 				continue
 			}
@@ -436,55 +440,56 @@ func (g *gpuReader) missingLocked(t0, t1, width float64, coarse bool, fields []s
 			}
 		}
 	}
-	for _, h := range g.utilFiles.Overlapping(t0, t1, 0, 0) {
-		if g.held(h, g.rawFilter(h, sel), eager) {
+	for _, h := range g.utilFiles.Overlapping(p.t0, p.t1, 0, 0) {
+		if g.held(h, s.gpuRawFilter(h, p.sel), p.eager) {
 			continue
 		}
-		if need, _, tailOK := g.rawNeededLocked(h, t0, t1, width, coarse, fields); need && !tailOK {
+		if need, _, tailOK := s.gpuRawNeededLocked(h, p.t0, p.t1, p.width, p.coarse, p.fields); need && !tailOK {
 			return true
 		}
 	}
 	return false
 }
 
-// loadWindowLocked reads what missingLocked found missing: the roll-up hours side by side, then the gpu_util
-// hours (or their live tails) the roll-up does not answer, side by side. The caller holds Store.mu for writing.
-func (g *gpuReader) loadWindowLocked(t0, t1, width float64, coarse bool, fields []string, sel []*Lane, eager bool) {
+// loadLocked reads what missingLocked found missing: the roll-up hours side by side, then the gpu_util hours
+// (or their live tails) the roll-up does not answer, side by side. The caller holds Store.mu for writing.
+func (p gpuWindowPlan) loadLocked(s *Store) {
+	g := &s.gpu
 	if !g.rollupOff {
-		g.run.loadAll(g.rollCache.missing(hourOf(t0), hourOf(t1)))
-		for _, h := range g.rollupFiles.Overlapping(t0, t1, 0, 0) {
-			if b, p := g.rollups[h], g.utilFiles.Parts[h]; b != nil && b.rawFirst == 0 && p != nil {
-				if b.rawFirst = partition.FirstStamp(g.run.dir, p); b.rawFirst == 0 {
+		s.loadLocked(g.rollCache.missing(hourOf(p.t0), hourOf(p.t1)))
+		for _, h := range g.rollupFiles.Overlapping(p.t0, p.t1, 0, 0) {
+			if b, up := g.rollups[h], g.utilFiles.Parts[h]; b != nil && b.rawFirst == 0 && up != nil {
+				if b.rawFirst = partition.FirstStamp(s.dir, up); b.rawFirst == 0 {
 					b.rawFirst = math.Inf(1) // unreadable: judged by the roll-up alone
 				}
 			}
 		}
 	}
-	var jobs []loadJob
-	for _, h := range g.utilFiles.Overlapping(t0, t1, 0, 0) {
-		only := g.rawFilter(h, sel)
-		if g.held(h, only, eager) {
+	var jobs []hourJob
+	for _, h := range g.utilFiles.Overlapping(p.t0, p.t1, 0, 0) {
+		only := s.gpuRawFilter(h, p.sel)
+		if g.held(h, only, p.eager) {
 			continue
 		}
-		need, tailOnly, tailOK := g.rawNeededLocked(h, t0, t1, width, coarse, fields)
+		need, tailOnly, tailOK := s.gpuRawNeededLocked(h, p.t0, p.t1, p.width, p.coarse, p.fields)
 		switch {
 		case !need || tailOK:
-		case tailOnly && !g.utilFiles.Parts[h].Loaded && g.loadTailLocked(h, g.rollups[h].end):
+		case tailOnly && !g.utilFiles.Parts[h].Loaded && g.loadTailLocked(s, h, g.rollups[h].end):
 		default:
-			jobs = append(jobs, func() { g.loadHour(h, only, eager) })
+			jobs = append(jobs, g.utilCache.jobs([]int64{h}, hourRead{only: only, eager: p.eager})...)
 		}
 	}
-	g.run.loadAll(jobs)
+	s.loadLocked(jobs)
 }
 
-// loadTailLocked reads hour h of gpu_util from near `seam` to its end into a tail block; false when the file
-// cannot be entered there (the caller loads the whole hour).
-func (g *gpuReader) loadTailLocked(h int64, seam float64) bool {
+// loadTailLocked reads hour h of gpu_util from near `seam` to its end into a tail block, handing what it
+// learned to ld; false when the file cannot be entered there (the caller loads the whole hour).
+func (g *gpuReader) loadTailLocked(ld loadApplier, h int64, seam float64) bool {
 	one := g.utilFiles.Parts[h].Single()
 	if one == nil {
 		return false
 	}
-	off, ok := tailSeek(g.run.dir, one.Plain, seam)
+	off, ok := tailSeek(g.dir, one.Plain, seam)
 	if !ok {
 		return false
 	}
@@ -492,8 +497,8 @@ func (g *gpuReader) loadTailLocked(h int64, seam float64) bool {
 	if off == 0 {
 		tb.from = math.Inf(-1)
 	}
-	reports, err := g.readUtil(&tb.part, tb.b)
-	if err != nil {
+	l := g.readTail(tb)
+	if l.err != nil {
 		return false
 	}
 	// The file must be in time order near the seam: every lane of the roll-up's newest bucket has readings in
@@ -510,28 +515,35 @@ func (g *gpuReader) loadTailLocked(h int64, seam float64) bool {
 			}
 		}
 	}
-	g.run.report(reports, nil)
+	ld.learnedLocked(&l)
 	g.tails[h] = tb
-	g.run.raiseEdge(tb.b.maxTS)
 	return true
+}
+
+// readTail reads what tail block tb's file gained.
+func (g *gpuReader) readTail(tb *tailBlock) hourLoad {
+	var l hourLoad
+	l.reports, l.err = g.utilFiles.Read(&tb.part, tb.b.addLine)
+	l.lanes, tb.b.newLanes = tb.b.newLanes, nil
+	l.maxT = tb.b.maxTS
+	return l
 }
 
 // refreshTailsLocked grows the tail blocks; one whose file was compacted or replaced is dropped (the next query
 // decides again what to read).
-func (g *gpuReader) refreshTailsLocked() {
+func (g *gpuReader) refreshTailsLocked(ld loadApplier) {
 	for h, tb := range g.tails {
 		p := g.utilFiles.Parts[h]
 		if p == nil || p.Loaded || p.Single() == nil || p.Single().Zst != "" || p.Single().Plain != tb.part.Files[0].Plain {
 			delete(g.tails, h)
 			continue
 		}
-		reports, err := g.readUtil(&tb.part, tb.b)
-		if err != nil {
+		l := g.readTail(tb)
+		if l.err != nil {
 			delete(g.tails, h)
 			continue
 		}
-		g.run.report(reports, nil)
-		g.run.raiseEdge(tb.b.maxTS)
+		ld.learnedLocked(&l)
 	}
 }
 

@@ -123,7 +123,7 @@ type gpuWindow struct {
 func (s *Store) openGPU(t0, t1 float64, sel []*Lane, points int, fields []string, coarse bool) *gpuWindow {
 	g := newCellGrid(t0, t1, points)
 	lo, hi := math.Min(t0, g.edge(0)), math.Max(t1, g.edge(points))
-	s.gpu.ensure(lo, hi, g.width, coarse, fields, sel)
+	s.ensure(gpuWindowPlan{t0: lo, t1: hi, width: g.width, coarse: coarse, fields: fields, sel: sel, eager: eagerOnly(fields)})
 	s.mu.RLock()
 	w := &gpuWindow{grid: g, hours: s.gpu.hours(lo, hi)}
 	w.rolls = make([]*rollBlock, len(w.hours))

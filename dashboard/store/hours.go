@@ -10,16 +10,19 @@ import (
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
 )
 
-// The hour-block cache every evictable stream shares (docs/operations.md "Memory"): a stream reader registers
-// one hourCache per stream of parsed hours with the store's budget (budget.go), saying only which kind it is,
-// which partitions it reads, which blocks it holds, how an hour is loaded and what to keep of an hour before it
-// is dropped; each block gives its own size (heldBytes, beside its type). The cache lists the hours a query
-// misses (missing); the budget lists, measures, protects and drops the blocks of every registered cache the
-// same way (settleLocked, evictLocked, dropLocked, below). A query brings the hours it needs in with
-// ensureHours, or ensure with a plan of its own (gpu_util). The Budget itself and the pins are in budget.go.
+// The hour-block cache every evictable stream shares (docs/operations.md "Memory"): a stream registers one
+// hourCache per stream of parsed hours with the store's budget (budget.go), saying which kind it is, which
+// partitions it reads, which blocks it holds and which hourReader reads them; each block gives its own size
+// (heldBytes, beside its type). A read is a plain decode: one partition and the hour's block so far in, the
+// block and what else was learned (hourLoad) out, touching nothing shared. The cache runs the reads a query
+// misses side by side, then applies them one after the other under Store.mu, which it holds for writing: it
+// stores each block, raises the data edge, registers the lanes found, turns reports into notices and settles
+// the memory budget, which lists, measures, protects and drops the blocks of every registered cache the same
+// way (settleLocked, evictLocked, dropLocked, below). The Budget itself and the pins are in budget.go.
 //
-//	query ──▶ ensure: plan (read lock) ──▶ nothing missing: touch ──▶ done
-//	                                  └──▶ missing: plan again (write lock), load side by side, touch, settle
+//	query ──▶ pin ──▶ ensure: missing? (read lock) ──▶ no: touch ──▶ done
+//	                                               └──▶ yes (write lock): plan again ──▶ read side by side
+//	                                                    (hourReader.readHour) ──▶ apply in order ──▶ settle
 
 // hourBlock is a stream's parsed hour as the budget measures it: a pointer, comparable, since the budget tells a
 // reloaded hour from the block it measured by identity (settleLocked).
@@ -27,6 +30,63 @@ type hourBlock interface {
 	comparable
 	// heldBytes is the block's size estimate (budget.go, "Block size estimates").
 	heldBytes() int64
+}
+
+// hourReader is one stream's side of the hour cache: how an hour is read, and what the stream keeps of an hour
+// read or dropped. The *Locked methods run under Store.mu for writing.
+type hourReader[B hourBlock] interface {
+	// readHour reads partition p of hour h on top of prev (the hour's block so far; nil: none) as how asks, and
+	// returns the block and what else it learned. It touches p, prev and the block it returns, nothing shared.
+	readHour(h int64, prev B, p *partition.Partition, how hourRead) (B, hourLoad)
+	// keepLocked keeps the stream's own figures of block b of hour h just stored (versions, counts, digests);
+	// edge is the data edge after the read.
+	keepLocked(h int64, b B, l *hourLoad, edge float64)
+	// dropLocked forgets hour h for the budget: what outlives the hour is kept, its block forgotten (or left
+	// sparse: phases) and its partition read from the start next time.
+	dropLocked(ld loadApplier, h int64)
+	// heldOf says whether block b counts in the budget, and its cached body read on first use (nil: none).
+	heldOf(b B) (counted bool, body *cacheBody)
+}
+
+// hourRead is what a query asks of an hour: the whole hour, or (reach) only what reaches outside it (phases);
+// of gpu_util, the lanes of only (nil: every lane) and, with eager, the eager fields alone (gpuBlock.deferred).
+type hourRead struct {
+	reach bool
+	only  *laneFilter
+	eager bool
+}
+
+// hourLoad is what a read learned beside its block: the hour cache applies it (Store.learnedLocked).
+type hourLoad struct {
+	// reports are the corrupt lines skipped and err the read's error: notices.
+	reports []partition.CorruptReport
+	err     error
+	// warnings are the other problems met (corrupt open markers, an unreadable column cache file): notices.
+	warnings []string
+	// maxT is the newest time read (0: none): it raises the data edge.
+	maxT float64
+	// lanes are the lanes found in the data (the lane set takes those the catalog lacks).
+	lanes []string
+	// before is what the block held before the read (engine points, trajectory records): a read that found
+	// nothing new changes no version.
+	before int
+	// reread says the partition was rewritten (compaction) and read over from the start.
+	reread bool
+	// cacheHit says the block came from the column cache (gpu_cache.go).
+	cacheHit bool
+	// save is the column cache copy to write once the block is stored (nil: none).
+	save *cacheSave
+}
+
+// loadApplier is what a reader hands its reads to: the Store, under its write lock.
+type loadApplier interface {
+	// loadLocked runs hour jobs side by side and applies what they read, in order.
+	loadLocked(jobs []hourJob)
+	// learnedLocked applies what a read outside the hour caches learned (metrics, topology, the step index,
+	// gpu_util's live tails).
+	learnedLocked(l *hourLoad)
+	// lanesChangedLocked makes the lane set again: the topology gained a snapshot.
+	lanesChangedLocked()
 }
 
 // hourSource is one registered stream of evictable hour blocks, whatever its block type.
@@ -37,45 +97,34 @@ type hourSource interface {
 	stream() *partition.Stream
 	// appendHeld appends the blocks held now to out.
 	appendHeld(out []heldBlock) []heldBlock
-	// drop forgets the block of hour h, after the stream's drop hook kept what outlives it.
-	drop(h int64)
+	// drop forgets the block of hour h, after the stream kept what outlives it.
+	drop(ld loadApplier, h int64)
 	// closeBodies closes the cached bodies' files of the blocks held (the store is closed).
 	closeBodies()
 }
 
-// hourCache is one stream's hour blocks under the budget: the reader owns the blocks and loads them, the cache
-// says what the budget may count and drop.
+// hourCache is one stream's hour blocks under the budget: the stream's reader reads them, the cache stores them
+// and says what the budget may count and drop.
 type hourCache[B hourBlock] struct {
 	// kind is the stream's kind in the budget's keys.
 	kind heldKind
 	// files are the stream's hourly partitions; a dropped hour's partition reads from the start next time.
 	files *partition.Stream
-	// blocks is the reader's map of loaded hours (shared with it, never replaced).
+	// blocks is the stream's map of loaded hours (shared with its reader, never replaced).
 	blocks map[int64]B
-	// counted says whether a held block counts in the budget (nil: every block of a real hour); phases leave out
-	// the sparse blocks, which hold a few records.
-	counted func(B) bool
-	// body is a block's cached body read on first use, whose bytes count once it is read (nil: no column cache).
-	body func(B) *cacheBody
-	// beforeDrop keeps what outlives a dropped hour (nil: nothing): a digest of the closed hour, the engines' key
-	// catalog figures, the gpu fields /meta lists.
-	beforeDrop func(h int64, b B)
-	// forget replaces forgetting the block and resetting its partition (nil: that); phases keep a sparse remnant.
-	forget func(h int64)
-	// load reads hour h whole into blocks (nil: the reader plans its own loads, as gpu_util's lane-filtered ones).
-	load func(h int64)
-	// serial says the loads share state they do not guard: they run one after the other (inOrder).
+	// reader reads the hours and keeps what outlives them.
+	reader hourReader[B]
+	// serial says the reads share state they do not guard (an interner): they run one after the other (inOrder).
 	serial bool
-	// reach and loadReach: the hours within reach of a query's and not read whole are read by loadReach, for what
-	// reaches outside them (phases: a phase filed by its end hour, an open marker by its start hour).
-	reach     int64
-	loadReach func(h int64)
+	// reach: the hours within reach of a query's and not read whole are read only for what reaches outside
+	// them (phases: a phase filed by its end hour, an open marker by its start hour).
+	reach int64
 }
 
 // hourRange is a registered cache a query asks for by hours (Store.ensureHours).
 type hourRange interface {
-	// missing lists the loads of hours lo…hi (and the reach around them) not held.
-	missing(lo, hi int64) []loadJob
+	// missing lists the reads of hours lo…hi (and the reach around them) not held.
+	missing(lo, hi int64) []hourJob
 	// span is the hours lo…hi and the reach around them: what the query reads.
 	span(lo, hi int64) hourSpan
 }
@@ -86,9 +135,9 @@ type hourSpan struct {
 	lo, hi int64
 }
 
-// missing lists the loads of hours lo…hi (a legacy flat file always) not read whole, then, with reach, of the
+// missing lists the reads of hours lo…hi (a legacy flat file always) not read whole, then, with reach, of the
 // hours around them not held at all: the whole hours first, as the reach reads are the quickest.
-func (c *hourCache[B]) missing(lo, hi int64) []loadJob {
+func (c *hourCache[B]) missing(lo, hi int64) []hourJob {
 	var whole, reach []int64
 	for h, p := range c.files.Parts {
 		switch {
@@ -101,15 +150,20 @@ func (c *hourCache[B]) missing(lo, hi int64) []loadJob {
 	}
 	slices.Sort(whole)
 	slices.Sort(reach)
-	if c.serial {
-		return append(inOrder(whole, c.load), inOrder(reach, c.loadReach)...)
+	return append(c.jobs(whole, hourRead{}), c.jobs(reach, hourRead{reach: true})...)
+}
+
+// jobs are the reads of hours as how asks, one job per hour, or one for them all when the stream's reads run
+// one after the other. Made under Store.mu (either way): each job starts from the hour's block as it is now.
+func (c *hourCache[B]) jobs(hours []int64, how hourRead) []hourJob {
+	jobs := make([]hourJob, 0, len(hours))
+	for _, h := range hours {
+		if p := c.files.Parts[h]; p != nil {
+			jobs = append(jobs, &cacheJob[B]{cache: c, hour: h, how: how, prev: c.blocks[h], part: p})
+		}
 	}
-	jobs := make([]loadJob, 0, len(whole)+len(reach))
-	for _, h := range whole {
-		jobs = append(jobs, func() { c.load(h) })
-	}
-	for _, h := range reach {
-		jobs = append(jobs, func() { c.loadReach(h) })
+	if c.serial && len(jobs) > 1 {
+		return []hourJob{inOrder(jobs)}
 	}
 	return jobs
 }
@@ -128,12 +182,9 @@ func (c *hourCache[B]) stream() *partition.Stream { return c.files }
 
 func (c *hourCache[B]) appendHeld(out []heldBlock) []heldBlock {
 	for h, b := range c.blocks {
-		if h < 0 || c.counted != nil && !c.counted(b) {
+		counted, body := c.reader.heldOf(b)
+		if h < 0 || !counted {
 			continue // a legacy flat file (partition.LegacyHour) is read once and kept
-		}
-		var body *cacheBody
-		if c.body != nil {
-			body = c.body(b)
 		}
 		out = append(out, heldBlock{heldKey{c.kind, h}, b, c.files.Parts[h], b.heldBytes, body})
 	}
@@ -141,97 +192,193 @@ func (c *hourCache[B]) appendHeld(out []heldBlock) []heldBlock {
 }
 
 func (c *hourCache[B]) closeBodies() {
-	if c.body == nil {
-		return
-	}
 	for _, b := range c.blocks {
-		c.body(b).close()
+		if _, body := c.reader.heldOf(b); body != nil {
+			body.close()
+		}
 	}
 }
 
-func (c *hourCache[B]) drop(h int64) {
-	if c.beforeDrop != nil {
-		c.beforeDrop(h, c.blocks[h])
-	}
-	if c.forget != nil {
-		c.forget(h)
+func (c *hourCache[B]) drop(ld loadApplier, h int64) { c.reader.dropLocked(ld, h) }
+
+// hourJob is one read a query needs: read runs side by side with the other jobs, touching only its hour's
+// partition and block; applyLocked stores what it read, one job after the other, under Store.mu for writing.
+type hourJob interface {
+	read()
+	applyLocked(s *Store)
+}
+
+// cacheJob reads one hour of one cache.
+type cacheJob[B hourBlock] struct {
+	cache *hourCache[B]
+	hour  int64
+	how   hourRead
+	// prev is the hour's block when the job was made, part its partition.
+	prev B
+	part *partition.Partition
+	// block and learned are what read returned.
+	block   B
+	learned hourLoad
+}
+
+func (j *cacheJob[B]) read() {
+	j.block, j.learned = j.cache.reader.readHour(j.hour, j.prev, j.part, j.how)
+}
+
+func (j *cacheJob[B]) applyLocked(s *Store) {
+	var none B
+	if j.block == none {
 		return
 	}
-	delete(c.blocks, h)
-	resetPart(c.files, h)
+	j.cache.blocks[j.hour] = j.block
+	s.learnedLocked(&j.learned)
+	j.cache.reader.keepLocked(j.hour, j.block, &j.learned, s.edge)
+	if j.learned.save != nil {
+		s.saveCached(j.learned.save)
+	}
 }
 
-// registerHours registers the readers' hour caches with the store's budget. Open calls it once the readers are
+// inOrder is jobs whose reads run one after the other (a stream whose reads share an interner).
+type inOrder []hourJob
+
+func (js inOrder) read() {
+	for _, j := range js {
+		j.read()
+	}
+}
+
+func (js inOrder) applyLocked(s *Store) {
+	for _, j := range js {
+		j.applyLocked(s)
+	}
+}
+
+// learnedLocked applies what a read learned beside its block: its reports become notices, its newest time
+// raises the data edge, its lanes join the lane set. The caller holds Store.mu for writing.
+func (s *Store) learnedLocked(l *hourLoad) {
+	for _, r := range l.reports {
+		s.notice("warning", r.String())
+	}
+	if l.err != nil {
+		s.notice("error", l.err.Error())
+	}
+	for _, w := range l.warnings {
+		s.notice("warning", w)
+	}
+	s.raiseEdge(l.maxT)
+	s.lanesSeen(l.lanes)
+}
+
+func (s *Store) lanesChangedLocked() {
+	s.rebuildLanesLocked()
+	s.metaVer++
+}
+
+// registerHours registers the streams' hour caches with the store's budget. Open calls it once the readers are
 // in place (the caches hold pointers into them).
 func (s *Store) registerHours() {
 	s.mem.sources = [heldNone]hourSource{}
-	for _, src := range [...]hourSource{
-		s.gpu.utilHours(), s.gpu.rollupHours(), s.trajectories.heldHours(), s.engineTraces.heldHours(),
-		s.engines.heldHours(), s.phases.heldHours(),
-	} {
+	for _, src := range s.hourSources() {
 		s.mem.sources[src.sourceKind()] = src
 	}
 }
 
-// ensure brings in the hours a query needs and marks them used: plan lists the loads missing (none: every hour
-// is held), used are the hours the query reads. Most queries find their hours held, and only stamp them under the
-// read lock; otherwise the write lock is taken, the plan made again (another query may have loaded them meanwhile),
-// the loads run side by side (loadAll), and the budget settled. The caller holds a pin (budget.go): the hours
-// stay until the pin is released.
-func (s *Store) ensure(plan func() []loadJob, used ...hourSpan) {
+// hourPlan is what a query needs loaded: the hours of one or more caches (hourRangePlan), or gpu_util's window,
+// whose hours depend on the roll-up read first and on the lanes asked for (gpuWindowPlan, gpu_load.go).
+type hourPlan interface {
+	// missingLocked says whether a block the query reads is not held. The caller holds Store.mu either way.
+	missingLocked(s *Store) bool
+	// loadLocked reads what is missing. The caller holds Store.mu for writing.
+	loadLocked(s *Store)
+	// spans are the hours the query reads.
+	spans() []hourSpan
+}
+
+// ensure brings in the hours a query needs and marks them used. Most queries find their hours held, and only
+// stamp them under the read lock; otherwise the write lock is taken, the plan made again (another query may have
+// loaded them meanwhile), the reads run side by side and applied, and the budget settled. The caller holds a pin
+// (budget.go): the hours stay until the pin is released.
+func (s *Store) ensure(plan hourPlan) {
 	s.mu.RLock()
-	jobs := plan()
-	if len(jobs) == 0 {
-		s.touch(used)
+	missing := plan.missingLocked(s)
+	if !missing {
+		s.touch(plan.spans())
 	}
 	s.mu.RUnlock()
-	if len(jobs) == 0 {
+	if !missing {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.ensureLocked(plan(), used...)
+	plan.loadLocked(s)
+	s.touch(plan.spans())
+	s.settleLocked() // the hours loaded count in the memory budget
 }
 
-// ensureHours brings in the hours lo…hi of each cache, in one batch whose loads run side by side (the fleet
+// hourRangePlan is the hours lo…hi of each cache, read in one batch.
+type hourRangePlan struct {
+	lo, hi int64
+	caches []hourRange
+}
+
+func (p hourRangePlan) missingLocked(*Store) bool {
+	for _, c := range p.caches {
+		if len(c.missing(p.lo, p.hi)) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (p hourRangePlan) loadLocked(s *Store) {
+	var jobs []hourJob
+	for _, c := range p.caches {
+		jobs = append(jobs, c.missing(p.lo, p.hi)...)
+	}
+	s.loadLocked(jobs)
+}
+
+func (p hourRangePlan) spans() []hourSpan {
+	out := make([]hourSpan, len(p.caches))
+	for i, c := range p.caches {
+		out[i] = c.span(p.lo, p.hi)
+	}
+	return out
+}
+
+// ensureHours brings in the hours lo…hi of each cache, in one batch whose reads run side by side (the fleet
 // overview needs phases and gpu_rollup: loaded one stream after the other, they were its cold first answer's two
 // halves), and marks them used. Slower parses first: list the caches so. The caller holds a pin (budget.go).
 func (s *Store) ensureHours(lo, hi int64, caches ...hourRange) {
-	used := make([]hourSpan, len(caches))
-	for i, c := range caches {
-		used[i] = c.span(lo, hi)
-	}
-	s.ensure(func() []loadJob {
-		var jobs []loadJob
-		for _, c := range caches {
-			jobs = append(jobs, c.missing(lo, hi)...)
-		}
-		return jobs
-	}, used...)
+	s.ensure(hourRangePlan{lo, hi, caches})
 }
 
 // hourOf is the Unix hour holding time t.
 func hourOf(t float64) int64 { return int64(math.Floor(t / 3600)) }
 
 // ensureLocked is ensure's write half, for a query that already holds Store.mu for writing (and a pin): it runs
-// jobs side by side, stamps the query's hours used and settles the budget.
-func (s *Store) ensureLocked(jobs []loadJob, used ...hourSpan) {
-	s.loadAll(jobs)
+// jobs, stamps the query's hours used and settles the budget.
+func (s *Store) ensureLocked(jobs []hourJob, used ...hourSpan) {
+	s.loadLocked(jobs)
 	s.touch(used)
 	s.settleLocked() // the hours loaded count in the memory budget
 }
 
-// loadJob loads one partition. A cold window reads several hours of several streams; each hour is an independent
-// decompress-and-parse, so they run side by side (the first 4 h fleet view of a 1024-GPU run reads ~5 hours of
-// gpu_rollup and up to 13 of phases). Loaders own their hour's partition and block; what they share is changed
-// under s.lmu (block maps, lanes seen, notices, the data edge, counters).
-type loadJob func()
+// loadLocked runs the jobs' reads side by side, at most GOMAXPROCS at once (a cold window reads several hours of
+// several streams, each an independent decompress-and-parse: the first 4 h fleet view of a 1024-GPU run reads
+// ~5 hours of gpu_rollup and up to 13 of phases), then applies them in order. The caller holds Store.mu for
+// writing, so no query sees a half-loaded hour.
+func (s *Store) loadLocked(jobs []hourJob) {
+	readAll(jobs)
+	for _, j := range jobs {
+		j.applyLocked(s)
+	}
+}
 
-// loadAll runs jobs concurrently, at most GOMAXPROCS at once, and returns when all are done. The caller holds
-// s.mu for writing, so no query sees a half-loaded hour.
-func (s *Store) loadAll(jobs []loadJob) {
+// readAll runs the jobs' reads concurrently, at most GOMAXPROCS at once, and returns when all are done.
+func readAll(jobs []hourJob) {
 	if len(jobs) == 1 {
-		jobs[0]()
+		jobs[0].read()
 		return
 	}
 	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
@@ -241,22 +388,10 @@ func (s *Store) loadAll(jobs []loadJob) {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			j()
+			j.read()
 		}()
 	}
 	wg.Wait()
-}
-
-// inOrder is one load job running loads one after the other (for readers whose loads share unguarded state).
-func inOrder(hours []int64, load func(h int64)) []loadJob {
-	if len(hours) == 0 {
-		return nil
-	}
-	return []loadJob{func() {
-		for _, h := range hours {
-			load(h)
-		}
-	}}
 }
 
 // touch stamps the blocks of the spans as used now. The caller holds Store.mu (either way) and a pin.
@@ -380,7 +515,7 @@ func (s *Store) evictLocked() {
 	}()
 	var cands []evictCandidate
 	add := func(st *Store) {
-		oldest := st.oldestPinLocked()
+		oldest := st.shared.oldestPin()
 		protect := st.protectedFromLocked()
 		for k, e := range st.mem.entries {
 			if u := e.used.Load(); u < oldest && k.hour < protect[k.kind] {
@@ -429,7 +564,7 @@ func (s *Store) dropLocked(k heldKey) {
 	if e == nil {
 		return
 	}
-	s.mem.sources[k.kind].drop(k.hour)
+	s.mem.sources[k.kind].drop(s, k.hour)
 	delete(s.mem.entries, k)
 	s.mem.dropped[k] = true
 	s.mem.bytes -= e.bytes

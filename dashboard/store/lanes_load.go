@@ -154,7 +154,7 @@ func mergeCatalogs(cats []map[string]*Lane) map[string]*Lane {
 // covered gets that engine's address, the rollout role, and the UUID the snapshot gives (docs/dashboard-api.md,
 // lanes). Every lane is named by the node identity (docs/semconv.md §1): the names one GPU has in the catalog,
 // the data and the topology become one lane, and the other names are kept as aliases of it. The caller holds
-// mu for writing, or lmu during a load.
+// mu for writing.
 func (s *Store) rebuildLanesLocked() {
 	raw := copyLanes(s.lanes.catalog, s.lanes.unlisted)
 	var uuids []laneUUID
@@ -232,13 +232,11 @@ func copyLanes(cat, extra map[string]*Lane) map[string]*Lane {
 }
 
 // lanesSeen registers the lanes found in the data that the catalog lacks (v1 runs without a catalog): the new
-// lanes of an hour once it is read, the lane set rebuilt once for them.
+// lanes of an hour once it is read, the lane set rebuilt once for them. The caller holds mu for writing.
 func (s *Store) lanesSeen(keys []string) {
 	if len(keys) == 0 {
 		return
 	}
-	s.lmu.Lock()
-	defer s.lmu.Unlock()
 	n, added := len(s.lanes.set.lanes), false
 	for _, key := range keys {
 		if _, ok := s.lanes.set.byKey[key]; ok || s.lanes.unlisted[key] != nil {
@@ -249,9 +247,7 @@ func (s *Store) lanesSeen(keys []string) {
 			continue
 		}
 		if n >= laneCap {
-			// Noticed once (lmu is held: no notice call).
-			msg := fmt.Sprintf("more than %d lanes in the data (the collector's limit, docs/semconv.md §8.4): the rest are not shown", laneCap)
-			s.notices[msg] = Notice{Level: "warning", Message: msg}
+			s.notice("warning", fmt.Sprintf("more than %d lanes in the data (the collector's limit, docs/semconv.md §8.4): the rest are not shown", laneCap))
 			break
 		}
 		s.lanes.unlisted[key] = &Lane{Key: key, Node: node, GPU: gpu, Ranks: []int{}, Engines: []string{}, Roles: []string{}}

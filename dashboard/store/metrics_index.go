@@ -87,11 +87,12 @@ func (m *metricsIndex) init() {
 	*m = metricsIndex{series: map[string]*metricSeries{}, other: map[string]*metricSeries{}, axes: map[string]bool{}}
 }
 
-// syncLocked folds new metrics records into the index; true when something changed.
-func (r *metricReader) syncLocked() bool {
+// syncLocked folds new metrics records into the index (reading the stream first, handing the reads to ld);
+// true when something changed.
+func (r *metricReader) syncLocked(ld loadApplier) bool {
 	m := &r.index
 	if !r.recordsRead {
-		r.loadLocked()
+		r.loadLocked(ld)
 	}
 	if len(r.records) < m.folded { // the metrics stream was re-read from scratch (a compacted hour grew)
 		r.index.init()

@@ -17,8 +17,6 @@ import (
 // metricReader reads the step metrics stream: every record, and the index by key built from them
 // (metrics_index.go) once the metrics views ask.
 type metricReader struct {
-	// run is the store whose lock and notices the reader shares.
-	run *Store
 	// files are the stream's hourly partitions and how far each was read.
 	files *partition.Stream
 	// records are every metrics record read, in reading order.
@@ -33,20 +31,23 @@ type metricReader struct {
 	boundsOf int
 }
 
-func newMetricReader(run *Store) metricReader {
-	r := metricReader{run: run, files: partition.NewStream(run.dir, sc.StreamMetrics)}
+func newMetricReader(dir string) metricReader {
+	r := metricReader{files: partition.NewStream(dir, sc.StreamMetrics)}
 	r.index.init()
 	return r
 }
 
 func (r *metricReader) partitionFiles() []*partition.Stream { return []*partition.Stream{r.files} }
 
+// hourCaches: none, the stream is held whole.
+func (r *metricReader) hourCaches() []hourSource { return nil }
+
 // refreshLocked tails the stream once it was read, and folds what it gained into the index once one was built.
-func (r *metricReader) refreshLocked(int64) bool {
+func (r *metricReader) refreshLocked(ld loadApplier, _ int64) bool {
 	if r.recordsRead {
-		r.loadLocked()
+		r.loadLocked(ld)
 	}
-	return r.index.built && r.syncLocked()
+	return r.index.built && r.syncLocked(ld)
 }
 
 // stepRec is one metrics record; topoRec one topology snapshot.
@@ -111,11 +112,13 @@ func parseStepRec(line []byte) (stepRec, bool) {
 	return r, true
 }
 
-func (r *metricReader) loadLocked() {
+// loadLocked reads what the stream gained, handing the reports to ld.
+func (r *metricReader) loadLocked(ld loadApplier) {
 	for _, h := range r.files.Hours() {
 		p := r.files.Parts[h]
 		start := len(r.records)
-		reports, err := r.files.Read(p, func(line []byte) bool {
+		var l hourLoad
+		l.reports, l.err = r.files.Read(p, func(line []byte) bool {
 			rec, ok := parseStepRec(line)
 			if !ok {
 				return false
@@ -128,16 +131,16 @@ func (r *metricReader) loadLocked() {
 			// of one (step_key, step) the later one still wins (metrics_index.go), whichever shard holds it.
 			slices.SortStableFunc(r.records[start:], func(a, b stepRec) int { return cmp.Compare(a.TS, b.TS) })
 		}
-		if errors.Is(err, partition.ErrReload) {
+		if errors.Is(l.err, partition.ErrReload) {
 			// Rare (a compacted hour grew): rebuild everything from scratch.
 			r.records, r.recordsRead = nil, false
 			for _, p := range r.files.Parts {
 				p.Reset()
 			}
-			r.loadLocked()
+			r.loadLocked(ld)
 			return
 		}
-		r.run.report(reports, err)
+		ld.learnedLocked(&l)
 	}
 	r.recordsRead = true
 }
@@ -152,9 +155,9 @@ type stepBounds struct {
 
 // stepBoundsLocked reads the step bounds on the rollout/step axis (the one phases' steps count, docs/semconv.md
 // §2), or on train/step for a run that logs no rollout step. The caller holds mu for writing.
-func (r *metricReader) stepBoundsLocked() stepBounds {
+func (r *metricReader) stepBoundsLocked(ld loadApplier) stepBounds {
 	if !r.recordsRead {
-		r.loadLocked()
+		r.loadLocked(ld)
 	}
 	if r.boundsOf == len(r.records) && r.boundsOf > 0 {
 		return r.bounds

@@ -73,9 +73,9 @@ func CategoryLess(a, b string) bool {
 // engine metric catalog (category sglang), categories in sidebar order and keys by name within one.
 func (s *Store) MetricKeys() ([]MetricKey, []string, uint64) {
 	s.mu.Lock()
-	s.metrics.syncLocked()
-	s.trajectories.ensureIndexLocked()
-	s.engines.ensureCatalogLocked()
+	s.metrics.syncLocked(s)
+	s.trajectories.ensureIndexLocked(s)
+	s.ensureEngineCatalogLocked()
 	s.mu.Unlock()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -150,9 +150,9 @@ func (s *Store) MetricSeries(keys []string, x0, x1 *float64, points int) []Metri
 		}
 	}
 	s.mu.Lock()
-	s.metrics.syncLocked()
+	s.metrics.syncLocked(s)
 	if needLC {
-		s.trajectories.ensureIndexLocked()
+		s.trajectories.ensureIndexLocked(s)
 	}
 	s.mu.Unlock()
 	s.mu.RLock()
@@ -244,7 +244,7 @@ func DecimateMinMax(x, y []float64, points int) (Floats, Floats, bool) {
 func (s *Store) MetricsCursor() uint64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.metrics.syncLocked()
+	s.metrics.syncLocked(s)
 	return s.metrics.index.base + uint64(len(s.metrics.index.log))
 }
 
@@ -252,7 +252,7 @@ func (s *Store) MetricsCursor() uint64 {
 // cursor fell out of the log (the reader must re-fetch). It indexes the metrics stream if nothing has yet.
 func (s *Store) MetricChangesSince(cursor uint64, limit int) ([]MetricChange, uint64, bool) {
 	s.mu.Lock()
-	s.metrics.syncLocked()
+	s.metrics.syncLocked(s)
 	s.mu.Unlock()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -271,7 +271,7 @@ func (s *Store) MetricChangesSince(cursor uint64, limit int) ([]MetricChange, ui
 // StepValues returns every metric value logged for one step on one axis (merged over records).
 func (s *Store) StepValues(axis string, step float64) map[string]float64 {
 	s.mu.Lock()
-	s.metrics.syncLocked()
+	s.metrics.syncLocked(s)
 	s.mu.Unlock()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -297,8 +297,8 @@ type StepSeries struct {
 // StepMetricSeries returns the full-resolution series of the given keys that exist (lifecycle keys included).
 func (s *Store) StepMetricSeries(keys ...string) map[string]StepSeries {
 	s.mu.Lock()
-	s.metrics.syncLocked()
-	s.trajectories.ensureIndexLocked()
+	s.metrics.syncLocked(s)
+	s.trajectories.ensureIndexLocked(s)
 	s.mu.Unlock()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -319,7 +319,7 @@ func (s *Store) StepMetricSeries(keys ...string) map[string]StepSeries {
 // MetricKeyNames lists the step-metric keys (no lifecycle or engine keys), sorted.
 func (s *Store) MetricKeyNames() []string {
 	s.mu.Lock()
-	s.metrics.syncLocked()
+	s.metrics.syncLocked(s)
 	s.mu.Unlock()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
@@ -335,7 +335,7 @@ func (s *Store) MetricKeyNames() []string {
 // new-key detection.
 func (s *Store) StepMetricKeys() []MetricKey {
 	s.mu.Lock()
-	s.metrics.syncLocked()
+	s.metrics.syncLocked(s)
 	s.mu.Unlock()
 	s.mu.RLock()
 	defer s.mu.RUnlock()

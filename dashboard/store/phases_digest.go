@@ -58,7 +58,7 @@ func (s *Store) PhaseDigests(key string, fn func(hour int64, recs PhaseHourRecor
 		}
 		read := !r.files.Parts[h].Loaded
 		if read {
-			r.loadHourLocked(h)
+			s.loadLocked(r.cache.jobs([]int64{h}, hourRead{}))
 		}
 		var v any
 		if r.files.Closed(h) {
@@ -76,11 +76,14 @@ func (s *Store) PhaseDigests(key string, fn func(hour int64, recs PhaseHourRecor
 	return out, s.edge
 }
 
-// phaseBoundsLocked is the step bounds step-less phases take their step from; digests that read other bounds
-// are forgotten. The caller holds mu for writing.
-func (s *Store) phaseBoundsLocked() stepBounds {
-	b := s.metrics.stepBoundsLocked()
-	r := &s.phases
+// phaseBoundsLocked is the step bounds step-less phases take their step from (phaseReader.boundsLocked).
+func (s *Store) phaseBoundsLocked() stepBounds { return s.phases.boundsLocked(s) }
+
+// boundsLocked is the step bounds step-less phases take their step from, read by the metrics reader (which
+// hands what it reads to ld); digests that read other bounds are forgotten. The caller holds Store.mu for
+// writing.
+func (r *phaseReader) boundsLocked(ld loadApplier) stepBounds {
+	b := r.metrics.stepBoundsLocked(ld)
 	sig := [2]float64{float64(len(b.steps)), math.Inf(-1)}
 	if n := len(b.ends); n > 0 {
 		sig[1] = b.ends[n-1]
@@ -103,11 +106,11 @@ func (s *Store) phaseBoundsLocked() stepBounds {
 
 // digestBeforeDropLocked makes the registered digests the closed hour h lacks, from its block, which the
 // budget is about to drop (an open hour is digested at every call anyway).
-func (r *phaseReader) digestBeforeDropLocked(h int64) {
+func (r *phaseReader) digestBeforeDropLocked(ld loadApplier, h int64) {
 	if b := r.blocks[h]; b == nil || b.sparse || len(r.digesters) == 0 || !r.files.Closed(h) {
 		return
 	}
-	r.digestLocked(h, r.run.phaseBoundsLocked())
+	r.digestLocked(h, r.boundsLocked(ld))
 }
 
 // digestLocked computes the registered digests the closed, loaded hour h lacks.

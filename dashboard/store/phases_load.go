@@ -12,8 +12,8 @@ import (
 // phaseReader reads the phases stream: per hour, the closed phase records and the still-open markers
 // (phases_block.go), hours outside a window but within phaseReach of it sparse.
 type phaseReader struct {
-	// run is the store whose lock, notices and data edge the reader shares.
-	run *Store
+	// metrics is the metrics stream's reader, whose step bounds give step-less phases their step.
+	metrics *metricReader
 	// files are the stream's hourly partitions and how far each was read.
 	files *partition.Stream
 	// blocks holds the loaded hours, whole or sparse.
@@ -43,49 +43,46 @@ type phaseReader struct {
 	workerLanes int
 }
 
-func newPhaseReader(run *Store) phaseReader {
+func newPhaseReader(dir string, metrics *metricReader) phaseReader {
 	return phaseReader{
-		run: run, files: partition.NewStream(run.dir, sc.StreamPhases), blocks: map[int64]*phaseBlock{},
+		metrics: metrics, files: partition.NewStream(dir, sc.StreamPhases), blocks: map[int64]*phaseBlock{},
 		digesters: map[string]func(int64, PhaseHourRecords) any{}, digests: map[int64]map[string]phaseDigest{},
 		counts: map[int64]int{}, indexLanes: phaseIndexLanes, workerLanes: phaseWorkerLanes,
 	}
 }
 
-// heldHours is the phases hours' cache (hours.go). Only whole hours count: a sparse block (a reach hour, or what
-// a dropped hour leaves) holds a few records. A closed hour is digested before it is dropped, and leaves a
-// sparse remnant (dropHourLocked).
-func (r *phaseReader) heldHours() hourSource {
-	r.cache = &hourCache[*phaseBlock]{
-		kind: heldPhase, files: r.files, blocks: r.blocks,
-		counted:    func(b *phaseBlock) bool { return !b.sparse },
-		beforeDrop: func(h int64, _ *phaseBlock) { r.digestBeforeDropLocked(h) },
-		forget:     r.dropHourLocked,
-		load:       r.loadHourLocked,
-		reach:      phaseReach,
-		loadReach:  func(h int64) { r.loadHour(h, true) },
-	}
-	return r.cache
+// hourCaches is the phases hours' cache (hours.go), which reads within phaseReach of a query's hours.
+func (r *phaseReader) hourCaches() []hourSource {
+	r.cache = &hourCache[*phaseBlock]{kind: heldPhase, files: r.files, blocks: r.blocks, reader: r, reach: phaseReach}
+	return []hourSource{r.cache}
 }
+
+// heldOf: only whole hours count; a sparse block (a reach hour, or what a dropped hour leaves) holds a few
+// records.
+func (r *phaseReader) heldOf(b *phaseBlock) (bool, *cacheBody) { return !b.sparse, nil }
 
 func (r *phaseReader) partitionFiles() []*partition.Stream { return []*partition.Stream{r.files} }
 
 // refreshLocked tails the loaded hours and the sparse ones; growth shows in the data edge.
-func (r *phaseReader) refreshLocked(newest int64) bool {
+func (r *phaseReader) refreshLocked(ld loadApplier, newest int64) bool {
+	var whole, sparse []int64
 	for _, h := range r.files.Hours() {
 		if p := r.files.Parts[h]; p.Loaded || (h >= newest-1 && len(r.blocks) > 0) {
-			r.loadHourLocked(h)
+			whole = append(whole, h)
 		} else if b := r.blocks[h]; b != nil && b.sparse {
-			r.loadHour(h, true)
+			sparse = append(sparse, h)
 		}
 	}
+	ld.loadLocked(append(r.cache.jobs(whole, hourRead{}), r.cache.jobs(sparse, hourRead{reach: true})...))
 	return false
 }
 
-// dropHourLocked replaces the whole block of hour h, which the memory budget drops, with what a sparse read of
-// the hour keeps (phases_block.go): the records that reach outside the hour. Windows elsewhere read the hour as
-// before; one that covers it reads it whole again. The partition keeps its read offsets, so a sparse tail
-// (refreshLocked) reads only what is new.
-func (r *phaseReader) dropHourLocked(h int64) {
+// dropLocked digests the closed hour h and replaces its whole block, which the memory budget drops, with what a
+// sparse read of the hour keeps (phases_block.go): the records that reach outside the hour. Windows elsewhere
+// read the hour as before; one that covers it reads it whole again. The partition keeps its read offsets, so a
+// sparse tail (refreshLocked) reads only what is new.
+func (r *phaseReader) dropLocked(ld loadApplier, h int64) {
+	r.digestBeforeDropLocked(ld, h)
 	b := r.blocks[h]
 	if b == nil {
 		return
@@ -101,59 +98,53 @@ func (r *phaseReader) dropHourLocked(h int64) {
 // ending after the window) and open markers by start hour (a phase open since before the window).
 const phaseReach = 4
 
-// loadHourLocked reads hour h of phases whole (a sparse block of the hour is replaced).
-func (r *phaseReader) loadHourLocked(h int64) { r.loadHour(h, false) }
-
-// loadHour reads hour h of phases, whole or (sparse, a reach hour: phases_block.go) only what reaches outside
-// the hour; a sparse read of a whole hour reads on as whole.
-func (r *phaseReader) loadHour(h int64, sparse bool) {
-	p := r.files.Parts[h]
-	if p == nil {
-		return
-	}
-	sparse = sparse && h >= 0 && !p.Loaded
-	r.run.lmu.Lock()
-	b := r.blocks[h]
+// readHour reads hour h of phases on top of prev, whole or (how.reach: phases_block.go) only what reaches
+// outside the hour; a sparse read of a whole hour reads on as whole, a whole read of a sparse block reads the
+// hour again from the start.
+func (r *phaseReader) readHour(h int64, prev *phaseBlock, p *partition.Partition, how hourRead) (*phaseBlock, hourLoad) {
+	sparse := how.reach && h >= 0 && !p.Loaded
+	b := prev
 	if b != nil && b.sparse && !sparse {
 		b = nil // becomes whole: read again from the start
 		p.Reset()
 	}
 	if b == nil {
 		b = newPhaseBlock(sparse)
-		r.blocks[h] = b
 	}
-	r.gen++
-	r.run.lmu.Unlock()
 	sink := b.addLine
 	if b.sparse {
 		start := float64(h * 3600)
 		sink = func(line []byte) bool { return b.addSparse(line, start) }
 	}
-	reports, err := r.files.Read(p, sink)
-	if errors.Is(err, partition.ErrReload) {
+	var l hourLoad
+	l.reports, l.err = r.files.Read(p, sink)
+	if errors.Is(l.err, partition.ErrReload) {
 		p.Reset()
-		r.run.lmu.Lock()
-		delete(r.blocks, h)
-		delete(r.digests, h)
-		delete(r.counts, h)
-		r.run.lmu.Unlock()
-		r.loadHour(h, sparse)
-		return
+		b, l2 := r.readHour(h, nil, p, hourRead{reach: sparse})
+		l2.reread = true
+		return b, l2
 	}
 	if bad := b.settle(); bad > 0 {
-		r.run.notice("warning", fmt.Sprintf("%s: %d corrupt open-marker line(s) skipped", partition.CorruptReport{Path: p.Path()}.File(), bad))
+		l.warnings = append(l.warnings, fmt.Sprintf("%s: %d corrupt open-marker line(s) skipped", partition.CorruptReport{Path: p.Path()}.File(), bad))
 	}
-	r.run.report(reports, err)
 	p.Loaded = !b.sparse
-	if p.Loaded {
-		// Hours load concurrently (hourCache.missing): the digest bookkeeping under lmu.
+	l.maxT = b.maxT
+	return b, l
+}
+
+// keepLocked counts the change for the still-open marker lists, and forgets the digests of an hour read again
+// whole with another record count.
+func (r *phaseReader) keepLocked(h int64, b *phaseBlock, l *hourLoad, _ float64) {
+	r.gen++
+	if l.reread {
+		delete(r.digests, h)
+		delete(r.counts, h)
+	}
+	if !b.sparse {
 		n := len(b.closed) + len(b.open)
-		r.run.lmu.Lock()
 		if c, ok := r.counts[h]; !ok || c != n {
 			delete(r.digests, h)
 		}
 		r.counts[h] = n
-		r.run.lmu.Unlock()
 	}
-	r.run.raiseEdge(b.maxT)
 }

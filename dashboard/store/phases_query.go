@@ -41,7 +41,7 @@ func (s *Store) Phases(t0, t1 float64, sel []*Lane) *PhasesResult {
 		// v1 phase records carry no step: each gets the step whose bounds hold its start, as AllPhases gives the
 		// advisory (our own records always carry theirs, so their path reads no step records).
 		s.mu.Lock()
-		bounds = s.metrics.stepBoundsLocked()
+		bounds = s.metrics.stepBoundsLocked(s)
 		s.mu.Unlock()
 	}
 	s.mu.RLock()

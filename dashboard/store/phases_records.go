@@ -25,12 +25,14 @@ type PhaseRecord struct {
 // bounds put its start in, so the per-step rules can group it.
 func (s *Store) AllPhases() (recs []PhaseRecord, edge float64) {
 	s.mu.Lock()
+	var hours []int64
 	for _, h := range s.phases.files.Hours() {
 		if !s.phases.files.Parts[h].Loaded {
-			s.phases.loadHourLocked(h)
+			hours = append(hours, h)
 		}
 	}
-	bounds := s.metrics.stepBoundsLocked()
+	s.loadLocked(s.phases.cache.jobs(hours, hourRead{}))
+	bounds := s.metrics.stepBoundsLocked(s)
 	s.mu.Unlock()
 	s.mu.RLock()
 	defer s.mu.RUnlock()

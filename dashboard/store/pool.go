@@ -69,7 +69,7 @@ func (s *Store) VersionPool(t0, t1 float64, points int) *PoolResult {
 	lo, hi := hourOf(t0)-phaseReach, hourOf(t1)+phaseReach
 	s.ensureHours(lo, hi, s.trajectories.cache)
 	s.mu.Lock()
-	s.trajectories.ensureIndexLocked()
+	s.trajectories.ensureIndexLocked(s)
 	s.mu.Unlock()
 	s.mu.RLock()
 	defer s.mu.RUnlock()

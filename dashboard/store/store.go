@@ -45,14 +45,13 @@ type Store struct {
 	// moment: Phases clips open phases to the data edge every stream moves, the fleet overview loads gpu_rollup
 	// and phases hours in one concurrent batch (loaded one stream after the other they were the cold first
 	// answer's two halves), lane selections read the topology, the advisory joins engines, trajectories and
-	// metrics; and Refresh moves every stream and the edge together before waking listeners. Loads of one
-	// batch run concurrently inside it (loadAll). The memory budget drops hour blocks only under it for writing,
-	// and never one a query in flight pinned (budget.go): a query loads under the write lock and reads under the
-	// read lock, and the pin covers the moment between.
+	// metrics; and Refresh moves every stream and the edge together before waking listeners. The reads of one
+	// batch run side by side inside it and are applied one after the other (hours.go, loadLocked). The memory
+	// budget drops hour blocks only under it for writing, and never one a query in flight pinned (budget.go): a
+	// query loads under the write lock and reads under the read lock, and the pin covers the moment between.
 	mu sync.RWMutex
-	// lmu guards what concurrent partition loads (loadAll, hours.go) share: the block maps, lanes seen in the
-	// data, notices, the data edge, the cache-hit count. Never held while taking mu.
-	lmu sync.Mutex
+	// shared is what queries change while holding mu only for reading (queryShared).
+	shared queryShared
 
 	// meta is the run's meta.json, merged over every layout's (loadMetaLocked; empty when missing or
 	// unreadable), and metaMods the files' modification times it was read at (metaModsLocked).
@@ -113,15 +112,28 @@ type Store struct {
 type streamReader interface {
 	// partitionFiles returns the streams whose partitions the reader reads (gpu: gpu_util and gpu_rollup).
 	partitionFiles() []*partition.Stream
+	// hourCaches returns the reader's caches of evictable hour blocks (hours.go; none: it holds its stream
+	// whole).
+	hourCaches() []hourSource
 	// refreshLocked reads what the reader's followed hours gained — the hours it loaded, and the hour after the
-	// newest (the one holding the data edge, newest) so a follower never misses the rollover — and says whether
-	// anything grew that the data edge does not show.
-	refreshLocked(newest int64) bool
+	// newest (the one holding the data edge, newest) so a follower never misses the rollover — hands the reads
+	// to ld, and says whether anything grew that the data edge does not show.
+	refreshLocked(ld loadApplier, newest int64) bool
 }
 
-// readers lists the stream readers in the order Refresh brings them up to date.
+// readers lists the stream readers, the one list of them: Refresh brings them up to date in this order, and
+// their hour caches join the memory budget (registerHours).
 func (s *Store) readers() []streamReader {
 	return []streamReader{&s.gpu, &s.phases, &s.metrics, &s.topology, &s.engines, &s.trajectories, &s.engineTraces}
+}
+
+// hourSources are the readers' hour caches.
+func (s *Store) hourSources() []hourSource {
+	var out []hourSource
+	for _, r := range s.readers() {
+		out = append(out, r.hourCaches()...)
+	}
+	return out
 }
 
 // Open prepares a run directory without parsing any stream.
@@ -159,15 +171,16 @@ func open(dir string, follow bool, opts ...storeOption) (*Store, error) {
 	s := &Store{
 		dir: dir, follow: follow, now: time.Now, edgeCap: math.Inf(1),
 		notices: map[string]Notice{}, listeners: map[chan struct{}]struct{}{}, mem: newMemHeld(),
+		shared: queryShared{pins: map[uint64]int{}},
 	}
 	s.lanes = newLaneReader()
-	s.gpu = newGPUReader(s)
-	s.phases = newPhaseReader(s)
-	s.metrics = newMetricReader(s)
-	s.topology = newTopologyReader(s)
-	s.engines = newEngineReader(s)
-	s.trajectories = newTrajectoryReader(s)
-	s.engineTraces = newEngineTraceReader(s)
+	s.gpu = newGPUReader(dir)
+	s.phases = newPhaseReader(dir, &s.metrics)
+	s.metrics = newMetricReader(dir)
+	s.topology = newTopologyReader(dir)
+	s.engines = newEngineReader(dir)
+	s.trajectories = newTrajectoryReader(dir)
+	s.engineTraces = newEngineTraceReader(dir)
 	for _, o := range opts {
 		o(s)
 	}
@@ -176,7 +189,7 @@ func open(dir string, follow bool, opts ...storeOption) (*Store, error) {
 	defer s.mu.Unlock()
 	s.listLocked()
 	s.loadMetaLocked()
-	s.topology.loadLocked()
+	s.topology.loadLocked(s)
 	s.loadLanesLocked() // after the topology, which adds to the lanes
 	s.edge = s.edgeLocked()
 	s.first, s.firstKey = s.firstLocked(), s.firstKeyLocked()
@@ -216,19 +229,58 @@ func (s *Store) SetRollup(on bool) {
 	s.gpu.rollupOff = !on
 }
 
+// notice keeps a data problem for the UI. The caller holds mu for writing.
 func (s *Store) notice(level, msg string) {
-	s.lmu.Lock()
 	s.notices[msg] = Notice{Level: level, Message: msg}
-	s.lmu.Unlock()
 }
 
-func (s *Store) report(reports []partition.CorruptReport, err error) {
-	for _, r := range reports {
-		s.notice("warning", r.String())
+// queryShared is what queries change while they hold Store.mu only for reading, under its own mutex, through
+// its methods alone: the pins of the queries in flight (budget.go) and the newest time remembered of each
+// compressed file (zstLast). Loads and Refresh need no other lock than Store.mu: they hold it for writing.
+type queryShared struct {
+	mu sync.Mutex
+	// pins are the budget clock at the start of each query in flight (with a count: several may start at one
+	// tick).
+	pins map[uint64]int
+}
+
+func (q *queryShared) pin(t uint64) {
+	q.mu.Lock()
+	q.pins[t]++
+	q.mu.Unlock()
+}
+
+func (q *queryShared) unpin(t uint64) {
+	q.mu.Lock()
+	if q.pins[t]--; q.pins[t] <= 0 {
+		delete(q.pins, t)
 	}
-	if err != nil {
-		s.notice("error", err.Error())
+	q.mu.Unlock()
+}
+
+// oldestPin is the clock at the start of the oldest query in flight (MaxUint64: none).
+func (q *queryShared) oldestPin() uint64 {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	oldest := uint64(math.MaxUint64)
+	for t := range q.pins {
+		oldest = min(oldest, t)
 	}
+	return oldest
+}
+
+// zstLast is the newest time remembered of compressed file f, if f still has size bytes.
+func (q *queryShared) zstLast(f *partition.File, size int64) (float64, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return f.Last, f.LastSize == size
+}
+
+// setZstLast remembers the newest time of compressed file f at size bytes.
+func (q *queryShared) setZstLast(f *partition.File, last float64, size int64) {
+	q.mu.Lock()
+	f.Last, f.LastSize = last, size
+	q.mu.Unlock()
 }
 
 // Refresh reads whatever the files gained since the last call (follow mode calls it on a ticker) and tells
@@ -248,7 +300,7 @@ func (s *Store) Refresh() {
 	newest := int64(math.Floor(s.edgeLocked() / 3600))
 	grew := false
 	for _, r := range s.readers() {
-		if r.refreshLocked(newest) {
+		if r.refreshLocked(s, newest) {
 			grew = true
 		}
 	}

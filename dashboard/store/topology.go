@@ -13,8 +13,6 @@ import (
 // topologyReader reads the engine topology snapshots (which engine serves which ranks and GPUs): every record,
 // read at Open and tailed.
 type topologyReader struct {
-	// run is the store whose lock and notices the reader shares.
-	run *Store
 	// files are the stream's hourly partitions and how far each was read.
 	files *partition.Stream
 	// snapshots are every snapshot read, by time.
@@ -32,20 +30,22 @@ type topoLane struct {
 	uuid    string
 }
 
-func newTopologyReader(run *Store) topologyReader {
-	return topologyReader{run: run, files: partition.NewStream(run.dir, sc.StreamTopology)}
+func newTopologyReader(dir string) topologyReader {
+	return topologyReader{files: partition.NewStream(dir, sc.StreamTopology)}
 }
 
 func (r *topologyReader) partitionFiles() []*partition.Stream { return []*partition.Stream{r.files} }
 
+// hourCaches: none, the stream is held whole.
+func (r *topologyReader) hourCaches() []hourSource { return nil }
+
 // refreshLocked tails the stream; a new snapshot changes the lanes (their engines, roles and UUIDs) and so lane
 // selections and the meta version, not the views' data.
-func (r *topologyReader) refreshLocked(int64) bool {
-	if !r.loadLocked() {
+func (r *topologyReader) refreshLocked(ld loadApplier, _ int64) bool {
+	if !r.loadLocked(ld) {
 		return false
 	}
-	r.run.rebuildLanesLocked()
-	r.run.metaVer++
+	ld.lanesChangedLocked()
 	return true
 }
 
@@ -61,10 +61,10 @@ type topoRec struct {
 	} `json:"engines"`
 }
 
-// loadLocked reads what the stream gained and says whether it gained a snapshot.
-func (r *topologyReader) loadLocked() bool {
+// loadLocked reads what the stream gained, handing the reports to ld, and says whether it gained a snapshot.
+func (r *topologyReader) loadLocked(ld loadApplier) bool {
 	n := len(r.snapshots)
-	if r.readLocked() {
+	if r.readLocked(ld) {
 		// An hour was rewritten under us (compaction, a late frame, crash repair): the stream is a few dozen
 		// snapshots, so it is read over from the start rather than per hour.
 		for _, p := range r.files.Parts {
@@ -72,7 +72,7 @@ func (r *topologyReader) loadLocked() bool {
 		}
 		r.snapshots = nil
 		n = -1
-		r.readLocked()
+		r.readLocked(ld)
 	}
 	if len(r.snapshots) == n && r.lanes != nil {
 		return false
@@ -83,10 +83,11 @@ func (r *topologyReader) loadLocked() bool {
 }
 
 // readLocked appends the snapshots the stream's hours gained and says whether one hour asks to be read over.
-func (r *topologyReader) readLocked() (reload bool) {
+func (r *topologyReader) readLocked(ld loadApplier) (reload bool) {
 	for _, h := range r.files.Hours() {
 		p := r.files.Parts[h]
-		reports, err := r.files.Read(p, func(line []byte) bool {
+		var l hourLoad
+		l.reports, l.err = r.files.Read(p, func(line []byte) bool {
 			var rec topoRec
 			if json.Unmarshal(line, &rec) != nil || rec.TS <= 0 {
 				return false
@@ -94,11 +95,11 @@ func (r *topologyReader) readLocked() (reload bool) {
 			r.snapshots = append(r.snapshots, rec)
 			return true
 		})
-		if errors.Is(err, partition.ErrReload) {
+		if errors.Is(l.err, partition.ErrReload) {
 			reload = true
 			continue
 		}
-		r.run.report(reports, err)
+		ld.learnedLocked(&l)
 	}
 	return reload
 }

@@ -93,22 +93,23 @@ func (sc *stepConsume) lifecycleNumbers() [5]float64 {
 	return [5]float64{float64(sc.samples), float64(sc.known), n(sc.staleMean), n(sc.staleMax), n(sc.mixedFrac)}
 }
 
-func (r *trajectoryReader) ensureIndexLocked() {
+func (r *trajectoryReader) ensureIndexLocked(ld loadApplier) {
 	if !r.index.built {
-		r.indexLocked()
+		r.indexLocked(ld)
 		r.index.built = true
 	}
 	r.index.annotateLocked()
 }
 
-// indexLocked reads (or tails) every trajectories partition: step consumes and weight updates are kept, and every
+// indexLocked reads (or tails) every trajectories partition, handing the reports to ld: step consumes and weight updates are kept, and every
 // span record joins the lifecycle (trajectories_lifecycle.go), which is swept after each hour (hours are read
 // oldest first, and a sample's spans end by its consume) and after the pass.
-func (r *trajectoryReader) indexLocked() {
+func (r *trajectoryReader) indexLocked(ld loadApplier) {
 	x := &r.index
 	for _, h := range r.indexFiles.Hours() {
 		p := r.indexFiles.Parts[h]
-		reports, err := r.indexFiles.Read(p, func(line []byte) bool {
+		var l hourLoad
+		l.reports, l.err = r.indexFiles.Read(p, func(line []byte) bool {
 			return trajLine(line, &r.strings, true, func(rec *trajRec, links []traceID, raw []byte) {
 				if (rec.typ == ttStepConsume || rec.typ == ttWeightUpdate) && x.filed(h, rec) {
 					return
@@ -138,7 +139,7 @@ func (r *trajectoryReader) indexLocked() {
 				}
 			})
 		})
-		if errors.Is(err, partition.ErrReload) {
+		if errors.Is(l.err, partition.ErrReload) {
 			for _, sc := range x.byHour[h] {
 				if x.steps[sc.step] == sc {
 					delete(x.steps, sc.step)
@@ -149,10 +150,10 @@ func (r *trajectoryReader) indexLocked() {
 			delete(x.seen, h)
 			p.Reset()
 			x.version++
-			r.indexLocked()
+			r.indexLocked(ld)
 			return
 		}
-		r.run.report(reports, err)
+		ld.learnedLocked(&l)
 		p.Loaded = true
 		if !x.built && h != partition.LegacyHour {
 			x.lc.sweep(math.Min(x.lc.edge, float64(h+1)*3600), x.steps)
@@ -259,7 +260,7 @@ func optI(v int64) *int {
 // LifecycleSteps lists every consumed step, by step.
 func (s *Store) LifecycleSteps() []StepSummary {
 	s.mu.Lock()
-	s.trajectories.ensureIndexLocked()
+	s.trajectories.ensureIndexLocked(s)
 	s.mu.Unlock()
 	s.mu.RLock()
 	defer s.mu.RUnlock()

@@ -14,8 +14,6 @@ import (
 // and weight_update record (read once, then tailed: trajectories_index.go), and hour blocks of the other span
 // records, loaded when a view needs them (anatomy.go, carpet.go).
 type trajectoryReader struct {
-	// run is the store whose lock, notices and data edge the reader shares.
-	run *Store
 	// indexFiles are the stream's partitions as the step index read them (step_consume and weight_update only).
 	indexFiles *partition.Stream
 	// files are the stream's partitions as the hour blocks read them.
@@ -34,20 +32,28 @@ type trajectoryReader struct {
 	anatomies anatomyCache
 }
 
-func newTrajectoryReader(run *Store) trajectoryReader {
+func newTrajectoryReader(dir string) trajectoryReader {
 	r := trajectoryReader{
-		run: run, indexFiles: partition.NewStream(run.dir, sc.StreamTrajectories),
-		files: partition.NewStream(run.dir, sc.StreamTrajectories), blocks: map[int64]*trajBlock{},
+		indexFiles: partition.NewStream(dir, sc.StreamTrajectories),
+		files:      partition.NewStream(dir, sc.StreamTrajectories), blocks: map[int64]*trajBlock{},
 	}
 	r.strings.init()
 	r.index.init()
 	return r
 }
 
-// heldHours is the trajectories hour blocks' cache (hours.go); the step index is not in it (always held).
-func (r *trajectoryReader) heldHours() hourSource {
-	r.cache = &hourCache[*trajBlock]{kind: heldTraj, files: r.files, blocks: r.blocks, load: r.loadHourLocked, serial: true}
-	return r.cache
+// hourCaches is the trajectories hour blocks' cache (hours.go); the step index is not in it (always held). The
+// reads share the string interner: they run one after the other.
+func (r *trajectoryReader) hourCaches() []hourSource {
+	r.cache = &hourCache[*trajBlock]{kind: heldTraj, files: r.files, blocks: r.blocks, reader: r, serial: true}
+	return []hourSource{r.cache}
+}
+
+func (r *trajectoryReader) heldOf(*trajBlock) (bool, *cacheBody) { return true, nil }
+
+func (r *trajectoryReader) dropLocked(_ loadApplier, h int64) {
+	delete(r.blocks, h)
+	resetPart(r.files, h)
 }
 
 func (r *trajectoryReader) partitionFiles() []*partition.Stream {
@@ -56,22 +62,24 @@ func (r *trajectoryReader) partitionFiles() []*partition.Stream {
 
 // refreshLocked tails the step index once built and the loaded hours, and loads the newest two hours once
 // any is loaded.
-func (r *trajectoryReader) refreshLocked(int64) bool {
+func (r *trajectoryReader) refreshLocked(ld loadApplier, _ int64) bool {
 	grew := false
 	if r.index.built {
 		before := r.index.version
-		r.indexLocked()
+		r.indexLocked(ld)
 		r.index.annotateLocked()
 		grew = r.index.version != before
 	}
 	if len(r.blocks) > 0 {
 		before := r.version
 		newest := r.files.Newest()
+		var hours []int64
 		for _, h := range r.files.Hours() {
 			if p := r.files.Parts[h]; p.Loaded || h >= newest-1 {
-				r.loadHourLocked(h)
+				hours = append(hours, h)
 			}
 		}
+		ld.loadLocked(r.cache.jobs(hours, hourRead{}))
 		grew = grew || r.version != before
 	}
 	return grew
@@ -174,42 +182,42 @@ func (b *trajBlock) sink(in *interner) partition.LineSink {
 	}
 }
 
-func (r *trajectoryReader) loadHourLocked(h int64) {
-	p := r.files.Parts[h]
-	if p == nil {
-		return
-	}
-	b := r.blocks[h]
+// readHour reads what hour h of trajectories gained into prev (nil: a new block).
+func (r *trajectoryReader) readHour(h int64, prev *trajBlock, p *partition.Partition, _ hourRead) (*trajBlock, hourLoad) {
+	var l hourLoad
+	b := prev
 	if b != nil && b.seen == nil && len(b.records) > 0 && p.HasPlain() {
 		// Read when only its compacted form was there, and since then a plain file has started beside it: late
 		// records, which may be copies of what the .zst holds (docs/semconv.md §8 "Record identity"). The ids of
 		// the compacted spans were not kept, so the hour is read over with them.
 		p.Reset()
 		b = nil
-		r.version++
+		l.reread = true
 	}
 	if b == nil {
 		b = &trajBlock{}
-		r.blocks[h] = b
 	}
-	before := len(b.records)
-	reports, err := r.files.Read(p, b.sink(&r.strings))
-	if errors.Is(err, partition.ErrReload) {
+	l.before = len(b.records)
+	l.reports, l.err = r.files.Read(p, b.sink(&r.strings))
+	if errors.Is(l.err, partition.ErrReload) {
 		p.Reset()
-		r.blocks[h] = &trajBlock{}
-		r.version++
-		r.loadHourLocked(h)
-		return
+		b, l2 := r.readHour(h, nil, p, hourRead{})
+		l2.reread = true
+		return b, l2
 	}
-	r.run.report(reports, err)
 	p.Loaded = true
 	if !p.HasPlain() {
 		b.seen = nil // compacted: it changes only by a rewrite, which reads it over
 	}
-	if len(b.records) != before {
+	l.maxT = b.maxT
+	return b, l
+}
+
+// keepLocked counts a change of the hour's records.
+func (r *trajectoryReader) keepLocked(_ int64, b *trajBlock, l *hourLoad, _ float64) {
+	if l.reread || len(b.records) != l.before {
 		r.version++
 	}
-	r.run.raiseEdge(b.maxT)
 }
 
 func (r *trajectoryReader) hoursLocked(lo, hi int64) []*trajBlock {

@@ -59,7 +59,7 @@ func (s *Store) WeightSync(t0, t1 float64) *WeightSyncResult {
 	out := &WeightSyncResult{Updates: []WeightSync{}}
 	defer s.pin()()
 	s.mu.Lock()
-	s.trajectories.ensureIndexLocked()
+	s.trajectories.ensureIndexLocked(s)
 	var ups []weightUpdate
 	for _, us := range s.trajectories.index.updates {
 		for _, u := range us {
