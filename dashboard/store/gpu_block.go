@@ -77,6 +77,9 @@ type laneData struct {
 	// body holds the data of the columns (ts, values, pyramids) while the lane's hour came from the column cache
 	// and no query needed them yet (gpu_cache.go); readBody reads it. nil: the lane holds its data.
 	body *cacheBody
+	// whole says every field of the lane is held although its block is deferred (gpu_runs.go): its later
+	// records are parsed whole too.
+	whole bool
 }
 
 // readBody reads the data of the lane's columns if the column cache has not yet: every use of ts's or a field's
@@ -158,6 +161,13 @@ type gpuBlock struct {
 	// body is the data of the lanes' columns while the hour came from the column cache and nobody needed it yet
 	// (gpu_cache.go); nil: the lanes hold their data.
 	body *cacheBody
+	// runs are where each node's runs of lines start in the hour's plain file, kept while a deferred block is
+	// read from one (gpu_runs.go); nil: none kept. lineOff is the offset of the line being added, lines the
+	// lines added since runs were kept, wholeLanes how many lanes are whole (laneData.whole).
+	runs       map[string][]uint32
+	lineOff    int64
+	lines      int
+	wholeLanes int
 }
 
 // readBody reads the data of every lane's columns if the column cache has not yet: before the block grows.
@@ -307,6 +317,9 @@ func (b *gpuBlock) memBytes() int {
 
 func (b *gpuBlock) heldBytes() int64 {
 	n := int64(b.memBytes())
+	for _, offs := range b.runs {
+		n += 4*int64(cap(offs)) + mapEntryBytes
+	}
 	for _, l := range b.lanes {
 		n += laneBytes + int64(len(l.fields))*fieldBytes
 	}

@@ -208,7 +208,8 @@ func TestGPUReadingsReadTwiceReadOnce(t *testing.T) {
 
 // TestDeferredParse: an hour parsed for the eager fields alone (the first carpet of a run without a roll-up)
 // holds the same util columns as the hour parsed whole and lists the same fields; a query of another field reads
-// the hour again, whole, with the answers of a store that parsed it whole from the start.
+// the hour again, whole (or, for a few lanes, their runs of lines), with the answers of a store that parsed it
+// whole from the start.
 func TestDeferredParse(t *testing.T) {
 	var lines []string
 	r := rand.New(rand.NewPCG(5, 5))
@@ -292,5 +293,31 @@ func TestDeferredParse(t *testing.T) {
 	st2.GPU(h0, h0+3000, nil, 2, []string{"util", "mem_mb"}) // whole from the start
 	if want := answers(st2, false); got != want {
 		t.Fatalf("answers after a deferred parse:\n%s\nwant\n%s", got, want)
+	}
+
+	// A lane view of a few lanes after the carpet reads their runs of lines alone (gpu_runs.go): the block the
+	// carpet read stays, the lanes asked for become whole, the others keep the eager field alone, and the answer
+	// is the whole parse's.
+	st3, err := Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st3.GPU(h0, h0+3000, nil, 2, []string{"util"})
+	lanes, _, _ := st3.Lanes("all")
+	if _, err := st3.Heatmap(h0, h0+3000, lanes, "util", 300); err != nil {
+		t.Fatal(err)
+	}
+	carpetBlock := st3.gpu.blocks[499_000]
+	view := func(st *Store) string {
+		js, _ := json.Marshal(st.GPU(h0, h0+3000, lanes[:2], 300, []string{"util", "mem_mb", "power_w"}).Lanes)
+		return string(js)
+	}
+	got3 := view(st3)
+	b := st3.gpu.blocks[499_000]
+	if b != carpetBlock || !b.deferred || !b.lanes[lanes[0].Key].whole || !b.lanes[lanes[1].Key].whole || b.lanes[lanes[2].Key].whole {
+		t.Fatal("the lane view read the hour again rather than its lanes' runs")
+	}
+	if want := view(st2); got3 != want {
+		t.Fatalf("lane view from the runs:\n%s\nwant\n%s", got3, want)
 	}
 }

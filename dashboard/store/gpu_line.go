@@ -19,6 +19,11 @@ func (b *gpuBlock) addLine(line []byte) bool {
 	}
 	r := &b.rec
 	r.eagerOnly = b.deferred
+	if b.wholeLanes > 0 && b.deferred {
+		if node, gpu, ok := lineLane(line); !ok || b.isWhole(node, gpu) {
+			r.eagerOnly = false // a lane whose every field is held: parsed whole
+		}
+	}
 	if !r.scanFast(line) {
 		if r.ns = 0; !r.scan(line) {
 			return false
@@ -44,7 +49,7 @@ func (b *gpuBlock) addLine(line []byte) bool {
 	fineJ := (tMs - h0) / (fineStep * 1000)
 	for i := range r.n {
 		x := &r.vals[i]
-		if b.deferred && string(x.k) != eagerField { // read by scan: every member parsed
+		if b.deferred && !lane.whole && string(x.k) != eagerField { // read by scan: every member parsed
 			if !b.fields[string(x.k)] {
 				b.fields[string(x.k)] = true
 			}
@@ -129,6 +134,9 @@ func (b *gpuBlock) laneFor(node []byte, gpu int) *laneData {
 	if b.lastLanes == nil || !bytes.Equal(b.lastNode, node) {
 		gl = b.byNode[string(node)]
 		b.lastNode = append(b.lastNode[:0], node...)
+		if b.runs != nil {
+			b.runs[string(node)] = append(b.runs[string(node)], uint32(b.lineOff)) // a run of the node starts
+		}
 	}
 	if gpu < len(gl) && gl[gpu] != nil {
 		b.lastLanes = gl
@@ -145,6 +153,12 @@ func (b *gpuBlock) laneFor(node []byte, gpu int) *laneData {
 	b.byNode[string(node)] = gl
 	b.lastLanes = gl
 	return lane
+}
+
+// isWhole says whether the lane of (node, gpu) holds every field although the block is deferred.
+func (b *gpuBlock) isWhole(node []byte, gpu int) bool {
+	gl := b.byNode[string(node)]
+	return gpu >= 0 && gpu < len(gl) && gl[gpu] != nil && gl[gpu].whole
 }
 
 // maxIndexedGPU is the largest GPU index laneFor files by index (a node has at most a few dozen).

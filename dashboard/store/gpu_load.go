@@ -172,6 +172,10 @@ func (u gpuUtilHours) readHour(h int64, prev *gpuBlock, p *partition.Partition, 
 	g := u.g
 	only, deferred := how.only, how.eager
 	var l hourLoad
+	if prev != nil && prev.deferred && !deferred && g.readLanes(prev, p, only) {
+		l.maxT = prev.maxTS // the lanes asked for read whole from their runs (gpu_runs.go)
+		return prev, l
+	}
 	if prev != nil && (!prev.only.covers(only) || prev.deferred && !deferred) {
 		prev = nil
 		p.Reset()
@@ -188,6 +192,9 @@ func (u gpuUtilHours) readHour(h int64, prev *gpuBlock, p *partition.Partition, 
 	if b == nil {
 		b = newGPUBlock(h)
 		b.only, b.deferred = only, deferred
+		if keepRuns(h, b, p) {
+			b.runs = map[string][]uint32{}
+		}
 	}
 	b.readBody() // a cached hour that grew: its columns are appended to
 
@@ -197,13 +204,18 @@ func (u gpuUtilHours) readHour(h int64, prev *gpuBlock, p *partition.Partition, 
 			files = nil
 		}
 	}
-	l.reports, l.err = g.utilFiles.Read(p, b.addLine)
+	if b.runs != nil {
+		l.reports, l.err = g.utilFiles.ReadOffsets(p, b.addLineAt)
+	} else {
+		l.reports, l.err = g.utilFiles.Read(p, b.addLine)
+	}
 	if errors.Is(l.err, partition.ErrReload) {
 		p.Reset()
 		b, l2 := u.readHour(h, nil, p, hourRead{only: b.only, eager: b.deferred})
 		l2.reread = true
 		return b, l2
 	}
+	b.settleRuns(p)
 	l.lanes, b.newLanes = b.newLanes, nil
 	p.Loaded = true
 	b.sortScrambled() // an hour several shards wrote: each lane in time order for the views
@@ -237,7 +249,7 @@ func (g *gpuReader) held(h int64, want *laneFilter, eager bool) bool {
 		return false
 	}
 	b := g.blocks[h]
-	return b == nil || b.only.covers(want) && (eager || !b.deferred)
+	return b == nil || b.only.covers(want) && (eager || !b.deferred || b.wholeFor(want))
 }
 
 // eagerOnly says whether fields are all eager (fineEager): an hour not loaded yet is then parsed for those alone.
@@ -441,7 +453,7 @@ func (p gpuWindowPlan) missingLocked(s *Store) bool {
 		}
 	}
 	for _, h := range g.utilFiles.Overlapping(p.t0, p.t1, 0, 0) {
-		if g.held(h, s.gpuRawFilter(h, p.sel), p.eager) {
+		if g.held(h, p.rawFilter(s, h), p.eager) {
 			continue
 		}
 		if need, _, tailOK := s.gpuRawNeededLocked(h, p.t0, p.t1, p.width, p.coarse, p.fields); need && !tailOK {
@@ -449,6 +461,20 @@ func (p gpuWindowPlan) missingLocked(s *Store) bool {
 		}
 	}
 	return false
+}
+
+// rawFilter is the lanes a raw read of hour h keeps (Store.gpuRawFilter), or, when the hour's block holds the
+// eager fields of every lane and notes its runs (gpu_runs.go), the few lanes asked for other fields.
+func (p gpuWindowPlan) rawFilter(s *Store, h int64) *laneFilter {
+	only := s.gpuRawFilter(h, p.sel)
+	if b := s.gpu.blocks[h]; only == nil && !p.eager && b != nil && b.runs != nil && len(p.sel) > 0 && len(p.sel) <= partialLanes {
+		f := newLaneFilter()
+		for _, l := range p.sel {
+			f.add(l.Node, l.GPU)
+		}
+		return f
+	}
+	return only
 }
 
 // loadLocked reads what missingLocked found missing: the roll-up hours side by side, then the gpu_util hours
@@ -467,7 +493,7 @@ func (p gpuWindowPlan) loadLocked(s *Store) {
 	}
 	var jobs []hourJob
 	for _, h := range g.utilFiles.Overlapping(p.t0, p.t1, 0, 0) {
-		only := s.gpuRawFilter(h, p.sel)
+		only := p.rawFilter(s, h)
 		if g.held(h, only, p.eager) {
 			continue
 		}

@@ -11,7 +11,7 @@ import (
 
 // cacheWriter names the goroutine the dashboard store starts to write a column cache file in the background
 // (dashboard/store gpu_cache.go, saveCached): the goroutine runs the function literal inside saveCached.
-var cacheWriter = []byte("dashboard/store.(*gpuReader).saveCached.func")
+var cacheWriter = []byte("dashboard/store.(*Store).saveCached.func")
 
 // CacheWrites waits until no column cache file is being written in this process: every writer the store started
 // has renamed its file into place or given up. A query that parses a settled hour starts its writer before it

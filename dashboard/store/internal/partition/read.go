@@ -16,6 +16,10 @@ import (
 // LineSink receives complete lines; a false return marks the line corrupt (counted, reported, skipped).
 type LineSink func(line []byte) bool
 
+// OffsetSink is a LineSink that also receives where the line starts: in a plain file its byte offset, in a
+// compressed one its offset in the decompressed records.
+type OffsetSink func(line []byte, off int64) bool
+
 // CorruptReport is one file's corrupt-line count and the byte offset of the first, its over-long lines, and
 // for a compressed file where it stopped decoding.
 type CorruptReport struct {
@@ -40,6 +44,11 @@ type CorruptReport struct {
 // it decodes and reported; it does not keep the plain file of the hour, or another layout's files, from being
 // read.
 func (s *Stream) Read(p *Partition, sink LineSink) ([]CorruptReport, error) {
+	return s.ReadOffsets(p, func(line []byte, _ int64) bool { return sink(line) })
+}
+
+// ReadOffsets is Read handing sink each line's offset too.
+func (s *Stream) ReadOffsets(p *Partition, sink OffsetSink) ([]CorruptReport, error) {
 	var reports []CorruptReport
 	var firstErr error
 	for _, f := range p.Files {
@@ -56,7 +65,7 @@ func (s *Stream) Read(p *Partition, sink LineSink) ([]CorruptReport, error) {
 }
 
 // read consumes what is new in one layout's files of an hour of stream s.
-func (p *File) read(s *Stream, sink LineSink) ([]CorruptReport, error) {
+func (p *File) read(s *Stream, sink OffsetSink) ([]CorruptReport, error) {
 	runDir := s.RunDir
 	var reports []CorruptReport
 	if p.Zst != "" && p.ZstSize == 0 && p.PlainOff > 0 {
@@ -135,7 +144,7 @@ func (p *File) read(s *Stream, sink LineSink) ([]CorruptReport, error) {
 
 // readZst reads a compressed file's lines. A decoding error is not returned: the lines before it were read,
 // and the report says where decoding stopped (Damaged). Only failing to open the file is an error.
-func readZst(runDir, path string, sink LineSink, maxLine int) (CorruptReport, error) {
+func readZst(runDir, path string, sink OffsetSink, maxLine int) (CorruptReport, error) {
 	f, err := runfiles.Open(runDir, path) // a link out of the run is not followed
 	if err != nil {
 		return CorruptReport{Path: path, First: -1}, err
@@ -160,7 +169,7 @@ var ErrReload = errors.New("Partition changed under the reader; reload it")
 
 // consume feeds the complete lines of r of at most maxLine bytes to sink (a longer one is skipped and counted)
 // and returns the bytes consumed (up to the last newline).
-func consume(r io.Reader, base int64, sink LineSink, path string, maxLine int) (CorruptReport, int64, error) {
+func consume(r io.Reader, base int64, sink OffsetSink, path string, maxLine int) (CorruptReport, int64, error) {
 	lines := runfiles.NewLines(r, maxLine)
 	rep := feed(lines, base, sink, path)
 	rep.Limit = maxLine
@@ -169,7 +178,7 @@ func consume(r io.Reader, base int64, sink LineSink, path string, maxLine int) (
 
 // consumeBytes is consume of the bytes of a file from base on, held whole in data (a mapping), without copying
 // them (runfiles.LinesOf).
-func consumeBytes(data []byte, base int64, sink LineSink, path string, maxLine int) (CorruptReport, int64) {
+func consumeBytes(data []byte, base int64, sink OffsetSink, path string, maxLine int) (CorruptReport, int64) {
 	lines := runfiles.LinesOf(data, maxLine)
 	rep := feed(lines, base, sink, path)
 	rep.Limit = maxLine
@@ -177,7 +186,7 @@ func consumeBytes(data []byte, base int64, sink LineSink, path string, maxLine i
 }
 
 // feed hands each line to sink, counting those it says are corrupt and those over the line limit.
-func feed(lines *runfiles.Lines, base int64, sink LineSink, path string) CorruptReport {
+func feed(lines *runfiles.Lines, base int64, sink OffsetSink, path string) CorruptReport {
 	rep := CorruptReport{Path: path, First: -1, LongFirst: -1}
 	for line, off, ok := lines.Next(); ok; line, off, ok = lines.Next() {
 		switch {
@@ -186,7 +195,7 @@ func feed(lines *runfiles.Lines, base int64, sink LineSink, path string) Corrupt
 				rep.LongFirst = base + off
 			}
 			rep.Long++
-		case !sink(line):
+		case !sink(line, base+off):
 			if rep.First < 0 {
 				rep.First = base + off
 			}

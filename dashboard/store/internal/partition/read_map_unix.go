@@ -12,7 +12,7 @@ import (
 // into a read buffer, no read system call per 256 KiB); mapped false when the file could not be mapped (the
 // caller reads it as usual). A file cut short while mapped (a tail repair after a crash) faults on its lost
 // pages: that fault is caught and reported as ErrReload, as a truncated file found by Stat is.
-func consumeMapped(f *os.File, off, size int64, sink LineSink, path string, maxLine int) (rep CorruptReport, n int64, mapped bool, err error) {
+func consumeMapped(f *os.File, off, size int64, sink OffsetSink, path string, maxLine int) (rep CorruptReport, n int64, mapped bool, err error) {
 	start := off &^ int64(os.Getpagesize()-1) // a mapping starts on a page
 	if size-start > int64(^uint(0)>>1) {
 		return rep, 0, false, nil
