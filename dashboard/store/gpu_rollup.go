@@ -437,41 +437,17 @@ func (b *rollBlock) heldBytes() int64 {
 // (so output buckets narrower than a roll-up bucket are not left empty): a cell then shows readings at most half
 // a roll-up bucket outside it.
 func (f *rollField) fold(h0, step float64, g cellGrid, to float64, omin, omax []float64) {
-	t0, t1 := g.edge(0), g.edge(g.n)
-	end := math.Min(t1, to)
-	// Only the cells near the window (one either side of the arithmetic's edge; the test below decides).
-	j0 := max(0, int(math.Floor((t0-h0)/step))-1)
-	j1 := min(len(f.min), int(math.Ceil((end-h0)/step))+1)
-	mids, cells := newCellWalk(g), newCellWalk(g)
-	for j := j0; j < j1; j++ {
-		if f.min[j] != f.min[j] {
-			continue
+	foldCells(h0, step, len(f.min), g, to, func(j, i int) {
+		if f.min[j] == f.min[j] {
+			widenBucket(omin, omax, i, float64(f.min[j]), float64(f.max[j]))
 		}
-		bt := h0 + float64(j)*step
-		if bt+step <= t0 || bt >= end {
-			continue
-		}
-		lo, hi := float64(f.min[j]), float64(f.max[j])
-		first := mids.at(bt + step/2)
-		widenBucket(omin, omax, first, lo, hi)
-		if g.width < step {
-			// the cells whose center the bucket covers: from the one holding its start (or the window's) on
-			i := cells.at(math.Max(bt, t0))
-			for ; i >= 0 && i < g.n; i++ {
-				e0, e1 := g.edge(i), g.edge(i+1)
-				if e0 >= bt+step {
-					break
-				}
-				if c := (e0 + e1) / 2; c >= bt && c < bt+step && i != first {
-					widenBucket(omin, omax, i, lo, hi)
-				}
-			}
-		}
-	}
+	})
 }
 
-// foldCells lists what fold does on grid g for an hour of n buckets from h0: emit(j, i) for each output bucket
-// i that bucket j widens (i may lie outside the grid, where widening does nothing), in fold's order. Which
+// foldCells lists which output buckets the roll-up buckets of an hour of n buckets from h0 widen on grid g
+// (fold's rule, above): emit(j, i) for each output bucket i that bucket j widens (i may lie outside the grid,
+// where widening does nothing), only the buckets near the window (one either side of the arithmetic's edge; the
+// test below decides). Which
 // buckets fill which cells does not depend on a lane's values, only on the hour, its step, the grid and the seam:
 // the fleet works it out once for every lane (utilSpread, fleet.go).
 func foldCells(h0, step float64, n int, g cellGrid, to float64, emit func(j, i int)) {

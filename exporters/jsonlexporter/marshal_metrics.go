@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
+	"github.com/otelcol-miles/otelcol-miles/internal/otlpdata"
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
 
@@ -40,7 +41,7 @@ func mapMetrics(md pmetric.Metrics, r *records) {
 					}
 					engines.add(res, m, r)
 				default:
-					r.unmapped += int64(dataPointCount(m))
+					r.unmapped += int64(otlpdata.MetricPoints(m))
 				}
 			}
 		}
@@ -48,22 +49,6 @@ func mapMetrics(md pmetric.Metrics, r *records) {
 		buf = gpus.flush(buf, res, r)
 		buf = engines.flush(buf, r)
 	}
-}
-
-func dataPointCount(m pmetric.Metric) int {
-	switch m.Type() {
-	case pmetric.MetricTypeGauge:
-		return m.Gauge().DataPoints().Len()
-	case pmetric.MetricTypeSum:
-		return m.Sum().DataPoints().Len()
-	case pmetric.MetricTypeHistogram:
-		return m.Histogram().DataPoints().Len()
-	case pmetric.MetricTypeExponentialHistogram:
-		return m.ExponentialHistogram().DataPoints().Len()
-	case pmetric.MetricTypeSummary:
-		return m.Summary().DataPoints().Len()
-	}
-	return 0
 }
 
 // numberPoints returns the number data points of a gauge or sum; other types have none.
@@ -251,7 +236,7 @@ type gpuRows struct {
 func (g *gpuRows) add(m pmetric.Metric, r *records) {
 	dps := numberPoints(m)
 	if dps.Len() == 0 {
-		r.unmapped += int64(dataPointCount(m))
+		r.unmapped += int64(otlpdata.MetricPoints(m))
 		return
 	}
 	for _, dp := range dps.All() {
@@ -499,7 +484,7 @@ func (e *engineGroups) add(res pcommon.Map, m pmetric.Metric, r *records) {
 			g.points++
 		}
 	default:
-		r.unmapped += int64(dataPointCount(m))
+		r.unmapped += int64(otlpdata.MetricPoints(m))
 	}
 }
 

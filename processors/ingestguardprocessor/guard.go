@@ -9,6 +9,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/ptrace"
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processorhelper"
+
+	"github.com/otelcol-miles/otelcol-miles/internal/otlpdata"
 )
 
 // guard is the state shared by the three signal processors: the limit and the counters.
@@ -139,7 +141,7 @@ func (g *guard) filterMetrics(md pmetric.Metrics) (dropped int64) {
 		if g.deepMap(rm.Resource().Attributes()) {
 			for _, sm := range rm.ScopeMetrics().All() {
 				for _, m := range sm.Metrics().All() {
-					dropped += int64(dataPoints(m))
+					dropped += int64(otlpdata.MetricPoints(m))
 				}
 			}
 			return true
@@ -147,13 +149,13 @@ func (g *guard) filterMetrics(md pmetric.Metrics) (dropped int64) {
 		rm.ScopeMetrics().RemoveIf(func(sm pmetric.ScopeMetrics) bool {
 			if g.deepMap(sm.Scope().Attributes()) {
 				for _, m := range sm.Metrics().All() {
-					dropped += int64(dataPoints(m))
+					dropped += int64(otlpdata.MetricPoints(m))
 				}
 				return true
 			}
 			sm.Metrics().RemoveIf(func(m pmetric.Metric) bool {
 				if g.deepMap(m.Metadata()) {
-					dropped += int64(dataPoints(m))
+					dropped += int64(otlpdata.MetricPoints(m))
 					return true
 				}
 				dropped += g.filterPoints(m)
@@ -213,22 +215,6 @@ func removeDeep[P point](g *guard, removeIf func(func(P) bool)) (dropped int64) 
 		return drop
 	})
 	return dropped
-}
-
-func dataPoints(m pmetric.Metric) int {
-	switch m.Type() {
-	case pmetric.MetricTypeGauge:
-		return m.Gauge().DataPoints().Len()
-	case pmetric.MetricTypeSum:
-		return m.Sum().DataPoints().Len()
-	case pmetric.MetricTypeHistogram:
-		return m.Histogram().DataPoints().Len()
-	case pmetric.MetricTypeExponentialHistogram:
-		return m.ExponentialHistogram().DataPoints().Len()
-	case pmetric.MetricTypeSummary:
-		return m.Summary().DataPoints().Len()
-	}
-	return 0
 }
 
 // The processing functions of the three signal processors (processorhelper wraps them). Each removes items in

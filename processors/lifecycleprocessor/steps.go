@@ -64,41 +64,28 @@ func newStepAggregator(p *lifecycleProcessor) *stepAggregator {
 }
 
 func (a *stepAggregator) run(ctx context.Context, t *time.Ticker) {
-	var tick <-chan time.Time
-	if t != nil {
-		defer t.Stop()
-		tick = t.C
-	}
-	for {
-		select {
-		case ev, ok := <-a.ch:
-			if !ok {
-				return
+	runEvents(a.ch, t, func(ev any) {
+		switch e := ev.(type) {
+		case consumesArrived:
+			for _, id := range e.traces {
+				a.set(lifecycle.TraceID(id), true, lifecycle.StepSample{}, e.at)
 			}
-			switch e := ev.(type) {
-			case consumesArrived:
-				for _, id := range e.traces {
-					a.set(lifecycle.TraceID(id), true, lifecycle.StepSample{}, e.at)
-				}
-			case samplesResolved:
-				now := a.p.now()
-				for _, r := range e {
-					ent := a.set(lifecycle.TraceID(r.trace), false, r.res, now)
-					ent.moved, ent.to, ent.toSpan = r.moved, r.to, r.toSpan
-				}
-			case stepsArrived:
-				a.held = append(a.held, e.groups...)
-			case tickEvent:
-				a.tick(ctx, e.now, false)
-				close(e.done)
-			case flushEvent:
-				a.tick(ctx, a.p.now(), true)
-				close(e.done)
+		case samplesResolved:
+			now := a.p.now()
+			for _, r := range e {
+				ent := a.set(lifecycle.TraceID(r.trace), false, r.res, now)
+				ent.moved, ent.to, ent.toSpan = r.moved, r.to, r.toSpan
 			}
-		case <-tick:
-			a.tick(ctx, a.p.now(), false)
+		case stepsArrived:
+			a.held = append(a.held, e.groups...)
+		case tickEvent:
+			a.tick(ctx, e.now, false)
+			close(e.done)
+		case flushEvent:
+			a.tick(ctx, a.p.now(), true)
+			close(e.done)
 		}
-	}
+	}, func() { a.tick(ctx, a.p.now(), false) })
 }
 
 func (a *stepAggregator) set(id lifecycle.TraceID, pending bool, res lifecycle.StepSample, since time.Time) *sampleEntry {

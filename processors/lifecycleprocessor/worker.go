@@ -78,6 +78,25 @@ func newWorker(p *lifecycleProcessor, capacity int) *worker {
 }
 
 func (w *worker) run(ctx context.Context, t *time.Ticker) {
+	runEvents(w.ch, t, func(ev any) {
+		switch e := ev.(type) {
+		case factsEvent:
+			w.apply(ctx, e)
+		case lifecycle.WeightUpdate:
+			w.tl.Add(e)
+		case tickEvent:
+			w.tick(ctx, e.now)
+			close(e.done)
+		case flushEvent:
+			w.tick(ctx, time.Time{})
+			close(e.done)
+		}
+	}, func() { w.tick(ctx, w.p.now()) })
+}
+
+// runEvents is the loop of a goroutine that owns state (a worker, the step aggregator): each event from ch goes to
+// handle and each tick of t (nil: none) to onTick, until ch is closed; t is stopped then.
+func runEvents(ch <-chan any, t *time.Ticker, handle func(ev any), onTick func()) {
 	var tick <-chan time.Time
 	if t != nil {
 		defer t.Stop()
@@ -85,24 +104,13 @@ func (w *worker) run(ctx context.Context, t *time.Ticker) {
 	}
 	for {
 		select {
-		case ev, ok := <-w.ch:
+		case ev, ok := <-ch:
 			if !ok {
 				return
 			}
-			switch e := ev.(type) {
-			case factsEvent:
-				w.apply(ctx, e)
-			case lifecycle.WeightUpdate:
-				w.tl.Add(e)
-			case tickEvent:
-				w.tick(ctx, e.now)
-				close(e.done)
-			case flushEvent:
-				w.tick(ctx, time.Time{})
-				close(e.done)
-			}
+			handle(ev)
 		case <-tick:
-			w.tick(ctx, w.p.now())
+			onTick()
 		}
 	}
 }
