@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write miles-layout dump fixtures with real torch for dashboard/dumps (issue 9).
+"""Write miles-layout dump fixtures with real torch for dashboard/dumps.
 
 Usage (from the repository root):
 

@@ -35,7 +35,7 @@ type Shape struct {
 	Ours bool
 }
 
-// Default512 is the run shape: 512 lanes, 60 steps of 240 s (4 h 0 min 30 s, ~630 MB in the v1 layout).
+// Default512 is the reference comparison's run shape (BENCHMARKS.md): 512 lanes, 60 steps of 240 s (4 h 0 min 30 s, ~630 MB in the v1 layout).
 func Default512() Shape {
 	return Shape{Nodes: 64, Steps: 60, StepS: 240, RolloutS: 120, Start: 1_797_120_000 + 17*60}
 }

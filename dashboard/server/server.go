@@ -1,6 +1,6 @@
 // Package server is the dashboard's HTTP and WebSocket front, in the shape of the Prometheus web/api/v1: one
 // Server built once from Options, reading the run through one small interface per stream (readers.go); every
-// route in routes.go; handlers return data or an error of a closed set of kinds (errors.go), written by one
+// route of a run in routes.go (the run library's own in library.go); handlers return data or an error of a closed set of kinds (errors.go), written by one
 // wrapper in one JSON envelope, or as a binary frame or a CSV table (response.go); one live hub pushes what
 // each stream says changed (live.go, streams.go). It never writes to the run directory.
 package server

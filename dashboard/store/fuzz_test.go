@@ -119,7 +119,7 @@ func fzAsk(st *Store) {
 	st.MetricSeries(names, nil, nil, 20)
 	st.StepMetricSeries(names...)
 	st.StepMetricKeys()
-	st.StepValues("rollout/step", 1)
+	st.stepValues("rollout/step", 1)
 	for _, s := range st.LifecycleSteps() {
 		for _, sort := range []string{"submit", "staleness"} {
 			_, _ = st.Anatomy(s.Step, sort, 0, 50)

@@ -252,7 +252,7 @@ type rollRec struct {
 
 // parseRollFast reads a record laid out exactly as the exporter writes it —
 // {"ts":N,"dt":N,"node":"S","gpu":N,"n":N,"f":[…],…} with plain numbers, no spaces, no escapes — in one pass;
-// anything else (false) takes scanFlat. It is most of a cold fleet overview's parse time.
+// anything else (false) is read member by member (flatjson.Scan). It is most of a cold fleet overview's parse time.
 func parseRollFast(line []byte) (r rollRec, ok bool) {
 	i := 0
 	lit := func(s string) bool {

@@ -451,7 +451,7 @@ func TestRollupAnswersAlignedViewsExactly(t *testing.T) {
 	}
 }
 
-// FuzzRollupFastParse: whatever the one-pass reader accepts, scanFlat reads the same way (the members the
+// FuzzRollupFastParse: whatever the one-pass reader accepts, flatjson.Scan reads the same way (the members the
 // roll-up uses).
 func FuzzRollupFastParse(f *testing.F) {
 	f.Add([]byte(`{"ts":1796400000,"dt":16,"node":"n1","gpu":3,"n":16,"util":[12.5,99,1203.4,16],"mem_mb":[1,2,3,4]}`))
@@ -484,14 +484,14 @@ func FuzzRollupFastParse(f *testing.F) {
 			}
 		})
 		if err != nil {
-			t.Fatalf("fast reader accepted %q, scanFlat: %v", line, err)
+			t.Fatalf("fast reader accepted %q, flatjson.Scan: %v", line, err)
 		}
 		if ts != r.ts || dt != r.dt || gpu != r.gpu || !bytes.Equal(node, r.node) || len(vals) != r.n {
-			t.Fatalf("%q: fast %+v, scanFlat ts %v dt %v gpu %v node %q %d fields", line, r, ts, dt, gpu, node, len(vals))
+			t.Fatalf("%q: fast %+v, flatjson.Scan ts %v dt %v gpu %v node %q %d fields", line, r, ts, dt, gpu, node, len(vals))
 		}
 		for i, v := range vals {
 			if !bytes.Equal(v.k, r.vals[i].k) || !bytes.Equal(v.arr, r.vals[i].arr) {
-				t.Fatalf("%q field %d: fast %q=%q, scanFlat %q=%q", line, i, r.vals[i].k, r.vals[i].arr, v.k, v.arr)
+				t.Fatalf("%q field %d: fast %q=%q, flatjson.Scan %q=%q", line, i, r.vals[i].k, r.vals[i].arr, v.k, v.arr)
 			}
 		}
 	})

@@ -268,8 +268,8 @@ func (s *Store) MetricChangesSince(cursor uint64, limit int) ([]MetricChange, ui
 	return append([]MetricChange(nil), ch...), end, true
 }
 
-// StepValues returns every metric value logged for one step on one axis (merged over records).
-func (s *Store) StepValues(axis string, step float64) map[string]float64 {
+// stepValues returns every metric value logged for one step on one axis (merged over records).
+func (s *Store) stepValues(axis string, step float64) map[string]float64 {
 	s.mu.Lock()
 	s.metrics.syncLocked(s)
 	s.mu.Unlock()

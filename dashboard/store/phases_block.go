@@ -92,7 +92,7 @@ type phaseBlock struct {
 	// closed record of the hour matched them (most phases start and end in the same hour).
 	pend  []pendingMarker
 	arena []byte
-	// Open markers still unmatched (indices into open) as of stillOpen's last look, and how many of open that
+	// Open markers still unmatched (indices into open) as of refreshOpenLocked's last look, and how many of open that
 	// look examined (phases_query.go).
 	openLeft []int32
 	checked  int
@@ -495,7 +495,7 @@ func parsePhaseFast(line []byte) (phaseRec, bool) {
 
 var phaseKeys = []string{"name", "t0", "t1", "node", "rank", "role", "gpus", "step", "span", "parent", "pid"}
 
-// jsonNumber: -?digits[.digits][e[+-]digits] (what encoding/json accepts; parseNum would also take "NaN").
+// jsonNumber: -?digits[.digits][e[+-]digits] (what encoding/json accepts; flatjson.ParseNum would also take "NaN").
 func jsonNumber(b []byte) bool {
 	i := 0
 	if i < len(b) && b[i] == '-' {

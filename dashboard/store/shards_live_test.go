@@ -252,7 +252,7 @@ func TestShardedMetricRevision(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if v := st.StepValues("rollout/step", 3)["loss"]; v != 2 {
+	if v := st.stepValues("rollout/step", 3)["loss"]; v != 2 {
 		t.Fatalf("loss at step 3 = %v, want the later record's 2", v)
 	}
 }

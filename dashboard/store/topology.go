@@ -17,7 +17,7 @@ type topologyReader struct {
 	files *partition.Stream
 	// snapshots are every snapshot read, by time.
 	snapshots []topoRec
-	// lanes is what the snapshots say of each GPU lane, by lane key (lanesLocked).
+	// lanes is what the snapshots say of each GPU lane, by lane key (index).
 	lanes map[string]*topoLane
 	// rankAddrs are every address each engine rank had, in order of first appearance.
 	rankAddrs map[int][]string

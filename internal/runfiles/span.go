@@ -78,9 +78,9 @@ func ReadSpan(root, path string) (first, last float64, ok bool) {
 	return SpanOf(b)
 }
 
-// WidenSpan is the span of old (a compressed partition, maybe ending with a span frame) and of the plain text
+// widenSpan is the span of old (a compressed partition, maybe ending with a span frame) and of the plain text
 // about to be compressed after it; ok is false when neither says.
-func WidenSpan(old, plain []byte) (first, last float64, ok bool) {
+func widenSpan(old, plain []byte) (first, last float64, ok bool) {
 	first, last, ok = SpanOfLines(plain)
 	if f0, l0, had := SpanOf(old); had {
 		if !ok {

@@ -16,12 +16,12 @@ func TestSpanFrame(t *testing.T) {
 	defer enc.Close()
 	a := []byte(`{"ts":1000.5,"node":"n","gpu":0}` + "\n" + `{"ts":1003,"node":"n","gpu":1}` + "\n")
 	b := []byte(`{"name":"x","t0":990,"t1":1010}` + "\n") // late records compacted into the hour later
-	f, l, ok := WidenSpan(nil, a)
+	f, l, ok := widenSpan(nil, a)
 	if !ok || f != 1000.5 || l != 1003 {
 		t.Fatalf("span of the first frame: %v %v %v", f, l, ok)
 	}
 	z := AppendSpan(enc.EncodeAll(a, nil), f, l)
-	f, l, ok = WidenSpan(z, b)
+	f, l, ok = widenSpan(z, b)
 	if !ok || f != 990 || l != 1010 {
 		t.Fatalf("span widened by the second frame: %v %v %v, want 990 1010", f, l, ok)
 	}

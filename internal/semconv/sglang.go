@@ -5,7 +5,7 @@ import "strings"
 // The default sglang metric and label whitelists of the collector configs (docs/semconv.md §7), built from
 // sglang 0.5.23's metric definitions (python/sglang/srt/observability/metrics_collector.py:
 // SchedulerMetricsCollector and TokenizerMetricsCollector) and reviewed family by family in SglangFamilies. configs/run.yaml and configs/gateway.yaml carry SglangMetricsRegex() and
-// SglangLabelsRegex() verbatim as the defaults of MILES_SGLANG_METRICS and MILES_SGLANG_LABELS (TestSglangWhitelist
+// sglangLabelsRegex() verbatim as the defaults of MILES_SGLANG_METRICS and MILES_SGLANG_LABELS (TestSglangWhitelist
 // checks), and the simulator applies the same lists to the engine series it sends over OTLP.
 var (
 	// SglangGauges are kept as they are scraped (scheduler gauges, one series per dp rank).
@@ -74,8 +74,8 @@ func SglangMetricsRegex() string {
 	return "sglang:(" + strings.Join(plain, "|") + "|(" + strings.Join(strip(SglangHistograms), "|") + ")(_bucket|_sum|_count)?)"
 }
 
-// SglangLabelsRegex is the default label whitelist (MILES_SGLANG_LABELS).
-func SglangLabelsRegex() string { return strings.Join(SglangLabels, "|") }
+// sglangLabelsRegex is the default label whitelist (MILES_SGLANG_LABELS).
+func sglangLabelsRegex() string { return strings.Join(SglangLabels, "|") }
 
 // SglangCanonicalName returns the canonical (engine's own) spelling of an sglang metric name (docs/semconv.md §7):
 // `sglang_x`, as routers that rewrite ':' expose it, becomes `sglang:x`; any other name is returned as it is. The

@@ -14,7 +14,7 @@ import (
 // and nothing of what sglang exposes beside it.
 func TestSglangWhitelist(t *testing.T) {
 	metrics := "${env:MILES_SGLANG_METRICS:-" + SglangMetricsRegex() + "}"
-	labels := "|${env:MILES_SGLANG_LABELS:-" + SglangLabelsRegex() + "}"
+	labels := "|${env:MILES_SGLANG_LABELS:-" + sglangLabelsRegex() + "}"
 	for _, cfg := range []string{"run.yaml", "agent.yaml"} {
 		b, err := os.ReadFile(filepath.Join("..", "..", "configs", cfg))
 		if err != nil {

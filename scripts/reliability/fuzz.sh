@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every Fuzz* target of our packages, each for $FUZZTIME (default 10s; the campaign: 10m), one JSON line
+# Every Fuzz* target of our packages, each for $FUZZTIME (default 10s; a campaign: 10m), one JSON line
 # per target: {"test":"fuzz","target":…,"package":…,"seconds":…,"execs":…,"result":"ok"|"FAIL"}.
 # A failing input is kept by `go test` under the package's testdata/fuzz/ (commit it with the fix).
 # FUZZ_MATCH (an extended regex, default: every target) picks targets by name; FUZZ_PARALLEL (default: every

@@ -67,11 +67,6 @@ func (p *Partition) HasPlain() bool {
 	return slices.ContainsFunc(p.Files, func(f *File) bool { return f.Plain != "" })
 }
 
-// HasZst says whether some layout has a compacted file of the hour.
-func (p *Partition) HasZst() bool {
-	return slices.ContainsFunc(p.Files, func(f *File) bool { return f.Zst != "" })
-}
-
 // Single is the hour's only File when exactly one layout holds it (every hour of an unsharded run), nil
 // otherwise: what reads one file by its offsets (the GPU tail read, the column cache) asks for it.
 func (p *Partition) Single() *File {

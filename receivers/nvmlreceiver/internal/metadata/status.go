@@ -1,7 +1,7 @@
 // Package metadata is what mdatagen would generate from ../../metadata.yaml: the component type, its stability,
-// the metrics configuration and a MetricsBuilder. mdatagen is not served by our module proxy at v0.165.0, so
-// this package is kept by hand; TestMetadataInStep (in the receiver package) fails when it and metadata.yaml
-// disagree. Names come from internal/semconv (docs/semconv.md §6).
+// the metrics configuration and a MetricsBuilder. mdatagen is not served by our module proxy at our collector
+// release, so this package is kept by hand; TestMetadataInStep (in the receiver package) fails when it and
+// metadata.yaml disagree. Names come from internal/semconv (docs/semconv.md §6).
 package metadata // import "github.com/otelcol-miles/otelcol-miles/receivers/nvmlreceiver/internal/metadata"
 
 import (
