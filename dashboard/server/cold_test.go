@@ -11,13 +11,12 @@ import (
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
 )
 
-// TestWalk asks /phases, /fleet and /heatmap of a run no query has read yet, each on a store of its own, so
-// every answer walks the whole cold path: the handler, the query, the pin, the hour cache's plan and loads, the
-// settle. It checks the answers; scripts/walk.sh runs it under a tracer to count the files a request passes
-// through (dashboard/store/README.md, "Walking a request").
-func TestWalk(t *testing.T) {
+// TestColdAnswers asks /phases, /fleet and /heatmap of a run no query has read yet, each on a store of its own,
+// so every answer takes the whole cold path: the handler, the query, the pin, the hour cache's plan, reads and
+// apply, the settle (dashboard/store/README.md, "How a query reaches its data").
+func TestColdAnswers(t *testing.T) {
 	dir := fixture(t, 8)
-	// Four seconds of GPU samples: enough for every answer, few enough lines that a tracer passes them quickly.
+	// Four seconds of GPU samples: enough for every answer.
 	writeFile(t, filepath.Join(dir, "dashboard/gpu_util/20261204_16.jsonl"), gpuLines(0, 4, 8), false)
 	window := fmt.Sprintf("t0=%.0f&t1=%.0f", h0, h0+600)
 	for _, tc := range []struct{ path, want string }{
