@@ -88,13 +88,6 @@ func (r *engineTraceReader) hourCaches() []hourSource {
 	return []hourSource{r.cache}
 }
 
-func (r *engineTraceReader) heldOf(*traceHour) (bool, *cacheBody) { return true, nil }
-
-func (r *engineTraceReader) dropLocked(_ loadApplier, h int64) {
-	delete(r.hours, h)
-	resetPart(r.files, h)
-}
-
 func (r *engineTraceReader) partitionFiles() []*partition.Stream { return []*partition.Stream{r.files} }
 
 // refreshLocked tails the loaded hours and the newest two once any is loaded.

@@ -75,16 +75,13 @@ func (r *engineReader) hourCaches() []hourSource {
 	return []hourSource{r.cache}
 }
 
-func (r *engineReader) heldOf(*engBlock) (bool, *cacheBody) { return true, nil }
-
-// dropLocked: a dropped hour leaves its key catalog figures (engHourCatalog), so the catalog counts it without
+// keepDroppedLocked: a dropped hour leaves its key catalog figures (engHourCatalog), so the catalog counts it without
 // reading it again.
-func (r *engineReader) dropLocked(_ loadApplier, h int64) {
-	if b := r.blocks[h]; b != nil {
+func (r *engineReader) keepDroppedLocked(_ loadApplier, h int64, b *engBlock) *engBlock {
+	if b != nil {
 		r.dropped[h] = b.catalogOf()
 	}
-	delete(r.blocks, h)
-	resetPart(r.files, h)
+	return nil
 }
 
 func (r *engineReader) partitionFiles() []*partition.Stream { return []*partition.Stream{r.files} }

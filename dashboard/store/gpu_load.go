@@ -102,35 +102,31 @@ type gpuUtilHours struct{ g *gpuReader }
 // gpuRollupHours reads gpu_rollup's hours for its hour cache.
 type gpuRollupHours struct{ g *gpuReader }
 
-func (u gpuUtilHours) heldOf(b *gpuBlock) (bool, *cacheBody)    { return true, b.body }
-func (u gpuRollupHours) heldOf(b *rollBlock) (bool, *cacheBody) { return true, b.body }
+func (b *gpuBlock) cachedBody() *cacheBody  { return b.body }
+func (b *rollBlock) cachedBody() *cacheBody { return b.body }
 
-// dropLocked: a dropped hour leaves its fields for /meta, and the last one held its reading interval (for when
-// no hour is loaded); its cached body's file is closed.
-func (u gpuUtilHours) dropLocked(_ loadApplier, h int64) {
+// keepDroppedLocked: a dropped hour leaves its fields for /meta, and the last one held its reading interval (for
+// when no hour is loaded); its cached body's file is closed.
+func (u gpuUtilHours) keepDroppedLocked(_ loadApplier, _ int64, b *gpuBlock) *gpuBlock {
 	g := u.g
-	b := g.blocks[h]
 	if b == nil {
-		return
+		return nil
 	}
 	if len(g.blocks) == 1 {
 		g.lastInterval = cmp.Or(gpuInterval(slices.Collect(maps.Values(g.blocks))), g.lastInterval)
 	}
 	g.keepFields(b.fields)
 	b.body.close()
-	delete(g.blocks, h)
-	resetPart(g.utilFiles, h)
+	return nil
 }
 
-// dropLocked: a dropped hour leaves its fields for /meta; its cached body's file is closed.
-func (u gpuRollupHours) dropLocked(_ loadApplier, h int64) {
-	g := u.g
-	if b := g.rollups[h]; b != nil {
-		g.keepFields(b.fields)
+// keepDroppedLocked: a dropped hour leaves its fields for /meta; its cached body's file is closed.
+func (u gpuRollupHours) keepDroppedLocked(_ loadApplier, _ int64, b *rollBlock) *rollBlock {
+	if b != nil {
+		u.g.keepFields(b.fields)
 		b.body.close()
 	}
-	delete(g.rollups, h)
-	resetPart(g.rollupFiles, h)
+	return nil
 }
 
 // keepFields adds the fields of a dropped hour to those /meta lists.

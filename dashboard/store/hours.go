@@ -33,7 +33,8 @@ type hourBlock interface {
 }
 
 // hourReader is one stream's side of the hour cache: how an hour is read, and what the stream keeps of an hour
-// read or dropped. The *Locked methods run under Store.mu for writing.
+// read. The *Locked methods run under Store.mu for writing. A stream that keeps something of a dropped hour
+// implements droppedKeeper too; a block that may not count, or has a cached body, heldCounter or bodyHolder.
 type hourReader[B hourBlock] interface {
 	// readHour reads partition p of hour h on top of prev (the hour's block so far; nil: none) as how asks, and
 	// returns the block and what else it learned. It touches p, prev and the block it returns, nothing shared.
@@ -41,11 +42,31 @@ type hourReader[B hourBlock] interface {
 	// keepLocked keeps the stream's own figures of block b of hour h just stored (versions, counts, digests);
 	// edge is the data edge after the read.
 	keepLocked(h int64, b B, l *hourLoad, edge float64)
-	// dropLocked forgets hour h for the budget: what outlives the hour is kept, its block forgotten (or left
-	// sparse: phases) and its partition read from the start next time.
-	dropLocked(ld loadApplier, h int64)
-	// heldOf says whether block b counts in the budget, and its cached body read on first use (nil: none).
-	heldOf(b B) (counted bool, body *cacheBody)
+}
+
+// droppedKeeper is a stream that keeps what outlives an hour the budget drops (a digest, catalog figures, the
+// fields /meta lists), from its block b; remnant is a block to leave in the hour's place (phases: what reaches
+// outside it; its partition keeps its offsets), nil none: the hour is forgotten, its partition read from the
+// start next time.
+type droppedKeeper[B hourBlock] interface {
+	keepDroppedLocked(ld loadApplier, h int64, b B) (remnant B)
+}
+
+// heldCounter is a block that may not count in the budget (a phases block read sparse holds a few records).
+type heldCounter interface{ counted() bool }
+
+// bodyHolder is a block that may hold a cached body read on first use (gpu_cache.go): its bytes count once read.
+type bodyHolder interface{ cachedBody() *cacheBody }
+
+// heldOf says whether block b counts in the budget, and its cached body (nil: none).
+func heldOf(b any) (counted bool, body *cacheBody) {
+	if c, ok := b.(heldCounter); ok && !c.counted() {
+		return false, nil
+	}
+	if h, ok := b.(bodyHolder); ok {
+		body = h.cachedBody()
+	}
+	return true, body
 }
 
 // hourRead is what a query asks of an hour: the whole hour, or (reach) only what reaches outside it (phases);
@@ -182,7 +203,7 @@ func (c *hourCache[B]) stream() *partition.Stream { return c.files }
 
 func (c *hourCache[B]) appendHeld(out []heldBlock) []heldBlock {
 	for h, b := range c.blocks {
-		counted, body := c.reader.heldOf(b)
+		counted, body := heldOf(b)
 		if h < 0 || !counted {
 			continue // a legacy flat file (partition.LegacyHour) is read once and kept
 		}
@@ -193,13 +214,23 @@ func (c *hourCache[B]) appendHeld(out []heldBlock) []heldBlock {
 
 func (c *hourCache[B]) closeBodies() {
 	for _, b := range c.blocks {
-		if _, body := c.reader.heldOf(b); body != nil {
+		if _, body := heldOf(b); body != nil {
 			body.close()
 		}
 	}
 }
 
-func (c *hourCache[B]) drop(ld loadApplier, h int64) { c.reader.dropLocked(ld, h) }
+func (c *hourCache[B]) drop(ld loadApplier, h int64) {
+	var none B
+	if k, ok := c.reader.(droppedKeeper[B]); ok {
+		if remnant := k.keepDroppedLocked(ld, h, c.blocks[h]); remnant != none {
+			c.blocks[h] = remnant
+			return
+		}
+	}
+	delete(c.blocks, h)
+	resetPart(c.files, h)
+}
 
 // hourJob is one read a query needs: read runs side by side with the other jobs, touching only its hour's
 // partition and block; applyLocked stores what it read, one job after the other, under Store.mu for writing.

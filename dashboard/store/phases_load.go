@@ -57,9 +57,9 @@ func (r *phaseReader) hourCaches() []hourSource {
 	return []hourSource{r.cache}
 }
 
-// heldOf: only whole hours count; a sparse block (a reach hour, or what a dropped hour leaves) holds a few
-// records.
-func (r *phaseReader) heldOf(b *phaseBlock) (bool, *cacheBody) { return !b.sparse, nil }
+// counted: only whole hours count in the budget; a sparse block (a reach hour, or what a dropped hour leaves)
+// holds a few records.
+func (b *phaseBlock) counted() bool { return !b.sparse }
 
 func (r *phaseReader) partitionFiles() []*partition.Stream { return []*partition.Stream{r.files} }
 
@@ -77,21 +77,20 @@ func (r *phaseReader) refreshLocked(ld loadApplier, newest int64) bool {
 	return false
 }
 
-// dropLocked digests the closed hour h and replaces its whole block, which the memory budget drops, with what a
-// sparse read of the hour keeps (phases_block.go): the records that reach outside the hour. Windows elsewhere
-// read the hour as before; one that covers it reads it whole again. The partition keeps its read offsets, so a
-// sparse tail (refreshLocked) reads only what is new.
-func (r *phaseReader) dropLocked(ld loadApplier, h int64) {
+// keepDroppedLocked digests the closed hour h and leaves in place of its whole block, which the memory budget
+// drops, what a sparse read of the hour keeps (phases_block.go): the records that reach outside the hour.
+// Windows elsewhere read the hour as before; one that covers it reads it whole again. The partition keeps its
+// read offsets, so a sparse tail (refreshLocked) reads only what is new.
+func (r *phaseReader) keepDroppedLocked(ld loadApplier, h int64, b *phaseBlock) *phaseBlock {
 	r.digestBeforeDropLocked(ld, h)
-	b := r.blocks[h]
 	if b == nil {
-		return
+		return nil
 	}
-	r.blocks[h] = b.remnant(float64(h) * 3600)
 	if p := r.files.Parts[h]; p != nil {
 		p.Loaded = false
 	}
 	r.gen++
+	return b.remnant(float64(h) * 3600)
 }
 
 // phaseReach is how far outside a window phase partitions are read: phases are filed by end hour (a long phase

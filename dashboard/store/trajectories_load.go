@@ -49,13 +49,6 @@ func (r *trajectoryReader) hourCaches() []hourSource {
 	return []hourSource{r.cache}
 }
 
-func (r *trajectoryReader) heldOf(*trajBlock) (bool, *cacheBody) { return true, nil }
-
-func (r *trajectoryReader) dropLocked(_ loadApplier, h int64) {
-	delete(r.blocks, h)
-	resetPart(r.files, h)
-}
-
 func (r *trajectoryReader) partitionFiles() []*partition.Stream {
 	return []*partition.Stream{r.indexFiles, r.files}
 }
