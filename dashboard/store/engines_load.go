@@ -77,11 +77,10 @@ func (r *engineReader) hourCaches() []hourSource {
 
 // keepDroppedLocked: a dropped hour leaves its key catalog figures (engHourCatalog), so the catalog counts it without
 // reading it again.
-func (r *engineReader) keepDroppedLocked(_ loadApplier, h int64, b *engBlock) *engBlock {
+func (r *engineReader) keepDroppedLocked(_ loadApplier, h int64, b *engBlock) {
 	if b != nil {
 		r.dropped[h] = b.catalogOf()
 	}
-	return nil
 }
 
 func (r *engineReader) partitionFiles() []*partition.Stream { return []*partition.Stream{r.files} }

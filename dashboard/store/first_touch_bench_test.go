@@ -100,12 +100,16 @@ func BenchmarkFirstTouch(b *testing.B) {
 // BenchmarkWarmViews: the same views on a store that answered each once.
 func BenchmarkWarmViews(b *testing.B) {
 	st, t0, t1, l := firstTouchWindow(b)
-	st.Heatmap(t0, t1, l, "util", 1200)
+	if _, err := st.Heatmap(t0, t1, l, "util", 1200); err != nil {
+		b.Fatal(err)
+	}
 	st.Fleet(t0, t1, l, 600)
 	st.Phases(t0, t1, l)
 	b.Run("carpet", func(b *testing.B) {
 		for b.Loop() {
-			st.Heatmap(t0, t1, l, "util", 1200)
+			if _, err := st.Heatmap(t0, t1, l, "util", 1200); err != nil {
+				b.Fatal(err)
+			}
 		}
 	})
 	b.Run("fleet", func(b *testing.B) {

@@ -135,7 +135,8 @@ func (b *gpuBlock) laneFor(node []byte, gpu int) *laneData {
 		gl = b.byNode[string(node)]
 		b.lastNode = append(b.lastNode[:0], node...)
 		if b.runs != nil {
-			b.runs[string(node)] = append(b.runs[string(node)], uint32(b.lineOff)) // a run of the node starts
+			// A run of the node starts (settleRuns drops the runs of a file past what uint32 holds).
+			b.runs[string(node)] = append(b.runs[string(node)], uint32(b.lineOff)) //nolint:gosec // bounded: settleRuns
 		}
 	}
 	if gpu < len(gl) && gl[gpu] != nil {

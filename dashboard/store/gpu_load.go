@@ -107,26 +107,24 @@ func (b *rollBlock) cachedBody() *cacheBody { return b.body }
 
 // keepDroppedLocked: a dropped hour leaves its fields for /meta, and the last one held its reading interval (for
 // when no hour is loaded); its cached body's file is closed.
-func (u gpuUtilHours) keepDroppedLocked(_ loadApplier, _ int64, b *gpuBlock) *gpuBlock {
+func (u gpuUtilHours) keepDroppedLocked(_ loadApplier, _ int64, b *gpuBlock) {
 	g := u.g
 	if b == nil {
-		return nil
+		return
 	}
 	if len(g.blocks) == 1 {
 		g.lastInterval = cmp.Or(gpuInterval(slices.Collect(maps.Values(g.blocks))), g.lastInterval)
 	}
 	g.keepFields(b.fields)
 	b.body.close()
-	return nil
 }
 
 // keepDroppedLocked: a dropped hour leaves its fields for /meta; its cached body's file is closed.
-func (u gpuRollupHours) keepDroppedLocked(_ loadApplier, _ int64, b *rollBlock) *rollBlock {
+func (u gpuRollupHours) keepDroppedLocked(_ loadApplier, _ int64, b *rollBlock) {
 	if b != nil {
 		u.g.keepFields(b.fields)
 		b.body.close()
 	}
-	return nil
 }
 
 // keepFields adds the fields of a dropped hour to those /meta lists.

@@ -45,11 +45,16 @@ type hourReader[B hourBlock] interface {
 }
 
 // droppedKeeper is a stream that keeps what outlives an hour the budget drops (a digest, catalog figures, the
-// fields /meta lists), from its block b; remnant is a block to leave in the hour's place (phases: what reaches
-// outside it; its partition keeps its offsets), nil none: the hour is forgotten, its partition read from the
-// start next time.
+// fields /meta lists), from its block b. Then the hour is forgotten, its partition read from the start next
+// time, unless the stream is a remnantKeeper.
 type droppedKeeper[B hourBlock] interface {
-	keepDroppedLocked(ld loadApplier, h int64, b B) (remnant B)
+	keepDroppedLocked(ld loadApplier, h int64, b B)
+}
+
+// remnantKeeper is a stream that leaves a remnant of a dropped hour's block in its place (phases: what reaches
+// outside the hour; its partition keeps its offsets).
+type remnantKeeper[B hourBlock] interface {
+	remnantLocked(h int64, b B) B
 }
 
 // heldCounter is a block that may not count in the budget (a phases block read sparse holds a few records).
@@ -221,12 +226,13 @@ func (c *hourCache[B]) closeBodies() {
 }
 
 func (c *hourCache[B]) drop(ld loadApplier, h int64) {
-	var none B
+	b := c.blocks[h]
 	if k, ok := c.reader.(droppedKeeper[B]); ok {
-		if remnant := k.keepDroppedLocked(ld, h, c.blocks[h]); remnant != none {
-			c.blocks[h] = remnant
-			return
-		}
+		k.keepDroppedLocked(ld, h, b)
+	}
+	if k, ok := c.reader.(remnantKeeper[B]); ok && c.has(h) {
+		c.blocks[h] = k.remnantLocked(h, b)
+		return
 	}
 	delete(c.blocks, h)
 	resetPart(c.files, h)

@@ -77,15 +77,16 @@ func (r *phaseReader) refreshLocked(ld loadApplier, newest int64) bool {
 	return false
 }
 
-// keepDroppedLocked digests the closed hour h and leaves in place of its whole block, which the memory budget
-// drops, what a sparse read of the hour keeps (phases_block.go): the records that reach outside the hour.
-// Windows elsewhere read the hour as before; one that covers it reads it whole again. The partition keeps its
-// read offsets, so a sparse tail (refreshLocked) reads only what is new.
-func (r *phaseReader) keepDroppedLocked(ld loadApplier, h int64, b *phaseBlock) *phaseBlock {
+// keepDroppedLocked digests the closed hour h before the memory budget drops it.
+func (r *phaseReader) keepDroppedLocked(ld loadApplier, h int64, _ *phaseBlock) {
 	r.digestBeforeDropLocked(ld, h)
-	if b == nil {
-		return nil
-	}
+}
+
+// remnantLocked is what stays in place of hour h's whole block b, which the memory budget drops: what a sparse
+// read of the hour keeps (phases_block.go), the records that reach outside the hour. Windows elsewhere read the
+// hour as before; one that covers it reads it whole again. The partition keeps its read offsets, so a sparse
+// tail (refreshLocked) reads only what is new.
+func (r *phaseReader) remnantLocked(h int64, b *phaseBlock) *phaseBlock {
 	if p := r.files.Parts[h]; p != nil {
 		p.Loaded = false
 	}

@@ -252,7 +252,8 @@ func (q *queryShared) pin(t uint64) {
 
 func (q *queryShared) unpin(t uint64) {
 	q.mu.Lock()
-	if q.pins[t]--; q.pins[t] <= 0 {
+	q.pins[t]--
+	if q.pins[t] <= 0 {
 		delete(q.pins, t)
 	}
 	q.mu.Unlock()
