@@ -92,6 +92,9 @@ type heldEntry struct {
 	block any
 	// stamp is how far its partition was read when measured: a block is measured again when it grew.
 	stamp int64
+	// values is what the block held when measured, for a block that grows without a read of its partition
+	// (heldGrower): it is measured again when that changed.
+	values int
 	// bytes is the block's size estimate.
 	bytes int64
 	// used is the budget clock at the block's last use by a query (or its load).

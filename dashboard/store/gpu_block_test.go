@@ -320,4 +320,7 @@ func TestDeferredParse(t *testing.T) {
 	if want := view(st2); got3 != want {
 		t.Fatalf("lane view from the runs:\n%s\nwant\n%s", got3, want)
 	}
+	if e := st3.mem.entries[heldKey{heldGPU, 499_000}]; e == nil || e.bytes != b.heldBytes() {
+		t.Fatal("the memory budget did not measure the hour again once its lanes grew")
+	}
 }

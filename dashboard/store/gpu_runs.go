@@ -136,6 +136,8 @@ func (g *gpuReader) readLanes(b *gpuBlock, p *partition.Partition, only *laneFil
 	return true
 }
 
+func (b *gpuBlock) heldValues() int { return b.values }
+
 // laneValues counts the values the lane holds (the gaps between a field's readings are NaN).
 func laneValues(l *laneData) int {
 	n := 0

@@ -60,6 +60,10 @@ type remnantKeeper[B hourBlock] interface {
 // heldCounter is a block that may not count in the budget (a phases block read sparse holds a few records).
 type heldCounter interface{ counted() bool }
 
+// heldGrower is a block that may grow without its partition being read further (a gpu_util hour whose lanes
+// are read whole from their runs, gpu_runs.go): heldValues changes when it grew.
+type heldGrower interface{ heldValues() int }
+
 // bodyHolder is a block that may hold a cached body read on first use (gpu_cache.go): its bytes count once read.
 type bodyHolder interface{ cachedBody() *cacheBody }
 
@@ -497,7 +501,11 @@ func (s *Store) settleLocked() {
 		if hb.body.loaded() {
 			stamp++
 		}
-		if e != nil && e.block == hb.block && e.stamp == stamp {
+		values := 0
+		if g, ok := hb.block.(heldGrower); ok {
+			values = g.heldValues()
+		}
+		if e != nil && e.block == hb.block && e.stamp == stamp && e.values == values {
 			continue
 		}
 		if e == nil {
@@ -513,7 +521,7 @@ func (s *Store) settleLocked() {
 		}
 		n := hb.size()
 		delta += n - e.bytes
-		e.block, e.stamp, e.bytes = hb.block, stamp, n
+		e.block, e.stamp, e.values, e.bytes = hb.block, stamp, values, n
 	}
 	for k, e := range m.entries {
 		if !live[k] {
