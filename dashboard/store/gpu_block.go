@@ -156,7 +156,8 @@ type gpuBlock struct {
 	// deferred says only the eager fields (fineEager) were parsed, the columns the carpet and the fleet draw: a
 	// first open of a run that has no roll-up (miles v1) parses every reading of the window for the first carpet,
 	// and most of a record's numbers are other fields. fields still lists every field the hour has; a query of
-	// another field reads the hour again, whole (gpuReader.ensure).
+	// another field on a few lanes reads their runs of lines (gpu_runs.go), on more the hour again, whole
+	// (gpuWindowPlan).
 	deferred bool
 	// body is the data of the lanes' columns while the hour came from the column cache and nobody needed it yet
 	// (gpu_cache.go); nil: the lanes hold their data.
