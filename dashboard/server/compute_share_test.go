@@ -20,7 +20,7 @@ func shareRun(t *testing.T) string {
 		if parent != "" {
 			p = fmt.Sprintf(`,"parent":%q`, parent)
 		}
-		r.line("phases", rb0+t1, fmt.Sprintf(`{"name":%q,"t0":%.3f,"t1":%.3f,"node":"n0","rank":%d,"role":"train","gpus":[%d],"step":1,"span":"%s"%s}`,
+		r.line("phases", rb0+t1, fmt.Sprintf(`{"name":%q,"t0":%.3f,"t1":%.3f,"node":"n0","rank":%d,"role":"train","gpus":[%d],"step":1,"span":%q%s}`,
 			name, rb0+t0, rb0+t1, rank, rank, spanID(name, rank, t0), p))
 	}
 	closed("train_wait", 0, 0, 30, "")
@@ -36,7 +36,7 @@ func shareRun(t *testing.T) string {
 	closed("log_probs", 3, 70, 94, "")
 	closed("actor_train", 3, 95, 120, "")
 	r.line("phases", rb0+70, fmt.Sprintf(`{"name":"rollout","t0":%.0f,"t1":%.0f,"node":"n0","rank":-1,"role":"rollout_manager","gpus":[],"span":"ffffffffffffff02"}`, rb0, rb0+70))
-	for s := 0; s < 100; s++ {
+	for s := range 100 {
 		ts := rb0 + float64(s) + 0.5
 		for g, u := range map[int]float64{0: 50, 1: float64(s), 4: 80, 5: 80, 6: 80, 7: 80} {
 			r.line("gpu_util", ts, fmt.Sprintf(`{"ts":%.3f,"node":"n0","gpu":%d,"util":%g}`, ts, g, u))

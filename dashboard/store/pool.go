@@ -56,8 +56,10 @@ type poolTrace struct {
 // of the steps consumed in the window.
 func (s *Store) VersionPool(t0, t1 float64, points int) *PoolResult {
 	points = min(max(points, 2), poolPointsMax)
-	out := &PoolResult{T0: t0, T1: t1, Lags: PoolLags, T: make([]float64, points), Version: make([]*int, points),
-		Counts: make([][]int, len(PoolLags)), Steps: []PoolStep{}}
+	out := &PoolResult{
+		T0: t0, T1: t1, Lags: PoolLags, T: make([]float64, points), Version: make([]*int, points),
+		Counts: make([][]int, len(PoolLags)), Steps: []PoolStep{},
+	}
 	for i := range out.Counts {
 		out.Counts[i] = make([]int, points)
 	}

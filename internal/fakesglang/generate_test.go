@@ -42,7 +42,7 @@ func TestPauseHoldsNewRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != 200 {
+	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("flush_cache: %d", resp.StatusCode)
 	}
 	continued.Store(true)
