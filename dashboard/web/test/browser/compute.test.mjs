@@ -469,6 +469,7 @@ test("bubble strip: clicking a step zooms to it", async () => {
 });
 
 test("the goodput ledger: the window's steps per fleet as the API says; a click on a step explains it", async () => {
+  await page.click('button[data-span="900"]');
   await page.click("button.latest");
   const led = await until(
     () =>
