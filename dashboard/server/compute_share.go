@@ -28,10 +28,6 @@ func shareUtilBuckets(n int) int {
 	return max(shareUtilMinPoints, min(shareUtilPoints, shareUtilCells/max(1, n)))
 }
 
-// idleShare are the phases in which a GPU waits (the carpet's and the fleet composition's idle set): drawn
-// below the others, and with the time in no phase what the Compute view calls idle (bubble) time.
-var idleShare = map[string]bool{"initialize": true, "train_wait": true, "sleep": true}
-
 // shareGroup is the lanes of one role set, summed.
 type shareGroup struct {
 	// Roles are the lanes' roles (sorted), e.g. ["train"], ["rollout"] or ["rollout","train"] when colocated.
@@ -88,7 +84,7 @@ func (s *Server) phasesShare(r *http.Request) (any, error) {
 func phaseShare(p *store.PhasesResult, g *store.GPUResult, sel []*store.Lane, t0, t1 float64) *shareResult {
 	out := &shareResult{T0: t0, T1: t1, Names: nz(p.Names), Idle: make([]bool, len(p.Names)), Groups: []shareGroup{}, Lanes: []shareLane{}}
 	for i, n := range p.Names {
-		out.Idle[i] = idleShare[n]
+		out.Idle[i] = store.IsIdlePhase(n) // with the time in no phase, what the Compute view calls idle (bubble) time
 	}
 	phaseOf := map[string]*store.PhaseLane{}
 	for _, l := range p.Lanes {
@@ -101,7 +97,6 @@ func phaseShare(p *store.PhasesResult, g *store.GPUResult, sel []*store.Lane, t0
 	groupOf := map[string]int{}
 	utilSum := []float64{}
 	utilN := []int{}
-	var sw shareSweep
 	for _, lane := range sel {
 		roles := slices.Clone(lane.Roles)
 		slices.Sort(roles)
@@ -115,7 +110,7 @@ func phaseShare(p *store.PhasesResult, g *store.GPUResult, sel []*store.Lane, t0
 		}
 		sl := shareLane{ID: lane.ID, Group: gi, Seconds: make([]float64, len(p.Names)), Mean: make([]*float64, len(p.Names)), Count: make([]int, len(p.Names))}
 		if pl := phaseOf[lane.ID]; pl != nil {
-			sw.lane(pl, p.Names, t0, t1, sl.Seconds)
+			store.OnTopSeconds(pl, p.Names, t0, t1, sl.Seconds)
 			sum := make([]float64, len(p.Names))
 			for i := range pl.T0 {
 				if !pl.Open[i] {
@@ -169,72 +164,6 @@ func phaseShare(p *store.PhasesResult, g *store.GPUResult, sel []*store.Lane, t0
 		}
 	}
 	return out
-}
-
-// shareSweep holds one lane's sweep state (reused across lanes).
-type shareSweep struct {
-	// active holds the indices of the lane's phases that cover the sweep's current time.
-	active []int
-}
-
-// lane adds to secs[name] the seconds of [t0, t1) each phase of the lane holds on top: the phase the carpet
-// paints there (docs/dashboard-api.md fleet "composition": idle phases below active ones, deeper above
-// shallower, ties to the phase that started last). The lane's phases come in start order.
-func (sw *shareSweep) lane(l *store.PhaseLane, names []string, t0, t1 float64, secs []float64) {
-	n := len(l.T0)
-	if n == 0 || t1 <= t0 {
-		return
-	}
-	deepest := 0
-	for _, d := range l.Depth {
-		deepest = max(deepest, d)
-	}
-	key := func(i int) int {
-		if idleShare[names[l.Name[i]]] {
-			return l.Depth[i]
-		}
-		return 1 + deepest + l.Depth[i]
-	}
-	sw.active = sw.active[:0]
-	next := 0
-	t := l.T0[0]
-	for next < n || len(sw.active) > 0 {
-		at := math.Inf(1)
-		if next < n {
-			at = l.T0[next]
-		}
-		for _, a := range sw.active {
-			at = math.Min(at, l.T1[a])
-		}
-		if len(sw.active) > 0 && at > t {
-			top := sw.active[0]
-			for _, a := range sw.active[1:] {
-				if ka, kt := key(a), key(top); ka > kt || (ka == kt && a > top) {
-					top = a
-				}
-			}
-			if a, b := math.Max(t, t0), math.Min(at, t1); b > a {
-				secs[l.Name[top]] += b - a
-			}
-		}
-		t = at
-		if t >= t1 {
-			return
-		}
-		keep := sw.active[:0]
-		for _, a := range sw.active {
-			if l.T1[a] > t {
-				keep = append(keep, a)
-			}
-		}
-		sw.active = keep
-		for next < n && l.T0[next] <= t {
-			if l.T1[next] > l.T0[next] {
-				sw.active = append(sw.active, next)
-			}
-			next++
-		}
-	}
 }
 
 func round3(v float64) float64 { return math.Round(v*1000) / 1000 }

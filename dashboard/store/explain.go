@@ -434,7 +434,7 @@ func (s *Store) newExplainer(memo *ExplainMemo) *explainer {
 	return ex
 }
 
-// topSweep is one lane's sweep over [t0, t1): the seconds each phase spent on top (the ledger's paint order,
+// topSweep is one lane's sweep over [t0, t1): the seconds each phase spent on top (the carpet's paint order,
 // laneTrainerSplit), the seconds with no phase, and the intervals train_wait was on top.
 func topSweep(l *PhaseLane, names []string, t0, t1 float64) (byName map[string]float64, none float64, wait [][2]float64) {
 	type iv struct {

@@ -369,6 +369,38 @@ func (sw *shareSweep) add(lane *PhaseLane, key func(i int) int, t0, width float6
 }
 
 // spread adds the seconds of [a, b) to the buckets of row they fall in (buckets of width from t0, up to tEnd).
+// IsIdlePhase says whether name is a phase in which a GPU waits (train_wait, sleep, initialize): painted below
+// the others, and with the time in no phase what the views call idle (bubble) time.
+func IsIdlePhase(name string) bool { return idlePhases[name] }
+
+// OnTopSeconds adds to secs[i] the seconds of [t0, t1) the lane's phase names[i] holds on top: the fleet
+// composition's rule (the carpet's paint order: idle phases below the others, deeper above shallower, ties to
+// the phase that started last). The lane's phases come in start order, as Phases gives them.
+func OnTopSeconds(l *PhaseLane, names []string, t0, t1 float64, secs []float64) {
+	if t1 <= t0 || len(l.T0) == 0 {
+		return
+	}
+	deepest := 0
+	for _, d := range l.Depth {
+		deepest = max(deepest, d)
+	}
+	key := func(i int) int {
+		if idlePhases[names[l.Name[i]]] {
+			return l.Depth[i]
+		}
+		return 1 + deepest + l.Depth[i]
+	}
+	acc := make([][]float64, len(names))
+	for i := range acc {
+		acc[i] = []float64{0}
+	}
+	var sw shareSweep
+	sw.add(l, key, t0, t1-t0, acc)
+	for i, row := range acc {
+		secs[i] += row[0]
+	}
+}
+
 func spread(row []float64, a, b, t0, tEnd, width float64) {
 	a, b = math.Max(a, t0), math.Min(b, tEnd)
 	if b <= a {

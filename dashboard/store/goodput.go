@@ -140,12 +140,7 @@ func (s *Store) goodputInputs(t0, t1 float64) *gpInputs {
 		hi = max(hi, h)
 	}
 	s.mu.RUnlock()
-	s.ensureHours(lo, hi, s.trajectories.cache)
-	s.mu.Lock()
-	s.trajectories.ensureIndexLocked(s)
-	s.mu.Unlock()
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	defer s.readTrajectories(lo, hi)()
 	in := &gpInputs{traces: map[traceID]*gpTrace{}, consumedAttempt: map[int32]int32{}, latestAttempt: map[int32]int32{}}
 	trace := func(r *trajRec) *gpTrace {
 		t := in.traces[r.trace]
@@ -267,46 +262,15 @@ func unionLen(iv [][2]float64, t0, t1 float64) float64 {
 	return total
 }
 
-// laneTrainerSplit sweeps one lane's trainer phases (rank ≥ 0) over [t0, t1): the seconds per class of the phase
-// on top (idle phases below the others, deeper above: the carpet's paint order), no phase counting idle, and the
-// collective wait moved from productive to idle (waits).
+// laneTrainerSplit is one lane's seconds of [t0, t1) per class of the trainer phase on top (topSweep: idle
+// phases below the others, deeper above; the rollout manager's phases left out), no phase counting idle, and
+// the collective wait moved from productive to idle (wait).
 func laneTrainerSplit(l *PhaseLane, names []string, t0, t1, wait float64) (sec [4]float64) {
-	type iv struct {
-		a, b float64
-		key  int
-		cls  int
+	byName, none, _ := topSweep(l, names, t0, t1)
+	for _, name := range slices.Sorted(maps.Keys(byName)) { // a fixed order: the same sums on every call
+		sec[phaseClass(name)] += byName[name]
 	}
-	var ivs []iv
-	var cuts []float64
-	for i := range l.Name {
-		if l.Rank[i] < 0 {
-			continue // the rollout manager's phases, drawn on rollout lanes
-		}
-		a, b := max(l.T0[i], t0), min(l.T1[i], t1)
-		if b <= a {
-			continue
-		}
-		name := names[l.Name[i]]
-		key := 1000 + l.Depth[i]
-		if idlePhases[name] {
-			key = l.Depth[i]
-		}
-		ivs = append(ivs, iv{a, b, key, phaseClass(name)})
-		cuts = append(cuts, a, b)
-	}
-	cuts = append(cuts, t0, t1)
-	slices.Sort(cuts)
-	cuts = slices.Compact(cuts)
-	for k := 0; k+1 < len(cuts); k++ {
-		a, b := cuts[k], cuts[k+1]
-		top, cls := -1, gpIdle
-		for _, x := range ivs {
-			if x.a <= a && x.b >= b && x.key > top {
-				top, cls = x.key, x.cls
-			}
-		}
-		sec[cls] += b - a
-	}
+	sec[gpIdle] += none
 	moved := min(wait, sec[gpProductive])
 	sec[gpProductive] -= moved
 	sec[gpIdle] += moved

@@ -69,12 +69,7 @@ func (s *Store) VersionPool(t0, t1 float64, points int) *PoolResult {
 	defer s.pin()()
 	// A sample can wait in the pool for hours (a hung trainer): read phaseReach hours before the window.
 	lo, hi := hourOf(t0)-phaseReach, hourOf(t1)+phaseReach
-	s.ensureHours(lo, hi, s.trajectories.cache)
-	s.mu.Lock()
-	s.trajectories.ensureIndexLocked(s)
-	s.mu.Unlock()
-	s.mu.RLock()
-	defer s.mu.RUnlock()
+	defer s.readTrajectories(lo, hi)()
 
 	// The trainer's version over time: the newest update that ended by t.
 	type upd struct {

@@ -257,6 +257,17 @@ func optI(v int64) *int {
 	return &i
 }
 
+// readTrajectories loads the trajectories' hour blocks [lo, hi] and the step index, then read-locks the store for
+// a query over both; the query calls the returned unlock.
+func (s *Store) readTrajectories(lo, hi int64) (unlock func()) {
+	s.ensureHours(lo, hi, s.trajectories.cache)
+	s.mu.Lock()
+	s.trajectories.ensureIndexLocked(s)
+	s.mu.Unlock()
+	s.mu.RLock()
+	return s.mu.RUnlock
+}
+
 // LifecycleSteps lists every consumed step, by step.
 func (s *Store) LifecycleSteps() []StepSummary {
 	s.mu.Lock()
