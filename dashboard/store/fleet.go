@@ -368,7 +368,6 @@ func (sw *shareSweep) add(lane *PhaseLane, key func(i int) int, t0, width float6
 	}
 }
 
-// spread adds the seconds of [a, b) to the buckets of row they fall in (buckets of width from t0, up to tEnd).
 // IsIdlePhase says whether name is a phase in which a GPU waits (train_wait, sleep, initialize): painted below
 // the others, and with the time in no phase what the views call idle (bubble) time.
 func IsIdlePhase(name string) bool { return idlePhases[name] }
@@ -401,6 +400,7 @@ func OnTopSeconds(l *PhaseLane, names []string, t0, t1 float64, secs []float64) 
 	}
 }
 
+// spread adds the seconds of [a, b) to the buckets of row they fall in (buckets of width from t0, up to tEnd).
 func spread(row []float64, a, b, t0, tEnd, width float64) {
 	a, b = math.Max(a, t0), math.Min(b, tEnd)
 	if b <= a {
