@@ -76,13 +76,13 @@ func writeExposition(w http.ResponseWriter, runs []runAdvice, mem *store.Budget)
 	for _, r := range runs {
 		fmt.Fprintf(&b, "miles_advisory_evaluated{run=%s} %d\n", label(r.run), b2i(r.explored))
 	}
-	family("miles_goodput_ratio", "Productive GPU-seconds over all GPU-seconds of the run's steps, per fleet (docs/semconv.md §12).")
+	family("miles_goodput_ratio", "Productive GPU-seconds over all GPU-seconds of the steps of the run's last 4 hours, per fleet (docs/semconv.md §12).")
 	for _, r := range runs {
 		for _, f := range r.goodput {
 			fmt.Fprintf(&b, "miles_goodput_ratio{run=%s,fleet=%s} %s\n", label(r.run), label(f.Fleet), strconv.FormatFloat(f.Ratio, 'f', -1, 64))
 		}
 	}
-	family("miles_goodput_gpu_seconds", "GPU-seconds of the run's steps per fleet and ledger class: productive, overhead, idle, wasted (docs/semconv.md §12).")
+	family("miles_goodput_gpu_seconds", "GPU-seconds of the steps of the run's last 4 hours per fleet and ledger class: productive, overhead, idle, wasted (docs/semconv.md §12).")
 	for _, r := range runs {
 		for _, f := range r.goodput {
 			for c, class := range store.GoodputClasses {

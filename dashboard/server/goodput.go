@@ -1,9 +1,9 @@
 package server
 
 import (
-	"math"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
 )
@@ -18,22 +18,32 @@ func (s *Server) goodput(r *http.Request) (any, error) {
 	return s.compute.Goodput(t0, t1), nil
 }
 
-// goodputCache is the whole run's ledger totals for /metrics, computed again only when the data changed.
+// goodputCache is the ledger totals /metrics shows, computed again when the data changed, at most every
+// goodputEvery: a live run's data changes on every scrape, and a scrape must not cost a ledger each time.
 type goodputCache struct {
 	mu    sync.Mutex
 	key   string
+	at    time.Time
 	total []store.GoodputFleet
 }
 
-// goodputTotal is the whole run's ledger, per fleet.
+const goodputEvery = 30 * time.Second
+
+// goodputTotal is the ledger of the default window (the run's last 4 hours to its data edge, as the API's
+// default), per fleet.
 func (s *Server) goodputTotal() []store.GoodputFleet {
 	c := &s.goodputRun
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	key := versionKey(s.run.DataVersion())
-	if c.total == nil || c.key != key {
-		c.total, c.key = s.compute.Goodput(0, math.MaxFloat64/4).Total, key
+	if c.total != nil && (c.key == key || time.Since(c.at) < goodputEvery) {
+		return c.total
 	}
+	t0, t1, err := s.run.Window(nil, nil)
+	if err != nil {
+		return c.total
+	}
+	c.total, c.key, c.at = s.compute.Goodput(t0, t1).Total, key, time.Now()
 	return c.total
 }
 
