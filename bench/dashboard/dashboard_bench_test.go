@@ -110,12 +110,32 @@ func TestColdOpenAndWarmQueries(t *testing.T) {
 	s = time.Now()
 	get(t, ts.URL+"/api/v1/gpu?lanes=g0-7&points=1000&fields=util,mem_mb")
 	t.Logf("first lane view at 1000 points over the default window (unaligned 14.4 s buckets: raw samples): %s", time.Since(s))
-	for _, q := range []string{
+	// The run's explanations (docs/semconv.md §12, §3.2): the goodput ledger, the weight syncs and the
+	// version-lag pool of the default window, every step's causes and one step's; first, then warm below.
+	var steps struct {
+		Data struct {
+			Steps []struct {
+				Step int `json:"step"`
+			} `json:"steps"`
+		} `json:"data"`
+	}
+	_ = json.Unmarshal(get(t, ts.URL+"/api/v1/bubbles"), &steps)
+	explainOne := "/api/v1/explain"
+	if n := len(steps.Data.Steps); n > 0 {
+		explainOne = fmt.Sprintf("/api/v1/steps/%d/explain", steps.Data.Steps[n/2].Step)
+	}
+	explained := []string{"/api/v1/goodput", "/api/v1/weight_sync", "/api/v1/lifecycle/pool", explainOne, "/api/v1/explain"}
+	for _, q := range explained {
+		s := time.Now()
+		get(t, ts.URL+q)
+		t.Logf("first %-54s %8.1f ms", q, float64(time.Since(s).Microseconds())/1000)
+	}
+	for _, q := range append([]string{
 		"/api/v1/fleet?buckets=600",
 		"/api/v1/gpu?lanes=g0-7&points=1000&fields=util,mem_mb",
 		"/api/v1/phases?lanes=g0-7",
 		"/api/v1/heatmap?metric=util&lanes=g0-63&buckets=1200",
-	} {
+	}, explained...) {
 		const n = 5
 		s := time.Now()
 		for range n {

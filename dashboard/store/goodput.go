@@ -1,11 +1,13 @@
 package store
 
 import (
+	"cmp"
 	"maps"
 	"math"
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 )
 
 // The goodput ledger (docs/semconv.md §12): every GPU-second of each trainer step, per fleet, in one of four
@@ -111,13 +113,25 @@ type gpTrace struct {
 	status          string
 	consumed        bool
 	end             float64 // the attempt span's end; 0 when not ended
+	// class and pending are traceClass's answer without and with partial rollout, set once the inputs are read.
+	class   [2]int8
+	pending [2]bool
 }
 
 // gpSeg is one generate segment.
 type gpSeg struct {
 	t0, t1 float64
 	engine string
-	trace  traceID
+	trace  *gpTrace
+}
+
+// gpMemo keeps the last inputs read: a ledger asked again while no record arrived reads nothing again.
+type gpMemo struct {
+	mu sync.Mutex
+	// lo, hi and versions say what in was read from: the hours, the blocks' and the step index's versions.
+	lo, hi        int64
+	blocks, index uint64
+	in            *gpInputs
 }
 
 // gpInputs are the trajectories' facts the rollout fleet's ledger reads.
@@ -130,8 +144,9 @@ type gpInputs struct {
 	consumedAttempt, latestAttempt map[int32]int32
 }
 
-// goodputInputs reads the trajectories from the hour of t0 (less phaseReach) to the newest hour: consumes of a
-// window's samples come after it.
+// goodputInputs reads the trajectories from the hour of t0 (less phaseReach) to the newest hour (consumes of a
+// window's samples come after it): every generate segment and weight update of those hours, the queries clip
+// them. The inputs are kept while no record arrives (gpMemo).
 func (s *Store) goodputInputs(t0, t1 float64) *gpInputs {
 	lo := hourOf(t0) - phaseReach
 	s.mu.RLock()
@@ -141,6 +156,19 @@ func (s *Store) goodputInputs(t0, t1 float64) *gpInputs {
 	}
 	s.mu.RUnlock()
 	defer s.readTrajectories(lo, hi)()
+	m := s.trajectories.goodput
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.in != nil && m.lo == lo && m.hi == hi && m.blocks == s.trajectories.version && m.index == s.trajectories.index.version {
+		return m.in
+	}
+	in := s.readGoodputInputsLocked(lo, hi)
+	m.lo, m.hi, m.blocks, m.index, m.in = lo, hi, s.trajectories.version, s.trajectories.index.version, in
+	return in
+}
+
+// readGoodputInputsLocked reads the inputs of hours [lo, hi]; the caller holds the read lock.
+func (s *Store) readGoodputInputsLocked(lo, hi int64) *gpInputs {
 	in := &gpInputs{traces: map[traceID]*gpTrace{}, consumedAttempt: map[int32]int32{}, latestAttempt: map[int32]int32{}}
 	trace := func(r *trajRec) *gpTrace {
 		t := in.traces[r.trace]
@@ -163,7 +191,7 @@ func (s *Store) goodputInputs(t0, t1 float64) *gpInputs {
 	}
 	for _, us := range s.trajectories.index.updates {
 		for _, u := range us {
-			if u.t >= t0 && u.t0 <= t1 && u.t > u.t0 {
+			if u.t > u.t0 {
 				in.updates = append(in.updates, [2]float64{u.t0, u.t})
 			}
 		}
@@ -178,9 +206,9 @@ func (s *Store) goodputInputs(t0, t1 float64) *gpInputs {
 			case ttConsume:
 				trace(r).consumed = true
 			case ttGenerate:
-				trace(r)
-				if r.t1 >= t0 && r.t0 <= t1 && r.t1 > r.t0 {
-					in.segs = append(in.segs, gpSeg{t0: r.t0, t1: r.t1, engine: strs.str(r.engine), trace: r.trace})
+				t := trace(r)
+				if r.t1 > r.t0 {
+					in.segs = append(in.segs, gpSeg{t0: r.t0, t1: r.t1, engine: strs.str(r.engine), trace: t})
 				}
 			default:
 				trace(r)
@@ -202,7 +230,18 @@ func (s *Store) goodputInputs(t0, t1 float64) *gpInputs {
 	}
 	slices.Sort(in.consumes)
 	in.consumes = slices.Compact(in.consumes) // a step consume written twice is one
+	in.classify()
 	return in
+}
+
+// classify sets every trace's class and pending, without and with partial rollout.
+func (in *gpInputs) classify() {
+	for _, t := range in.traces {
+		for p := range 2 {
+			c, pend := in.classOf(t, p == 1)
+			t.class[p], t.pending[p] = int8(c), pend
+		}
+	}
 }
 
 // traceClass is the ledger class of an attempt's generation: productive (its sample was consumed from it, or
@@ -213,6 +252,10 @@ func (in *gpInputs) traceClass(id traceID, partial bool) (class int, pending boo
 	if t == nil {
 		return gpProductive, true
 	}
+	return in.classOf(t, partial)
+}
+
+func (in *gpInputs) classOf(t *gpTrace, partial bool) (class int, pending bool) {
 	if t.consumed {
 		return gpProductive, false
 	}
@@ -248,7 +291,7 @@ func unionLen(iv [][2]float64, t0, t1 float64) float64 {
 			c = append(c, [2]float64{a, b})
 		}
 	}
-	sort.Slice(c, func(i, j int) bool { return c[i][0] < c[j][0] })
+	slices.SortFunc(c, func(x, y [2]float64) int { return cmp.Compare(x[0], y[0]) })
 	total, end := 0.0, math.Inf(-1)
 	for _, x := range c {
 		if x[0] > end {
@@ -393,12 +436,7 @@ func (s *Store) Goodput(t0, t1 float64) *GoodputResult {
 	}
 	// A GPU that served several engines over the run (an engine restarted on a new port) is one rollout GPU:
 	// its lanes are grouped by the set of engines they served, and each group reads the segments of all of them.
-	type engineGroup struct {
-		lanes []*Lane
-		segs  []gpSeg
-		// running are the scrape intervals in which one of its engines had a request running.
-		running [][2]float64
-	}
+
 	groups := map[string]*engineGroup{}
 	var groupKeys []string
 	for _, l := range lanes {
@@ -419,9 +457,21 @@ func (s *Store) Goodput(t0, t1 float64) *GoodputResult {
 		g.lanes = append(g.lanes, l)
 	}
 	sort.Strings(groupKeys)
-	var rollLanes []*Lane
+	for _, g := range groups {
+		g.index()
+	}
+	// phaseLanes are the trainer's lanes and the rollout GPUs' (a colocated lane once).
+	phaseLanes := append([]*Lane(nil), train...)
+	isTrain := map[string]bool{}
+	for _, l := range train {
+		isTrain[l.ID] = true
+	}
 	for _, key := range groupKeys {
-		rollLanes = append(rollLanes, groups[key].lanes...)
+		for _, l := range groups[key].lanes {
+			if !isTrain[l.ID] {
+				phaseLanes = append(phaseLanes, l)
+			}
+		}
 	}
 
 	total := map[string]*GoodputFleet{}
@@ -434,8 +484,16 @@ func (s *Store) Goodput(t0, t1 float64) *GoodputResult {
 		rollF := GoodputFleet{Fleet: FleetRollout}
 		// free is, per colocated lane, the seconds of the step its trainer left to the rollout fleet.
 		free := map[*Lane]float64{}
+		// One phase query per step for every lane: the trainer's phases and the engines' sync calls.
+		p := s.Phases(st.T0, st.T1, phaseLanes)
 		if len(train) > 0 {
-			p := s.Phases(st.T0, st.T1, train)
+			tp := &PhasesResult{Names: p.Names}
+			for _, pl := range p.Lanes {
+				if isTrain[pl.ID] {
+					tp.Lanes = append(tp.Lanes, pl)
+				}
+			}
+			p := tp
 			waits := collectiveWaits(p, st.T0, st.T1)
 			byID := map[string]*Lane{}
 			for _, l := range train {
@@ -456,23 +514,35 @@ func (s *Store) Goodput(t0, t1 float64) *GoodputResult {
 		}
 		if out.Generation {
 			fleetShares := in.shares(unattributed, out.PartialRollout, st.T0, st.T1)
-			engineSync := s.engineSyncIntervals(rollLanes, st.T0, st.T1)
+			engineSync := engineSyncIntervals(p)
+			stepUpdates := overlapping(in.updates, st.T0, st.T1)
 			for _, key := range groupKeys {
 				g := groups[key]
-				busy, shares := segIntervals(g.segs, st.T0, st.T1), in.shares(g.segs, out.PartialRollout, st.T0, st.T1)
+				segs := g.window(st.T0, st.T1)
+				busy, shares := segIntervals(segs, st.T0, st.T1), in.shares(segs, out.PartialRollout, st.T0, st.T1)
 				if len(g.segs) == 0 && len(unattributed) > 0 {
 					busy, shares = g.running, fleetShares
 				}
+				// The engine's dedicated GPUs share its requests and its sync calls: one split serves them all.
+				var dedicated *[4]float64
+				var dedicatedPend float64
 				for _, l := range g.lanes {
 					avail := w // the seconds of the step the GPU was in the rollout fleet
 					if colocated[l] {
 						avail = free[l]
 					}
-					sync := engineSync[l.ID] // a colocated GPU's weight updates are its trainer's update phase
-					if !colocated[l] {
-						sync = append(sync, in.updates...)
+					var sec [4]float64
+					var pend float64
+					switch {
+					case colocated[l]: // its weight updates are its trainer's update phase
+						sec, pend = engineSplit(busy, shares, engineSync[l.ID], st.T0, st.T1, avail)
+					case dedicated != nil:
+						sec, pend = *dedicated, dedicatedPend
+					default:
+						sync := append(append([][2]float64{}, engineSync[l.ID]...), stepUpdates...)
+						sec, pend = engineSplit(busy, shares, sync, st.T0, st.T1, avail)
+						dedicated, dedicatedPend = &sec, pend
 					}
-					sec, pend := engineSplit(busy, shares, sync, st.T0, st.T1, avail)
 					for c := range sec {
 						rollF.Seconds[c] += sec[c]
 					}
@@ -549,9 +619,12 @@ func (in *gpInputs) shares(segs []gpSeg, partial bool, t0, t1 float64) segShares
 		if b <= a {
 			continue
 		}
-		c, p := in.traceClass(g.trace, partial)
-		sh.bySec[c] += b - a
-		if p {
+		p := 0
+		if partial {
+			p = 1
+		}
+		sh.bySec[g.trace.class[p]] += b - a
+		if g.trace.pending[p] {
 			sh.pending += b - a
 		}
 	}
@@ -618,18 +691,50 @@ func engineSplit(busyIv [][2]float64, shares segShares, sync [][2]float64, t0, t
 	return sec, pending
 }
 
-// engineSyncIntervals are, per rollout lane, its engines' weight-sync phases within [t0, t1).
-func (s *Store) engineSyncIntervals(lanes []*Lane, t0, t1 float64) map[string][][2]float64 {
+// engineSyncIntervals are, per lane of p, its engines' weight-sync phases (role rollout, rank −1).
+func engineSyncIntervals(p *PhasesResult) map[string][][2]float64 {
 	out := map[string][][2]float64{}
-	if len(lanes) == 0 {
-		return out
-	}
-	p := s.Phases(t0, t1, lanes)
 	for _, l := range p.Lanes {
 		for i := range l.Name {
 			if l.Rank[i] < 0 && engineSyncPhases[p.Names[l.Name[i]]] && l.T1[i] > l.T0[i] {
 				out[l.ID] = append(out[l.ID], [2]float64{l.T0[i], l.T1[i]})
 			}
+		}
+	}
+	return out
+}
+
+// engineGroup is the rollout GPUs that served one set of engines (an engine restarted on a new port is the same
+// GPUs), with the engines' generate segments in start order.
+type engineGroup struct {
+	lanes []*Lane
+	segs  []gpSeg
+	// longest is the longest segment: a window's segments start at most this long before it.
+	longest float64
+	// running are the scrape intervals in which one of its engines had a request running.
+	running [][2]float64
+}
+
+func (g *engineGroup) index() {
+	slices.SortFunc(g.segs, func(a, b gpSeg) int { return cmp.Compare(a.t0, b.t0) })
+	for _, x := range g.segs {
+		g.longest = max(g.longest, x.t1-x.t0)
+	}
+}
+
+// window is the group's segments that may overlap [t0, t1).
+func (g *engineGroup) window(t0, t1 float64) []gpSeg {
+	lo, _ := slices.BinarySearchFunc(g.segs, t0-g.longest, func(x gpSeg, t float64) int { return cmp.Compare(x.t0, t) })
+	hi, _ := slices.BinarySearchFunc(g.segs, t1, func(x gpSeg, t float64) int { return cmp.Compare(x.t0, t) })
+	return g.segs[lo:max(lo, hi)]
+}
+
+// overlapping is the intervals of iv that overlap [t0, t1).
+func overlapping(iv [][2]float64, t0, t1 float64) [][2]float64 {
+	var out [][2]float64
+	for _, x := range iv {
+		if x[1] > t0 && x[0] < t1 {
+			out = append(out, x)
 		}
 	}
 	return out

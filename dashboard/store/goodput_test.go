@@ -64,10 +64,12 @@ func TestGoodputEngineSplit(t *testing.T) {
 		},
 		updates: [][2]float64{{60, 70}, {75, 85}},
 	}
+	in.classify()
+	t1, t2 := in.traces[traceID{1}], in.traces[traceID{2}]
 	segs := []gpSeg{
-		{t0: 0, t1: 30, trace: traceID{1}},
-		{t0: 10, t1: 40, trace: traceID{2}}, // overlaps: 40 s generating, 30 + 30 segment-seconds
-		{t0: 80, t1: 90, trace: traceID{1}}, // 5 s of it inside the second sync
+		{t0: 0, t1: 30, trace: t1},
+		{t0: 10, t1: 40, trace: t2}, // overlaps: 40 s generating, 30 + 30 segment-seconds
+		{t0: 80, t1: 90, trace: t1}, // 5 s of it inside the second sync
 	}
 	sec, pending := engineSplit(segIntervals(segs, 0, 100), in.shares(segs, false, 0, 100), in.updates, 0, 100, 100)
 	want := [4]float64{gpProductive: 45 * 40.0 / 70, gpWasted: 45 * 30.0 / 70, gpOverhead: 20, gpIdle: 35}

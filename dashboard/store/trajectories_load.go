@@ -26,6 +26,8 @@ type trajectoryReader struct {
 	blocks map[int64]*trajBlock
 	// version counts changes to the blocks (records added, an hour read again).
 	version uint64
+	// goodput keeps the goodput ledger's last inputs (goodput.go).
+	goodput *gpMemo
 	// strings interns the records' short strings (statuses, engine addresses).
 	strings interner
 	// anatomies caches the last anatomies built, by step.
@@ -36,6 +38,7 @@ func newTrajectoryReader(dir string) trajectoryReader {
 	r := trajectoryReader{
 		indexFiles: partition.NewStream(dir, sc.StreamTrajectories),
 		files:      partition.NewStream(dir, sc.StreamTrajectories), blocks: map[int64]*trajBlock{},
+		goodput: &gpMemo{},
 	}
 	r.strings.init()
 	r.index.init()
