@@ -64,7 +64,9 @@ func TestColdOpenAndWarmQueries(t *testing.T) {
 	if os.Getenv("MILES_BENCH_NO_ROLLUP") != "" {
 		st.SetRollup(false) // the read path before the gpu_rollup stream: everything from gpu_util
 	}
-	ts := httptest.NewServer(server.New(server.Options{Store: st}))
+	srv := server.New(server.Options{Store: st})
+	defer srv.Close()
+	ts := httptest.NewServer(srv)
 	defer ts.Close()
 	opened := time.Since(start)
 	get(t, ts.URL+"/api/v1/meta")
