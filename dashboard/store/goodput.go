@@ -114,7 +114,7 @@ type gpTrace struct {
 	consumed        bool
 	end             float64 // the attempt span's end; 0 when not ended
 	// class and pending are traceClass's answer without and with partial rollout, set once the inputs are read.
-	class   [2]int8
+	class   [2]int
 	pending [2]bool
 }
 
@@ -239,7 +239,7 @@ func (in *gpInputs) classify() {
 	for _, t := range in.traces {
 		for p := range 2 {
 			c, pend := in.classOf(t, p == 1)
-			t.class[p], t.pending[p] = int8(c), pend
+			t.class[p], t.pending[p] = c, pend
 		}
 	}
 }
