@@ -97,6 +97,10 @@ func (s *Store) WeightSync(t0, t1 float64) *WeightSyncResult {
 		}
 	}
 	sort.Strings(keys)
+	firsts := make([]*Lane, 0, len(keys))
+	for _, k := range keys {
+		firsts = append(firsts, groups[k][0])
+	}
 	// The requests after each update: generate segment starts per engine, read over the updates' span.
 	lo, hi := ups[0].t0, ups[len(ups)-1].t+600
 	in := s.goodputInputs(lo, hi)
@@ -132,16 +136,21 @@ func (s *Store) WeightSync(t0, t1 float64) *WeightSyncResult {
 				ws.Trainer = &[2]float64{a, b}
 			}
 		}
+		// One phase query per update: each engine's first GPU (its calls are on every one of its GPUs).
+		p := s.Phases(w0, w1, firsts)
+		byLane := map[string]*PhaseLane{}
+		for _, pl := range p.Lanes {
+			byLane[pl.ID] = pl
+		}
 		for _, k := range keys {
 			ls := groups[k]
 			e := WeightSyncEngine{Engines: ls[0].Engines, Calls: []WeightSyncCall{}}
 			for _, l := range ls {
 				e.Lanes = append(e.Lanes, l.ID)
 			}
-			p := s.Phases(w0, w1, ls[:1]) // the engine's calls are on every one of its GPUs
 			iv := [][2]float64{{u.t0, u.t}}
 			end := u.t
-			for _, pl := range p.Lanes {
+			if pl := byLane[ls[0].ID]; pl != nil {
 				for i := range pl.Name {
 					name := p.Names[pl.Name[i]]
 					if pl.Rank[i] >= 0 || !engineSyncPhases[name] || pl.T1[i] <= pl.T0[i] || pl.T0[i] < w0 || pl.T0[i] > w1 {
