@@ -544,7 +544,7 @@ test("lifecycle: batch anatomy drawn per sample (generation by version, tool wai
   const cb = await (await page.$("canvas.anatomy")).boundingBox();
   await page.mouse.move(cb.x + cb.width / 2, cb.y + 20);
   await page.mouse.wheel(0, -400);
-  const win = await page.evaluate(() => window.__milesViews.lifecycle.win);
+  const win = await until(() => page.evaluate(() => window.__milesViews.lifecycle.win), { what: "the wheel's zoom applied" });
   assert.ok(win && win.t1 - win.t0 < a.t1 - a.t0, "zoomed in");
   const hashZoom = (await pixels(page, "canvas.anatomy", { x: 0, y: 0, w: box.w, h: Math.min(box.h, 600) })).hash;
   assert.notEqual(hashZoom, hashBefore, "repainted zoomed");
