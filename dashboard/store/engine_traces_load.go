@@ -1,12 +1,14 @@
 package store
 
 import (
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"math"
 	"unsafe"
 
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/flatjson"
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
@@ -62,7 +64,7 @@ type engSpan struct {
 	name        uint16 // interned slice name
 	lvl         int8
 	tp, dp, pp  int32 // thread ranks, -1 unknown
-	label, rid  uint16
+	label       uint16
 	hasParent   bool
 	errorStatus bool
 }
@@ -115,103 +117,212 @@ func (r *engineTraceReader) anyLoaded() bool {
 	return false
 }
 
-type engRecJSON struct {
-	Trace  string  `json:"trace"`
-	T      float64 `json:"t"`
-	Parent *string `json:"parent"`
-	Spans  []struct {
-		K      string   `json:"k"`
-		Name   string   `json:"name"`
-		Lvl    int8     `json:"lvl"`
-		T0     *float64 `json:"t0"`
-		T1     *float64 `json:"t1"`
-		Span   string   `json:"span"`
-		Parent *string  `json:"parent"`
-		RID    string   `json:"rid"`
-		Label  string   `json:"label"`
-		TP     *int32   `json:"tp"`
-		DP     *int32   `json:"dp"`
-		PP     *int32   `json:"pp"`
-		Err    bool     `json:"err"`
-	} `json:"spans"`
-}
-
 func micros(t float64) float64 { return math.Round(t*1e6) / 1e6 }
 
-func parseSpanID(s string) (spanID, bool) {
+func parseSpanIDBytes(b []byte) (spanID, bool) {
 	var id spanID
-	if len(s) != 16 {
+	if len(b) != 16 {
 		return id, false
 	}
-	_, err := hex.Decode(id[:], []byte(s))
+	_, err := hex.Decode(id[:], b)
 	return id, err == nil
 }
 
 // engineLine parses one record of hour th; a record that is not an engine_traces bundle is refused (counted as
-// corrupt).
+// corrupt). The members are read in place (flatjson), a record's spans one object at a time: an hour holds
+// hundreds of MB of these lines and the anatomy's first answer waits for them.
 func (r *engineTraceReader) engineLine(th *traceHour, line []byte) bool {
-	var rec engRecJSON
-	if json.Unmarshal(line, &rec) != nil || len(rec.Trace) != 32 || len(rec.Spans) == 0 {
-		return false
+	var (
+		tid      traceID
+		base     float64
+		def      spanID
+		hasDef   bool
+		spans    []byte
+		hasTrace bool
+	)
+	m := flatjson.NewMembers(line)
+	for key, val, str, ok := m.Next(); ok; key, val, str, ok = m.Next() {
+		switch string(key) {
+		case "trace":
+			if !str || len(val) != 32 {
+				return false
+			}
+			if _, err := hex.Decode(tid[:], val); err != nil {
+				return false
+			}
+			hasTrace = true
+		case "t":
+			v, ok := flatjson.ParseNum(val)
+			if !ok && !isNull(val) {
+				return false
+			}
+			base = v
+		case "parent":
+			if str {
+				def, hasDef = parseSpanIDBytes(val)
+			} else if !isNull(val) {
+				return false
+			}
+		case "spans":
+			if len(val) == 0 || val[0] != '[' {
+				if !isNull(val) {
+					return false
+				}
+				spans = nil
+				continue
+			}
+			spans = val
+		}
 	}
-	var tid traceID
-	if _, err := hex.Decode(tid[:], []byte(rec.Trace)); err != nil {
+	if m.Err() != nil || !hasTrace || len(spans) == 0 {
 		return false
-	}
-	var def spanID
-	hasDef := false
-	if rec.Parent != nil {
-		def, hasDef = parseSpanID(*rec.Parent)
 	}
 	out := th.byTrace[tid]
-	for _, m := range rec.Spans {
-		id, ok := parseSpanID(m.Span)
-		if !ok || m.T0 == nil || m.T1 == nil {
-			continue
+	n := 0
+	for i := flatjson.SkipSpace(spans, 1); i < len(spans) && spans[i] != ']'; {
+		if spans[i] != '{' {
+			return false
 		}
-		// Base + relative, snapped to the µs both are whole in (docs/semconv.md §10.2): the same instant reads the
-		// same whichever bundle (base) it arrived in.
-		s := engSpan{
-			t0: micros(rec.T + *m.T0), t1: micros(rec.T + *m.T1), id: id, parent: def, hasParent: hasDef, tp: -1, dp: -1, pp: -1,
-			lvl: m.Lvl, errorStatus: m.Err,
+		j, err := flatjson.SkipValue(spans, i)
+		if err != nil {
+			return false
 		}
-		if m.Parent != nil {
-			s.parent, s.hasParent = parseSpanID(*m.Parent)
+		s, rid, ok, bad := r.engineSpan(spans[i:j], base, def, hasDef)
+		if bad {
+			return false
 		}
-		if hasSpan(out, id) {
-			// Written twice (a batch re-sent to a gateway killed before it acknowledged, docs/operations.md
-			// "Agents and gateways"): read once. A trace holds tens of spans, so the scan is short.
-			continue
-		}
-		switch m.K {
-		case "req":
-			s.kind = ekRequest
-			s.rid = r.names.id([]byte(m.RID))
-			if !s.hasParent && m.RID != "" && len(m.RID) <= laneKeyMax {
+		n++
+		if ok && !hasSpan(out, s.id) {
+			// A span written twice (a batch re-sent to a gateway killed before it acknowledged, docs/operations.md
+			// "Agents and gateways") is read once. A trace holds tens of spans, so the scan is short.
+			if s.kind == ekRequest && !s.hasParent && len(rid) > 0 && len(rid) <= laneKeyMax {
 				if th.byRID == nil {
 					th.byRID = map[string]traceID{}
 				}
-				th.byRID[m.RID] = tid
+				th.byRID[string(rid)] = tid
 			}
-		case "thread":
-			s.kind = ekThread
-			s.label = r.names.id([]byte(m.Label))
-			for _, p := range [...]struct {
-				v   *int32
-				dst *int32
-			}{{m.TP, &s.tp}, {m.DP, &s.dp}, {m.PP, &s.pp}} {
-				if p.v != nil {
-					*p.dst = *p.v
-				}
-			}
-		default:
-			s.name = r.names.id([]byte(m.Name))
+			out = append(out, s)
 		}
-		out = append(out, s)
+		i = flatjson.SkipSpace(spans, j)
+		if i < len(spans) && spans[i] == ',' {
+			i = flatjson.SkipSpace(spans, i+1)
+		}
+	}
+	if n == 0 {
+		return false
 	}
 	th.byTrace[tid] = out
 	th.records++
 	return true
+}
+
+// engineSpan reads one member of a record's spans, and the sglang request id of a request span: ok when it is a
+// span (an id, t0 and t1), bad when it is not JSON a record could hold (the whole record is then refused, as a
+// line that does not decode). Request ids are not interned: every request has its own.
+func (r *engineTraceReader) engineSpan(obj []byte, base float64, def spanID, hasDef bool) (s engSpan, rid []byte, ok, bad bool) {
+	s = engSpan{parent: def, hasParent: hasDef, tp: -1, dp: -1, pp: -1}
+	var (
+		has0, has1, hasID bool
+		kind, name, label []byte
+		t0, t1            float64
+	)
+	m := flatjson.NewMembers(obj)
+	for key, val, str, more := m.Next(); more; key, val, str, more = m.Next() {
+		if isNull(val) && !str {
+			continue
+		}
+		switch k := string(key); k {
+		case "k", "name", "rid", "label", "span", "parent":
+			if !str {
+				return s, nil, false, true // encoding/json's type error: the record does not decode
+			}
+		case "err":
+			if string(val) != "true" && string(val) != "false" {
+				return s, nil, false, true
+			}
+		}
+		switch string(key) {
+		case "k":
+			kind = unquoted(val, str)
+		case "name":
+			name = unquoted(val, str)
+		case "rid":
+			rid = unquoted(val, str)
+		case "label":
+			label = unquoted(val, str)
+		case "span":
+			s.id, hasID = parseSpanIDBytes(val)
+		case "parent":
+			s.parent, s.hasParent = parseSpanIDBytes(val)
+		case "t0":
+			if t0, has0 = flatjson.ParseNum(val); !has0 {
+				return s, nil, false, true
+			}
+		case "t1":
+			if t1, has1 = flatjson.ParseNum(val); !has1 {
+				return s, nil, false, true
+			}
+		case "lvl":
+			v, num := flatjson.ParseNum(val)
+			if !num || v != math.Trunc(v) || v < math.MinInt8 || v > math.MaxInt8 {
+				return s, nil, false, true
+			}
+			s.lvl = int8(v)
+		case "tp", "dp", "pp":
+			v, num := flatjson.ParseNum(val)
+			if !num || v != math.Trunc(v) || v < math.MinInt32 || v > math.MaxInt32 {
+				return s, nil, false, true
+			}
+			switch key[0] {
+			case 't':
+				s.tp = int32(v)
+			case 'd':
+				s.dp = int32(v)
+			default:
+				s.pp = int32(v)
+			}
+		case "err":
+			s.errorStatus = string(val) == "true"
+		}
+	}
+	if m.Err() != nil {
+		return s, nil, false, true
+	}
+	if !hasID || !has0 || !has1 {
+		return s, nil, false, false
+	}
+	// Base + relative, snapped to the µs both are whole in (docs/semconv.md §10.2): the same instant reads the
+	// same whichever bundle (base) it arrived in.
+	s.t0, s.t1 = micros(base+t0), micros(base+t1)
+	switch string(kind) {
+	case "req":
+		s.kind = ekRequest
+	case "thread":
+		s.kind = ekThread
+		s.label = r.names.id(label)
+	default:
+		s.name = r.names.id(name)
+	}
+	return s, rid, true, false
+}
+
+// isNull reports whether a raw JSON value is null.
+func isNull(val []byte) bool { return string(val) == "null" }
+
+// unquoted is a string member's text with its escapes read (flatjson leaves them), or nil for a value that is not
+// a string.
+func unquoted(val []byte, str bool) []byte {
+	if !str {
+		return nil
+	}
+	if bytes.IndexByte(val, '\\') < 0 {
+		return val
+	}
+	var s string
+	if json.Unmarshal(append(append([]byte{'"'}, val...), '"'), &s) != nil {
+		return nil
+	}
+	return []byte(s)
 }
 
 // hasSpan reports whether spans holds a span with id.
