@@ -204,8 +204,8 @@ func (s *Store) anatomyFull(step int) (*AnatomyResult, error) {
 		return nil, ErrNoStep
 	}
 	lo, hi := sc.anatomyHours()
-	s.ensureHours(lo, hi, s.trajectories.cache)
-	s.ensureHours(lo, hi, s.engineTraces.cache)
+	// One batch: the engine spans and the trajectories are read side by side (the engine hours are the larger).
+	s.ensureHours(lo, hi, s.engineTraces.cache, s.trajectories.cache)
 	s.mu.RLock()
 	blocks := s.trajectories.hoursLocked(lo, hi)
 	var nrec uint64

@@ -88,3 +88,29 @@ func TestGoodputEngineSplit(t *testing.T) {
 		t.Fatalf("colocated split %v adds up to %g, want 45 generating", sec, s)
 	}
 }
+
+// TestGoodputAnswerKeptUntilDataArrives: a ledger asked again while nothing arrived is the answer already
+// computed; a phase that arrives late, inside the data edge, is in the next answer.
+func TestGoodputAnswerKeptUntilDataArrives(t *testing.T) {
+	st := twoRankRun(t, rec("actor_train", 10, 70, 0, "a1", "")+rec("actor_train", 10, 90, 1, "b1", ""))
+	write(t, st.dir, "dashboard/metrics/"+hourA+".jsonl",
+		metricsLine(h0+100, "rollout/step", 1, `"perf/step_time":100,"perf/wait_time_ratio":0.05`))
+	st.Refresh()
+	first := st.Goodput(h0, h0+300)
+	if len(first.Steps) == 0 || len(first.Steps[0].Fleets) == 0 {
+		t.Fatalf("no ledger: %+v", first)
+	}
+	if again := st.Goodput(h0, h0+300); again != first {
+		t.Fatalf("asked again with no new data: computed again")
+	}
+	if other := st.Goodput(h0, h0+200); other == first {
+		t.Fatalf("another window answered with the first one's ledger")
+	}
+	before := first.Steps[0].Fleets[0].Seconds[gpProductive]
+	appendTo(t, st.dir, "dashboard/phases/"+hourA+".jsonl", rec("actor_train", 70, 95, 0, "a2", ""))
+	st.Refresh()
+	after := st.Goodput(h0, h0+300)
+	if got := after.Steps[0].Fleets[0].Seconds[gpProductive]; got <= before {
+		t.Fatalf("late phase not in the ledger: productive %v, was %v", got, before)
+	}
+}

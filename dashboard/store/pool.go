@@ -56,6 +56,20 @@ type poolTrace struct {
 // of the steps consumed in the window.
 func (s *Store) VersionPool(t0, t1 float64, points int) *PoolResult {
 	points = min(max(points, 2), poolPointsMax)
+	from, key := s.answerVersion(), poolKey{t0, t1, points}
+	if math.IsNaN(t0) || math.IsNaN(t1) {
+		key = poolKey{points: points}
+	}
+	if a, ok := s.answers.pool.get(from, key); ok {
+		return a
+	}
+	a := s.versionPool(t0, t1, points)
+	s.answers.pool.put(from, s.answerVersion(), key, a)
+	return a
+}
+
+// versionPool is VersionPool without the memo.
+func (s *Store) versionPool(t0, t1 float64, points int) *PoolResult {
 	out := &PoolResult{
 		T0: t0, T1: t1, Lags: PoolLags, T: make([]float64, points), Version: make([]*int, points),
 		Counts: make([][]int, len(PoolLags)), Steps: []PoolStep{},

@@ -52,6 +52,8 @@ type Store struct {
 	mu sync.RWMutex
 	// shared is what queries change while holding mu only for reading (queryShared).
 	shared queryShared
+	// answers keeps the last answers of the queries that join several streams over a window (answers.go).
+	answers answerMemos
 
 	// meta is the run's meta.json, merged over every layout's (loadMetaLocked; empty when missing or
 	// unreadable), and metaMods the files' modification times it was read at (metaModsLocked).
