@@ -183,14 +183,11 @@ func (r *engineTraceReader) engineLine(th *traceHour, line []byte) bool {
 		if spans[i] != '{' {
 			return false
 		}
-		j, err := flatjson.SkipValue(spans, i)
-		if err != nil {
-			return false
-		}
-		s, rid, ok, bad := r.engineSpan(spans[i:j], base, def, hasDef)
+		s, rid, j, ok, bad := r.engineSpan(spans[i:], base, def, hasDef)
 		if bad {
 			return false
 		}
+		j += i
 		n++
 		if ok && !hasSpan(out, s.id) {
 			// A span written twice (a batch re-sent to a gateway killed before it acknowledged, docs/operations.md
@@ -216,10 +213,11 @@ func (r *engineTraceReader) engineLine(th *traceHour, line []byte) bool {
 	return true
 }
 
-// engineSpan reads one member of a record's spans, and the sglang request id of a request span: ok when it is a
-// span (an id, t0 and t1), bad when it is not JSON a record could hold (the whole record is then refused, as a
-// line that does not decode). Request ids are not interned: every request has its own.
-func (r *engineTraceReader) engineSpan(obj []byte, base float64, def spanID, hasDef bool) (s engSpan, rid []byte, ok, bad bool) {
+// engineSpan reads the member of a record's spans obj starts with, and the sglang request id of a request span;
+// end is the index past it. ok when it is a span (an id, t0 and t1), bad when it is not JSON a record could hold
+// (the whole record is then refused, as a line that does not decode). Request ids are not interned: every
+// request has its own.
+func (r *engineTraceReader) engineSpan(obj []byte, base float64, def spanID, hasDef bool) (s engSpan, rid []byte, end int, ok, bad bool) {
 	s = engSpan{parent: def, hasParent: hasDef, tp: -1, dp: -1, pp: -1}
 	var (
 		has0, has1, hasID bool
@@ -234,11 +232,11 @@ func (r *engineTraceReader) engineSpan(obj []byte, base float64, def spanID, has
 		switch k := string(key); k {
 		case "k", "name", "rid", "label", "span", "parent":
 			if !str {
-				return s, nil, false, true // encoding/json's type error: the record does not decode
+				return s, nil, 0, false, true // encoding/json's type error: the record does not decode
 			}
 		case "err":
 			if string(val) != "true" && string(val) != "false" {
-				return s, nil, false, true
+				return s, nil, 0, false, true
 			}
 		}
 		switch string(key) {
@@ -256,22 +254,22 @@ func (r *engineTraceReader) engineSpan(obj []byte, base float64, def spanID, has
 			s.parent, s.hasParent = parseSpanIDBytes(val)
 		case "t0":
 			if t0, has0 = flatjson.ParseNum(val); !has0 {
-				return s, nil, false, true
+				return s, nil, 0, false, true
 			}
 		case "t1":
 			if t1, has1 = flatjson.ParseNum(val); !has1 {
-				return s, nil, false, true
+				return s, nil, 0, false, true
 			}
 		case "lvl":
 			v, num := flatjson.ParseNum(val)
 			if !num || v != math.Trunc(v) || v < math.MinInt8 || v > math.MaxInt8 {
-				return s, nil, false, true
+				return s, nil, 0, false, true
 			}
 			s.lvl = int8(v)
 		case "tp", "dp", "pp":
 			v, num := flatjson.ParseNum(val)
 			if !num || v != math.Trunc(v) || v < math.MinInt32 || v > math.MaxInt32 {
-				return s, nil, false, true
+				return s, nil, 0, false, true
 			}
 			switch key[0] {
 			case 't':
@@ -286,10 +284,10 @@ func (r *engineTraceReader) engineSpan(obj []byte, base float64, def spanID, has
 		}
 	}
 	if m.Err() != nil {
-		return s, nil, false, true
+		return s, nil, 0, false, true
 	}
 	if !hasID || !has0 || !has1 {
-		return s, nil, false, false
+		return s, nil, m.End(), false, false
 	}
 	// Base + relative, snapped to the µs both are whole in (docs/semconv.md §10.2): the same instant reads the
 	// same whichever bundle (base) it arrived in.
@@ -303,7 +301,7 @@ func (r *engineTraceReader) engineSpan(obj []byte, base float64, def spanID, has
 	default:
 		s.name = r.names.id(name)
 	}
-	return s, rid, true, false
+	return s, rid, m.End(), true, false
 }
 
 // isNull reports whether a raw JSON value is null.

@@ -86,7 +86,7 @@ func trajLine(line []byte, in *interner, wantLinks bool, fn func(r *trajRec, lin
 	if wantLinks {
 		lp = &links
 	}
-	f, ok := decodeTrajObj(line, in, &top, lp, 0)
+	f, _, ok := decodeTrajObj(line, in, &top, lp, 0)
 	if !ok {
 		return false
 	}
@@ -106,15 +106,18 @@ func trajLine(line []byte, in *interner, wantLinks bool, fn func(r *trajRec, lin
 		if spans[i] != '{' {
 			return false
 		}
-		j, err := flatjson.SkipValue(spans, i)
-		if err != nil {
-			return false
-		}
-		raw := spans[i:j]
 		r := top // sample, group, attempt and trace are the bundle's unless the span says otherwise
 		links = links[:0]
-		mf, ok := decodeTrajObj(raw, in, &r, lp, f.base)
-		if ok && mf.valid(&r) {
+		// One walk over the member: decoded, and its end found, together.
+		mf, n, ok := decodeTrajObj(spans[i:], in, &r, lp, f.base)
+		j := i + n
+		if !ok {
+			var err error
+			if j, err = flatjson.SkipValue(spans, i); err != nil {
+				return false
+			}
+		}
+		if raw := spans[i:j]; ok && mf.valid(&r) {
 			fn(&r, links, raw)
 		} else {
 			all = false
@@ -146,12 +149,13 @@ func relTime(base, rel float64) float64 {
 	return (math.Round(base*1e6) + math.Round(rel*1e6)) / 1e6
 }
 
-// decodeTrajObj reads the members of one JSON object into r (which holds the defaults); t0 and t1 are offset by
-// base (a bundle member's times are relative to the bundle's "t"; a schema 2 record's are absolute, base 0).
-func decodeTrajObj(obj []byte, in *interner, r *trajRec, links *[]traceID, base float64) (trajFields, bool) {
-	var f trajFields
-	ok := true
-	err := flatjson.Scan(obj, func(key, val []byte, str bool) {
+// decodeTrajObj reads the members of the JSON object obj starts with into r (which holds the defaults); t0 and
+// t1 are offset by base (a bundle member's times are relative to the bundle's "t"; a schema 2 record's are
+// absolute, base 0). end is the index past the object when it read whole (ok).
+func decodeTrajObj(obj []byte, in *interner, r *trajRec, links *[]traceID, base float64) (f trajFields, end int, ok bool) {
+	ok = true
+	m := flatjson.NewMembers(obj)
+	for key, val, str, more := m.Next(); more; key, val, str, more = m.Next() {
 		switch string(key) {
 		case "type":
 			r.typ = trajTypes[string(val)]
@@ -215,6 +219,6 @@ func decodeTrajObj(obj []byte, in *interner, r *trajRec, links *[]traceID, base 
 				ok = false
 			}
 		}
-	})
-	return f, err == nil && ok
+	}
+	return f, m.End(), m.Err() == nil && ok
 }

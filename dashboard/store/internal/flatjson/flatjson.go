@@ -52,7 +52,7 @@ func (m *Members) Next() (key, val []byte, str, ok bool) {
 		m.started = true
 	case i < len(b) && b[i] == ',':
 	case i < len(b) && b[i] == '}':
-		m.done = true
+		m.done, m.i = true, i+1
 		return nil, nil, false, false
 	default:
 		goto bad
@@ -62,7 +62,7 @@ func (m *Members) Next() (key, val []byte, str, ok bool) {
 		i++
 	}
 	if i < len(b) && b[i] == '}' { // "{}", and ",}" read as the end, as Scan always read it
-		m.done = true
+		m.done, m.i = true, i+1
 		return nil, nil, false, false
 	}
 	if i >= len(b) || b[i] != '"' {
@@ -89,39 +89,29 @@ func (m *Members) Next() (key, val []byte, str, ok bool) {
 	j = i
 	switch b[i] {
 	case '"':
-		for j++; j < len(b) && b[j] != '"'; j++ {
-			if b[j] == '\\' {
-				j++
+		for {
+			k := bytes.IndexByte(b[j+1:], '"')
+			if k < 0 {
+				goto bad
 			}
-		}
-		if j >= len(b) {
-			goto bad
-		}
-		m.i = j + 1
-		return key, b[i+1 : j], true, true
-	case '{', '[': // to the bracket that closes it (SkipValue)
-		depth, inStr := 0, false
-		for ; j < len(b); j++ {
-			switch c := b[j]; {
-			case inStr && c == '\\':
-				j++
-			case c == '"':
-				inStr = !inStr
-			case inStr:
-			case c == '{' || c == '[':
-				depth++
-			case c == '}' || c == ']':
-				depth--
+			j += 1 + k
+			bs := 0
+			for p := j - 1; b[p] == '\\'; p-- {
+				bs++
 			}
-			if depth == 0 {
+			if bs%2 == 0 {
 				break
 			}
 		}
-		if j >= len(b) {
+		m.i = j + 1
+		return key, b[i+1 : j], true, true
+	case '{', '[': // to the bracket that closes it
+		e, err := SkipValue(b, i)
+		if err != nil {
 			goto bad
 		}
-		m.i = j + 1
-		return key, b[i : j+1], false, true
+		m.i = e
+		return key, b[i:e], false, true
 	default:
 		for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ' ' {
 			j++
@@ -133,6 +123,10 @@ bad:
 	m.err = ErrBadLine
 	return nil, nil, false, false
 }
+
+// End is the index just past the object's closing brace once Next returned false with no error: where what
+// follows the object starts, when the object is one value inside a larger text (a member of an array).
+func (m *Members) End() int { return m.i }
 
 // Err is ErrBadLine when the line is not a flat JSON object (the members before the error were read), nil
 // otherwise.
@@ -157,23 +151,27 @@ func SkipSpace(b []byte, i int) int {
 }
 
 // SkipValue returns the index just past the object or array starting at b[i], or ErrBadLine when it is not closed.
+// A string inside is crossed by a search for its closing quote (a quote after an even run of backslashes), not
+// byte by byte: the records' values are mostly hex ids and names.
 func SkipValue(b []byte, i int) (int, error) {
 	depth := 0
-	inStr := false
 	for ; i < len(b); i++ {
-		c := b[i]
-		if inStr {
-			switch c {
-			case '\\':
-				i++
-			case '"':
-				inStr = false
-			}
-			continue
-		}
-		switch c {
+		switch b[i] {
 		case '"':
-			inStr = true
+			for {
+				k := bytes.IndexByte(b[i+1:], '"')
+				if k < 0 {
+					return 0, ErrBadLine
+				}
+				i += 1 + k
+				bs := 0
+				for p := i - 1; b[p] == '\\'; p-- {
+					bs++
+				}
+				if bs%2 == 0 {
+					break
+				}
+			}
 		case '{', '[':
 			depth++
 		case '}', ']':
