@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"math"
 	"sort"
@@ -108,33 +109,15 @@ func (r *trajectoryReader) indexLocked(ld loadApplier) {
 	x := &r.index
 	for _, h := range r.indexFiles.Hours() {
 		p := r.indexFiles.Parts[h]
+		if r.takeBlockLocked(h, p) {
+			continue
+		}
 		var l hourLoad
 		l.reports, l.err = r.indexFiles.Read(p, func(line []byte) bool {
 			return trajLine(line, &r.strings, true, func(rec *trajRec, links []traceID, raw []byte) {
-				if (rec.typ == ttStepConsume || rec.typ == ttWeightUpdate) && x.filed(h, rec) {
-					return
-				}
-				switch rec.typ {
-				case ttStepConsume:
-					if rec.step < 0 {
-						return
-					}
-					sc := &stepConsume{
-						step: int(rec.step), t0: rec.t0, t1: rec.t1, wv: rec.wv,
-						links: append([]traceID(nil), links...), hour: h,
-						staleMean: math.NaN(), staleMax: math.NaN(), mixedFrac: math.NaN(),
-					}
-					sc.annotate(raw)
-					x.byHour[h] = append(x.byHour[h], sc)
-					if cur := x.steps[sc.step]; cur == nil || sc.t0 >= cur.t0 {
-						x.steps[sc.step] = sc
-					}
-					x.version++
-				case ttWeightUpdate:
-					x.updates[h] = append(x.updates[h], weightUpdate{rec.t0, rec.t1, rec.wv})
-					x.lc.add(rec, &r.strings)
-					x.version++
-				default:
+				if rec.typ == ttStepConsume || rec.typ == ttWeightUpdate {
+					r.fileLocked(h, rec, links, consumeBatch(raw))
+				} else {
 					x.lc.add(rec, &r.strings)
 				}
 			})
@@ -162,6 +145,64 @@ func (r *trajectoryReader) indexLocked(ld loadApplier) {
 	x.lc.sweep(x.lc.edge, x.steps)
 }
 
+// takeBlockLocked indexes hour h from its loaded hour block, when the index never read the hour and the block
+// holds it as read from its start: the hour's records are not parsed twice (the first lifecycle answer of a
+// window reads its hours once). The block's records and its kept consumes and updates are handed over in the
+// order they were read; the index then reads on from where the block's read ended.
+func (r *trajectoryReader) takeBlockLocked(h int64, p *partition.Partition) bool {
+	b, bp := r.blocks[h], r.files.Parts[h]
+	if b == nil || bp == nil || !bp.Loaded || !p.Unread() || !p.TakeProgress(bp) {
+		return false
+	}
+	x := &r.index
+	k := 0
+	for i := range b.records {
+		for ; k < len(b.indexed) && b.indexed[k].at <= i; k++ {
+			ir := &b.indexed[k]
+			r.fileLocked(h, &ir.rec, ir.links, ir.batch)
+		}
+		x.lc.add(&b.records[i], &r.strings)
+	}
+	for ; k < len(b.indexed); k++ {
+		ir := &b.indexed[k]
+		r.fileLocked(h, &ir.rec, ir.links, ir.batch)
+	}
+	b.indexed, b.taken = nil, true // the index holds them now; a block read again keeps them again
+	p.Loaded = true
+	if !x.built && h != partition.LegacyHour {
+		x.lc.sweep(math.Min(x.lc.edge, float64(h+1)*3600), x.steps)
+	}
+	return true
+}
+
+// fileLocked files a step consume or weight update record of hour h in the index.
+func (r *trajectoryReader) fileLocked(h int64, rec *trajRec, links []traceID, batch int) {
+	x := &r.index
+	if x.filed(h, rec) {
+		return
+	}
+	switch rec.typ {
+	case ttStepConsume:
+		if rec.step < 0 {
+			return
+		}
+		sc := &stepConsume{
+			step: int(rec.step), t0: rec.t0, t1: rec.t1, wv: rec.wv, batch: batch,
+			links: append([]traceID(nil), links...), hour: h,
+			staleMean: math.NaN(), staleMax: math.NaN(), mixedFrac: math.NaN(),
+		}
+		x.byHour[h] = append(x.byHour[h], sc)
+		if cur := x.steps[sc.step]; cur == nil || sc.t0 >= cur.t0 {
+			x.steps[sc.step] = sc
+		}
+		x.version++
+	case ttWeightUpdate:
+		x.updates[h] = append(x.updates[h], weightUpdate{rec.t0, rec.t1, rec.wv})
+		x.lc.add(rec, &r.strings)
+		x.version++
+	}
+}
+
 // filed reports whether the record's span was filed in hour h already, and files it if not (records without a
 // span id are always new).
 func (x *trajIndex) filed(h int64, rec *trajRec) bool {
@@ -183,17 +224,22 @@ func (x *trajIndex) filed(h int64, rec *trajRec) bool {
 	return false
 }
 
-// annotate reads the step_consume fields trajRec does not keep (batch). Its lifecycle annotations, if a lifecycle
-// processor wrote any (runs before the files took raw spans), are not read: the index computes the same ones
-// from the spans (docs/semconv.md §3.1).
-func (sc *stepConsume) annotate(line []byte) {
-	_ = flatjson.Scan(line, func(k, v []byte, _ bool) {
+// consumeBatch reads the step_consume field trajRec does not keep (batch; 0 when absent) from the record's raw
+// JSON. Its lifecycle annotations, if a lifecycle processor wrote any (runs before the files took raw spans), are
+// not read: the index computes the same ones from the spans (docs/semconv.md §3.1).
+func consumeBatch(raw []byte) int {
+	if !bytes.Contains(raw, []byte(`"batch"`)) {
+		return 0
+	}
+	batch := 0
+	_ = flatjson.Scan(raw, func(k, v []byte, _ bool) {
 		if string(k) == "batch" {
 			if f, ok := flatjson.ParseNum(v); ok {
-				sc.batch = int(f)
+				batch = int(f)
 			}
 		}
 	})
+	return batch
 }
 
 // lifecycleSeriesLocked builds the always-listed lifecycle keys from the step index (x = step).

@@ -96,10 +96,27 @@ type trajBlock struct {
 	// rids are the sglang request ids generate spans name (miles.engine.rid), by (trace, span): the anatomy
 	// finds by them the engine requests sent without a traceparent (docs/semconv.md §10.3).
 	rids map[[24]byte]string
+	// indexed are the hour's step consumes and weight updates, kept until the step index takes the hour from
+	// the block instead of reading its files again (trajectories_index.go, indexLocked).
+	indexed []indexedRec
+	// taken says the step index took the hour from the block: it reads the hour's later records itself.
+	taken bool
+}
+
+// indexedRec is a step consume or weight update record as a block read it, at its place among the records.
+type indexedRec struct {
+	rec   trajRec
+	links []traceID
+	batch int
+	// at is the number of the block's records read before it.
+	at int
 }
 
 func (b *trajBlock) heldBytes() int64 {
 	n := int64(cap(b.records))*int64(unsafe.Sizeof(trajRec{})) + int64(len(b.seen))*(24+mapEntryBytes)
+	for _, ir := range b.indexed {
+		n += int64(unsafe.Sizeof(ir)) + int64(len(ir.links))*16
+	}
 	for _, rid := range b.rids {
 		n += int64(len(rid)) + 24 + 16 + mapEntryBytes
 	}
@@ -147,9 +164,14 @@ func generateRID(r *trajRec, raw []byte) string {
 
 func (b *trajBlock) sink(in *interner) partition.LineSink {
 	return func(line []byte) bool {
-		ok := trajLine(line, in, false, func(r *trajRec, _ []traceID, raw []byte) {
+		ok := trajLine(line, in, true, func(r *trajRec, links []traceID, raw []byte) {
 			if r.typ == ttStepConsume || r.typ == ttWeightUpdate {
-				return // in the index
+				// The step index's: kept for it to take (trajectories_index.go).
+				if b.taken {
+					return
+				}
+				b.indexed = append(b.indexed, indexedRec{*r, append([]traceID(nil), links...), consumeBatch(raw), len(b.records)})
+				return
 			}
 			if r.span != ([8]byte{}) {
 				k := recKey(r)

@@ -62,6 +62,29 @@ func (p *Partition) Reset() {
 	p.Loaded = false
 }
 
+// Unread says no file of the hour was read yet (as after Reset).
+func (p *Partition) Unread() bool {
+	return !slices.ContainsFunc(p.Files, func(f *File) bool { return f.PlainOff != 0 || f.ZstSize != 0 || f.PlainInfo != nil })
+}
+
+// TakeProgress makes p read on from where from (the same hour of another reader of the stream, holding the same
+// files) was read to, and reports whether it could: false, p unchanged, when their files differ.
+func (p *Partition) TakeProgress(from *Partition) bool {
+	if len(p.Files) != len(from.Files) {
+		return false
+	}
+	for i, f := range p.Files {
+		if g := from.Files[i]; f.Shard != g.Shard || f.Plain != g.Plain || f.Zst != g.Zst {
+			return false
+		}
+	}
+	for i, g := range from.Files {
+		c := *g
+		p.Files[i] = &c
+	}
+	return true
+}
+
 // HasPlain says whether some layout has a plain (still written) file of the hour.
 func (p *Partition) HasPlain() bool {
 	return slices.ContainsFunc(p.Files, func(f *File) bool { return f.Plain != "" })

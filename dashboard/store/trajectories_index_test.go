@@ -1,0 +1,86 @@
+package store
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+// TestStepIndexTakesLoadedHours: the step index takes an hour a window already loaded from its block instead of
+// reading the hour's files again, and answers exactly as when it read them itself, first and after the hour
+// grows (a record written twice included: docs/semconv.md §8 "Record identity").
+func TestStepIndexTakesLoadedHours(t *testing.T) {
+	rel := filepath.Join("dashboard", "trajectories", hourA+".jsonl")
+	twice := func(t *testing.T) string {
+		dir := trajRun(t)
+		raw, err := os.ReadFile(filepath.Join(dir, rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var again strings.Builder
+		for _, l := range strings.SplitAfter(string(raw), "\n") {
+			if json.Valid([]byte(strings.TrimSpace(l))) && strings.Contains(l, `"span"`) {
+				again.WriteString(l)
+			}
+		}
+		appendTo(t, dir, rel, again.String())
+		return dir
+	}
+	for name, mk := range map[string]func(*testing.T) string{"once": trajRun, "twice": twice} {
+		t.Run(name, func(t *testing.T) {
+			views := func(st *Store) []any {
+				a, err := st.Anatomy(2, "submit", 0, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return []any{st.LifecycleSteps(), a, st.VersionPool(h0, h0+3600, 40), st.LifecycleCarpet(h0, h0+3600, 60, 100, 0)}
+			}
+			open := func() *Store {
+				dir := mk(t)
+				// Step 1 trained on 16 samples, one of them traced: its batch is the record's, not its links.
+				w := &trajW{n: 500}
+				w.span("step_consume", h0+800, h0+800.05, 49, `,"wv":5,"step":1,"batch":16,"links":["`+tid(4)+`"]`)
+				appendTo(t, dir, rel, w.b.String())
+				st, err := Open(dir, false)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return st
+			}
+			read, took := open(), open()
+			read.LifecycleSteps() // the index reads the hour's files: no block is loaded yet
+			took.VersionPool(h0, h0+3600, 40)
+			h := hourOf(h0)
+			if b := took.trajectories.blocks[h]; b == nil || !b.taken {
+				t.Fatalf("the index did not take the loaded hour from its block")
+			}
+			if b := read.trajectories.blocks[h]; b != nil && b.taken {
+				t.Fatalf("the index took a block loaded after it")
+			}
+			compare := func(when string) {
+				want, got := views(read), views(took)
+				if !reflect.DeepEqual(want, got) {
+					wj, _ := json.Marshal(want)
+					gj, _ := json.Marshal(got)
+					t.Fatalf("%s: the index taken from the block answers differently:\n read %s\n took %s", when, wj, gj)
+				}
+			}
+			compare("first")
+			// The hour grows: a weight update and step 3's consume of sample 10 again; both indexes read on.
+			w := &trajW{n: 1000}
+			w.span("weight_update", h0+1100, h0+1120, 92, `,"wv":6`)
+			w.span("step_consume", h0+1200, h0+1200.05, 51, `,"wv":6,"step":3,"batch":1,"links":["`+tid(1)+`"]`)
+			for _, st := range []*Store{read, took} {
+				appendTo(t, st.dir, rel, w.b.String())
+				st.Refresh()
+			}
+			if steps := took.LifecycleSteps(); len(steps) != 3 || steps[0].Batch != 16 {
+				t.Fatalf("steps after the hour grew: %+v, want 3, step 1 of 16 samples", steps)
+			}
+			compare("after the hour grew")
+		})
+	}
+}
