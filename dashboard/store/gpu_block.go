@@ -162,6 +162,11 @@ type gpuBlock struct {
 	// body is the data of the lanes' columns while the hour came from the column cache and nobody needed it yet
 	// (gpu_cache.go); nil: the lanes hold their data.
 	body *cacheBody
+	// msRange are the milliseconds within minTS..maxTS for certain, as addV1 last saw them.
+	msRange msRange
+	// anyLayout has addLine read every line as a record of any layout, never by the miles v1 one (scanV1): the
+	// tests hold the two readers' blocks against each other.
+	anyLayout bool
 	// runs are where each node's runs of lines start in the hour's plain file, kept while a deferred block is
 	// read from one (gpu_runs.go); nil: none kept. lineOff is the offset of the line being added, lines the
 	// lines added since runs were kept, wholeLanes how many lanes are whole (laneData.whole).

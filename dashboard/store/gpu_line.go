@@ -12,6 +12,14 @@ import (
 // hot path: the record is read in one pass (gpuRecord.scanFast), keys are matched against the lane's previous
 // record order before any map lookup, and nothing is allocated per record.
 func (b *gpuBlock) addLine(line []byte) bool {
+	if b.deferred && b.only == nil && b.wholeLanes == 0 && !b.anyLayout {
+		// Every lane, util alone: a miles v1 line is read by its fixed layout (gpu_line_v1.go), any other below.
+		var x v1Reading
+		if x.scan(line) {
+			b.addV1(line, &x)
+			return true
+		}
+	}
 	if b.only != nil {
 		if node, gpu, ok := lineLane(line); ok && !b.only.has(node, gpu) {
 			return true // another lane's reading: skipped unparsed
@@ -59,53 +67,70 @@ func (b *gpuBlock) addLine(line []byte) bool {
 		if i < len(lane.order) && bytes.Equal(lane.order[i].name, x.k) {
 			f = lane.order[i].f
 		} else {
-			f = lane.fields[string(x.k)]
-			if f == nil {
-				name := string(x.k)
-				f = &field{start: idx}
-				if fineEager(name) && b.hour >= 0 {
-					fm := newFine()
-					f.fine.Store(&fm)
-				}
-				lane.fields[name] = f
-				b.fields[name] = true
-			}
-			if i < len(lane.order) {
-				lane.order[i] = orderedField{[]byte(string(x.k)), f}
-			} else {
-				lane.order = append(lane.order, orderedField{[]byte(string(x.k)), f})
-			}
+			f = b.fieldAt(lane, i, x.k, idx)
 		}
-		for f.start+f.vals.Len() < idx { // absent from the samples in between
-			f.vals.Append(math.NaN())
-		}
-		if x.exact {
-			f.vals.AppendQuantum(x.q)
-		} else {
-			f.vals.Append(x.v)
-		}
-		if p := f.pyr.Load(); p != nil {
-			p.bucket(bucket, x.v)
-		}
-		if fm := f.fine.Load(); fm != nil {
-			fineAdd(*fm, fineJ, x.v)
-		}
-		b.values++
+		b.appendValue(f, idx, x.v, x.q, x.exact, bucket, fineJ)
 	}
 	for i := range r.ns {
 		if m := &r.skipped[i]; i >= len(lane.skipped) || !bytes.Equal(lane.skipped[i], m.k) {
 			b.noteSkipped(lane, i, *m) // a name not at this place in the lane's previous record
 		}
 	}
-	// ts > 0 (scanFast and scan refuse a record without), so plain comparisons are math.Min and math.Max, which are
-	// not inlined.
+	b.widen(ts)
+	return true
+}
+
+// fieldAt returns the lane's field named key, the i-th member of the record being added at index idx (added to the
+// lane and the block when new), and remembers it at that place for the lane's next record.
+func (b *gpuBlock) fieldAt(lane *laneData, i int, key []byte, idx int) *field {
+	f := lane.fields[string(key)]
+	if f == nil {
+		name := string(key)
+		f = &field{start: idx}
+		if fineEager(name) && b.hour >= 0 {
+			fm := newFine()
+			f.fine.Store(&fm)
+		}
+		lane.fields[name] = f
+		b.fields[name] = true
+	}
+	if i < len(lane.order) {
+		lane.order[i] = orderedField{[]byte(string(key)), f}
+	} else {
+		lane.order = append(lane.order, orderedField{[]byte(string(key)), f})
+	}
+	return f
+}
+
+// appendValue appends the value of the lane's reading at index idx to f (in hundredths q where exact), NaN for
+// the readings in between that lacked it, and keeps its pyramid and 4 s maxima.
+func (b *gpuBlock) appendValue(f *field, idx int, v float64, q int64, exact bool, bucket int, fineJ int64) {
+	for f.start+f.vals.Len() < idx { // absent from the samples in between
+		f.vals.Append(math.NaN())
+	}
+	if exact {
+		f.vals.AppendQuantum(q)
+	} else {
+		f.vals.Append(v)
+	}
+	if p := f.pyr.Load(); p != nil {
+		p.bucket(bucket, v)
+	}
+	if fm := f.fine.Load(); fm != nil {
+		fineAdd(*fm, fineJ, v)
+	}
+	b.values++
+}
+
+// widen widens the block's time range to a reading at ts. ts > 0 (the readers refuse a record without), so plain
+// comparisons are math.Min and math.Max, which are not inlined.
+func (b *gpuBlock) widen(ts float64) {
 	if ts < b.minTS {
 		b.minTS = ts
 	}
 	if ts > b.maxTS {
 		b.maxTS = ts
 	}
-	return true
 }
 
 // noteSkipped lists the name of the i-th member a deferred parse skipped in the block's fields, as parsing it would
