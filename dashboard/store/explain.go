@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -196,9 +197,37 @@ func (s *Store) ExplainTable(memo *ExplainMemo) *ExplainTable {
 	steps, open := s.explainSteps()
 	out := &ExplainTable{Causes: ExplainCauses, Steps: []ExplainStepFacts{}}
 	ex := s.newExplainer(memo)
+	asked := make([]stepAsked, len(steps))
 	for i, st := range steps {
-		out.Steps = append(out.Steps, *ex.facts(st, i == open))
+		asked[i] = stepAsked{st, i == open}
 	}
+	for _, f := range ex.factsOf(asked) {
+		out.Steps = append(out.Steps, *f)
+	}
+	return out
+}
+
+// stepAsked is a step whose facts an answer needs, and whether it is the step in progress.
+type stepAsked struct {
+	st   Bubble
+	open bool
+}
+
+// factsOf is the facts of the steps asked, in their order, computed side by side on the cores (each step's
+// anatomy and phase queries are independent reads of the store).
+func (ex *explainer) factsOf(asked []stepAsked) []*ExplainStepFacts {
+	out := make([]*ExplainStepFacts, len(asked))
+	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
+	var wg sync.WaitGroup
+	for i, a := range asked {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			out[i] = ex.facts(a.st, a.open)
+		}()
+	}
+	wg.Wait()
 	return out
 }
 
@@ -214,16 +243,17 @@ func (s *Store) Explain(step, k int, memo *ExplainMemo) (*ExplainResult, error) 
 		return nil, ErrNoStep
 	}
 	ex := s.newExplainer(memo)
-	f := ex.facts(steps[at], at == open)
-	var base []*ExplainStepFacts
+	asked := []stepAsked{{steps[at], at == open}}
 	var neighbors []int
 	for _, j := range neighborSteps(len(steps), at, k) {
 		if j == open {
 			continue // a step in progress is no baseline
 		}
-		base = append(base, ex.facts(steps[j], false))
+		asked = append(asked, stepAsked{steps[j], false})
 		neighbors = append(neighbors, steps[j].Step)
 	}
+	all := ex.factsOf(asked)
+	f, base := all[0], all[1:]
 	b := MedianFacts(base)
 	r := &ExplainResult{
 		Step: f.Step, T0: f.T0, T1: f.T1, Open: f.Open, Seconds: f.Seconds, Baseline: b.Seconds, K: k,
