@@ -267,6 +267,46 @@ func (sc *stepConsume) anatomyHours() (lo, hi int64) {
 }
 
 func (r *trajectoryReader) buildAnatomyLocked(sc *stepConsume, blocks []*trajBlock, traces *engineTraceReader) *AnatomyResult {
+	b := r.buildRowsLocked(sc, blocks)
+	ej := b.joinEngines(traces, nil)
+	b.a.EngineStages, b.a.EngineSliceNames = EngineStageNames, ej.names
+	b.a.EngineByEngine, b.a.EngineTotal = ej.results()
+	return b.result()
+}
+
+// anatomyRows is a step's anatomy before the engine spans are joined, with what joining them needs: an answer
+// that needs them for a few rows only (the step explanation's critical chain) joins those (joinEngines).
+type anatomyRows struct {
+	a      *AnatomyResult
+	rows   []rowAcc
+	blocks []*trajBlock
+	sc     *stepConsume
+	in     *interner
+}
+
+// joinEngines joins the engine spans to the rows only asks for (nil: every row).
+func (b *anatomyRows) joinEngines(traces *engineTraceReader, only func(i int) bool) *engineJoin {
+	ej := traces.newJoin(b.sc.anatomyHours())
+	for i := range b.rows {
+		if only == nil || only(i) {
+			ej.attachLocked(&b.rows[i].row, b.rows[i].gens, func(g *trajRec) string { return b.in.str(g.engine) },
+				func(g *trajRec) string { return ridOf(b.blocks, g) })
+		}
+	}
+	return ej
+}
+
+// result is the anatomy with its rows as joined so far.
+func (b *anatomyRows) result() *AnatomyResult {
+	b.a.Rows = make([]AnatomyRow, len(b.rows))
+	for i := range b.rows {
+		b.a.Rows[i] = b.rows[i].row
+	}
+	return b.a
+}
+
+// buildRowsLocked builds a step's anatomy but for the engine spans.
+func (r *trajectoryReader) buildRowsLocked(sc *stepConsume, blocks []*trajBlock) *anatomyRows {
 	in := &r.strings
 	rows := make([]rowAcc, len(sc.links))
 	byTrace := make(map[traceID]int, len(sc.links))
@@ -462,18 +502,7 @@ func (r *trajectoryReader) buildAnatomyLocked(sc *stepConsume, blocks []*trajBlo
 	}
 	sort.Slice(a.Pushes, func(i, j int) bool { return a.Pushes[i].T < a.Pushes[j].T })
 	a.Tiles = tl.tiles(sc)
-	ej := traces.newJoin(sc.anatomyHours())
-	for i := range rows {
-		ej.attachLocked(&rows[i].row, rows[i].gens, func(g *trajRec) string { return in.str(g.engine) },
-			func(g *trajRec) string { return ridOf(blocks, g) })
-	}
-	a.EngineStages, a.EngineSliceNames = EngineStageNames, ej.names
-	a.EngineByEngine, a.EngineTotal = ej.results()
-	a.Rows = make([]AnatomyRow, len(rows))
-	for i := range rows {
-		a.Rows[i] = rows[i].row
-	}
-	return a
+	return &anatomyRows{a: a, rows: rows, blocks: blocks, sc: sc, in: in}
 }
 
 type tileAcc struct {

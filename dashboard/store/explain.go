@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"encoding/hex"
 	"fmt"
 	"maps"
@@ -635,34 +636,85 @@ type genInfo struct {
 	span   [8]byte
 }
 
-// rolloutInputs reads the trajectories around [t0, t1]: the generate records by their times, the weight
-// updates, and the latest generate end before t1.
-func (s *Store) rolloutInputs(t0, t1 float64) (gens map[[2]float64]genInfo, updates [][2]float64, lastGen float64) {
+// lastGenerate is the latest end before t1 of a generate segment around [t0, t1].
+func (s *Store) lastGenerate(t0, t1 float64) (last float64) {
 	lo, hi := hourOf(t0)-1, hourOf(t1)+1
 	s.ensureHours(lo, hi, s.trajectories.cache)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	gens = map[[2]float64]genInfo{}
-	strs := &s.trajectories.strings
-	seen := map[[8]byte]bool{}
 	for _, b := range s.trajectories.hoursLocked(lo, hi) {
 		for i := range b.records {
-			r := &b.records[i]
-			switch r.typ {
-			case ttGenerate:
-				gens[[2]float64{r.t0, r.t1}] = genInfo{engine: strs.str(r.engine), tokOut: r.tokOut, span: r.span}
-				if r.t0 < t1 {
-					lastGen = max(lastGen, min(r.t1, t1))
-				}
-			case ttWeightUpdate:
-				if !seen[r.span] && r.t1 > r.t0 {
-					seen[r.span] = true
-					updates = append(updates, [2]float64{r.t0, r.t1})
-				}
+			if r := &b.records[i]; r.typ == ttGenerate && r.t0 < t1 {
+				last = max(last, min(r.t1, t1))
 			}
 		}
 	}
-	return gens, updates, lastGen
+	return last
+}
+
+// explainRows hands fn, under the store's read lock, step's anatomy as its explanation reads it: the rows in
+// submit order without the engine spans, the facts of their generate segments by (t0, t1), the run's weight
+// updates, and join, which joins the engine spans of the rows given (the critical chain's) in place. Joining
+// them for the chain alone spares the batch's thousands of other rows (anatomy.go, joinEngines).
+func (s *Store) explainRows(step int, fn func(a *AnatomyResult, gens map[[2]float64]genInfo, updates [][2]float64, join func([]*AnatomyRow))) error {
+	defer s.pin()()
+	s.mu.Lock()
+	s.trajectories.ensureIndexLocked(s)
+	sc := s.trajectories.index.steps[step]
+	s.mu.Unlock()
+	if sc == nil {
+		return ErrNoStep
+	}
+	lo, hi := sc.anatomyHours()
+	s.ensureHours(lo, hi, s.engineTraces.cache, s.trajectories.cache)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	b := s.trajectories.buildRowsLocked(sc, s.trajectories.hoursLocked(lo, hi))
+	order := make([]int, len(b.rows))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(i, j int) bool { // sortRows' "submit" order
+		x, y := &b.rows[order[i]].row, &b.rows[order[j]].row
+		if x.Submit != y.Submit {
+			return x.Submit < y.Submit
+		}
+		return x.Sample < y.Sample
+	})
+	a := *b.a
+	a.Rows = make([]AnatomyRow, len(order))
+	at := make(map[*AnatomyRow]int, len(order))
+	gens := map[[2]float64]genInfo{}
+	for k, i := range order {
+		a.Rows[k] = b.rows[i].row
+		at[&a.Rows[k]] = i
+		for _, g := range b.rows[i].gens {
+			gens[[2]float64{g.t0, g.t1}] = genInfo{engine: b.in.str(g.engine), tokOut: g.tokOut, span: g.span}
+		}
+	}
+	var updates [][2]float64
+	for _, us := range s.trajectories.index.updates {
+		for _, u := range us {
+			if u.t > u.t0 {
+				updates = append(updates, [2]float64{u.t0, u.t})
+			}
+		}
+	}
+	slices.SortFunc(updates, func(x, y [2]float64) int { return cmp.Compare(x[0], y[0]) })
+	join := func(rows []*AnatomyRow) {
+		want := map[int]*AnatomyRow{}
+		for _, r := range rows {
+			if i, ok := at[r]; ok {
+				want[i] = r
+			}
+		}
+		b.joinEngines(&s.engineTraces, func(i int) bool { return want[i] != nil })
+		for i, r := range want {
+			*r = b.rows[i].row
+		}
+	}
+	fn(&a, gens, updates, join)
+	return nil
 }
 
 // rolloutPiece is an interval of a critical sample's timeline with the cause it stands for.
@@ -723,17 +775,18 @@ func (ex *explainer) rollout(f *ExplainStepFacts, waitIvs [][2]float64, open boo
 		return
 	}
 	stepLinks := ExplainLinks{Step: &step}
-	var an *AnatomyResult
+	chained := false
 	if !open {
-		an, _ = ex.s.Anatomy(step, "submit", 0, 0)
+		_ = ex.s.explainRows(step, func(an *AnatomyResult, gens map[[2]float64]genInfo, updates [][2]float64, join func([]*AnatomyRow)) {
+			if len(an.Rows) > 0 {
+				chained = true
+				ex.chain(f, waitIvs, an, gens, updates, join)
+			}
+		})
 	}
-	lo, hi := waitIvs[0][0], waitIvs[len(waitIvs)-1][1]
-	if an != nil {
-		lo = min(lo, an.T0)
-	}
-	gens, updates, lastGen := ex.s.rolloutInputs(lo, hi)
-	if an == nil || len(an.Rows) == 0 {
+	if !chained {
 		// No batch closed: the wait since the engines last generated is a stall; the rest was rollout in flight.
+		lastGen := ex.s.lastGenerate(waitIvs[0][0], waitIvs[len(waitIvs)-1][1])
 		var stall float64
 		for _, w := range waitIvs {
 			stall += w[1] - max(w[0], min(w[1], lastGen))
@@ -747,8 +800,14 @@ func (ex *explainer) rollout(f *ExplainStepFacts, waitIvs [][2]float64, open boo
 				Detail: fmt.Sprintf("no batch closed and no engine generated for %.1f s", stall),
 			})
 		}
-		return
 	}
+}
+
+// chain is rollout's split of the wait along the batch's critical chain (an: the step's rows in submit order).
+func (ex *explainer) chain(f *ExplainStepFacts, waitIvs [][2]float64, an *AnatomyResult, gens map[[2]float64]genInfo, updates [][2]float64, join func([]*AnatomyRow)) {
+	step := f.Step
+	stepLinks := ExplainLinks{Step: &step}
+	lo := min(waitIvs[0][0], an.T0)
 	rows := an.Rows
 	sampleLinks := func(r *AnatomyRow) ExplainLinks {
 		sample := r.Sample
@@ -810,6 +869,11 @@ func (ex *explainer) rollout(f *ExplainStepFacts, waitIvs [][2]float64, open boo
 		slices.Sort(xs)
 		pace = min(pace, xs[len(xs)/2])
 	}
+	chainRows := make([]*AnatomyRow, len(chain))
+	for i, l := range chain {
+		chainRows[i] = l.row
+	}
+	join(chainRows) // their engine spans: the queue inside each generate segment
 	queueStage := slices.Index(EngineStageNames, "queue")
 	var pieces []rolloutPiece
 	queued := map[*AnatomyRow]map[int]float64{}
