@@ -145,10 +145,11 @@ type gpuBlock struct {
 	sealed int
 	// pyrMu serializes building pyramids (pyramidOf; queries hold the store's lock only for reading).
 	pyrMu sync.Mutex
-	// byNode are the lanes by node and GPU index (laneFor); lastNode and lastLanes the previous line's node.
-	byNode    map[string][]*laneData
+	// byNode are the lanes by node and GPU index, with the node's runs of lines (laneFor); lastNode and lastLanes
+	// are the previous line's node.
+	byNode    map[string]*nodeLanes
 	lastNode  []byte
-	lastLanes []*laneData
+	lastLanes *nodeLanes
 	// rec is the record being added (addLine), kept to not clear its members for every line.
 	rec gpuRecord
 	// only are the lanes read (laneFilter, gpu_load.go); nil: all.
@@ -164,13 +165,13 @@ type gpuBlock struct {
 	body *cacheBody
 	// msRange are the milliseconds within minTS..maxTS for certain, as addV1 last saw them.
 	msRange msRange
-	// anyLayout has addLine read every line as a record of any layout, never by the miles v1 one (scanV1): the
+	// anyLayout has addLine read every line as a record of any layout, never by the miles v1 one (v1Reading): the
 	// tests hold the two readers' blocks against each other.
 	anyLayout bool
-	// runs are where each node's runs of lines start in the hour's plain file, kept while a deferred block is
-	// read from one (gpu_runs.go); nil: none kept. lineOff is the offset of the line being added, lines the
+	// runs says where each node's runs of lines start in the hour's plain file is noted (nodeLanes.runs), while a
+	// deferred block is read from one (gpu_runs.go). lineOff is the offset of the line being added, lines the
 	// lines added since runs were kept, wholeLanes how many lanes are whole (laneData.whole).
-	runs       map[string][]uint32
+	runs       bool
 	lineOff    int64
 	lines      int
 	wholeLanes int
@@ -323,8 +324,10 @@ func (b *gpuBlock) memBytes() int {
 
 func (b *gpuBlock) heldBytes() int64 {
 	n := int64(b.memBytes())
-	for _, offs := range b.runs {
-		n += 4*int64(cap(offs)) + mapEntryBytes
+	for _, nl := range b.byNode {
+		if nl.runs != nil {
+			n += 4*int64(cap(nl.runs)) + mapEntryBytes
+		}
 	}
 	for _, l := range b.lanes {
 		n += laneBytes + int64(len(l.fields))*fieldBytes

@@ -155,36 +155,52 @@ func (b *gpuBlock) laneFor(node []byte, gpu int) *laneData {
 	if gpu < 0 || gpu > maxIndexedGPU {
 		return b.laneByKey(string(node) + ":" + itoa(gpu)) // a GPU index no device has: by its key only
 	}
-	gl := b.lastLanes
-	if b.lastLanes == nil || !bytes.Equal(b.lastNode, node) {
-		gl = b.byNode[string(node)]
+	nl := b.lastLanes
+	if nl == nil || !bytes.Equal(b.lastNode, node) {
+		if nl = b.byNode[string(node)]; nl == nil {
+			if b.byNode == nil {
+				b.byNode = map[string]*nodeLanes{}
+			}
+			nl = &nodeLanes{}
+			b.byNode[string(node)] = nl
+		}
 		b.lastNode = append(b.lastNode[:0], node...)
-		if b.runs != nil {
+		b.lastLanes = nl
+		if b.runs {
 			// A run of the node starts (settleRuns drops the runs of a file past what uint32 holds).
-			b.runs[string(node)] = append(b.runs[string(node)], uint32(b.lineOff)) //nolint:gosec // bounded: settleRuns
+			nl.runs = append(nl.runs, uint32(b.lineOff)) //nolint:gosec // bounded: settleRuns
 		}
 	}
-	if gpu < len(gl) && gl[gpu] != nil {
-		b.lastLanes = gl
-		return gl[gpu]
+	if gpu < len(nl.lanes) && nl.lanes[gpu] != nil {
+		return nl.lanes[gpu]
 	}
 	lane := b.laneByKey(string(node) + ":" + itoa(gpu))
-	for len(gl) <= gpu {
-		gl = append(gl, nil)
+	for len(nl.lanes) <= gpu {
+		nl.lanes = append(nl.lanes, nil)
 	}
-	gl[gpu] = lane
-	if b.byNode == nil {
-		b.byNode = map[string][]*laneData{}
-	}
-	b.byNode[string(node)] = gl
-	b.lastLanes = gl
+	nl.lanes[gpu] = lane
 	return lane
+}
+
+// nodeLanes are one node's lanes in a block by GPU index, and where the node's runs of lines start in the hour's
+// plain file while the block notes them (gpuBlock.runs, gpu_runs.go).
+type nodeLanes struct {
+	lanes []*laneData
+	runs  []uint32
+}
+
+// lane returns the node's lane of GPU gpu, nil when the block holds none.
+func (nl *nodeLanes) lane(gpu int) *laneData {
+	if nl == nil || gpu < 0 || gpu >= len(nl.lanes) {
+		return nil
+	}
+	return nl.lanes[gpu]
 }
 
 // isWhole says whether the lane of (node, gpu) holds every field although the block is deferred.
 func (b *gpuBlock) isWhole(node []byte, gpu int) bool {
-	gl := b.byNode[string(node)]
-	return gpu >= 0 && gpu < len(gl) && gl[gpu] != nil && gl[gpu].whole
+	l := b.byNode[string(node)].lane(gpu)
+	return l != nil && l.whole
 }
 
 // maxIndexedGPU is the largest GPU index laneFor files by index (a node has at most a few dozen).

@@ -187,7 +187,7 @@ func (u gpuUtilHours) readHour(h int64, prev *gpuBlock, p *partition.Partition, 
 		b = newGPUBlock(h)
 		b.only, b.deferred = only, deferred
 		if keepRuns(h, b, p) {
-			b.runs = map[string][]uint32{}
+			b.runs = true
 		}
 	}
 	b.readBody() // a cached hour that grew: its columns are appended to
@@ -198,7 +198,7 @@ func (u gpuUtilHours) readHour(h int64, prev *gpuBlock, p *partition.Partition, 
 			files = nil
 		}
 	}
-	if b.runs != nil {
+	if b.runs {
 		l.reports, l.err = g.utilFiles.ReadOffsets(p, b.addLineAt)
 	} else {
 		l.reports, l.err = g.utilFiles.Read(p, b.addLine)
@@ -461,7 +461,7 @@ func (p gpuWindowPlan) missingLocked(s *Store) bool {
 // eager fields of every lane and notes its runs (gpu_runs.go), the few lanes asked for other fields.
 func (p gpuWindowPlan) rawFilter(s *Store, h int64) *laneFilter {
 	only := s.gpuRawFilter(h, p.sel)
-	if b := s.gpu.blocks[h]; only == nil && !p.eager && b != nil && b.runs != nil && len(p.sel) > 0 && len(p.sel) <= partialLanes {
+	if b := s.gpu.blocks[h]; only == nil && !p.eager && b != nil && b.runs && len(p.sel) > 0 && len(p.sel) <= partialLanes {
 		f := newLaneFilter()
 		for _, l := range p.sel {
 			f.add(l.Node, l.GPU)

@@ -37,31 +37,39 @@ func (b *gpuBlock) addLineAt(line []byte, off int64) bool {
 // settleRuns drops the runs when they do not pay: lines not grouped by node (a run per line or so), or a file
 // past what a run's offset holds.
 func (b *gpuBlock) settleRuns(p *partition.Partition) {
-	if b.runs == nil {
+	if !b.runs {
 		return
 	}
 	n := 0
-	for _, offs := range b.runs {
-		n += len(offs)
+	for _, nl := range b.byNode {
+		n += len(nl.runs)
 	}
 	if one := p.Single(); one == nil || one.PlainOff > math.MaxUint32 || 4*n > b.lines {
-		b.runs = nil
+		b.dropRuns()
+	}
+}
+
+// dropRuns forgets the runs of lines and notes no more.
+func (b *gpuBlock) dropRuns() {
+	b.runs = false
+	for _, nl := range b.byNode {
+		nl.runs = nil
 	}
 }
 
 // runLanes is the lanes of only (nil when it is nil) whose other fields deferred block b can read from its runs,
 // and false when it cannot serve every one of them that it holds.
 func (b *gpuBlock) runLanes(only *laneFilter) (*laneFilter, bool) {
-	if only == nil || b.runs == nil || !b.deferred || b.only != nil {
+	if only == nil || !b.runs || !b.deferred || b.only != nil {
 		return nil, false
 	}
 	want := newLaneFilter()
 	for _, k := range only.keys {
-		gl := b.byNode[k.node]
-		if k.gpu >= len(gl) || gl[k.gpu] == nil || gl[k.gpu].whole {
+		nl := b.byNode[k.node]
+		if l := nl.lane(k.gpu); l == nil || l.whole {
 			continue // not in the hour, or whole already
 		}
-		if b.runs[k.node] == nil {
+		if nl.runs == nil {
 			return nil, false
 		}
 		want.add(k.node, k.gpu)
@@ -99,7 +107,7 @@ func (g *gpuReader) readLanes(b *gpuBlock, p *partition.Partition, only *laneFil
 	side.only = want
 	buf := make([]byte, 4<<10)
 	for node := range want.nodes {
-		for _, off := range b.runs[node] {
+		for _, off := range b.byNode[node].runs {
 			if buf, err = readRun(f, int64(off), one.PlainOff, []byte(node), buf, side.addLine); err != nil {
 				return false
 			}
@@ -110,7 +118,7 @@ func (g *gpuReader) readLanes(b *gpuBlock, p *partition.Partition, only *laneFil
 		side.seal()
 	}
 	for _, k := range want.keys {
-		nl, old := side.lanes[k.node+":"+itoa(k.gpu)], b.byNode[k.node][k.gpu]
+		nl, old := side.lanes[k.node+":"+itoa(k.gpu)], b.byNode[k.node].lanes[k.gpu]
 		if nl == nil || nl.ts.Len() != old.ts.Len() {
 			return false
 		}
@@ -120,8 +128,8 @@ func (g *gpuReader) readLanes(b *gpuBlock, p *partition.Partition, only *laneFil
 		key := k.node + ":" + itoa(k.gpu)
 		nl := side.lanes[key]
 		nl.whole = true
-		b.values -= laneValues(b.byNode[k.node][k.gpu])
-		b.byNode[k.node][k.gpu] = nl
+		b.values -= laneValues(b.byNode[k.node].lanes[k.gpu])
+		b.byNode[k.node].lanes[k.gpu] = nl
 		b.lanes[key] = nl
 		b.wholeLanes++
 	}
@@ -131,7 +139,8 @@ func (g *gpuReader) readLanes(b *gpuBlock, p *partition.Partition, only *laneFil
 	}
 	b.lastLanes = nil // laneFor finds the lanes again
 	if b.wholeLanes == len(b.lanes) {
-		b.deferred, b.runs = false, nil // every lane whole: the block holds the hour's every field
+		b.deferred = false // every lane whole: the block holds the hour's every field
+		b.dropRuns()
 	}
 	return true
 }
