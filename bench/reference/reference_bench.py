@@ -6,9 +6,10 @@ The reference's FastAPI app cannot be started without torch and miles' training 
 imports its dump reader, which imports torch): the script tries, and otherwise times the store calls the two
 endpoints make plus their JSON/binary framing, in process — as our side is timed (its HTTP handlers in process).
 
-    python reference_bench.py --repo MILES_CHECKOUT --run RUN_DIR --t0 T0 --t1 T1 [--rounds 1]
+    python reference_bench.py --repo MILES_CHECKOUT --run RUN_DIR --t0 T0 --t1 T1 [--rounds 1] [--first fleet] [--warm 0]
 
-Prints one line per measurement: "reference <name> <ms>".
+Prints one line per measurement: "reference <name> <ms>"; "-cpu" names are the process's CPU time (every thread:
+polars parses on all cores), the others wall time.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ def main() -> None:
     ap.add_argument("--t0", type=float, required=True)
     ap.add_argument("--t1", type=float, required=True)
     ap.add_argument("--rounds", type=int, default=1)
-    ap.add_argument("--warm", type=int, default=5, help="warm requests per round (their mean is reported)")
+    ap.add_argument("--warm", type=int, default=5, help="warm requests per round (their mean is reported; 0: none)")
+    ap.add_argument("--first", choices=("carpet", "fleet"), default="carpet", help="the view a fresh store answers first")
     a = ap.parse_args()
     sys.path.insert(0, a.repo)
     from miles.dashboard.store import MetricStore  # noqa: E402  (the fetched checkout)
@@ -61,17 +63,30 @@ def main() -> None:
         out = fn(*args)
         return (time.perf_counter() - t) * 1e3, out
 
+    def gpu_view(store):  # server.py timeline_gpu: the 8-lane view a picked lane asks (ours: util and mem_mb)
+        lanes = {(lane["node"], lane["gpu"]) for lane in store.lanes()[:8]}  # the first 8 in its lane order
+        return json.dumps(_json_safe(dict(lanes=store.gpu_series(t0=a.t0, t1=a.t1, max_points=1000, lanes=lanes)))).encode()
+
+    views = {"carpet": heatmap, "fleet": fleet}
     for _ in range(a.rounds):
+        cpu0 = time.process_time()
         open_ms, store = ms(MetricStore.load, a.run + "/dashboard")
         meta_ms, _ = ms(store.time_range)  # what /api/meta reads of the store besides the dump reader
-        first_ms, body = ms(heatmap, store)
+        cpu1 = time.process_time()
+        first_ms, body = ms(views[a.first], store)
+        cpu2 = time.process_time()
         print(f"reference open {open_ms + meta_ms:.1f}")
-        print(f"reference first-carpet {first_ms:.1f}")
-        print(f"reference cold-open+first-carpet {open_ms + meta_ms + first_ms:.1f}")
-        print(f"reference carpet-bytes {len(body)}")
-        print(f"reference warm-carpet {sum(ms(heatmap, store)[0] for _ in range(a.warm)) / a.warm:.1f}")
-        fleet(store)  # its first fleet parses nothing more (the carpet read the window) but warms polars' paths
-        print(f"reference warm-fleet {sum(ms(fleet, store)[0] for _ in range(a.warm)) / a.warm:.1f}")
+        print(f"reference open-cpu {(cpu1 - cpu0) * 1e3:.1f}")
+        print(f"reference first-{a.first} {first_ms:.1f}")
+        print(f"reference first-{a.first}-cpu {(cpu2 - cpu1) * 1e3:.1f}")
+        print(f"reference cold-open+first-{a.first} {open_ms + meta_ms + first_ms:.1f}")
+        print(f"reference {a.first}-bytes {len(body)}")
+        gpu_ms, _ = ms(gpu_view, store)
+        print(f"reference gpu-after-{a.first} {gpu_ms:.1f}")
+        if a.warm > 0:
+            print(f"reference warm-carpet {sum(ms(heatmap, store)[0] for _ in range(a.warm)) / a.warm:.1f}")
+            fleet(store)  # its first fleet after a carpet parses nothing more, but warms polars' paths
+            print(f"reference warm-fleet {sum(ms(fleet, store)[0] for _ in range(a.warm)) / a.warm:.1f}")
         sys.stdout.flush()
 
 

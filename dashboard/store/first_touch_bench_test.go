@@ -2,6 +2,7 @@ package store_test
 
 import (
 	"io/fs"
+	"math"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -58,19 +59,23 @@ func processCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// BenchmarkFirstTouch: a fresh store's first all-lane view (carpet, fleet, phases), then the 8-lane GPU view.
+// BenchmarkFirstTouch: a fresh store's first all-lane view (carpet, fleet, phases), then the 8-lane GPU view;
+// carpet-spa: the carpet, then the 8-lane view in the buckets the SPA asks (power-of-two seconds on their grid,
+// 16 s over 4 h: what a run with gpu_rollup answers from the roll-up).
 func BenchmarkFirstTouch(b *testing.B) {
+	carpet := func(st *store.Store, t0, t1 float64, l []*store.Lane) {
+		if _, err := st.Heatmap(t0, t1, l, "util", 1200); err != nil {
+			b.Fatal(err)
+		}
+	}
 	views := map[string]func(st *store.Store, t0, t1 float64, l []*store.Lane){
-		"carpet": func(st *store.Store, t0, t1 float64, l []*store.Lane) {
-			if _, err := st.Heatmap(t0, t1, l, "util", 1200); err != nil {
-				b.Fatal(err)
-			}
-		},
-		"fleet":  func(st *store.Store, t0, t1 float64, l []*store.Lane) { st.Fleet(t0, t1, l, 600) },
-		"phases": func(st *store.Store, t0, t1 float64, l []*store.Lane) { st.Phases(t0, t1, l) },
+		"carpet":     carpet,
+		"carpet-spa": carpet,
+		"fleet":      func(st *store.Store, t0, t1 float64, l []*store.Lane) { st.Fleet(t0, t1, l, 600) },
+		"phases":     func(st *store.Store, t0, t1 float64, l []*store.Lane) { st.Phases(t0, t1, l) },
 	}
 	raw := rawGPUBytes(b)
-	for _, name := range []string{"carpet", "fleet", "phases"} {
+	for _, name := range []string{"carpet", "fleet", "phases", "carpet-spa"} {
 		view := views[name]
 		b.Run(name, func(b *testing.B) {
 			var open, first, after time.Duration
@@ -81,7 +86,13 @@ func BenchmarkFirstTouch(b *testing.B) {
 				t2 := time.Now()
 				view(st, t0, t1, l)
 				t3 := time.Now()
-				st.GPU(t0, t1, l[:min(8, len(l))], 1000, []string{"util", "mem_mb"})
+				if name == "carpet-spa" {
+					const step = 16 // web/src/shared/timeaxis.ts planFetch: the power of two >= 4 h / 1000 px
+					a0, a1 := math.Floor(t0/step)*step, math.Ceil(t1/step)*step
+					st.GPU(a0, a1, l[:min(8, len(l))], int((a1-a0)/step), []string{"util", "mem_mb"})
+				} else {
+					st.GPU(t0, t1, l[:min(8, len(l))], 1000, []string{"util", "mem_mb"})
+				}
 				open, first, after = open+t2.Sub(t), first+t3.Sub(t2), after+time.Since(t3)
 			}
 			cpu := processCPU() - c
