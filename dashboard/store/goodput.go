@@ -128,10 +128,10 @@ type gpSeg struct {
 // gpMemo keeps the last inputs read: a ledger asked again while no record arrived reads nothing again.
 type gpMemo struct {
 	mu sync.Mutex
-	// lo, hi and versions say what in was read from: the hours, the blocks' and the step index's versions.
-	lo, hi        int64
-	blocks, index uint64
-	in            *gpInputs
+	// lo, hi and blocks say what in was read from: the hours and the blocks' version.
+	lo, hi int64
+	blocks uint64
+	in     *gpInputs
 }
 
 // gpInputs are the trajectories' facts the rollout fleet's ledger reads.
@@ -155,15 +155,19 @@ func (s *Store) goodputInputs(t0, t1 float64) *gpInputs {
 		hi = max(hi, h)
 	}
 	s.mu.RUnlock()
-	defer s.readTrajectories(lo, hi)()
+	// The hour blocks alone: they keep the hours' step consumes and weight updates, so the ledger of a window
+	// never waits for the step index of the whole run (trajectories_index.go).
+	s.ensureHours(lo, hi, s.trajectories.cache)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
 	m := s.trajectories.goodput
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.in != nil && m.lo == lo && m.hi == hi && m.blocks == s.trajectories.version && m.index == s.trajectories.index.version {
+	if m.in != nil && m.lo == lo && m.hi == hi && m.blocks == s.trajectories.version {
 		return m.in
 	}
 	in := s.readGoodputInputsLocked(lo, hi)
-	m.lo, m.hi, m.blocks, m.index, m.in = lo, hi, s.trajectories.version, s.trajectories.index.version, in
+	m.lo, m.hi, m.blocks, m.in = lo, hi, s.trajectories.version, in
 	return in
 }
 
@@ -185,16 +189,30 @@ func (s *Store) readGoodputInputsLocked(lo, hi int64) *gpInputs {
 		return t
 	}
 	strs := &s.trajectories.strings
-	// Step consumes and weight updates are in the step index, not in the hour blocks.
-	for _, sc := range s.trajectories.index.steps {
-		in.consumes = append(in.consumes, sc.t0)
-	}
-	for _, us := range s.trajectories.index.updates {
-		for _, u := range us {
-			if u.t > u.t0 {
-				in.updates = append(in.updates, [2]float64{u.t0, u.t})
+	// Step consumes (the newest of each step, as the step index keeps them) and weight updates, each span once.
+	newest := map[int32]float64{}
+	seen := map[[24]byte]bool{}
+	for _, b := range s.trajectories.hoursLocked(lo, hi) {
+		for i := range b.indexed {
+			r := &b.indexed[i].rec
+			if k := recKey(r); r.span != ([8]byte{}) {
+				if seen[k] {
+					continue
+				}
+				seen[k] = true
+			}
+			switch {
+			case r.typ == ttStepConsume && r.step >= 0:
+				if t, ok := newest[r.step]; !ok || r.t0 >= t {
+					newest[r.step] = r.t0
+				}
+			case r.typ == ttWeightUpdate && r.t1 > r.t0:
+				in.updates = append(in.updates, [2]float64{r.t0, r.t1})
 			}
 		}
+	}
+	for _, t := range newest {
+		in.consumes = append(in.consumes, t)
 	}
 	for _, b := range s.trajectories.hoursLocked(lo, hi) {
 		for i := range b.records {

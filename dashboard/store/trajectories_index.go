@@ -167,7 +167,7 @@ func (r *trajectoryReader) takeBlockLocked(h int64, p *partition.Partition) bool
 		ir := &b.indexed[k]
 		r.fileLocked(h, &ir.rec, ir.links, ir.batch)
 	}
-	b.indexed, b.taken = nil, true // the index holds them now; a block read again keeps them again
+	b.taken = true
 	p.Loaded = true
 	if !x.built && h != partition.LegacyHour {
 		x.lc.sweep(math.Min(x.lc.edge, float64(h+1)*3600), x.steps)

@@ -84,3 +84,22 @@ func TestStepIndexTakesLoadedHours(t *testing.T) {
 		})
 	}
 }
+
+// TestGoodputReadsItsHoursOnly: the goodput ledger's inputs come from the window's hour blocks, step consumes and
+// weight updates included: its first answer does not wait for the step index of the whole run.
+func TestGoodputReadsItsHoursOnly(t *testing.T) {
+	st, err := Open(trajRun(t), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := st.goodputInputs(h0, h0+3600)
+	if st.trajectories.index.built {
+		t.Fatalf("the ledger's inputs built the step index")
+	}
+	if len(in.consumes) != 1 || in.consumes[0] != h0+1000 || len(in.updates) != 2 {
+		t.Fatalf("consumes %v, updates %v: want step 2's consume and the 2 weight updates", in.consumes, in.updates)
+	}
+	if tr := in.traces[parseTrace([]byte(tid(1)))]; tr == nil || !tr.consumed {
+		t.Fatalf("sample 10's attempt not read as consumed: %+v", tr)
+	}
+}

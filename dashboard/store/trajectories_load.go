@@ -96,8 +96,8 @@ type trajBlock struct {
 	// rids are the sglang request ids generate spans name (miles.engine.rid), by (trace, span): the anatomy
 	// finds by them the engine requests sent without a traceparent (docs/semconv.md §10.3).
 	rids map[[24]byte]string
-	// indexed are the hour's step consumes and weight updates, kept until the step index takes the hour from
-	// the block instead of reading its files again (trajectories_index.go, indexLocked).
+	// indexed are the hour's step consumes and weight updates: the step index takes them with the hour instead
+	// of reading its files again (trajectories_index.go, indexLocked), and the goodput ledger reads them.
 	indexed []indexedRec
 	// taken says the step index took the hour from the block: it reads the hour's later records itself.
 	taken bool
@@ -166,10 +166,7 @@ func (b *trajBlock) sink(in *interner) partition.LineSink {
 	return func(line []byte) bool {
 		ok := trajLine(line, in, true, func(r *trajRec, links []traceID, raw []byte) {
 			if r.typ == ttStepConsume || r.typ == ttWeightUpdate {
-				// The step index's: kept for it to take (trajectories_index.go).
-				if b.taken {
-					return
-				}
+				// The step index's, kept for it to take (trajectories_index.go), and for the goodput ledger.
 				b.indexed = append(b.indexed, indexedRec{*r, append([]traceID(nil), links...), consumeBatch(raw), len(b.records)})
 				return
 			}
