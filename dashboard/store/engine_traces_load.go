@@ -394,3 +394,59 @@ func (r *engineTraceReader) spansLocked(tid traceID, lo, hi int64) []engSpan {
 	}
 	return out
 }
+
+// tracesLocked is a reader holding the spans of the traces wanted in hours lo…hi: r itself when it holds those
+// hours, else one of its own that read them from the files for those traces alone, parsing only their lines
+// and loading nothing (an answer that needs a few traces' engine spans, the step explanation's critical chain,
+// does not wait for whole engine hours). The caller holds Store.mu (either way).
+func (r *engineTraceReader) tracesLocked(want map[traceID]bool, lo, hi int64) *engineTraceReader {
+	if r.loadedLocked(lo, hi) {
+		return r
+	}
+	var hours []int64
+	for _, h := range r.files.Hours() {
+		if h >= lo && h <= hi {
+			hours = append(hours, h)
+		}
+	}
+	out := &engineTraceReader{files: r.files, hours: map[int64]*traceHour{}}
+	out.names.init()
+	for _, h := range hours {
+		th := &traceHour{byTrace: map[traceID][]engSpan{}}
+		_, _ = r.files.Read(r.files.Parts[h].Fresh(), func(line []byte) bool {
+			if tid, ok := lineTrace(line); !ok || want[tid] {
+				out.engineLine(th, line) // a line of another shape is parsed to learn its trace
+			}
+			return true
+		})
+		for tid := range th.byTrace {
+			if !want[tid] {
+				delete(th.byTrace, tid)
+			}
+		}
+		out.hours[h] = th
+	}
+	return out
+}
+
+// lineTrace is the trace of an engine_traces line as the collector writes it (the trace first), without parsing
+// the line; false for a line of another shape.
+func lineTrace(line []byte) (traceID, bool) {
+	const prefix = `{"trace":"`
+	var tid traceID
+	if len(line) < len(prefix)+33 || string(line[:len(prefix)]) != prefix || line[len(prefix)+32] != '"' {
+		return tid, false
+	}
+	_, err := hex.Decode(tid[:], line[len(prefix):len(prefix)+32])
+	return tid, err == nil
+}
+
+// loadedLocked says every hour lo…hi of the stream is loaded whole.
+func (r *engineTraceReader) loadedLocked(lo, hi int64) bool {
+	for _, h := range r.files.Hours() {
+		if h >= lo && h <= hi && (!r.files.Parts[h].Loaded || r.hours[h] == nil) {
+			return false
+		}
+	}
+	return true
+}
