@@ -284,7 +284,7 @@ type anatomyRows struct {
 	in     *interner
 }
 
-// joinEngines joins the engine spans traces holds to the rows only asks for (nil: every row).
+// joinEngines joins the engine spans to the rows only asks for (nil: every row).
 func (b *anatomyRows) joinEngines(traces *engineTraceReader, only func(i int) bool) *engineJoin {
 	ej := traces.newJoin(b.sc.anatomyHours())
 	for i := range b.rows {

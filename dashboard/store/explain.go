@@ -655,11 +655,8 @@ func (s *Store) lastGenerate(t0, t1 float64) (last float64) {
 // explainRows hands fn, under the store's read lock, step's anatomy as its explanation reads it: the rows in
 // submit order without the engine spans, the facts of their generate segments by (t0, t1), the run's weight
 // updates, and join, which joins the engine spans of the rows given (the critical chain's) in place. Joining
-// them for the chain alone spares the batch's thousands of other rows (anatomy.go, joinEngines), and their
-// spans are read for those traces alone unless the engine hours are loaded (engineTraceReader.tracesLocked).
-// A request the chain sent without a traceparent is found by its request id in the hours loaded whole: join
-// then reports false, and fn is to return at once; explainRows loads the engine hours and asks fn again.
-func (s *Store) explainRows(step int, fn func(a *AnatomyResult, gens map[[2]float64]genInfo, updates [][2]float64, join func([]*AnatomyRow) bool)) error {
+// them for the chain alone spares the batch's thousands of other rows (anatomy.go, joinEngines).
+func (s *Store) explainRows(step int, fn func(a *AnatomyResult, gens map[[2]float64]genInfo, updates [][2]float64, join func([]*AnatomyRow))) error {
 	defer s.pin()()
 	s.mu.Lock()
 	s.trajectories.ensureIndexLocked(s)
@@ -669,16 +666,7 @@ func (s *Store) explainRows(step int, fn func(a *AnatomyResult, gens map[[2]floa
 		return ErrNoStep
 	}
 	lo, hi := sc.anatomyHours()
-	s.ensureHours(lo, hi, s.trajectories.cache)
-	if !s.explainRowsOnce(sc, lo, hi, fn) {
-		s.ensureHours(lo, hi, s.engineTraces.cache)
-		s.explainRowsOnce(sc, lo, hi, fn)
-	}
-	return nil
-}
-
-// explainRowsOnce is explainRows' read; false when join needed the engine hours loaded.
-func (s *Store) explainRowsOnce(sc *stepConsume, lo, hi int64, fn func(a *AnatomyResult, gens map[[2]float64]genInfo, updates [][2]float64, join func([]*AnatomyRow) bool)) (joined bool) {
+	s.ensureHours(lo, hi, s.engineTraces.cache, s.trajectories.cache)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	b := s.trajectories.buildRowsLocked(sc, s.trajectories.hoursLocked(lo, hi))
@@ -713,35 +701,20 @@ func (s *Store) explainRowsOnce(sc *stepConsume, lo, hi int64, fn func(a *Anatom
 		}
 	}
 	slices.SortFunc(updates, func(x, y [2]float64) int { return cmp.Compare(x[0], y[0]) })
-	joined = true
-	join := func(rows []*AnatomyRow) bool {
+	join := func(rows []*AnatomyRow) {
 		want := map[int]*AnatomyRow{}
-		traces := map[traceID]bool{}
 		for _, r := range rows {
 			if i, ok := at[r]; ok {
 				want[i] = r
-				for _, g := range b.rows[i].gens {
-					traces[g.trace] = true
-					if ridOf(b.blocks, g) != "" {
-						joined = false // found by request id: in the loaded hours only
-					}
-				}
 			}
 		}
-		eng := &s.engineTraces
-		if !joined && !eng.loadedLocked(lo, hi) {
-			return false
-		}
-		eng = eng.tracesLocked(traces, lo, hi)
-		b.joinEngines(eng, func(i int) bool { return want[i] != nil })
+		b.joinEngines(&s.engineTraces, func(i int) bool { return want[i] != nil })
 		for i, r := range want {
 			*r = b.rows[i].row
 		}
-		joined = true
-		return true
 	}
 	fn(&a, gens, updates, join)
-	return joined
+	return nil
 }
 
 // rolloutPiece is an interval of a critical sample's timeline with the cause it stands for.
@@ -804,9 +777,10 @@ func (ex *explainer) rollout(f *ExplainStepFacts, waitIvs [][2]float64, open boo
 	stepLinks := ExplainLinks{Step: &step}
 	chained := false
 	if !open {
-		_ = ex.s.explainRows(step, func(an *AnatomyResult, gens map[[2]float64]genInfo, updates [][2]float64, join func([]*AnatomyRow) bool) {
+		_ = ex.s.explainRows(step, func(an *AnatomyResult, gens map[[2]float64]genInfo, updates [][2]float64, join func([]*AnatomyRow)) {
 			if len(an.Rows) > 0 {
-				chained = ex.chain(f, waitIvs, an, gens, updates, join)
+				chained = true
+				ex.chain(f, waitIvs, an, gens, updates, join)
 			}
 		})
 	}
@@ -829,9 +803,8 @@ func (ex *explainer) rollout(f *ExplainStepFacts, waitIvs [][2]float64, open boo
 	}
 }
 
-// chain is rollout's split of the wait along the batch's critical chain (an: the step's rows in submit order);
-// false, f untouched, when join could not join the chain's engine spans (explainRows).
-func (ex *explainer) chain(f *ExplainStepFacts, waitIvs [][2]float64, an *AnatomyResult, gens map[[2]float64]genInfo, updates [][2]float64, join func([]*AnatomyRow) bool) bool {
+// chain is rollout's split of the wait along the batch's critical chain (an: the step's rows in submit order).
+func (ex *explainer) chain(f *ExplainStepFacts, waitIvs [][2]float64, an *AnatomyResult, gens map[[2]float64]genInfo, updates [][2]float64, join func([]*AnatomyRow)) {
 	step := f.Step
 	stepLinks := ExplainLinks{Step: &step}
 	lo := min(waitIvs[0][0], an.T0)
@@ -868,13 +841,6 @@ func (ex *explainer) chain(f *ExplainStepFacts, waitIvs [][2]float64, an *Anatom
 		}
 		cur = next
 	}
-	chainRows := make([]*AnatomyRow, len(chain))
-	for i, l := range chain {
-		chainRows[i] = l.row
-	}
-	if !join(chainRows) { // their engine spans: the queue inside each generate segment
-		return false
-	}
 	last := chain[0].row
 	f.path = append(f.path, ExplainEdge{
 		From: "train_wait", To: "batch", Seconds: max(0, last.Consume-last.End), Links: sampleLinks(last),
@@ -903,6 +869,11 @@ func (ex *explainer) chain(f *ExplainStepFacts, waitIvs [][2]float64, an *Anatom
 		slices.Sort(xs)
 		pace = min(pace, xs[len(xs)/2])
 	}
+	chainRows := make([]*AnatomyRow, len(chain))
+	for i, l := range chain {
+		chainRows[i] = l.row
+	}
+	join(chainRows) // their engine spans: the queue inside each generate segment
 	queueStage := slices.Index(EngineStageNames, "queue")
 	var pieces []rolloutPiece
 	queued := map[*AnatomyRow]map[int]float64{}
@@ -1020,5 +991,4 @@ func (ex *explainer) chain(f *ExplainStepFacts, waitIvs [][2]float64, an *Anatom
 		f.links[c] = l
 		f.path = append(f.path, ExplainEdge{From: "batch", To: c, Seconds: sec, Detail: detail, Links: l})
 	}
-	return true
 }

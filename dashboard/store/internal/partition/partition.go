@@ -62,16 +62,6 @@ func (p *Partition) Reset() {
 	p.Loaded = false
 }
 
-// Fresh is a copy of p with nothing read: reading it reads the hour's files from their start and leaves p as it
-// is (a one-off read beside the reader that owns p).
-func (p *Partition) Fresh() *Partition {
-	c := &Partition{Hour: p.Hour, Files: make([]*File, len(p.Files))}
-	for i, f := range p.Files {
-		c.Files[i] = &File{Shard: f.Shard, Plain: f.Plain, Zst: f.Zst}
-	}
-	return c
-}
-
 // Unread says no file of the hour was read yet (as after Reset).
 func (p *Partition) Unread() bool {
 	return !slices.ContainsFunc(p.Files, func(f *File) bool { return f.PlainOff != 0 || f.ZstSize != 0 || f.PlainInfo != nil })
