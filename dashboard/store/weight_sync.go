@@ -58,17 +58,20 @@ const weightSyncMax = 512
 func (s *Store) WeightSync(t0, t1 float64) *WeightSyncResult {
 	out := &WeightSyncResult{Updates: []WeightSync{}}
 	defer s.pin()()
-	s.mu.Lock()
-	s.trajectories.ensureIndexLocked(s)
+	// The window's hour blocks hold its weight updates (an update is filed by its bundle's time, within the hour
+	// around its end): the answer never waits for the step index of the whole run.
+	hlo, hhi := hourOf(t0)-1, hourOf(t1)+1
+	s.ensureHours(hlo, hhi, s.trajectories.cache)
 	var ups []weightUpdate
-	for _, us := range s.trajectories.index.updates {
-		for _, u := range us {
-			if u.t >= t0 && u.t <= t1 {
-				ups = append(ups, u)
+	s.mu.RLock()
+	for _, b := range s.trajectories.hoursLocked(hlo, hhi) {
+		for i := range b.indexed {
+			if u := &b.indexed[i].rec; u.typ == ttWeightUpdate && u.t1 >= t0 && u.t1 <= t1 {
+				ups = append(ups, weightUpdate{u.t0, u.t1, u.wv})
 			}
 		}
 	}
-	s.mu.Unlock()
+	s.mu.RUnlock()
 	sort.Slice(ups, func(i, j int) bool { return ups[i].t < ups[j].t })
 	ups = slices.CompactFunc(ups, func(a, b weightUpdate) bool { return a == b })
 	if len(ups) > weightSyncMax {
