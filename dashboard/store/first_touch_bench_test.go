@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
+	"github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
 
 // The first views of a run opened for the first time (no column cache), and the warm ones after them, on a run
@@ -132,4 +134,28 @@ func BenchmarkWarmViews(b *testing.B) {
 			b.ReportMetric(float64((processCPU()-c).Microseconds())/1e3/float64(b.N), "cpu-ms/op")
 		})
 	}
+}
+
+// BenchmarkLineSplit: the floor under a first touch of a v1 run, gpu_util's hours read as the store reads them
+// (partition.Stream.Read: the plain file mapped and split at newlines, a torn tail held back) into a sink that
+// does nothing, one hour after the other on one core; raw-MB/cpu-s is the files' bytes over the CPU time.
+func BenchmarkLineSplit(b *testing.B) {
+	raw := rawGPUBytes(b)
+	c := processCPU()
+	lines := 0
+	for b.Loop() {
+		s := partition.NewStream(benchRunDir(b), semconv.StreamGPUUtil)
+		s.MapPlain = true // as the store reads gpu_util
+		if err := s.List(); err != nil {
+			b.Fatal(err)
+		}
+		for _, h := range s.Hours() {
+			if _, err := s.Read(s.Parts[h], func([]byte) bool { lines++; return true }); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	cpu := processCPU() - c
+	b.ReportMetric(float64(raw)/1e6*float64(b.N)/cpu.Seconds(), "raw-MB/cpu-s")
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(lines), "cpu-ns/line")
 }
