@@ -74,6 +74,9 @@ type laneData struct {
 	// so the load puts the lane in time order at once (sortScrambled) rather than when the hour is sealed.
 	newestMs  int64
 	scrambled bool
+	// inOrder says each reading arrived after the one before since the lane was made empty (laneByKey) or put in
+	// time order (sortByTime), which then has nothing to do.
+	inOrder bool
 	// body holds the data of the columns (ts, values, pyramids) while the lane's hour came from the column cache
 	// and no query needed them yet (gpu_cache.go); readBody reads it. nil: the lane holds its data.
 	body *cacheBody
@@ -239,13 +242,16 @@ func (b *gpuBlock) sortScrambled() {
 // (a batch split between them); a lane has one reading per time, each field the first value read for it.
 func (l *laneData) sortByTime() {
 	l.readBody()
-	ts := l.ts.Decode(make([]int64, 0, l.ts.Len()))
 	l.scrambled = false
+	if l.inOrder {
+		return
+	}
+	ts := l.ts.Decode(make([]int64, 0, l.ts.Len()))
 	increasing := true
 	for i := 1; i < len(ts) && increasing; i++ {
 		increasing = ts[i] > ts[i-1]
 	}
-	if increasing {
+	if l.inOrder = true; increasing {
 		return
 	}
 	perm := make([]int32, len(ts))

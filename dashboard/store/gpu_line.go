@@ -49,8 +49,9 @@ func (b *gpuBlock) addLine(line []byte) bool {
 	}
 	idx := lane.ts.Len()
 	lane.ts.Append(tMs)
-	if tMs < lane.newestMs-scrambleMs {
-		lane.scrambled = true
+	if tMs <= lane.newestMs {
+		lane.inOrder = false
+		lane.scrambled = lane.scrambled || tMs < lane.newestMs-scrambleMs
 	}
 	lane.newestMs = max(lane.newestMs, tMs)
 	bucket := int((tMs - h0) / (pyramidStep * 1000))
@@ -210,7 +211,7 @@ const maxIndexedGPU = 1 << 10
 func (b *gpuBlock) laneByKey(key string) *laneData {
 	lane := b.lanes[key]
 	if lane == nil {
-		lane = &laneData{fields: map[string]*field{}}
+		lane = &laneData{fields: map[string]*field{}, inOrder: true}
 		b.lanes[key] = lane
 		b.newLanes = append(b.newLanes, key)
 	}

@@ -187,8 +187,9 @@ func (b *gpuBlock) addV1(line []byte, x *v1Reading) {
 	}
 	idx := lane.ts.Len()
 	lane.ts.Append(tMs)
-	if tMs < lane.newestMs-scrambleMs {
-		lane.scrambled = true
+	if tMs <= lane.newestMs {
+		lane.inOrder = false
+		lane.scrambled = lane.scrambled || tMs < lane.newestMs-scrambleMs
 	}
 	lane.newestMs = max(lane.newestMs, tMs)
 	var f *field

@@ -228,6 +228,8 @@ func compareV1Blocks(t *testing.T, hour int64, lines []string) {
 	if !slices.Equal(fastOK, generalOK) {
 		t.Fatal("the two readers take different lines")
 	}
+	fast.seal() // each lane in time order, as a closed hour is kept
+	general.seal()
 	if fmt.Sprint(fast.fields, fast.values, fast.newLanes, nodeRuns(fast)) != fmt.Sprint(general.fields, general.values, general.newLanes, nodeRuns(general)) ||
 		math.Float64bits(fast.minTS) != math.Float64bits(general.minTS) || math.Float64bits(fast.maxTS) != math.Float64bits(general.maxTS) {
 		t.Fatalf("v1 layout: %v %d %v %v..%v; general: %v %d %v %v..%v", fast.fields, fast.values, fast.newLanes, fast.minTS, fast.maxTS,
