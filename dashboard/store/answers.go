@@ -5,43 +5,42 @@ import (
 	"sync"
 )
 
-// answerMemo keeps a query's last answers while the run's data is unchanged (answerVersion): the page, /metrics
-// and a second client asking the same window share one computation, and a finished run answers a repeat at
-// once. Any record that arrives moves the version, so an answer is never older than the data
-// (docs/dashboard-api.md, `GET /api/v1/goodput`).
+// answerMemo keeps a query's last answers while no data arrived (Store.arrivals): the page, /metrics and a
+// second client asking the same window share one computation, and a finished run answers a repeat at once.
+// Hours loaded or dropped by the memory budget meanwhile change nothing: an answer is a function of the data,
+// and any record that arrives invalidates it (docs/dashboard-api.md, `GET /api/v1/goodput`).
 type answerMemo[K comparable, V any] struct {
 	mu sync.Mutex
-	// version is the data version the answers were computed at.
-	version [7]uint64
-	answers map[K]V
+	// arrivals is the store's arrivals count the answers were computed at.
+	arrivals uint64
+	answers  map[K]V
 }
 
 // answerMemoSize bounds the windows kept per query: a page asks a few at a time.
 const answerMemoSize = 8
 
-// get is the answer kept for key at data version v.
-func (m *answerMemo[K, V]) get(v [7]uint64, key K) (V, bool) {
+// get is the answer kept for key while arrivals is as it was.
+func (m *answerMemo[K, V]) get(arrivals uint64, key K) (V, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	a, ok := m.answers[key]
-	if !ok || m.version != v {
+	if !ok || m.arrivals != arrivals {
 		var zero V
 		return zero, false
 	}
 	return a, true
 }
 
-// put keeps answer a for key under v, the version read after it was computed; from is the one read before. An
-// answer the data changed under (a record arrived: DataVersion moved) is not kept; one whose computation only
-// loaded hours (the phases' generation moved) is kept under the version after it.
-func (m *answerMemo[K, V]) put(from, v [7]uint64, key K, a V) {
-	if [6]uint64(from[:6]) != [6]uint64(v[:6]) {
+// put keeps answer a for key, computed from the data as of arrivals from; after is the count read once it was
+// computed: an answer data arrived under is not kept.
+func (m *answerMemo[K, V]) put(from, after uint64, key K, a V) {
+	if from != after {
 		return
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.answers == nil || m.version != v || len(m.answers) >= answerMemoSize {
-		m.answers, m.version = map[K]V{}, v
+	if m.answers == nil || m.arrivals != after || len(m.answers) >= answerMemoSize {
+		m.answers, m.arrivals = map[K]V{}, after
 	}
 	m.answers[key] = a
 }
@@ -57,14 +56,11 @@ type poolKey struct {
 	points int
 }
 
-// answerVersion is the run's data version (DataVersion) with the phases' load generation: what every answer
-// that joins trajectories, phases, engines and metrics is a function of.
-func (s *Store) answerVersion() [7]uint64 {
-	v := s.DataVersion()
+// answerVersion is the store's arrivals count.
+func (s *Store) answerVersion() uint64 {
 	s.mu.RLock()
-	gen := s.phases.gen
-	s.mu.RUnlock()
-	return [7]uint64{v[0], v[1], v[2], v[3], v[4], v[5], uint64(gen)} //nolint:gosec // a counter, never negative
+	defer s.mu.RUnlock()
+	return s.arrivals
 }
 
 // keyOf is a window as a memo key (NaN bounds read as one key).

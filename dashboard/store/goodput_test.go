@@ -114,3 +114,19 @@ func TestGoodputAnswerKeptUntilDataArrives(t *testing.T) {
 		t.Fatalf("late phase not in the ledger: productive %v, was %v", got, before)
 	}
 }
+
+// TestLateRecordWakesListeners: a record that arrives behind the data edge (an agent's queue replayed after a
+// gateway restart) wakes the live views as a new one does: a page shows it without a reload.
+func TestLateRecordWakesListeners(t *testing.T) {
+	st := twoRankRun(t, rec("actor_train", 10, 70, 0, "a1", "")+rec("actor_train", 10, 90, 1, "b1", ""))
+	st.Refresh()
+	st.Phases(h0, h0+300, nil) // the hour is loaded, as a page showing it has it
+	woken := st.Subscribe()
+	appendTo(t, st.dir, "dashboard/phases/"+hourA+".jsonl", rec("actor_train", 20, 30, 0, "a2", ""))
+	st.Refresh()
+	select {
+	case <-woken:
+	default:
+		t.Fatalf("a phase that arrived behind the data edge woke no listener")
+	}
+}

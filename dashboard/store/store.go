@@ -52,8 +52,10 @@ type Store struct {
 	mu sync.RWMutex
 	// shared is what queries change while holding mu only for reading (queryShared).
 	shared queryShared
-	// answers keeps the last answers of the queries that join several streams over a window (answers.go).
-	answers answerMemos
+	// answers keeps the last answers of the queries that join several streams over a window (answers.go), while
+	// arrivals, the count of refreshes that found new data or files, stays where they were computed.
+	answers  answerMemos
+	arrivals uint64
 
 	// meta is the run's meta.json, merged over every layout's (loadMetaLocked; empty when missing or
 	// unreadable), and metaMods the files' modification times it was read at (metaModsLocked).
@@ -127,6 +129,21 @@ type streamReader interface {
 // their hour caches join the memory budget (registerHours).
 func (s *Store) readers() []streamReader {
 	return []streamReader{&s.gpu, &s.phases, &s.metrics, &s.topology, &s.engines, &s.trajectories, &s.engineTraces}
+}
+
+// readBytesLocked is how far the readers have read their streams' files, in bytes, all together.
+func (s *Store) readBytesLocked() int64 {
+	var n int64
+	for _, r := range s.readers() {
+		for _, st := range r.partitionFiles() {
+			for _, p := range st.Parts {
+				for _, f := range p.Files {
+					n += f.PlainOff + f.ZstSize
+				}
+			}
+		}
+	}
+	return n
 }
 
 // hourSources are the readers' hour caches.
@@ -293,7 +310,8 @@ func (s *Store) Refresh() {
 	prevEdge := s.edge
 	prevNotices := len(s.notices)
 	prevLanes := len(s.lanes.set.lanes)
-	if s.listLocked() || s.metaModsLocked() != s.metaMods {
+	listed := s.listLocked()
+	if listed || s.metaModsLocked() != s.metaMods {
 		s.loadMetaLocked() // a new shard, a gateway (re)started: its start joins the run's starts
 		s.metaVer++
 	}
@@ -302,11 +320,15 @@ func (s *Store) Refresh() {
 	// never misses the hour rollover.
 	newest := int64(math.Floor(s.edgeLocked() / 3600))
 	grew := false
+	read := s.readBytesLocked()
 	for _, r := range s.readers() {
 		if r.refreshLocked(s, newest) {
 			grew = true
 		}
 	}
+	// Records that arrived behind the data edge (an agent's queue replayed after a gateway restart,
+	// docs/reliability.md) move no edge: that the tails read new bytes says they grew.
+	grew = grew || s.readBytesLocked() != read
 	if e := s.edgeLocked(); e > s.edge {
 		s.edge = e
 	}
@@ -330,6 +352,9 @@ func (s *Store) Refresh() {
 	if len(s.notices) != prevNotices || len(s.lanes.set.lanes) != prevLanes {
 		s.metaVer++
 		grew = true
+	}
+	if grew || listed {
+		s.arrivals++
 	}
 	var ls []chan struct{}
 	if grew {
