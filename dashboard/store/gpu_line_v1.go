@@ -146,11 +146,20 @@ func (x *v1Reading) scan(line []byte) bool {
 	if c := line[i]; c != '-' && c-'0' >= 10 {
 		return false
 	}
-	j, v, q, exact, good := flatjson.ReadNum(line, i)
-	if !good || j >= n || line[j] != ',' {
-		return false
+	j, u := i, int64(0)
+	for j < n && line[j]-'0' < 10 && j-i < 13 {
+		u = u*10 + int64(line[j]-'0')
+		j++
 	}
-	x.util, x.utilQ, x.utilExact = v, q, exact
+	if j > i && j < n && line[j] == ',' {
+		// Up to 13 digits: flatjson.ReadNum's integer path, exact in hundredths.
+		x.util, x.utilQ, x.utilExact = float64(u), u*100, true
+	} else {
+		var good bool
+		if j, x.util, x.utilQ, x.utilExact, good = flatjson.ReadNum(line, i); !good || j >= n || line[j] != ',' {
+			return false
+		}
+	}
 	// mem_mb and power_w: plain numbers, skipped raw.
 	if n-j < len(v1Mem) || string(line[j:j+len(v1Mem)]) != v1Mem {
 		return false
