@@ -194,14 +194,23 @@ func sortRows(rows []AnatomyRow, key string) {
 	})
 }
 
+// stepConsume is the newest consume of step, from the step index (built if it was not); ErrNoStep when none.
+// The caller holds a pin.
+func (s *Store) stepConsume(step int) (*stepConsume, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.trajectories.ensureIndexLocked(s)
+	if sc := s.trajectories.index.steps[step]; sc != nil {
+		return sc, nil
+	}
+	return nil, ErrNoStep
+}
+
 func (s *Store) anatomyFull(step int) (*AnatomyResult, error) {
 	defer s.pin()()
-	s.mu.Lock()
-	s.trajectories.ensureIndexLocked(s)
-	sc := s.trajectories.index.steps[step]
-	s.mu.Unlock()
-	if sc == nil {
-		return nil, ErrNoStep
+	sc, err := s.stepConsume(step)
+	if err != nil {
+		return nil, err
 	}
 	lo, hi := sc.anatomyHours()
 	// One batch: the engine spans and the trajectories are read side by side (the engine hours are the larger).

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -218,17 +217,7 @@ type stepAsked struct {
 // anatomy and phase queries are independent reads of the store).
 func (ex *explainer) factsOf(asked []stepAsked) []*ExplainStepFacts {
 	out := make([]*ExplainStepFacts, len(asked))
-	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
-	var wg sync.WaitGroup
-	for i, a := range asked {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			out[i] = ex.facts(a.st, a.open)
-		}()
-	}
-	wg.Wait()
+	onCores(len(asked), func(i int) { out[i] = ex.facts(asked[i].st, asked[i].open) })
 	return out
 }
 
@@ -658,12 +647,9 @@ func (s *Store) lastGenerate(t0, t1 float64) (last float64) {
 // them for the chain alone spares the batch's thousands of other rows (anatomy.go, joinEngines).
 func (s *Store) explainRows(step int, fn func(a *AnatomyResult, gens map[[2]float64]genInfo, updates [][2]float64, join func([]*AnatomyRow))) error {
 	defer s.pin()()
-	s.mu.Lock()
-	s.trajectories.ensureIndexLocked(s)
-	sc := s.trajectories.index.steps[step]
-	s.mu.Unlock()
-	if sc == nil {
-		return ErrNoStep
+	sc, err := s.stepConsume(step)
+	if err != nil {
+		return err
 	}
 	lo, hi := sc.anatomyHours()
 	s.ensureHours(lo, hi, s.engineTraces.cache, s.trajectories.cache)

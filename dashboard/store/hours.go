@@ -417,19 +417,22 @@ func (s *Store) loadLocked(jobs []hourJob) {
 }
 
 // readAll runs the jobs' reads concurrently, at most GOMAXPROCS at once, and returns when all are done.
-func readAll(jobs []hourJob) {
-	if len(jobs) == 1 {
-		jobs[0].read()
+func readAll(jobs []hourJob) { onCores(len(jobs), func(i int) { jobs[i].read() }) }
+
+// onCores calls fn(0) … fn(n-1) concurrently, at most GOMAXPROCS at once, and returns when all returned.
+func onCores(n int, fn func(i int)) {
+	if n == 1 {
+		fn(0)
 		return
 	}
 	sem := make(chan struct{}, max(1, runtime.GOMAXPROCS(0)))
 	var wg sync.WaitGroup
-	for _, j := range jobs {
+	for i := range n {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			j.read()
+			fn(i)
 		}()
 	}
 	wg.Wait()

@@ -89,19 +89,8 @@ func (m *Members) Next() (key, val []byte, str, ok bool) {
 	j = i
 	switch b[i] {
 	case '"':
-		for {
-			k := bytes.IndexByte(b[j+1:], '"')
-			if k < 0 {
-				goto bad
-			}
-			j += 1 + k
-			bs := 0
-			for p := j - 1; b[p] == '\\'; p-- {
-				bs++
-			}
-			if bs%2 == 0 {
-				break
-			}
+		if j = closingQuote(b, j); j < 0 {
+			goto bad
 		}
 		m.i = j + 1
 		return key, b[i+1 : j], true, true
@@ -158,19 +147,8 @@ func SkipValue(b []byte, i int) (int, error) {
 	for ; i < len(b); i++ {
 		switch b[i] {
 		case '"':
-			for {
-				k := bytes.IndexByte(b[i+1:], '"')
-				if k < 0 {
-					return 0, ErrBadLine
-				}
-				i += 1 + k
-				bs := 0
-				for p := i - 1; b[p] == '\\'; p-- {
-					bs++
-				}
-				if bs%2 == 0 {
-					break
-				}
+			if i = closingQuote(b, i); i < 0 {
+				return 0, ErrBadLine
 			}
 		case '{', '[':
 			depth++
@@ -182,6 +160,25 @@ func SkipValue(b []byte, i int) (int, error) {
 		}
 	}
 	return 0, ErrBadLine
+}
+
+// closingQuote is the index of the quote that closes the string opening at b[i] (a quote after an even run of
+// backslashes), found by a byte search rather than byte by byte; -1 when it is not closed.
+func closingQuote(b []byte, i int) int {
+	for {
+		k := bytes.IndexByte(b[i+1:], '"')
+		if k < 0 {
+			return -1
+		}
+		i += 1 + k
+		bs := 0
+		for p := i - 1; b[p] == '\\'; p-- {
+			bs++
+		}
+		if bs%2 == 0 {
+			return i
+		}
+	}
 }
 
 // ParseNum reads a JSON number (false for null and anything else), bit for bit what strconv.ParseFloat reads.
