@@ -47,8 +47,10 @@ func engineLineJSON(t *testing.T, in *interner, line []byte) (map[traceID][]engS
 		if !ok || m.T0 == nil || m.T1 == nil || hasSpan(out, id) {
 			continue
 		}
-		s := engSpan{t0: micros(rec.T + *m.T0), t1: micros(rec.T + *m.T1), id: id, parent: def, hasParent: hasDef,
-			tp: -1, dp: -1, pp: -1, lvl: m.Lvl, errorStatus: m.Err}
+		s := engSpan{
+			t0: micros(rec.T + *m.T0), t1: micros(rec.T + *m.T1), id: id, parent: def, hasParent: hasDef,
+			tp: -1, dp: -1, pp: -1, lvl: m.Lvl, errorStatus: m.Err,
+		}
 		if m.Parent != nil {
 			s.parent, s.hasParent = parseSpanIDBytes([]byte(*m.Parent))
 		}

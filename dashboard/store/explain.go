@@ -176,12 +176,13 @@ func (s *Store) explainSteps() ([]Bubble, int) {
 	return steps, -1
 }
 
-// ExplainMemo keeps a run's step facts between calls while the run's data does not change (DataVersion): the
+// ExplainMemo keeps a run's step facts between calls while no data arrives (answers.go): the
 // table and each step's neighbors are then read once. The server holds one per run; nil keeps nothing.
 type ExplainMemo struct {
-	mu    sync.Mutex
-	key   [6]uint64
-	facts map[explainKey]*ExplainStepFacts
+	mu sync.Mutex
+	// arrivals is the store's arrivals count the facts were computed at (answers.go).
+	arrivals uint64
+	facts    map[explainKey]*ExplainStepFacts
 }
 
 // explainKey is a step's window as the facts were computed for it.
@@ -204,20 +205,6 @@ func (s *Store) ExplainTable(memo *ExplainMemo) *ExplainTable {
 	for _, f := range ex.factsOf(asked) {
 		out.Steps = append(out.Steps, *f)
 	}
-	return out
-}
-
-// stepAsked is a step whose facts an answer needs, and whether it is the step in progress.
-type stepAsked struct {
-	st   Bubble
-	open bool
-}
-
-// factsOf is the facts of the steps asked, in their order, computed side by side on the cores (each step's
-// anatomy and phase queries are independent reads of the store).
-func (ex *explainer) factsOf(asked []stepAsked) []*ExplainStepFacts {
-	out := make([]*ExplainStepFacts, len(asked))
-	onCores(len(asked), func(i int) { out[i] = ex.facts(asked[i].st, asked[i].open) })
 	return out
 }
 
@@ -423,19 +410,34 @@ type explainer struct {
 	train []*Lane
 	mfu   map[int]float64
 	memo  *ExplainMemo
-	// version is the run's data version the memo was checked against: facts computed now are kept under it.
-	version [6]uint64
+	// arrivals is the store's arrivals count the memo was checked against: facts computed now are kept under it
+	// while no data arrives meanwhile.
+	arrivals uint64
+}
+
+// stepAsked is a step whose facts an answer needs, and whether it is the step in progress.
+type stepAsked struct {
+	st   Bubble
+	open bool
+}
+
+// factsOf is the facts of the steps asked, in their order, computed side by side on the cores (each step's
+// anatomy and phase queries are independent reads of the store).
+func (ex *explainer) factsOf(asked []stepAsked) []*ExplainStepFacts {
+	out := make([]*ExplainStepFacts, len(asked))
+	onCores(len(asked), func(i int) { out[i] = ex.facts(asked[i].st, asked[i].open) })
+	return out
 }
 
 // newExplainer reads what every step shares, and empties memo when the run's data changed since it was filled.
 func (s *Store) newExplainer(memo *ExplainMemo) *explainer {
 	ex := &explainer{s: s, mfu: map[int]float64{}, memo: memo}
 	if memo != nil {
-		v := s.DataVersion()
-		ex.version = v
+		v := s.answerVersion()
+		ex.arrivals = v
 		memo.mu.Lock()
-		if memo.facts == nil || memo.key != v {
-			memo.key, memo.facts = v, map[explainKey]*ExplainStepFacts{}
+		if memo.facts == nil || memo.arrivals != v {
+			memo.arrivals, memo.facts = v, map[explainKey]*ExplainStepFacts{}
 		}
 		memo.mu.Unlock()
 	}
@@ -530,7 +532,7 @@ func (ex *explainer) facts(st Bubble, open bool) *ExplainStepFacts {
 	if f == nil {
 		f = ex.compute(st, open)
 		ex.memo.mu.Lock()
-		if ex.memo.key == ex.version { // the data did not change meanwhile
+		if ex.memo.arrivals == ex.arrivals && ex.s.answerVersion() == ex.arrivals { // no data arrived meanwhile
 			ex.memo.facts[key] = f
 		}
 		ex.memo.mu.Unlock()
