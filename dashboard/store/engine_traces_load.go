@@ -133,15 +133,24 @@ func parseSpanIDBytes(b []byte) (spanID, bool) {
 // hundreds of MB of these lines and the anatomy's first answer waits for them.
 func (r *engineTraceReader) engineLine(th *traceHour, line []byte) bool {
 	var (
-		tid      traceID
-		base     float64
-		def      spanID
-		hasDef   bool
-		spans    []byte
-		hasTrace bool
+		tid                       traceID
+		base                      float64
+		def                       spanID
+		hasDef, hasTrace, hasBase bool
+		parentSeen, done          bool
+		spans                     []byte // the spans array, when read after the members (raw)
+		sp                        engineSpans
 	)
 	m := flatjson.NewMembers(line)
-	for key, val, str, ok := m.Next(); ok; key, val, str, ok = m.Next() {
+	for key, val, str, ok := m.NextShallow(); ok; key, val, str, ok = m.NextShallow() {
+		if len(val) > 0 && (val[0] == '[' || val[0] == '{') && string(key) != "spans" {
+			end, err := flatjson.SkipValue(line, m.At()) // another member's structured value: skipped
+			if err != nil {
+				return false
+			}
+			m.SkipTo(end)
+			continue
+		}
 		switch string(key) {
 		case "trace":
 			if !str || len(val) != 32 {
@@ -156,61 +165,108 @@ func (r *engineTraceReader) engineLine(th *traceHour, line []byte) bool {
 			if !ok && !isNull(val) {
 				return false
 			}
-			base = v
+			base, hasBase = v, true
 		case "parent":
 			if str {
 				def, hasDef = parseSpanIDBytes(val)
 			} else if !isNull(val) {
 				return false
 			}
+			parentSeen = true
 		case "spans":
 			if len(val) == 0 || val[0] != '[' {
 				if !isNull(val) {
 					return false
 				}
-				spans = nil
+				spans, done = nil, false
 				continue
 			}
-			spans = val
+			at := m.At()
+			if hasTrace && hasBase && parentSeen {
+				// The members the spans read are known (the collector writes them first): the array is read
+				// where it lies, once.
+				sp = engineSpans{out: th.byTrace[tid]}
+				end, ok := r.readSpans(&sp, line, at, base, def, hasDef)
+				if !ok {
+					return false
+				}
+				m.SkipTo(end)
+				spans, done = nil, true
+				continue
+			}
+			end, err := flatjson.SkipValue(line, at)
+			if err != nil {
+				return false
+			}
+			m.SkipTo(end)
+			spans, done = line[at:end], false
 		}
 	}
-	if m.Err() != nil || !hasTrace || len(spans) == 0 {
+	if m.Err() != nil || !hasTrace {
 		return false
 	}
-	out := th.byTrace[tid]
-	n := 0
-	for i := flatjson.SkipSpace(spans, 1); i < len(spans) && spans[i] != ']'; {
-		if spans[i] != '{' {
+	if !done {
+		if len(spans) == 0 {
 			return false
 		}
-		s, rid, j, ok, bad := r.engineSpan(spans[i:], base, def, hasDef)
-		if bad {
+		sp = engineSpans{out: th.byTrace[tid]}
+		if _, ok := r.readSpans(&sp, spans, 0, base, def, hasDef); !ok {
 			return false
+		}
+	}
+	if sp.n == 0 {
+		return false
+	}
+	// Only a record read whole joins the hour.
+	for _, rid := range sp.rids {
+		if th.byRID == nil {
+			th.byRID = map[string]traceID{}
+		}
+		th.byRID[rid] = tid
+	}
+	th.byTrace[tid] = sp.out
+	th.records++
+	return true
+}
+
+// engineSpans is what a record's spans array read into: its spans (after the trace's earlier ones), how many
+// members it had, and the request ids of its requests sent without a traceparent.
+type engineSpans struct {
+	out  []engSpan
+	n    int
+	rids []string
+}
+
+// readSpans reads the spans array starting at b[i] into sp and returns the index past it; false when it is not
+// an array of span objects a record could hold.
+func (r *engineTraceReader) readSpans(sp *engineSpans, b []byte, i int, base float64, def spanID, hasDef bool) (int, bool) {
+	for i = flatjson.SkipSpace(b, i+1); i < len(b) && b[i] != ']'; {
+		if b[i] != '{' {
+			return 0, false
+		}
+		s, rid, j, ok, bad := r.engineSpan(b[i:], base, def, hasDef)
+		if bad {
+			return 0, false
 		}
 		j += i
-		n++
-		if ok && !hasSpan(out, s.id) {
+		sp.n++
+		if ok && !hasSpan(sp.out, s.id) {
 			// A span written twice (a batch re-sent to a gateway killed before it acknowledged, docs/operations.md
 			// "Agents and gateways") is read once. A trace holds tens of spans, so the scan is short.
 			if s.kind == ekRequest && !s.hasParent && len(rid) > 0 && len(rid) <= laneKeyMax {
-				if th.byRID == nil {
-					th.byRID = map[string]traceID{}
-				}
-				th.byRID[string(rid)] = tid
+				sp.rids = append(sp.rids, string(rid))
 			}
-			out = append(out, s)
+			sp.out = append(sp.out, s)
 		}
-		i = flatjson.SkipSpace(spans, j)
-		if i < len(spans) && spans[i] == ',' {
-			i = flatjson.SkipSpace(spans, i+1)
+		i = flatjson.SkipSpace(b, j)
+		if i < len(b) && b[i] == ',' {
+			i = flatjson.SkipSpace(b, i+1)
 		}
 	}
-	if n == 0 {
-		return false
+	if i >= len(b) {
+		return 0, false
 	}
-	th.byTrace[tid] = out
-	th.records++
-	return true
+	return i + 1, true
 }
 
 // engineSpan reads the member of a record's spans obj starts with, and the sglang request id of a request span;
@@ -223,6 +279,7 @@ func (r *engineTraceReader) engineSpan(obj []byte, base float64, def spanID, has
 		has0, has1, hasID bool
 		kind, name, label []byte
 		t0, t1            float64
+		ranks             = [3]int32{-1, -1, -1}
 	)
 	m := flatjson.NewMembers(obj)
 	for key, val, str, more := m.Next(); more; key, val, str, more = m.Next() {
@@ -271,13 +328,13 @@ func (r *engineTraceReader) engineSpan(obj []byte, base float64, def spanID, has
 			if !num || v != math.Trunc(v) || v < math.MinInt32 || v > math.MaxInt32 {
 				return s, nil, 0, false, true
 			}
-			switch key[0] {
+			switch key[0] { // a thread's ranks (below): other spans have none
 			case 't':
-				s.tp = int32(v)
+				ranks[0] = int32(v)
 			case 'd':
-				s.dp = int32(v)
+				ranks[1] = int32(v)
 			default:
-				s.pp = int32(v)
+				ranks[2] = int32(v)
 			}
 		case "err":
 			s.errorStatus = string(val) == "true"
@@ -298,6 +355,7 @@ func (r *engineTraceReader) engineSpan(obj []byte, base float64, def spanID, has
 	case "thread":
 		s.kind = ekThread
 		s.label = r.names.id(label)
+		s.tp, s.dp, s.pp = ranks[0], ranks[1], ranks[2]
 	default:
 		s.name = r.names.id(name)
 	}

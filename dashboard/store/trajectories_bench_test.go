@@ -49,6 +49,7 @@ func BenchmarkSpanLines(b *testing.B) {
 	b.Run("trajectories", func(b *testing.B) {
 		lines := hour("trajectories")
 		b.SetBytes(size(lines))
+		b.ResetTimer()
 		for range b.N {
 			var in interner
 			in.init()
@@ -60,6 +61,7 @@ func BenchmarkSpanLines(b *testing.B) {
 	b.Run("engine_traces", func(b *testing.B) {
 		lines := hour("engine_traces")
 		b.SetBytes(size(lines))
+		b.ResetTimer()
 		for range b.N {
 			r := newEngineTraceReader(b.TempDir())
 			th := &traceHour{byTrace: map[traceID][]engSpan{}}

@@ -23,8 +23,9 @@ var ErrBadLine = errors.New("not a flat JSON object")
 //
 // Next is one loop that calls nothing back: the stream's parser reads the members in its own loop.
 type Members struct {
-	line    []byte
-	i       int
+	line []byte
+	// i is where reading goes on; at is where the last value read starts.
+	i, at   int
 	started bool
 	// done: the object was read to its end; err: it is not a flat JSON object.
 	done bool
@@ -36,7 +37,20 @@ func NewMembers(line []byte) Members { return Members{line: line} }
 
 // Next returns the next member's key and raw value, and whether the value is a string (val is then its text
 // without the quotes); ok is false after the last member or at the first syntax error (Err).
-func (m *Members) Next() (key, val []byte, str, ok bool) {
+func (m *Members) Next() (key, val []byte, str, ok bool) { return m.next(false) }
+
+// NextShallow is Next that leaves an object or array value unread: val is then the line from the value's start
+// to its end, and the caller, having read the value itself, goes on with SkipTo (the index in the line just past
+// it). A bundle's "spans" array is so read once, by its reader, rather than walked once more to be skipped.
+func (m *Members) NextShallow() (key, val []byte, str, ok bool) { return m.next(true) }
+
+// SkipTo goes on after a value NextShallow left unread, at index end of the line.
+func (m *Members) SkipTo(end int) { m.i = end }
+
+// At is the index in the line where the value Next or NextShallow returned last starts.
+func (m *Members) At() int { return m.at }
+
+func (m *Members) next(shallow bool) (key, val []byte, str, ok bool) {
 	if m.done || m.err != nil {
 		return nil, nil, false, false
 	}
@@ -87,6 +101,7 @@ func (m *Members) Next() (key, val []byte, str, ok bool) {
 		goto bad
 	}
 	j = i
+	m.at = i
 	switch b[i] {
 	case '"':
 		if j = closingQuote(b, j); j < 0 {
@@ -95,6 +110,10 @@ func (m *Members) Next() (key, val []byte, str, ok bool) {
 		m.i = j + 1
 		return key, b[i+1 : j], true, true
 	case '{', '[': // to the bracket that closes it
+		if shallow {
+			m.i = len(b)
+			return key, b[i:], false, true
+		}
 		e, err := SkipValue(b, i)
 		if err != nil {
 			goto bad
