@@ -189,30 +189,15 @@ func (s *Store) readGoodputInputsLocked(lo, hi int64) *gpInputs {
 		return t
 	}
 	strs := &s.trajectories.strings
-	// Step consumes (the newest of each step, as the step index keeps them) and weight updates, each span once.
-	newest := map[int32]float64{}
-	seen := map[[24]byte]bool{}
-	for _, b := range s.trajectories.hoursLocked(lo, hi) {
-		for i := range b.indexed {
-			r := &b.indexed[i].rec
-			if k := recKey(r); r.span != ([8]byte{}) {
-				if seen[k] {
-					continue
-				}
-				seen[k] = true
-			}
-			switch {
-			case r.typ == ttStepConsume && r.step >= 0:
-				if t, ok := newest[r.step]; !ok || r.t0 >= t {
-					newest[r.step] = r.t0
-				}
-			case r.typ == ttWeightUpdate && r.t1 > r.t0:
-				in.updates = append(in.updates, [2]float64{r.t0, r.t1})
-			}
-		}
-	}
-	for _, t := range newest {
+	// Step consumes (the newest of each step) and weight updates, from the window's blocks.
+	consumes, updates := s.trajectories.stepRecordsLocked(lo, hi)
+	for _, t := range consumes {
 		in.consumes = append(in.consumes, t)
+	}
+	for _, u := range updates {
+		if u.t > u.t0 {
+			in.updates = append(in.updates, [2]float64{u.t0, u.t})
+		}
 	}
 	for _, b := range s.trajectories.hoursLocked(lo, hi) {
 		for i := range b.records {

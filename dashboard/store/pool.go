@@ -83,19 +83,29 @@ func (s *Store) versionPool(t0, t1 float64, points int) *PoolResult {
 	defer s.pin()()
 	// A sample can wait in the pool for hours (a hung trainer): read phaseReach hours before the window.
 	lo, hi := hourOf(t0)-phaseReach, hourOf(t1)+phaseReach
-	defer s.readTrajectories(lo, hi)()
-
-	// The trainer's version over time: the newest update that ended by t.
+	s.ensureHours(lo, hi, s.trajectories.cache)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	// The trainer's version over time: the newest update that ended by t; the consumes that pass samples over.
+	// Both from the window's blocks; the step index (every hour of the run) only when no update ended before the
+	// window in them while the run has older hours.
+	byStep, updates := s.trajectories.stepRecordsLocked(lo, hi)
+	if hs := s.trajectories.files.Hours(); len(hs) > 0 && hs[0] < lo && (len(updates) == 0 || updates[0].t > t0) {
+		s.mu.RUnlock()
+		s.readTrajectories(lo, hi)() // the index, then the read lock again: the deferred unlock releases it
+		updates = nil
+		for _, us := range s.trajectories.index.updates {
+			updates = append(updates, us...)
+		}
+	}
 	type upd struct {
 		t  float64
 		wv int32
 	}
 	var ups []upd
-	for _, us := range s.trajectories.index.updates {
-		for _, u := range us {
-			if u.wv >= 0 {
-				ups = append(ups, upd{u.t, u.wv})
-			}
+	for _, u := range updates {
+		if u.wv >= 0 {
+			ups = append(ups, upd{u.t, u.wv})
 		}
 	}
 	sort.Slice(ups, func(i, j int) bool { return ups[i].t < ups[j].t || ups[i].t == ups[j].t && ups[i].wv < ups[j].wv })
@@ -107,8 +117,8 @@ func (s *Store) versionPool(t0, t1 float64, points int) *PoolResult {
 		return ups[i-1].wv
 	}
 	var consumes []float64
-	for _, sc := range s.trajectories.index.steps {
-		consumes = append(consumes, sc.t0)
+	for _, t := range byStep {
+		consumes = append(consumes, t)
 	}
 	sort.Float64s(consumes)
 

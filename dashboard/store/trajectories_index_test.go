@@ -52,7 +52,11 @@ func TestStepIndexTakesLoadedHours(t *testing.T) {
 			}
 			read, took := open(), open()
 			read.LifecycleSteps() // the index reads the hour's files: no block is loaded yet
-			took.VersionPool(h0, h0+3600, 40)
+			took.VersionPool(h0, h0+3600, 40) // loads the window's blocks (the pool needs no step index)
+			if took.trajectories.index.built {
+				t.Fatalf("the pool built the step index")
+			}
+			took.LifecycleSteps() // the index, from the loaded block
 			h := hourOf(h0)
 			if b := took.trajectories.blocks[h]; b == nil || !b.taken {
 				t.Fatalf("the index did not take the loaded hour from its block")

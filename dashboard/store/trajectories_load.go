@@ -2,6 +2,8 @@ package store
 
 import (
 	"bytes"
+	"cmp"
+	"slices"
 	"errors"
 	"unsafe"
 
@@ -233,6 +235,36 @@ func (r *trajectoryReader) keepLocked(_ int64, b *trajBlock, l *hourLoad, _ floa
 	if l.reread || len(b.records) != l.before {
 		r.version++
 	}
+}
+
+// stepRecordsLocked are the step consumes and weight updates the blocks of hours lo…hi hold, each span once: the
+// newest consume of each step (as the step index keeps them) by step, and the updates in time order. The answers
+// over a window read them instead of the step index, which reads every hour of the run. The caller holds
+// Store.mu.
+func (r *trajectoryReader) stepRecordsLocked(lo, hi int64) (consumes map[int32]float64, updates []weightUpdate) {
+	consumes = map[int32]float64{}
+	seen := map[[24]byte]bool{}
+	for _, b := range r.hoursLocked(lo, hi) {
+		for i := range b.indexed {
+			rec := &b.indexed[i].rec
+			if k := recKey(rec); rec.span != ([8]byte{}) {
+				if seen[k] {
+					continue
+				}
+				seen[k] = true
+			}
+			switch {
+			case rec.typ == ttStepConsume && rec.step >= 0:
+				if t, ok := consumes[rec.step]; !ok || rec.t0 >= t {
+					consumes[rec.step] = rec.t0
+				}
+			case rec.typ == ttWeightUpdate:
+				updates = append(updates, weightUpdate{rec.t0, rec.t1, rec.wv})
+			}
+		}
+	}
+	slices.SortStableFunc(updates, func(a, b weightUpdate) int { return cmp.Compare(a.t, b.t) })
+	return consumes, updates
 }
 
 func (r *trajectoryReader) hoursLocked(lo, hi int64) []*trajBlock {

@@ -64,14 +64,13 @@ func (s *Store) WeightSync(t0, t1 float64) *WeightSyncResult {
 	s.ensureHours(hlo, hhi, s.trajectories.cache)
 	var ups []weightUpdate
 	s.mu.RLock()
-	for _, b := range s.trajectories.hoursLocked(hlo, hhi) {
-		for i := range b.indexed {
-			if u := &b.indexed[i].rec; u.typ == ttWeightUpdate && u.t1 >= t0 && u.t1 <= t1 {
-				ups = append(ups, weightUpdate{u.t0, u.t1, u.wv})
-			}
+	_, all := s.trajectories.stepRecordsLocked(hlo, hhi)
+	s.mu.RUnlock()
+	for _, u := range all {
+		if u.t >= t0 && u.t <= t1 {
+			ups = append(ups, u)
 		}
 	}
-	s.mu.RUnlock()
 	sort.Slice(ups, func(i, j int) bool { return ups[i].t < ups[j].t })
 	ups = slices.CompactFunc(ups, func(a, b weightUpdate) bool { return a == b })
 	if len(ups) > weightSyncMax {
