@@ -51,7 +51,7 @@ func TestStepIndexTakesLoadedHours(t *testing.T) {
 				return st
 			}
 			read, took := open(), open()
-			read.LifecycleSteps() // the index reads the hour's files: no block is loaded yet
+			read.LifecycleSteps()             // the index reads the hour's files: no block is loaded yet
 			took.VersionPool(h0, h0+3600, 40) // loads the window's blocks (the pool needs no step index)
 			if took.trajectories.index.built {
 				t.Fatalf("the pool built the step index")

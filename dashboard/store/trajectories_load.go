@@ -3,8 +3,8 @@ package store
 import (
 	"bytes"
 	"cmp"
-	"slices"
 	"errors"
+	"slices"
 	"unsafe"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/flatjson"
