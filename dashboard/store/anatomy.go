@@ -276,7 +276,7 @@ func (sc *stepConsume) anatomyHours() (lo, hi int64) {
 }
 
 func (r *trajectoryReader) buildAnatomyLocked(sc *stepConsume, blocks []*trajBlock, traces *engineTraceReader) *AnatomyResult {
-	b := r.buildRowsLocked(sc, blocks)
+	b := r.buildRowsLocked(sc, blocks, r.index.lc.join.tl, r.index.allUpdates())
 	ej := b.joinEngines(traces, nil)
 	b.a.EngineStages, b.a.EngineSliceNames = EngineStageNames, ej.names
 	b.a.EngineByEngine, b.a.EngineTotal = ej.results()
@@ -314,8 +314,9 @@ func (b *anatomyRows) result() *AnatomyResult {
 	return b.a
 }
 
-// buildRowsLocked builds a step's anatomy but for the engine spans.
-func (r *trajectoryReader) buildRowsLocked(sc *stepConsume, blocks []*trajBlock) *anatomyRows {
+// buildRowsLocked builds a step's anatomy but for the engine spans, with the weight-update history tl and the
+// updates the weight pushes are drawn from.
+func (r *trajectoryReader) buildRowsLocked(sc *stepConsume, blocks []*trajBlock, history *lifecycle.Timeline, updates []weightUpdate) *anatomyRows {
 	in := &r.strings
 	rows := make([]rowAcc, len(sc.links))
 	byTrace := make(map[traceID]int, len(sc.links))
@@ -362,7 +363,7 @@ func (r *trajectoryReader) buildRowsLocked(sc *stepConsume, blocks []*trajBlock)
 			}
 		}
 	}
-	join := newLcJoin(r.index.lc.join.tl)
+	join := newLcJoin(history)
 	for _, b := range blocks {
 		for i := range b.records {
 			r := &b.records[i]
@@ -502,11 +503,9 @@ func (r *trajectoryReader) buildRowsLocked(sc *stepConsume, blocks []*trajBlock)
 	}
 	sort.Ints(a.Versions)
 	a.T0 = t0
-	for _, ws := range r.index.updates {
-		for _, w := range ws {
-			if w.t >= t0 && w.t <= sc.t1 && w.wv >= 0 {
-				a.Pushes = append(a.Pushes, WeightPush{w.t, int(w.wv)})
-			}
+	for _, w := range updates {
+		if w.t >= t0 && w.t <= sc.t1 && w.wv >= 0 {
+			a.Pushes = append(a.Pushes, WeightPush{w.t, int(w.wv)})
 		}
 	}
 	sort.Slice(a.Pushes, func(i, j int) bool { return a.Pushes[i].T < a.Pushes[j].T })

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"sync"
+
+	"github.com/otelcol-miles/otelcol-miles/internal/lifecycle"
 )
 
 // Why a step was slow (docs/semconv.md §12.1): each trainer step's time split into causes over explicit causal
@@ -647,17 +649,34 @@ func (s *Store) lastGenerate(t0, t1 float64) (last float64) {
 // submit order without the engine spans, the facts of their generate segments by (t0, t1), the run's weight
 // updates, and join, which joins the engine spans of the rows given (the critical chain's) in place. Joining
 // them for the chain alone spares the batch's thousands of other rows (anatomy.go, joinEngines).
-func (s *Store) explainRows(step int, fn func(a *AnatomyResult, gens map[[2]float64]genInfo, updates [][2]float64, join func([]*AnatomyRow))) error {
+func (s *Store) explainRows(st Bubble, fn func(a *AnatomyResult, gens map[[2]float64]genInfo, updates [][2]float64, join func([]*AnatomyRow))) error {
 	defer s.pin()()
-	sc, err := s.stepConsume(step)
-	if err != nil {
-		return err
+	// The step's consume, read at its start, from the blocks of the hours around the step: no step index of the
+	// whole run (the step index only when they hold none).
+	near0, near1 := hourOf(st.T0)-1, hourOf(st.T1)+1
+	s.ensureHours(near0, near1, s.trajectories.cache)
+	s.mu.RLock()
+	sc := s.trajectories.stepConsumeLocked(st.Step, near0, near1)
+	s.mu.RUnlock()
+	if sc == nil {
+		var err error
+		if sc, err = s.stepConsume(st.Step); err != nil {
+			return err
+		}
 	}
 	lo, hi := sc.anatomyHours()
 	s.ensureHours(lo, hi, s.engineTraces.cache, s.trajectories.cache)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	b := s.trajectories.buildRowsLocked(sc, s.trajectories.hoursLocked(lo, hi))
+	// The weight-update history of the anatomy's hours: a row's timing does not depend on older updates.
+	_, ups := s.trajectories.stepRecordsLocked(lo, hi)
+	tl := &lifecycle.Timeline{}
+	for _, u := range ups {
+		if u.wv >= 0 {
+			tl.Add(lifecycle.WeightUpdate{Version: int64(u.wv), End: secNs(u.t)})
+		}
+	}
+	b := s.trajectories.buildRowsLocked(sc, s.trajectories.hoursLocked(lo, hi), tl, ups)
 	order := make([]int, len(b.rows))
 	for i := range order {
 		order[i] = i
@@ -681,11 +700,9 @@ func (s *Store) explainRows(step int, fn func(a *AnatomyResult, gens map[[2]floa
 		}
 	}
 	var updates [][2]float64
-	for _, us := range s.trajectories.index.updates {
-		for _, u := range us {
-			if u.t > u.t0 {
-				updates = append(updates, [2]float64{u.t0, u.t})
-			}
+	for _, u := range ups {
+		if u.t > u.t0 {
+			updates = append(updates, [2]float64{u.t0, u.t})
 		}
 	}
 	slices.SortFunc(updates, func(x, y [2]float64) int { return cmp.Compare(x[0], y[0]) })
@@ -765,7 +782,7 @@ func (ex *explainer) rollout(f *ExplainStepFacts, waitIvs [][2]float64, open boo
 	stepLinks := ExplainLinks{Step: &step}
 	chained := false
 	if !open {
-		_ = ex.s.explainRows(step, func(an *AnatomyResult, gens map[[2]float64]genInfo, updates [][2]float64, join func([]*AnatomyRow)) {
+		_ = ex.s.explainRows(Bubble{Step: f.Step, T0: f.T0, T1: f.T1}, func(an *AnatomyResult, gens map[[2]float64]genInfo, updates [][2]float64, join func([]*AnatomyRow)) {
 			if len(an.Rows) > 0 {
 				chained = true
 				ex.chain(f, waitIvs, an, gens, updates, join)

@@ -203,6 +203,15 @@ func (r *trajectoryReader) fileLocked(h int64, rec *trajRec, links []traceID, ba
 	}
 }
 
+// allUpdates is every weight update of the index.
+func (x *trajIndex) allUpdates() []weightUpdate {
+	var out []weightUpdate
+	for _, us := range x.updates {
+		out = append(out, us...)
+	}
+	return out
+}
+
 // filed reports whether the record's span was filed in hour h already, and files it if not (records without a
 // span id are always new).
 func (x *trajIndex) filed(h int64, rec *trajRec) bool {

@@ -107,3 +107,24 @@ func TestGoodputReadsItsHoursOnly(t *testing.T) {
 		t.Fatalf("sample 10's attempt not read as consumed: %+v", tr)
 	}
 }
+
+// TestExplainRowsReadItsHoursOnly: a step's explanation finds the step's consume and the weight updates in the
+// blocks of the hours around the step, and builds its rows without the step index of the whole run.
+func TestExplainRowsReadItsHoursOnly(t *testing.T) {
+	st, err := Open(trajRun(t), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows, updates int
+	if err := st.explainRows(Bubble{Step: 2, T0: h0 + 900, T1: h0 + 1100}, func(a *AnatomyResult, _ map[[2]float64]genInfo, ups [][2]float64, _ func([]*AnatomyRow)) {
+		rows, updates = len(a.Rows), len(ups)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if st.trajectories.index.built {
+		t.Fatalf("the explanation's rows built the step index")
+	}
+	if rows != 3 || updates != 2 {
+		t.Fatalf("%d rows, %d weight updates: want step 2's 3 samples and the 2 updates", rows, updates)
+	}
+}

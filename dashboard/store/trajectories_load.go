@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"errors"
+	"math"
 	"slices"
 	"unsafe"
 
@@ -235,6 +236,28 @@ func (r *trajectoryReader) keepLocked(_ int64, b *trajBlock, l *hourLoad, _ floa
 	if l.reread || len(b.records) != l.before {
 		r.version++
 	}
+}
+
+// stepConsumeLocked is step's newest consume among the blocks of hours lo…hi (nil: none), as the step index
+// files it.
+func (r *trajectoryReader) stepConsumeLocked(step int, lo, hi int64) *stepConsume {
+	var sc *stepConsume
+	for _, h := range r.files.Hours() {
+		b := r.blocks[h]
+		if b == nil || h < lo || h > hi {
+			continue
+		}
+		for i := range b.indexed {
+			ir := &b.indexed[i]
+			if ir.rec.typ == ttStepConsume && int(ir.rec.step) == step && (sc == nil || ir.rec.t0 >= sc.t0) {
+				sc = &stepConsume{
+					step: step, t0: ir.rec.t0, t1: ir.rec.t1, wv: ir.rec.wv, batch: ir.batch, links: ir.links, hour: h,
+					staleMean: math.NaN(), staleMax: math.NaN(), mixedFrac: math.NaN(),
+				}
+			}
+		}
+	}
+	return sc
 }
 
 // stepRecordsLocked are the step consumes and weight updates the blocks of hours lo…hi hold, each span once: the
