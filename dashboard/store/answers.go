@@ -47,8 +47,9 @@ func (m *answerMemo[K, V]) put(from, after uint64, key K, a V) {
 
 // answerMemos are the memos of the answers that join several streams over a window.
 type answerMemos struct {
-	goodput answerMemo[[2]float64, *GoodputResult]
-	pool    answerMemo[poolKey, *PoolResult]
+	goodput    answerMemo[[2]float64, *GoodputResult]
+	weightSync answerMemo[[2]float64, *WeightSyncResult]
+	pool       answerMemo[poolKey, *PoolResult]
 }
 
 type poolKey struct {

@@ -56,6 +56,17 @@ const weightSyncMax = 512
 
 // WeightSync lists the weight updates ending in [t0, t1] with both sides.
 func (s *Store) WeightSync(t0, t1 float64) *WeightSyncResult {
+	from := s.answerVersion()
+	if a, ok := s.answers.weightSync.get(from, keyOf(t0, t1)); ok {
+		return a
+	}
+	a := s.weightSync(t0, t1)
+	s.answers.weightSync.put(from, s.answerVersion(), keyOf(t0, t1), a)
+	return a
+}
+
+// weightSync is WeightSync without the memo.
+func (s *Store) weightSync(t0, t1 float64) *WeightSyncResult {
 	out := &WeightSyncResult{Updates: []WeightSync{}}
 	defer s.pin()()
 	// The window's hour blocks hold its weight updates (an update is filed by its bundle's time, within the hour
