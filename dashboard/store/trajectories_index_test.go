@@ -128,3 +128,20 @@ func TestExplainRowsReadItsHoursOnly(t *testing.T) {
 		t.Fatalf("%d rows, %d weight updates: want step 2's 3 samples and the 2 updates", rows, updates)
 	}
 }
+
+// TestSpanSetSharedSpanID: two traces' spans that share a span id are two records; each written twice is read
+// once.
+func TestSpanSetSharedSpanID(t *testing.T) {
+	s := &spanSet{first: map[uint64]int32{}}
+	var recs []trajRec
+	a := trajRec{trace: traceID{1}, span: [8]byte{7}}
+	b := trajRec{trace: traceID{2}, span: [8]byte{7}}
+	for i, r := range []trajRec{a, b, a, b, b} {
+		if got, want := s.add(recs, &r), i < 2; got != want {
+			t.Fatalf("record %d: add %v, want %v", i, got, want)
+		}
+		if i < 2 {
+			recs = append(recs, r)
+		}
+	}
+}

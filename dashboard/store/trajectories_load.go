@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"cmp"
+	"encoding/binary"
 	"errors"
 	"math"
 	"slices"
@@ -95,7 +96,7 @@ type trajBlock struct {
 	// batch but before acknowledging it gets the batch again from its agents (docs/operations.md, "Agents and
 	// gateways"), so a span may be written twice; it is read once. Dropped once the hour is compacted (a
 	// rewritten hour is read over with a new set).
-	seen map[[24]byte]struct{}
+	seen *spanSet
 	// rids are the sglang request ids generate spans name (miles.engine.rid), by (trace, span): the anatomy
 	// finds by them the engine requests sent without a traceparent (docs/semconv.md §10.3).
 	rids map[[24]byte]string
@@ -116,7 +117,7 @@ type indexedRec struct {
 }
 
 func (b *trajBlock) heldBytes() int64 {
-	n := int64(cap(b.records))*int64(unsafe.Sizeof(trajRec{})) + int64(len(b.seen))*(24+mapEntryBytes)
+	n := int64(cap(b.records))*int64(unsafe.Sizeof(trajRec{})) + b.seen.heldBytes()
 	for _, ir := range b.indexed {
 		n += int64(unsafe.Sizeof(ir)) + int64(len(ir.links))*16
 	}
@@ -124,6 +125,47 @@ func (b *trajBlock) heldBytes() int64 {
 		n += int64(len(rid)) + 24 + 16 + mapEntryBytes
 	}
 	return n
+}
+
+// spanSet is the (trace, span) ids of a block's records: by span id, with the record that holds it (span ids
+// are random 64-bit: two traces rarely share one), and the ids whose span id another trace's record holds, whole.
+// A set keyed by 8 bytes with a small value is read and grown about twice as fast as one keyed by 24: a
+// 1024-GPU hour holds 3.5 M spans.
+type spanSet struct {
+	first map[uint64]int32
+	more  map[[24]byte]struct{}
+}
+
+// add adds r's ids, r to be appended to recs next; false when they are in the set already.
+func (s *spanSet) add(recs []trajRec, r *trajRec) bool {
+	id := binary.LittleEndian.Uint64(r.span[:])
+	i, ok := s.first[id]
+	if !ok {
+		if len(recs) <= math.MaxInt32 {
+			s.first[id] = int32(len(recs)) //nolint:gosec // bounded just above
+		}
+		return true
+	}
+	if recs[i].trace == r.trace {
+		return false
+	}
+	k := recKey(r)
+	if _, dup := s.more[k]; dup {
+		return false
+	}
+	if s.more == nil {
+		s.more = map[[24]byte]struct{}{}
+	}
+	s.more[k] = struct{}{}
+	return true
+}
+
+// heldBytes is the set's size estimate (nil: none).
+func (s *spanSet) heldBytes() int64 {
+	if s == nil {
+		return 0
+	}
+	return int64(len(s.first))*(8+4+mapEntryBytes) + int64(len(s.more))*(24+mapEntryBytes)
 }
 
 // recKey is a span record's (trace, span) key.
@@ -174,15 +216,14 @@ func (b *trajBlock) sink(in *interner) partition.LineSink {
 				return
 			}
 			if r.span != ([8]byte{}) {
-				k := recKey(r)
 				if b.seen == nil {
-					b.seen = map[[24]byte]struct{}{}
+					b.seen = &spanSet{first: map[uint64]int32{}}
 				}
-				if _, dup := b.seen[k]; dup {
+				if !b.seen.add(b.records, r) {
 					return
 				}
-				b.seen[k] = struct{}{}
 				if rid := generateRID(r, raw); rid != "" {
+					k := recKey(r)
 					if b.rids == nil {
 						b.rids = map[[24]byte]string{}
 					}
