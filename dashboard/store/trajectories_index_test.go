@@ -1,10 +1,13 @@
 package store
 
 import (
+	"cmp"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -142,6 +145,52 @@ func TestSpanSetSharedSpanID(t *testing.T) {
 		}
 		if i < 2 {
 			recs = append(recs, r)
+		}
+	}
+}
+
+// TestTrajectoryHoursReadSideBySide: hours read side by side, each with its own strings, answer as hours read
+// one after the other with the reader's: the strings (statuses, engines, finish reasons) each hour met first in
+// another order come out the same.
+func TestTrajectoryHoursReadSideBySide(t *testing.T) {
+	dir := trajRun(t)
+	w := &trajW{n: 2000}
+	s := func(sample int) string { return fmt.Sprintf(`,"sample":%d,"group":4,"attempt":0`, sample) }
+	// Hour B meets its strings in another order than hour A: a failure on another engine first.
+	w.span("generate", h0+3700, h0+3800, 20, s(30)+`,"turn":1,"wv":5,"engine":"http://e9:1","tok_out":10,"finish":"abort"`)
+	w.span("attempt", h0+3700, h0+3800, 20, s(30)+`,"status":"failed"`)
+	w.span("generate", h0+3800, h0+3900, 21, s(31)+`,"turn":1,"wv":5,"engine":"http://e0:1","tok_out":20,"finish":"stop"`)
+	w.span("attempt", h0+3800, h0+3900, 21, s(31)+`,"status":"completed"`)
+	write(t, dir, "dashboard/trajectories/"+hourB+".jsonl", w.b.String())
+	type seg struct {
+		t0, t1         float64
+		engine, status string
+	}
+	segs := func(serial bool) []seg {
+		st, err := Open(dir, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.trajectories.cache.serial = serial
+		var out []seg
+		for _, g := range st.goodputInputs(h0, h0+7200).segs {
+			out = append(out, seg{g.t0, g.t1, g.engine, g.trace.status})
+		}
+		slices.SortFunc(out, func(a, b seg) int { return cmp.Compare(a.t0, b.t0) })
+		return out
+	}
+	one, side := segs(true), segs(false)
+	if len(side) != 7 || !reflect.DeepEqual(one, side) {
+		t.Fatalf("side by side %+v\none after the other %+v", side, one)
+	}
+	for _, want := range []seg{
+		{h0 + 105, h0 + 500, "http://e0:1", "completed"},
+		{h0 + 200, h0 + 300, "", "aborted"},
+		{h0 + 3700, h0 + 3800, "http://e9:1", "failed"},
+		{h0 + 3800, h0 + 3900, "http://e0:1", "completed"},
+	} {
+		if !slices.Contains(side, want) {
+			t.Fatalf("segment %+v not read as written: %+v", want, side)
 		}
 	}
 }

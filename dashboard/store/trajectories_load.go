@@ -50,9 +50,9 @@ func newTrajectoryReader(dir string) trajectoryReader {
 }
 
 // hourCaches is the trajectories hour blocks' cache (hours.go); the step index is not in it (always held). The
-// reads share the string interner: they run one after the other.
+// hours are read side by side, each with strings of its own (trajBlock.read).
 func (r *trajectoryReader) hourCaches() []hourSource {
-	r.cache = &hourCache[*trajBlock]{kind: heldTraj, files: r.files, blocks: r.blocks, reader: r, serial: true}
+	r.cache = &hourCache[*trajBlock]{kind: heldTraj, files: r.files, blocks: r.blocks, reader: r}
 	return []hourSource{r.cache}
 }
 
@@ -105,6 +105,11 @@ type trajBlock struct {
 	indexed []indexedRec
 	// taken says the step index took the hour from the block: it reads the hour's later records itself.
 	taken bool
+	// read is the strings of the records the last read added (from records[readFrom:], indexed[indexedFrom:])
+	// while they are not yet the reader's: hours are read side by side, each with its own strings, and their
+	// records take the reader's when the read is applied (keepLocked).
+	read                  *interner
+	readFrom, indexedFrom int
 }
 
 // indexedRec is a step consume or weight update record as a block read it, at its place among the records.
@@ -257,7 +262,9 @@ func (r *trajectoryReader) readHour(h int64, prev *trajBlock, p *partition.Parti
 		b = &trajBlock{}
 	}
 	l.before = len(b.records)
-	l.reports, l.err = r.files.Read(p, b.sink(&r.strings))
+	b.read, b.readFrom, b.indexedFrom = &interner{}, len(b.records), len(b.indexed)
+	b.read.init()
+	l.reports, l.err = r.files.Read(p, b.sink(b.read))
 	if errors.Is(l.err, partition.ErrReload) {
 		p.Reset()
 		b, l2 := r.readHour(h, nil, p, hourRead{})
@@ -272,8 +279,24 @@ func (r *trajectoryReader) readHour(h int64, prev *trajBlock, p *partition.Parti
 	return b, l
 }
 
-// keepLocked counts a change of the hour's records.
+// keepLocked gives the records the read added the reader's strings, and counts a change of the hour's records.
 func (r *trajectoryReader) keepLocked(_ int64, b *trajBlock, l *hourLoad, _ float64) {
+	if b.read != nil {
+		ids := make([]uint16, len(b.read.strings))
+		for i, str := range b.read.strings {
+			ids[i] = r.strings.id([]byte(str))
+		}
+		remap := func(rec *trajRec) {
+			rec.status, rec.engine, rec.finish = ids[rec.status], ids[rec.engine], ids[rec.finish]
+		}
+		for i := b.readFrom; i < len(b.records); i++ {
+			remap(&b.records[i])
+		}
+		for i := b.indexedFrom; i < len(b.indexed); i++ {
+			remap(&b.indexed[i].rec)
+		}
+		b.read = nil
+	}
 	if l.reread || len(b.records) != l.before {
 		r.version++
 	}
