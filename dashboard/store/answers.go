@@ -45,6 +45,17 @@ func (m *answerMemo[K, V]) put(from, after uint64, key K, a V) {
 	m.answers[key] = a
 }
 
+// remembered is m's answer for key while no data arrived, else compute's, kept.
+func remembered[K comparable, V any](s *Store, m *answerMemo[K, V], key K, compute func() V) V {
+	from := s.answerVersion()
+	if a, ok := m.get(from, key); ok {
+		return a
+	}
+	a := compute()
+	m.put(from, s.answerVersion(), key, a)
+	return a
+}
+
 // answerMemos are the memos of the answers that join several streams over a window.
 type answerMemos struct {
 	goodput    answerMemo[[2]float64, *GoodputResult]

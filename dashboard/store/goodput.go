@@ -368,13 +368,7 @@ func collectiveWaits(p *PhasesResult, t0, t1 float64) []float64 {
 
 // Goodput is the goodput ledger of the trainer steps in [t0, t1] (docs/semconv.md §12).
 func (s *Store) Goodput(t0, t1 float64) *GoodputResult {
-	from := s.answerVersion()
-	if a, ok := s.answers.goodput.get(from, keyOf(t0, t1)); ok {
-		return a
-	}
-	a := s.goodput(t0, t1)
-	s.answers.goodput.put(from, s.answerVersion(), keyOf(t0, t1), a)
-	return a
+	return remembered(s, &s.answers.goodput, keyOf(t0, t1), func() *GoodputResult { return s.goodput(t0, t1) })
 }
 
 // goodput is Goodput without the memo.

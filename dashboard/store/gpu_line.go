@@ -43,17 +43,7 @@ func (b *gpuBlock) addLine(line []byte) bool {
 	}
 	lane := b.laneFor(node, int(gpu))
 	tMs := int64(math.Round(ts * 1000))
-	h0 := b.hour * 3600 * 1000
-	if b.hour < 0 {
-		h0 = (tMs / 3600000) * 3600000
-	}
-	idx := lane.ts.Len()
-	lane.ts.Append(tMs)
-	if tMs <= lane.newestMs {
-		lane.inOrder = false
-		lane.scrambled = lane.scrambled || tMs < lane.newestMs-scrambleMs
-	}
-	lane.newestMs = max(lane.newestMs, tMs)
+	h0, idx := b.appendTime(lane, tMs)
 	bucket := int((tMs - h0) / (pyramidStep * 1000))
 	fineJ := (tMs - h0) / (fineStep * 1000)
 	for i := range r.n {
@@ -152,6 +142,23 @@ func (b *gpuBlock) noteSkipped(lane *laneData, i int, m rawSpan) {
 
 // laneFor finds the lane of (node, gpu) by the node's bytes and the GPU index, without building its key: the
 // lines of one node come in runs (a node's GPUs read together), so its lanes are remembered.
+// appendTime appends a reading's time to its lane (noting whether the lane is still in time order) and returns
+// the start of the reading's hour in ms and the reading's index in the lane.
+func (b *gpuBlock) appendTime(lane *laneData, tMs int64) (h0 int64, idx int) {
+	h0 = b.hour * 3600 * 1000
+	if b.hour < 0 {
+		h0 = (tMs / 3600000) * 3600000
+	}
+	idx = lane.ts.Len()
+	lane.ts.Append(tMs)
+	if tMs <= lane.newestMs {
+		lane.inOrder = false
+		lane.scrambled = lane.scrambled || tMs < lane.newestMs-scrambleMs
+	}
+	lane.newestMs = max(lane.newestMs, tMs)
+	return h0, idx
+}
+
 func (b *gpuBlock) laneFor(node []byte, gpu int) *laneData {
 	if gpu < 0 || gpu > maxIndexedGPU {
 		return b.laneByKey(string(node) + ":" + itoa(gpu)) // a GPU index no device has: by its key only

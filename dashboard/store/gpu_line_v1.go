@@ -190,17 +190,7 @@ const (
 func (b *gpuBlock) addV1(line []byte, x *v1Reading) {
 	lane := b.laneFor(line[x.node0:x.node1], x.gpu)
 	tMs := x.tsMs
-	h0 := b.hour * 3600 * 1000
-	if b.hour < 0 {
-		h0 = (tMs / 3600000) * 3600000
-	}
-	idx := lane.ts.Len()
-	lane.ts.Append(tMs)
-	if tMs <= lane.newestMs {
-		lane.inOrder = false
-		lane.scrambled = lane.scrambled || tMs < lane.newestMs-scrambleMs
-	}
-	lane.newestMs = max(lane.newestMs, tMs)
+	h0, idx := b.appendTime(lane, tMs)
 	var f *field
 	if len(lane.order) > 0 && string(lane.order[0].name) == v1UtilKey {
 		f = lane.order[0].f

@@ -56,16 +56,11 @@ type poolTrace struct {
 // of the steps consumed in the window.
 func (s *Store) VersionPool(t0, t1 float64, points int) *PoolResult {
 	points = min(max(points, 2), poolPointsMax)
-	from, key := s.answerVersion(), poolKey{t0, t1, points}
+	key := poolKey{t0, t1, points}
 	if math.IsNaN(t0) || math.IsNaN(t1) {
 		key = poolKey{points: points}
 	}
-	if a, ok := s.answers.pool.get(from, key); ok {
-		return a
-	}
-	a := s.versionPool(t0, t1, points)
-	s.answers.pool.put(from, s.answerVersion(), key, a)
-	return a
+	return remembered(s, &s.answers.pool, key, func() *PoolResult { return s.versionPool(t0, t1, points) })
 }
 
 // versionPool is VersionPool without the memo.

@@ -56,13 +56,7 @@ const weightSyncMax = 512
 
 // WeightSync lists the weight updates ending in [t0, t1] with both sides.
 func (s *Store) WeightSync(t0, t1 float64) *WeightSyncResult {
-	from := s.answerVersion()
-	if a, ok := s.answers.weightSync.get(from, keyOf(t0, t1)); ok {
-		return a
-	}
-	a := s.weightSync(t0, t1)
-	s.answers.weightSync.put(from, s.answerVersion(), keyOf(t0, t1), a)
-	return a
+	return remembered(s, &s.answers.weightSync, keyOf(t0, t1), func() *WeightSyncResult { return s.weightSync(t0, t1) })
 }
 
 // weightSync is WeightSync without the memo.
