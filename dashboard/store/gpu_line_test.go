@@ -45,19 +45,7 @@ func TestScanFastMatchesScan(t *testing.T) {
 	for range 20000 { // mutations of the shapes above: a byte replaced, dropped or doubled
 		base := rng.IntN(5)
 		primer = append(primer, base)
-		b := []byte(lines[base])
-		for range 1 + rng.IntN(3) {
-			i := rng.IntN(len(b))
-			switch rng.IntN(3) {
-			case 0:
-				b[i] = alphabet[rng.IntN(len(alphabet))]
-			case 1:
-				b = append(b[:i:i], b[i+1:]...)
-			default:
-				b = append(b[:i+1:i+1], b[i:]...)
-			}
-		}
-		lines = append(lines, string(b))
+		lines = append(lines, string(mutated(rng, []byte(lines[base]), alphabet, 1+rng.IntN(3))))
 	}
 	for i := range 2000 { // readings as collectors print them
 		primer = append(primer, len(lines)-i)
@@ -249,4 +237,21 @@ func FuzzScanShape(f *testing.F) {
 			}
 		}
 	})
+}
+
+// mutated is b with edits random bytes replaced (from alphabet), dropped or doubled: a line damaged as a torn or
+// garbled write would damage it.
+func mutated(rng *rand.Rand, b, alphabet []byte, edits int) []byte {
+	for range edits {
+		i := rng.IntN(len(b))
+		switch rng.IntN(3) {
+		case 0:
+			b[i] = alphabet[rng.IntN(len(alphabet))]
+		case 1:
+			b = append(b[:i:i], b[i+1:]...)
+		default:
+			b = append(b[:i+1:i+1], b[i:]...)
+		}
+	}
+	return b
 }

@@ -86,19 +86,7 @@ func v1Lines(rng *rand.Rand, n int) []string {
 	)
 	alphabet := []byte(`{}[]":,. -0123456789e\tsu`)
 	for range n {
-		b := []byte(lines[rng.IntN(len(lines))])
-		for range 1 + rng.IntN(2) {
-			i := rng.IntN(len(b))
-			switch rng.IntN(3) {
-			case 0:
-				b[i] = alphabet[rng.IntN(len(alphabet))]
-			case 1:
-				b = append(b[:i:i], b[i+1:]...)
-			default:
-				b = append(b[:i+1:i+1], b[i:]...)
-			}
-		}
-		lines = append(lines, string(b))
+		lines = append(lines, string(mutated(rng, []byte(lines[rng.IntN(len(lines))]), alphabet, 1+rng.IntN(2))))
 	}
 	return lines
 }
