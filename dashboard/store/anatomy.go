@@ -213,23 +213,36 @@ func (s *Store) anatomyFull(step int) (*AnatomyResult, error) {
 		return nil, err
 	}
 	lo, hi := sc.anatomyHours()
-	// One batch: the engine spans and the trajectories are read side by side (the engine hours are the larger).
-	s.ensureHours(lo, hi, s.engineTraces.cache, s.trajectories.cache)
+	s.ensureHours(lo, hi, s.trajectories.cache)
 	s.mu.RLock()
 	blocks := s.trajectories.hoursLocked(lo, hi)
-	var nrec uint64
-	for _, b := range blocks {
-		nrec += uint64(len(b.records))
+	keyLocked := func() [2]uint64 {
+		var nrec uint64
+		for _, b := range blocks {
+			nrec += uint64(len(b.records))
+		}
+		nrec += s.engineTraces.records << 32 // engine spans that arrive later change the anatomy too
+		return [2]uint64{nrec, s.trajectories.index.version}
 	}
-	nrec += s.engineTraces.records << 32 // engine spans that arrive later change the anatomy too
-	key := [2]uint64{nrec, s.trajectories.index.version}
 	for _, e := range s.trajectories.anatomies.entries {
-		if e.step == step && e.key == key {
+		if e.step == step && e.key == keyLocked() {
 			s.mu.RUnlock()
 			return e.a, nil
 		}
 	}
-	a := s.trajectories.buildAnatomyLocked(sc, blocks, &s.engineTraces)
+	b := s.trajectories.buildRowsLocked(sc, blocks, s.trajectories.index.lc.join.tl, s.trajectories.index.allUpdates())
+	s.mu.RUnlock()
+	// The engine hours its segments ran in, read once the rows say which (the rows hold their records).
+	elo, ehi, ok := b.engineHours(nil)
+	if ok {
+		s.ensureHours(elo, ehi, s.engineTraces.cache)
+	}
+	s.mu.RLock()
+	key := keyLocked()
+	ej := b.joinEngines(&s.engineTraces, nil, elo, ehi)
+	b.a.EngineStages, b.a.EngineSliceNames = EngineStageNames, ej.names
+	b.a.EngineByEngine, b.a.EngineTotal = ej.results()
+	a := b.result()
 	s.mu.RUnlock()
 	s.mu.Lock()
 	c := &s.trajectories.anatomies
@@ -275,14 +288,6 @@ func (sc *stepConsume) anatomyHours() (lo, hi int64) {
 	return int64(math.Floor((sc.t0 - AnatomyLookback) / 3600)), int64(math.Floor(sc.t1/3600)) + 1
 }
 
-func (r *trajectoryReader) buildAnatomyLocked(sc *stepConsume, blocks []*trajBlock, traces *engineTraceReader) *AnatomyResult {
-	b := r.buildRowsLocked(sc, blocks, r.index.lc.join.tl, r.index.allUpdates())
-	ej := b.joinEngines(traces, nil)
-	b.a.EngineStages, b.a.EngineSliceNames = EngineStageNames, ej.names
-	b.a.EngineByEngine, b.a.EngineTotal = ej.results()
-	return b.result()
-}
-
 // anatomyRows is a step's anatomy before the engine spans are joined, with what joining them needs: an answer
 // that needs them for a few rows only (the step explanation's critical chain) joins those (joinEngines).
 type anatomyRows struct {
@@ -293,9 +298,38 @@ type anatomyRows struct {
 	in     *interner
 }
 
-// joinEngines joins the engine spans to the rows only asks for (nil: every row).
-func (b *anatomyRows) joinEngines(traces *engineTraceReader, only func(i int) bool) *engineJoin {
-	ej := traces.newJoin(b.sc.anatomyHours())
+// engineJoinSlack is how far past its generate segment a request's spans may end (the engine's clock against
+// the rollout's) and still be joined to it.
+const engineJoinSlack = 60.0
+
+// engineHours are the engine_traces hours a join of the rows only asks for (nil: every row) reads: the hours its
+// generate segments' requests can end in (records are filed by end hour; a request joins the segment it
+// overlaps), within the anatomy's hours; ok is false when those rows have no generate segment. A batch's
+// segments lie in the hour or two of its rollout, however far back the anatomy looks for its samples' spans.
+func (b *anatomyRows) engineHours(only func(i int) bool) (lo, hi int64, ok bool) {
+	first, last := math.Inf(1), math.Inf(-1)
+	for i := range b.rows {
+		if only != nil && !only(i) {
+			continue
+		}
+		for _, g := range b.rows[i].gens {
+			t1 := g.t1
+			if math.IsNaN(t1) || t1 < g.t0 {
+				t1 = b.sc.t1 // an open segment joins requests up to the step's end
+			}
+			first, last = min(first, g.t0), max(last, t1)
+		}
+	}
+	if first > last {
+		return 0, -1, false
+	}
+	alo, ahi := b.sc.anatomyHours()
+	return max(alo, hourOf(first)), min(ahi, hourOf(last+engineJoinSlack)), true
+}
+
+// joinEngines joins the engine spans of hours lo…hi (engineHours) to the rows only asks for (nil: every row).
+func (b *anatomyRows) joinEngines(traces *engineTraceReader, only func(i int) bool, lo, hi int64) *engineJoin {
+	ej := traces.newJoin(lo, hi)
 	for i := range b.rows {
 		if only == nil || only(i) {
 			ej.attachLocked(&b.rows[i].row, b.rows[i].gens, func(g *trajRec) string { return b.in.str(g.engine) },

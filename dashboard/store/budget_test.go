@@ -15,8 +15,9 @@ const budgetH0 = h0 - 48*3600
 func hourName(h int64) string { return time.Unix(h*3600, 0).UTC().Format("20060102_15") }
 
 // writeBudgetHour writes hour k of a budget test run: 2 lanes of gpu_util every 2 s with their gpu_rollup, and
-// one sample consumed by step k (trajectories) whose engine spans arrive in two bundles, the second filed in the
-// next hour (so an anatomy joins engine spans across hours).
+// one sample consumed by step k (trajectories) near the hour's end whose engine spans arrive in two bundles, the
+// second filed in the next hour (its last slice ends there: the engine's clock runs 30 s ahead), so an anatomy
+// joins engine spans across hours.
 func writeBudgetHour(t *testing.T, dir string, k int) {
 	t.Helper()
 	start := budgetH0 + float64(k)*3600
@@ -43,19 +44,19 @@ func writeBudgetHour(t *testing.T, dir string, k int) {
 	w := &trajW{n: k * 100}
 	trace := 1000 + k
 	s := fmt.Sprintf(`,"sample":%d,"group":%d,"attempt":0`, k, k)
-	w.span("queue", start+100, start+105, trace, s)
-	w.span("generate", start+105, start+500, trace, s+`,"turn":1,"wv":4,"engine":"http://e0:1","tok_in":100,"tok_out":400,"finish":"stop"`)
-	w.span("attempt", start+100, start+500, trace, s+`,"status":"completed"`)
-	w.span("consume", start+1000, start+1000.01, trace, fmt.Sprintf(`,"sample":%d,"group":%d,"wv":5,"step":%d`, k, k, k))
-	w.span("step_consume", start+1000, start+1000.05, 5000+k, fmt.Sprintf(`,"wv":5,"step":%d,"batch":1,"links":[%q]`, k, tid(trace)))
+	w.span("queue", start+3100, start+3105, trace, s)
+	w.span("generate", start+3105, start+3575, trace, s+`,"turn":1,"wv":4,"engine":"http://e0:1","tok_in":100,"tok_out":400,"finish":"stop"`)
+	w.span("attempt", start+3100, start+3575, trace, s+`,"status":"completed"`)
+	w.span("consume", start+3590, start+3590.01, trace, fmt.Sprintf(`,"sample":%d,"group":%d,"wv":5,"step":%d`, k, k, k))
+	w.span("step_consume", start+3590, start+3590.05, 5000+k, fmt.Sprintf(`,"wv":5,"step":%d,"batch":1,"links":[%q]`, k, tid(trace)))
 	write(t, dir, "dashboard/trajectories/"+hourName(h)+".jsonl", w.b.String())
 	gen := fmt.Sprintf("%016x", trace<<32|(k*100+2))
-	first := fmt.Sprintf(`{"trace":%q,"t":%g,"parent":%q,"spans":[`, tid(trace), start+105, gen) +
-		`{"k":"req","span":"00000000000000a1","t0":0.5,"t1":390,"rid":"r1"},` +
-		`{"k":"thread","span":"00000000000000b1","parent":"00000000000000a1","label":"Scheduler","tp":0,"dp":0,"pp":0,"t0":0.5,"t1":390},` +
+	first := fmt.Sprintf(`{"trace":%q,"t":%g,"parent":%q,"spans":[`, tid(trace), start+3135, gen) +
 		`{"k":"slice","span":"00000000000000c1","parent":"00000000000000b1","name":"prefill_forward","lvl":1,"t0":0.5,"t1":20}]}` + "\n"
-	second := fmt.Sprintf(`{"trace":%q,"t":%g,"parent":%q,"spans":[`, tid(trace), start+105, gen) +
-		`{"k":"slice","span":"00000000000000c2","parent":"00000000000000b1","name":"decode_forward","lvl":1,"t0":20,"t1":390}]}` + "\n"
+	second := fmt.Sprintf(`{"trace":%q,"t":%g,"parent":%q,"spans":[`, tid(trace), start+3135, gen) +
+		`{"k":"req","span":"00000000000000a1","t0":0.5,"t1":470,"rid":"r1"},` +
+		`{"k":"thread","span":"00000000000000b1","parent":"00000000000000a1","label":"Scheduler","tp":0,"dp":0,"pp":0,"t0":0.5,"t1":470},` +
+		`{"k":"slice","span":"00000000000000c2","parent":"00000000000000b1","name":"decode_forward","lvl":1,"t0":20,"t1":470}]}` + "\n"
 	appendTo(t, dir, "dashboard/engine_traces/"+hourName(h)+".jsonl", first)
 	appendTo(t, dir, "dashboard/engine_traces/"+hourName(h+1)+".jsonl", second)
 }

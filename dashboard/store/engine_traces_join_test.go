@@ -84,3 +84,54 @@ func TestEngineJoinThreadsByKind(t *testing.T) {
 		t.Fatalf("joined slices (s from the record's base) %v, want %v: tokenizer, DP controller, encoder and TP 0's scheduler", got, want)
 	}
 }
+
+// TestEngineJoinReadsItsSegmentsHours: a step's anatomy, and its explanation's critical chain, read the
+// engine_traces hours their generate segments ran in, not the hours of the anatomy's lookback (engineHours):
+// earlier hours of engine spans stay unread, and the segments still join theirs.
+func TestEngineJoinReadsItsSegmentsHours(t *testing.T) {
+	dir := trajRun(t)
+	h := int64(h0 / 3600)
+	rec := func(trace int, t0 float64) string {
+		return fmt.Sprintf(`{"trace":%q,"t":%g,"parent":"00000000000000f1","spans":[`, tid(trace), t0) +
+			`{"k":"req","span":"00000000000000a1","t0":0.5,"t1":390,"rid":"r1"},` +
+			`{"k":"thread","span":"00000000000000b1","parent":"00000000000000a1","label":"Scheduler","tp":0,"dp":0,"pp":0,"t0":0.5,"t1":390},` +
+			`{"k":"slice","span":"00000000000000c1","parent":"00000000000000b1","name":"decode_forward","lvl":1,"t0":0.5,"t1":390}]}` + "\n"
+	}
+	for _, early := range []int64{h - 3, h - 2} { // inside the 4 h lookback, before any of the step's segments
+		write(t, dir, filepath.Join("dashboard", "engine_traces", hourName(early)+".jsonl"), rec(77, float64(early)*3600+10))
+	}
+	write(t, dir, filepath.Join("dashboard", "engine_traces", hourA+".jsonl"), rec(1, h0+105))
+	st, err := Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := st.Anatomy(2, "submit", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	joined := 0
+	for _, r := range a.Rows {
+		joined += len(r.EngineSlices) / 5
+	}
+	var chained []int
+	if err := st.explainRows(Bubble{Step: 2, T0: h0 + 900, T1: h0 + 1100}, func(a *AnatomyResult) []*AnatomyRow {
+		return []*AnatomyRow{&a.Rows[0]}
+	}, func(a *AnatomyResult, _ map[[2]float64]genInfo, _ [][2]float64) {
+		chained = append(chained, a.Rows[0].Sample, len(a.Rows[0].EngineSlices)/5)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	for _, early := range []int64{h - 3, h - 2} {
+		if st.engineTraces.hours[early] != nil {
+			t.Errorf("engine hour %d (lookback only) was read", early-h)
+		}
+	}
+	if st.engineTraces.hours[h] == nil || joined == 0 {
+		t.Fatalf("the segments' own hour: read %v, %d slices joined", st.engineTraces.hours[h] != nil, joined)
+	}
+	if len(chained) != 2 || chained[0] != 10 || chained[1] == 0 {
+		t.Fatalf("the chain's first row (sample, slices joined) = %v, want sample 10 with its slices", chained)
+	}
+}

@@ -450,7 +450,7 @@ func (s *Store) newExplainer(memo *ExplainMemo) *explainer {
 			}
 		}
 	}
-	if ser, ok := s.StepMetricSeries("perf/actor_train_mfu")["perf/actor_train_mfu"]; ok {
+	if ser, ok := s.loggedStepSeries("perf/actor_train_mfu"); ok {
 		for i, x := range ser.X {
 			ex.mfu[int(x)] = ser.Y[i]
 		}
@@ -646,10 +646,11 @@ func (s *Store) lastGenerate(t0, t1 float64) (last float64) {
 }
 
 // explainRows hands fn, under the store's read lock, step's anatomy as its explanation reads it: the rows in
-// submit order without the engine spans, the facts of their generate segments by (t0, t1), the run's weight
-// updates, and join, which joins the engine spans of the rows given (the critical chain's) in place. Joining
-// them for the chain alone spares the batch's thousands of other rows (anatomy.go, joinEngines).
-func (s *Store) explainRows(st Bubble, fn func(a *AnatomyResult, gens map[[2]float64]genInfo, updates [][2]float64, join func([]*AnatomyRow))) error {
+// submit order, the facts of their generate segments by (t0, t1) and the run's weight updates. The engine spans
+// are joined to the rows pick names alone (the critical chain's, found from the rows without them), from the
+// engine hours those rows' segments ran in: joining them for the chain alone spares the batch's thousands of
+// other rows and the engine hours of the anatomy's lookback (anatomy.go, engineHours).
+func (s *Store) explainRows(st Bubble, pick func(a *AnatomyResult) []*AnatomyRow, fn func(a *AnatomyResult, gens map[[2]float64]genInfo, updates [][2]float64)) error {
 	defer s.pin()()
 	// The step's consume, read at its start, from the blocks of the hours around the step: no step index of the
 	// whole run (the step index only when they hold none).
@@ -665,9 +666,8 @@ func (s *Store) explainRows(st Bubble, fn func(a *AnatomyResult, gens map[[2]flo
 		}
 	}
 	lo, hi := sc.anatomyHours()
-	s.ensureHours(lo, hi, s.engineTraces.cache, s.trajectories.cache)
+	s.ensureHours(lo, hi, s.trajectories.cache)
 	s.mu.RLock()
-	defer s.mu.RUnlock()
 	// The weight-update history of the anatomy's hours: a row's timing does not depend on older updates.
 	_, ups := s.trajectories.stepRecordsLocked(lo, hi)
 	tl := &lifecycle.Timeline{}
@@ -699,6 +699,7 @@ func (s *Store) explainRows(st Bubble, fn func(a *AnatomyResult, gens map[[2]flo
 			gens[[2]float64{g.t0, g.t1}] = genInfo{engine: b.in.str(g.engine), tokOut: g.tokOut, span: g.span}
 		}
 	}
+	s.mu.RUnlock()
 	var updates [][2]float64
 	for _, u := range ups {
 		if u.t > u.t0 {
@@ -706,19 +707,26 @@ func (s *Store) explainRows(st Bubble, fn func(a *AnatomyResult, gens map[[2]flo
 		}
 	}
 	slices.SortFunc(updates, func(x, y [2]float64) int { return cmp.Compare(x[0], y[0]) })
-	join := func(rows []*AnatomyRow) {
-		want := map[int]*AnatomyRow{}
-		for _, r := range rows {
-			if i, ok := at[r]; ok {
-				want[i] = r
-			}
+	want := map[int]*AnatomyRow{}
+	for _, r := range pick(&a) {
+		if i, ok := at[r]; ok {
+			want[i] = r
 		}
-		b.joinEngines(&s.engineTraces, func(i int) bool { return want[i] != nil })
+	}
+	only := func(i int) bool { return want[i] != nil }
+	elo, ehi, ok := b.engineHours(only)
+	if ok {
+		s.ensureHours(elo, ehi, s.engineTraces.cache)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if ok {
+		b.joinEngines(&s.engineTraces, only, elo, ehi)
 		for i, r := range want {
 			*r = b.rows[i].row
 		}
 	}
-	fn(&a, gens, updates, join)
+	fn(&a, gens, updates)
 	return nil
 }
 
@@ -782,10 +790,19 @@ func (ex *explainer) rollout(f *ExplainStepFacts, waitIvs [][2]float64, open boo
 	stepLinks := ExplainLinks{Step: &step}
 	chained := false
 	if !open {
-		_ = ex.s.explainRows(Bubble{Step: f.Step, T0: f.T0, T1: f.T1}, func(an *AnatomyResult, gens map[[2]float64]genInfo, updates [][2]float64, join func([]*AnatomyRow)) {
-			if len(an.Rows) > 0 {
+		var chain []chainLink
+		pick := func(an *AnatomyResult) []*AnatomyRow {
+			chain = criticalChain(an, waitIvs)
+			rows := make([]*AnatomyRow, len(chain))
+			for i, l := range chain {
+				rows[i] = l.row
+			}
+			return rows
+		}
+		_ = ex.s.explainRows(Bubble{Step: f.Step, T0: f.T0, T1: f.T1}, pick, func(an *AnatomyResult, gens map[[2]float64]genInfo, updates [][2]float64) {
+			if len(chain) > 0 {
 				chained = true
-				ex.chain(f, waitIvs, an, gens, updates, join)
+				ex.chain(f, waitIvs, an, chain, gens, updates)
 			}
 		})
 	}
@@ -808,22 +825,23 @@ func (ex *explainer) rollout(f *ExplainStepFacts, waitIvs [][2]float64, open boo
 	}
 }
 
-// chain is rollout's split of the wait along the batch's critical chain (an: the step's rows in submit order).
-func (ex *explainer) chain(f *ExplainStepFacts, waitIvs [][2]float64, an *AnatomyResult, gens map[[2]float64]genInfo, updates [][2]float64, join func([]*AnatomyRow)) {
-	step := f.Step
-	stepLinks := ExplainLinks{Step: &step}
-	lo := min(waitIvs[0][0], an.T0)
+// chainLink is one sample of a batch's critical chain and the part of the wait it owns: [its submit, the next
+// one's submit).
+type chainLink struct {
+	row    *AnatomyRow
+	t0, t1 float64
+}
+
+// criticalChain is the batch's critical chain, newest first (an: the step's rows in submit order; none when it
+// has no rows): its last consumed sample, then, before that sample was submitted, the batch's sample that
+// finished last before its submit, and so on back to the trainer's wait.
+func criticalChain(an *AnatomyResult, waitIvs [][2]float64) []chainLink {
 	rows := an.Rows
-	sampleLinks := func(r *AnatomyRow) ExplainLinks {
-		sample := r.Sample
-		return ExplainLinks{Step: &step, Sample: &sample, Trace: r.Trace}
+	if len(rows) == 0 {
+		return nil
 	}
-	// The chain, newest first: each sample owns [its submit, the next one's submit) of the wait.
-	type link struct {
-		row    *AnatomyRow
-		t0, t1 float64
-	}
-	var chain []link
+	lo := min(waitIvs[0][0], an.T0)
+	var chain []chainLink
 	crit := 0
 	for i := range rows {
 		if rows[i].End > rows[crit].End {
@@ -832,7 +850,7 @@ func (ex *explainer) chain(f *ExplainStepFacts, waitIvs [][2]float64, an *Anatom
 	}
 	upto := math.Inf(1)
 	for cur := &rows[crit]; cur != nil && len(chain) < len(rows); {
-		chain = append(chain, link{cur, cur.Submit, upto})
+		chain = append(chain, chainLink{cur, cur.Submit, upto})
 		upto = cur.Submit
 		if upto <= lo {
 			break
@@ -845,6 +863,19 @@ func (ex *explainer) chain(f *ExplainStepFacts, waitIvs [][2]float64, an *Anatom
 			}
 		}
 		cur = next
+	}
+	return chain
+}
+
+// chain is rollout's split of the wait along the batch's critical chain (an: the step's rows in submit order,
+// the chain's with their engine spans joined).
+func (ex *explainer) chain(f *ExplainStepFacts, waitIvs [][2]float64, an *AnatomyResult, chain []chainLink, gens map[[2]float64]genInfo, updates [][2]float64) {
+	step := f.Step
+	stepLinks := ExplainLinks{Step: &step}
+	rows := an.Rows
+	sampleLinks := func(r *AnatomyRow) ExplainLinks {
+		sample := r.Sample
+		return ExplainLinks{Step: &step, Sample: &sample, Trace: r.Trace}
 	}
 	last := chain[0].row
 	f.path = append(f.path, ExplainEdge{
@@ -874,11 +905,6 @@ func (ex *explainer) chain(f *ExplainStepFacts, waitIvs [][2]float64, an *Anatom
 		slices.Sort(xs)
 		pace = min(pace, xs[len(xs)/2])
 	}
-	chainRows := make([]*AnatomyRow, len(chain))
-	for i, l := range chain {
-		chainRows[i] = l.row
-	}
-	join(chainRows) // their engine spans: the queue inside each generate segment
 	queueStage := slices.Index(EngineStageNames, "queue")
 	var pieces []rolloutPiece
 	queued := map[*AnatomyRow]map[int]float64{}

@@ -316,6 +316,21 @@ func (s *Store) StepMetricSeries(keys ...string) map[string]StepSeries {
 	return out
 }
 
+// loggedStepSeries is the logged step metric key alone (no lifecycle series: those need the whole run's step
+// index), or false when the run logged none.
+func (s *Store) loggedStepSeries(key string) (StepSeries, bool) {
+	s.mu.Lock()
+	s.metrics.syncLocked(s)
+	s.mu.Unlock()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	ser := s.metrics.index.series[key]
+	if ser == nil || len(ser.x) == 0 {
+		return StepSeries{}, false
+	}
+	return StepSeries{Axis: ser.axis, X: slices.Clip(ser.x), Y: slices.Clip(ser.y)}, true
+}
+
 // MetricKeyNames lists the step-metric keys (no lifecycle or engine keys), sorted.
 func (s *Store) MetricKeyNames() []string {
 	s.mu.Lock()

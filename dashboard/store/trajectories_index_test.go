@@ -119,7 +119,7 @@ func TestExplainRowsReadItsHoursOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	var rows, updates int
-	if err := st.explainRows(Bubble{Step: 2, T0: h0 + 900, T1: h0 + 1100}, func(a *AnatomyResult, _ map[[2]float64]genInfo, ups [][2]float64, _ func([]*AnatomyRow)) {
+	if err := st.explainRows(Bubble{Step: 2, T0: h0 + 900, T1: h0 + 1100}, func(*AnatomyResult) []*AnatomyRow { return nil }, func(a *AnatomyResult, _ map[[2]float64]genInfo, ups [][2]float64) {
 		rows, updates = len(a.Rows), len(ups)
 	}); err != nil {
 		t.Fatal(err)
