@@ -359,24 +359,24 @@ func (r *trajectoryReader) buildRowsLocked(sc *stepConsume, blocks []*trajBlock,
 		rows[i].row = AnatomyRow{Trace: hex.EncodeToString(t[:]), Sample: -1, Group: -1, Attempt: -1}
 		rows[i].final, rows[i].sample = -1, -1
 	}
-	// Pass 1: the consumed traces.
+	// Pass 1: the consumed traces, each in reading order.
+	var at []int32
 	for _, b := range blocks {
-		for i := range b.records {
-			r := &b.records[i]
-			ri, ok := byTrace[r.trace]
-			if !ok {
-				continue
-			}
-			acc := &rows[ri]
-			acc.records = append(acc.records, r)
-			if r.sample >= 0 {
-				acc.row.Sample, acc.sample = int(r.sample), r.sample
-			}
-			if r.group >= 0 {
-				acc.row.Group = int(r.group)
-			}
-			if r.attempt > acc.final {
-				acc.final = r.attempt
+		for t, ri := range byTrace {
+			at = b.chains.ofTrace(t, at[:0])
+			for _, i := range at {
+				r := &b.records[i]
+				acc := &rows[ri]
+				acc.records = append(acc.records, r)
+				if r.sample >= 0 {
+					acc.row.Sample, acc.sample = int(r.sample), r.sample
+				}
+				if r.group >= 0 {
+					acc.row.Group = int(r.group)
+				}
+				if r.attempt > acc.final {
+					acc.final = r.attempt
+				}
 			}
 		}
 	}
@@ -399,7 +399,16 @@ func (r *trajectoryReader) buildRowsLocked(sc *stepConsume, blocks []*trajBlock,
 	}
 	join := newLcJoin(history)
 	for _, b := range blocks {
-		for i := range b.records {
+		// The records of the consumed traces and of their samples, in reading order: no other record is used.
+		at = at[:0]
+		for t := range byTrace {
+			at = b.chains.ofTrace(t, at)
+		}
+		for sample := range samples {
+			at = b.chains.ofSample(sample, at)
+		}
+		slices.Sort(at)
+		for _, i := range slices.Compact(at) {
 			r := &b.records[i]
 			_, consumed := byTrace[r.trace]
 			if consumed || (samples[r.sample] && r.t1 <= sc.t1) {

@@ -110,6 +110,68 @@ type trajBlock struct {
 	// records take the reader's when the read is applied (keepLocked).
 	read                  *interner
 	readFrom, indexedFrom int
+	// chains link the records of each trace, and of each sample, in reading order.
+	chains recChains
+}
+
+// recChains link a block's records of one trace, and of one sample, in reading order: a step's anatomy finds its
+// consumed traces and their samples' other attempts without walking every record of the hour.
+type recChains struct {
+	// byTrace and bySample are the first and last record of each trace and sample (records without a sample
+	// are in no sample's chain).
+	byTrace  map[traceID][2]int32
+	bySample map[int32][2]int32
+	// nextTrace and nextSample are, per record, the next record of its trace and of its sample (-1: none).
+	nextTrace, nextSample []int32
+}
+
+// extend chains records it has not seen yet (a growing hour's new records).
+func (c *recChains) extend(records []trajRec) {
+	if c.byTrace == nil {
+		c.byTrace, c.bySample = map[traceID][2]int32{}, map[int32][2]int32{}
+	}
+	for i := len(c.nextTrace); i < len(records); i++ {
+		r, at := &records[i], int32(i)
+		c.nextTrace, c.nextSample = append(c.nextTrace, -1), append(c.nextSample, -1)
+		if fl, ok := c.byTrace[r.trace]; ok {
+			c.nextTrace[fl[1]] = at
+			c.byTrace[r.trace] = [2]int32{fl[0], at}
+		} else {
+			c.byTrace[r.trace] = [2]int32{at, at}
+		}
+		if r.sample < 0 {
+			continue
+		}
+		if fl, ok := c.bySample[r.sample]; ok {
+			c.nextSample[fl[1]] = at
+			c.bySample[r.sample] = [2]int32{fl[0], at}
+		} else {
+			c.bySample[r.sample] = [2]int32{at, at}
+		}
+	}
+}
+
+// ofTrace appends to out the indices of trace's records.
+func (c *recChains) ofTrace(t traceID, out []int32) []int32 {
+	fl, ok := c.byTrace[t]
+	for i := fl[0]; ok && i >= 0; i = c.nextTrace[i] {
+		out = append(out, i)
+	}
+	return out
+}
+
+// ofSample appends to out the indices of sample's records.
+func (c *recChains) ofSample(sample int32, out []int32) []int32 {
+	fl, ok := c.bySample[sample]
+	for i := fl[0]; ok && i >= 0; i = c.nextSample[i] {
+		out = append(out, i)
+	}
+	return out
+}
+
+func (c *recChains) heldBytes() int64 {
+	return int64(len(c.byTrace))*(16+8+mapEntryBytes) + int64(len(c.bySample))*(4+8+mapEntryBytes) +
+		int64(cap(c.nextTrace)+cap(c.nextSample))*4
 }
 
 // indexedRec is a step consume or weight update record as a block read it, at its place among the records.
@@ -122,7 +184,7 @@ type indexedRec struct {
 }
 
 func (b *trajBlock) heldBytes() int64 {
-	n := int64(cap(b.records))*int64(unsafe.Sizeof(trajRec{})) + b.seen.heldBytes()
+	n := int64(cap(b.records))*int64(unsafe.Sizeof(trajRec{})) + b.seen.heldBytes() + b.chains.heldBytes()
 	for _, ir := range b.indexed {
 		n += int64(unsafe.Sizeof(ir)) + int64(len(ir.links))*16
 	}
@@ -275,6 +337,7 @@ func (r *trajectoryReader) readHour(h int64, prev *trajBlock, p *partition.Parti
 	if !p.HasPlain() {
 		b.seen = nil // compacted: it changes only by a rewrite, which reads it over
 	}
+	b.chains.extend(b.records)
 	l.maxT = b.maxT
 	return b, l
 }
