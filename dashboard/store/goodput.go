@@ -144,11 +144,13 @@ type gpInputs struct {
 	consumedAttempt, latestAttempt map[int32]int32
 }
 
-// goodputInputs reads the trajectories from the hour of t0 (less phaseReach) to the newest hour (consumes of a
-// window's samples come after it): every generate segment and weight update of those hours, the queries clip
-// them. The inputs are kept while no record arrives (gpMemo).
+// goodputInputs reads the trajectories from the hour of t0 to the newest hour (consumes of a window's samples
+// come after it): every generate segment and weight update of those hours, the queries clip them. Records are
+// filed by end hour, so a segment or update still running at t0 is in t0's hour or later, as are the attempt
+// and consume records that class it; earlier hours hold nothing a query keeps. The inputs are kept while no
+// record arrives (gpMemo).
 func (s *Store) goodputInputs(t0, t1 float64) *gpInputs {
-	lo := hourOf(t0) - phaseReach
+	lo := hourOf(t0)
 	s.mu.RLock()
 	hi := hourOf(t1) + phaseReach
 	for _, h := range s.trajectories.files.Hours() {
