@@ -362,8 +362,9 @@ func (r *trajectoryReader) buildRowsLocked(sc *stepConsume, blocks []*trajBlock,
 	// Pass 1: the consumed traces, each in reading order.
 	var at []int32
 	for _, b := range blocks {
+		c := b.recordChains()
 		for t, ri := range byTrace {
-			at = b.chains.ofTrace(t, at[:0])
+			at = c.ofTrace(t, at[:0])
 			for _, i := range at {
 				r := &b.records[i]
 				acc := &rows[ri]
@@ -401,11 +402,12 @@ func (r *trajectoryReader) buildRowsLocked(sc *stepConsume, blocks []*trajBlock,
 	for _, b := range blocks {
 		// The records of the consumed traces and of their samples, in reading order: no other record is used.
 		at = at[:0]
+		c := b.recordChains()
 		for t := range byTrace {
-			at = b.chains.ofTrace(t, at)
+			at = c.ofTrace(t, at)
 		}
 		for sample := range samples {
-			at = b.chains.ofSample(sample, at)
+			at = c.ofSample(sample, at)
 		}
 		slices.Sort(at)
 		for _, i := range slices.Compact(at) {

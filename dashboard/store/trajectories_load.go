@@ -7,6 +7,7 @@ import (
 	"errors"
 	"math"
 	"slices"
+	"sync"
 	"unsafe"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/flatjson"
@@ -110,8 +111,19 @@ type trajBlock struct {
 	// records take the reader's when the read is applied (keepLocked).
 	read                  *interner
 	readFrom, indexedFrom int
-	// chains link the records of each trace, and of each sample, in reading order.
-	chains recChains
+	// chains link the records of each trace, and of each sample, in reading order: built on an anatomy's first
+	// use of the block (recordChains), not by every read (the ledger and the pool never use them).
+	chainMu sync.Mutex
+	chains  recChains
+}
+
+// recordChains are the block's record chains, built or extended to its records on first use. The caller holds
+// Store.mu (the records do not grow meanwhile).
+func (b *trajBlock) recordChains() *recChains {
+	b.chainMu.Lock()
+	defer b.chainMu.Unlock()
+	b.chains.extend(b.records)
+	return &b.chains
 }
 
 // recChains link a block's records of one trace, and of one sample, in reading order: a step's anatomy finds its
@@ -184,7 +196,9 @@ type indexedRec struct {
 }
 
 func (b *trajBlock) heldBytes() int64 {
+	b.chainMu.Lock()
 	n := int64(cap(b.records))*int64(unsafe.Sizeof(trajRec{})) + b.seen.heldBytes() + b.chains.heldBytes()
+	b.chainMu.Unlock()
 	for _, ir := range b.indexed {
 		n += int64(unsafe.Sizeof(ir)) + int64(len(ir.links))*16
 	}
@@ -337,7 +351,6 @@ func (r *trajectoryReader) readHour(h int64, prev *trajBlock, p *partition.Parti
 	if !p.HasPlain() {
 		b.seen = nil // compacted: it changes only by a rewrite, which reads it over
 	}
-	b.chains.extend(b.records)
 	l.maxT = b.maxT
 	return b, l
 }
