@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -134,4 +135,75 @@ func TestEngineJoinReadsItsSegmentsHours(t *testing.T) {
 	if len(chained) != 2 || chained[0] != 10 || chained[1] == 0 {
 		t.Fatalf("the chain's first row (sample, slices joined) = %v, want sample 10 with its slices", chained)
 	}
+}
+
+// TestEngineHoursReadSideBySide: engine hours read in one batch, each with its own names, and an hour read on
+// after it grew (a new span of a known trace, a new trace) hold every span under its own slice name and thread
+// label once applied (keepLocked).
+func TestEngineHoursReadSideBySide(t *testing.T) {
+	dir := v2Run(t)
+	h := int64(h0 / 3600)
+	rec := func(trace int, t0 float64, spans ...[3]string) string {
+		out := fmt.Sprintf(`{"trace":%q,"t":%g,"parent":"00000000000000f1","spans":[`, tid(trace), t0)
+		for i, s := range spans { // kind, span id, name or label
+			if i > 0 {
+				out += ","
+			}
+			if s[0] == "thread" {
+				out += fmt.Sprintf(`{"k":"thread","span":%q,"label":%q,"tp":0,"t0":0,"t1":5}`, s[1], s[2])
+			} else {
+				out += fmt.Sprintf(`{"k":"slice","span":%q,"parent":"00000000000000b1","name":%q,"lvl":1,"t0":0,"t1":5}`, s[1], s[2])
+			}
+		}
+		return out + "]}\n"
+	}
+	// The two hours intern their names in opposite orders.
+	write(t, dir, "dashboard/engine_traces/"+hourName(h)+".jsonl",
+		rec(1, h0+10, [3]string{"thread", "00000000000000b1", "Scheduler"}, [3]string{"slice", "00000000000000c1", "prefill_forward"}, [3]string{"slice", "00000000000000c2", "decode_forward"}))
+	write(t, dir, "dashboard/engine_traces/"+hourName(h+1)+".jsonl",
+		rec(2, h0+3610, [3]string{"slice", "00000000000000c3", "decode_forward"}, [3]string{"slice", "00000000000000c4", "prefill_forward"}, [3]string{"thread", "00000000000000b2", "Tokenizer"}))
+	st, err := Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(trace int, hour int64) []string {
+		st.mu.RLock()
+		defer st.mu.RUnlock()
+		var out []string
+		for _, s := range st.engineTraces.hours[hour].byTrace[mustTrace(t, tid(trace))] {
+			if s.kind == ekThread {
+				out = append(out, "thread:"+st.engineTraces.names.str(s.label))
+			} else {
+				out = append(out, st.engineTraces.names.str(s.name))
+			}
+		}
+		return out
+	}
+	st.ensureHours(h, h+1, st.engineTraces.cache)
+	if got := names(1, h); !slices.Equal(got, []string{"thread:Scheduler", "prefill_forward", "decode_forward"}) {
+		t.Errorf("hour 0: %v", got)
+	}
+	if got := names(2, h+1); !slices.Equal(got, []string{"decode_forward", "prefill_forward", "thread:Tokenizer"}) {
+		t.Errorf("hour 1: %v", got)
+	}
+	// Hour 1 grows: a new slice of trace 2 with a name new to the store, and a new trace.
+	appendTo(t, dir, "dashboard/engine_traces/"+hourName(h+1)+".jsonl",
+		rec(2, h0+3620, [3]string{"slice", "00000000000000c5", "prefill_transfer_kv_cache"})+
+			rec(3, h0+3630, [3]string{"slice", "00000000000000c6", "decode_waiting"}, [3]string{"slice", "00000000000000c7", "decode_forward"}))
+	st.Refresh()
+	if got := names(2, h+1); !slices.Equal(got, []string{"decode_forward", "prefill_forward", "thread:Tokenizer", "prefill_transfer_kv_cache"}) {
+		t.Errorf("hour 1 grown, trace 2: %v", got)
+	}
+	if got := names(3, h+1); !slices.Equal(got, []string{"decode_waiting", "decode_forward"}) {
+		t.Errorf("hour 1 grown, trace 3: %v", got)
+	}
+}
+
+func mustTrace(t *testing.T, hexID string) traceID {
+	t.Helper()
+	var id traceID
+	if _, err := hex.Decode(id[:], []byte(hexID)); err != nil || len(hexID) != 32 {
+		t.Fatalf("trace id %q", hexID)
+	}
+	return id
 }

@@ -42,6 +42,11 @@ type traceHour struct {
 	byRID map[string]traceID
 	// records counts the records read into the hour.
 	records uint64
+	// read is the names interned by the read in progress (hours are read side by side, each with its own
+	// names; the spans take the reader's when the read is applied: keepLocked), and from, for an hour read on
+	// from where it was, the index of each trace's first span that read added (nil: the read began the hour).
+	read *interner
+	from map[traceID]int
 }
 
 // heldBytes is the hour's size estimate: the spans' backing arrays as allocated, and a map entry per trace.
@@ -83,10 +88,10 @@ func newEngineTraceReader(dir string) engineTraceReader {
 	return r
 }
 
-// hourCaches is the engine_traces hours' cache (hours.go); the reads share the name interner: they run one after
-// the other.
+// hourCaches is the engine_traces hours' cache (hours.go); hours are read side by side, each read with its own
+// names (traceHour.read).
 func (r *engineTraceReader) hourCaches() []hourSource {
-	r.cache = &hourCache[*traceHour]{kind: heldTrace, files: r.files, blocks: r.hours, reader: r, serial: true}
+	r.cache = &hourCache[*traceHour]{kind: heldTrace, files: r.files, blocks: r.hours, reader: r}
 	return []hourSource{r.cache}
 }
 
@@ -186,7 +191,7 @@ func (r *engineTraceReader) engineLine(th *traceHour, line []byte) bool {
 				// The members the spans read are known (the collector writes them first): the array is read
 				// where it lies, once.
 				sp = engineSpans{out: th.byTrace[tid]}
-				end, ok := r.readSpans(&sp, line, at, base, def, hasDef)
+				end, ok := r.readSpans(&sp, th.names(&r.names), line, at, base, def, hasDef)
 				if !ok {
 					return false
 				}
@@ -210,7 +215,7 @@ func (r *engineTraceReader) engineLine(th *traceHour, line []byte) bool {
 			return false
 		}
 		sp = engineSpans{out: th.byTrace[tid]}
-		if _, ok := r.readSpans(&sp, spans, 0, base, def, hasDef); !ok {
+		if _, ok := r.readSpans(&sp, th.names(&r.names), spans, 0, base, def, hasDef); !ok {
 			return false
 		}
 	}
@@ -224,9 +229,22 @@ func (r *engineTraceReader) engineLine(th *traceHour, line []byte) bool {
 		}
 		th.byRID[rid] = tid
 	}
+	if th.from != nil {
+		if _, ok := th.from[tid]; !ok {
+			th.from[tid] = len(th.byTrace[tid])
+		}
+	}
 	th.byTrace[tid] = sp.out
 	th.records++
 	return true
+}
+
+// names is the interner the hour's read in progress interns into (fallback: none in progress).
+func (t *traceHour) names(fallback *interner) *interner {
+	if t.read != nil {
+		return t.read
+	}
+	return fallback
 }
 
 // engineSpans is what a record's spans array read into: its spans (after the trace's earlier ones), how many
@@ -239,12 +257,12 @@ type engineSpans struct {
 
 // readSpans reads the spans array starting at b[i] into sp and returns the index past it; false when it is not
 // an array of span objects a record could hold.
-func (r *engineTraceReader) readSpans(sp *engineSpans, b []byte, i int, base float64, def spanID, hasDef bool) (int, bool) {
+func (r *engineTraceReader) readSpans(sp *engineSpans, in *interner, b []byte, i int, base float64, def spanID, hasDef bool) (int, bool) {
 	for i = flatjson.SkipSpace(b, i+1); i < len(b) && b[i] != ']'; {
 		if b[i] != '{' {
 			return 0, false
 		}
-		s, rid, j, ok, bad := r.engineSpan(b[i:], base, def, hasDef)
+		s, rid, j, ok, bad := engineSpan(b[i:], in, base, def, hasDef)
 		if bad {
 			return 0, false
 		}
@@ -273,7 +291,7 @@ func (r *engineTraceReader) readSpans(sp *engineSpans, b []byte, i int, base flo
 // end is the index past it. ok when it is a span (an id, t0 and t1), bad when it is not JSON a record could hold
 // (the whole record is then refused, as a line that does not decode). Request ids are not interned: every
 // request has its own.
-func (r *engineTraceReader) engineSpan(obj []byte, base float64, def spanID, hasDef bool) (s engSpan, rid []byte, end int, ok, bad bool) {
+func engineSpan(obj []byte, in *interner, base float64, def spanID, hasDef bool) (s engSpan, rid []byte, end int, ok, bad bool) {
 	s = engSpan{parent: def, hasParent: hasDef, tp: -1, dp: -1, pp: -1}
 	var (
 		has0, has1, hasID bool
@@ -354,10 +372,10 @@ func (r *engineTraceReader) engineSpan(obj []byte, base float64, def spanID, has
 		s.kind = ekRequest
 	case "thread":
 		s.kind = ekThread
-		s.label = r.names.id(label)
+		s.label = in.id(label)
 		s.tp, s.dp, s.pp = ranks[0], ranks[1], ranks[2]
 	default:
-		s.name = r.names.id(name)
+		s.name = in.id(name)
 	}
 	return s, rid, m.End(), true, false
 }
@@ -397,6 +415,11 @@ func (r *engineTraceReader) readHour(h int64, prev *traceHour, p *partition.Part
 	if th == nil {
 		th = &traceHour{byTrace: map[traceID][]engSpan{}}
 	}
+	th.read, th.from = &interner{}, nil
+	th.read.init()
+	if len(th.byTrace) > 0 {
+		th.from = map[traceID]int{}
+	}
 	var l hourLoad
 	l.reports, l.err = r.files.Read(p, func(line []byte) bool { return r.engineLine(th, line) })
 	if errors.Is(l.err, partition.ErrReload) {
@@ -410,8 +433,29 @@ func (r *engineTraceReader) readHour(h int64, prev *traceHour, p *partition.Part
 	return th, l
 }
 
-// keepLocked counts the records the hour holds beyond the most it held at any load.
+// keepLocked gives the spans the read added the reader's names, and counts the records the hour holds beyond
+// the most it held at any load.
 func (r *engineTraceReader) keepLocked(h int64, th *traceHour, l *hourLoad, _ float64) {
+	if th.read != nil {
+		ids := make([]uint16, len(th.read.strings))
+		for i, str := range th.read.strings {
+			ids[i] = r.names.id([]byte(str))
+		}
+		remap := func(spans []engSpan) {
+			for i := range spans {
+				spans[i].name, spans[i].label = ids[spans[i].name], ids[spans[i].label]
+			}
+		}
+		if th.from == nil {
+			for _, spans := range th.byTrace {
+				remap(spans)
+			}
+		}
+		for tid, from := range th.from {
+			remap(th.byTrace[tid][from:])
+		}
+		th.read, th.from = nil, nil
+	}
 	if l.reread {
 		delete(r.most, h)
 		r.records++
