@@ -231,6 +231,7 @@ func (s *Store) Explain(step, k int, memo *ExplainMemo) (*ExplainResult, error) 
 		asked = append(asked, stepAsked{steps[j], false})
 		neighbors = append(neighbors, steps[j].Step)
 	}
+	s.prefetchExplained(asked)
 	all := ex.factsOf(asked)
 	f, base := all[0], all[1:]
 	b := MedianFacts(base)
@@ -252,6 +253,25 @@ func (s *Store) Explain(step, k int, memo *ExplainMemo) (*ExplainResult, error) 
 		r.Phases = append(r.Phases, ExplainPhase{Phase: name, Seconds: f.Phases[name], Baseline: b.Phases[name], Delta: f.Phases[name] - b.Phases[name]})
 	}
 	return r, nil
+}
+
+// prefetchExplained brings in, in one batch whose reads run side by side, what the asked steps' explanations
+// read: their phases, their anatomies' trajectories and the engine spans of the steps' windows (the critical
+// chains' segments run there; a chain that reaches another hour reads it itself, explainRows). The explanations
+// then compute on both cores instead of each waiting for the hours another one is reading. The caller holds a
+// pin.
+func (s *Store) prefetchExplained(asked []stepAsked) {
+	if len(asked) == 0 {
+		return
+	}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, a := range asked {
+		lo, hi = min(lo, a.st.T0), max(hi, a.st.T1)
+	}
+	s.ensure(hourRangesPlan{
+		{hourOf(lo - AnatomyLookback), hourOf(hi) + 1, []hourRange{s.trajectories.cache}},
+		{hourOf(lo), hourOf(hi), []hourRange{s.engineTraces.cache, s.phases.cache}},
+	})
 }
 
 // neighborSteps are the indices of the up to k steps around at (k/2 before, k/2 after; fewer at the ends), at

@@ -387,6 +387,31 @@ func (p hourRangePlan) spans() []hourSpan {
 	return out
 }
 
+// hourRangesPlan is several caches' hour ranges, read in one batch.
+type hourRangesPlan []hourRangePlan
+
+func (p hourRangesPlan) missingLocked(s *Store) bool {
+	return slices.ContainsFunc(p, func(r hourRangePlan) bool { return r.missingLocked(s) })
+}
+
+func (p hourRangesPlan) loadLocked(s *Store) {
+	var jobs []hourJob
+	for _, r := range p {
+		for _, c := range r.caches {
+			jobs = append(jobs, c.missing(r.lo, r.hi)...)
+		}
+	}
+	s.loadLocked(jobs)
+}
+
+func (p hourRangesPlan) spans() []hourSpan {
+	var out []hourSpan
+	for _, r := range p {
+		out = append(out, r.spans()...)
+	}
+	return out
+}
+
 // ensureHours brings in the hours lo…hi of each cache, in one batch whose reads run side by side (the fleet
 // overview needs phases and gpu_rollup: loaded one stream after the other, they were its cold first answer's two
 // halves), and marks them used. Slower parses first: list the caches so. The caller holds a pin (budget.go).

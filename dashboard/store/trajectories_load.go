@@ -142,8 +142,8 @@ func (c *recChains) extend(records []trajRec) {
 	if c.byTrace == nil {
 		c.byTrace, c.bySample = map[traceID][2]int32{}, map[int32][2]int32{}
 	}
-	for i := len(c.nextTrace); i < len(records); i++ {
-		r, at := &records[i], int32(i)
+	for i := len(c.nextTrace); i < min(len(records), math.MaxInt32); i++ { // an hour of 2^31 records is ~170 GB
+		r, at := &records[i], int32(i) //nolint:gosec // bounded by the loop
 		c.nextTrace, c.nextSample = append(c.nextTrace, -1), append(c.nextSample, -1)
 		if fl, ok := c.byTrace[r.trace]; ok {
 			c.nextTrace[fl[1]] = at
