@@ -150,13 +150,7 @@ type gpInputs struct {
 // and consume records that class it; earlier hours hold nothing a query keeps. The inputs are kept while no
 // record arrives (gpMemo).
 func (s *Store) goodputInputs(t0, t1 float64) *gpInputs {
-	lo := hourOf(t0)
-	s.mu.RLock()
-	hi := hourOf(t1) + phaseReach
-	for _, h := range s.trajectories.files.Hours() {
-		hi = max(hi, h)
-	}
-	s.mu.RUnlock()
+	lo, hi := s.goodputHours(t0, t1)
 	// The hour blocks alone: they keep the hours' step consumes and weight updates, so the ledger of a window
 	// never waits for the step index of the whole run (trajectories_index.go).
 	s.ensureHours(lo, hi, s.trajectories.cache)
@@ -171,6 +165,17 @@ func (s *Store) goodputInputs(t0, t1 float64) *gpInputs {
 	in := s.readGoodputInputsLocked(lo, hi)
 	m.lo, m.hi, m.blocks, m.in = lo, hi, s.trajectories.version, in
 	return in
+}
+
+// goodputHours are the trajectories hours goodputInputs reads.
+func (s *Store) goodputHours(t0, t1 float64) (lo, hi int64) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	hi = hourOf(t1) + phaseReach
+	for _, h := range s.trajectories.files.Hours() {
+		hi = max(hi, h)
+	}
+	return hourOf(t0), hi
 }
 
 // readGoodputInputsLocked reads the inputs of hours [lo, hi]; the caller holds the read lock.
@@ -384,6 +389,12 @@ func (s *Store) goodput(t0, t1 float64) *GoodputResult {
 	}
 	// The trajectories are read first: reading them may raise the data edge the open step ends at.
 	last := steps[len(steps)-1]
+	// The ledger's reads in one batch, side by side: the trajectories and the steps' phases.
+	tlo, thi := s.goodputHours(steps[0].T0, min(t1, max(last.T1, s.Edge())))
+	s.ensure(hourRangesPlan{
+		{tlo, thi, []hourRange{s.trajectories.cache}},
+		{hourOf(steps[0].T0), hourOf(min(t1, max(last.T1, s.Edge()))), []hourRange{s.phases.cache}},
+	})
 	in := s.goodputInputs(steps[0].T0, min(t1, max(last.T1, s.Edge())))
 	// The step in progress (or hung) runs from the last logged step's end to the data edge: a stall is idle time
 	// of the step that never ended, so it is shown as one, open.
