@@ -336,6 +336,11 @@ func (r *trajectoryReader) readHour(h int64, prev *trajBlock, p *partition.Parti
 	}
 	if b == nil {
 		b = &trajBlock{}
+		if n := p.CompactedBytes(); n > 0 {
+			// A closed hour read whole: its span set, dropped once read, is made at about the size it reaches (a
+			// record is ~60 compressed bytes), so it is not grown and rehashed a dozen times.
+			b.seen = &spanSet{first: make(map[uint64]int32, min(n/40, 1<<24))}
+		}
 	}
 	l.before = len(b.records)
 	b.read, b.readFrom, b.indexedFrom = &interner{}, len(b.records), len(b.indexed)

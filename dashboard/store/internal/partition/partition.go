@@ -122,6 +122,18 @@ func (p *Partition) Compacted() []*File {
 	return out
 }
 
+// CompactedBytes is the size on disk of the hour's compressed files when it is Compacted (closed, unread), 0
+// otherwise: a reader sizes what it builds for the whole hour by it.
+func (p *Partition) CompactedBytes() int64 {
+	var n int64
+	for _, f := range p.Compacted() {
+		if fi, err := os.Stat(f.Zst); err == nil {
+			n += fi.Size()
+		}
+	}
+	return n
+}
+
 // Path is a path naming the hour in reports: its first file's.
 func (p *Partition) Path() string {
 	for _, f := range p.Files {
