@@ -233,13 +233,13 @@ func (s *Store) anatomyFull(step int) (*AnatomyResult, error) {
 	b := s.trajectories.buildRowsLocked(sc, blocks, s.trajectories.index.lc.join.tl, s.trajectories.index.allUpdates())
 	s.mu.RUnlock()
 	// The engine hours its segments ran in, read once the rows say which (the rows hold their records).
-	elo, ehi, ok := b.engineHours(nil)
+	elo, ehi, ok := b.joinHours(nil)
 	if ok {
 		s.ensureHours(elo, ehi, s.engineTraces.cache)
 	}
 	s.mu.RLock()
 	key := keyLocked()
-	ej := b.joinEngines(&s.engineTraces, nil, elo, ehi)
+	ej := b.joinEngines(s.engineTraces.loadedLocked(), nil, elo, ehi)
 	b.a.EngineStages, b.a.EngineSliceNames = EngineStageNames, ej.names
 	b.a.EngineByEngine, b.a.EngineTotal = ej.results()
 	a := b.result()
@@ -302,11 +302,11 @@ type anatomyRows struct {
 // the rollout's) and still be joined to it.
 const engineJoinSlack = 60.0
 
-// engineHours are the engine_traces hours a join of the rows only asks for (nil: every row) reads: the hours its
+// joinHours are the engine_traces hours a join of the rows only asks for (nil: every row) reads: the hours its
 // generate segments' requests can end in (records are filed by end hour; a request joins the segment it
 // overlaps), within the anatomy's hours; ok is false when those rows have no generate segment. A batch's
 // segments lie in the hour or two of its rollout, however far back the anatomy looks for its samples' spans.
-func (b *anatomyRows) engineHours(only func(i int) bool) (lo, hi int64, ok bool) {
+func (b *anatomyRows) joinHours(only func(i int) bool) (lo, hi int64, ok bool) {
 	first, last := math.Inf(1), math.Inf(-1)
 	for i := range b.rows {
 		if only != nil && !only(i) {
@@ -327,9 +327,9 @@ func (b *anatomyRows) engineHours(only func(i int) bool) (lo, hi int64, ok bool)
 	return max(alo, hourOf(first)), min(ahi, hourOf(last+engineJoinSlack)), true
 }
 
-// joinEngines joins the engine spans of hours lo…hi (engineHours) to the rows only asks for (nil: every row).
-func (b *anatomyRows) joinEngines(traces *engineTraceReader, only func(i int) bool, lo, hi int64) *engineJoin {
-	ej := traces.newJoin(lo, hi)
+// joinEngines joins the engine spans of src's hours lo…hi (joinHours) to the rows only asks for (nil: every row).
+func (b *anatomyRows) joinEngines(src engineHours, only func(i int) bool, lo, hi int64) *engineJoin {
+	ej := newJoin(src, lo, hi)
 	for i := range b.rows {
 		if only == nil || only(i) {
 			ej.attachLocked(&b.rows[i].row, b.rows[i].gens, func(g *trajRec) string { return b.in.str(g.engine) },

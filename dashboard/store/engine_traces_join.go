@@ -63,7 +63,7 @@ var stageIndex = func() map[string]int {
 
 // engineJoin gathers one anatomy's engine slices and totals.
 type engineJoin struct {
-	r *engineTraceReader
+	src engineHours
 	// lo and hi are the hours the join reads.
 	lo, hi  int64
 	names   []string
@@ -71,8 +71,8 @@ type engineJoin struct {
 	engines map[string]*EngineStageTotals
 }
 
-func (r *engineTraceReader) newJoin(lo, hi int64) *engineJoin {
-	return &engineJoin{r: r, lo: lo, hi: hi, names: []string{}, nameIdx: map[uint16]int{}, engines: map[string]*EngineStageTotals{}}
+func newJoin(src engineHours, lo, hi int64) *engineJoin {
+	return &engineJoin{src: src, lo: lo, hi: hi, names: []string{}, nameIdx: map[uint16]int{}, engines: map[string]*EngineStageTotals{}}
 }
 
 func (j *engineJoin) name(i uint16) int {
@@ -80,7 +80,7 @@ func (j *engineJoin) name(i uint16) int {
 		return k
 	}
 	j.nameIdx[i] = len(j.names)
-	j.names = append(j.names, j.r.names.str(i))
+	j.names = append(j.names, j.src.names.str(i))
 	return len(j.names) - 1
 }
 
@@ -102,7 +102,7 @@ func (j *engineJoin) attachLocked(row *AnatomyRow, gens []*trajRec, engine, rid 
 	sums := make([][]float64, len(gens))
 	for _, tid := range order {
 		idx := byTrace[tid]
-		spans := sortedSpans(j.r.spansLocked(tid, j.lo, j.hi))
+		spans := sortedSpans(j.src.spans(tid, j.lo, j.hi))
 		if len(spans) == 0 {
 			continue
 		}
@@ -135,11 +135,11 @@ func (j *engineJoin) attachLocked(row *AnatomyRow, gens []*trajRec, engine, rid 
 		if sums[gi] != nil || id == "" {
 			continue
 		}
-		tid, ok := j.r.ridTraceLocked(id, j.lo, j.hi)
+		tid, ok := j.src.ridTrace(id, j.lo, j.hi)
 		if !ok || tid == g.trace {
 			continue
 		}
-		spans := sortedSpans(j.r.spansLocked(tid, j.lo, j.hi))
+		spans := sortedSpans(j.src.spans(tid, j.lo, j.hi))
 		seg := map[spanID]int{}
 		for i := range spans {
 			if spans[i].kind == ekRequest && !spans[i].hasParent {
@@ -174,7 +174,7 @@ func (j *engineJoin) addSlices(row *AnatomyRow, spans []engSpan, seg map[spanID]
 			continue
 		}
 		pick := sched
-		switch sc.SglangThreadKind(j.r.names.str(s.label)) {
+		switch sc.SglangThreadKind(j.src.names.str(s.label)) {
 		case sc.SglangThreadTokenizer, sc.SglangThreadDPController, sc.SglangThreadEncoder:
 			chosen[s.id] = true
 			continue
@@ -205,7 +205,7 @@ func (j *engineJoin) addSlices(row *AnatomyRow, spans []engSpan, seg map[spanID]
 		if !ok {
 			continue
 		}
-		st := stageIndex[sc.SglangSliceOf(j.r.names.str(s.name)).Stage]
+		st := stageIndex[sc.SglangSliceOf(j.src.names.str(s.name)).Stage]
 		row.EngineSlices = append(row.EngineSlices, s.t0, s.t1, float64(st), float64(gi), float64(j.name(s.name)))
 		if sums[gi] == nil {
 			sums[gi] = make([]float64, len(EngineStageNames))

@@ -469,11 +469,22 @@ func (r *engineTraceReader) keepLocked(h int64, th *traceHour, l *hourLoad, _ fl
 	}
 }
 
-// ridTraceLocked is the trace of the request with sglang request id rid sent without a traceparent, in hours
-// lo…hi (the first hour holding it).
-func (r *engineTraceReader) ridTraceLocked(rid string, lo, hi int64) (traceID, bool) {
+// engineHours are the engine_traces hours a join reads spans from, with the names their spans are interned in:
+// the reader's loaded hours (loadedLocked), or those an explanation read for its critical chains' traces alone
+// (explain_engines.go).
+type engineHours struct {
+	hours map[int64]*traceHour
+	names *interner
+}
+
+// loadedLocked are the reader's loaded hours.
+func (r *engineTraceReader) loadedLocked() engineHours { return engineHours{r.hours, &r.names} }
+
+// ridTrace is the trace of the request with sglang request id rid sent without a traceparent, in hours lo…hi
+// (the first hour holding it).
+func (e engineHours) ridTrace(rid string, lo, hi int64) (traceID, bool) {
 	for h := lo; h <= hi; h++ {
-		if th := r.hours[h]; th != nil {
+		if th := e.hours[h]; th != nil {
 			if tid, ok := th.byRID[rid]; ok {
 				return tid, true
 			}
@@ -482,12 +493,12 @@ func (r *engineTraceReader) ridTraceLocked(rid string, lo, hi int64) (traceID, b
 	return traceID{}, false
 }
 
-// spansLocked is every span of trace tid in hours lo…hi, each span once (the first read, by hour), in the
-// order the hours were read. Only the hours asked for: which others happen to be loaded does not change an answer.
-func (r *engineTraceReader) spansLocked(tid traceID, lo, hi int64) []engSpan {
+// spans is every span of trace tid in hours lo…hi, each span once (the first read, by hour), in the order the
+// hours were read. Only the hours asked for: which others happen to be loaded does not change an answer.
+func (e engineHours) spans(tid traceID, lo, hi int64) []engSpan {
 	var out []engSpan
 	for h := lo; h <= hi; h++ {
-		th := r.hours[h]
+		th := e.hours[h]
 		if th == nil {
 			continue
 		}

@@ -734,14 +734,14 @@ func (s *Store) explainRows(st Bubble, pick func(a *AnatomyResult) []*AnatomyRow
 		}
 	}
 	only := func(i int) bool { return want[i] != nil }
-	elo, ehi, ok := b.engineHours(only)
+	elo, ehi, ok := b.joinHours(only)
 	if ok {
 		s.ensureHours(elo, ehi, s.engineTraces.cache)
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if ok {
-		b.joinEngines(&s.engineTraces, only, elo, ehi)
+		b.joinEngines(s.engineTraces.loadedLocked(), only, elo, ehi)
 		for i, r := range want {
 			*r = b.rows[i].row
 		}
