@@ -87,7 +87,7 @@ func TestEngineJoinThreadsByKind(t *testing.T) {
 }
 
 // TestEngineJoinReadsItsSegmentsHours: a step's anatomy, and its explanation's critical chain, read the
-// engine_traces hours their generate segments ran in, not the hours of the anatomy's lookback (engineHours):
+// engine_traces hours their generate segments ran in, not the hours of the anatomy's lookback (joinHours):
 // earlier hours of engine spans stay unread, and the segments still join theirs.
 func TestEngineJoinReadsItsSegmentsHours(t *testing.T) {
 	dir := trajRun(t)

@@ -669,7 +669,7 @@ func (s *Store) lastGenerate(t0, t1 float64) (last float64) {
 // submit order, the facts of their generate segments by (t0, t1) and the run's weight updates. The engine spans
 // are joined to the rows pick names alone (the critical chain's, found from the rows without them), from the
 // engine hours those rows' segments ran in: joining them for the chain alone spares the batch's thousands of
-// other rows and the engine hours of the anatomy's lookback (anatomy.go, engineHours).
+// other rows and the engine hours of the anatomy's lookback (anatomy.go, joinHours).
 func (s *Store) explainRows(st Bubble, pick func(a *AnatomyResult) []*AnatomyRow, fn func(a *AnatomyResult, gens map[[2]float64]genInfo, updates [][2]float64)) error {
 	defer s.pin()()
 	// The step's consume, read at its start, from the blocks of the hours around the step: no step index of the
