@@ -255,11 +255,10 @@ func (s *Store) Explain(step, k int, memo *ExplainMemo) (*ExplainResult, error) 
 	return r, nil
 }
 
-// prefetchExplained brings in, in one batch whose reads run side by side, what the asked steps' explanations
-// read: their phases, their anatomies' trajectories and the engine spans of the steps' windows (the critical
-// chains' segments run there; a chain that reaches another hour reads it itself, explainRows). The explanations
-// then compute on both cores instead of each waiting for the hours another one is reading. The caller holds a
-// pin.
+// prefetchExplained brings in, in one batch whose reads run side by side, the hours the asked steps'
+// explanations read: their phases and their anatomies' trajectories (their chains' engine spans are read for
+// them alone: chainEngines). The explanations then compute on both cores instead of each waiting for the hours
+// another one is reading. The caller holds a pin.
 func (s *Store) prefetchExplained(asked []stepAsked) {
 	if len(asked) == 0 {
 		return
@@ -270,7 +269,7 @@ func (s *Store) prefetchExplained(asked []stepAsked) {
 	}
 	s.ensure(hourRangesPlan{
 		{hourOf(lo - AnatomyLookback), hourOf(hi) + 1, []hourRange{s.trajectories.cache}},
-		{hourOf(lo), hourOf(hi), []hourRange{s.engineTraces.cache, s.phases.cache}},
+		{hourOf(lo), hourOf(hi), []hourRange{s.phases.cache}},
 	})
 }
 
@@ -444,11 +443,52 @@ type stepAsked struct {
 }
 
 // factsOf is the facts of the steps asked, in their order, computed side by side on the cores (each step's
-// anatomy and phase queries are independent reads of the store).
+// anatomy and phase queries are independent reads of the store) in two rounds: every step up to its batch's
+// critical chain, then, once the engine spans of all the chains are read in one go (chainEngines), the rest.
 func (ex *explainer) factsOf(asked []stepAsked) []*ExplainStepFacts {
 	out := make([]*ExplainStepFacts, len(asked))
-	onCores(len(asked), func(i int) { out[i] = ex.facts(asked[i].st, asked[i].open) })
+	preps := make([]*stepPrep, len(asked))
+	onCores(len(asked), func(i int) {
+		if out[i] = ex.remembered(asked[i]); out[i] == nil {
+			preps[i] = ex.prepare(asked[i].st, asked[i].open)
+		}
+	})
+	var chains []*chainRows
+	for _, p := range preps {
+		if p != nil && p.rows != nil {
+			chains = append(chains, p.rows)
+		}
+	}
+	engines := ex.s.chainEngines(chains)
+	onCores(len(asked), func(i int) {
+		if preps[i] != nil {
+			out[i] = ex.finish(preps[i], engines)
+			ex.remember(asked[i], out[i])
+		}
+	})
 	return out
+}
+
+// remembered is the memo's facts of a step, nil when it holds none.
+func (ex *explainer) remembered(a stepAsked) *ExplainStepFacts {
+	if ex.memo == nil {
+		return nil
+	}
+	ex.memo.mu.Lock()
+	defer ex.memo.mu.Unlock()
+	return ex.memo.facts[explainKey{a.st.Step, a.st.T0, a.st.T1, a.open}]
+}
+
+// remember keeps a step's facts in the memo while no data arrived since they were computed.
+func (ex *explainer) remember(a stepAsked, f *ExplainStepFacts) {
+	if ex.memo == nil {
+		return
+	}
+	ex.memo.mu.Lock()
+	defer ex.memo.mu.Unlock()
+	if ex.memo.arrivals == ex.arrivals && ex.s.answerVersion() == ex.arrivals { // no data arrived meanwhile
+		ex.memo.facts[explainKey{a.st.Step, a.st.T0, a.st.T1, a.open}] = f
+	}
 }
 
 // newExplainer reads what every step shares, and empties memo when the run's data changed since it was filled.
@@ -540,30 +580,27 @@ func laneRank(l *PhaseLane) *int {
 	return nil
 }
 
-// facts are one step's causes: the trainer side on the reference lane (the lane that waited longest in a
-// synchronous phase: it reached every collective first, so its time is the step's), its wait for the batch
-// split by the batch's last consumed sample.
-func (ex *explainer) facts(st Bubble, open bool) *ExplainStepFacts {
-	if ex.memo == nil {
-		return ex.compute(st, open)
-	}
-	key := explainKey{st.Step, st.T0, st.T1, open}
-	ex.memo.mu.Lock()
-	f := ex.memo.facts[key]
-	ex.memo.mu.Unlock()
-	if f == nil {
-		f = ex.compute(st, open)
-		ex.memo.mu.Lock()
-		if ex.memo.arrivals == ex.arrivals && ex.s.answerVersion() == ex.arrivals { // no data arrived meanwhile
-			ex.memo.facts[key] = f
-		}
-		ex.memo.mu.Unlock()
-	}
-	return f
+// stepPrep is a step's explanation as far as it goes without its critical chain's engine spans (prepare): the
+// facts so far, what finish adds after the chain, and the batch's rows (nil: no batch to chain).
+type stepPrep struct {
+	f *ExplainStepFacts
+	// done says f is whole (a step without trainer phases).
+	done bool
+	// waitIvs are the intervals the trainer waited for the batch on the reference lane.
+	waitIvs [][2]float64
+	rows    *chainRows
+	// byName, refLinks, wait and slLinks are the trainer side's phases, links, straggler wait and straggler's
+	// links, for the edges that follow the chain's.
+	byName   map[string]float64
+	refLinks ExplainLinks
+	refLane  string
+	wait     float64
 }
 
-// compute is facts without the memo.
-func (ex *explainer) compute(st Bubble, open bool) *ExplainStepFacts {
+// prepare is a step's facts (docs/semconv.md §12.1) up to its batch's critical chain: the trainer side on the
+// reference lane (the lane that waited longest in a synchronous phase: it reached every collective first, so
+// its time is the step's), then its wait for the batch, split by the batch's last consumed sample (finish).
+func (ex *explainer) prepare(st Bubble, open bool) *stepPrep {
 	f := &ExplainStepFacts{
 		Step: st.Step, T0: st.T0, T1: st.T1, Open: open, Seconds: st.T1 - st.T0,
 		Causes: map[string]float64{}, Phases: map[string]float64{}, links: map[string]ExplainLinks{},
@@ -574,12 +611,12 @@ func (ex *explainer) compute(st Bubble, open bool) *ExplainStepFacts {
 	step := st.Step
 	if len(ex.train) == 0 || f.Seconds <= 0 {
 		f.Causes[CauseNoPhase] = max(0, f.Seconds) // no trainer lanes (a miles v1 run): nothing to split by
-		return f
+		return &stepPrep{f: f, done: true}
 	}
 	p := ex.s.Phases(st.T0, st.T1, ex.train)
 	if len(p.Lanes) == 0 {
 		f.Causes[CauseNoPhase] = f.Seconds
-		return f
+		return &stepPrep{f: f, done: true}
 	}
 	waits := collectiveWaits(p, st.T0, st.T1)
 	ref, straggler := 0, 0
@@ -623,20 +660,37 @@ func (ex *explainer) compute(st Bubble, open bool) *ExplainStepFacts {
 		From: "step", To: "train_wait", Seconds: trainWait, Links: refLinks,
 		Detail: fmt.Sprintf("the trainer (lane %s) waited %.1f s for the batch", rl.ID, trainWait),
 	})
-	ex.rollout(f, waitIvs, open)
-	for _, name := range slices.Sorted(maps.Keys(byName)) {
+	prep := &stepPrep{f: f, waitIvs: waitIvs, byName: byName, refLinks: refLinks, refLane: rl.ID, wait: wait}
+	if len(waitIvs) > 0 && !open {
+		prep.rows = ex.s.explainRows(Bubble{Step: f.Step, T0: f.T0, T1: f.T1}, func(an *AnatomyResult) []chainLink {
+			return criticalChain(an, waitIvs)
+		})
+	}
+	return prep
+}
+
+// finish is a prepared step's facts: the trainer's wait split along the batch's critical chain (its rows joined
+// to their engine spans from engines), then the trainer's phases and the straggler's hold.
+func (ex *explainer) finish(p *stepPrep, engines engineHours) *ExplainStepFacts {
+	f := p.f
+	if p.done {
+		return f
+	}
+	ex.rollout(f, p.waitIvs, p.rows, engines)
+	for _, name := range slices.Sorted(maps.Keys(p.byName)) {
 		if idleTrainerPhases[name] {
 			continue
 		}
 		f.path = append(f.path, ExplainEdge{
-			From: "step", To: "phase:" + name, Seconds: byName[name], Links: refLinks,
-			Detail: fmt.Sprintf("%s on top of lane %s for %.1f s", name, rl.ID, byName[name]),
+			From: "step", To: "phase:" + name, Seconds: p.byName[name], Links: p.refLinks,
+			Detail: fmt.Sprintf("%s on top of lane %s for %.1f s", name, p.refLane, p.byName[name]),
 		})
 	}
-	if wait > 0 {
+	if p.wait > 0 {
+		sl := f.links[CauseStragglerRank]
 		f.path = append(f.path, ExplainEdge{
-			From: "phase:synchronous", To: CauseStragglerRank, Seconds: wait, Links: f.links[CauseStragglerRank],
-			Detail: fmt.Sprintf("a straggler rank (lane %s) held the synchronous phase for %.1f s", sl.ID, wait),
+			From: "phase:synchronous", To: CauseStragglerRank, Seconds: p.wait, Links: sl,
+			Detail: fmt.Sprintf("a straggler rank (lane %s) held the synchronous phase for %.1f s", sl.Lane, p.wait),
 		})
 	}
 	return f
@@ -665,12 +719,25 @@ func (s *Store) lastGenerate(t0, t1 float64) (last float64) {
 	return last
 }
 
-// explainRows hands fn, under the store's read lock, step's anatomy as its explanation reads it: the rows in
-// submit order, the facts of their generate segments by (t0, t1) and the run's weight updates. The engine spans
-// are joined to the rows pick names alone (the critical chain's, found from the rows without them), from the
-// engine hours those rows' segments ran in: joining them for the chain alone spares the batch's thousands of
-// other rows and the engine hours of the anatomy's lookback (anatomy.go, joinHours).
-func (s *Store) explainRows(st Bubble, pick func(a *AnatomyResult) []*AnatomyRow, fn func(a *AnatomyResult, gens map[[2]float64]genInfo, updates [][2]float64)) error {
+// chainRows is a step's anatomy as its explanation reads it, before the engine spans: the rows in submit order,
+// the facts of their generate segments by (t0, t1), the weight updates of its hours, and the batch's critical
+// chain with the engine hours its rows' segments ran in (the only rows joined to engine spans: the batch's
+// thousands of others are not, and the anatomy's lookback hours are not read for them).
+type chainRows struct {
+	a       AnatomyResult
+	b       *anatomyRows
+	gens    map[[2]float64]genInfo
+	updates [][2]float64
+	chain   []chainLink
+	// want are the chain's rows by their index in b.rows; lo…hi the engine hours they join (none when !join).
+	want   map[int]*AnatomyRow
+	lo, hi int64
+	join   bool
+}
+
+// explainRows is step's anatomy as its explanation reads it, with the critical chain chainOf finds in its rows;
+// nil when the step has no consume (or its batch no rows).
+func (s *Store) explainRows(st Bubble, chainOf func(a *AnatomyResult) []chainLink) *chainRows {
 	defer s.pin()()
 	// The step's consume, read at its start, from the blocks of the hours around the step: no step index of the
 	// whole run (the step index only when they hold none).
@@ -682,12 +749,13 @@ func (s *Store) explainRows(st Bubble, pick func(a *AnatomyResult) []*AnatomyRow
 	if sc == nil {
 		var err error
 		if sc, err = s.stepConsume(st.Step); err != nil {
-			return err
+			return nil
 		}
 	}
 	lo, hi := sc.anatomyHours()
 	s.ensureHours(lo, hi, s.trajectories.cache)
 	s.mu.RLock()
+	defer s.mu.RUnlock()
 	// The weight-update history of the anatomy's hours: a row's timing does not depend on older updates.
 	_, ups := s.trajectories.stepRecordsLocked(lo, hi)
 	tl := &lifecycle.Timeline{}
@@ -697,6 +765,9 @@ func (s *Store) explainRows(st Bubble, pick func(a *AnatomyResult) []*AnatomyRow
 		}
 	}
 	b := s.trajectories.buildRowsLocked(sc, s.trajectories.hoursLocked(lo, hi), tl, ups)
+	if len(b.rows) == 0 {
+		return nil
+	}
 	order := make([]int, len(b.rows))
 	for i := range order {
 		order[i] = i
@@ -708,46 +779,44 @@ func (s *Store) explainRows(st Bubble, pick func(a *AnatomyResult) []*AnatomyRow
 		}
 		return x.Sample < y.Sample
 	})
-	a := *b.a
-	a.Rows = make([]AnatomyRow, len(order))
+	c := &chainRows{a: *b.a, b: b, gens: map[[2]float64]genInfo{}, want: map[int]*AnatomyRow{}}
+	c.a.Rows = make([]AnatomyRow, len(order))
 	at := make(map[*AnatomyRow]int, len(order))
-	gens := map[[2]float64]genInfo{}
 	for k, i := range order {
-		a.Rows[k] = b.rows[i].row
-		at[&a.Rows[k]] = i
+		c.a.Rows[k] = b.rows[i].row
+		at[&c.a.Rows[k]] = i
 		for _, g := range b.rows[i].gens {
-			gens[[2]float64{g.t0, g.t1}] = genInfo{engine: b.in.str(g.engine), tokOut: g.tokOut, span: g.span}
+			c.gens[[2]float64{g.t0, g.t1}] = genInfo{engine: b.in.str(g.engine), tokOut: g.tokOut, span: g.span}
 		}
 	}
-	s.mu.RUnlock()
-	var updates [][2]float64
 	for _, u := range ups {
 		if u.t > u.t0 {
-			updates = append(updates, [2]float64{u.t0, u.t})
+			c.updates = append(c.updates, [2]float64{u.t0, u.t})
 		}
 	}
-	slices.SortFunc(updates, func(x, y [2]float64) int { return cmp.Compare(x[0], y[0]) })
-	want := map[int]*AnatomyRow{}
-	for _, r := range pick(&a) {
-		if i, ok := at[r]; ok {
-			want[i] = r
+	slices.SortFunc(c.updates, func(x, y [2]float64) int { return cmp.Compare(x[0], y[0]) })
+	c.chain = chainOf(&c.a)
+	for _, l := range c.chain {
+		if i, ok := at[l.row]; ok {
+			c.want[i] = l.row
 		}
 	}
-	only := func(i int) bool { return want[i] != nil }
-	elo, ehi, ok := b.joinHours(only)
-	if ok {
-		s.ensureHours(elo, ehi, s.engineTraces.cache)
+	c.lo, c.hi, c.join = b.joinHours(c.only)
+	return c
+}
+
+// only says whether row i of the anatomy is one of the chain's.
+func (c *chainRows) only(i int) bool { return c.want[i] != nil }
+
+// joinEngines joins the chain's rows to their engine spans from engines.
+func (c *chainRows) joinEngines(engines engineHours) {
+	if !c.join {
+		return
 	}
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if ok {
-		b.joinEngines(s.engineTraces.loadedLocked(), only, elo, ehi)
-		for i, r := range want {
-			*r = b.rows[i].row
-		}
+	c.b.joinEngines(engines, c.only, c.lo, c.hi)
+	for i, r := range c.want {
+		*r = c.b.rows[i].row
 	}
-	fn(&a, gens, updates)
-	return nil
 }
 
 // rolloutPiece is an interval of a critical sample's timeline with the cause it stands for.
@@ -798,50 +867,36 @@ func samplePieces(row *AnatomyRow, updates [][2]float64, queueStage int) []rollo
 	return ps
 }
 
-// rollout splits the trainer's wait for the batch (waitIvs) along the batch's critical chain: the batch closed
-// when its last consumed sample finished; before that sample was submitted, the chain goes on to the batch's
-// sample that finished last before its submit (whose end freed what the submit waited for), and so on back.
-// Each instant of the wait is the cause of what the chain's sample did then (samplePieces).
-func (ex *explainer) rollout(f *ExplainStepFacts, waitIvs [][2]float64, open bool) {
+// rollout splits the trainer's wait for the batch (waitIvs) along the batch's critical chain (rows, nil when no
+// batch closed): the batch closed when its last consumed sample finished; before that sample was submitted, the
+// chain goes on to the batch's sample that finished last before its submit (whose end freed what the submit
+// waited for), and so on back. Each instant of the wait is the cause of what the chain's sample did then
+// (samplePieces).
+func (ex *explainer) rollout(f *ExplainStepFacts, waitIvs [][2]float64, rows *chainRows, engines engineHours) {
 	step := f.Step
 	if len(waitIvs) == 0 {
 		return
 	}
 	stepLinks := ExplainLinks{Step: &step}
-	chained := false
-	if !open {
-		var chain []chainLink
-		pick := func(an *AnatomyResult) []*AnatomyRow {
-			chain = criticalChain(an, waitIvs)
-			rows := make([]*AnatomyRow, len(chain))
-			for i, l := range chain {
-				rows[i] = l.row
-			}
-			return rows
-		}
-		_ = ex.s.explainRows(Bubble{Step: f.Step, T0: f.T0, T1: f.T1}, pick, func(an *AnatomyResult, gens map[[2]float64]genInfo, updates [][2]float64) {
-			if len(chain) > 0 {
-				chained = true
-				ex.chain(f, waitIvs, an, chain, gens, updates)
-			}
-		})
+	if rows != nil && len(rows.chain) > 0 {
+		rows.joinEngines(engines)
+		ex.chain(f, waitIvs, &rows.a, rows.chain, rows.gens, rows.updates)
+		return
 	}
-	if !chained {
-		// No batch closed: the wait since the engines last generated is a stall; the rest was rollout in flight.
-		lastGen := ex.s.lastGenerate(waitIvs[0][0], waitIvs[len(waitIvs)-1][1])
-		var stall float64
-		for _, w := range waitIvs {
-			stall += w[1] - max(w[0], min(w[1], lastGen))
-			f.Causes[CauseRolloutOther] += min(w[1], lastGen) - min(w[0], lastGen)
-		}
-		f.Causes[CauseStall] = stall
-		f.links[CauseStall] = stepLinks
-		if stall > 0 {
-			f.path = append(f.path, ExplainEdge{
-				From: "train_wait", To: CauseStall, Seconds: stall, Links: stepLinks,
-				Detail: fmt.Sprintf("no batch closed and no engine generated for %.1f s", stall),
-			})
-		}
+	// No batch closed: the wait since the engines last generated is a stall; the rest was rollout in flight.
+	lastGen := ex.s.lastGenerate(waitIvs[0][0], waitIvs[len(waitIvs)-1][1])
+	var stall float64
+	for _, w := range waitIvs {
+		stall += w[1] - max(w[0], min(w[1], lastGen))
+		f.Causes[CauseRolloutOther] += min(w[1], lastGen) - min(w[0], lastGen)
+	}
+	f.Causes[CauseStall] = stall
+	f.links[CauseStall] = stepLinks
+	if stall > 0 {
+		f.path = append(f.path, ExplainEdge{
+			From: "train_wait", To: CauseStall, Seconds: stall, Links: stepLinks,
+			Detail: fmt.Sprintf("no batch closed and no engine generated for %.1f s", stall),
+		})
 	}
 }
 

@@ -119,11 +119,11 @@ func TestExplainRowsReadItsHoursOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	var rows, updates int
-	if err := st.explainRows(Bubble{Step: 2, T0: h0 + 900, T1: h0 + 1100}, func(*AnatomyResult) []*AnatomyRow { return nil }, func(a *AnatomyResult, _ map[[2]float64]genInfo, ups [][2]float64) {
-		rows, updates = len(a.Rows), len(ups)
-	}); err != nil {
-		t.Fatal(err)
+	c := st.explainRows(Bubble{Step: 2, T0: h0 + 900, T1: h0 + 1100}, func(*AnatomyResult) []chainLink { return nil })
+	if c == nil {
+		t.Fatal("no rows")
 	}
+	rows, updates = len(c.a.Rows), len(c.updates)
 	if st.trajectories.index.built {
 		t.Fatalf("the explanation's rows built the step index")
 	}

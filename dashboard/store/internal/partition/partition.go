@@ -134,6 +134,16 @@ func (p *Partition) CompactedBytes() int64 {
 	return n
 }
 
+// Unstarted is a copy of p's files with no read progress: reading it reads the hour from its start, and leaves
+// p as it was (a query's own read of an hour its reader does not hold).
+func (p *Partition) Unstarted() *Partition {
+	out := &Partition{Hour: p.Hour}
+	for _, f := range p.Files {
+		out.Files = append(out.Files, &File{Shard: f.Shard, Plain: f.Plain, Zst: f.Zst})
+	}
+	return out
+}
+
 // Path is a path naming the hour in reports: its first file's.
 func (p *Partition) Path() string {
 	for _, f := range p.Files {
