@@ -7,10 +7,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
 
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
 	"github.com/otelcol-miles/otelcol-miles/internal/lifecycle"
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
@@ -286,6 +288,124 @@ func onlyConsumes(rs []*trajRec) bool {
 // anatomyHours are the hours a step's anatomy reads: the lookback before its consume to the hour after it ends.
 func (sc *stepConsume) anatomyHours() (lo, hi int64) {
 	return int64(math.Floor((sc.t0 - AnatomyLookback) / 3600)), int64(math.Floor(sc.t1/3600)) + 1
+}
+
+// lookback is what a step's explanation builds its rows from: the hours of its consume as the reader holds them
+// (loaded if need be), and, for the rest of the anatomy's hours (its lookback, the hour after), the hours the
+// reader holds or else each hour's records of the step's consumed traces and their samples alone, read for the
+// answer and not kept (readLookbacks: one pass over each hour for every step an answer explains). The rows come
+// out as from the whole hours: no other record is used (buildRowsLocked).
+type lookback struct {
+	sc *stepConsume
+	// want are the step's consumed traces; samples the samples their records name.
+	want    map[traceID]bool
+	samples map[int32]bool
+	// hours are the anatomy's hours in order; held the blocks of those the reader holds; scan the others.
+	hours []int64
+	held  map[int64]*trajBlock
+	scan  map[int64]*partition.Partition
+}
+
+// lookbackOf is step consume sc's lookback, its consume's hours loaded. The caller holds a pin.
+func (s *Store) lookbackOf(sc *stepConsume) *lookback {
+	r := &s.trajectories
+	lo, hi := sc.anatomyHours()
+	near, far := hourOf(sc.t0), hourOf(sc.t1)
+	s.ensureHours(near, far, r.cache)
+	lb := &lookback{
+		sc: sc, want: make(map[traceID]bool, len(sc.links)), samples: map[int32]bool{},
+		held: map[int64]*trajBlock{}, scan: map[int64]*partition.Partition{},
+	}
+	for _, t := range sc.links {
+		lb.want[t] = true
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, h := range r.files.Hours() {
+		if h != partition.LegacyHour && (h < lo || h > hi) {
+			continue
+		}
+		lb.hours = append(lb.hours, h)
+		b, p := r.blocks[h], r.files.Parts[h]
+		switch {
+		case b != nil && (p.Loaded || (h >= near && h <= far) || h == partition.LegacyHour):
+			lb.held[h] = b
+		case h != partition.LegacyHour && (h < near || h > far):
+			lb.scan[h] = p.Unstarted()
+		}
+	}
+	for _, b := range lb.held {
+		lb.addSamples(b)
+	}
+	return lb
+}
+
+// addSamples adds the samples the consumed traces' records in b name; false when none was new.
+func (lb *lookback) addSamples(b *trajBlock) bool {
+	added := false
+	var at []int32
+	c := b.recordChains()
+	for t := range lb.want {
+		at = c.ofTrace(t, at[:0])
+		for _, i := range at {
+			if n := b.records[i].sample; n >= 0 && !lb.samples[n] {
+				lb.samples[n], added = true, true
+			}
+		}
+	}
+	return added
+}
+
+// blocks are the lookback's blocks in hour order, those it scans from read (readLookbacks).
+func (lb *lookback) blocks(read map[int64]*trajBlock) []*trajBlock {
+	out := make([]*trajBlock, 0, len(lb.hours))
+	for _, h := range lb.hours {
+		if b := lb.held[h]; b != nil {
+			out = append(out, b)
+		} else if b := read[h]; b != nil {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// readLookbacks reads the hours the lookbacks scan, each once for all of them: its records of every lookback's
+// traces and samples (a lookback takes its own from them by trace and sample), side by side on the cores. The
+// caller holds a pin.
+func (s *Store) readLookbacks(lbs []*lookback) map[int64]*trajBlock {
+	r := &s.trajectories
+	want, samples := map[traceID]bool{}, map[int32]bool{}
+	parts := map[int64]*partition.Partition{}
+	for _, lb := range lbs {
+		maps.Copy(want, lb.want)
+		maps.Copy(samples, lb.samples)
+		maps.Copy(parts, lb.scan)
+	}
+	hours := slices.Sorted(maps.Keys(parts))
+	read := make([]*trajBlock, len(hours))
+	for range 3 { // samples named only in the lookback's records widen it: read again for them
+		onCores(len(hours), func(i int) { read[i] = r.readRecordsOf(parts[hours[i]], want, samples) })
+		more := false
+		for _, lb := range lbs {
+			for i, b := range read {
+				if lb.scan[hours[i]] != nil && lb.addSamples(b) {
+					maps.Copy(samples, lb.samples)
+					more = true
+				}
+			}
+		}
+		if !more {
+			break
+		}
+	}
+	out := make(map[int64]*trajBlock, len(hours))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, b := range read {
+		r.adoptStringsLocked(b)
+		out[hours[i]] = b
+	}
+	return out
 }
 
 // anatomyRows is a step's anatomy before the engine spans are joined, with what joining them needs: an answer

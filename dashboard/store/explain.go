@@ -156,10 +156,11 @@ type ExplainResult struct {
 func NoiseFloor(baselineSeconds float64) float64 { return max(1, 0.02*baselineSeconds) }
 
 // explainSteps are the run's steps as the ledger sees them: the logged steps and the step in progress (or hung)
-// from the last one's end to the data edge.
-func (s *Store) explainSteps() ([]Bubble, int) {
+// from the last one's end to the data edge. The step in progress needs the newest hours read (they may raise
+// the data edge): only when wantOpen says the logged steps do not answer without it.
+func (s *Store) explainSteps(wantOpen func(logged []Bubble) bool) ([]Bubble, int) {
 	steps := s.Bubbles(0, math.MaxFloat64/4)
-	if len(steps) == 0 {
+	if len(steps) == 0 || !wantOpen(steps) {
 		return steps, -1
 	}
 	last := steps[len(steps)-1]
@@ -197,7 +198,7 @@ type explainKey struct {
 // ExplainTable is the facts of every step of the run.
 func (s *Store) ExplainTable(memo *ExplainMemo) *ExplainTable {
 	defer s.pin()()
-	steps, open := s.explainSteps()
+	steps, open := s.explainSteps(func([]Bubble) bool { return true })
 	out := &ExplainTable{Causes: ExplainCauses, Steps: []ExplainStepFacts{}}
 	ex := s.newExplainer(memo)
 	asked := make([]stepAsked, len(steps))
@@ -216,7 +217,11 @@ func (s *Store) Explain(step, k int, memo *ExplainMemo) (*ExplainResult, error) 
 		k = ExplainK
 	}
 	defer s.pin()()
-	steps, open := s.explainSteps()
+	// A step whose neighbors end before the last logged one is explained without the step in progress.
+	steps, open := s.explainSteps(func(logged []Bubble) bool {
+		at := slices.IndexFunc(logged, func(b Bubble) bool { return b.Step == step })
+		return at < 0 || at+k-k/2 >= len(logged)
+	})
 	at := slices.IndexFunc(steps, func(b Bubble) bool { return b.Step == step })
 	if at < 0 {
 		return nil, ErrNoStep
@@ -256,9 +261,10 @@ func (s *Store) Explain(step, k int, memo *ExplainMemo) (*ExplainResult, error) 
 }
 
 // prefetchExplained brings in, in one batch whose reads run side by side, the hours the asked steps'
-// explanations read: their phases and their anatomies' trajectories (their chains' engine spans are read for
-// them alone: chainEngines). The explanations then compute on both cores instead of each waiting for the hours
-// another one is reading. The caller holds a pin.
+// explanations read: their phases and the trajectories around their consumes (the rest of their anatomies'
+// lookback, and their chains' engine spans, are read for them alone: readLookbacks, chainEngines). The
+// explanations then compute on both cores instead of each waiting for the hours another one is reading. The
+// caller holds a pin.
 func (s *Store) prefetchExplained(asked []stepAsked) {
 	if len(asked) == 0 {
 		return
@@ -268,7 +274,7 @@ func (s *Store) prefetchExplained(asked []stepAsked) {
 		lo, hi = min(lo, a.st.T0), max(hi, a.st.T1)
 	}
 	s.ensure(hourRangesPlan{
-		{hourOf(lo - AnatomyLookback), hourOf(hi) + 1, []hourRange{s.trajectories.cache}},
+		{hourOf(lo - consumeSlack), hourOf(hi + consumeSlack), []hourRange{s.trajectories.cache}},
 		{hourOf(lo), hourOf(hi), []hourRange{s.phases.cache}},
 	})
 }
@@ -443,14 +449,28 @@ type stepAsked struct {
 }
 
 // factsOf is the facts of the steps asked, in their order, computed side by side on the cores (each step's
-// anatomy and phase queries are independent reads of the store) in two rounds: every step up to its batch's
-// critical chain, then, once the engine spans of all the chains are read in one go (chainEngines), the rest.
+// anatomy and phase queries are independent reads of the store) in rounds between which what every step needs
+// is read in one go: the trainer side and the batch's consume of every step, then (the lookbacks' hours read:
+// readLookbacks) each batch's rows and critical chain, then (the chains' engine spans read: chainEngines) the
+// rest.
 func (ex *explainer) factsOf(asked []stepAsked) []*ExplainStepFacts {
 	out := make([]*ExplainStepFacts, len(asked))
 	preps := make([]*stepPrep, len(asked))
 	onCores(len(asked), func(i int) {
 		if out[i] = ex.remembered(asked[i]); out[i] == nil {
 			preps[i] = ex.prepare(asked[i].st, asked[i].open)
+		}
+	})
+	var lbs []*lookback
+	for _, p := range preps {
+		if p != nil && p.lb != nil {
+			lbs = append(lbs, p.lb)
+		}
+	}
+	read := ex.s.readLookbacks(lbs)
+	onCores(len(asked), func(i int) {
+		if preps[i] != nil {
+			ex.rows(preps[i], read)
 		}
 	})
 	var chains []*chainRows
@@ -588,7 +608,9 @@ type stepPrep struct {
 	done bool
 	// waitIvs are the intervals the trainer waited for the batch on the reference lane.
 	waitIvs [][2]float64
-	rows    *chainRows
+	// lb is the batch's lookback (nil: no batch to chain), rows its anatomy and chain (rows, nil: none).
+	lb   *lookback
+	rows *chainRows
 	// byName, refLinks, wait and slLinks are the trainer side's phases, links, straggler wait and straggler's
 	// links, for the edges that follow the chain's.
 	byName   map[string]float64
@@ -662,11 +684,21 @@ func (ex *explainer) prepare(st Bubble, open bool) *stepPrep {
 	})
 	prep := &stepPrep{f: f, waitIvs: waitIvs, byName: byName, refLinks: refLinks, refLane: rl.ID, wait: wait}
 	if len(waitIvs) > 0 && !open {
-		prep.rows = ex.s.explainRows(Bubble{Step: f.Step, T0: f.T0, T1: f.T1}, func(an *AnatomyResult) []chainLink {
-			return criticalChain(an, waitIvs)
-		})
+		if sc := ex.s.stepConsumeNear(st); sc != nil {
+			prep.lb = ex.s.lookbackOf(sc)
+		}
 	}
 	return prep
+}
+
+// rows builds a prepared step's anatomy and critical chain from its lookback's blocks (read: the hours the
+// lookbacks scanned).
+func (ex *explainer) rows(p *stepPrep, read map[int64]*trajBlock) {
+	if p.lb == nil {
+		return
+	}
+	waitIvs := p.waitIvs
+	p.rows = ex.s.chainRowsOf(p.lb.sc, p.lb.blocks(read), func(an *AnatomyResult) []chainLink { return criticalChain(an, waitIvs) })
 }
 
 // finish is a prepared step's facts: the trainer's wait split along the batch's critical chain (its rows joined
@@ -719,6 +751,10 @@ func (s *Store) lastGenerate(t0, t1 float64) (last float64) {
 	return last
 }
 
+// consumeSlack is how far outside a step's bounds (its trainer's perf metrics) its batch's consume is looked
+// for: the step's timer starts as the trainer waits for the batch, which it consumes then.
+const consumeSlack = 300.0
+
 // chainRows is a step's anatomy as its explanation reads it, before the engine spans: the rows in submit order,
 // the facts of their generate segments by (t0, t1), the weight updates of its hours, and the batch's critical
 // chain with the engine hours its rows' segments ran in (the only rows joined to engine spans: the batch's
@@ -736,12 +772,22 @@ type chainRows struct {
 }
 
 // explainRows is step's anatomy as its explanation reads it, with the critical chain chainOf finds in its rows;
-// nil when the step has no consume (or its batch no rows).
+// nil when the step has no consume (or its batch no rows). (An answer explaining several steps reads their
+// lookbacks together: factsOf.)
 func (s *Store) explainRows(st Bubble, chainOf func(a *AnatomyResult) []chainLink) *chainRows {
 	defer s.pin()()
-	// The step's consume, read at its start, from the blocks of the hours around the step: no step index of the
-	// whole run (the step index only when they hold none).
-	near0, near1 := hourOf(st.T0)-1, hourOf(st.T1)+1
+	sc := s.stepConsumeNear(st)
+	if sc == nil {
+		return nil
+	}
+	lb := s.lookbackOf(sc)
+	return s.chainRowsOf(sc, lb.blocks(s.readLookbacks([]*lookback{lb})), chainOf)
+}
+
+// stepConsumeNear is step st's consume, read from the blocks of the hours around the step: no step index of the
+// whole run (the step index only when they hold none); nil when it has none. The caller holds a pin.
+func (s *Store) stepConsumeNear(st Bubble) *stepConsume {
+	near0, near1 := hourOf(st.T0-consumeSlack), hourOf(st.T1+consumeSlack)
 	s.ensureHours(near0, near1, s.trajectories.cache)
 	s.mu.RLock()
 	sc := s.trajectories.stepConsumeLocked(st.Step, near0, near1)
@@ -752,19 +798,23 @@ func (s *Store) explainRows(st Bubble, chainOf func(a *AnatomyResult) []chainLin
 			return nil
 		}
 	}
-	lo, hi := sc.anatomyHours()
-	s.ensureHours(lo, hi, s.trajectories.cache)
+	return sc
+}
+
+// chainRowsOf is step consume sc's anatomy built from blocks (its lookback's), with the critical chain chainOf
+// finds in its rows; nil when the batch has no rows.
+func (s *Store) chainRowsOf(sc *stepConsume, blocks []*trajBlock, chainOf func(a *AnatomyResult) []chainLink) *chainRows {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	// The weight-update history of the anatomy's hours: a row's timing does not depend on older updates.
-	_, ups := s.trajectories.stepRecordsLocked(lo, hi)
+	_, ups := stepRecordsOf(blocks)
 	tl := &lifecycle.Timeline{}
 	for _, u := range ups {
 		if u.wv >= 0 {
 			tl.Add(lifecycle.WeightUpdate{Version: int64(u.wv), End: secNs(u.t)})
 		}
 	}
-	b := s.trajectories.buildRowsLocked(sc, s.trajectories.hoursLocked(lo, hi), tl, ups)
+	b := s.trajectories.buildRowsLocked(sc, blocks, tl, ups)
 	if len(b.rows) == 0 {
 		return nil
 	}

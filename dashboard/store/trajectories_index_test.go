@@ -194,3 +194,62 @@ func TestTrajectoryHoursReadSideBySide(t *testing.T) {
 		}
 	}
 }
+
+// TestExplainLookbackReadsItsRecordsOnly: the hours of a step's anatomy lookback the reader does not hold are
+// read for the step's traces, their samples and the weight updates alone, and not kept; the rows and updates
+// come out as from the whole hours held.
+func TestExplainLookbackReadsItsRecordsOnly(t *testing.T) {
+	dir := trajRun(t)
+	h := int64(h0 / 3600)
+	bundle := func(trace, sample int, t0 float64, spans string) string {
+		s := ""
+		if sample >= 0 {
+			s = fmt.Sprintf(`,"sample":%d,"group":3,"attempt":0`, sample)
+		}
+		return fmt.Sprintf(`{"trace":%q,"t":%g%s,"root":"00000000000000aa","spans":[%s]}`, tid(trace), t0, s, spans) + "\n"
+	}
+	write(t, dir, "dashboard/trajectories/"+hourName(h-1)+".jsonl",
+		bundle(4, 12, h0-3000, `{"type":"queue","t0":0,"t1":10,"span":"00000000000000b1"}`)+ // sample 12 queued an hour early
+			bundle(60, 99, h0-2900, `{"type":"generate","t0":0,"t1":50,"span":"00000000000000b2","turn":1}`)+ // another step's
+			bundle(61, -1, h0-2500, `{"type":"weight_update","t0":0,"t1":20,"span":"00000000000000b3","wv":3}`))
+	explained := func(st *Store) (string, [][2]float64) {
+		c := st.explainRows(Bubble{Step: 2, T0: h0 + 900, T1: h0 + 1100}, func(*AnatomyResult) []chainLink { return nil })
+		if c == nil {
+			t.Fatal("no rows")
+		}
+		rows, err := json.Marshal(c.a.Rows)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(rows), c.updates
+	}
+	st, err := Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, updates := explained(st)
+	st.mu.RLock()
+	kept := st.trajectories.blocks[h-1] != nil
+	st.mu.RUnlock()
+	if kept {
+		t.Error("the lookback's hour was kept as the reader's")
+	}
+	if !strings.Contains(rows, fmt.Sprintf(`"submit":%.0f`, h0-3000)) {
+		t.Errorf("sample 12's early queue is not in its row: %s", rows)
+	}
+	if len(updates) != 3 || updates[0] != [2]float64{h0 - 2500, h0 - 2480} {
+		t.Errorf("updates %v, want the lookback's first", updates)
+	}
+	whole, err := Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	func() {
+		defer whole.pin()()
+		whole.ensureHours(h-5, h+1, whole.trajectories.cache)
+	}()
+	wantRows, wantUpdates := explained(whole)
+	if rows != wantRows || !slices.Equal(updates, wantUpdates) {
+		t.Errorf("from the records read:\n%s %v\nfrom the whole hours:\n%s %v", rows, updates, wantRows, wantUpdates)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"math"
 	"slices"
@@ -362,25 +363,84 @@ func (r *trajectoryReader) readHour(h int64, prev *trajBlock, p *partition.Parti
 
 // keepLocked gives the records the read added the reader's strings, and counts a change of the hour's records.
 func (r *trajectoryReader) keepLocked(_ int64, b *trajBlock, l *hourLoad, _ float64) {
-	if b.read != nil {
-		ids := make([]uint16, len(b.read.strings))
-		for i, str := range b.read.strings {
-			ids[i] = r.strings.id([]byte(str))
-		}
-		remap := func(rec *trajRec) {
-			rec.status, rec.engine, rec.finish = ids[rec.status], ids[rec.engine], ids[rec.finish]
-		}
-		for i := b.readFrom; i < len(b.records); i++ {
-			remap(&b.records[i])
-		}
-		for i := b.indexedFrom; i < len(b.indexed); i++ {
-			remap(&b.indexed[i].rec)
-		}
-		b.read = nil
-	}
+	r.adoptStringsLocked(b)
 	if l.reread || len(b.records) != l.before {
 		r.version++
 	}
+}
+
+// adoptStringsLocked gives the records b's last read added the reader's strings (they were interned in the
+// read's own). The caller holds Store.mu for writing.
+func (r *trajectoryReader) adoptStringsLocked(b *trajBlock) {
+	if b.read == nil {
+		return
+	}
+	ids := make([]uint16, len(b.read.strings))
+	for i, str := range b.read.strings {
+		ids[i] = r.strings.id([]byte(str))
+	}
+	remap := func(rec *trajRec) {
+		rec.status, rec.engine, rec.finish = ids[rec.status], ids[rec.engine], ids[rec.finish]
+	}
+	for i := b.readFrom; i < len(b.records); i++ {
+		remap(&b.records[i])
+	}
+	for i := b.indexedFrom; i < len(b.indexed); i++ {
+		remap(&b.indexed[i].rec)
+	}
+	b.read = nil
+}
+
+// readRecordsOf reads, from hour p's files read from their start (p is the query's copy), the records of the
+// traces want, those of the samples, and the weight updates: a block of the hour for one anatomy's lookback, not
+// the hour's (it is not kept). Other records are skipped unparsed. Its strings are its own until adopted
+// (adoptStringsLocked).
+func (r *trajectoryReader) readRecordsOf(p *partition.Partition, want map[traceID]bool, samples map[int32]bool) *trajBlock {
+	b := &trajBlock{read: &interner{}}
+	b.read.init()
+	sink := b.sink(b.read)
+	_, _ = r.files.Read(p.Unstarted(), func(line []byte) bool {
+		if wantedTrajLine(line, want, samples) {
+			sink(line)
+		}
+		return true
+	})
+	b.seen = nil
+	return b
+}
+
+// wantedTrajLine says whether a trajectories line is a record of a trace of want, names a sample of samples, or
+// is a weight update. A line that does not begin as the collector writes records is read whole to be sure.
+func wantedTrajLine(line []byte, want map[traceID]bool, samples map[int32]bool) bool {
+	if !bytes.HasPrefix(line, tracePrefix) || len(line) < len(tracePrefix)+33 || line[len(tracePrefix)+32] != '"' {
+		return true
+	}
+	var tid traceID
+	if _, err := hex.Decode(tid[:], line[len(tracePrefix):len(tracePrefix)+32]); err != nil {
+		return true
+	}
+	if want[tid] {
+		return true
+	}
+	for rest := line; ; {
+		i := bytes.Index(rest, []byte(`"sample":`))
+		if i < 0 {
+			break
+		}
+		rest = rest[i+9:]
+		k := 0
+		for k < len(rest) && (rest[k] == ' ' || rest[k] == '"') {
+			k++
+		}
+		n, digits := int64(0), 0
+		for ; k < len(rest) && rest[k] >= '0' && rest[k] <= '9' && digits < 10; k, digits = k+1, digits+1 {
+			n = n*10 + int64(rest[k]-'0')
+		}
+		if digits > 0 && n <= math.MaxInt32 && samples[int32(n)] {
+			return true
+		}
+	}
+	return bytes.Contains(line, []byte(`"type":"weight_update"`))
 }
 
 // stepConsumeLocked is step's newest consume among the blocks of hours lo…hi (nil: none), as the step index
@@ -410,9 +470,14 @@ func (r *trajectoryReader) stepConsumeLocked(step int, lo, hi int64) *stepConsum
 // over a window read them instead of the step index, which reads every hour of the run. The caller holds
 // Store.mu.
 func (r *trajectoryReader) stepRecordsLocked(lo, hi int64) (consumes map[int32]float64, updates []weightUpdate) {
+	return stepRecordsOf(r.hoursLocked(lo, hi))
+}
+
+// stepRecordsOf is stepRecordsLocked of the blocks given.
+func stepRecordsOf(blocks []*trajBlock) (consumes map[int32]float64, updates []weightUpdate) {
 	consumes = map[int32]float64{}
 	seen := map[[24]byte]bool{}
-	for _, b := range r.hoursLocked(lo, hi) {
+	for _, b := range blocks {
 		for i := range b.indexed {
 			rec := &b.indexed[i].rec
 			if k := recKey(rec); rec.span != ([8]byte{}) {
