@@ -334,9 +334,6 @@ func (s *Store) lookbackOf(sc *stepConsume) *lookback {
 			lb.scan[h] = p.Unstarted()
 		}
 	}
-	for _, b := range lb.held {
-		lb.addSamples(b)
-	}
 	return lb
 }
 
@@ -374,13 +371,31 @@ func (lb *lookback) blocks(read map[int64]*trajBlock) []*trajBlock {
 // caller holds a pin.
 func (s *Store) readLookbacks(lbs []*lookback) map[int64]*trajBlock {
 	r := &s.trajectories
+	// The held blocks' record chains first, side by side (every anatomy uses them), then the samples of the
+	// lookbacks that scan hours.
+	held := map[*trajBlock]bool{}
+	for _, lb := range lbs {
+		for _, b := range lb.held {
+			held[b] = true
+		}
+	}
+	blocks := slices.Collect(maps.Keys(held))
+	s.mu.RLock()
+	onCores(len(blocks), func(i int) { blocks[i].recordChains() })
 	want, samples := map[traceID]bool{}, map[int32]bool{}
 	parts := map[int64]*partition.Partition{}
 	for _, lb := range lbs {
+		if len(lb.scan) == 0 {
+			continue
+		}
+		for _, b := range lb.held {
+			lb.addSamples(b)
+		}
 		maps.Copy(want, lb.want)
 		maps.Copy(samples, lb.samples)
 		maps.Copy(parts, lb.scan)
 	}
+	s.mu.RUnlock()
 	hours := slices.Sorted(maps.Keys(parts))
 	read := make([]*trajBlock, len(hours))
 	for range 3 { // samples named only in the lookback's records widen it: read again for them
@@ -399,6 +414,9 @@ func (s *Store) readLookbacks(lbs []*lookback) map[int64]*trajBlock {
 		}
 	}
 	out := make(map[int64]*trajBlock, len(hours))
+	if len(read) == 0 {
+		return out
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, b := range read {
