@@ -157,3 +157,37 @@ func TestColdOpenAndWarmQueries(t *testing.T) {
 		float64(m.Memory.GPUBytes)/float64(max(1, m.Memory.GPUValues)), m.Memory.GPUBytes, m.Memory.GPUValues,
 		float64(ms.HeapInuse)/(1<<20))
 }
+
+// TestFirstExplanation reports a step's explanation as a fresh process's first query (docs/semconv.md §12.1):
+// the middle step of the default window (the run's last 4 h), with nothing read before it (the figure BENCHMARKS.md quotes as "cold"),
+// then the step after it.
+func TestFirstExplanation(t *testing.T) {
+	dir := runDir(t)
+	st, err := store.Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := server.New(server.Options{Store: st})
+	defer srv.Close()
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	var steps struct {
+		Data struct {
+			Steps []struct {
+				Step int `json:"step"`
+			} `json:"steps"`
+		} `json:"data"`
+	}
+	_ = json.Unmarshal(get(t, ts.URL+"/api/v1/bubbles"), &steps)
+	n := len(steps.Data.Steps)
+	if n < 2 {
+		t.Skip("the run has fewer than 2 logged steps")
+	}
+	for _, k := range []int{n / 2, n/2 + 1} {
+		q := fmt.Sprintf("/api/v1/steps/%d/explain", steps.Data.Steps[k].Step)
+		s := time.Now()
+		get(t, ts.URL+q)
+		t.Logf("cold %-50s %8.1f ms", q, float64(time.Since(s).Microseconds())/1000)
+	}
+}
+
