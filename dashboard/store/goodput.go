@@ -495,11 +495,13 @@ func (s *Store) goodput(t0, t1 float64) *GoodputResult {
 		}
 	}
 
-	total := map[string]*GoodputFleet{}
-	for si, st := range steps {
+	// The steps side by side on the cores (each reads its phases and the shared inputs), then added up in order.
+	fleets := make([][2]GoodputFleet, len(steps))
+	onCores(len(steps), func(si int) {
+		st := steps[si]
 		w := st.T1 - st.T0
 		if w <= 0 {
-			continue
+			return
 		}
 		trainF := GoodputFleet{Fleet: FleetTrain}
 		rollF := GoodputFleet{Fleet: FleetRollout}
@@ -573,8 +575,16 @@ func (s *Store) goodput(t0, t1 float64) *GoodputResult {
 				}
 			}
 		}
+		fleets[si] = [2]GoodputFleet{trainF, rollF}
+	})
+	total := map[string]*GoodputFleet{}
+	for si, st := range steps {
+		w := st.T1 - st.T0
+		if w <= 0 {
+			continue
+		}
 		gs := GoodputStep{Step: st.Step, T0: st.T0, T1: st.T1, Open: si == openStep}
-		for _, f := range []GoodputFleet{trainF, rollF} {
+		for _, f := range fleets[si] {
 			if f.GPUSeconds <= 0 {
 				continue
 			}
