@@ -771,19 +771,6 @@ type chainRows struct {
 	join   bool
 }
 
-// explainRows is step's anatomy as its explanation reads it, with the critical chain chainOf finds in its rows;
-// nil when the step has no consume (or its batch no rows). (An answer explaining several steps reads their
-// lookbacks together: factsOf.)
-func (s *Store) explainRows(st Bubble, chainOf func(a *AnatomyResult) []chainLink) *chainRows {
-	defer s.pin()()
-	sc := s.stepConsumeNear(st)
-	if sc == nil {
-		return nil
-	}
-	lb := s.lookbackOf(sc)
-	return s.chainRowsOf(sc, lb.blocks(s.readLookbacks([]*lookback{lb})), chainOf)
-}
-
 // stepConsumeNear is step st's consume, read from the blocks of the hours around the step: no step index of the
 // whole run (the step index only when they hold none); nil when it has none. The caller holds a pin.
 func (s *Store) stepConsumeNear(st Bubble) *stepConsume {

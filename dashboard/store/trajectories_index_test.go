@@ -253,3 +253,15 @@ func TestExplainLookbackReadsItsRecordsOnly(t *testing.T) {
 		t.Errorf("from the records read:\n%s %v\nfrom the whole hours:\n%s %v", rows, updates, wantRows, wantUpdates)
 	}
 }
+
+// explainRows is step's anatomy as one step's explanation reads it (factsOf's rounds for one step), with the
+// critical chain chainOf finds in its rows; nil when the step has no consume (or its batch no rows).
+func (s *Store) explainRows(st Bubble, chainOf func(a *AnatomyResult) []chainLink) *chainRows {
+	defer s.pin()()
+	sc := s.stepConsumeNear(st)
+	if sc == nil {
+		return nil
+	}
+	lb := s.lookbackOf(sc)
+	return s.chainRowsOf(sc, lb.blocks(s.readLookbacks([]*lookback{lb})), chainOf)
+}
