@@ -190,4 +190,3 @@ func TestFirstExplanation(t *testing.T) {
 		t.Logf("cold %-50s %8.1f ms", q, float64(time.Since(s).Microseconds())/1000)
 	}
 }
-
