@@ -114,17 +114,9 @@ func TestColdOpenAndWarmQueries(t *testing.T) {
 	t.Logf("first lane view at 1000 points over the default window (unaligned 14.4 s buckets: raw samples): %s", time.Since(s))
 	// The run's explanations (docs/semconv.md §12, §3.2): the goodput ledger, the weight syncs and the
 	// version-lag pool of the default window, every step's causes and one step's; first, then warm below.
-	var steps struct {
-		Data struct {
-			Steps []struct {
-				Step int `json:"step"`
-			} `json:"steps"`
-		} `json:"data"`
-	}
-	_ = json.Unmarshal(get(t, ts.URL+"/api/v1/bubbles"), &steps)
 	explainOne := "/api/v1/explain"
-	if n := len(steps.Data.Steps); n > 0 {
-		explainOne = fmt.Sprintf("/api/v1/steps/%d/explain", steps.Data.Steps[n/2].Step)
+	if steps := windowSteps(t, ts.URL); len(steps) > 0 {
+		explainOne = fmt.Sprintf("/api/v1/steps/%d/explain", steps[len(steps)/2])
 	}
 	explained := []string{"/api/v1/goodput", "/api/v1/weight_sync", "/api/v1/lifecycle/pool", explainOne, "/api/v1/explain"}
 	for _, q := range explained {
@@ -171,6 +163,21 @@ func TestFirstExplanation(t *testing.T) {
 	defer srv.Close()
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
+	steps := windowSteps(t, ts.URL)
+	n := len(steps)
+	if n < 2 {
+		t.Skip("the run has fewer than 2 logged steps")
+	}
+	for _, k := range []int{n / 2, n/2 + 1} {
+		q := fmt.Sprintf("/api/v1/steps/%d/explain", steps[k])
+		s := time.Now()
+		get(t, ts.URL+q)
+		t.Logf("cold %-50s %8.1f ms", q, float64(time.Since(s).Microseconds())/1000)
+	}
+}
+
+// windowSteps are the logged steps of the default window (the run's last 4 h).
+func windowSteps(t *testing.T, url string) []int {
 	var steps struct {
 		Data struct {
 			Steps []struct {
@@ -178,15 +185,10 @@ func TestFirstExplanation(t *testing.T) {
 			} `json:"steps"`
 		} `json:"data"`
 	}
-	_ = json.Unmarshal(get(t, ts.URL+"/api/v1/bubbles"), &steps)
-	n := len(steps.Data.Steps)
-	if n < 2 {
-		t.Skip("the run has fewer than 2 logged steps")
+	_ = json.Unmarshal(get(t, url+"/api/v1/bubbles"), &steps)
+	out := make([]int, len(steps.Data.Steps))
+	for i, st := range steps.Data.Steps {
+		out[i] = st.Step
 	}
-	for _, k := range []int{n / 2, n/2 + 1} {
-		q := fmt.Sprintf("/api/v1/steps/%d/explain", steps.Data.Steps[k].Step)
-		s := time.Now()
-		get(t, ts.URL+q)
-		t.Logf("cold %-50s %8.1f ms", q, float64(time.Since(s).Microseconds())/1000)
-	}
+	return out
 }

@@ -137,20 +137,25 @@ func (r *engineTraceReader) readTraces(p *partition.Partition, want map[traceID]
 	return th
 }
 
-// tracePrefix is how the collector begins every engine_traces record (docs/semconv.md §10.2).
+// tracePrefix is how the collector begins every trajectories and engine_traces record (docs/semconv.md §8.3,
+// §10.2).
 var tracePrefix = []byte(`{"trace":"`)
 
-// wantedLine says whether an engine_traces line is a record of a trace of want, or names a request id of rids.
-// A line that does not begin as the collector writes records is read whole (parsed) to be sure.
-func wantedLine(line []byte, want map[traceID]bool, rids map[string]bool) bool {
-	if !bytes.HasPrefix(line, tracePrefix) || len(line) < len(tracePrefix)+33 || line[len(tracePrefix)+32] != '"' {
-		return true
-	}
+// lineTrace is the trace of a record as the collector writes it, read without parsing the line; false when the
+// line does not begin so (a reader that filters lines then parses it, to be sure).
+func lineTrace(line []byte) (traceID, bool) {
 	var tid traceID
-	if _, err := hex.Decode(tid[:], line[len(tracePrefix):len(tracePrefix)+32]); err != nil {
-		return true
+	n := len(tracePrefix)
+	if !bytes.HasPrefix(line, tracePrefix) || len(line) < n+33 || line[n+32] != '"' {
+		return tid, false
 	}
-	if want[tid] {
+	_, err := hex.Decode(tid[:], line[n:n+32])
+	return tid, err == nil
+}
+
+// wantedLine says whether an engine_traces line is a record of a trace of want, or names a request id of rids.
+func wantedLine(line []byte, want map[traceID]bool, rids map[string]bool) bool {
+	if tid, ok := lineTrace(line); !ok || want[tid] {
 		return true
 	}
 	if len(rids) == 0 {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"math"
 	"slices"
@@ -410,16 +409,9 @@ func (r *trajectoryReader) readRecordsOf(p *partition.Partition, want map[traceI
 }
 
 // wantedTrajLine says whether a trajectories line is a record of a trace of want, names a sample of samples, or
-// is a weight update. A line that does not begin as the collector writes records is read whole to be sure.
+// is a weight update.
 func wantedTrajLine(line []byte, want map[traceID]bool, samples map[int32]bool) bool {
-	if !bytes.HasPrefix(line, tracePrefix) || len(line) < len(tracePrefix)+33 || line[len(tracePrefix)+32] != '"' {
-		return true
-	}
-	var tid traceID
-	if _, err := hex.Decode(tid[:], line[len(tracePrefix):len(tracePrefix)+32]); err != nil {
-		return true
-	}
-	if want[tid] {
+	if tid, ok := lineTrace(line); !ok || want[tid] {
 		return true
 	}
 	for rest := line; ; {
