@@ -236,7 +236,6 @@ func (s *Store) Explain(step, k int, memo *ExplainMemo) (*ExplainResult, error) 
 		asked = append(asked, stepAsked{steps[j], false})
 		neighbors = append(neighbors, steps[j].Step)
 	}
-	s.prefetchExplained(asked)
 	all := ex.factsOf(asked)
 	f, base := all[0], all[1:]
 	b := MedianFacts(base)
@@ -455,9 +454,16 @@ type stepAsked struct {
 // rest.
 func (ex *explainer) factsOf(asked []stepAsked) []*ExplainStepFacts {
 	out := make([]*ExplainStepFacts, len(asked))
+	var todo []stepAsked
+	for i, a := range asked {
+		if out[i] = ex.remembered(a); out[i] == nil {
+			todo = append(todo, a)
+		}
+	}
+	ex.s.prefetchExplained(todo)
 	preps := make([]*stepPrep, len(asked))
 	onCores(len(asked), func(i int) {
-		if out[i] = ex.remembered(asked[i]); out[i] == nil {
+		if out[i] == nil {
 			preps[i] = ex.prepare(asked[i].st, asked[i].open)
 		}
 	})
