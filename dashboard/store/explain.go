@@ -705,6 +705,10 @@ func (ex *explainer) rows(p *stepPrep, read map[int64]*trajBlock) {
 	}
 	waitIvs := p.waitIvs
 	p.rows = ex.s.chainRowsOf(p.lb.sc, p.lb.blocks(read), func(an *AnatomyResult) []chainLink { return criticalChain(an, waitIvs) })
+	p.lb = nil
+	if p.rows != nil {
+		p.rows.slim()
+	}
 }
 
 // finish is a prepared step's facts: the trainer's wait split along the batch's critical chain (its rows joined
@@ -775,6 +779,58 @@ type chainRows struct {
 	want   map[int]*AnatomyRow
 	lo, hi int64
 	join   bool
+	// pace is the batch's fastest engine pace (batchPace); batch its number of rows.
+	pace  float64
+	batch int
+}
+
+// slim keeps what the chain's split needs once the chain is found (an explanation holds every step's until the
+// chains' engine spans are read, and a batch has thousands of rows): the chain's rows and their segments' facts,
+// with the batch's pace and size.
+func (c *chainRows) slim() {
+	c.pace, c.batch = batchPace(c.a.Rows, c.gens), len(c.a.Rows)
+	rows := make([]AnatomyRow, len(c.chain))
+	at := map[*AnatomyRow]int{}
+	gens := map[[2]float64]genInfo{}
+	for k := range c.chain {
+		rows[k] = *c.chain[k].row
+		at[c.chain[k].row] = k
+		for g := 0; g+4 < len(rows[k].Gen); g += 5 {
+			key := [2]float64{rows[k].Gen[g], rows[k].Gen[g+1]}
+			if info, ok := c.gens[key]; ok {
+				gens[key] = info
+			}
+		}
+		c.chain[k].row = &rows[k]
+	}
+	slim := &anatomyRows{blocks: c.b.blocks, sc: c.b.sc, in: c.b.in}
+	want := map[int]*AnatomyRow{}
+	for _, i := range slices.Sorted(maps.Keys(c.want)) {
+		want[len(slim.rows)] = &rows[at[c.want[i]]]
+		slim.rows = append(slim.rows, c.b.rows[i])
+	}
+	c.a.Rows, c.gens, c.b, c.want = rows, gens, slim, want
+}
+
+// batchPace is the fastest engine's pace over a batch's rows (seconds per output token, the median of its
+// segments in the batch): it prices the critical samples' tokens; the rest of their decode time is their
+// engines' slowness.
+func batchPace(rows []AnatomyRow, gens map[[2]float64]genInfo) float64 {
+	perEngine := map[string][]float64{}
+	for i := range rows {
+		g := rows[i].Gen
+		for k := 0; k+4 < len(g); k += 5 {
+			if info, ok := gens[[2]float64{g[k], g[k+1]}]; ok && info.tokOut > 0 {
+				perEngine[info.engine] = append(perEngine[info.engine], (g[k+1]-g[k])/float64(info.tokOut))
+			}
+		}
+	}
+	pace := math.Inf(1)
+	for _, xs := range perEngine {
+		slices.Sort(xs)
+		pace = min(pace, xs[len(xs)/2])
+	}
+	return pace
 }
 
 // stepConsumeNear is step st's consume, read from the blocks of the hours around the step: no step index of the
@@ -923,7 +979,7 @@ func (ex *explainer) rollout(f *ExplainStepFacts, waitIvs [][2]float64, rows *ch
 	stepLinks := ExplainLinks{Step: &step}
 	if rows != nil && len(rows.chain) > 0 {
 		rows.joinEngines(engines)
-		ex.chain(f, waitIvs, &rows.a, rows.chain, rows.gens, rows.updates)
+		ex.chain(f, waitIvs, rows)
 		return
 	}
 	// No batch closed: the wait since the engines last generated is a stall; the rest was rollout in flight.
@@ -985,12 +1041,12 @@ func criticalChain(an *AnatomyResult, waitIvs [][2]float64) []chainLink {
 	return chain
 }
 
-// chain is rollout's split of the wait along the batch's critical chain (an: the step's rows in submit order,
-// the chain's with their engine spans joined).
-func (ex *explainer) chain(f *ExplainStepFacts, waitIvs [][2]float64, an *AnatomyResult, chain []chainLink, gens map[[2]float64]genInfo, updates [][2]float64) {
+// chain is rollout's split of the wait along the batch's critical chain (c: the chain's rows with their engine
+// spans joined).
+func (ex *explainer) chain(f *ExplainStepFacts, waitIvs [][2]float64, c *chainRows) {
 	step := f.Step
 	stepLinks := ExplainLinks{Step: &step}
-	rows := an.Rows
+	chain, gens, updates, pace := c.chain, c.gens, c.updates, c.pace
 	sampleLinks := func(r *AnatomyRow) ExplainLinks {
 		sample := r.Sample
 		return ExplainLinks{Step: &step, Sample: &sample, Trace: r.Trace}
@@ -998,7 +1054,7 @@ func (ex *explainer) chain(f *ExplainStepFacts, waitIvs [][2]float64, an *Anatom
 	last := chain[0].row
 	f.path = append(f.path, ExplainEdge{
 		From: "train_wait", To: "batch", Seconds: max(0, last.Consume-last.End), Links: sampleLinks(last),
-		Detail: fmt.Sprintf("the batch of %d samples closed when its last consumed sample (%d) finished; consumed %.1f s later", len(rows), last.Sample, max(0, last.Consume-last.End)),
+		Detail: fmt.Sprintf("the batch of %d samples closed when its last consumed sample (%d) finished; consumed %.1f s later", c.batch, last.Sample, max(0, last.Consume-last.End)),
 	})
 	for i := 1; i < len(chain); i++ {
 		c, p := chain[i-1].row, chain[i].row
@@ -1006,22 +1062,6 @@ func (ex *explainer) chain(f *ExplainStepFacts, waitIvs [][2]float64, an *Anatom
 			From: fmt.Sprintf("sample:%d", c.Sample), To: fmt.Sprintf("sample:%d", p.Sample), Seconds: max(0, c.Submit-p.Submit), Links: sampleLinks(p),
 			Detail: fmt.Sprintf("sample %d was submitted when sample %d finished", c.Sample, p.Sample),
 		})
-	}
-	// The fastest engine's pace (seconds per output token, the median of its segments in the batch) prices the
-	// chain's tokens; the rest of their decode time is their engines' slowness.
-	perEngine := map[string][]float64{}
-	for i := range rows {
-		g := rows[i].Gen
-		for k := 0; k+4 < len(g); k += 5 {
-			if info, ok := gens[[2]float64{g[k], g[k+1]}]; ok && info.tokOut > 0 {
-				perEngine[info.engine] = append(perEngine[info.engine], (g[k+1]-g[k])/float64(info.tokOut))
-			}
-		}
-	}
-	pace := math.Inf(1)
-	for _, xs := range perEngine {
-		slices.Sort(xs)
-		pace = min(pace, xs[len(xs)/2])
 	}
 	queueStage := slices.Index(EngineStageNames, "queue")
 	var pieces []rolloutPiece
