@@ -63,9 +63,9 @@ func (s *Store) WeightSync(t0, t1 float64) *WeightSyncResult {
 func (s *Store) weightSync(t0, t1 float64) *WeightSyncResult {
 	out := &WeightSyncResult{Updates: []WeightSync{}}
 	defer s.pin()()
-	// The window's hour blocks hold its weight updates (an update is filed by its bundle's time, within the hour
-	// around its end): the answer never waits for the step index of the whole run.
-	hlo, hhi := hourOf(t0)-1, hourOf(t1)+1
+	// The window's hour blocks hold its weight updates (a span is filed by its end's hour, docs/semconv.md §8):
+	// the answer never waits for the step index of the whole run, nor reads the hours around the window.
+	hlo, hhi := hourOf(t0), hourOf(t1)
 	s.ensureHours(hlo, hhi, s.trajectories.cache)
 	var ups []weightUpdate
 	s.mu.RLock()
