@@ -242,6 +242,29 @@ func (r *engineTraceReader) engineLine(th *traceHour, line []byte) bool {
 	return true
 }
 
+// adoptNames gives the spans the hour's last read added the names of names (they were interned in the read's
+// own: traceHour.read).
+func (t *traceHour) adoptNames(names *interner) {
+	if t.read == nil {
+		return
+	}
+	ids := t.read.idsIn(names)
+	remap := func(spans []engSpan) {
+		for i := range spans {
+			spans[i].name, spans[i].label = ids[spans[i].name], ids[spans[i].label]
+		}
+	}
+	if t.from == nil {
+		for _, spans := range t.byTrace {
+			remap(spans)
+		}
+	}
+	for tid, from := range t.from {
+		remap(t.byTrace[tid][from:])
+	}
+	t.read, t.from = nil, nil
+}
+
 // names is the interner the hour's read in progress interns into (fallback: none in progress).
 func (t *traceHour) names(fallback *interner) *interner {
 	if t.read != nil {
@@ -439,26 +462,7 @@ func (r *engineTraceReader) readHour(h int64, prev *traceHour, p *partition.Part
 // keepLocked gives the spans the read added the reader's names, and counts the records the hour holds beyond
 // the most it held at any load.
 func (r *engineTraceReader) keepLocked(h int64, th *traceHour, l *hourLoad, _ float64) {
-	if th.read != nil {
-		ids := make([]uint16, len(th.read.strings))
-		for i, str := range th.read.strings {
-			ids[i] = r.names.id([]byte(str))
-		}
-		remap := func(spans []engSpan) {
-			for i := range spans {
-				spans[i].name, spans[i].label = ids[spans[i].name], ids[spans[i].label]
-			}
-		}
-		if th.from == nil {
-			for _, spans := range th.byTrace {
-				remap(spans)
-			}
-		}
-		for tid, from := range th.from {
-			remap(th.byTrace[tid][from:])
-		}
-		th.read, th.from = nil, nil
-	}
+	th.adoptNames(&r.names)
 	if l.reread {
 		delete(r.most, h)
 		r.records++

@@ -105,17 +105,7 @@ func (s *Store) chainEngines(chains []*chainRows) engineHours {
 		readAll()
 	}
 	for i, th := range read {
-		// The hours' names become the answer's (keepLocked's remap, into the answer's own names).
-		ids := make([]uint16, len(th.read.strings))
-		for k, str := range th.read.strings {
-			ids[k] = out.names.id([]byte(str))
-		}
-		for _, spans := range th.byTrace {
-			for k := range spans {
-				spans[k].name, spans[k].label = ids[spans[k].name], ids[spans[k].label]
-			}
-		}
-		th.read = nil
+		th.adoptNames(out.names) // the hours' names become the answer's own
 		out.hours[parts[i].Hour] = th
 	}
 	return out

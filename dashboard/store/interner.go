@@ -39,3 +39,13 @@ func (in *interner) str(i uint16) string {
 	}
 	return ""
 }
+
+// idsIn maps each of in's ids to the id of the same string in to (interning it there): a read interns into an
+// interner of its own, and its records take the reader's ids when the read is applied.
+func (in *interner) idsIn(to *interner) []uint16 {
+	ids := make([]uint16, len(in.strings))
+	for i, str := range in.strings {
+		ids[i] = to.id([]byte(str))
+	}
+	return ids
+}

@@ -374,10 +374,7 @@ func (r *trajectoryReader) adoptStringsLocked(b *trajBlock) {
 	if b.read == nil {
 		return
 	}
-	ids := make([]uint16, len(b.read.strings))
-	for i, str := range b.read.strings {
-		ids[i] = r.strings.id([]byte(str))
-	}
+	ids := b.read.idsIn(&r.strings)
 	remap := func(rec *trajRec) {
 		rec.status, rec.engine, rec.finish = ids[rec.status], ids[rec.engine], ids[rec.finish]
 	}
