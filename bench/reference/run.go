@@ -7,6 +7,7 @@ package reference
 
 import (
 	"bufio"
+	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -19,6 +20,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
+	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
 
 // Shape is the run's size and timing.
@@ -108,7 +110,17 @@ func (h *hourFiles) close() error {
 		if err != nil {
 			return err
 		}
-		z := runfiles.AppendSpan(enc.EncodeAll(plain, nil), f.first, f.last)
+		var z []byte
+		if filepath.Base(filepath.Dir(f.path)) == sc.StreamGPUUtil {
+			var zb bytes.Buffer // node by node, as the collector compacts gpu_util
+			if err := runfiles.WriteNodeHour(&zb, enc, bytes.NewReader(plain), int64(len(plain))); err != nil {
+				return err
+			}
+			z = zb.Bytes()
+		} else {
+			z = enc.EncodeAll(plain, nil)
+		}
+		z = runfiles.AppendSpan(z, f.first, f.last)
 		if err := h.root.WriteFile(f.path+".zst", z, 0o644); err != nil {
 			return err
 		}

@@ -288,10 +288,10 @@ func summarize(id, dir string) RunSummary {
 				dataFirst = math.Min(dataFirst, f)
 			}
 			tail := readTail(dir, p)
-			if strings.HasSuffix(p, runfiles.CompressedExt) && tail == nil {
-				if _, last, ok := runfiles.ReadSpan(dir, p); ok {
-					s.LastTS = math.Max(s.LastTS, last)
-				}
+			// A compacted hour's span frame says where it ends (its last lines may be one node's: gpu_util is
+			// compacted node by node, docs/semconv.md §8.3).
+			if _, last, ok := runfiles.ReadSpan(dir, p); ok && strings.HasSuffix(p, runfiles.CompressedExt) {
+				s.LastTS = math.Max(s.LastTS, last)
 			} else if _, last, ok := runfiles.SpanOfLines(tail); ok {
 				s.LastTS = math.Max(s.LastTS, last)
 			}

@@ -198,9 +198,13 @@ func (u gpuUtilHours) readHour(h int64, prev *gpuBlock, p *partition.Partition, 
 			files = nil
 		}
 	}
-	if b.runs {
+	switch {
+	case b.runs:
 		l.reports, l.err = g.utilFiles.ReadOffsets(p, b.addLineAt)
-	} else {
+	case b.only != nil:
+		// A compacted hour written node by node: the frames of b's nodes alone (docs/semconv.md §8.3).
+		l.reports, l.err = g.utilFiles.ReadNodes(p, b.only.hasNode, b.addLine)
+	default:
 		l.reports, l.err = g.utilFiles.Read(p, b.addLine)
 	}
 	if errors.Is(l.err, partition.ErrReload) {
@@ -599,6 +603,12 @@ func (f *laneFilter) add(node string, gpu int) {
 	g[gpu] = true
 	f.nodes[node] = g
 	f.keys = append(f.keys, laneRef{node, gpu})
+}
+
+// hasNode says whether f wants some GPU of node.
+func (f *laneFilter) hasNode(node string) bool {
+	_, ok := f.nodes[node]
+	return ok
 }
 
 func (f *laneFilter) has(node []byte, gpu int) bool {

@@ -1,9 +1,16 @@
 package store
 
 import (
+	"bytes"
 	"fmt"
+	"math"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 )
 
 // TestRawHourReadForFewLanes: a fine view of a few lanes reads only their lines of a raw hour; asking for more
@@ -73,4 +80,87 @@ func TestRawHourReadForFewLanes(t *testing.T) {
 	all.Refresh()
 	check("g0,g3", 2*1250*3-24)
 	check("g1", 3*1250*3-24)
+}
+
+// TestCompactedHourReadForFewNodes: a lane view of a compacted gpu_util hour written node by node decompresses
+// its nodes' frames alone: with the frames of another node destroyed, the view of two lanes answers as a store
+// reading the intact hour does, with no notice, while a view of every lane meets the damage and says so.
+func TestCompactedHourReadForFewNodes(t *testing.T) {
+	var b strings.Builder
+	nodes := []string{"n1", "n2", "n3", "n4"}
+	for i := range 2400 {
+		for _, node := range nodes {
+			for gpu := range 2 {
+				b.WriteString(gpuLine(h0+float64(i)/2, node, gpu, float64((i*7+gpu*13+len(node)*int(node[1]))%100)))
+			}
+		}
+	}
+	plain := []byte(b.String())
+	enc, _ := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+	defer enc.Close()
+	var z bytes.Buffer
+	frames, err := runfiles.WriteNodeFrames(&z, 0, enc, bytes.NewReader(plain), int64(len(plain)), 32<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zb := runfiles.AppendFrameIndex(z.Bytes(), runfiles.FrameIndex{PlainSize: int64(len(plain)), Frames: frames})
+	zb = runfiles.AppendSpan(zb, h0, h0+1199.5)
+	broken := slices.Clone(zb)
+	hit := 0
+	for _, e := range frames {
+		if e.Node == "n3" {
+			copy(broken[e.Off+4:e.Off+e.Size], bytes.Repeat([]byte{0xff}, int(e.Size)-4)) // past the magic
+			hit++
+		}
+	}
+	if hit < 3 {
+		t.Fatalf("node n3 has %d frames, want several chunks", hit)
+	}
+	run := func(z []byte) *Store {
+		dir := t.TempDir()
+		write(t, dir, "dashboard/meta.json", `{"schema_version":3,"writer":"otelcol-miles","run_name":"r","start_ts":`+fmt.Sprint(h0)+`}`)
+		cat := `{"version":2,"lanes":{`
+		for i, node := range nodes {
+			if i > 0 {
+				cat += ","
+			}
+			cat += fmt.Sprintf(`%q:{"ranks":[%d]},%q:{"ranks":[%d]}`, node+":0", 2*i, node+":1", 2*i+1)
+		}
+		write(t, dir, "dashboard/lane_catalog.json", cat+"}}")
+		write(t, dir, "dashboard/gpu_util/"+hourA+".jsonl.zst", string(z))
+		s, err := Open(dir, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	few, intact := run(broken), run(zb)
+	lanes := func(s *Store, sel string) []*Lane {
+		l, _, err := s.Lanes(sel)
+		if err != nil || len(l) == 0 {
+			t.Fatalf("lanes %s: %v", sel, err)
+		}
+		return l
+	}
+	// 1000 buckets of 1.2 s: finer than any pre-aggregate, the raw readings answer.
+	got := few.GPU(h0, h0+1200, lanes(few, "g0,g7"), 1000, []string{"util", "mem_mb"})
+	want := intact.GPU(h0, h0+1200, lanes(intact, "g0,g7"), 1000, []string{"util", "mem_mb"})
+	if len(got.Lanes) != 2 || len(want.Lanes) != 2 {
+		t.Fatalf("%d and %d lanes, want 2", len(got.Lanes), len(want.Lanes))
+	}
+	for i := range want.Lanes {
+		for f, mm := range want.Lanes[i].Fields {
+			g := got.Lanes[i].Fields[f]
+			if !sameFloats(g.Min, mm.Min) || !sameFloats(g.Max, mm.Max) || math.IsNaN(g.Max[999]) {
+				t.Fatalf("lane %s %s: the view of two nodes differs from the intact hour's (or misses its end)", want.Lanes[i].ID, f)
+			}
+		}
+	}
+	if n := few.Meta().Notices; len(n) != 0 {
+		t.Fatalf("a view of nodes n1 and n4 reported %v: it decompressed node n3's frames", n)
+	}
+	few.GPU(h0, h0+1200, lanes(few, "all"), 1000, []string{"util"})
+	if n := few.Meta().Notices; len(n) == 0 || !strings.Contains(fmt.Sprint(n), "compressed file") {
+		t.Fatalf("every lane read, yet the destroyed frames went unreported: %v", n)
+	}
 }

@@ -36,6 +36,8 @@ type compactor struct {
 	part       *partitioner
 	onError    func(error)
 	enc        *zstd.Encoder
+	// nodeChunk is how much of a gpu_util hour one round of node frames holds (runfiles.NodeChunk; tests less).
+	nodeChunk int64
 	// lastWrite is when the writer last wrote each partition (writer clock); owned by the flush goroutine.
 	lastWrite map[partKey]time.Time
 
@@ -54,7 +56,7 @@ func newCompactor(root string, grace time.Duration, part *partitioner, onError f
 	}
 	every := min(max(grace/4, time.Second), time.Minute)
 	return &compactor{
-		root: root, grace: grace, checkEvery: every, part: part, onError: onError, enc: enc,
+		root: root, grace: grace, checkEvery: every, part: part, onError: onError, enc: enc, nodeChunk: runfiles.NodeChunk,
 		lastWrite: map[partKey]time.Time{}, busyKey: map[partKey]bool{},
 	}, nil
 }
@@ -152,7 +154,7 @@ func (c *compactor) maybeRun(now time.Time) {
 			if c.beforeCompress != nil {
 				c.beforeCompress(j.p)
 			}
-			err := c.compress(j.p)
+			err := c.compress(j.k.stream, j.p)
 			c.mu.Lock()
 			if err != nil {
 				c.errs = append(c.errs, fmt.Errorf("compress %s: %w", j.p.Plain, err))
@@ -163,15 +165,20 @@ func (c *compactor) maybeRun(now time.Time) {
 	})
 }
 
-// compress turns p's plain file into (another frame of) its .zst. Steps: write .zst.tmp = old .zst + new
-// frame, fsync, rename over .zst, remove the plain file. After a crash between the rename and the remove,
-// the plain file's content is already the .zst's tail; that is detected and only the remove is redone, so
-// no record is ever doubled or lost.
+// compress turns p's plain file (of stream) into (more frames of) its .zst. Steps: write .zst.tmp = old .zst +
+// new frames, fsync, rename over .zst, remove the plain file. After a crash between the rename and the remove,
+// the plain file's content is already in the .zst; that is detected and only the remove is redone, so no record
+// is ever doubled or lost.
 //
-// Everything streams: the plain hour (~1.5 GB for 1024 GPUs at 1 s) is read through the encoder, the old .zst
-// is copied and, for the crash check, decompressed through a fixed buffer; reading either whole into memory
-// used to raise a 1024-GPU gateway's RSS by 1.5–2 GB once an hour (BENCHMARKS.md "Compaction").
-func (c *compactor) compress(p runfiles.Partition) error {
+// gpu_util is written node by node with a frame index (runfiles.WriteNodeFrames, docs/semconv.md §8.3
+// "Compacted hours"), whose plain size and hash tell a crash's leftover; other streams are one frame each, and a
+// leftover is the .zst's tail.
+//
+// Everything streams: the plain hour (~1.5 GB for 1024 GPUs at 1 s) is read through the encoder (a chunk of it
+// at a time for node frames), the old .zst is copied and, for the crash check of a file without index,
+// decompressed through a fixed buffer; reading either whole into memory used to raise a 1024-GPU gateway's RSS
+// by 1.5–2 GB once an hour (BENCHMARKS.md "Compaction").
+func (c *compactor) compress(stream string, p runfiles.Partition) error {
 	pf, err := os.Open(p.Plain)
 	if err != nil {
 		return err
@@ -186,18 +193,48 @@ func (c *compactor) compress(p runfiles.Partition) error {
 	if err != nil {
 		return err
 	}
+	if n == 0 {
+		return os.Remove(p.Plain)
+	}
 	zpath := p.Plain[:len(p.Plain)-len(runfiles.PlainExt)] + runfiles.CompressedExt
-	if p.Compressed != "" && n > 0 {
-		done, err := endsWith(p.Compressed, io.NewSectionReader(pf, 0, n), n)
+	byNode := stream == sc.StreamGPUUtil
+	var sum uint64
+	if byNode {
+		if sum, err = runfiles.PlainSum(pf, n); err != nil {
+			return err
+		}
+	}
+	var old *runfiles.FrameIndex // the .zst's frames, when it has an index
+	var oldSize int64
+	if p.Compressed != "" {
+		zf, err := os.Open(p.Compressed)
 		if err != nil {
 			return fmt.Errorf("%s is unreadable, leaving %s uncompressed: %w", p.Compressed, p.Plain, err)
 		}
-		if done {
-			return os.Remove(p.Plain)
+		zi, err := zf.Stat()
+		if err == nil {
+			oldSize = zi.Size()
+			if idx, ierr := runfiles.ReadFrameIndex(zf, oldSize); ierr == nil {
+				old = &idx
+			}
 		}
-	}
-	if n == 0 {
-		return os.Remove(p.Plain)
+		zf.Close()
+		if err != nil {
+			return err
+		}
+		if old != nil {
+			if byNode && old.PlainSize == n && old.Sum == sum {
+				return os.Remove(p.Plain) // the last compaction was this file's: a crash before its removal
+			}
+		} else {
+			done, err := endsWith(p.Compressed, io.NewSectionReader(pf, 0, n), n)
+			if err != nil {
+				return fmt.Errorf("%s is unreadable, leaving %s uncompressed: %w", p.Compressed, p.Plain, err)
+			}
+			if done {
+				return os.Remove(p.Plain)
+			}
+		}
 	}
 	first, last, spanOK, err := runfiles.SpanOfFile(pf, n)
 	if err != nil {
@@ -227,13 +264,35 @@ func (c *compactor) compress(p runfiles.Partition) error {
 			return fail(err)
 		}
 	}
-	c.enc.ResetContentSize(f, n)
-	if _, err := io.Copy(c.enc, io.NewSectionReader(pf, 0, n)); err != nil {
-		_ = c.enc.Close()
-		return fail(err)
-	}
-	if err := c.enc.Close(); err != nil {
-		return fail(err)
+	if byNode {
+		idx := runfiles.FrameIndex{PlainSize: n, Sum: sum}
+		switch {
+		case old != nil:
+			idx.Frames = old.Frames
+		case oldSize > 0: // compacted before the index: read whole by every reader
+			idx.Frames = []runfiles.FrameEntry{{Any: true, Size: oldSize, Plain: -1}}
+		}
+		bw := bufio.NewWriterSize(f, 1<<20)
+		frames, err := runfiles.WriteNodeFrames(bw, oldSize, c.enc, pf, n, c.nodeChunk)
+		if err != nil {
+			return fail(err)
+		}
+		idx.Frames = append(idx.Frames, frames...)
+		if _, err := bw.Write(runfiles.AppendFrameIndex(nil, idx)); err != nil {
+			return fail(err)
+		}
+		if err := bw.Flush(); err != nil {
+			return fail(err)
+		}
+	} else {
+		c.enc.ResetContentSize(f, n)
+		if _, err := io.Copy(c.enc, io.NewSectionReader(pf, 0, n)); err != nil {
+			_ = c.enc.Close()
+			return fail(err)
+		}
+		if err := c.enc.Close(); err != nil {
+			return fail(err)
+		}
 	}
 	if spanOK {
 		// Readers learn where the hour ends without decompressing it.

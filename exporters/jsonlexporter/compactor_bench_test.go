@@ -49,17 +49,21 @@ func BenchmarkCompactHour(b *testing.B) {
 				b.Fatal(err)
 			}
 			plain := filepath.Join(streamDir, runfiles.HourName(hour)+runfiles.PlainExt)
-			var peak, alloc float64
+			var peak, alloc, zst float64
 			for range b.N {
 				b.StopTimer()
 				if late {
 					// The hour is compressed already; a late plain file of the same size joins it.
 					writeGPUHour(b, plain, hour, mb)
-					if err := cmp.compress(runfiles.Partition{Hour: hour, Plain: plain}); err != nil {
+					if err := cmp.compress(sc.StreamGPUUtil, runfiles.Partition{Hour: hour, Plain: plain}); err != nil {
 						b.Fatal(err)
 					}
 				}
-				written := writeGPUHour(b, plain, hour, mb)
+				from := hour
+				if late {
+					from = hour.Add(time.Second) // other readings than the hour's: records to add, not a crash's leftover
+				}
+				written := writeGPUHour(b, plain, from, mb)
 				p := runfiles.Partition{Hour: hour, Plain: plain}
 				if late {
 					p.Compressed = strings.TrimSuffix(plain, runfiles.PlainExt) + runfiles.CompressedExt
@@ -71,13 +75,16 @@ func BenchmarkCompactHour(b *testing.B) {
 				runtime.ReadMemStats(&ms0)
 				b.SetBytes(written)
 				b.StartTimer()
-				if err := cmp.compress(p); err != nil {
+				if err := cmp.compress(sc.StreamGPUUtil, p); err != nil {
 					b.Fatal(err)
 				}
 				b.StopTimer()
 				runtime.ReadMemStats(&ms1)
 				peak = max(peak, float64(vmKB(b, "VmHWM:")-base)/1024)
 				alloc = max(alloc, float64(ms1.TotalAlloc-ms0.TotalAlloc)/(1<<20))
+				if fi, err := os.Stat(p.Plain[:len(p.Plain)-len(runfiles.PlainExt)] + runfiles.CompressedExt); err == nil {
+					zst = float64(fi.Size()) / (1 << 20)
+				}
 				if err := os.Remove(p.Plain[:len(p.Plain)-len(runfiles.PlainExt)] + runfiles.CompressedExt); err != nil {
 					b.Fatal(err)
 				}
@@ -85,6 +92,7 @@ func BenchmarkCompactHour(b *testing.B) {
 			b.ReportMetric(float64(mb), "hour-MiB")
 			b.ReportMetric(peak, "peak-rss-growth-MiB")
 			b.ReportMetric(alloc, "alloc-MiB")
+			b.ReportMetric(zst, "zst-MiB")
 		})
 	}
 }

@@ -146,7 +146,9 @@ func TestCompactionStreamsHour(t *testing.T) {
 	}
 	defer cmp.close()
 	hour := time.Date(2026, 12, 2, 13, 0, 0, 0, time.UTC)
-	sd := filepath.Join(root, sc.StreamGPUUtil)
+	// A stream compacted as one frame per compaction (gpu_util's node frames: TestCompactionNodeFrames).
+	stream := sc.StreamGPUProcesses
+	sd := filepath.Join(root, stream)
 	if err := os.MkdirAll(sd, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +168,7 @@ func TestCompactionStreamsHour(t *testing.T) {
 	if err := os.WriteFile(plain, append(append([]byte(nil), first...), `{"t":17`...), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := cmp.compress(runfiles.Partition{Hour: hour, Plain: plain}); err != nil {
+	if err := cmp.compress(stream, runfiles.Partition{Hour: hour, Plain: plain}); err != nil {
 		t.Fatal(err)
 	}
 	if got := unzst(t, zst); !bytes.Equal(got, first) {
@@ -184,7 +186,7 @@ func TestCompactionStreamsHour(t *testing.T) {
 	if err := os.WriteFile(plain, late, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := cmp.compress(runfiles.Partition{Hour: hour, Plain: plain, Compressed: zst}); err != nil {
+	if err := cmp.compress(stream, runfiles.Partition{Hour: hour, Plain: plain, Compressed: zst}); err != nil {
 		t.Fatal(err)
 	}
 	both := append(append([]byte(nil), first...), late...)
@@ -199,7 +201,7 @@ func TestCompactionStreamsHour(t *testing.T) {
 	if err := os.WriteFile(plain, late, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := cmp.compress(runfiles.Partition{Hour: hour, Plain: plain, Compressed: zst}); err != nil {
+	if err := cmp.compress(stream, runfiles.Partition{Hour: hour, Plain: plain, Compressed: zst}); err != nil {
 		t.Fatal(err)
 	}
 	if got := unzst(t, zst); !bytes.Equal(got, both) {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/klauspost/compress/zstd"
@@ -49,10 +50,21 @@ func (s *Stream) Read(p *Partition, sink LineSink) ([]CorruptReport, error) {
 
 // ReadOffsets is Read handing sink each line's offset too.
 func (s *Stream) ReadOffsets(p *Partition, sink OffsetSink) ([]CorruptReport, error) {
+	return s.read(p, nil, sink)
+}
+
+// ReadNodes is Read for a reader that keeps the lines of the nodes `want` says alone: of a compacted hour written
+// node by node (runfiles.WriteNodeFrames) only those nodes' frames are decompressed, so sink receives their
+// lines and maybe others (of frames holding any node, and of plain files), never fewer.
+func (s *Stream) ReadNodes(p *Partition, want func(node string) bool, sink LineSink) ([]CorruptReport, error) {
+	return s.read(p, want, func(line []byte, _ int64) bool { return sink(line) })
+}
+
+func (s *Stream) read(p *Partition, want func(node string) bool, sink OffsetSink) ([]CorruptReport, error) {
 	var reports []CorruptReport
 	var firstErr error
 	for _, f := range p.Files {
-		reps, err := f.read(s, sink)
+		reps, err := f.read(s, want, sink)
 		if errors.Is(err, ErrReload) {
 			return nil, ErrReload
 		}
@@ -64,8 +76,9 @@ func (s *Stream) ReadOffsets(p *Partition, sink OffsetSink) ([]CorruptReport, er
 	return reports, firstErr
 }
 
-// read consumes what is new in one layout's files of an hour of stream s.
-func (p *File) read(s *Stream, sink OffsetSink) ([]CorruptReport, error) {
+// read consumes what is new in one layout's files of an hour of stream s (of the nodes want says, when not nil:
+// Stream.ReadNodes).
+func (p *File) read(s *Stream, want func(node string) bool, sink OffsetSink) ([]CorruptReport, error) {
 	runDir := s.RunDir
 	var reports []CorruptReport
 	if p.Zst != "" && p.ZstSize == 0 && p.PlainOff > 0 {
@@ -80,7 +93,7 @@ func (p *File) read(s *Stream, sink OffsetSink) ([]CorruptReport, error) {
 				// Rewritten with a late frame: the whole hour is read again. The caller resets its block.
 				return nil, ErrReload
 			}
-			rep, err := readZst(runDir, p.Zst, sink, s.MaxLine)
+			rep, err := readZst(runDir, p.Zst, want, sink, s.MaxLine)
 			if rep.Count > 0 || rep.Long > 0 || rep.Damaged != "" {
 				reports = append(reports, rep)
 			}
@@ -142,14 +155,22 @@ func (p *File) read(s *Stream, sink OffsetSink) ([]CorruptReport, error) {
 	return reports, nil
 }
 
-// readZst reads a compressed file's lines. A decoding error is not returned: the lines before it were read,
-// and the report says where decoding stopped (Damaged). Only failing to open the file is an error.
-func readZst(runDir, path string, sink OffsetSink, maxLine int) (CorruptReport, error) {
+// readZst reads a compressed file's lines (of the nodes want says, when not nil and the file has a frame
+// index: readNodeFrames). A decoding error is not returned: the lines before it were read, and the report says
+// where decoding stopped (Damaged). Only failing to open the file is an error.
+func readZst(runDir, path string, want func(node string) bool, sink OffsetSink, maxLine int) (CorruptReport, error) {
 	f, err := runfiles.Open(runDir, path) // a link out of the run is not followed
 	if err != nil {
 		return CorruptReport{Path: path, First: -1}, err
 	}
 	defer f.Close()
+	if want != nil {
+		if fi, err := f.Stat(); err == nil {
+			if idx, err := runfiles.ReadFrameIndex(f, fi.Size()); err == nil {
+				return readNodeFrames(f, idx, want, sink, path, maxLine), nil
+			}
+		}
+	}
 	// Two decoder goroutines: decompression runs beside the parser instead of before it.
 	dec, err := zstd.NewReader(f, zstd.WithDecoderConcurrency(2))
 	if err != nil {
@@ -161,6 +182,65 @@ func readZst(runDir, path string, sink OffsetSink, maxLine int) (CorruptReport, 
 		rep.Damaged = fmt.Sprintf("undecodable after %d bytes of records (%v)", n, err)
 	}
 	return rep, nil
+}
+
+// readNodeFrames reads the frames of idx holding the nodes want says, and those holding any node, in file order;
+// offsets are those of the whole file's records (a frame skipped counts its size).
+func readNodeFrames(f io.ReaderAt, idx runfiles.FrameIndex, want func(node string) bool, sink OffsetSink, path string, maxLine int) CorruptReport {
+	rep := CorruptReport{Path: path, First: -1, LongFirst: -1, Limit: maxLine}
+	add := func(r CorruptReport) {
+		if rep.First < 0 {
+			rep.First = r.First
+		}
+		if rep.LongFirst < 0 {
+			rep.LongFirst = r.LongFirst
+		}
+		rep.Count += r.Count
+		rep.Long += r.Long
+	}
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+	if err != nil {
+		rep.Damaged = err.Error()
+		return rep
+	}
+	defer dec.Close()
+	var src, out []byte
+	var base int64
+	for _, e := range idx.Frames {
+		if !e.Any && !want(e.Node) {
+			base += e.Plain
+			continue
+		}
+		if e.Any && (e.Plain < 0 || e.Size > 64<<20) {
+			// A range written before the index (or a large one): streamed, not held whole.
+			if err := dec.Reset(io.NewSectionReader(f, e.Off, e.Size)); err != nil {
+				rep.Damaged = fmt.Sprintf("undecodable after %d bytes of records (%v)", base, err)
+				return rep
+			}
+			r, n, err := consume(dec, base, sink, path, maxLine)
+			add(r)
+			base += n
+			if err != nil {
+				rep.Damaged = fmt.Sprintf("undecodable after %d bytes of records (%v)", base, err)
+				return rep
+			}
+			continue
+		}
+		src = slices.Grow(src[:0], int(e.Size))[:e.Size]
+		if _, err := f.ReadAt(src, e.Off); err != nil && !errors.Is(err, io.EOF) {
+			rep.Damaged = fmt.Sprintf("unreadable after %d bytes of records (%v)", base, err)
+			return rep
+		}
+		out, err = dec.DecodeAll(src, out[:0])
+		if err != nil {
+			rep.Damaged = fmt.Sprintf("undecodable after %d bytes of records (%v)", base, err)
+			return rep
+		}
+		r, _ := consumeBytes(out, base, sink, path, maxLine)
+		add(r)
+		base += int64(len(out))
+	}
+	return rep
 }
 
 // ErrReload says the partition changed under the reader (compacted, rewritten, truncated): the caller resets

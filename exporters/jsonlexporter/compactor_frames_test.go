@@ -1,0 +1,161 @@
+package jsonlexporter
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
+	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
+)
+
+// TestCompactionNodeFrames: a gpu_util hour (torn last line) is compacted node by node, in several chunks: the
+// .zst holds exactly its complete lines, each node's in order, and an index whose frames of one node hold that
+// node's lines alone; late records join as more node frames, the index then covering both compactions; a crash
+// after the rename (the plain file already in, told by its size and hash) removes the plain file without
+// doubling it; an hour compacted before the index existed keeps its frame, listed as "any".
+func TestCompactionNodeFrames(t *testing.T) {
+	dir := t.TempDir()
+	root := filepath.Join(dir, runfiles.DashboardDir)
+	part := newPartitioner(root, osFS{}, 4, "never")
+	cmp, err := newCompactor(root, time.Minute, part, func(error) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cmp.close()
+	cmp.nodeChunk = 256 << 10
+	hour := time.Date(2026, 12, 2, 13, 0, 0, 0, time.UTC)
+	sd := filepath.Join(root, sc.StreamGPUUtil)
+	if err := os.MkdirAll(sd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	plain := filepath.Join(sd, runfiles.HourName(hour)+runfiles.PlainExt)
+	zst := filepath.Join(sd, runfiles.HourName(hour)+runfiles.CompressedExt)
+	lines := func(from, n int, t0 float64) []byte {
+		var b bytes.Buffer
+		for i := range n {
+			fmt.Fprintf(&b, `{"ts":%.3f,"node":"n%d","gpu":%d,"util":%d}`+"\n", t0+float64(i/64), (from+i)/8%8, (from+i)%8, (from+i)%101)
+		}
+		return b.Bytes()
+	}
+	first := lines(0, 40_000, float64(hour.Unix())+10) // ~2 MiB: 8 chunks
+	if err := os.WriteFile(plain, append(append([]byte(nil), first...), `{"ts":17`...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	compress := func(p runfiles.Partition) {
+		t.Helper()
+		if err := cmp.compress(sc.StreamGPUUtil, p); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(plain); !os.IsNotExist(err) {
+			t.Fatalf("plain file left: %v", err)
+		}
+	}
+	// sameLines: got holds want's lines, each node's in their order.
+	sameLines := func(what string, got, want []byte) {
+		t.Helper()
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d bytes, want %d", what, len(got), len(want))
+		}
+		for n := range 8 {
+			node := fmt.Sprintf("n%d", n)
+			if g, w := nodeLinesOf(got, node), nodeLinesOf(want, node); !slices.EqualFunc(g, w, bytes.Equal) {
+				t.Fatalf("%s: node %s has %d lines, want %d in their order", what, node, len(g), len(w))
+			}
+		}
+	}
+	// index checks that every frame of zst's index of one node holds that node's lines alone, and returns the
+	// index and what the frames of node hold.
+	index := func(node string) (runfiles.FrameIndex, []byte) {
+		t.Helper()
+		z, err := os.ReadFile(zst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		idx, err := runfiles.ReadFrameIndex(bytes.NewReader(z), int64(len(z)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		dec, _ := zstd.NewReader(nil)
+		defer dec.Close()
+		var of []byte
+		for _, e := range idx.Frames {
+			got, err := dec.DecodeAll(z[e.Off:e.Off+e.Size], nil)
+			if err != nil {
+				t.Fatalf("frame %+v: %v", e, err)
+			}
+			if !e.Any && len(bytes.Join(nodeLinesOf(got, e.Node), nil)) != len(got) {
+				t.Fatalf("frame %+v holds lines of other nodes", e)
+			}
+			if e.Any || e.Node == node {
+				of = append(of, got...)
+			}
+		}
+		return idx, of
+	}
+
+	compress(runfiles.Partition{Hour: hour, Plain: plain})
+	sameLines("compressed hour", unzst(t, zst), first)
+	idx, n3 := index("n3")
+	if len(idx.Frames) < 8*8 || !bytes.Equal(n3, bytes.Join(nodeLinesOf(first, "n3"), nil)) {
+		t.Fatalf("%d frames (want a frame per node and chunk), node n3's frames hold %d bytes", len(idx.Frames), len(n3))
+	}
+	if _, _, ok := runfiles.ReadSpan(sd, zst); !ok {
+		t.Fatal("no span frame after the index")
+	}
+
+	late := lines(5, 100, float64(hour.Unix())+5)
+	if err := os.WriteFile(plain, late, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	compress(runfiles.Partition{Hour: hour, Plain: plain, Compressed: zst})
+	both := append(append([]byte(nil), first...), late...)
+	sameLines("after the late records", unzst(t, zst), both)
+	if _, n3 = index("n3"); !bytes.Equal(n3, bytes.Join(nodeLinesOf(both, "n3"), nil)) {
+		t.Fatalf("node n3's frames after the late records hold %d bytes", len(n3))
+	}
+
+	// Crash between rename and remove: the plain file is the last compaction's input.
+	if err := os.WriteFile(plain, late, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	compress(runfiles.Partition{Hour: hour, Plain: plain, Compressed: zst})
+	sameLines("after crash recovery (nothing doubled)", unzst(t, zst), both)
+
+	// An hour compacted as one frame, before the index: late records make it indexed, its frame read by all.
+	enc, _ := zstd.NewWriter(nil)
+	defer enc.Close()
+	if err := os.WriteFile(zst, runfiles.AppendSpan(enc.EncodeAll(first, nil), 1, 2), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(plain, late, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	compress(runfiles.Partition{Hour: hour, Plain: plain, Compressed: zst})
+	if got := unzst(t, zst); !bytes.Equal(got[:len(first)], first) {
+		t.Fatal("the one-frame hour's records changed")
+	} else {
+		sameLines("one-frame hour and late records", got, both)
+	}
+	idx, n3 = index("n3")
+	if !idx.Frames[0].Any || idx.Frames[0].Off != 0 || idx.Frames[0].Plain != -1 ||
+		!bytes.Equal(n3, append(append([]byte(nil), first...), bytes.Join(nodeLinesOf(late, "n3"), nil)...)) {
+		t.Fatalf("one-frame hour: first entry %+v; node n3 reads %d bytes", idx.Frames[0], len(n3))
+	}
+}
+
+func nodeLinesOf(text []byte, node string) [][]byte {
+	var out [][]byte
+	for line := range bytes.SplitAfterSeq(text, []byte{'\n'}) {
+		if len(line) > 0 && string(runfiles.LineNode(line)) == node {
+			out = append(out, line)
+		}
+	}
+	return out
+}
