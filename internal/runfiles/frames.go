@@ -36,6 +36,9 @@ const (
 	// NodeChunk is how much of a plain hour one round of node frames holds: at 1024 GPUs (128 nodes) a frame is
 	// about 128 KiB of lines, and the hour compresses 5 % larger than as one frame (BENCHMARKS.md "Compaction").
 	NodeChunk = 16 << 20
+	// maxNodeFrames bounds the nodes given their own frames (a 1000-node fleet is far below it); lines of more
+	// nodes than that go to the frames every reader reads.
+	maxNodeFrames = 8192
 )
 
 // FrameEntry is one indexed zstd frame (or range of frames) of a compacted partition.
@@ -218,12 +221,14 @@ func WriteNodeFrames(w io.Writer, at int64, enc *zstd.Encoder, r io.ReaderAt, n,
 	var entries []FrameEntry
 	buf := make([]byte, 0, min(n, chunk)+64<<10)
 	type group struct {
-		node  []byte
+		node  string
 		lines [][2]int
 		size  int64
 	}
+	// The nodes' groups live across chunks (their line lists reused); order is this chunk's, by first line.
+	byNode := map[string]*group{}
+	anyLines := &group{}
 	var groups []*group
-	byNode := map[string]int{}
 	var grouped []byte
 	for off := int64(0); off < n; {
 		// A chunk: up to NodeChunk bytes cut after their last newline (a longer line is taken whole).
@@ -246,33 +251,28 @@ func WriteNodeFrames(w io.Writer, at int64, enc *zstd.Encoder, r io.ReaderAt, n,
 		}
 		lines := buf[:cut]
 		groups = groups[:0]
-		clear(byNode)
-		var anyLines *group
 		for s := 0; s < len(lines); {
 			e := bytes.IndexByte(lines[s:], '\n') + 1
 			if e == 0 {
 				e = len(lines) - s
 			}
-			line := lines[s : s+e]
-			node := LineNode(line)
-			var g *group
-			if node == nil {
-				if anyLines == nil {
-					anyLines = &group{}
+			g := anyLines
+			if node := LineNode(lines[s : s+e]); node != nil {
+				if g = byNode[string(node)]; g == nil && len(byNode) < maxNodeFrames {
+					g = &group{node: string(node)}
+					byNode[g.node] = g
 				}
-				g = anyLines
-			} else if i, ok := byNode[string(node)]; ok {
-				g = groups[i]
-			} else {
-				byNode[string(node)] = len(groups)
-				g = &group{node: node}
-				groups = append(groups, g)
+				if g == nil {
+					g = anyLines // a chunk of more nodes than a fleet has: the rest read by every reader
+				} else if len(g.lines) == 0 {
+					groups = append(groups, g)
+				}
 			}
 			g.lines = append(g.lines, [2]int{s, s + e})
 			g.size += int64(e)
 			s += e
 		}
-		if anyLines != nil {
+		if len(anyLines.lines) > 0 {
 			groups = append(groups, anyLines)
 		}
 		for _, g := range groups {
@@ -290,7 +290,8 @@ func WriteNodeFrames(w io.Writer, at int64, enc *zstd.Encoder, r io.ReaderAt, n,
 			if err := enc.Close(); err != nil {
 				return nil, err
 			}
-			entries = append(entries, FrameEntry{Node: string(g.node), Any: g.node == nil, Off: start, Size: cw.n - start, Plain: g.size})
+			entries = append(entries, FrameEntry{Node: g.node, Any: g == anyLines, Off: start, Size: cw.n - start, Plain: g.size})
+			g.lines, g.size = g.lines[:0], 0
 		}
 		off += int64(cut)
 	}

@@ -142,3 +142,33 @@ func FuzzFrameIndex(f *testing.F) {
 		}
 	})
 }
+
+// TestNodeFramesBounded: a chunk of more distinct nodes than maxNodeFrames gives the first ones their frames and
+// puts the rest's lines in the frame every reader reads; nothing is lost.
+func TestNodeFramesBounded(t *testing.T) {
+	enc, _ := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+	defer enc.Close()
+	var b bytes.Buffer
+	for i := range maxNodeFrames + 100 {
+		fmt.Fprintf(&b, `{"ts":1000,"node":"h%d","gpu":0,"util":1}`+"\n", i)
+	}
+	plain := b.Bytes()
+	var z bytes.Buffer
+	if err := writeNodeHourChunked(&z, enc, plain, NodeChunk); err != nil {
+		t.Fatal(err)
+	}
+	idx, err := ReadFrameIndex(bytes.NewReader(z.Bytes()), int64(z.Len()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec, _ := zstd.NewReader(nil)
+	defer dec.Close()
+	last := idx.Frames[len(idx.Frames)-1]
+	rest, err := dec.DecodeAll(z.Bytes()[last.Off:last.Off+last.Size], nil)
+	if err != nil || len(idx.Frames) != maxNodeFrames+1 || !last.Any || bytes.Count(rest, []byte{'\n'}) != 100 {
+		t.Fatalf("%d frames (want %d), last %+v holding %d lines (want the 100 past the bound): %v", len(idx.Frames), maxNodeFrames+1, last, bytes.Count(rest, []byte{'\n'}), err)
+	}
+	if whole, err := dec.DecodeAll(z.Bytes(), nil); err != nil || len(whole) != len(plain) {
+		t.Fatalf("decompressed %d bytes, want %d: %v", len(whole), len(plain), err)
+	}
+}
