@@ -1,8 +1,13 @@
 package store
 
 import (
+	"bytes"
+	"maps"
 	"math"
+	"slices"
 	"sort"
+
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
 )
 
 // The version-lag pool (docs/semconv.md §3.2): the samples generated and not yet consumed, over wall time, by
@@ -78,13 +83,13 @@ func (s *Store) versionPool(t0, t1 float64, points int) *PoolResult {
 	defer s.pin()()
 	// A sample can wait in the pool for hours (a hung trainer): read phaseReach hours before the window.
 	lo, hi := hourOf(t0)-phaseReach, hourOf(t1)+phaseReach
-	s.ensureHours(lo, hi, s.trajectories.cache)
+	blocks := s.poolBlocks(t0, lo, hi)
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	// The trainer's version over time: the newest update that ended by t; the consumes that pass samples over.
 	// Both from the window's blocks; the step index (every hour of the run) only when no update ended before the
 	// window in them while the run has older hours.
-	byStep, updates := s.trajectories.stepRecordsLocked(lo, hi)
+	byStep, updates := stepRecordsOf(blocks)
 	if hs := s.trajectories.files.Hours(); len(hs) > 0 && hs[0] < lo && (len(updates) == 0 || updates[0].t > t0) {
 		s.mu.RUnlock()
 		s.readTrajectories(lo, hi)() // the index, then the read lock again: the deferred unlock releases it
@@ -117,15 +122,24 @@ func (s *Store) versionPool(t0, t1 float64, points int) *PoolResult {
 	}
 	sort.Float64s(consumes)
 
-	traces := map[traceID]*poolTrace{}
+	n := 0
+	for _, b := range blocks {
+		n += len(b.records)
+	}
+	traces := make(map[traceID]*poolTrace, n/8) // ~10 records a trace: sized once, not grown and rehashed
+	var arena []poolTrace                       // the traces, allocated a few thousand at a time
 	latest := map[int32]int32{}
 	strs := &s.trajectories.strings
-	for _, b := range s.trajectories.hoursLocked(lo, hi) {
+	for _, b := range blocks {
 		for i := range b.records {
 			r := &b.records[i]
 			pt := traces[r.trace]
 			if pt == nil {
-				pt = &poolTrace{sample: -1, attempt: -1, minWV: -1, consumeWV: -1, consumeStep: -1}
+				if len(arena) == cap(arena) {
+					arena = make([]poolTrace, 0, 4096)
+				}
+				arena = append(arena, poolTrace{sample: -1, attempt: -1, minWV: -1, consumeWV: -1, consumeStep: -1})
+				pt = &arena[len(arena)-1]
 				traces[r.trace] = pt
 			}
 			if pt.sample < 0 && r.sample >= 0 {
@@ -241,4 +255,105 @@ func (s *Store) versionPool(t0, t1 float64, points int) *PoolResult {
 	}
 	sort.Slice(out.Steps, func(i, j int) bool { return out.Steps[i].Step < out.Steps[j].Step })
 	return out
+}
+
+// poolBlocks is the trajectories a pool over a window from t0 reads, hours lo…hi: from the hour of the third-newest
+// consume before t0 on whole (held), and before that, read for the pool alone and not kept, the records of the
+// traces consumed in those hours or begun before them, the step consumes and the weight updates. A sample waits
+// in the pool across hours only until it is consumed (its trace then has a record in the hours read whole) or
+// passed over by neverConsumedAfter consumes (docs/semconv.md §12): a sample ended before the third-newest
+// consume is no longer in the pool at t0. When those consumes are not in t0's hour or the one before (steps
+// longer than 20 minutes, a run younger than three steps), every hour is read whole.
+func (s *Store) poolBlocks(t0 float64, lo, hi int64) []*trajBlock {
+	r := &s.trajectories
+	// The hours read whole start at the third-newest consume at or before t0: the window's first hour when its
+	// hours hold it, else the hour before.
+	whole := hourOf(t0)
+	s.ensureHours(whole, hi, r.cache)
+	s.mu.RLock()
+	held := r.hoursLocked(whole, hi)
+	s.mu.RUnlock()
+	if c, ok := thirdConsumeBefore(held, t0); !ok || c < float64(whole*3600) {
+		whole--
+		s.ensureHours(whole, whole, r.cache)
+	}
+	s.mu.RLock()
+	// The traces with records before these hours: those consumed here (their attempt may have ended long
+	// before) and those with a record that started before (records are filed by their end hour).
+	want := map[traceID]bool{}
+	boundary := float64(whole * 3600)
+	for _, b := range r.hoursLocked(whole, hi) {
+		for i := range b.records {
+			if rec := &b.records[i]; rec.typ == ttConsume || rec.t0 < boundary {
+				want[rec.trace] = true
+			}
+		}
+	}
+	parts := map[int64]*partition.Partition{}
+	var early []int64 // hours before `whole` held whole
+	for _, h := range r.files.Hours() {
+		if h == partition.LegacyHour || h < lo || h >= whole {
+			continue
+		}
+		if r.blocks[h] != nil && r.files.Parts[h].Loaded {
+			early = append(early, h)
+		} else {
+			parts[h] = r.files.Parts[h].Unstarted()
+		}
+	}
+	s.mu.RUnlock()
+	hours := slices.Sorted(maps.Keys(parts))
+	read := make([]*trajBlock, len(hours))
+	keep := func(line []byte) bool {
+		if tid, ok := lineTrace(line); !ok || want[tid] {
+			return true
+		}
+		// Another sample's bundle names its sample after its trace and time; weight updates and step consumes
+		// have none.
+		if bytes.Contains(line[:min(len(line), 128)], []byte(`,"sample":`)) {
+			return false
+		}
+		return bytes.Contains(line, []byte(`"type":"weight_update"`)) || bytes.Contains(line, []byte(`"type":"step_consume"`))
+	}
+	onCores(len(hours), func(i int) { read[i] = r.readRecordsOf(parts[hours[i]], keep) })
+	s.mu.Lock()
+	for _, b := range read {
+		r.adoptStringsLocked(b)
+	}
+	blocks := r.hoursLocked(whole, hi)
+	for _, h := range early {
+		if b := r.blocks[h]; b != nil {
+			blocks = append(blocks, b)
+		}
+	}
+	blocks = append(blocks, read...)
+	s.mu.Unlock()
+	if len(r.files.Hours()) == 0 || len(parts) == 0 {
+		return blocks
+	}
+	// The third-newest consume at or before t0 must lie in the hours read whole.
+	if c, ok := thirdConsumeBefore(blocks, t0); ok && c >= float64(whole*3600) {
+		return blocks
+	}
+	s.ensureHours(lo, hi, r.cache)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return r.hoursLocked(lo, hi)
+}
+
+// thirdConsumeBefore is the neverConsumedAfter-th newest step consume at or before t in blocks; false when there
+// are fewer.
+func thirdConsumeBefore(blocks []*trajBlock, t float64) (float64, bool) {
+	byStep, _ := stepRecordsOf(blocks)
+	var before []float64
+	for _, c := range byStep {
+		if c <= t {
+			before = append(before, c)
+		}
+	}
+	if len(before) < neverConsumedAfter {
+		return 0, false
+	}
+	sort.Float64s(before)
+	return before[len(before)-neverConsumedAfter], true
 }

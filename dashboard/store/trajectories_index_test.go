@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -264,4 +265,88 @@ func (s *Store) explainRows(st Bubble, chainOf func(a *AnatomyResult) []chainLin
 	}
 	lb := s.lookbackOf(sc)
 	return s.chainRowsOf(sc, lb.blocks(s.readLookbacks([]*lookback{lb})), chainOf)
+}
+
+// TestPoolLookbackReadsItsRecordsOnly: the pool of a window that starts hours into a run reads the hours before
+// the one before the window for the traces and samples the later hours name, the step consumes and the weight
+// updates, not whole and not kept, and answers as when every hour is read whole: a sample generated three hours
+// early and consumed in the window (lag 2), one generated two hours early, ended the hour before and passed over
+// only in the window (lag 1), one passed over long before (absent); with fewer consumes in the hour before, every
+// hour is read whole.
+func TestPoolLookbackReadsItsRecordsOnly(t *testing.T) {
+	h := int64(h0 / 3600)
+	t0, t1 := h0+1800, h0+3600
+	bundle := func(trace, sample int, at float64, spans string) string {
+		s := ""
+		if sample >= 0 {
+			s = fmt.Sprintf(`,"sample":%d,"group":3,"attempt":0`, sample)
+		}
+		return fmt.Sprintf(`{"trace":%q,"t":%g%s,"root":"00000000000000aa","spans":[%s]}`, tid(trace), at, s, spans) + "\n"
+	}
+	span := func(typ string, d0, d1 float64, id int, extra string) string {
+		return fmt.Sprintf(`{"type":%q,"t0":%g,"t1":%g,"span":"%016x"%s}`, typ, d0, d1, id, extra)
+	}
+	stepConsume := func(trace, step int, at float64) string {
+		return bundle(trace, -1, at, span("step_consume", 0, 0.05, 900+trace, fmt.Sprintf(`,"step":%d,"wv":3,"batch":1,"links":[%q]`, step, tid(trace+1))))
+	}
+	run := func(t *testing.T, consumesBefore int) string {
+		dir := t.TempDir()
+		write(t, dir, "dashboard/meta.json", `{"schema_version":3,"writer":"otelcol-miles","run_name":"r","start_ts":`+fmt.Sprint(h0-4*3600)+`}`)
+		hourFile := func(k int64, lines string) { write(t, dir, "dashboard/trajectories/"+hourName(h+k)+".jsonl", lines) }
+		hourFile(-4, bundle(50, -1, h0-4*3600+100, span("weight_update", 0, 20, 1, `,"wv":1`)))
+		hourFile(-3, bundle(10, 100, h0-3*3600+100, span("generate", 0, 300, 2, `,"turn":1,"wv":1,"tok_out":500,"finish":"stop"`)+","+
+			span("attempt", 0, 310, 3, `,"status":"completed"`))+ // sample 100: waits 2.5 h
+			bundle(11, 101, h0-3*3600+200, span("generate", 0, 100, 4, `,"turn":1,"wv":1,"tok_out":80,"finish":"stop"`)+","+
+				span("attempt", 0, 110, 5, `,"status":"completed"`))) // sample 101: never consumed, passed over long ago
+		hourFile(-2, bundle(51, -1, h0-2*3600+100, span("weight_update", 0, 20, 6, `,"wv":2`))+
+			bundle(12, 102, h0-2*3600+3000, span("generate", 0, 500, 7, `,"turn":1,"wv":2,"tok_out":300,"finish":"stop"`)))
+		var before string
+		for i := range consumesBefore {
+			before += stepConsume(60+2*i, 1+i, h0-3600+600*float64(i+1))
+		}
+		hourFile(-1, bundle(52, -1, h0-3600+100, span("weight_update", 0, 20, 8, `,"wv":3`))+
+			bundle(12, 102, h0-3600+900, span("attempt", -3500, 0, 9, `,"status":"completed"`))+ // sample 102 ends here
+			before)
+		hourFile(0, bundle(10, 100, h0+2000, span("consume", 0, 0.05, 10, `,"step":4,"wv":3`))+stepConsume(80, 4, h0+2000))
+		return dir
+	}
+	for _, consumes := range []int{3, 1} {
+		t.Run(fmt.Sprintf("%d consumes before", consumes), func(t *testing.T) {
+			dir := run(t, consumes)
+			st, err := Open(dir, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := json.Marshal(st.VersionPool(t0, t1, 40))
+			if err != nil {
+				t.Fatal(err)
+			}
+			st.mu.RLock()
+			kept := st.trajectories.blocks[h-3] != nil || st.trajectories.blocks[h-2] != nil
+			st.mu.RUnlock()
+			if kept == (consumes == 3) {
+				t.Errorf("the hours before the one before the window kept: %v (want them read for the pool alone with 3 consumes before, whole with 1)", kept)
+			}
+			whole, err := Open(dir, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			func() {
+				defer whole.pin()()
+				whole.ensureHours(h-5, h+1, whole.trajectories.cache)
+			}()
+			want, err := json.Marshal(whole.VersionPool(t0, t1, 40))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(got, want) {
+				t.Fatalf("from the records read:\n%s\nfrom the whole hours:\n%s", got, want)
+			}
+			var p PoolResult
+			_ = json.Unmarshal(got, &p)
+			if consumes == 3 && (p.Counts[2][0] != 1 || p.Counts[1][0] != 1 || p.Counts[0][0] != 0 || p.Counts[2][39] != 0) {
+				t.Fatalf("pool at t0 by lag %v %v %v: want sample 100 at lag 2 and sample 102 at lag 1, both gone by t1", p.Counts[0][0], p.Counts[1][0], p.Counts[2][0])
+			}
+		})
+	}
 }

@@ -387,16 +387,16 @@ func (r *trajectoryReader) adoptStringsLocked(b *trajBlock) {
 	b.read = nil
 }
 
-// readRecordsOf reads, from hour p's files read from their start (p is the query's copy), the records of the
-// traces want, those of the samples, and the weight updates: a block of the hour for one anatomy's lookback, not
-// the hour's (it is not kept). Other records are skipped unparsed. Its strings are its own until adopted
-// (adoptStringsLocked).
-func (r *trajectoryReader) readRecordsOf(p *partition.Partition, want map[traceID]bool, samples map[int32]bool) *trajBlock {
+// readRecordsOf reads, from hour p's files read from their start (p is the query's copy), the records of the lines
+// keep takes (wantedTrajLine: an anatomy's traces, their samples and the weight updates): a block of the hour for
+// one query, not the hour's (it is not kept). Other records are skipped unparsed. Its strings are its own until
+// adopted (adoptStringsLocked).
+func (r *trajectoryReader) readRecordsOf(p *partition.Partition, keep func(line []byte) bool) *trajBlock {
 	b := &trajBlock{read: &interner{}}
 	b.read.init()
 	sink := b.sink(b.read)
 	_, _ = r.files.Read(p.Unstarted(), func(line []byte) bool {
-		if wantedTrajLine(line, want, samples) {
+		if keep(line) {
 			sink(line)
 		}
 		return true
