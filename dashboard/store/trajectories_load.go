@@ -406,16 +406,18 @@ func (r *trajectoryReader) readRecordsOf(p *partition.Partition, keep func(line 
 }
 
 // wantedTrajLine says whether a trajectories line is a record of a trace of want, names a sample of samples, or
-// is a weight update.
+// is a weight update (whose trace is its own, naming no sample: a line naming one is not looked through again).
 func wantedTrajLine(line []byte, want map[traceID]bool, samples map[int32]bool) bool {
 	if tid, ok := lineTrace(line); !ok || want[tid] {
 		return true
 	}
+	named := false
 	for rest := line; ; {
 		i := bytes.Index(rest, []byte(`"sample":`))
 		if i < 0 {
 			break
 		}
+		named = true
 		rest = rest[i+9:]
 		k := 0
 		for k < len(rest) && (rest[k] == ' ' || rest[k] == '"') {
@@ -429,7 +431,7 @@ func wantedTrajLine(line []byte, want map[traceID]bool, samples map[int32]bool) 
 			return true
 		}
 	}
-	return bytes.Contains(line, []byte(`"type":"weight_update"`))
+	return !named && bytes.Contains(line, []byte(`"type":"weight_update"`))
 }
 
 // stepConsumeLocked is step's newest consume among the blocks of hours lo…hi (nil: none), as the step index
