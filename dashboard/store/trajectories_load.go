@@ -334,12 +334,14 @@ func (r *trajectoryReader) readHour(h int64, prev *trajBlock, p *partition.Parti
 		b = nil
 		l.reread = true
 	}
+	presized := false
 	if b == nil {
 		b = &trajBlock{}
 		if n := p.CompactedBytes(); n > 0 {
-			// A closed hour read whole: its span set, dropped once read, is made at about the size it reaches (a
-			// record is ~60 compressed bytes), so it is not grown and rehashed a dozen times.
+			// A closed hour read whole: its span set, dropped once read, and its records are made at about the size
+			// they reach (a record is ~48 compressed bytes), so they are not grown (copied, rehashed) a dozen times.
 			b.seen = &spanSet{first: make(map[uint64]int32, min(n/40, 1<<24))}
+			b.records, presized = make([]trajRec, 0, min(n/48, 1<<24)), true
 		}
 	}
 	l.before = len(b.records)
@@ -355,6 +357,9 @@ func (r *trajectoryReader) readHour(h int64, prev *trajBlock, p *partition.Parti
 	p.Loaded = true
 	if !p.HasPlain() {
 		b.seen = nil // compacted: it changes only by a rewrite, which reads it over
+	}
+	if presized && cap(b.records) > len(b.records)+len(b.records)/4 {
+		b.records = slices.Clone(b.records) // fewer records than the bytes suggested: not held at the guess's size
 	}
 	l.maxT = b.maxT
 	return b, l
