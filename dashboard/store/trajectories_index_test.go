@@ -202,13 +202,7 @@ func TestTrajectoryHoursReadSideBySide(t *testing.T) {
 func TestExplainLookbackReadsItsRecordsOnly(t *testing.T) {
 	dir := trajRun(t)
 	h := int64(h0 / 3600)
-	bundle := func(trace, sample int, t0 float64, spans string) string {
-		s := ""
-		if sample >= 0 {
-			s = fmt.Sprintf(`,"sample":%d,"group":3,"attempt":0`, sample)
-		}
-		return fmt.Sprintf(`{"trace":%q,"t":%g%s,"root":"00000000000000aa","spans":[%s]}`, tid(trace), t0, s, spans) + "\n"
-	}
+	bundle := trajBundle
 	write(t, dir, "dashboard/trajectories/"+hourName(h-1)+".jsonl",
 		bundle(4, 12, h0-3000, `{"type":"queue","t0":0,"t1":10,"span":"00000000000000b1"}`)+ // sample 12 queued an hour early
 			bundle(60, 99, h0-2900, `{"type":"generate","t0":0,"t1":50,"span":"00000000000000b2","turn":1}`)+ // another step's
@@ -241,15 +235,7 @@ func TestExplainLookbackReadsItsRecordsOnly(t *testing.T) {
 	if len(updates) != 3 || updates[0] != [2]float64{h0 - 2500, h0 - 2480} {
 		t.Errorf("updates %v, want the lookback's first", updates)
 	}
-	whole, err := Open(dir, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	func() {
-		defer whole.pin()()
-		whole.ensureHours(h-5, h+1, whole.trajectories.cache)
-	}()
-	wantRows, wantUpdates := explained(whole)
+	wantRows, wantUpdates := explained(openHoursHeld(t, dir, h-5, h+1))
 	if rows != wantRows || !slices.Equal(updates, wantUpdates) {
 		t.Errorf("from the records read:\n%s %v\nfrom the whole hours:\n%s %v", rows, updates, wantRows, wantUpdates)
 	}
@@ -276,13 +262,7 @@ func (s *Store) explainRows(st Bubble, chainOf func(a *AnatomyResult) []chainLin
 func TestPoolLookbackReadsItsRecordsOnly(t *testing.T) {
 	h := int64(h0 / 3600)
 	t0, t1 := h0+1800, h0+3600
-	bundle := func(trace, sample int, at float64, spans string) string {
-		s := ""
-		if sample >= 0 {
-			s = fmt.Sprintf(`,"sample":%d,"group":3,"attempt":0`, sample)
-		}
-		return fmt.Sprintf(`{"trace":%q,"t":%g%s,"root":"00000000000000aa","spans":[%s]}`, tid(trace), at, s, spans) + "\n"
-	}
+	bundle := trajBundle
 	span := func(typ string, d0, d1 float64, id int, extra string) string {
 		return fmt.Sprintf(`{"type":%q,"t0":%g,"t1":%g,"span":"%016x"%s}`, typ, d0, d1, id, extra)
 	}
@@ -327,15 +307,7 @@ func TestPoolLookbackReadsItsRecordsOnly(t *testing.T) {
 			if kept == (consumes == 3) {
 				t.Errorf("the hours before the one before the window kept: %v (want them read for the pool alone with 3 consumes before, whole with 1)", kept)
 			}
-			whole, err := Open(dir, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			func() {
-				defer whole.pin()()
-				whole.ensureHours(h-5, h+1, whole.trajectories.cache)
-			}()
-			want, err := json.Marshal(whole.VersionPool(t0, t1, 40))
+			want, err := json.Marshal(openHoursHeld(t, dir, h-5, h+1).VersionPool(t0, t1, 40))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -349,4 +321,26 @@ func TestPoolLookbackReadsItsRecordsOnly(t *testing.T) {
 			}
 		})
 	}
+}
+
+// trajBundle is a trajectories record as the exporter writes it: trace's spans (members timed from at), of
+// sample's attempt 0 (none when sample < 0).
+func trajBundle(trace, sample int, at float64, spans string) string {
+	s := ""
+	if sample >= 0 {
+		s = fmt.Sprintf(`,"sample":%d,"group":3,"attempt":0`, sample)
+	}
+	return fmt.Sprintf(`{"trace":%q,"t":%g%s,"root":"00000000000000aa","spans":[%s]}`, tid(trace), at, s, spans) + "\n"
+}
+
+// openHoursHeld opens the run in dir with its trajectories hours lo…hi read whole.
+func openHoursHeld(t *testing.T, dir string, lo, hi int64) *Store {
+	t.Helper()
+	st, err := Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.pin()()
+	st.ensureHours(lo, hi, st.trajectories.cache)
+	return st
 }

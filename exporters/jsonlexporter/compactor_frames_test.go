@@ -21,22 +21,8 @@ import (
 // after the rename (the plain file already in, told by its size and hash) removes the plain file without
 // doubling it; an hour compacted before the index existed keeps its frame, listed as "any".
 func TestCompactionNodeFrames(t *testing.T) {
-	dir := t.TempDir()
-	root := filepath.Join(dir, runfiles.DashboardDir)
-	part := newPartitioner(root, osFS{}, 4, "never")
-	cmp, err := newCompactor(root, time.Minute, part, func(error) {})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cmp.close()
+	cmp, hour, plain, zst := compactionHour(t, sc.StreamGPUUtil)
 	cmp.nodeChunk = 256 << 10
-	hour := time.Date(2026, 12, 2, 13, 0, 0, 0, time.UTC)
-	sd := filepath.Join(root, sc.StreamGPUUtil)
-	if err := os.MkdirAll(sd, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	plain := filepath.Join(sd, runfiles.HourName(hour)+runfiles.PlainExt)
-	zst := filepath.Join(sd, runfiles.HourName(hour)+runfiles.CompressedExt)
 	lines := func(from, n int, t0 float64) []byte {
 		var b bytes.Buffer
 		for i := range n {
@@ -106,7 +92,7 @@ func TestCompactionNodeFrames(t *testing.T) {
 	if len(idx.Frames) < 8*8 || !bytes.Equal(n3, bytes.Join(nodeLinesOf(first, "n3"), nil)) {
 		t.Fatalf("%d frames (want a frame per node and chunk), node n3's frames hold %d bytes", len(idx.Frames), len(n3))
 	}
-	if _, _, ok := runfiles.ReadSpan(sd, zst); !ok {
+	if _, _, ok := runfiles.ReadSpan(filepath.Dir(zst), zst); !ok {
 		t.Fatal("no span frame after the index")
 	}
 
@@ -158,4 +144,22 @@ func nodeLinesOf(text []byte, node string) [][]byte {
 		}
 	}
 	return out
+}
+
+// compactionHour is a compactor on a new run directory, an hour, and the paths of that hour's plain and
+// compressed files of stream (its folder made).
+func compactionHour(t *testing.T, stream string) (cmp *compactor, hour time.Time, plain, zst string) {
+	t.Helper()
+	root := filepath.Join(t.TempDir(), runfiles.DashboardDir)
+	cmp, err := newCompactor(root, time.Minute, newPartitioner(root, osFS{}, 4, "never"), func(error) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cmp.close)
+	hour = time.Date(2026, 12, 2, 13, 0, 0, 0, time.UTC)
+	sd := filepath.Join(root, stream)
+	if err := os.MkdirAll(sd, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return cmp, hour, filepath.Join(sd, runfiles.HourName(hour)+runfiles.PlainExt), filepath.Join(sd, runfiles.HourName(hour)+runfiles.CompressedExt)
 }

@@ -137,23 +137,10 @@ func countIn(t *testing.T, root, stream, hour string) int {
 // hour joins it as a second frame with the span widened; a crash after the rename (the .zst already ends with
 // the late file) removes the plain file without doubling it.
 func TestCompactionStreamsHour(t *testing.T) {
-	dir := t.TempDir()
-	root := filepath.Join(dir, runfiles.DashboardDir)
-	part := newPartitioner(root, osFS{}, 4, "never")
-	cmp, err := newCompactor(root, time.Minute, part, func(error) {})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cmp.close()
-	hour := time.Date(2026, 12, 2, 13, 0, 0, 0, time.UTC)
 	// A stream compacted as one frame per compaction (gpu_util's node frames: TestCompactionNodeFrames).
 	stream := sc.StreamGPUProcesses
-	sd := filepath.Join(root, stream)
-	if err := os.MkdirAll(sd, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	plain := filepath.Join(sd, runfiles.HourName(hour)+runfiles.PlainExt)
-	zst := filepath.Join(sd, runfiles.HourName(hour)+runfiles.CompressedExt)
+	cmp, hour, plain, zst := compactionHour(t, stream)
+	sd := filepath.Dir(plain)
 	lines := func(from, n int, t0 float64) []byte {
 		var b bytes.Buffer
 		for i := range n {
