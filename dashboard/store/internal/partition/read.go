@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/klauspost/compress/zstd"
@@ -184,11 +183,28 @@ func readZst(runDir, path string, want func(node string) bool, sink OffsetSink, 
 	return rep, nil
 }
 
-// readNodeFrames reads the frames of idx holding the nodes want says, and those holding any node, in file order;
-// offsets are those of the whole file's records (a frame skipped counts its size).
+// readNodeFrames reads the frames of idx holding the nodes want says, and those holding any node, in file order,
+// each streamed through the decoder (memory stays at a line, whatever a frame holds); offsets are those of the
+// whole file's records (a frame skipped counts its size).
 func readNodeFrames(f io.ReaderAt, idx runfiles.FrameIndex, want func(node string) bool, sink OffsetSink, path string, maxLine int) CorruptReport {
 	rep := CorruptReport{Path: path, First: -1, LongFirst: -1, Limit: maxLine}
-	add := func(r CorruptReport) {
+	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
+	if err != nil {
+		rep.Damaged = err.Error()
+		return rep
+	}
+	defer dec.Close()
+	var base int64
+	for _, e := range idx.Frames {
+		if !e.Any && !want(e.Node) {
+			base += max(e.Plain, 0)
+			continue
+		}
+		if err := dec.Reset(io.NewSectionReader(f, e.Off, e.Size)); err != nil {
+			rep.Damaged = fmt.Sprintf("undecodable after %d bytes of records (%v)", base, err)
+			return rep
+		}
+		r, n, err := consume(dec, base, sink, path, maxLine)
 		if rep.First < 0 {
 			rep.First = r.First
 		}
@@ -197,48 +213,11 @@ func readNodeFrames(f io.ReaderAt, idx runfiles.FrameIndex, want func(node strin
 		}
 		rep.Count += r.Count
 		rep.Long += r.Long
-	}
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1))
-	if err != nil {
-		rep.Damaged = err.Error()
-		return rep
-	}
-	defer dec.Close()
-	var src, out []byte
-	var base int64
-	for _, e := range idx.Frames {
-		if !e.Any && !want(e.Node) {
-			base += e.Plain
-			continue
-		}
-		if e.Any && (e.Plain < 0 || e.Size > 64<<20) {
-			// A range written before the index (or a large one): streamed, not held whole.
-			if err := dec.Reset(io.NewSectionReader(f, e.Off, e.Size)); err != nil {
-				rep.Damaged = fmt.Sprintf("undecodable after %d bytes of records (%v)", base, err)
-				return rep
-			}
-			r, n, err := consume(dec, base, sink, path, maxLine)
-			add(r)
-			base += n
-			if err != nil {
-				rep.Damaged = fmt.Sprintf("undecodable after %d bytes of records (%v)", base, err)
-				return rep
-			}
-			continue
-		}
-		src = slices.Grow(src[:0], int(e.Size))[:e.Size]
-		if _, err := f.ReadAt(src, e.Off); err != nil && !errors.Is(err, io.EOF) {
-			rep.Damaged = fmt.Sprintf("unreadable after %d bytes of records (%v)", base, err)
-			return rep
-		}
-		out, err = dec.DecodeAll(src, out[:0])
+		base += n
 		if err != nil {
 			rep.Damaged = fmt.Sprintf("undecodable after %d bytes of records (%v)", base, err)
 			return rep
 		}
-		r, _ := consumeBytes(out, base, sink, path, maxLine)
-		add(r)
-		base += int64(len(out))
 	}
 	return rep
 }
