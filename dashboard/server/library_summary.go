@@ -290,9 +290,14 @@ func summarize(id, dir string) RunSummary {
 			tail := readTail(dir, p)
 			// A compacted hour's span frame says where it ends (its last lines may be one node's: gpu_util is
 			// compacted node by node, docs/semconv.md §8.3).
-			if _, last, ok := runfiles.ReadSpan(dir, p); ok && strings.HasSuffix(p, runfiles.CompressedExt) {
-				s.LastTS = math.Max(s.LastTS, last)
-			} else if _, last, ok := runfiles.SpanOfLines(tail); ok {
+			last, ok := 0.0, false
+			if strings.HasSuffix(p, runfiles.CompressedExt) {
+				_, last, ok = runfiles.ReadSpan(dir, p)
+			}
+			if !ok {
+				_, last, ok = runfiles.SpanOfLines(tail)
+			}
+			if ok {
 				s.LastTS = math.Max(s.LastTS, last)
 			}
 			if name == "metrics" {
