@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -12,8 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/otelcol-miles/otelcol-miles/dashboard/advisory"
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
+	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 )
 
 // moveRun puts a handwritten run directory at root/rel.
@@ -305,5 +309,40 @@ func TestLibraryShardedRun(t *testing.T) {
 	r := runsOf(t, ts.URL+"/api/v1/runs")["sharded"]
 	if r == nil || r["shards"] != 2.0 || r["gpus"] != 10.0 || r["nodes"] != 2.0 || r["name"] != "fx" || r["latest_step"] != 1.0 {
 		t.Fatalf("sharded run %v", r)
+	}
+}
+
+// TestLibraryLastTimeOfNodeFramedHour: the newest time of a run whose newest hour is compacted node by node
+// (docs/semconv.md §8.3: its last lines are one node's, which stopped early here) is the hour's, from its span
+// frame, not the last node's.
+func TestLibraryLastTimeOfNodeFramedHour(t *testing.T) {
+	dir := t.TempDir()
+	t0 := float64(499_000 * 3600)
+	if err := os.MkdirAll(filepath.Join(dir, "dashboard", "gpu_util"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "dashboard", "meta.json"), fmt.Appendf(nil, `{"schema_version":3,"run_name":"r","start_ts":%g}`, t0), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var plain []byte
+	for i := range 60_000 { // node b: 2.4 MB of readings over the first minute, more than a tail read holds
+		if i%100 == 0 {
+			plain = fmt.Appendf(plain, `{"ts":%g,"node":"a","gpu":0,"util":1}`+"\n", t0+float64(i/100))
+		}
+		plain = fmt.Appendf(plain, `{"ts":%.3f,"node":"b","gpu":0,"util":1}`+"\n", t0+float64(i)/1000)
+	}
+	enc, _ := zstd.NewWriter(nil)
+	defer enc.Close()
+	var z bytes.Buffer
+	if err := runfiles.WriteNodeHour(&z, enc, bytes.NewReader(plain), int64(len(plain))); err != nil {
+		t.Fatal(err)
+	}
+	first, last, _ := runfiles.SpanOfLines(plain)
+	name := filepath.Join(dir, "dashboard", "gpu_util", runfiles.HourName(time.Unix(int64(t0), 0))+runfiles.CompressedExt)
+	if err := os.WriteFile(name, runfiles.AppendSpan(z.Bytes(), first, last), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := summarize("r", dir).LastTS; got != t0+599 {
+		t.Fatalf("last time %v, want %v (node a's last reading)", got, t0+599)
 	}
 }
