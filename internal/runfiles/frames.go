@@ -34,7 +34,8 @@ const (
 	frameIndexMagic = 0x184D2A5D
 	frameIndexTag   = "MLNX"
 	// NodeChunk is how much of a plain hour one round of node frames holds: at 1024 GPUs (128 nodes) a frame is
-	// about 128 KiB of lines, and the hour compresses 5 % larger than as one frame (BENCHMARKS.md "Compaction").
+	// about 128 KiB of lines, and the hour's size stays within 5 % of one frame's (smaller on a simulated run's
+	// hours, a node's readings side by side; larger on the compaction benchmark's hour: BENCHMARKS.md "Compaction").
 	NodeChunk = 16 << 20
 	// maxNodeFrames bounds the nodes given their own frames (a 1000-node fleet is far below it); lines of more
 	// nodes than that go to the frames every reader reads.
