@@ -271,9 +271,9 @@ func (s *Store) poolBlocks(t0 float64, lo, hi int64) []*trajBlock {
 	whole := hourOf(t0)
 	s.ensureHours(whole, hi, r.cache)
 	s.mu.RLock()
-	held := r.hoursLocked(whole, hi)
+	c, ok := thirdConsumeBefore(r.hoursLocked(whole, hi), t0)
 	s.mu.RUnlock()
-	if c, ok := thirdConsumeBefore(held, t0); !ok || c < float64(whole*3600) {
+	if !ok || c < float64(whole*3600) {
 		whole--
 		s.ensureHours(whole, whole, r.cache)
 	}
@@ -327,12 +327,10 @@ func (s *Store) poolBlocks(t0 float64, lo, hi int64) []*trajBlock {
 		}
 	}
 	blocks = append(blocks, read...)
-	s.mu.Unlock()
-	if len(r.files.Hours()) == 0 || len(parts) == 0 {
-		return blocks
-	}
 	// The third-newest consume at or before t0 must lie in the hours read whole.
-	if c, ok := thirdConsumeBefore(blocks, t0); ok && c >= float64(whole*3600) {
+	c, ok = thirdConsumeBefore(blocks, t0)
+	s.mu.Unlock()
+	if len(parts) == 0 || ok && c >= float64(whole*3600) {
 		return blocks
 	}
 	s.ensureHours(lo, hi, r.cache)

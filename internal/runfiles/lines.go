@@ -39,6 +39,13 @@ func NewLines(r io.Reader, maxLine int) *Lines {
 	return &Lines{br: bufio.NewReaderSize(r, 256<<10), max: maxLine}
 }
 
+// Reset makes l (made by NewLines) read the lines of r from their start, keeping its buffer: a reader of many
+// short streams (a compacted hour's node frames) allocates one.
+func (l *Lines) Reset(r io.Reader) {
+	l.br.Reset(r)
+	l.long, l.consumed, l.partial, l.err = 0, 0, 0, nil
+}
+
 // LinesOf reads the lines of data, held whole, of at most maxLine bytes each, without copying them.
 func LinesOf(data []byte, maxLine int) *Lines {
 	return &Lines{data: data, max: maxLine}

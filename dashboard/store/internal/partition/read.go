@@ -195,6 +195,7 @@ func readNodeFrames(f io.ReaderAt, idx runfiles.FrameIndex, want func(node strin
 	}
 	defer dec.Close()
 	var base int64
+	var lines *runfiles.Lines // one line buffer for every frame
 	for _, e := range idx.Frames {
 		if !e.Any && !want(e.Node) {
 			base += max(e.Plain, 0)
@@ -204,7 +205,13 @@ func readNodeFrames(f io.ReaderAt, idx runfiles.FrameIndex, want func(node strin
 			rep.Damaged = fmt.Sprintf("undecodable after %d bytes of records (%v)", base, err)
 			return rep
 		}
-		r, n, err := consume(dec, base, sink, path, maxLine)
+		if lines == nil {
+			lines = runfiles.NewLines(dec, maxLine)
+		} else {
+			lines.Reset(dec)
+		}
+		r := feed(lines, base, sink, path)
+		n, err := lines.Consumed(), lines.Err()
 		if rep.First < 0 {
 			rep.First = r.First
 		}
