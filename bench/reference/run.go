@@ -113,7 +113,7 @@ func (h *hourFiles) close() error {
 		var z []byte
 		if filepath.Base(filepath.Dir(f.path)) == sc.StreamGPUUtil {
 			var zb bytes.Buffer // node by node, as the collector compacts gpu_util
-			if err := runfiles.WriteNodeHour(&zb, enc, bytes.NewReader(plain), int64(len(plain))); err != nil {
+			if err := runfiles.WriteNodeHour(&zb, enc, bytes.NewReader(plain), int64(len(plain)), runfiles.NodeChunk); err != nil {
 				return err
 			}
 			z = zb.Bytes()

@@ -334,7 +334,7 @@ func TestLibraryLastTimeOfNodeFramedHour(t *testing.T) {
 	enc, _ := zstd.NewWriter(nil)
 	defer enc.Close()
 	var z bytes.Buffer
-	if err := runfiles.WriteNodeHour(&z, enc, bytes.NewReader(plain), int64(len(plain))); err != nil {
+	if err := runfiles.WriteNodeHour(&z, enc, bytes.NewReader(plain), int64(len(plain)), runfiles.NodeChunk); err != nil {
 		t.Fatal(err)
 	}
 	first, last, _ := runfiles.SpanOfLines(plain)

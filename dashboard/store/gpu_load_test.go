@@ -99,15 +99,17 @@ func TestCompactedHourReadForFewNodes(t *testing.T) {
 	enc, _ := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
 	defer enc.Close()
 	var z bytes.Buffer
-	frames, err := runfiles.WriteNodeFrames(&z, 0, enc, bytes.NewReader(plain), int64(len(plain)), 32<<10)
+	if err := runfiles.WriteNodeHour(&z, enc, bytes.NewReader(plain), int64(len(plain)), 32<<10); err != nil {
+		t.Fatal(err)
+	}
+	idx, err := runfiles.ReadFrameIndex(bytes.NewReader(z.Bytes()), int64(z.Len()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	zb := runfiles.AppendFrameIndex(z.Bytes(), runfiles.FrameIndex{PlainSize: int64(len(plain)), Frames: frames})
-	zb = runfiles.AppendSpan(zb, h0, h0+1199.5)
+	zb := runfiles.AppendSpan(z.Bytes(), h0, h0+1199.5)
 	broken := slices.Clone(zb)
 	hit := 0
-	for _, e := range frames {
+	for _, e := range idx.Frames {
 		if e.Node == "n3" {
 			copy(broken[e.Off+4:e.Off+e.Size], bytes.Repeat([]byte{0xff}, int(e.Size)-4)) // past the magic
 			hit++

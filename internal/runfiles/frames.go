@@ -299,14 +299,14 @@ func WriteNodeFrames(w io.Writer, at int64, enc *zstd.Encoder, r io.ReaderAt, n,
 	return entries, nil
 }
 
-// WriteNodeHour writes a new compacted hour of r's first n bytes (complete lines) to w: node frames and their
-// index (the span frame is the caller's).
-func WriteNodeHour(w io.Writer, enc *zstd.Encoder, r io.ReaderAt, n int64) error {
+// WriteNodeHour writes a new compacted hour of r's first n bytes (complete lines) to w: node frames of chunks of
+// `chunk` bytes (NodeChunk) and their index (the span frame is the caller's).
+func WriteNodeHour(w io.Writer, enc *zstd.Encoder, r io.ReaderAt, n, chunk int64) error {
 	sum, err := PlainSum(r, n)
 	if err != nil {
 		return err
 	}
-	frames, err := WriteNodeFrames(w, 0, enc, r, n, NodeChunk)
+	frames, err := WriteNodeFrames(w, 0, enc, r, n, chunk)
 	if err != nil {
 		return err
 	}

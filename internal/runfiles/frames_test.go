@@ -3,7 +3,6 @@ package runfiles
 import (
 	"bytes"
 	"fmt"
-	"io"
 	"slices"
 	"testing"
 
@@ -43,7 +42,7 @@ func TestNodeFrames(t *testing.T) {
 	defer enc.Close()
 	plain := nodeLines(3000)
 	var z bytes.Buffer
-	if err := writeNodeHourChunked(&z, enc, plain, 8<<10); err != nil {
+	if err := WriteNodeHour(&z, enc, bytes.NewReader(plain), int64(len(plain)), 8<<10); err != nil {
 		t.Fatal(err)
 	}
 	zb := AppendSpan(z.Bytes(), 1000, 1075)
@@ -105,26 +104,12 @@ func TestNodeFrames(t *testing.T) {
 	}
 }
 
-func writeNodeHourChunked(w io.Writer, enc *zstd.Encoder, plain []byte, chunk int64) error {
-	r := bytes.NewReader(plain)
-	sum, err := PlainSum(r, int64(len(plain)))
-	if err != nil {
-		return err
-	}
-	frames, err := WriteNodeFrames(w, 0, enc, r, int64(len(plain)), chunk)
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(AppendFrameIndex(nil, FrameIndex{PlainSize: int64(len(plain)), Sum: sum, Frames: frames}))
-	return err
-}
-
 // FuzzFrameIndex: any tail is read as an index or refused, never a panic or an entry outside the file.
 func FuzzFrameIndex(f *testing.F) {
 	enc, _ := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
 	defer enc.Close()
 	var z bytes.Buffer
-	if err := writeNodeHourChunked(&z, enc, nodeLines(50), 512); err != nil {
+	if err := WriteNodeHour(&z, enc, bytes.NewReader(nodeLines(50)), int64(len(nodeLines(50))), 512); err != nil {
 		f.Fatal(err)
 	}
 	f.Add(z.Bytes())
@@ -154,7 +139,7 @@ func TestNodeFramesBounded(t *testing.T) {
 	}
 	plain := b.Bytes()
 	var z bytes.Buffer
-	if err := writeNodeHourChunked(&z, enc, plain, NodeChunk); err != nil {
+	if err := WriteNodeHour(&z, enc, bytes.NewReader(plain), int64(len(plain)), NodeChunk); err != nil {
 		t.Fatal(err)
 	}
 	idx, err := ReadFrameIndex(bytes.NewReader(z.Bytes()), int64(z.Len()))
