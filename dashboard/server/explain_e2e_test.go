@@ -1,14 +1,22 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"math"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
+	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
+	"github.com/otelcol-miles/otelcol-miles/internal/testwait"
 )
 
 // explainOf asks the served run why step was slow.
@@ -162,4 +170,109 @@ func pathHas(path []store.ExplainEdge, cause string) bool {
 		}
 	}
 	return false
+}
+
+// TestExplainSettledStepsCachedE2E: a finished simulator run's step facts are saved in the cache directory once
+// their files are settled, and a fresh server answers from them while the files are as they were: with the
+// trajectories' content destroyed (sizes and times kept) the table and a step's explanation are those of the
+// intact run, where a server without the cache answers otherwise. A changed input file (its time moved) makes
+// the steps around it computed again, from what the files hold now.
+func TestExplainSettledStepsCachedE2E(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: builds and runs the simulator through the collector")
+	}
+	dir := simRun(t, 6, "--seed", "7", "--mode", "async", "--nodes", "1", "--gpus-per-node", "4", "--gpus-per-engine", "1", "--restart-step", "-1")
+	old := time.Now().Add(-2 * time.Hour) // settled: no file of the run written to for plainSettled
+	var files []string
+	if err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			files = append(files, p)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range files {
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cache := t.TempDir()
+	answers := func(cacheDir string) (table, step3 string, closed int) {
+		t.Helper()
+		st, err := store.Open(dir, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cacheDir != "" {
+			st.SetCacheDir(cacheDir)
+		}
+		srv := New(Options{Store: st})
+		ts := httptest.NewServer(srv)
+		defer func() { ts.Close(); srv.Close() }()
+		_, tab := getData(t, ts.URL+"/api/v1/explain")
+		_, e := getData(t, ts.URL+"/api/v1/steps/3/explain")
+		steps, _ := tab["steps"].([]any)
+		var closedSteps []any
+		for _, s := range steps {
+			if m, _ := s.(map[string]any); m["open"] != true {
+				closedSteps = append(closedSteps, s)
+			}
+		}
+		a, _ := json.Marshal(closedSteps)
+		b, _ := json.Marshal(e)
+		testwait.CacheWrites(t, time.Minute)
+		return string(a), string(b), len(closedSteps)
+	}
+	table, step3, closed := answers(cache)
+	if closed < 5 {
+		t.Fatalf("%d closed steps: %s", closed, table)
+	}
+	saved, _ := filepath.Glob(filepath.Join(cache, "*", "explain", "step_*.json"))
+	if len(saved) != closed {
+		t.Fatalf("%d steps' facts saved, want the %d closed steps': %v", len(saved), closed, saved)
+	}
+	// Destroy the trajectories, keeping each file's size and times.
+	for _, p := range files {
+		if !strings.Contains(p, string(filepath.Separator)+sc.StreamTrajectories+string(filepath.Separator)) {
+			continue
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, bytes.Repeat([]byte("\n"), int(fi.Size())), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gotTable, gotStep3, _ := answers(cache)
+	if gotTable != table || gotStep3 != step3 {
+		t.Fatalf("from the cache:\n%s\n%s\nwant the intact run's:\n%s\n%s", gotTable, gotStep3, table, step3)
+	}
+	bareTable, bareStep3, _ := answers("")
+	if bareTable == table || bareStep3 == step3 {
+		t.Fatal("without the cache the destroyed trajectories answer as the intact run: the test proves nothing")
+	}
+	// A phases file that changed: every step computed again, from the files as they are now.
+	var phases []string
+	for _, p := range files {
+		if strings.Contains(p, string(filepath.Separator)+sc.StreamPhases+string(filepath.Separator)) {
+			phases = append(phases, p)
+		}
+	}
+	if len(phases) == 0 {
+		t.Fatal("no phases file")
+	}
+	for _, p := range phases {
+		if err := os.Chtimes(p, old.Add(time.Minute), old.Add(time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nowTable, nowStep3, _ := answers(cache)
+	if nowTable != bareTable || nowStep3 != bareStep3 {
+		t.Fatalf("after a phases file changed:\n%s\n%s\nwant what the files hold now:\n%s\n%s", nowTable, nowStep3, bareTable, bareStep3)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -186,6 +187,9 @@ type ExplainMemo struct {
 	// arrivals is the store's arrivals count the facts were computed at (answers.go).
 	arrivals uint64
 	facts    map[explainKey]*ExplainStepFacts
+	// settled are the facts of closed steps computed from settled files, kept across arrivals while their
+	// inputs' key holds (explain_cache.go).
+	settled map[explainKey]settledFacts
 }
 
 // explainKey is a step's window as the facts were computed for it.
@@ -454,11 +458,22 @@ type stepAsked struct {
 // rest.
 func (ex *explainer) factsOf(asked []stepAsked) []*ExplainStepFacts {
 	out := make([]*ExplainStepFacts, len(asked))
+	// keys are the settled inputs' keys of the closed steps (explain_cache.go), "" for the others.
+	keys := make([]string, len(asked))
+	stats := map[string]os.FileInfo{}
 	var todo []stepAsked
 	for i, a := range asked {
-		if out[i] = ex.remembered(a); out[i] == nil {
-			todo = append(todo, a)
+		if out[i] = ex.remembered(a); out[i] != nil {
+			continue
 		}
+		if !a.open {
+			if keys[i] = ex.inputsKey(a.st, stats); keys[i] != "" {
+				if out[i] = ex.settled(a, keys[i]); out[i] != nil {
+					continue
+				}
+			}
+		}
+		todo = append(todo, a)
 	}
 	ex.s.prefetchExplained(todo)
 	preps := make([]*stepPrep, len(asked))
@@ -492,6 +507,14 @@ func (ex *explainer) factsOf(asked []stepAsked) []*ExplainStepFacts {
 			ex.remember(asked[i], out[i])
 		}
 	})
+	// Facts of settled inputs are kept when the inputs are as they were before the reads (a file that changed
+	// meanwhile may have been read in either state) and no farther consume was read for them.
+	stats = map[string]os.FileInfo{}
+	for i, p := range preps {
+		if p != nil && keys[i] != "" && !p.far && ex.inputsKey(asked[i].st, stats) == keys[i] {
+			ex.saveSettled(asked[i], keys[i], out[i])
+		}
+	}
 	return out
 }
 
@@ -615,7 +638,10 @@ type stepPrep struct {
 	// waitIvs are the intervals the trainer waited for the batch on the reference lane.
 	waitIvs [][2]float64
 	// lb is the batch's lookback (nil: no batch to chain), rows its anatomy and chain (rows, nil: none).
-	lb   *lookback
+	lb *lookback
+	// far says the batch's consume was not near the step (the run's step index found it): its lookback may read
+	// hours outside factsHours.
+	far  bool
 	rows *chainRows
 	// byName, refLinks, wait and slLinks are the trainer side's phases, links, straggler wait and straggler's
 	// links, for the edges that follow the chain's.
@@ -690,8 +716,8 @@ func (ex *explainer) prepare(st Bubble, open bool) *stepPrep {
 	})
 	prep := &stepPrep{f: f, waitIvs: waitIvs, byName: byName, refLinks: refLinks, refLane: rl.ID, wait: wait}
 	if len(waitIvs) > 0 && !open {
-		if sc := ex.s.stepConsumeNear(st); sc != nil {
-			prep.lb = ex.s.lookbackOf(sc)
+		if sc, near := ex.s.stepConsumeNear(st); sc != nil {
+			prep.lb, prep.far = ex.s.lookbackOf(sc), !near
 		}
 	}
 	return prep
@@ -834,20 +860,21 @@ func batchPace(rows []AnatomyRow, gens map[[2]float64]genInfo) float64 {
 }
 
 // stepConsumeNear is step st's consume, read from the blocks of the hours around the step: no step index of the
-// whole run (the step index only when they hold none); nil when it has none. The caller holds a pin.
-func (s *Store) stepConsumeNear(st Bubble) *stepConsume {
+// whole run (the step index only when they hold none: near false); nil when it has none. The caller holds a pin.
+func (s *Store) stepConsumeNear(st Bubble) (sc *stepConsume, near bool) {
 	near0, near1 := hourOf(st.T0-consumeSlack), hourOf(st.T1+consumeSlack)
 	s.ensureHours(near0, near1, s.trajectories.cache)
 	s.mu.RLock()
-	sc := s.trajectories.stepConsumeLocked(st.Step, near0, near1)
+	sc = s.trajectories.stepConsumeLocked(st.Step, near0, near1)
 	s.mu.RUnlock()
-	if sc == nil {
-		var err error
-		if sc, err = s.stepConsume(st.Step); err != nil {
-			return nil
-		}
+	if sc != nil {
+		return sc, true
 	}
-	return sc
+	sc, err := s.stepConsume(st.Step)
+	if err != nil {
+		return nil, false
+	}
+	return sc, false
 }
 
 // chainRowsOf is step consume sc's anatomy built from blocks (its lookback's), with the critical chain chainOf

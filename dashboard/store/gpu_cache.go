@@ -41,7 +41,8 @@ const colCacheMagic = "MILESGC6"
 // written to every few seconds, a finished run's newest hour not at all).
 const plainSettled = 60 * time.Second
 
-// SetCacheDir enables the column cache in dir ("" disables it).
+// SetCacheDir enables the cache of derived data in dir ("" disables it): the GPU columns of closed hours and
+// the facts of settled steps (explain_cache.go).
 func (s *Store) SetCacheDir(dir string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -201,7 +202,7 @@ type cacheSave struct {
 	write func(*bufio.Writer) error
 }
 
-// saveCached writes a settled hour's block in the background. A compacted hour's block is never changed
+// saveCached writes a settled hour's block (or a settled step's facts: explain_cache.go) in the background. A compacted hour's block is never changed
 // afterwards (a grown .zst is read into a new block), so it is written while queries and loads go on; appends
 // to a plain hour's block (the file growing after all) happen under the store's write lock, so that copy is
 // written under its read lock. Errors only cost the next open a parse.

@@ -245,7 +245,7 @@ func TestExplainLookbackReadsItsRecordsOnly(t *testing.T) {
 // critical chain chainOf finds in its rows; nil when the step has no consume (or its batch no rows).
 func (s *Store) explainRows(st Bubble, chainOf func(a *AnatomyResult) []chainLink) *chainRows {
 	defer s.pin()()
-	sc := s.stepConsumeNear(st)
+	sc, _ := s.stepConsumeNear(st)
 	if sc == nil {
 		return nil
 	}

@@ -9,8 +9,8 @@ import (
 	"time"
 )
 
-// cacheWriter names the goroutine the dashboard store starts to write a column cache file in the background
-// (dashboard/store gpu_cache.go, saveCached): the goroutine runs the function literal inside saveCached.
+// cacheWriter names the goroutine the dashboard store starts to write a cache file in the background (GPU
+// columns or a settled step's facts: dashboard/store gpu_cache.go, saveCached): the goroutine runs the function literal inside saveCached.
 var cacheWriter = []byte("dashboard/store.(*Store).saveCached.func")
 
 // CacheWrites waits until no column cache file is being written in this process: every writer the store started

@@ -1,0 +1,206 @@
+package store
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
+	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
+	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
+)
+
+// Settled steps' facts (docs/semconv.md §12.1 "Settled steps"). A step's facts are computed from the files of
+// the hours around it alone: its phases (phaseReach hours on either side: phases are filed by end hour), its
+// batch's consume near it and the anatomy's lookback before that, and the engine spans of its chain, which ran
+// in those hours. Once every one of those files is settled (compacted, or plain and left alone for
+// plainSettled) the facts cannot change until a file does. They are then kept in the memo across arrivals
+// (a live run's table computes only its newest steps again) and saved in the cache directory beside the GPU
+// columns (derived data, never written into the run directory), keyed by the step's window, the trainer lanes
+// and every input file's shard, size and mtime: a fresh process answers every step whose files did not change
+// without reading the run. The MFU comes from the logged metrics at each answer (a live run logs it after the
+// step's files settle).
+
+// factsCacheMagic versions the saved facts; facts computed by other code are computed again.
+const factsCacheMagic = "MILESEF1"
+
+// factsCacheMax bounds a saved step's file (a step's facts are a few KB; its path a few dozen edges).
+const factsCacheMax = 4 << 20
+
+// savedFacts is a settled step's facts as saved: the answer's fields and the links and path a step's
+// explanation shows, with the inputs' key they were computed from.
+type savedFacts struct {
+	Magic string                  `json:"magic"`
+	Key   string                  `json:"key"`
+	Facts ExplainStepFacts        `json:"facts"`
+	Links map[string]ExplainLinks `json:"links"`
+	Path  []ExplainEdge           `json:"path"`
+}
+
+// settledFacts is a settled step's facts with the key of the inputs they were computed from.
+type settledFacts struct {
+	key string
+	f   *ExplainStepFacts
+}
+
+// factsHours are the hours step st's facts may read (in every stream they read).
+func factsHours(st Bubble) (lo, hi int64) {
+	lo = min(hourOf(st.T0)-phaseReach, hourOf(st.T0-consumeSlack-AnatomyLookback))
+	hi = max(hourOf(st.T1)+phaseReach, hourOf(st.T1+consumeSlack)+1)
+	return lo, hi
+}
+
+// inputsKey is the identity of what closed step st's facts are computed from: its window, the trainer lanes and
+// every file of factsHours in the streams they read; "" when one of those files is not settled. stats memoizes
+// the files' stats over one answer's steps (nil: stat every file).
+func (ex *explainer) inputsKey(st Bubble, stats map[string]os.FileInfo) string {
+	s := ex.s
+	lo, hi := factsHours(st)
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%d\x00%s\x00%s\x00", factsCacheMagic, st.Step,
+		strconv.FormatFloat(st.T0, 'g', -1, 64), strconv.FormatFloat(st.T1, 'g', -1, 64))
+	for _, l := range ex.train {
+		fmt.Fprintf(h, "%s\x00", l.ID)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for _, in := range []struct {
+		name  string
+		files *partition.Stream
+	}{{sc.StreamPhases, s.phases.files}, {sc.StreamTrajectories, s.trajectories.files}, {sc.StreamEngineTraces, s.engineTraces.files}} {
+		for hour := lo; hour <= hi; hour++ {
+			p := in.files.Parts[hour]
+			if p == nil {
+				continue
+			}
+			for _, f := range p.Files {
+				path, plain := f.Zst, false
+				switch {
+				case f.Plain != "" && f.Zst != "":
+					return "" // being compacted
+				case f.Plain != "":
+					path, plain = f.Plain, true
+				case f.Zst == "":
+					continue
+				}
+				fi, ok := stats[path]
+				if !ok {
+					var err error
+					if fi, err = os.Stat(path); err != nil {
+						fi = nil
+					}
+					if stats != nil {
+						stats[path] = fi
+					}
+				}
+				if fi == nil || !fi.Mode().IsRegular() || plain && time.Since(fi.ModTime()) < plainSettled {
+					return ""
+				}
+				fmt.Fprintf(h, "%s\x00%d\x00%s\x00%t\x00%d\x00%d\x00", in.name, hour, f.Shard, plain, fi.Size(), fi.ModTime().UnixNano())
+			}
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// settled is step a's facts kept for inputs key, from the memo or the cache directory; nil when none are.
+func (ex *explainer) settled(a stepAsked, key string) *ExplainStepFacts {
+	k := explainKey{a.st.Step, a.st.T0, a.st.T1, false}
+	if ex.memo != nil {
+		ex.memo.mu.Lock()
+		e, ok := ex.memo.settled[k]
+		ex.memo.mu.Unlock()
+		if ok && e.key == key {
+			return ex.withMFU(e.f)
+		}
+	}
+	dir, path := ex.factsPath(a.st.Step)
+	if path == "" {
+		return nil
+	}
+	b, err := runfiles.ReadFileMax(dir, path, factsCacheMax)
+	if err != nil {
+		return nil
+	}
+	var saved savedFacts
+	if json.Unmarshal(b, &saved) != nil || saved.Magic != factsCacheMagic || saved.Key != key {
+		return nil // another version, or other inputs: computed again and overwritten
+	}
+	f := saved.Facts
+	if f.Step != a.st.Step || f.T0 != a.st.T0 || f.T1 != a.st.T1 || f.Causes == nil || f.Phases == nil {
+		return nil
+	}
+	f.links, f.path = saved.Links, saved.Path
+	if f.links == nil {
+		f.links = map[string]ExplainLinks{}
+	}
+	ex.keepSettled(k, key, &f)
+	return ex.withMFU(&f)
+}
+
+// withMFU is settled facts with the step's MFU as logged now.
+func (ex *explainer) withMFU(f *ExplainStepFacts) *ExplainStepFacts {
+	c := *f
+	c.MFU = nil
+	if v, ok := ex.mfu[f.Step]; ok {
+		c.MFU = &v
+	}
+	return &c
+}
+
+// keepSettled keeps a settled step's facts in the memo.
+func (ex *explainer) keepSettled(k explainKey, key string, f *ExplainStepFacts) {
+	if ex.memo == nil {
+		return
+	}
+	ex.memo.mu.Lock()
+	defer ex.memo.mu.Unlock()
+	if ex.memo.settled == nil {
+		ex.memo.settled = map[explainKey]settledFacts{}
+	}
+	ex.memo.settled[k] = settledFacts{key, f}
+}
+
+// saveSettled keeps a step's facts computed from settled inputs key, in the memo and (in the background) in the
+// cache directory. Facts that do not encode (a NaN) are kept in the memo alone.
+func (ex *explainer) saveSettled(a stepAsked, key string, f *ExplainStepFacts) {
+	ex.keepSettled(explainKey{a.st.Step, a.st.T0, a.st.T1, false}, key, f)
+	_, path := ex.factsPath(a.st.Step)
+	if path == "" {
+		return
+	}
+	saved := savedFacts{Magic: factsCacheMagic, Key: key, Facts: *f, Links: f.links, Path: f.path}
+	saved.Facts.MFU = nil
+	b, err := json.Marshal(&saved)
+	if err != nil {
+		return
+	}
+	ex.s.saveCached(&cacheSave{path: path, write: func(w *bufio.Writer) error {
+		_, err := w.Write(b)
+		return err
+	}})
+}
+
+// factsPath is the cache directory and the file a settled step's facts are saved in ("" without a cache
+// directory): one per step of the run, holding the key of the inputs it was computed from.
+func (ex *explainer) factsPath(step int) (dir, path string) {
+	s := ex.s
+	s.mu.RLock()
+	dir = s.gpu.cacheDir
+	s.mu.RUnlock()
+	if dir == "" {
+		return "", ""
+	}
+	abs, err := filepath.Abs(s.dir)
+	if err != nil {
+		return "", ""
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return dir, filepath.Join(dir, hex.EncodeToString(sum[:8]), "explain", fmt.Sprintf("step_%d.json", step))
+}
