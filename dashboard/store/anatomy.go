@@ -199,6 +199,7 @@ func sortRows(rows []AnatomyRow, key string) {
 // stepConsume is the newest consume of step, from the step index (built if it was not); ErrNoStep when none.
 // The caller holds a pin.
 func (s *Store) stepConsume(step int) (*stepConsume, error) {
+	s.buildIndex()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.trajectories.ensureIndexLocked(s)
@@ -553,7 +554,7 @@ func (r *trajectoryReader) buildRowsLocked(sc *stepConsume, blocks []*trajBlock,
 			r := &b.records[i]
 			_, consumed := byTrace[r.trace]
 			if consumed || (samples[r.sample] && r.t1 <= sc.t1) {
-				join.add(r, in)
+				join.add(r, in.str(r.status))
 			}
 			if ri, ok := remote[r.sample]; ok && !consumed && r.t1 <= sc.t1 && r.typ != ttConsume {
 				// Every attempt read of the sample; the consumed one is known once the join resolved it.

@@ -72,6 +72,7 @@ func CategoryLess(a, b string) bool {
 // MetricKeys lists every step-metric key with its category and step axis, the lifecycle keys (always), and the
 // engine metric catalog (category sglang), categories in sidebar order and keys by name within one.
 func (s *Store) MetricKeys() ([]MetricKey, []string, uint64) {
+	s.buildIndex()
 	s.mu.Lock()
 	s.metrics.syncLocked(s)
 	s.trajectories.ensureIndexLocked(s)
@@ -148,6 +149,9 @@ func (s *Store) MetricSeries(keys []string, x0, x1 *float64, points int) []Metri
 		if strings.HasPrefix(k, "lifecycle/") {
 			needLC = true
 		}
+	}
+	if needLC {
+		s.buildIndex()
 	}
 	s.mu.Lock()
 	s.metrics.syncLocked(s)
@@ -296,6 +300,7 @@ type StepSeries struct {
 
 // StepMetricSeries returns the full-resolution series of the given keys that exist (lifecycle keys included).
 func (s *Store) StepMetricSeries(keys ...string) map[string]StepSeries {
+	s.buildIndex()
 	s.mu.Lock()
 	s.metrics.syncLocked(s)
 	s.trajectories.ensureIndexLocked(s)

@@ -54,7 +54,7 @@ func BenchmarkSpanLines(b *testing.B) {
 			var in interner
 			in.init()
 			for _, l := range lines {
-				trajLine(l, &in, true, func(*trajRec, []traceID, []byte) {})
+				trajLine(l, &in, func(*trajRec, []traceID, []byte) {})
 			}
 		}
 	})

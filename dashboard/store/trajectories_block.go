@@ -76,16 +76,13 @@ func numI(val []byte, str bool) int32 {
 }
 
 // trajLine walks one trajectories line: a bundle (schema 3: the spans of one trace, docs/semconv.md §8.3) or a
-// single span record (schema 2, still read). fn gets each span with its links (only when wantLinks) and its raw
-// JSON object, for the fields trajRec does not keep. It returns false when the line, or any span in it, is not a
-// valid trajectories record (the valid spans of a bundle are still passed on).
-func trajLine(line []byte, in *interner, wantLinks bool, fn func(r *trajRec, links []traceID, raw []byte)) bool {
+// single span record (schema 2, still read). fn gets each span with its links and its raw JSON object, for the
+// fields trajRec does not keep. It returns false when the line, or any span in it, is not a valid trajectories
+// record (the valid spans of a bundle are still passed on).
+func trajLine(line []byte, in *interner, fn func(r *trajRec, links []traceID, raw []byte)) bool {
 	top := newTrajRec()
 	var links []traceID
-	var lp *[]traceID
-	if wantLinks {
-		lp = &links
-	}
+	lp := &links
 	f, _, ok := decodeTrajObj(line, in, &top, lp, 0)
 	if !ok {
 		return false

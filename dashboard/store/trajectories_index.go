@@ -54,6 +54,8 @@ type trajIndex struct {
 	seen map[int64]map[[24]byte]struct{}
 	// lc is the run-wide lifecycle join of the stream's raw spans (docs/semconv.md §3.1).
 	lc lcIndex
+	// fromBlocks are the hours the index took from loaded hour blocks (their lines were not parsed again).
+	fromBlocks map[int64]bool
 	// version counts changes to the index.
 	version uint64
 }
@@ -61,7 +63,7 @@ type trajIndex struct {
 func (x *trajIndex) init() {
 	*x = trajIndex{
 		steps: map[int]*stepConsume{}, byHour: map[int64][]*stepConsume{}, updates: map[int64][]weightUpdate{},
-		seen: map[int64]map[[24]byte]struct{}{},
+		seen: map[int64]map[[24]byte]struct{}{}, fromBlocks: map[int64]bool{},
 	}
 	x.lc.init()
 }
@@ -94,6 +96,203 @@ func (sc *stepConsume) lifecycleNumbers() [5]float64 {
 	return [5]float64{float64(sc.samples), float64(sc.known), n(sc.staleMean), n(sc.staleMax), n(sc.mixedFrac)}
 }
 
+// buildIndex builds the step index when no view did yet, reading every hour without holding the store's lock:
+// other queries go on meanwhile (the index of a 24-hour, 1024-GPU run reads ~6 GB of records). Queries that
+// need the index call it before they take the lock; ensureIndexLocked then only tails it. One builder at a time;
+// after files that kept changing under the reads (a partition rewritten three times) ensureIndexLocked builds
+// it under the lock instead.
+func (s *Store) buildIndex() {
+	r := &s.trajectories
+	r.building.Lock()
+	defer r.building.Unlock()
+	for range 3 {
+		s.mu.RLock()
+		built := r.index.built
+		s.mu.RUnlock()
+		if built || s.buildIndexAside() {
+			return
+		}
+	}
+}
+
+// indexItem is one record of the step index's read, in reading order: a step consume or weight update to file
+// (indexed, with its links and batch), or a span record to join, with its attempt status.
+type indexItem struct {
+	rec     trajRec
+	status  string
+	links   []traceID
+	batch   int
+	indexed bool
+}
+
+// indexChunk is a run of an hour's items; end says the hour's last (its load reports in load), fromBlock that
+// the hour's items came from its loaded block.
+type indexChunk struct {
+	hour      int64
+	items     []indexItem
+	end       bool
+	load      hourLoad
+	fromBlock bool
+}
+
+// indexChunkItems is how many items a chunk holds (~4 MB): the reader runs at most two chunks ahead of the join.
+const indexChunkItems = 32 << 10
+
+// buildIndexAside builds the step index as indexLocked does, from copies of the hours' partitions read without
+// the store's lock: one core reads the hours oldest first (or takes a loaded hour block's records, under the read
+// lock a chunk at a time) while the other joins them in order. The index is then installed under the lock, the
+// partitions' progress taken from the copies, and what the files gained meanwhile read by indexLocked. False
+// when a partition was rewritten under the read (compacted: partition.ErrReload): the caller starts over.
+func (s *Store) buildIndexAside() bool {
+	r := &s.trajectories
+	s.mu.RLock()
+	hours := r.indexFiles.Hours()
+	parts := make([]*partition.Partition, len(hours))
+	for i, h := range hours {
+		parts[i] = r.indexFiles.Parts[h].Unstarted()
+	}
+	s.mu.RUnlock()
+	chunks := make(chan indexChunk, 2)
+	reloaded := false
+	go func() {
+		defer close(chunks)
+		for i, h := range hours {
+			if r.indexingHour != nil {
+				r.indexingHour(h)
+			}
+			if !s.indexHourAside(h, parts[i], chunks) {
+				reloaded = true
+				return
+			}
+		}
+	}()
+	x := &trajIndex{}
+	x.init()
+	var loads []hourLoad
+	for c := range chunks {
+		for k := range c.items {
+			it := &c.items[k]
+			if it.indexed {
+				x.file(c.hour, &it.rec, it.links, it.batch)
+			} else {
+				x.lc.add(&it.rec, it.status)
+			}
+		}
+		if c.end {
+			loads = append(loads, c.load)
+			if c.fromBlock {
+				x.fromBlocks[c.hour] = true
+			}
+			if c.hour != partition.LegacyHour {
+				x.lc.sweep(math.Min(x.lc.edge, float64(c.hour+1)*3600), x.steps)
+			}
+		}
+	}
+	if reloaded {
+		return false
+	}
+	x.lc.sweep(x.lc.edge, x.steps)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r.index.built {
+		return true
+	}
+	for i, h := range hours {
+		if p := r.indexFiles.Parts[h]; p != nil && p.Unread() && p.TakeProgress(parts[i]) {
+			p.Loaded = true
+		}
+	}
+	for i := range loads {
+		s.learnedLocked(&loads[i])
+	}
+	x.version += r.index.version + 1 // answers keyed by the index's version never see an older one again
+	r.index.adopt(x)
+	r.index.built = true
+	r.indexLocked(s) // hours listed since, hours rewritten since (read whole again), plain files' new lines
+	r.index.annotateLocked()
+	return true
+}
+
+// indexHourAside sends hour h's items to chunks, read from p (the build's copy of the hour's partition) or taken
+// from the hour's loaded block when it holds the hour as read from its start; false when the hour was rewritten
+// under the read.
+func (s *Store) indexHourAside(h int64, p *partition.Partition, chunks chan<- indexChunk) bool {
+	r := &s.trajectories
+	c := indexChunk{hour: h, items: make([]indexItem, 0, indexChunkItems)}
+	flush := func() {
+		chunks <- c
+		c = indexChunk{hour: h, items: make([]indexItem, 0, indexChunkItems)}
+	}
+	if s.takeBlockAside(h, p, &c, flush) {
+		c.end, c.fromBlock = true, true
+		chunks <- c
+		return true
+	}
+	in := &interner{}
+	in.init()
+	var l hourLoad
+	l.reports, l.err = r.indexFiles.Read(p, func(line []byte) bool {
+		if len(c.items) >= indexChunkItems {
+			flush()
+		}
+		return trajLine(line, in, func(rec *trajRec, links []traceID, raw []byte) {
+			it := indexItem{rec: *rec, indexed: rec.typ == ttStepConsume || rec.typ == ttWeightUpdate}
+			if it.indexed {
+				it.links, it.batch = append([]traceID(nil), links...), consumeBatch(raw)
+			} else {
+				it.status = in.str(rec.status)
+			}
+			c.items = append(c.items, it)
+		})
+	})
+	if errors.Is(l.err, partition.ErrReload) {
+		return false
+	}
+	c.end, c.load = true, l
+	chunks <- c
+	return true
+}
+
+// takeBlockAside is takeBlockLocked for buildIndexAside: when hour h's block holds the hour as read from its
+// start, its records and kept consumes and updates go to the chunks in reading order (under the store's read
+// lock a chunk at a time, never while a chunk waits to be sent), and p takes the block's progress.
+func (s *Store) takeBlockAside(h int64, p *partition.Partition, c *indexChunk, flush func()) bool {
+	r := &s.trajectories
+	s.mu.RLock()
+	b, bp := r.blocks[h], r.files.Parts[h]
+	if b == nil || bp == nil || !bp.Loaded || b.read != nil || !p.TakeProgress(bp) {
+		s.mu.RUnlock()
+		return false
+	}
+	n, ni := len(b.records), len(b.indexed) // as read to the progress p took
+	s.mu.RUnlock()
+	i, k := 0, 0
+	for i < n || k < ni {
+		s.mu.RLock()
+		for len(c.items) < indexChunkItems && (i < n || k < ni) {
+			if k < ni && (i >= n || b.indexed[k].at <= i) {
+				ir := &b.indexed[k]
+				c.items = append(c.items, indexItem{rec: ir.rec, links: ir.links, batch: ir.batch, indexed: true})
+				k++
+				continue
+			}
+			c.items = append(c.items, indexItem{rec: b.records[i], status: r.strings.str(b.records[i].status)})
+			i++
+		}
+		s.mu.RUnlock()
+		if i < n || k < ni {
+			flush()
+		}
+	}
+	return true
+}
+
+// adopt makes x the index built aside (its lifecycle join keeps its evicted set in x).
+func (x *trajIndex) adopt(from *trajIndex) {
+	*x = *from
+	x.lc.join.evicted = &x.lc.evicted
+}
+
 func (r *trajectoryReader) ensureIndexLocked(ld loadApplier) {
 	if !r.index.built {
 		r.indexLocked(ld)
@@ -114,11 +313,11 @@ func (r *trajectoryReader) indexLocked(ld loadApplier) {
 		}
 		var l hourLoad
 		l.reports, l.err = r.indexFiles.Read(p, func(line []byte) bool {
-			return trajLine(line, &r.strings, true, func(rec *trajRec, links []traceID, raw []byte) {
+			return trajLine(line, &r.strings, func(rec *trajRec, links []traceID, raw []byte) {
 				if rec.typ == ttStepConsume || rec.typ == ttWeightUpdate {
-					r.fileLocked(h, rec, links, consumeBatch(raw))
+					x.file(h, rec, links, consumeBatch(raw))
 				} else {
-					x.lc.add(rec, &r.strings)
+					x.lc.add(rec, r.strings.str(rec.status))
 				}
 			})
 		})
@@ -159,15 +358,15 @@ func (r *trajectoryReader) takeBlockLocked(h int64, p *partition.Partition) bool
 	for i := range b.records {
 		for ; k < len(b.indexed) && b.indexed[k].at <= i; k++ {
 			ir := &b.indexed[k]
-			r.fileLocked(h, &ir.rec, ir.links, ir.batch)
+			x.file(h, &ir.rec, ir.links, ir.batch)
 		}
-		x.lc.add(&b.records[i], &r.strings)
+		x.lc.add(&b.records[i], r.strings.str(b.records[i].status))
 	}
 	for ; k < len(b.indexed); k++ {
 		ir := &b.indexed[k]
-		r.fileLocked(h, &ir.rec, ir.links, ir.batch)
+		x.file(h, &ir.rec, ir.links, ir.batch)
 	}
-	b.taken = true
+	x.fromBlocks[h] = true
 	p.Loaded = true
 	if !x.built && h != partition.LegacyHour {
 		x.lc.sweep(math.Min(x.lc.edge, float64(h+1)*3600), x.steps)
@@ -175,9 +374,8 @@ func (r *trajectoryReader) takeBlockLocked(h int64, p *partition.Partition) bool
 	return true
 }
 
-// fileLocked files a step consume or weight update record of hour h in the index.
-func (r *trajectoryReader) fileLocked(h int64, rec *trajRec, links []traceID, batch int) {
-	x := &r.index
+// file files a step consume or weight update record of hour h in the index.
+func (x *trajIndex) file(h int64, rec *trajRec, links []traceID, batch int) {
 	if x.filed(h, rec) {
 		return
 	}
@@ -198,7 +396,7 @@ func (r *trajectoryReader) fileLocked(h int64, rec *trajRec, links []traceID, ba
 		x.version++
 	case ttWeightUpdate:
 		x.updates[h] = append(x.updates[h], weightUpdate{rec.t0, rec.t1, rec.wv})
-		x.lc.add(rec, &r.strings)
+		x.lc.add(rec, "")
 		x.version++
 	}
 }
@@ -316,6 +514,7 @@ func optI(v int64) *int {
 // a query over both; the query calls the returned unlock.
 func (s *Store) readTrajectories(lo, hi int64) (unlock func()) {
 	s.ensureHours(lo, hi, s.trajectories.cache)
+	s.buildIndex()
 	s.mu.Lock()
 	s.trajectories.ensureIndexLocked(s)
 	s.mu.Unlock()
@@ -325,6 +524,7 @@ func (s *Store) readTrajectories(lo, hi int64) (unlock func()) {
 
 // LifecycleSteps lists every consumed step, by step.
 func (s *Store) LifecycleSteps() []StepSummary {
+	s.buildIndex()
 	s.mu.Lock()
 	s.trajectories.ensureIndexLocked(s)
 	s.mu.Unlock()

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestStepIndexTakesLoadedHours: the step index takes an hour a window already loaded from its block instead of
@@ -62,10 +63,10 @@ func TestStepIndexTakesLoadedHours(t *testing.T) {
 			}
 			took.LifecycleSteps() // the index, from the loaded block
 			h := hourOf(h0)
-			if b := took.trajectories.blocks[h]; b == nil || !b.taken {
+			if !took.trajectories.index.fromBlocks[h] {
 				t.Fatalf("the index did not take the loaded hour from its block")
 			}
-			if b := read.trajectories.blocks[h]; b != nil && b.taken {
+			if read.trajectories.index.fromBlocks[h] {
 				t.Fatalf("the index took a block loaded after it")
 			}
 			compare := func(when string) {
@@ -343,4 +344,69 @@ func openHoursHeld(t *testing.T, dir string, lo, hi int64) *Store {
 	defer st.pin()()
 	st.ensureHours(lo, hi, st.trajectories.cache)
 	return st
+}
+
+// TestStepIndexBuiltAside: the step index of the whole run is read without the store's lock. While its build
+// reads an hour, a refresh (the live follow's write lock) and a query that loads hours answer; the index then
+// equals one built under the lock, and so do the anatomies and lifecycle answers built on it.
+func TestStepIndexBuiltAside(t *testing.T) {
+	dir := trajRun(t)
+	reading := make(chan int64, 1)
+	release := make(chan struct{})
+	aside, err := open(dir, false, func(s *Store) {
+		s.trajectories.indexingHour = func(h int64) {
+			select {
+			case reading <- h:
+				<-release
+			default:
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan []StepSummary, 1)
+	go func() { done <- aside.LifecycleSteps() }()
+	<-reading // the build is about to read its first hour, and waits
+	answered := make(chan *PoolResult, 1)
+	go func() {
+		aside.Refresh()
+		answered <- aside.VersionPool(h0, h0+3600, 40)
+	}()
+	select {
+	case p := <-answered:
+		if p == nil {
+			t.Fatal("no pool")
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("a refresh and a query waited for the step index's build")
+	}
+	close(release)
+	steps := <-done
+
+	locked, err := Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	locked.mu.Lock()
+	locked.trajectories.ensureIndexLocked(locked) // the build under the lock, as before
+	locked.mu.Unlock()
+	if want := locked.LifecycleSteps(); len(steps) == 0 || !reflect.DeepEqual(steps, want) {
+		t.Fatalf("steps built aside:\n%+v\nunder the lock:\n%+v", steps, want)
+	}
+	for _, st := range steps {
+		a, err := aside.Anatomy(st.Step, "submit", 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := locked.Anatomy(st.Step, "submit", 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(a, b) {
+			aj, _ := json.Marshal(a)
+			bj, _ := json.Marshal(b)
+			t.Fatalf("step %d anatomy, index built aside:\n%s\nunder the lock:\n%s", st.Step, aj, bj)
+		}
+	}
 }

@@ -99,8 +99,9 @@ func spanFact(r *trajRec, status string) lifecycle.Span {
 	return f
 }
 
-// add joins one span record. It returns false for records the lifecycle does not read (step consumes).
-func (j *lcJoin) add(r *trajRec, in *interner) bool {
+// add joins one span record, status its attempt status (r.status's string). It returns false for records the
+// lifecycle does not read (step consumes).
+func (j *lcJoin) add(r *trajRec, status string) bool {
 	switch r.typ {
 	case ttStepConsume:
 		return false
@@ -119,7 +120,7 @@ func (j *lcJoin) add(r *trajRec, in *interner) bool {
 		j.traces[r.trace] = t
 	}
 	t.last = math.Max(t.last, r.t1)
-	f := spanFact(r, in.str(r.status))
+	f := spanFact(r, status)
 	if r.typ == ttConsume {
 		if !t.hasConsume { // a consume written twice (a retried export) is the same consume
 			t.consume, t.consumeT, t.hasConsume, t.dirty = lifecycle.ConsumeFrom(&f), r.t0, true, true
@@ -271,11 +272,12 @@ func (x *lcIndex) init() {
 	x.join.evicted = &x.evicted
 }
 
-func (x *lcIndex) add(r *trajRec, in *interner) {
+// add joins one span record, status its attempt status (r.status's string).
+func (x *lcIndex) add(r *trajRec, status string) {
 	if _, settled := x.done[r.trace]; settled {
 		return // an hour read again (compacted): this sample was settled from its first reading
 	}
-	if x.join.add(r, in) && r.t1 > x.edge && r.t1 < math.MaxFloat64 {
+	if x.join.add(r, status) && r.t1 > x.edge && r.t1 < math.MaxFloat64 {
 		x.edge = r.t1
 	}
 }

@@ -27,6 +27,10 @@ type trajectoryReader struct {
 	cache *hourCache[*trajBlock]
 	// index is the step index.
 	index trajIndex
+	// building lets one query at a time build the step index aside (buildIndex); indexingHour, when set, is
+	// called as that build starts reading an hour (the tests hold it there).
+	building     *sync.Mutex
+	indexingHour func(h int64)
 	// blocks holds the loaded hours.
 	blocks map[int64]*trajBlock
 	// version counts changes to the blocks (records added, an hour read again).
@@ -43,7 +47,7 @@ func newTrajectoryReader(dir string) trajectoryReader {
 	r := trajectoryReader{
 		indexFiles: partition.NewStream(dir, sc.StreamTrajectories),
 		files:      partition.NewStream(dir, sc.StreamTrajectories), blocks: map[int64]*trajBlock{},
-		goodput: &gpMemo{},
+		goodput: &gpMemo{}, building: &sync.Mutex{},
 	}
 	r.strings.init()
 	r.index.init()
@@ -104,8 +108,6 @@ type trajBlock struct {
 	// indexed are the hour's step consumes and weight updates: the step index takes them with the hour instead
 	// of reading its files again (trajectories_index.go, indexLocked), and the goodput ledger reads them.
 	indexed []indexedRec
-	// taken says the step index took the hour from the block: it reads the hour's later records itself.
-	taken bool
 	// read is the strings of the records the last read added (from records[readFrom:], indexed[indexedFrom:])
 	// while they are not yet the reader's: hours are read side by side, each with its own strings, and their
 	// records take the reader's when the read is applied (keepLocked).
@@ -290,7 +292,7 @@ func generateRID(r *trajRec, raw []byte) string {
 
 func (b *trajBlock) sink(in *interner) partition.LineSink {
 	return func(line []byte) bool {
-		ok := trajLine(line, in, true, func(r *trajRec, links []traceID, raw []byte) {
+		ok := trajLine(line, in, func(r *trajRec, links []traceID, raw []byte) {
 			if r.typ == ttStepConsume || r.typ == ttWeightUpdate {
 				// The step index's, kept for it to take (trajectories_index.go), and for the goodput ledger.
 				b.indexed = append(b.indexed, indexedRec{*r, append([]traceID(nil), links...), consumeBatch(raw), len(b.records)})
