@@ -33,6 +33,8 @@ type lcJoin struct {
 	// sample index: they resolve against their sample's latest attempt (docs/semconv.md §3, "Consume from any
 	// process") and are recomputed when its spans arrive.
 	remote map[int32]*lcTrace
+	// last is the attempt the last span joined (nil once dropped).
+	last *lcTrace
 }
 
 // lcTrace is one sample attempt as read so far.
@@ -114,10 +116,13 @@ func (j *lcJoin) add(r *trajRec, status string) bool {
 		}
 		return true
 	}
-	t := j.traces[r.trace]
-	if t == nil {
-		t = &lcTrace{id: r.trace, dirty: true, evicted: j.evicted != nil && j.evicted.Has(r.trace)}
-		j.traces[r.trace] = t
+	t := j.last
+	if t == nil || t.id != r.trace { // a bundle's spans come one after the other: mostly the last one's trace
+		if t = j.traces[r.trace]; t == nil {
+			t = &lcTrace{id: r.trace, dirty: true, evicted: j.evicted != nil && j.evicted.Has(r.trace)}
+			j.traces[r.trace] = t
+		}
+		j.last = t
 	}
 	t.last = math.Max(t.last, r.t1)
 	f := spanFact(r, status)
@@ -150,13 +155,17 @@ func (j *lcJoin) add(r *trajRec, status string) bool {
 		m[t.attempt] = t
 	}
 	if t.registered { // later attempts of the sample carry this one: recompute them
-		for a, u := range j.bySample[t.sample] {
-			if int64(a) > t.att.Attempt {
-				u.dirty = true
+		if m := j.bySample[t.sample]; len(m) > 1 { // (one: the attempt itself)
+			for a, u := range m {
+				if int64(a) > t.att.Attempt {
+					u.dirty = true
+				}
 			}
 		}
-		if c := j.remote[t.sample]; c != nil {
-			c.dirty = true // a consume sent in its own trace resolves against this sample's attempts
+		if len(j.remote) > 0 {
+			if c := j.remote[t.sample]; c != nil {
+				c.dirty = true // a consume sent in its own trace resolves against this sample's attempts
+			}
 		}
 	}
 	return true
@@ -219,6 +228,9 @@ func (j *lcJoin) resolve(id traceID) (*lcTrace, bool) {
 
 // drop forgets an attempt.
 func (j *lcJoin) drop(t *lcTrace) {
+	if j.last == t {
+		j.last = nil
+	}
 	delete(j.traces, t.id)
 	delete(j.unversioned, t.id)
 	if s := t.consume.Sample; t.hasConsume && s >= math.MinInt32 && s <= math.MaxInt32 && j.remote[int32(s)] == t {
@@ -274,8 +286,10 @@ func (x *lcIndex) init() {
 
 // add joins one span record, status its attempt status (r.status's string).
 func (x *lcIndex) add(r *trajRec, status string) {
-	if _, settled := x.done[r.trace]; settled {
-		return // an hour read again (compacted): this sample was settled from its first reading
+	if l := x.join.last; l == nil || l.id != r.trace { // (an attempt joined is not a settled one)
+		if _, settled := x.done[r.trace]; settled {
+			return // an hour read again (compacted): this sample was settled from its first reading
+		}
 	}
 	if x.join.add(r, status) && r.t1 > x.edge && r.t1 < math.MaxFloat64 {
 		x.edge = r.t1
@@ -327,8 +341,8 @@ func (x *lcIndex) sweep(bound float64, steps map[int]*stepConsume) {
 		}
 		t, _ = j.resolve(t.id)
 		x.done[t.id] = lcDone{lifecycle.StepSampleOf(t.res), bound}
-		if t.registered {
-			for a, u := range j.bySample[t.sample] {
+		if m := j.bySample[t.sample]; t.registered && len(m) > 1 { // (one: the attempt itself)
+			for a, u := range m {
 				if int64(a) < t.att.Attempt && !u.hasConsume {
 					j.drop(u)
 				}
