@@ -26,11 +26,16 @@ type engDigester struct {
 // recently used: the whole-run reduction does not push out the hours the pages read.
 func (s *Store) EngineDigests(key string, metrics []string, fn func(hour int64, raws map[string][]EngineRaw) any) []EngineDigest {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	r := &s.engines
 	if _, ok := r.digesters[key]; !ok {
 		r.digesters[key] = engDigester{metrics: metrics, fn: fn}
 	}
+	s.mu.Unlock()
+	// The hours never read first, each under the lock alone (loadEngineCatalog): a closed hour is digested as
+	// it loads, so the pass below reads no hour but those the budget dropped since.
+	s.loadEngineCatalog()
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	hours := r.files.Hours()
 	out := make([]EngineDigest, 0, len(hours))
 	for _, h := range hours {

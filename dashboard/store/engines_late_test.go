@@ -2,8 +2,10 @@ package store
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestEnginesAppearingLateAreFollowed: the key catalog was built before any engine was scraped (engines
@@ -86,5 +88,49 @@ func TestEngineScrapesReadTwiceReadOnce(t *testing.T) {
 	}
 	if st.DataVersion() != v {
 		t.Errorf("a refresh that read only repeats moved the data version %v → %v", v, st.DataVersion())
+	}
+}
+
+// TestEngineCatalogReadsHourByHour: the engine catalog's first whole-run read holds the store's lock one hour at
+// a time: after each hour a refresh (the live follow's write lock) and a query answer before the next is read,
+// and the catalog is the one read under the lock throughout.
+func TestEngineCatalogReadsHourByHour(t *testing.T) {
+	dir := engineRun(t)
+	write(t, dir, "dashboard/engine_series/"+hourB+".jsonl",
+		engLine(h0+3700, "http://e0:1", "sglang:num_running_reqs", `"dp_rank":"0","engine_type":"unified"`, 3))
+	var read []int64
+	var waited []int64
+	st, err := open(dir, false, func(s *Store) {
+		s.engines.hourRead = func(h int64) {
+			read = append(read, h)
+			done := make(chan struct{})
+			go func() {
+				s.Refresh()
+				s.Phases(h0, h0+3600, nil)
+				close(done)
+			}()
+			select {
+			case <-done:
+			case <-time.After(time.Minute):
+				waited = append(waited, h)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := st.EngineMetrics()
+	if len(read) == 0 || len(waited) > 0 { // (the refresh after the first hour loads the newest two)
+		t.Fatalf("hours read one by one: %v; queries that waited for the pass: %v", read, waited)
+	}
+	locked, err := Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	locked.mu.Lock()
+	locked.ensureEngineCatalogLocked()
+	locked.mu.Unlock()
+	if want := locked.EngineMetrics(); len(got) == 0 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("catalog read hour by hour:\n%+v\nunder the lock:\n%+v", got, want)
 	}
 }

@@ -32,6 +32,9 @@ type engineReader struct {
 	// packOff keeps every engine hour as float64 columns, never packed (withEngPackOff: the tests compare both
 	// forms).
 	packOff bool
+	// hourRead, when set, is called after a whole-run pass read an hour, the store's lock released (the tests
+	// query there).
+	hourRead func(h int64)
 }
 
 // engHourCatalog is what the key catalog needs of one hour: per metric, its points and whether it is a histogram
@@ -177,20 +180,50 @@ func (s *Store) ensureEngineHoursLocked(t0, t1 float64) {
 	s.ensureLocked(c.missing(lo, hi), c.span(lo, hi))
 }
 
-// ensureEngineCatalogLocked loads the engine hours never read (a dropped hour's catalog figures are kept:
-// engHourCatalog).
-func (s *Store) ensureEngineCatalogLocked() {
+// loadEngineCatalog loads the engine hours never read (a dropped hour's catalog figures are kept:
+// engHourCatalog), each under the store's lock alone: the other queries answer between two hours (a 1024-GPU
+// run's engine hour takes seconds to read, its whole run minutes). Hour by hour, each left least recently
+// used: a long run opened cold never holds all its hours at once, and the catalog's read does not push out the
+// hours the pages read. Callers then take the lock and ensureEngineCatalogLocked finds them read.
+func (s *Store) loadEngineCatalog() {
 	r := &s.engines
+	for {
+		s.mu.Lock()
+		h, ok := r.unreadLocked()
+		if ok {
+			s.loadLocked(r.cache.jobs([]int64{h}, hourRead{}))
+			s.settleColdLocked(heldEngine, h)
+		}
+		s.mu.Unlock()
+		if !ok {
+			return
+		}
+		if r.hourRead != nil {
+			r.hourRead(h)
+		}
+	}
+}
+
+// unreadLocked is the oldest engine hour never read, neither loaded nor dropped; false when none is.
+func (r *engineReader) unreadLocked() (int64, bool) {
 	if r.allLoaded && len(r.files.Hours()) == len(r.blocks)+len(r.dropped) {
-		return
+		return 0, false
 	}
 	for _, h := range r.files.Hours() {
 		if _, gone := r.dropped[h]; !gone && !r.files.Parts[h].Loaded {
-			s.loadLocked(r.cache.jobs([]int64{h}, hourRead{}))
-			// Hour by hour, each left least recently used: a long run opened cold never holds all its hours
-			// at once, and the catalog's read does not push out the hours the pages read.
-			s.settleColdLocked(heldEngine, h)
+			return h, true
 		}
+	}
+	return 0, false
+}
+
+// ensureEngineCatalogLocked loads the engine hours never read (loadEngineCatalog read them, but for hours
+// listed since).
+func (s *Store) ensureEngineCatalogLocked() {
+	r := &s.engines
+	for h, ok := r.unreadLocked(); ok; h, ok = r.unreadLocked() {
+		s.loadLocked(r.cache.jobs([]int64{h}, hourRead{}))
+		s.settleColdLocked(heldEngine, h)
 	}
 	r.allLoaded = true
 }

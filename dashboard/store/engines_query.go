@@ -400,6 +400,7 @@ func (r *engineReader) catalogLocked() []EngineMetricInfo {
 
 // EngineMetrics is the engine metric catalog (every hour loaded).
 func (s *Store) EngineMetrics() []EngineMetricInfo {
+	s.loadEngineCatalog()
 	s.mu.Lock()
 	s.ensureEngineCatalogLocked()
 	s.mu.Unlock()

@@ -73,6 +73,7 @@ func CategoryLess(a, b string) bool {
 // engine metric catalog (category sglang), categories in sidebar order and keys by name within one.
 func (s *Store) MetricKeys() ([]MetricKey, []string, uint64) {
 	s.buildIndex()
+	s.loadEngineCatalog()
 	s.mu.Lock()
 	s.metrics.syncLocked(s)
 	s.trajectories.ensureIndexLocked(s)
