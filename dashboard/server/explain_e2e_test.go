@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"math"
 	"net/http/httptest"
 	"os"
@@ -274,5 +275,115 @@ func TestExplainSettledStepsCachedE2E(t *testing.T) {
 	nowTable, nowStep3, _ := answers(cache)
 	if nowTable != bareTable || nowStep3 != bareStep3 {
 		t.Fatalf("after a phases file changed:\n%s\n%s\nwant what the files hold now:\n%s\n%s", nowTable, nowStep3, bareTable, bareStep3)
+	}
+}
+
+// TestExplainSettledBesideLiveHourE2E: a phases hour still being written past a step's next hour (a live run's
+// newest, within phaseReach of every recent step) does not keep the step from being settled while it holds no
+// phase that began in the step; once a phase that began in step 3 ends in it, the steps it overlaps are computed
+// again, as a server without the cache computes them.
+func TestExplainSettledBesideLiveHourE2E(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: builds and runs the simulator through the collector")
+	}
+	dir := simRun(t, 6, "--seed", "7", "--mode", "async", "--nodes", "1", "--gpus-per-node", "4", "--gpus-per-engine", "1", "--restart-step", "-1")
+	old := time.Now().Add(-2 * time.Hour)
+	var files, phaseFiles []string
+	if err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			files = append(files, p)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range files {
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(p, string(filepath.Separator)+sc.StreamPhases+string(filepath.Separator)) {
+			phaseFiles = append(phaseFiles, p)
+		}
+	}
+	if len(phaseFiles) != 1 {
+		t.Fatalf("phases files %v: want the run's one hour", phaseFiles)
+	}
+	// A train-lane phase of the run, to copy; the live hour three hours on.
+	raw, err := os.ReadFile(phaseFiles[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var model map[string]any
+	for l := range strings.SplitSeq(string(raw), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(l), &m) == nil && m["role"] == "train" && m["rank"] == 0.0 {
+			model = m
+			break
+		}
+	}
+	if model == nil {
+		t.Fatal("no train phase of rank 0")
+	}
+	base := strings.TrimSuffix(filepath.Base(phaseFiles[0]), filepath.Ext(phaseFiles[0]))
+	at, err := time.Parse("20060102_15", strings.TrimSuffix(base, ".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := filepath.Join(filepath.Dir(phaseFiles[0]), at.Add(3*time.Hour).Format("20060102_15")+".jsonl")
+	phase := func(name, span string, t0, t1 float64) string {
+		m := maps.Clone(model)
+		m["name"], m["span"], m["t0"], m["t1"] = name, span, t0, t1
+		b, _ := json.Marshal(m)
+		return string(b) + "\n"
+	}
+	liveT := float64(at.Add(3*time.Hour).Unix()) + 60
+	if err := os.WriteFile(live, []byte(phase("data_preprocess", "00000000000000a1", liveT, liveT+5)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cache := t.TempDir()
+	table := func(cacheDir string) (string, []any) {
+		t.Helper()
+		st, err := store.Open(dir, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cacheDir != "" {
+			st.SetCacheDir(cacheDir)
+		}
+		srv := New(Options{Store: st})
+		ts := httptest.NewServer(srv)
+		defer func() { ts.Close(); srv.Close() }()
+		_, tab := getData(t, ts.URL+"/api/v1/explain")
+		testwait.CacheWrites(t, time.Minute)
+		steps, _ := tab["steps"].([]any)
+		var closed []any
+		for _, s := range steps {
+			if m, _ := s.(map[string]any); m["open"] != true {
+				closed = append(closed, s)
+			}
+		}
+		b, _ := json.Marshal(closed)
+		return string(b), closed
+	}
+	first, closed := table(cache)
+	saved, _ := filepath.Glob(filepath.Join(cache, "*", "explain", "step_*.json"))
+	if len(closed) < 5 || len(saved) != len(closed) {
+		t.Fatalf("%d steps' facts saved beside the live hour, want the %d closed steps'", len(saved), len(closed))
+	}
+	// A phase that began in step 3 and ends in the live hour.
+	s3, _ := closed[3].(map[string]any)
+	t0, _ := s3["t0"].(float64)
+	f, err := os.OpenFile(live, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(phase("data_preprocess", "00000000000000a2", t0+1, liveT+10)); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	now, _ := table(cache)
+	bare, _ := table("")
+	if now != bare || now == first {
+		t.Fatalf("after a phase of step 3 ended in the live hour, from the cache:\n%s\nwithout it:\n%s\nbefore:\n%s", now, bare, first)
 	}
 }

@@ -461,6 +461,7 @@ func (ex *explainer) factsOf(asked []stepAsked) []*ExplainStepFacts {
 	// keys are the settled inputs' keys of the closed steps (explain_cache.go), "" for the others.
 	keys := make([]string, len(asked))
 	stats := map[string]os.FileInfo{}
+	ex.holdLaterPhases(asked)
 	var todo []stepAsked
 	for i, a := range asked {
 		if out[i] = ex.remembered(a); out[i] != nil {

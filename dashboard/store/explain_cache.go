@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -70,6 +71,10 @@ func (ex *explainer) inputsKey(st Bubble, stats map[string]os.FileInfo) string {
 	}
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	// Phases hours past the step's next one hold nothing of it but phases that began before it ended (phases are
+	// filed by end hour; a marker by its start): while such an hour is still written (a live run's newest hours,
+	// within phaseReach of every recent step), its part is those phases as read, not its files.
+	later := hourOf(st.T1+consumeSlack) + 1
 	for _, in := range []struct {
 		name  string
 		files *partition.Stream
@@ -79,15 +84,20 @@ func (ex *explainer) inputsKey(st Bubble, stats map[string]os.FileInfo) string {
 			if p == nil {
 				continue
 			}
+			var part []byte
+			settled := true
 			for _, f := range p.Files {
 				path, plain := f.Zst, false
 				switch {
 				case f.Plain != "" && f.Zst != "":
-					return "" // being compacted
+					settled = false // being compacted
 				case f.Plain != "":
 					path, plain = f.Plain, true
 				case f.Zst == "":
 					continue
+				}
+				if !settled {
+					break
 				}
 				fi, ok := stats[path]
 				if !ok {
@@ -100,13 +110,60 @@ func (ex *explainer) inputsKey(st Bubble, stats map[string]os.FileInfo) string {
 					}
 				}
 				if fi == nil || !fi.Mode().IsRegular() || plain && time.Since(fi.ModTime()) < plainSettled {
+					settled = false
+					break
+				}
+				part = fmt.Appendf(part, "%s\x00%d\x00%s\x00%t\x00%d\x00%d\x00", in.name, hour, f.Shard, plain, fi.Size(), fi.ModTime().UnixNano())
+			}
+			switch {
+			case settled:
+				h.Write(part)
+			case in.name == sc.StreamPhases && hour > later:
+				b := s.phases.blocks[hour]
+				if b == nil {
 					return ""
 				}
-				fmt.Fprintf(h, "%s\x00%d\x00%s\x00%t\x00%d\x00%d\x00", in.name, hour, f.Shard, plain, fi.Size(), fi.ModTime().UnixNano())
+				fmt.Fprintf(h, "%s\x00%d\x00", in.name, hour)
+				for _, rs := range [][]phaseRec{b.closed, b.open} {
+					for i := range rs {
+						if r := &rs[i]; r.T0 < st.T1 {
+							fmt.Fprintf(h, "%s\x00%s\x00%s\x00%d\x00%s\x00%d\x00%t\x00", strconv.FormatFloat(r.T0, 'g', -1, 64),
+								strconv.FormatFloat(r.end, 'g', -1, 64), r.Name, r.Rank, r.Node, r.PID, r.isOpen)
+							fmt.Fprintf(h, "%s\x00%s\x00", r.Span, r.Parent)
+						}
+					}
+				}
+			default:
+				return ""
 			}
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16])
+}
+
+// holdLaterPhases loads the phases hours that the asked closed steps' inputs keys take as they are held (past
+// each step's next hour, still being written) when the store does not hold them: a live page holds the newest
+// hours already.
+func (ex *explainer) holdLaterPhases(asked []stepAsked) {
+	s := ex.s
+	var want []int64
+	s.mu.RLock()
+	for _, a := range asked {
+		if a.open {
+			continue
+		}
+		lo, hi := factsHours(a.st)
+		for h := max(lo, hourOf(a.st.T1+consumeSlack)+2); h <= hi; h++ {
+			if p := s.phases.files.Parts[h]; p != nil && p.HasPlain() && s.phases.blocks[h] == nil {
+				want = append(want, h)
+			}
+		}
+	}
+	s.mu.RUnlock()
+	slices.Sort(want)
+	for _, h := range slices.Compact(want) {
+		s.ensureHours(h, h, s.phases.cache)
+	}
 }
 
 // settled is step a's facts kept for inputs key, from the memo or the cache directory; nil when none are.
