@@ -3,15 +3,20 @@ package store_test
 import (
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/advisory"
 	"github.com/otelcol-miles/otelcol-miles/dashboard/server"
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
+	"github.com/otelcol-miles/otelcol-miles/internal/testwait"
 )
 
 // digestDump writes the advisory's engine hour digests out in a fixed order, floats exact (%v) and NaN-safe.
@@ -225,5 +230,59 @@ func TestEngineScanKeepsPageHours(t *testing.T) {
 	store.SettleForTest(st)
 	if held := store.EngineHourBytesForTest(st); len(held) != 1 || held[1] == 0 {
 		t.Fatalf("engine hours held after the scan and a settle: %v; want only hour 1, the page's", held)
+	}
+}
+
+// TestEngineCatalogFromCache: a reopened run takes its closed engine hours' catalog figures from the cache
+// directory, reading none of them for the key catalogs, and everything the engine hours feed (the advisory, the
+// key catalogs, the metric views) answers byte for byte as a store without the cache.
+func TestEngineCatalogFromCache(t *testing.T) {
+	dir := store.PackRunForTest(t)
+	old := time.Now().Add(-2 * time.Hour) // plain hours settled: nobody wrote to them for a minute
+	var files []string
+	if err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			files = append(files, p)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range files {
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ref, err := store.Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := engineAnswers(t, ref)
+	cache := t.TempDir()
+	first, err := store.Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.SetCacheDir(cache)
+	first.EngineMetrics()
+	testwait.CacheWrites(t, time.Minute)
+	saved, _ := filepath.Glob(filepath.Join(cache, "*", "engine_series", "*.catalog.json"))
+	if len(saved) != 2 {
+		t.Fatalf("saved %v: want the 2 closed hours' figures (the newest two may still be written)", saved)
+	}
+	again, err := store.Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again.SetCacheDir(cache)
+	keys, _, _ := again.MetricKeys()
+	if held, dropped := store.EngineHoursForTest(again); held != 2 || dropped != 2 || len(keys) == 0 {
+		t.Fatalf("after the key catalog: %d engine hours read, %d from the cache; want the newest two read alone", held, dropped)
+	}
+	got := engineAnswers(t, again)
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("answer %d from the cached catalog:\n%s\nwithout the cache:\n%s", i, got[i], want[i])
+		}
 	}
 }

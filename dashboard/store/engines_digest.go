@@ -32,8 +32,27 @@ func (s *Store) EngineDigests(key string, metrics []string, fn func(hour int64, 
 	}
 	s.mu.Unlock()
 	// The hours never read first, each under the lock alone (loadEngineCatalog): a closed hour is digested as
-	// it loads, so the pass below reads no hour but those the budget dropped since.
+	// it loads. Then, as alone, the closed hours still without the digest (the catalog's figures came from the
+	// cache directory, or the budget dropped the hour before the digest was asked for); the pass below reads
+	// none but the open hours and those the budget dropped since.
 	s.loadEngineCatalog()
+	tried := map[int64]bool{}
+	for {
+		s.mu.Lock()
+		h, ok := r.undigestedLocked(key, tried)
+		if ok {
+			tried[h] = true
+			s.loadLocked(r.cache.jobs([]int64{h}, hourRead{})) // a closed hour is digested as it loads
+			s.settleColdLocked(heldEngine, h)
+		}
+		s.mu.Unlock()
+		if !ok {
+			break
+		}
+		if r.hourRead != nil {
+			r.hourRead(h)
+		}
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	hours := r.files.Hours()
@@ -61,6 +80,19 @@ func (s *Store) EngineDigests(key string, metrics []string, fn func(hour int64, 
 	}
 	r.allLoaded = true
 	return out
+}
+
+// undigestedLocked is the oldest closed engine hour not loaded that lacks digest key, not in tried; false when
+// none is.
+func (r *engineReader) undigestedLocked(key string, tried map[int64]bool) (int64, bool) {
+	for _, h := range r.files.Hours() {
+		p := r.files.Parts[h]
+		if _, ok := r.digests[h][key]; ok || p.Loaded || tried[h] || !r.hourClosedLocked(h, p) {
+			continue
+		}
+		return h, true
+	}
+	return 0, false
 }
 
 // EngineHourRaw is one hour's series of metrics, by metric (an hour read back if the budget dropped it, left

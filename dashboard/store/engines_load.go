@@ -191,8 +191,7 @@ func (s *Store) loadEngineCatalog() {
 		s.mu.Lock()
 		h, ok := r.unreadLocked()
 		if ok {
-			s.loadLocked(r.cache.jobs([]int64{h}, hourRead{}))
-			s.settleColdLocked(heldEngine, h)
+			s.catalogHourLocked(h)
 		}
 		s.mu.Unlock()
 		if !ok {
@@ -202,6 +201,25 @@ func (s *Store) loadEngineCatalog() {
 			r.hourRead(h)
 		}
 	}
+}
+
+// catalogHourLocked gives the catalog hour h's figures: from the cache directory (the hour is then as one the
+// budget dropped), or read, closed hours' figures saved for the next open, and left least recently used.
+func (s *Store) catalogHourLocked(h int64) {
+	r := &s.engines
+	p := r.files.Parts[h]
+	c, files, ok := s.cachedEngCatalogLocked(p)
+	if ok {
+		r.dropped[h] = c
+		return
+	}
+	s.loadLocked(r.cache.jobs([]int64{h}, hourRead{}))
+	if r.hourClosedLocked(h, p) {
+		if b := r.blocks[h]; b != nil {
+			s.saveEngCatalogLocked(p, files, b.catalogOf())
+		}
+	}
+	s.settleColdLocked(heldEngine, h)
 }
 
 // unreadLocked is the oldest engine hour never read, neither loaded nor dropped; false when none is.
@@ -222,8 +240,7 @@ func (r *engineReader) unreadLocked() (int64, bool) {
 func (s *Store) ensureEngineCatalogLocked() {
 	r := &s.engines
 	for h, ok := r.unreadLocked(); ok; h, ok = r.unreadLocked() {
-		s.loadLocked(r.cache.jobs([]int64{h}, hourRead{}))
-		s.settleColdLocked(heldEngine, h)
+		s.catalogHourLocked(h)
 	}
 	r.allLoaded = true
 }
