@@ -27,6 +27,8 @@ import { fmtDuration, type RunsList, type RunSummary } from "./runs";
 export const RUN_COLORS = ["#4c78a8", "#f58518", "#54a24b", "#b279a2"];
 
 const KEYS = ["rollout/raw_reward", "perf/step_time", "train/loss", "perf/wait_time_ratio"];
+/** The sglang series drawn per run (engines summed per bucket). */
+const ENGINE_METRICS = ["sglang:gen_throughput", "sglang:num_queue_reqs"];
 /** Read for the pace (tokens per step = samples × mean response length), not charted. */
 const RESP_LEN = "rollout/response_length/mean";
 
@@ -42,6 +44,9 @@ interface RunData {
   config: RunConfigResp | null;
   /** Every step's seconds per cause (null: the server could not say). */
   explain: ExplainTableResp | null;
+  /** The consumed steps and the causes are still being read (they read the whole run: seconds on a long one,
+   * the first time): the page is drawn without them meanwhile. */
+  pending: boolean;
 }
 
 export class ComparePage {
@@ -80,32 +85,46 @@ export class ComparePage {
       return;
     }
     const list = await this.api.get<RunsList>("/api/v1/runs");
-    const runs: RunData[] = [];
-    for (const [i, id] of this.ids.entries()) {
-      const run = list.runs.find((r) => r.id === id);
-      if (!run) {
-        this.onError(`no run "${id}" in the library`);
-        continue;
-      }
-      const a = this.api.forRun(id);
-      const ms = await a.get<MetricsSeriesResp>("/api/v1/metrics/series", { keys: [...KEYS, RESP_LEN].join(","), points: 2000, time: "true" });
-      const series: RunData["series"] = {};
-      let base = Infinity;
-      for (const s of ms.series) {
-        series[s.key] = { x: s.x, y: s.y, t: s.t };
-        for (const t of s.t ?? []) if (t !== null && t < base) base = t;
-      }
-      const bp = await a.get<BubblesPhasesResp>("/api/v1/bubbles/phases").catch(() => ({ lanes: 0, names: [], steps: [] }));
-      const config = await a.get<RunConfigResp>("/api/v1/run_config").catch(() => null);
-      const steps = await a.get<StepsResp>("/api/v1/steps").then((s) => s.steps).catch(() => []);
-      const engines: RunData["engines"] = {};
-      for (const m of ["sglang:gen_throughput", "sglang:num_queue_reqs"]) {
-        engines[m] = await a.get<EnginesSeriesResp>("/api/v1/engines/series", { metric: m, points: 400 }).catch(() => null);
-      }
-      const explain = await a.get<ExplainTableResp>("/api/v1/explain").catch(() => null);
-      runs.push({ run, color: RUN_COLORS[i % RUN_COLORS.length], series, base, steps, engines, phases: breakdown(bp), config, explain });
-    }
+    // Every run's views side by side, drawn once the quick ones are in; the consumed steps and the causes
+    // (each reads its whole run) are drawn when they arrive.
+    const loaded = await Promise.all(
+      this.ids.map(async (id, i): Promise<RunData | null> => {
+        const run = list.runs.find((r) => r.id === id);
+        if (!run) {
+          this.onError(`no run "${id}" in the library`);
+          return null;
+        }
+        const a = this.api.forRun(id);
+        const [ms, bp, config, gen, queue] = await Promise.all([
+          a.get<MetricsSeriesResp>("/api/v1/metrics/series", { keys: [...KEYS, RESP_LEN].join(","), points: 2000, time: "true" }),
+          a.get<BubblesPhasesResp>("/api/v1/bubbles/phases").catch(() => ({ lanes: 0, names: [], steps: [] })),
+          a.get<RunConfigResp>("/api/v1/run_config").catch(() => null),
+          ...ENGINE_METRICS.map((m) => a.get<EnginesSeriesResp>("/api/v1/engines/series", { metric: m, points: 400 }).catch(() => null)),
+        ]);
+        const series: RunData["series"] = {};
+        let base = Infinity;
+        for (const s of ms.series) {
+          series[s.key] = { x: s.x, y: s.y, t: s.t };
+          for (const t of s.t ?? []) if (t !== null && t < base) base = t;
+        }
+        const engines: RunData["engines"] = { [ENGINE_METRICS[0]]: gen, [ENGINE_METRICS[1]]: queue };
+        return { run, color: RUN_COLORS[i % RUN_COLORS.length], series, base, steps: [], engines, phases: breakdown(bp), config, explain: null, pending: true };
+      }),
+    );
+    const runs = loaded.filter((d): d is RunData => d !== null);
     this.render(runs);
+    await Promise.all(
+      runs.map(async (d) => {
+        const a = this.api.forRun(d.run.id);
+        [d.steps, d.explain] = await Promise.all([
+          a.get<StepsResp>("/api/v1/steps").then((s) => s.steps).catch(() => []),
+          a.get<ExplainTableResp>("/api/v1/explain").catch(() => null),
+        ]);
+        d.pending = false;
+      }),
+    );
+    this.render(runs);
+    this.root.dataset.complete = "1";
   }
 
   private render(runs: RunData[]): void {
@@ -124,6 +143,7 @@ export class ComparePage {
     }
     r.append(el("h2", "", "Compare"), legend);
     this.probe.runs = runs.map((d) => d.run.id);
+    this.probe.charts = 0;
 
     for (const key of KEYS) {
       const have = runs.filter((d) => d.series[key]?.x.length);
@@ -154,7 +174,7 @@ export class ComparePage {
       this.probe.phaseTotals[d.run.id] = b.totals;
       const p = pace(b, d.steps, d.series[RESP_LEN]);
       this.probe.pace[d.run.id] = p;
-      const f = (v: number | null, digits: number) => (v === null ? "–" : v.toFixed(digits));
+      const f = (v: number | null, digits: number) => (v === null ? (d.pending ? "…" : "–") : v.toFixed(digits));
       const tr = rowOf("td", [
         d.run.name,
         String(b.steps.length),
@@ -200,15 +220,17 @@ export class ComparePage {
 
     // Staleness and mixed versions of the consumed steps.
     const hs = el("div", "cmpcharts");
-    hs.append(
-      histogram("staleness (mean per step)", runs.map((d) => ({ color: d.color, label: d.run.name, v: d.steps.map((s) => s.staleness_mean).filter((v): v is number => v !== null) }))),
-      histogram("mixed-version fraction per step", runs.map((d) => ({ color: d.color, label: d.run.name, v: d.steps.map((s) => s.mixed_version_frac).filter((v): v is number => v !== null) }))),
-    );
+    if (runs.some((d) => d.pending)) hs.appendChild(el("p", "hint pending", "reading the consumed steps' staleness (the runs' step indexes)…"));
+    else
+      hs.append(
+        histogram("staleness (mean per step)", runs.map((d) => ({ color: d.color, label: d.run.name, v: d.steps.map((s) => s.staleness_mean).filter((v): v is number => v !== null) }))),
+        histogram("mixed-version fraction per step", runs.map((d) => ({ color: d.color, label: d.run.name, v: d.steps.map((s) => s.mixed_version_frac).filter((v): v is number => v !== null) }))),
+      );
     r.appendChild(hs);
 
     // sglang per run (engines summed per bucket).
     const eng = el("div", "cmpcharts");
-    for (const m of ["sglang:gen_throughput", "sglang:num_queue_reqs"]) {
+    for (const m of ENGINE_METRICS) {
       const lines = runs
         .filter((d) => d.engines[m]?.t.length)
         .map((d) => {
@@ -260,6 +282,10 @@ export class ComparePage {
     box.appendChild(el("h3", "", `where the extra minutes went, against ${runs[0].run.name} (the same step numbers; docs/semconv.md §12.1)`));
     const first = runs[0].explain;
     for (const d of runs.slice(1)) {
+      if (runs[0].pending || d.pending) {
+        box.appendChild(el("p", "hint pending", `${d.run.name}: reading every step's causes (the first time on a long run it reads the whole run)…`));
+        continue;
+      }
       if (!first || !d.explain) {
         box.appendChild(el("p", "hint", `${d.run.name}: no step explanation (GET /api/v1/explain failed for one of the runs)`));
         continue;
@@ -291,8 +317,7 @@ export class ComparePage {
       }
       box.appendChild(t);
     }
-    this.explainHost.textContent = "";
-    box.appendChild(this.explainHost);
+    box.appendChild(this.explainHost); // a step explained meanwhile stays open
     return box;
   }
 

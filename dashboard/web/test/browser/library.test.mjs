@@ -69,6 +69,9 @@ test("compare of two runs of different speeds shows both, stacked by phase with 
   await page.goto(dash.base + "/?view=compare&runs=fast,slow");
   await page.waitForSelector("body[data-ready='1']");
   await until(async () => (await page.locator("table.cmptable tr[data-run]").count()) === 2, { what: "two runs in the breakdown" });
+  // Drawn first without the consumed steps and the causes (they read each whole run), then with them.
+  await page.waitForSelector(".compare[data-complete='1']");
+  assert.equal(await page.locator(".compare .pending").count(), 0, "nothing left pending once complete");
   assert.equal(await page.locator(".cmprun").count(), 2);
   const probe = await page.evaluate(() => window.__milesLibrary.probe);
   const perStep = {};
