@@ -44,8 +44,8 @@ interface RunData {
   config: RunConfigResp | null;
   /** Every step's seconds per cause (null: the server could not say). */
   explain: ExplainTableResp | null;
-  /** The consumed steps and the causes are still being read (they read the whole run: seconds on a long one,
-   * the first time): the page is drawn without them meanwhile. */
+  /** The consumed steps, the causes and the sglang series are still being read (each reads the whole run:
+   * seconds to minutes on a long one, the first time): the page is drawn without them meanwhile. */
   pending: boolean;
 }
 
@@ -85,8 +85,8 @@ export class ComparePage {
       return;
     }
     const list = await this.api.get<RunsList>("/api/v1/runs");
-    // Every run's views side by side, drawn once the quick ones are in; the consumed steps and the causes
-    // (each reads its whole run) are drawn when they arrive.
+    // Every run's views side by side, drawn once the quick ones are in; the consumed steps, the causes and the
+    // sglang series (each reads its whole run) are drawn when they arrive.
     const loaded = await Promise.all(
       this.ids.map(async (id, i): Promise<RunData | null> => {
         const run = list.runs.find((r) => r.id === id);
@@ -95,11 +95,10 @@ export class ComparePage {
           return null;
         }
         const a = this.api.forRun(id);
-        const [ms, bp, config, gen, queue] = await Promise.all([
+        const [ms, bp, config] = await Promise.all([
           a.get<MetricsSeriesResp>("/api/v1/metrics/series", { keys: [...KEYS, RESP_LEN].join(","), points: 2000, time: "true" }),
           a.get<BubblesPhasesResp>("/api/v1/bubbles/phases").catch(() => ({ lanes: 0, names: [], steps: [] })),
           a.get<RunConfigResp>("/api/v1/run_config").catch(() => null),
-          ...ENGINE_METRICS.map((m) => a.get<EnginesSeriesResp>("/api/v1/engines/series", { metric: m, points: 400 }).catch(() => null)),
         ]);
         const series: RunData["series"] = {};
         let base = Infinity;
@@ -107,8 +106,7 @@ export class ComparePage {
           series[s.key] = { x: s.x, y: s.y, t: s.t };
           for (const t of s.t ?? []) if (t !== null && t < base) base = t;
         }
-        const engines: RunData["engines"] = { [ENGINE_METRICS[0]]: gen, [ENGINE_METRICS[1]]: queue };
-        return { run, color: RUN_COLORS[i % RUN_COLORS.length], series, base, steps: [], engines, phases: breakdown(bp), config, explain: null, pending: true };
+        return { run, color: RUN_COLORS[i % RUN_COLORS.length], series, base, steps: [], engines: {}, phases: breakdown(bp), config, explain: null, pending: true };
       }),
     );
     const runs = loaded.filter((d): d is RunData => d !== null);
@@ -116,10 +114,14 @@ export class ComparePage {
     await Promise.all(
       runs.map(async (d) => {
         const a = this.api.forRun(d.run.id);
-        [d.steps, d.explain] = await Promise.all([
+        const [steps, explain, engines] = await Promise.all([
           a.get<StepsResp>("/api/v1/steps").then((s) => s.steps).catch(() => []),
           a.get<ExplainTableResp>("/api/v1/explain").catch(() => null),
+          Promise.all(ENGINE_METRICS.map((m) => a.get<EnginesSeriesResp>("/api/v1/engines/series", { metric: m, points: 400 }).catch(() => null))),
         ]);
+        d.steps = steps;
+        d.explain = explain;
+        ENGINE_METRICS.forEach((m, k) => (d.engines[m] = engines[k]));
         d.pending = false;
       }),
     );
@@ -247,6 +249,7 @@ export class ComparePage {
         });
       if (lines.length) eng.appendChild(this.chart(`${m} (all engines) by time since its first reading (s)`, lines, "seconds since its first reading"));
     }
+    if (runs.some((d) => d.pending)) eng.appendChild(el("p", "hint pending", "reading the runs' sglang series (every engine hour of each run)…"));
     if (eng.children.length) r.appendChild(eng);
 
     // Config difference: the arguments whose values differ between the runs that record theirs.
