@@ -1,7 +1,10 @@
 package store
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -132,5 +135,56 @@ func TestEngineCatalogReadsHourByHour(t *testing.T) {
 	locked.mu.Unlock()
 	if want := locked.EngineMetrics(); len(got) == 0 || !reflect.DeepEqual(got, want) {
 		t.Fatalf("catalog read hour by hour:\n%+v\nunder the lock:\n%+v", got, want)
+	}
+}
+
+// TestEngineSeriesReadsHourByHour: a whole-run engine series reads the hours it needs one per hold of the
+// store's lock (a refresh and a query answer between two), and answers as one read under the lock.
+func TestEngineSeriesReadsHourByHour(t *testing.T) {
+	dir := engineRun(t)
+	write(t, dir, "dashboard/engine_series/"+hourB+".jsonl",
+		engLine(h0+3700, "http://e0:1", "sglang:num_running_reqs", `"dp_rank":"0","engine_type":"unified"`, 3))
+	var read, waited []int64
+	st, err := open(dir, false, func(s *Store) {
+		s.engines.hourRead = func(h int64) {
+			read = append(read, h)
+			done := make(chan struct{})
+			go func() {
+				s.Refresh()
+				s.Phases(h0, h0+3600, nil)
+				close(done)
+			}()
+			select {
+			case <-done:
+			case <-time.After(time.Minute):
+				waited = append(waited, h)
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.EngineSeries("sglang:num_running_reqs", "", false, h0, h0+7200, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(read) == 0 || len(waited) > 0 {
+		t.Fatalf("hours read one by one: %v; queries that waited for the series: %v", read, waited)
+	}
+	ref, err := Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref.mu.Lock()
+	ref.ensureEngineHoursLocked(math.Inf(-1), math.Inf(1)) // every hour under the lock, as before
+	ref.mu.Unlock()
+	want, err := ref.EngineSeries("sglang:num_running_reqs", "", false, h0, h0+7200, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gj, _ := json.Marshal(got)
+	wj, _ := json.Marshal(want)
+	if len(got.Series) == 0 || !bytes.Equal(gj, wj) {
+		t.Fatalf("series read hour by hour:\n%s\nunder the lock:\n%s", gj, wj)
 	}
 }

@@ -169,15 +169,52 @@ func (r *engineReader) hourClosedLocked(h int64, p *partition.Partition) bool {
 // settles the budget. The caller holds Store.mu for writing and a pin (budget.go): the hours stay until the pin
 // is released.
 func (s *Store) ensureEngineHoursLocked(t0, t1 float64) {
-	lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
+	lo, hi := engineHoursOf(t0, t1)
+	c := s.engines.cache
+	s.ensureLocked(c.missing(lo, hi), c.span(lo, hi))
+}
+
+// engineHoursOf are the engine hours overlapping [t0, t1] (every hour when t0 is -Inf; an hour ending at t0
+// counts).
+func engineHoursOf(t0, t1 float64) (lo, hi int64) {
+	lo, hi = int64(math.MinInt64), int64(math.MaxInt64)
 	if !math.IsInf(t0, -1) {
 		lo = int64(math.Ceil(t0/3600)) - 1
 		if !math.IsInf(t1, 1) {
 			hi = hourOf(t1)
 		}
 	}
-	c := s.engines.cache
-	s.ensureLocked(c.missing(lo, hi), c.span(lo, hi))
+	return lo, hi
+}
+
+// ensureEngineHours is ensureEngineHoursLocked for a caller holding a pin but not the lock: the hours are read
+// one per hold of the lock, so the other queries answer between two (a whole-run series of a long run reads
+// its engine hours for minutes). The pin keeps the hours read until the answer is built.
+func (s *Store) ensureEngineHours(t0, t1 float64) {
+	lo, hi := engineHoursOf(t0, t1)
+	r := &s.engines
+	tried := map[int64]bool{}
+	for {
+		s.mu.Lock()
+		h, ok := int64(0), false
+		for _, x := range r.files.Hours() {
+			if !r.files.Parts[x].Loaded && !tried[x] && (x == partition.LegacyHour || x >= lo && x <= hi) {
+				h, ok = x, true
+				break
+			}
+		}
+		if ok {
+			tried[h] = true
+			s.ensureLocked(r.cache.jobs([]int64{h}, hourRead{}), r.cache.span(lo, hi))
+		}
+		s.mu.Unlock()
+		if !ok {
+			return
+		}
+		if r.hourRead != nil {
+			r.hourRead(h)
+		}
+	}
 }
 
 // loadEngineCatalog loads the engine hours never read (a dropped hour's catalog figures are kept:

@@ -34,6 +34,7 @@ type EngineRaw struct {
 // the pin keeps them until the answer is built.
 func (s *Store) EngineRawSeries(metric string, t0, t1 float64) []EngineRaw {
 	defer s.pin()()
+	s.ensureEngineHours(t0, t1)
 	s.mu.Lock()
 	s.ensureEngineHoursLocked(t0, t1)
 	s.engines.allLoaded = s.engines.allLoaded || math.IsInf(t0, -1)
