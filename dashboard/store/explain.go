@@ -640,8 +640,8 @@ type stepPrep struct {
 	waitIvs [][2]float64
 	// lb is the batch's lookback (nil: no batch to chain), rows its anatomy and chain (rows, nil: none).
 	lb *lookback
-	// far says the batch's consume was not near the step (the run's step index found it): its lookback may read
-	// hours outside factsHours.
+	// far says the batch's consume was not near the step (the run's step index was asked for it): the facts may
+	// depend on hours outside factsHours.
 	far  bool
 	rows *chainRows
 	// byName, refLinks, wait and slLinks are the trainer side's phases, links, straggler wait and straggler's
@@ -717,8 +717,10 @@ func (ex *explainer) prepare(st Bubble, open bool) *stepPrep {
 	})
 	prep := &stepPrep{f: f, waitIvs: waitIvs, byName: byName, refLinks: refLinks, refLane: rl.ID, wait: wait}
 	if len(waitIvs) > 0 && !open {
-		if sc, near := ex.s.stepConsumeNear(st); sc != nil {
-			prep.lb, prep.far = ex.s.lookbackOf(sc), !near
+		sc, near := ex.s.stepConsumeNear(st)
+		prep.far = !near
+		if sc != nil {
+			prep.lb = ex.s.lookbackOf(sc)
 		}
 	}
 	return prep
