@@ -176,7 +176,12 @@ export class LifecycleView {
 
   async start(): Promise<void> {
     this.advSlot.append(this.advisory.root);
+    // The pool reads the window's hours alone; the consumed steps read the run's step index (seconds on a long
+    // run, the first time): the pool is not kept waiting for them.
+    this.refreshPool();
+    this.stepInfo.textContent = "reading the run's consumed steps…";
     const r = await this.api.get<StepsResp>("/api/v1/steps");
+    this.stepInfo.textContent = "";
     this.steps = r.steps;
     if (!this.steps.length) {
       this.stepInfo.textContent = "no consumed steps yet (no lifecycle data in this run)";
