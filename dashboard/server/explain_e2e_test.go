@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"maps"
 	"math"
 	"net/http/httptest"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
+	"github.com/otelcol-miles/otelcol-miles/internal/e2etest"
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 	"github.com/otelcol-miles/otelcol-miles/internal/testwait"
 )
@@ -173,6 +173,37 @@ func pathHas(path []store.ExplainEdge, cause string) bool {
 	return false
 }
 
+// closedExplained opens run dir in a fresh store and server (with the cache directory cacheDir, "" none) and
+// answers every closed step's facts from GET /api/v1/explain, as JSON and decoded; then asks (when given) with
+// the server's address, and waits for the cache files its answers started to write.
+func closedExplained(t *testing.T, dir, cacheDir string, then func(url string)) (string, []any) {
+	t.Helper()
+	st, err := store.Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cacheDir != "" {
+		st.SetCacheDir(cacheDir)
+	}
+	srv := New(Options{Store: st})
+	ts := httptest.NewServer(srv)
+	defer func() { ts.Close(); srv.Close() }()
+	_, tab := getData(t, ts.URL+"/api/v1/explain")
+	if then != nil {
+		then(ts.URL)
+	}
+	testwait.CacheWrites(t, time.Minute)
+	steps, _ := tab["steps"].([]any)
+	var closed []any
+	for _, s := range steps {
+		if m, _ := s.(map[string]any); m["open"] != true {
+			closed = append(closed, s)
+		}
+	}
+	b, _ := json.Marshal(closed)
+	return string(b), closed
+}
+
 // TestExplainSettledStepsCachedE2E: a finished simulator run's step facts are saved in the cache directory once
 // their files are settled, and a fresh server answers from them while the files are as they were: with the
 // trajectories' content destroyed (sizes and times kept) the table and a step's explanation are those of the
@@ -184,46 +215,14 @@ func TestExplainSettledStepsCachedE2E(t *testing.T) {
 	}
 	dir := simRun(t, 6, "--seed", "7", "--mode", "async", "--nodes", "1", "--gpus-per-node", "4", "--gpus-per-engine", "1", "--restart-step", "-1")
 	old := time.Now().Add(-2 * time.Hour) // settled: no file of the run written to for plainSettled
-	var files []string
-	if err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			files = append(files, p)
-		}
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range files {
-		if err := os.Chtimes(p, old, old); err != nil {
-			t.Fatal(err)
-		}
-	}
+	files := e2etest.AgeFiles(t, dir, old)
 	cache := t.TempDir()
 	answers := func(cacheDir string) (table, step3 string, closed int) {
 		t.Helper()
-		st, err := store.Open(dir, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if cacheDir != "" {
-			st.SetCacheDir(cacheDir)
-		}
-		srv := New(Options{Store: st})
-		ts := httptest.NewServer(srv)
-		defer func() { ts.Close(); srv.Close() }()
-		_, tab := getData(t, ts.URL+"/api/v1/explain")
-		_, e := getData(t, ts.URL+"/api/v1/steps/3/explain")
-		steps, _ := tab["steps"].([]any)
-		var closedSteps []any
-		for _, s := range steps {
-			if m, _ := s.(map[string]any); m["open"] != true {
-				closedSteps = append(closedSteps, s)
-			}
-		}
-		a, _ := json.Marshal(closedSteps)
+		var e any
+		table, steps := closedExplained(t, dir, cacheDir, func(url string) { _, e = getData(t, url+"/api/v1/steps/3/explain") })
 		b, _ := json.Marshal(e)
-		testwait.CacheWrites(t, time.Minute)
-		return string(a), string(b), len(closedSteps)
+		return table, string(b), len(steps)
 	}
 	table, step3, closed := answers(cache)
 	if closed < 5 {
@@ -287,20 +286,8 @@ func TestExplainSettledBesideLiveHourE2E(t *testing.T) {
 		t.Skip("end-to-end: builds and runs the simulator through the collector")
 	}
 	dir := simRun(t, 6, "--seed", "7", "--mode", "async", "--nodes", "1", "--gpus-per-node", "4", "--gpus-per-engine", "1", "--restart-step", "-1")
-	old := time.Now().Add(-2 * time.Hour)
-	var files, phaseFiles []string
-	if err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			files = append(files, p)
-		}
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range files {
-		if err := os.Chtimes(p, old, old); err != nil {
-			t.Fatal(err)
-		}
+	var phaseFiles []string
+	for _, p := range e2etest.AgeFiles(t, dir, time.Now().Add(-2*time.Hour)) {
 		if strings.Contains(p, string(filepath.Separator)+sc.StreamPhases+string(filepath.Separator)) {
 			phaseFiles = append(phaseFiles, p)
 		}
@@ -341,30 +328,7 @@ func TestExplainSettledBesideLiveHourE2E(t *testing.T) {
 		t.Fatal(err)
 	}
 	cache := t.TempDir()
-	table := func(cacheDir string) (string, []any) {
-		t.Helper()
-		st, err := store.Open(dir, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if cacheDir != "" {
-			st.SetCacheDir(cacheDir)
-		}
-		srv := New(Options{Store: st})
-		ts := httptest.NewServer(srv)
-		defer func() { ts.Close(); srv.Close() }()
-		_, tab := getData(t, ts.URL+"/api/v1/explain")
-		testwait.CacheWrites(t, time.Minute)
-		steps, _ := tab["steps"].([]any)
-		var closed []any
-		for _, s := range steps {
-			if m, _ := s.(map[string]any); m["open"] != true {
-				closed = append(closed, s)
-			}
-		}
-		b, _ := json.Marshal(closed)
-		return string(b), closed
-	}
+	table := func(cacheDir string) (string, []any) { return closedExplained(t, dir, cacheDir, nil) }
 	first, closed := table(cache)
 	saved, _ := filepath.Glob(filepath.Join(cache, "*", "explain", "step_*.json"))
 	if len(closed) < 5 || len(saved) != len(closed) {

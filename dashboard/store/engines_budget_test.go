@@ -3,9 +3,7 @@ package store_test
 import (
 	"encoding/json"
 	"fmt"
-	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -16,6 +14,7 @@ import (
 	"github.com/otelcol-miles/otelcol-miles/dashboard/advisory"
 	"github.com/otelcol-miles/otelcol-miles/dashboard/server"
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store"
+	"github.com/otelcol-miles/otelcol-miles/internal/e2etest"
 	"github.com/otelcol-miles/otelcol-miles/internal/testwait"
 )
 
@@ -238,21 +237,7 @@ func TestEngineScanKeepsPageHours(t *testing.T) {
 // key catalogs, the metric views) answers byte for byte as a store without the cache.
 func TestEngineCatalogFromCache(t *testing.T) {
 	dir := store.PackRunForTest(t)
-	old := time.Now().Add(-2 * time.Hour) // plain hours settled: nobody wrote to them for a minute
-	var files []string
-	if err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			files = append(files, p)
-		}
-		return err
-	}); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range files {
-		if err := os.Chtimes(p, old, old); err != nil {
-			t.Fatal(err)
-		}
-	}
+	e2etest.AgeFiles(t, dir, time.Now().Add(-2*time.Hour)) // plain hours settled: nobody wrote to them for a minute
 	ref, err := store.Open(dir, false)
 	if err != nil {
 		t.Fatal(err)

@@ -94,18 +94,14 @@ func TestEngineScrapesReadTwiceReadOnce(t *testing.T) {
 	}
 }
 
-// TestEngineCatalogReadsHourByHour: the engine catalog's first whole-run read holds the store's lock one hour at
-// a time: after each hour a refresh (the live follow's write lock) and a query answer before the next is read,
-// and the catalog is the one read under the lock throughout.
-func TestEngineCatalogReadsHourByHour(t *testing.T) {
-	dir := engineRun(t)
-	write(t, dir, "dashboard/engine_series/"+hourB+".jsonl",
-		engLine(h0+3700, "http://e0:1", "sglang:num_running_reqs", `"dp_rank":"0","engine_type":"unified"`, 3))
-	var read []int64
-	var waited []int64
+// queriedBetweenHours opens run dir with a refresh (the live follow's write lock) and a query run after each
+// engine hour a whole-run pass reads, the lock released: the hours read, and those after which the two waited.
+func queriedBetweenHours(t *testing.T, dir string) (st *Store, read, waited *[]int64) {
+	t.Helper()
+	read, waited = &[]int64{}, &[]int64{}
 	st, err := open(dir, false, func(s *Store) {
 		s.engines.hourRead = func(h int64) {
-			read = append(read, h)
+			*read = append(*read, h)
 			done := make(chan struct{})
 			go func() {
 				s.Refresh()
@@ -115,16 +111,27 @@ func TestEngineCatalogReadsHourByHour(t *testing.T) {
 			select {
 			case <-done:
 			case <-time.After(time.Minute):
-				waited = append(waited, h)
+				*waited = append(*waited, h)
 			}
 		}
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return st, read, waited
+}
+
+// TestEngineCatalogReadsHourByHour: the engine catalog's first whole-run read holds the store's lock one hour at
+// a time: after each hour a refresh (the live follow's write lock) and a query answer before the next is read,
+// and the catalog is the one read under the lock throughout.
+func TestEngineCatalogReadsHourByHour(t *testing.T) {
+	dir := engineRun(t)
+	write(t, dir, "dashboard/engine_series/"+hourB+".jsonl",
+		engLine(h0+3700, "http://e0:1", "sglang:num_running_reqs", `"dp_rank":"0","engine_type":"unified"`, 3))
+	st, read, waited := queriedBetweenHours(t, dir)
 	got := st.EngineMetrics()
-	if len(read) == 0 || len(waited) > 0 { // (the refresh after the first hour loads the newest two)
-		t.Fatalf("hours read one by one: %v; queries that waited for the pass: %v", read, waited)
+	if len(*read) == 0 || len(*waited) > 0 { // (the refresh after the first hour loads the newest two)
+		t.Fatalf("hours read one by one: %v; queries that waited for the pass: %v", *read, *waited)
 	}
 	locked, err := Open(dir, false)
 	if err != nil {
@@ -144,32 +151,13 @@ func TestEngineSeriesReadsHourByHour(t *testing.T) {
 	dir := engineRun(t)
 	write(t, dir, "dashboard/engine_series/"+hourB+".jsonl",
 		engLine(h0+3700, "http://e0:1", "sglang:num_running_reqs", `"dp_rank":"0","engine_type":"unified"`, 3))
-	var read, waited []int64
-	st, err := open(dir, false, func(s *Store) {
-		s.engines.hourRead = func(h int64) {
-			read = append(read, h)
-			done := make(chan struct{})
-			go func() {
-				s.Refresh()
-				s.Phases(h0, h0+3600, nil)
-				close(done)
-			}()
-			select {
-			case <-done:
-			case <-time.After(time.Minute):
-				waited = append(waited, h)
-			}
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, read, waited := queriedBetweenHours(t, dir)
 	got, err := st.EngineSeries("sglang:num_running_reqs", "", false, h0, h0+7200, 20)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(read) == 0 || len(waited) > 0 {
-		t.Fatalf("hours read one by one: %v; queries that waited for the series: %v", read, waited)
+	if len(*read) == 0 || len(*waited) > 0 {
+		t.Fatalf("hours read one by one: %v; queries that waited for the series: %v", *read, *waited)
 	}
 	ref, err := Open(dir, false)
 	if err != nil {

@@ -392,3 +392,24 @@ func VerifyMainWithDir(m *testing.M, pattern string, dir *string) {
 		os.Exit(code)
 	}))
 }
+
+// AgeFiles sets the modification time of every regular file under dir to at (a run whose writers stopped: its
+// plain hours count as settled) and returns their paths.
+func AgeFiles(tb testing.TB, dir string, at time.Time) []string {
+	tb.Helper()
+	var files []string
+	if err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			files = append(files, p)
+		}
+		return err
+	}); err != nil {
+		tb.Fatal(err)
+	}
+	for _, p := range files {
+		if err := os.Chtimes(p, at, at); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	return files
+}
