@@ -15,9 +15,19 @@ type metricKeyList struct {
 	Categories []string          `json:"categories"`
 	Keys       []store.MetricKey `json:"keys"`
 	Version    string            `json:"version"`
+	// Pending (partial=true only) names the categories whose keys and counts are still being read.
+	Pending []string `json:"pending,omitempty"`
 }
 
-func (s *Server) metricKeys(*http.Request) (any, error) {
+func (s *Server) metricKeys(r *http.Request) (any, error) {
+	partial, err := boolParam(r, "partial")
+	if err != nil {
+		return nil, err
+	}
+	if partial {
+		keys, cats, ver, pending := s.metrics.MetricKeysSoFar()
+		return metricKeyList{Categories: cats, Keys: nz(keys), Version: strconv.FormatUint(ver, 10), Pending: pending}, nil
+	}
 	keys, cats, ver := s.metrics.MetricKeys()
 	return metricKeyList{Categories: cats, Keys: nz(keys), Version: strconv.FormatUint(ver, 10)}, nil
 }

@@ -45,6 +45,7 @@ type computeReader interface {
 // metricsReader is the step metrics the trainer logs.
 type metricsReader interface {
 	MetricKeys() ([]store.MetricKey, []string, uint64)
+	MetricKeysSoFar() ([]store.MetricKey, []string, uint64, []string)
 	MetricKeyNames() []string
 	MetricSeries(keys []string, x0, x1 *float64, points int) []store.MetricSeriesResult
 	StepMetricKeys() []store.MetricKey

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -174,5 +175,39 @@ func TestEngineSeriesReadsHourByHour(t *testing.T) {
 	wj, _ := json.Marshal(want)
 	if len(got.Series) == 0 || !bytes.Equal(gj, wj) {
 		t.Fatalf("series read hour by hour:\n%s\nunder the lock:\n%s", gj, wj)
+	}
+}
+
+// TestMetricKeysSoFar: the key catalog as far as the run is read answers without reading it (no step index built,
+// no engine hour read), naming the categories still short of those reads; their keys are then the whole
+// catalog's but for the counts those reads give.
+func TestMetricKeysSoFar(t *testing.T) {
+	dir := engineRun(t)
+	write(t, dir, "dashboard/metrics/"+hourA+".jsonl", metricsLine(h0+10, "rollout/step", 1, `"rollout/raw_reward":0.2`)+
+		metricsLine(h0+20, "rollout/step", 2, `"rollout/raw_reward":0.3`))
+	st, err := Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, _, _, pending := st.MetricKeysSoFar()
+	if st.trajectories.index.built || len(st.engines.blocks) > 0 || !slices.Equal(pending, []string{"lifecycle", "sglang"}) {
+		t.Fatalf("index built %v, %d engine hours read, pending %v: want nothing read, lifecycle and sglang pending",
+			st.trajectories.index.built, len(st.engines.blocks), pending)
+	}
+	whole, _, _ := st.MetricKeys()
+	stepKeys := func(ks []MetricKey) (out []MetricKey) {
+		for _, k := range ks {
+			if k.Category != "lifecycle" && k.Category != "sglang" {
+				out = append(out, k)
+			}
+		}
+		return out
+	}
+	if got, want := stepKeys(keys), stepKeys(whole); len(want) == 0 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("step metric keys so far %+v, whole %+v", got, want)
+	}
+	again, _, _, pending := st.MetricKeysSoFar()
+	if len(pending) != 0 || !reflect.DeepEqual(again, whole) {
+		t.Fatalf("after the whole catalog: pending %v, keys %+v, want none and %+v", pending, again, whole)
 	}
 }

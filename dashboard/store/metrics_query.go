@@ -79,8 +79,35 @@ func (s *Store) MetricKeys() ([]MetricKey, []string, uint64) {
 	s.trajectories.ensureIndexLocked(s)
 	s.ensureEngineCatalogLocked()
 	s.mu.Unlock()
+	keys, cats, version, _ := s.metricKeysRead()
+	return keys, cats, version
+}
+
+// MetricKeysSoFar is MetricKeys as far as the run is read, reading nothing of it but the step metrics: the
+// lifecycle keys' counts need the run's step index and the sglang keys' the engine catalog (each a whole-run read:
+// seconds to minutes on a long run, the first time). pending names the categories still short of those reads
+// ("lifecycle", "sglang"); MetricKeys then answers them whole.
+func (s *Store) MetricKeysSoFar() (keys []MetricKey, categories []string, version uint64, pending []string) {
+	s.mu.Lock()
+	s.metrics.syncLocked(s)
+	if s.trajectories.index.built {
+		s.trajectories.ensureIndexLocked(s)
+	}
+	s.mu.Unlock()
+	return s.metricKeysRead()
+}
+
+// metricKeysRead lists the keys as read so far, with the categories whose counts are not all read (pending).
+func (s *Store) metricKeysRead() ([]MetricKey, []string, uint64, []string) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
+	var pending []string
+	if !s.trajectories.index.built {
+		pending = append(pending, "lifecycle")
+	}
+	if _, unread := s.engines.unreadLocked(); unread {
+		pending = append(pending, "sglang")
+	}
 	var out []MetricKey
 	for _, ser := range s.metrics.index.series {
 		out = append(out, metricKeyOf(ser))
@@ -116,7 +143,7 @@ func (s *Store) MetricKeys() ([]MetricKey, []string, uint64) {
 			cats = append(cats, k.Category)
 		}
 	}
-	return out, nz(cats), s.metrics.index.version + s.trajectories.index.version<<20 + s.engines.version<<40
+	return out, nz(cats), s.metrics.index.version + s.trajectories.index.version<<20 + s.engines.version<<40, pending
 }
 
 func metricKeyOf(ser *metricSeries) MetricKey {

@@ -164,7 +164,9 @@ export class MetricsView {
   private engTimer: ReturnType<typeof setInterval> | null = null;
   active = false;
   /** Counters the browser tests read. */
-  readonly probe = { fetches: 0, engineFetches: 0, pushes: 0, pushedPoints: 0, drawn: 0, keysVersion: "" };
+  readonly probe = { fetches: 0, engineFetches: 0, pushes: 0, pushedPoints: 0, drawn: 0, keysVersion: "", keysPending: [] as string[] };
+  /** The categories whose keys and counts the server is still reading (GET /api/v1/metrics/keys?partial=true). */
+  private pending = new Set<string>();
 
   constructor(
     private readonly api: Api,
@@ -234,8 +236,23 @@ export class MetricsView {
 
   async start(): Promise<void> {
     this.advSlot.append(this.advisory.root);
-    await this.loadKeys();
+    // The keys as far as the run is read first (the step metrics need nothing more); the lifecycle and sglang
+    // keys' counts read the whole run the first time (seconds to minutes on a long one) and follow.
+    await this.loadKeys(true);
     this.rebuildGrid();
+    if (this.pending.size) void this.completeKeys();
+  }
+
+  /** Read the whole catalogue once the partial one is drawn; redraw the grid when it shows a category it filled. */
+  private async completeKeys(): Promise<void> {
+    const before = new Set(this.pending);
+    try {
+      await this.loadKeys();
+    } catch (e) {
+      this.onError(`metrics: ${(e as Error).message}`);
+      return;
+    }
+    if (before.has(this.st.cat)) this.rebuildGrid();
   }
 
   shown(): void {
@@ -258,12 +275,15 @@ export class MetricsView {
     this.engTimer = null;
   }
 
-  private async loadKeys(): Promise<void> {
-    const r = await this.api.get<MetricsKeysResp>("/api/v1/metrics/keys");
+  private async loadKeys(partial = false): Promise<void> {
+    const r = await this.api.get<MetricsKeysResp>("/api/v1/metrics/keys", partial ? { partial: "true" } : {});
     this.keys = r.keys.filter((k) => !hiddenKey(k));
     this.cats = r.categories;
+    this.pending = new Set(r.pending ?? []);
     this.probe.keysVersion = r.version;
-    if (!this.st.cat || !this.cats.includes(this.st.cat)) this.st.cat = this.cats[0] ?? "";
+    this.probe.keysPending = [...this.pending];
+    // A category still being read keeps its place (a link to it opens it once its keys are in).
+    if (!this.st.cat || (!this.cats.includes(this.st.cat) && !this.pending.has(this.st.cat))) this.st.cat = this.cats[0] ?? "";
     this.renderSide();
   }
 
@@ -274,7 +294,7 @@ export class MetricsView {
     for (const c of this.cats) {
       const b = el("button", "mcat" + (c === this.st.cat ? " on" : ""));
       b.dataset.cat = c;
-      b.append(el("span", "", c), el("span", "mcount", String(counts.get(c) ?? 0)));
+      b.append(el("span", "", c), el("span", "mcount", this.pending.has(c) ? "…" : String(counts.get(c) ?? 0)));
       b.onclick = () => {
         if (this.st.cat === c) return;
         this.st.cat = c;
@@ -286,7 +306,8 @@ export class MetricsView {
       };
       this.side.append(b);
     }
-    if (!this.cats.length) this.side.append(el("div", "muted", "no metrics in this run"));
+    for (const c of this.pending) if (!this.cats.includes(c)) this.side.append(el("div", "muted", `reading the run's ${c} metrics…`));
+    if (!this.cats.length && !this.pending.size) this.side.append(el("div", "muted", "no metrics in this run"));
   }
 
   private visibleKeys(): MetricKey[] {

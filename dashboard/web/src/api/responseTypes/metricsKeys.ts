@@ -22,10 +22,16 @@ export const metricKeySchema = obj(
 );
 export type MetricKey = Infer<typeof metricKeySchema>;
 
-export const metricsKeysSchema = obj({
-  categories: arr(str),
-  keys: arr(metricKeySchema),
-  /** Changes whenever the catalogue does. */
-  version: str,
-});
+export const metricsKeysSchema = obj(
+  {
+    categories: arr(str),
+    keys: arr(metricKeySchema),
+    /** Changes whenever the catalogue does. */
+    version: str,
+  },
+  {
+    /** partial=true: the categories whose keys and counts are still being read ("lifecycle", "sglang"). */
+    pending: arr(str),
+  },
+);
 export type MetricsKeysResp = Infer<typeof metricsKeysSchema>;
