@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bufio"
 	"encoding/json"
 	"strings"
 
@@ -84,12 +83,5 @@ func (s *Store) saveEngCatalogLocked(p *partition.Partition, files []cacheFile, 
 	for m, e := range c.metrics {
 		saved.Metrics[m] = savedEngMetric{Points: e.points, Hist: e.hist}
 	}
-	b, err := json.Marshal(&saved)
-	if err != nil {
-		return
-	}
-	s.saveCached(&cacheSave{path: path, write: func(w *bufio.Writer) error {
-		_, err := w.Write(b)
-		return err
-	}})
+	s.saveCachedJSON(path, &saved)
 }

@@ -37,22 +37,16 @@ func (s *Store) EngineDigests(key string, metrics []string, fn func(hour int64, 
 	// none but the open hours and those the budget dropped since.
 	s.loadEngineCatalog()
 	tried := map[int64]bool{}
-	for {
-		s.mu.Lock()
+	s.engineHoursAlone(func() (int64, bool) {
 		h, ok := r.undigestedLocked(key, tried)
 		if ok {
 			tried[h] = true
-			s.loadLocked(r.cache.jobs([]int64{h}, hourRead{})) // a closed hour is digested as it loads
-			s.settleColdLocked(heldEngine, h)
 		}
-		s.mu.Unlock()
-		if !ok {
-			break
-		}
-		if r.hourRead != nil {
-			r.hourRead(h)
-		}
-	}
+		return h, ok
+	}, func(h int64) {
+		s.loadLocked(r.cache.jobs([]int64{h}, hourRead{})) // a closed hour is digested as it loads
+		s.settleColdLocked(heldEngine, h)
+	})
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	hours := r.files.Hours()

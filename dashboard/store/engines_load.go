@@ -194,18 +194,26 @@ func (s *Store) ensureEngineHours(t0, t1 float64) {
 	lo, hi := engineHoursOf(t0, t1)
 	r := &s.engines
 	tried := map[int64]bool{}
-	for {
-		s.mu.Lock()
-		h, ok := int64(0), false
+	s.engineHoursAlone(func() (int64, bool) {
 		for _, x := range r.files.Hours() {
 			if !r.files.Parts[x].Loaded && !tried[x] && (x == partition.LegacyHour || x >= lo && x <= hi) {
-				h, ok = x, true
-				break
+				tried[x] = true
+				return x, true
 			}
 		}
+		return 0, false
+	}, func(h int64) { s.ensureLocked(r.cache.jobs([]int64{h}, hourRead{}), r.cache.span(lo, hi)) })
+}
+
+// engineHoursAlone reads, with read, each engine hour next picks, each under the store's lock alone (next and
+// read run under it): the other queries answer between two hours.
+func (s *Store) engineHoursAlone(next func() (int64, bool), read func(h int64)) {
+	r := &s.engines
+	for {
+		s.mu.Lock()
+		h, ok := next()
 		if ok {
-			tried[h] = true
-			s.ensureLocked(r.cache.jobs([]int64{h}, hourRead{}), r.cache.span(lo, hi))
+			read(h)
 		}
 		s.mu.Unlock()
 		if !ok {
@@ -223,21 +231,7 @@ func (s *Store) ensureEngineHours(t0, t1 float64) {
 // used: a long run opened cold never holds all its hours at once, and the catalog's read does not push out the
 // hours the pages read. Callers then take the lock and ensureEngineCatalogLocked finds them read.
 func (s *Store) loadEngineCatalog() {
-	r := &s.engines
-	for {
-		s.mu.Lock()
-		h, ok := r.unreadLocked()
-		if ok {
-			s.catalogHourLocked(h)
-		}
-		s.mu.Unlock()
-		if !ok {
-			return
-		}
-		if r.hourRead != nil {
-			r.hourRead(h)
-		}
-	}
+	s.engineHoursAlone(s.engines.unreadLocked, s.catalogHourLocked)
 }
 
 // catalogHourLocked gives the catalog hour h's figures: from the cache directory (the hour is then as one the

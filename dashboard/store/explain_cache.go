@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -234,14 +233,7 @@ func (ex *explainer) saveSettled(a stepAsked, key string, f *ExplainStepFacts) {
 	}
 	saved := savedFacts{Magic: factsCacheMagic, Key: key, Facts: *f, Links: f.links, Path: f.path}
 	saved.Facts.MFU = nil
-	b, err := json.Marshal(&saved)
-	if err != nil {
-		return
-	}
-	ex.s.saveCached(&cacheSave{path: path, write: func(w *bufio.Writer) error {
-		_, err := w.Write(b)
-		return err
-	}})
+	ex.s.saveCachedJSON(path, &saved)
 }
 
 // factsPath is the cache directory and the file a settled step's facts are saved in ("" without a cache
@@ -249,15 +241,10 @@ func (ex *explainer) saveSettled(a stepAsked, key string, f *ExplainStepFacts) {
 func (ex *explainer) factsPath(step int) (dir, path string) {
 	s := ex.s
 	s.mu.RLock()
-	dir = s.gpu.cacheDir
+	dir, run := s.gpu.cacheDir, s.gpu.runCacheDir()
 	s.mu.RUnlock()
-	if dir == "" {
+	if run == "" {
 		return "", ""
 	}
-	abs, err := filepath.Abs(s.dir)
-	if err != nil {
-		return "", ""
-	}
-	sum := sha256.Sum256([]byte(abs))
-	return dir, filepath.Join(dir, hex.EncodeToString(sum[:8]), "explain", fmt.Sprintf("step_%d.json", step))
+	return dir, filepath.Join(run, "explain", fmt.Sprintf("step_%d.json", step))
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -91,14 +92,10 @@ func stat(files []cacheFile) bool {
 
 // cachePath names the cached columns of hour p of stream (gpu_util or gpu_rollup) made of files (stat'ed).
 func (g *gpuReader) cachePath(stream string, p *partition.Partition, files []cacheFile) string {
-	if g.cacheDir == "" || len(files) == 0 {
+	run := g.runCacheDir()
+	if run == "" || len(files) == 0 {
 		return ""
 	}
-	abs, err := filepath.Abs(g.dir)
-	if err != nil {
-		return ""
-	}
-	sum := sha256.Sum256([]byte(abs))
 	fi := files[0].fi
 	name := fmt.Sprintf("%d.%d.%d.cols", p.Hour, fi.Size(), fi.ModTime().UnixNano())
 	if len(files) > 1 || files[0].f.Shard != "" || files[0].plain { // every file's identity in the key
@@ -108,7 +105,33 @@ func (g *gpuReader) cachePath(stream string, p *partition.Partition, files []cac
 		}
 		name = fmt.Sprintf("%d.s%s.cols", p.Hour, hex.EncodeToString(k.Sum(nil)[:12]))
 	}
-	return filepath.Join(g.cacheDir, hex.EncodeToString(sum[:8]), stream, name)
+	return filepath.Join(run, stream, name)
+}
+
+// runCacheDir is the run's folder in the cache directory, named by its absolute path ("" without a cache).
+func (g *gpuReader) runCacheDir() string {
+	if g.cacheDir == "" {
+		return ""
+	}
+	abs, err := filepath.Abs(g.dir)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return filepath.Join(g.cacheDir, hex.EncodeToString(sum[:8]))
+}
+
+// saveCachedJSON writes v as JSON into the cache file at path in the background (saveCached); v that does not
+// encode (a NaN) is not written.
+func (s *Store) saveCachedJSON(path string, v any) {
+	b, err := json.Marshal(v)
+	if path == "" || err != nil {
+		return
+	}
+	s.saveCached(&cacheSave{path: path, write: func(w *bufio.Writer) error {
+		_, err := w.Write(b)
+		return err
+	}})
 }
 
 // cachedHour loads hour h from the cache (problems met go to l); false when it is not cacheable or not cached. It returns the

@@ -264,28 +264,47 @@ func (s *Store) takeBlockAside(h int64, p *partition.Partition, c *indexChunk, f
 		s.mu.RUnlock()
 		return false
 	}
-	n, ni := len(b.records), len(b.indexed) // as read to the progress p took
+	cur := blockCursor{n: len(b.records), ni: len(b.indexed)} // as read to the progress p took
 	s.mu.RUnlock()
-	i, k := 0, 0
-	for i < n || k < ni {
+	for cur.more() {
 		s.mu.RLock()
-		for len(c.items) < indexChunkItems && (i < n || k < ni) {
-			if k < ni && (i >= n || b.indexed[k].at <= i) {
-				ir := &b.indexed[k]
-				c.items = append(c.items, indexItem{rec: ir.rec, links: ir.links, batch: ir.batch, indexed: true})
-				k++
-				continue
+		for len(c.items) < indexChunkItems {
+			rec, ir, ok := cur.next(b)
+			if !ok {
+				break
 			}
-			c.items = append(c.items, indexItem{rec: b.records[i], status: r.strings.str(b.records[i].status)})
-			i++
+			if ir != nil {
+				c.items = append(c.items, indexItem{rec: ir.rec, links: ir.links, batch: ir.batch, indexed: true})
+			} else {
+				c.items = append(c.items, indexItem{rec: *rec, status: r.strings.str(rec.status)})
+			}
 		}
 		s.mu.RUnlock()
-		if i < n || k < ni {
+		if cur.more() {
 			flush()
 		}
 	}
 	return true
 }
+
+// blockCursor walks a block's first n records and ni kept consumes and updates in reading order (a kept record
+// read before records[i] comes before it).
+type blockCursor struct{ i, k, n, ni int }
+
+// next is the next record: one of the block's (ir nil) or a kept one (rec nil); false past the last.
+func (c *blockCursor) next(b *trajBlock) (rec *trajRec, ir *indexedRec, ok bool) {
+	switch {
+	case c.k < c.ni && (c.i >= c.n || b.indexed[c.k].at <= c.i):
+		c.k++
+		return nil, &b.indexed[c.k-1], true
+	case c.i < c.n:
+		c.i++
+		return &b.records[c.i-1], nil, true
+	}
+	return nil, nil, false
+}
+
+func (c *blockCursor) more() bool { return c.i < c.n || c.k < c.ni }
 
 // adopt makes x the index built aside (its lifecycle join keeps its evicted set in x).
 func (x *trajIndex) adopt(from *trajIndex) {
@@ -354,17 +373,13 @@ func (r *trajectoryReader) takeBlockLocked(h int64, p *partition.Partition) bool
 		return false
 	}
 	x := &r.index
-	k := 0
-	for i := range b.records {
-		for ; k < len(b.indexed) && b.indexed[k].at <= i; k++ {
-			ir := &b.indexed[k]
+	cur := blockCursor{n: len(b.records), ni: len(b.indexed)}
+	for rec, ir, ok := cur.next(b); ok; rec, ir, ok = cur.next(b) {
+		if ir != nil {
 			x.file(h, &ir.rec, ir.links, ir.batch)
+		} else {
+			x.lc.add(rec, r.strings.str(rec.status))
 		}
-		x.lc.add(&b.records[i], r.strings.str(b.records[i].status))
-	}
-	for ; k < len(b.indexed); k++ {
-		ir := &b.indexed[k]
-		x.file(h, &ir.rec, ir.links, ir.batch)
 	}
 	x.fromBlocks[h] = true
 	p.Loaded = true
