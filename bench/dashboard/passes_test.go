@@ -1,7 +1,10 @@
 package dashboard
 
 import (
+	"fmt"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -36,5 +39,67 @@ func TestWholeRunPassesBesideOtherViews(t *testing.T) {
 		t.Logf("first %-62s %8.1f s; /api/v1/meta asked 2 s into it %8.1f ms", slow, (<-done).Seconds(), float64(during.Microseconds())/1000)
 		ts.Close()
 		srv.Close()
+	}
+}
+
+// TestSettleAhead reports (as test log lines, the figures BENCHMARKS.md quotes) a fresh process that settles
+// ahead (server.Options.SettleEvery, the dashboard's --settle-every): once the page's first answers are in and it
+// is left alone, how long until every settled step's facts are computed, what a page's queries take meanwhile
+// (a warm fleet overview, and the goodput ledger's first answer), then every step's causes (the compare page's
+// table) and a step explained. MILES_BENCH_CACHE names the cache directory (default: a new one, the first-ever
+// open of the run).
+func TestSettleAhead(t *testing.T) {
+	dir := runDir(t)
+	st, err := store.Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := os.Getenv("MILES_BENCH_CACHE")
+	if cache == "" {
+		cache = t.TempDir()
+	}
+	st.SetCacheDir(cache)
+	srv := server.New(server.Options{Store: st, SettleEvery: time.Hour})
+	defer srv.Close()
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	timed := func(q string) time.Duration {
+		s := time.Now()
+		get(t, ts.URL+q)
+		return time.Since(s)
+	}
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	start := time.Now()
+	for _, q := range []string{"/api/v1/meta", "/api/v1/lanes", "/api/v1/fleet?buckets=600"} {
+		timed(q)
+	}
+	idle := timed("/api/v1/fleet?buckets=600")
+	t.Logf("page's first answers %.1f s; warm fleet %.1f ms before settling", time.Since(start).Seconds(), ms(idle))
+	// The settled steps' facts are saved in the cache directory as they are computed.
+	count := func() int {
+		saved, _ := filepath.Glob(filepath.Join(cache, "*", "explain", "step_*.json"))
+		return len(saved)
+	}
+	// Ask the page's queries now and then while it settles; done when the count stops moving for 20 s.
+	settleStart := time.Now()
+	var during []float64
+	var goodput time.Duration
+	last, lastMove := 0, time.Now()
+	for time.Since(lastMove) < 20*time.Second {
+		time.Sleep(5 * time.Second)
+		if n := count(); n != last {
+			last, lastMove = n, time.Now()
+		}
+		during = append(during, ms(timed("/api/v1/fleet?buckets=600")))
+		if goodput == 0 && last > 0 {
+			goodput = timed("/api/v1/goodput")
+		}
+	}
+	t.Logf("%d steps' facts saved in %.1f s (until the last moved), asked every 5 s meanwhile: warm fleet %v ms, goodput first %.0f ms",
+		last, lastMove.Sub(settleStart).Seconds(), during, ms(goodput))
+	t.Logf("then /api/v1/explain %.1f ms", ms(timed("/api/v1/explain")))
+	if steps := windowSteps(t, ts.URL); len(steps) > 0 {
+		q := fmt.Sprintf("/api/v1/steps/%d/explain", steps[len(steps)/2])
+		t.Logf("then %s %.1f ms", q, ms(timed(q)))
 	}
 }

@@ -75,6 +75,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	poll := fl.Duration("poll", 250*time.Millisecond, "follow: how often the files are checked for growth")
 	pprofAddr := fl.String("pprof", "", "serve Go's profiles (net/http/pprof: heap, goroutine, profile) on this loopback address, e.g. 127.0.0.1:6060")
 	cacheDir := fl.String("cache-dir", "", "where derived data is cached (parsed columns of closed hours, settled steps' explanations, dump step summaries); default: the user cache directory, never the run directory")
+	settleEvery := fl.Duration("settle-every", 30*time.Second, "compute the explanations of the run's settled steps ahead, while no query is answered, and look for newly settled ones this often; 0: only when asked")
 	noCache := fl.Bool("no-cache", false, "do not cache parsed columns of closed hours or settled steps' explanations")
 	budget := int64(defaultMemoryBudget)
 	fl.Func("memory-budget", "bytes of parsed hours (gpu_util, gpu_rollup, trajectories, engine_traces) held across every open run before the least recently used are dropped and read again when asked for, e.g. 2GiB, 512MiB; 0: unlimited (default 2GiB)", func(v string) error {
@@ -121,7 +122,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	opts := server.Options{
 		Token: *token, AllowedHosts: allowedHosts, Assets: assets, DumpCacheDir: *cacheDir,
-		HiddenDirs: []string{*cacheDir, columns},
+		HiddenDirs: []string{*cacheDir, columns}, SettleEvery: *settleEvery,
 	}
 	if *maxRunning > 0 || *memFraction > 0 || *samplesPerPrompt > 0 || *maxResponseLen > 0 || thresholdsSet {
 		c := advisory.Config{

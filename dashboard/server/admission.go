@@ -26,6 +26,9 @@ func NewAdmission(n int) *Admission {
 	return &Admission{slots: make(chan struct{}, n), maxWaiting: int64(64 * n)}
 }
 
+// busy says a query holds a slot or waits for one.
+func (a *Admission) busy() bool { return len(a.slots) > 0 || a.waiting.Load() > 0 }
+
 var errBusy = &apiError{errorUnavailable, errors.New("the dashboard is answering as many queries as it admits at once; retry")}
 
 // wrap admits h's requests: each runs holding a slot, from its start to its last byte written. A nil

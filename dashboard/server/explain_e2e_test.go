@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -232,22 +233,7 @@ func TestExplainSettledStepsCachedE2E(t *testing.T) {
 	if len(saved) != closed {
 		t.Fatalf("%d steps' facts saved, want the %d closed steps': %v", len(saved), closed, saved)
 	}
-	// Destroy the trajectories, keeping each file's size and times.
-	for _, p := range files {
-		if !strings.Contains(p, string(filepath.Separator)+sc.StreamTrajectories+string(filepath.Separator)) {
-			continue
-		}
-		fi, err := os.Stat(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, bytes.Repeat([]byte("\n"), int(fi.Size())), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chtimes(p, old, old); err != nil {
-			t.Fatal(err)
-		}
-	}
+	destroyTrajectories(t, files, old)
 	gotTable, gotStep3, _ := answers(cache)
 	if gotTable != table || gotStep3 != step3 {
 		t.Fatalf("from the cache:\n%s\n%s\nwant the intact run's:\n%s\n%s", gotTable, gotStep3, table, step3)
@@ -274,6 +260,99 @@ func TestExplainSettledStepsCachedE2E(t *testing.T) {
 	nowTable, nowStep3, _ := answers(cache)
 	if nowTable != bareTable || nowStep3 != bareStep3 {
 		t.Fatalf("after a phases file changed:\n%s\n%s\nwant what the files hold now:\n%s\n%s", nowTable, nowStep3, bareTable, bareStep3)
+	}
+}
+
+// destroyTrajectories blanks the run's trajectories files, keeping each one's size and times (old): an answer
+// equal to the intact run's is read from settled facts.
+func destroyTrajectories(t *testing.T, files []string, old time.Time) {
+	t.Helper()
+	for _, p := range files {
+		if !strings.Contains(p, string(filepath.Separator)+sc.StreamTrajectories+string(filepath.Separator)) {
+			continue
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, bytes.Repeat([]byte("\n"), int(fi.Size())), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestSettleAheadE2E: a server that settles ahead computes every closed step's facts while no query is
+// answered, and none while one is: a query that holds the admission keeps it from starting. What it computed is
+// what the table computes at once (byte for byte), and the table then reads it: with the trajectories' content
+// destroyed it answers the intact run's, in the server and from the cache in a fresh one.
+func TestSettleAheadE2E(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: builds and runs the simulator through the collector")
+	}
+	dir := simRun(t, 6, "--seed", "7", "--mode", "async", "--nodes", "1", "--gpus-per-node", "4", "--gpus-per-engine", "1", "--restart-step", "-1")
+	old := time.Now().Add(-2 * time.Hour)
+	files := e2etest.AgeFiles(t, dir, old)
+	table, closed := closedExplained(t, dir, "", nil)
+	if len(closed) < 5 {
+		t.Fatalf("%d closed steps: %s", len(closed), table)
+	}
+	st, err := store.Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := t.TempDir()
+	st.SetCacheDir(cache)
+	adm := NewAdmission(4)
+	adm.slots <- struct{}{} // a query being answered
+	srv := New(Options{Store: st, Admission: adm, SettleEvery: time.Hour})
+	ts := httptest.NewServer(srv)
+	defer func() { ts.Close(); srv.Close() }()
+	time.Sleep(3 * settleQuiet)
+	if n := srv.settle.computed.Load(); n != 0 {
+		t.Fatalf("%d steps settled while a query was answered", n)
+	}
+	<-adm.slots
+	for deadline := time.Now().Add(2 * time.Minute); srv.settle.computed.Load() < int64(len(closed)); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d closed steps settled after 2 minutes", srv.settle.computed.Load(), len(closed))
+		}
+	}
+	testwait.CacheWrites(t, time.Minute)
+	if n := srv.settle.computed.Load(); n != int64(len(closed)) {
+		t.Fatalf("%d steps computed, want the %d closed steps once each", n, len(closed))
+	}
+	saved, _ := filepath.Glob(filepath.Join(cache, "*", "explain", "step_*.json"))
+	if len(saved) != len(closed) {
+		t.Fatalf("%d steps' facts saved, want %d", len(saved), len(closed))
+	}
+	if _, m := do(t, ts.URL+"/metrics", nil); !regexp.MustCompile(fmt.Sprintf(`(?m)^miles_explain_steps_settled_total\{run="[^"]+"\} %d$`, len(closed))).MatchString(m) {
+		t.Fatalf("/metrics does not count the %d steps settled:\n%s", len(closed), m)
+	}
+	destroyTrajectories(t, files, old)
+	for _, server := range []string{"the settling server", "a fresh server on its cache"} {
+		var got string
+		if server == "the settling server" {
+			_, tab := getData(t, ts.URL+"/api/v1/explain")
+			var c []any
+			for _, s := range tab["steps"].([]any) {
+				if s.(map[string]any)["open"] != true {
+					c = append(c, s)
+				}
+			}
+			b, _ := json.Marshal(c)
+			got = string(b)
+		} else {
+			got, _ = closedExplained(t, dir, cache, nil)
+		}
+		if got != table {
+			t.Fatalf("%s, trajectories destroyed:\n%s\nwant what the table computes at once:\n%s", server, got, table)
+		}
+	}
+	if bare, _ := closedExplained(t, dir, "", nil); bare == table {
+		t.Fatal("the destroyed trajectories answer as the intact run: the test proves nothing")
 	}
 }
 

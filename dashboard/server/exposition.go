@@ -27,6 +27,8 @@ type runAdvice struct {
 	explored bool // the advisory was evaluated (the run is open)
 	// goodput is the run's goodput ledger per fleet (docs/semconv.md §12), when explored.
 	goodput []store.GoodputFleet
+	// settled counts the steps whose explanations the run's server computed ahead (nil: it does not).
+	settled *int64
 }
 
 // writeExposition writes the gauges of every run given, and the memory budget's figures (nil: none).
@@ -88,6 +90,12 @@ func writeExposition(w http.ResponseWriter, runs []runAdvice, mem *store.Budget)
 			for c, class := range store.GoodputClasses {
 				fmt.Fprintf(&b, "miles_goodput_gpu_seconds{run=%s,fleet=%s,class=%s} %s\n", label(r.run), label(f.Fleet), label(class), strconv.FormatFloat(f.Seconds[c], 'f', -1, 64))
 			}
+		}
+	}
+	typed("miles_explain_steps_settled_total", "counter", "Steps whose explanations this dashboard computed ahead while no query was answered (--settle-every; docs/operations.md), per open run.")
+	for _, r := range runs {
+		if r.settled != nil {
+			fmt.Fprintf(&b, "miles_explain_steps_settled_total{run=%s} %d\n", label(r.run), *r.settled)
 		}
 	}
 	family("miles_run_live", "1 while a file of the run changed within the live window.")
@@ -167,5 +175,6 @@ func (s *Server) exposition(w http.ResponseWriter, _ *http.Request) {
 	}
 	writeExposition(w, []runAdvice{{
 		run: name, live: m.Live, edge: m.DataEdge, res: s.advisoryResult(cfg, nil), explored: true, goodput: s.goodputTotal(),
+		settled: s.settledSteps(),
 	}}, s.budget)
 }

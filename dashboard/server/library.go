@@ -475,6 +475,7 @@ func (l *Library) exposition(w http.ResponseWriter, _ *http.Request) {
 				ra.res, ra.explored = srv.advisoryResult(cfg, nil), true
 				ra.goodput = srv.goodputTotal()
 			}
+			ra.settled = srv.settledSteps()
 		}
 		out = append(out, ra)
 	}

@@ -59,6 +59,9 @@ type Options struct {
 	// Admission bounds the API queries answered at once (admission.go); nil: one of this server's own with
 	// the default limit. A library's runs share the library's.
 	Admission *Admission
+	// SettleEvery, when set, makes the server compute its run's settled steps' explanations while no query is
+	// answered (explain.go settleLoop), and look for newly settled steps this often; zero: only when asked.
+	SettleEvery time.Duration
 }
 
 // Server serves one run.
@@ -82,6 +85,8 @@ type Server struct {
 	goodputRun goodputCache
 	// explainMemo keeps the run's step explanations' facts while its data does not change (explain.go).
 	explainMemo store.ExplainMemo
+	// settle runs settleLoop (nil: not run).
+	settle *settler
 	// budget is the memory budget shown at /metrics (nil: none).
 	budget *store.Budget
 	// admission bounds the API queries answered at once, shared by a library's runs.
@@ -125,6 +130,10 @@ func New(opts Options) *Server {
 	s.hub.up.CheckOrigin = s.access.originAllowed
 	s.mux = http.NewServeMux()
 	s.register(s.mux)
+	if opts.SettleEvery > 0 {
+		s.settle = newSettler()
+		go s.settleLoop(opts.SettleEvery)
+	}
 	return s
 }
 
@@ -164,6 +173,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // Close stops the live hub (its loops and every page's socket) and closes the dump reader's files.
 func (s *Server) Close() {
 	s.closeOnce.Do(func() {
+		if s.settle != nil {
+			s.settle.close()
+		}
 		s.hub.close()
 		if s.closeDumps != nil {
 			s.closeDumps()

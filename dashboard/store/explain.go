@@ -190,6 +190,9 @@ type ExplainMemo struct {
 	// settled are the facts of closed steps computed from settled files, kept across arrivals while their
 	// inputs' key holds (explain_cache.go).
 	settled map[explainKey]settledFacts
+	// unkept are the inputs' keys of closed steps SettleExplanations computed but could not keep (their batch's
+	// consume was not near them): it does not compute them again while their inputs hold.
+	unkept map[explainKey]string
 }
 
 // explainKey is a step's window as the facts were computed for it.
@@ -440,6 +443,8 @@ type explainer struct {
 	train []*Lane
 	mfu   map[int]float64
 	memo  *ExplainMemo
+	// oneCore says the steps are computed one after the other (SettleExplanations: the cores are the pages').
+	oneCore bool
 	// arrivals is the store's arrivals count the memo was checked against: facts computed now are kept under it
 	// while no data arrives meanwhile.
 	arrivals uint64
@@ -450,6 +455,9 @@ type stepAsked struct {
 	st   Bubble
 	open bool
 }
+
+// key is the memo's key of the step's facts.
+func (a stepAsked) key() explainKey { return explainKey{a.st.Step, a.st.T0, a.st.T1, a.open} }
 
 // factsOf is the facts of the steps asked, in their order, computed side by side on the cores (each step's
 // anatomy and phase queries are independent reads of the store) in rounds between which what every step needs
@@ -478,7 +486,7 @@ func (ex *explainer) factsOf(asked []stepAsked) []*ExplainStepFacts {
 	}
 	ex.s.prefetchExplained(todo)
 	preps := make([]*stepPrep, len(asked))
-	onCores(len(asked), func(i int) {
+	ex.onCores(len(asked), func(i int) {
 		if out[i] == nil {
 			preps[i] = ex.prepare(asked[i].st, asked[i].open)
 		}
@@ -490,7 +498,7 @@ func (ex *explainer) factsOf(asked []stepAsked) []*ExplainStepFacts {
 		}
 	}
 	read := ex.s.readLookbacks(lbs)
-	onCores(len(asked), func(i int) {
+	ex.onCores(len(asked), func(i int) {
 		if preps[i] != nil {
 			ex.rows(preps[i], read)
 		}
@@ -502,7 +510,7 @@ func (ex *explainer) factsOf(asked []stepAsked) []*ExplainStepFacts {
 		}
 	}
 	engines := ex.s.chainEngines(chains)
-	onCores(len(asked), func(i int) {
+	ex.onCores(len(asked), func(i int) {
 		if preps[i] != nil {
 			out[i] = ex.finish(preps[i], engines)
 			ex.remember(asked[i], out[i])
@@ -519,6 +527,17 @@ func (ex *explainer) factsOf(asked []stepAsked) []*ExplainStepFacts {
 	return out
 }
 
+// onCores runs fn for 0…n-1 on the cores, or one after the other when ex.oneCore.
+func (ex *explainer) onCores(n int, fn func(i int)) {
+	if !ex.oneCore {
+		onCores(n, fn)
+		return
+	}
+	for i := range n {
+		fn(i)
+	}
+}
+
 // remembered is the memo's facts of a step, nil when it holds none.
 func (ex *explainer) remembered(a stepAsked) *ExplainStepFacts {
 	if ex.memo == nil {
@@ -526,7 +545,7 @@ func (ex *explainer) remembered(a stepAsked) *ExplainStepFacts {
 	}
 	ex.memo.mu.Lock()
 	defer ex.memo.mu.Unlock()
-	return ex.memo.facts[explainKey{a.st.Step, a.st.T0, a.st.T1, a.open}]
+	return ex.memo.facts[a.key()]
 }
 
 // remember keeps a step's facts in the memo while no data arrived since they were computed.
@@ -537,7 +556,7 @@ func (ex *explainer) remember(a stepAsked, f *ExplainStepFacts) {
 	ex.memo.mu.Lock()
 	defer ex.memo.mu.Unlock()
 	if ex.memo.arrivals == ex.arrivals && ex.s.answerVersion() == ex.arrivals { // no data arrived meanwhile
-		ex.memo.facts[explainKey{a.st.Step, a.st.T0, a.st.T1, a.open}] = f
+		ex.memo.facts[a.key()] = f
 	}
 }
 

@@ -167,7 +167,7 @@ func (ex *explainer) holdLaterPhases(asked []stepAsked) {
 
 // settled is step a's facts kept for inputs key, from the memo or the cache directory; nil when none are.
 func (ex *explainer) settled(a stepAsked, key string) *ExplainStepFacts {
-	k := explainKey{a.st.Step, a.st.T0, a.st.T1, false}
+	k := a.key()
 	if ex.memo != nil {
 		ex.memo.mu.Lock()
 		e, ok := ex.memo.settled[k]
@@ -226,7 +226,7 @@ func (ex *explainer) keepSettled(k explainKey, key string, f *ExplainStepFacts) 
 // saveSettled keeps a step's facts computed from settled inputs key, in the memo and (in the background) in the
 // cache directory. Facts that do not encode (a NaN) are kept in the memo alone.
 func (ex *explainer) saveSettled(a stepAsked, key string, f *ExplainStepFacts) {
-	ex.keepSettled(explainKey{a.st.Step, a.st.T0, a.st.T1, false}, key, f)
+	ex.keepSettled(a.key(), key, f)
 	_, path := ex.factsPath(a.st.Step)
 	if path == "" {
 		return
@@ -247,4 +247,71 @@ func (ex *explainer) factsPath(step int) (dir, path string) {
 		return "", ""
 	}
 	return dir, filepath.Join(run, "explain", fmt.Sprintf("step_%d.json", step))
+}
+
+// settleBatch is how many steps SettleExplanations computes at once: consecutive steps share their lookback's
+// hours, which a batch reads once; a query that arrives waits for at most one batch on one core.
+const settleBatch = 8
+
+// SettleExplanations computes, newest first, the facts of the run's closed steps whose inputs are settled and
+// that are neither kept in memo nor saved in the cache directory (docs/semconv.md §12.1 "Settled steps"), a
+// batch of steps at a time on one core while idle says nothing else is asked of the dashboard, so that an
+// explanation or the compare page's table asked later reads them instead of the run. It returns how many steps
+// it computed, and how many it left (idle turned false, or inputs changed meanwhile): none when every closed step
+// whose inputs are settled is kept.
+func (s *Store) SettleExplanations(memo *ExplainMemo, idle func() bool) (computed, left int) {
+	if memo == nil {
+		return 0, 0
+	}
+	steps, _ := s.explainSteps(func([]Bubble) bool { return false })
+	ex := s.newExplainer(memo)
+	stats := map[string]os.FileInfo{}
+	type settling struct {
+		a   stepAsked
+		key string
+	}
+	var todo []settling
+	for i := len(steps) - 1; i >= 0; i-- {
+		a := stepAsked{st: steps[i]}
+		key := ex.inputsKey(a.st, stats)
+		if key == "" || ex.settled(a, key) != nil {
+			continue
+		}
+		memo.mu.Lock()
+		unkept := memo.unkept[a.key()] == key
+		memo.mu.Unlock()
+		if !unkept {
+			todo = append(todo, settling{a, key})
+		}
+	}
+	for len(todo) > 0 && idle() {
+		batch := todo[:min(settleBatch, len(todo))]
+		todo = todo[len(batch):]
+		asked := make([]stepAsked, len(batch))
+		for i, b := range batch {
+			asked[i] = b.a
+		}
+		held := s.heldNow()
+		unpin := s.pin()
+		ex := s.newExplainer(memo)
+		ex.oneCore = true
+		ex.factsOf(asked)
+		unpin()
+		s.coldSince(held)
+		computed += len(batch)
+		// A step computed from the inputs it was picked for and not kept (its batch's consume was far from it)
+		// is not computed again while they hold; one whose inputs changed meanwhile is, on the next call.
+		stats := map[string]os.FileInfo{}
+		memo.mu.Lock()
+		for _, b := range batch {
+			if e, ok := memo.settled[b.a.key()]; (!ok || e.key != b.key) && ex.inputsKey(b.a.st, stats) == b.key {
+				if memo.unkept == nil {
+					memo.unkept = map[explainKey]string{}
+				}
+				memo.unkept[b.a.key()] = b.key
+			}
+		}
+		memo.mu.Unlock()
+	}
+	return computed, len(todo)
 }

@@ -48,3 +48,29 @@ func TestExplainBaselineRule(t *testing.T) {
 		t.Fatal("noise floor: max(1 s, 2 % of the baseline step)")
 	}
 }
+
+// TestColdSince: the blocks loaded after a snapshot of the held ones count as the least recently used (the
+// settler's reads ahead are dropped before the hours a page read); those held before keep their use.
+func TestColdSince(t *testing.T) {
+	s, err := open(phaseRun(t), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hours := s.phases.files.Hours()
+	if len(hours) < 2 {
+		t.Fatalf("phases hours %v: want two", hours)
+	}
+	unpin := s.pin()
+	s.ensureHours(hours[0], hours[0], s.phases.cache)
+	before := s.heldNow()
+	s.ensureHours(hours[1], hours[1], s.phases.cache)
+	unpin()
+	s.coldSince(before)
+	used := map[int64]uint64{}
+	for k, e := range s.heldNow() {
+		used[k.hour] = e.used.Load()
+	}
+	if len(used) != 2 || used[hours[0]] == 0 || used[hours[1]] != 0 {
+		t.Fatalf("uses by hour %v: want hour %d's kept, hour %d's least recent (0)", used, hours[0], hours[1])
+	}
+}

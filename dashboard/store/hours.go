@@ -2,6 +2,7 @@ package store
 
 import (
 	"cmp"
+	"maps"
 	"math"
 	"runtime"
 	"slices"
@@ -482,6 +483,26 @@ func (s *Store) settleColdLocked(kind heldKind, h int64) {
 	s.mem.cold = heldKey{kind, h}
 	s.settleLocked()
 	s.mem.cold = heldKey{kind: heldNone}
+}
+
+// heldNow is the evictable blocks held now, for coldSince.
+func (s *Store) heldNow() map[heldKey]*heldEntry {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return maps.Clone(s.mem.entries)
+}
+
+// coldSince counts the blocks loaded since before (heldNow) as the least recently used: they were read ahead
+// of any page (SettleExplanations), and the next load past the budget drops them before the hours the pages
+// read.
+func (s *Store) coldSince(before map[heldKey]*heldEntry) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	for k, e := range s.mem.entries {
+		if before[k] != e {
+			e.used.Store(0)
+		}
+	}
 }
 
 // heldBlock is one evictable block as settleLocked finds it in a reader.
