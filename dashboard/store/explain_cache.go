@@ -302,16 +302,19 @@ func (s *Store) SettleExplanations(memo *ExplainMemo, idle func() bool) (compute
 		// A step computed from the inputs it was picked for and not kept (its batch's consume was far from it)
 		// is not computed again while they hold; one whose inputs changed meanwhile is, on the next call.
 		stats := map[string]os.FileInfo{}
-		memo.mu.Lock()
 		for _, b := range batch {
-			if e, ok := memo.settled[b.a.key()]; (!ok || e.key != b.key) && ex.inputsKey(b.a.st, stats) == b.key {
+			if ex.inputsKey(b.a.st, stats) != b.key {
+				continue
+			}
+			memo.mu.Lock()
+			if e, ok := memo.settled[b.a.key()]; !ok || e.key != b.key {
 				if memo.unkept == nil {
 					memo.unkept = map[explainKey]string{}
 				}
 				memo.unkept[b.a.key()] = b.key
 			}
+			memo.mu.Unlock()
 		}
-		memo.mu.Unlock()
 	}
 	return computed, len(todo)
 }

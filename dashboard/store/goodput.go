@@ -181,11 +181,17 @@ func (s *Store) goodputHours(t0, t1 float64) (lo, hi int64) {
 // readGoodputInputsLocked reads the inputs of hours [lo, hi]; the caller holds the read lock.
 func (s *Store) readGoodputInputsLocked(lo, hi int64) *gpInputs {
 	in := &gpInputs{traces: map[traceID]*gpTrace{}, consumedAttempt: map[int32]int32{}, latestAttempt: map[int32]int32{}}
+	// A block holds a trace's spans together (bundles): consecutive records mostly look the same trace up.
+	var lastID traceID
+	var last *gpTrace
 	trace := func(r *trajRec) *gpTrace {
-		t := in.traces[r.trace]
-		if t == nil {
-			t = &gpTrace{sample: -1, attempt: -1}
-			in.traces[r.trace] = t
+		t := last
+		if t == nil || r.trace != lastID {
+			if t = in.traces[r.trace]; t == nil {
+				t = &gpTrace{sample: -1, attempt: -1}
+				in.traces[r.trace] = t
+			}
+			lastID, last = r.trace, t
 		}
 		if t.sample < 0 && r.sample >= 0 {
 			t.sample = r.sample
