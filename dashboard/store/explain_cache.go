@@ -271,8 +271,8 @@ func (s *Store) SettleExplanations(memo *ExplainMemo, idle func() bool) (compute
 		key string
 	}
 	var todo []settling
-	for i := len(steps) - 1; i >= 0; i-- {
-		a := stepAsked{st: steps[i]}
+	for _, st := range slices.Backward(steps) {
+		a := stepAsked{st: st}
 		key := ex.inputsKey(a.st, stats)
 		if key == "" || ex.settled(a, key) != nil {
 			continue
