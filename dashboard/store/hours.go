@@ -147,6 +147,9 @@ type hourCache[B hourBlock] struct {
 	reader hourReader[B]
 	// serial says the reads share state they do not guard (an interner): they run one after the other (inOrder).
 	serial bool
+	// aside says a read of a new block touches nothing but the block and (a copy of) its partition: it may run
+	// with Store.mu released (loadAsideLocked).
+	aside bool
 	// reach: the hours within reach of a query's and not read whole are read only for what reaches outside
 	// them (phases: a phase filed by its end hour, an open marker by its start hour).
 	reach int64
@@ -248,6 +251,15 @@ func (c *hourCache[B]) drop(ld loadApplier, h int64) {
 type hourJob interface {
 	read()
 	applyLocked(s *Store)
+	// claimAsideLocked says whether the job makes a new block of a cache that reads aside (no block held, its
+	// partition unread), which may be read with Store.mu released, and takes the copy of the partition it reads
+	// then (readAside, installLocked); k is the block's key. The caller holds Store.mu.
+	claimAsideLocked() (k heldKey, ok bool)
+	// readAside reads the new block from the copy of the partition, touching nothing the store shares.
+	readAside()
+	// installLocked stores what readAside read, the copy's progress taken into the partition, unless the hour
+	// was loaded or its files changed meanwhile (then the block is dropped: the hour is read again as usual).
+	installLocked(s *Store)
 }
 
 // cacheJob reads one hour of one cache.
@@ -261,6 +273,32 @@ type cacheJob[B hourBlock] struct {
 	// block and learned are what read returned.
 	block   B
 	learned hourLoad
+	// copy is the partition's copy readAside read (nil: none).
+	copy *partition.Partition
+}
+
+func (j *cacheJob[B]) claimAsideLocked() (heldKey, bool) {
+	var none B
+	if !j.cache.aside || j.prev != none || j.how.only != nil || !j.part.Unread() {
+		return heldKey{}, false
+	}
+	j.copy = j.part.Unstarted()
+	return heldKey{j.cache.kind, j.hour}, true
+}
+
+func (j *cacheJob[B]) readAside() {
+	var none B
+	j.block, j.learned = j.cache.reader.readHour(j.hour, none, j.copy, j.how)
+}
+
+func (j *cacheJob[B]) installLocked(s *Store) {
+	var none B
+	if j.block == none || j.cache.blocks[j.hour] != none || j.cache.files.Parts[j.hour] != j.part || !j.part.Unread() ||
+		!j.part.TakeProgress(j.copy) {
+		return
+	}
+	j.part.Loaded = j.copy.Loaded
+	j.applyLocked(s)
 }
 
 func (j *cacheJob[B]) read() {
@@ -294,6 +332,10 @@ func (js inOrder) applyLocked(s *Store) {
 		j.applyLocked(s)
 	}
 }
+
+func (js inOrder) claimAsideLocked() (heldKey, bool) { return heldKey{}, false }
+func (js inOrder) readAside()                        {}
+func (js inOrder) installLocked(*Store)              {}
 
 // learnedLocked applies what a read learned beside its block: its reports become notices, its newest time
 // raises the data edge, its lanes join the lane set. The caller holds Store.mu for writing.
@@ -338,8 +380,9 @@ type hourPlan interface {
 
 // ensure brings in the hours a query needs and marks them used. Most queries find their hours held, and only
 // stamp them under the read lock; otherwise the write lock is taken, the plan made again (another query may have
-// loaded them meanwhile), the reads run side by side and applied, and the budget settled. The caller holds a pin
-// (budget.go): the hours stay until the pin is released.
+// loaded them meanwhile), the new blocks of the caches that read aside read with the lock released
+// (loadAsideLocked), the other reads run side by side and applied, and the budget settled. The caller holds a
+// pin (budget.go): the hours stay until the pin is released.
 func (s *Store) ensure(plan hourPlan) {
 	s.mu.RLock()
 	missing := plan.missingLocked(s)
@@ -352,9 +395,80 @@ func (s *Store) ensure(plan hourPlan) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.loadAsideLocked(plan)
 	plan.loadLocked(s)
 	s.touch(plan.spans())
 	s.settleLocked() // the hours loaded count in the memory budget
+}
+
+// asidePlan is a plan that lists its reads (the hour ranges'): loadAsideLocked reads the new blocks of the
+// caches that read aside with the lock released.
+type asidePlan interface {
+	jobsLocked() []hourJob
+}
+
+// loadAsideLocked reads the new blocks the plan needs of caches that read aside (hourCache.aside: a closed or
+// new hour read whole, the query's heaviest reads) with Store.mu released, side by side, then installs them
+// under it: the other queries answer meanwhile from what is held, instead of waiting for the reads (a
+// 1024-GPU trajectories hour takes ≈ 0.5 s to parse). An hour another query is reading so is waited for, not
+// read twice. What could not be installed (the hour loaded or its files changed meanwhile), and the reads that
+// need the lock (a block that grows, a stream whose reads share state), are left to the plan's loadLocked. The
+// caller holds Store.mu for writing; it is held again on return.
+func (s *Store) loadAsideLocked(plan hourPlan) {
+	ap, ok := plan.(asidePlan)
+	if !ok {
+		return
+	}
+	type aside struct {
+		job  hourJob
+		key  heldKey
+		done chan struct{}
+	}
+	for range 2 { // once more for the hours waited for that their reader could not install
+		var mine []aside
+		var waits []chan struct{}
+		for _, j := range ap.jobsLocked() {
+			k, ok := j.claimAsideLocked()
+			if !ok {
+				continue
+			}
+			if ch := s.readingAside[k]; ch != nil {
+				waits = append(waits, ch)
+				continue
+			}
+			a := aside{j, k, make(chan struct{})}
+			if s.readingAside == nil {
+				s.readingAside = map[heldKey]chan struct{}{}
+			}
+			s.readingAside[k] = a.done
+			mine = append(mine, a)
+		}
+		if len(mine) == 0 && len(waits) == 0 {
+			return
+		}
+		s.mu.Unlock()
+		if s.readingAsideHook != nil {
+			for _, a := range mine {
+				s.readingAsideHook(a.key)
+			}
+		}
+		onCores(len(mine), func(i int) { mine[i].job.readAside() })
+		s.mu.Lock()
+		for _, a := range mine {
+			a.job.installLocked(s)
+			delete(s.readingAside, a.key)
+			close(a.done)
+		}
+		// Another query's reads are waited for once this one's are installed: a query never waits while holding
+		// an hour another waits for.
+		if len(waits) > 0 {
+			s.mu.Unlock()
+			for _, ch := range waits {
+				<-ch
+			}
+			s.mu.Lock()
+		}
+	}
 }
 
 // hourRangePlan is the hours lo…hi of each cache, read in one batch.
@@ -372,12 +486,14 @@ func (p hourRangePlan) missingLocked(*Store) bool {
 	return false
 }
 
-func (p hourRangePlan) loadLocked(s *Store) {
+func (p hourRangePlan) loadLocked(s *Store) { s.loadLocked(p.jobsLocked()) }
+
+func (p hourRangePlan) jobsLocked() []hourJob {
 	var jobs []hourJob
 	for _, c := range p.caches {
 		jobs = append(jobs, c.missing(p.lo, p.hi)...)
 	}
-	s.loadLocked(jobs)
+	return jobs
 }
 
 func (p hourRangePlan) spans() []hourSpan {
@@ -395,14 +511,14 @@ func (p hourRangesPlan) missingLocked(s *Store) bool {
 	return slices.ContainsFunc(p, func(r hourRangePlan) bool { return r.missingLocked(s) })
 }
 
-func (p hourRangesPlan) loadLocked(s *Store) {
+func (p hourRangesPlan) loadLocked(s *Store) { s.loadLocked(p.jobsLocked()) }
+
+func (p hourRangesPlan) jobsLocked() []hourJob {
 	var jobs []hourJob
 	for _, r := range p {
-		for _, c := range r.caches {
-			jobs = append(jobs, c.missing(r.lo, r.hi)...)
-		}
+		jobs = append(jobs, r.jobsLocked()...)
 	}
-	s.loadLocked(jobs)
+	return jobs
 }
 
 func (p hourRangesPlan) spans() []hourSpan {

@@ -53,7 +53,7 @@ func newPhaseReader(dir string, metrics *metricReader) phaseReader {
 
 // hourCaches is the phases hours' cache (hours.go), which reads within phaseReach of a query's hours.
 func (r *phaseReader) hourCaches() []hourSource {
-	r.cache = &hourCache[*phaseBlock]{kind: heldPhase, files: r.files, blocks: r.blocks, reader: r, reach: phaseReach}
+	r.cache = &hourCache[*phaseBlock]{kind: heldPhase, files: r.files, blocks: r.blocks, reader: r, reach: phaseReach, aside: true}
 	return []hourSource{r.cache}
 }
 

@@ -56,6 +56,10 @@ type Store struct {
 	// arrivals, the count of refreshes that found new data or files, stays where they were computed.
 	answers  answerMemos
 	arrivals uint64
+	// readingAside are the hour blocks being read with mu released (loadAsideLocked), each closed once installed.
+	readingAside map[heldKey]chan struct{}
+	// readingAsideHook, when set (tests), is called with each block about to be read aside, Store.mu released.
+	readingAsideHook func(k heldKey)
 
 	// meta is the run's meta.json, merged over every layout's (loadMetaLocked; empty when missing or
 	// unreadable), and metaMods the files' modification times it was read at (metaModsLocked).

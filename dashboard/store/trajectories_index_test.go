@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -408,5 +409,78 @@ func TestStepIndexBuiltAside(t *testing.T) {
 			bj, _ := json.Marshal(b)
 			t.Fatalf("step %d anatomy, index built aside:\n%s\nunder the lock:\n%s", st.Step, aj, bj)
 		}
+	}
+}
+
+// TestHoursReadAside: a trajectories hour a query needs is read with the store's lock released: while it is
+// read, a query of other data answers, and a second query of the same hour waits for that read instead of reading
+// the hour again; both then answer as a store that reads under the lock.
+func TestHoursReadAside(t *testing.T) {
+	dir := trajRun(t)
+	var mu sync.Mutex
+	reads := map[heldKey]int{}
+	reading := make(chan struct{}, 1)
+	release := make(chan struct{})
+	st, err := open(dir, false, func(s *Store) {
+		s.readingAsideHook = func(k heldKey) {
+			mu.Lock()
+			reads[k]++
+			mu.Unlock()
+			if k.kind == heldTraj {
+				select {
+				case reading <- struct{}{}:
+					<-release
+				default:
+				}
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, second := make(chan *PoolResult, 1), make(chan *PoolResult, 1)
+	go func() { first <- st.VersionPool(h0, h0+3600, 40) }()
+	select {
+	case <-reading: // the pool's first trajectories hour is being read, and waits
+	case <-time.After(time.Minute):
+		t.Fatal("no trajectories hour was read aside")
+	}
+	go func() { second <- st.VersionPool(h0, h0+3600, 40) }()
+	other := make(chan []Bubble, 1)
+	go func() { other <- st.Bubbles(h0, h0+3600) }()
+	select {
+	case <-other:
+	case <-time.After(time.Minute):
+		t.Fatal("a query of the step metrics waited for a trajectories hour's read")
+	}
+	select {
+	case <-second:
+		t.Fatal("the second query of the hour answered before the hour was read")
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	a, b := <-first, <-second
+	locked, err := open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	locked.trajectories.cache.aside, locked.phases.cache.aside = false, false
+	want := locked.VersionPool(h0, h0+3600, 40)
+	for _, got := range []*PoolResult{a, b} {
+		if !reflect.DeepEqual(got, want) {
+			gj, _ := json.Marshal(got)
+			wj, _ := json.Marshal(want)
+			t.Fatalf("pool read aside:\n%s\nunder the lock:\n%s", gj, wj)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for k, n := range reads {
+		if n != 1 {
+			t.Fatalf("%v read aside %d times: %v", k, n, reads)
+		}
+	}
+	if len(reads) == 0 {
+		t.Fatal("nothing was read aside")
 	}
 }

@@ -57,7 +57,7 @@ func newTrajectoryReader(dir string) trajectoryReader {
 // hourCaches is the trajectories hour blocks' cache (hours.go); the step index is not in it (always held). The
 // hours are read side by side, each with strings of its own (trajBlock.read).
 func (r *trajectoryReader) hourCaches() []hourSource {
-	r.cache = &hourCache[*trajBlock]{kind: heldTraj, files: r.files, blocks: r.blocks, reader: r}
+	r.cache = &hourCache[*trajBlock]{kind: heldTraj, files: r.files, blocks: r.blocks, reader: r, aside: true}
 	return []hourSource{r.cache}
 }
 
