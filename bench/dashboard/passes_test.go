@@ -103,3 +103,43 @@ func TestSettleAhead(t *testing.T) {
 		t.Logf("then %s %.1f ms", q, ms(timed(q)))
 	}
 }
+
+// TestPageQueriesBesideHourLoads reports (BENCHMARKS.md) what a page's warm queries take while another query
+// of the same process loads hours: a fresh process draws its first page (meta, lanes, fleet), then asks the
+// run's explanations in the page's order (goodput, pool, a step explained: each loads trajectories and phases
+// hours), and 300 ms into each a warm fleet overview and the step metrics' bubbles, as a page's other panels do.
+func TestPageQueriesBesideHourLoads(t *testing.T) {
+	dir := runDir(t)
+	st, err := store.Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := server.New(server.Options{Store: st})
+	defer srv.Close()
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	for _, q := range []string{"/api/v1/meta", "/api/v1/lanes", "/api/v1/fleet?buckets=600", "/api/v1/bubbles"} {
+		get(t, ts.URL+q)
+	}
+	slow := []string{"/api/v1/goodput", "/api/v1/lifecycle/pool"}
+	if steps := windowSteps(t, ts.URL); len(steps) > 0 {
+		slow = append(slow, fmt.Sprintf("/api/v1/steps/%d/explain", steps[len(steps)/2]))
+	}
+	for _, q := range slow {
+		done := make(chan time.Duration)
+		go func() {
+			s := time.Now()
+			get(t, ts.URL+q)
+			done <- time.Since(s)
+		}()
+		time.Sleep(300 * time.Millisecond)
+		s := time.Now()
+		get(t, ts.URL+"/api/v1/fleet?buckets=600")
+		fleet := time.Since(s)
+		s = time.Now()
+		get(t, ts.URL+"/api/v1/bubbles")
+		bubbles := time.Since(s)
+		t.Logf("first %-40s %8.1f ms; asked 300 ms into it: warm fleet %8.1f ms, bubbles %8.1f ms", q, ms(<-done), ms(fleet), ms(bubbles))
+	}
+}

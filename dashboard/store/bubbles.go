@@ -16,12 +16,16 @@ type Bubble struct {
 // charts (metrics_index.go; docs/semconv.md §8 "Record identity"); a step whose metrics arrived on two records
 // (one log_metrics call split between two requests) takes each value from the record that has it.
 func (s *Store) Bubbles(t0, t1 float64) []Bubble {
-	s.mu.Lock()
-	if !s.metrics.recordsRead {
-		s.metrics.loadLocked(s)
-	}
-	s.mu.Unlock()
 	s.mu.RLock()
+	if !s.metrics.recordsRead { // the write lock only to read them: it waits for every query reading
+		s.mu.RUnlock()
+		s.mu.Lock()
+		if !s.metrics.recordsRead {
+			s.metrics.loadLocked(s)
+		}
+		s.mu.Unlock()
+		s.mu.RLock()
+	}
 	defer s.mu.RUnlock()
 	// stepPerf is the newest wait ratio and step time of one step, each with the time of its record.
 	type stepPerf struct {
