@@ -44,7 +44,7 @@ func (s *Store) EngineDigests(key string, metrics []string, fn func(hour int64, 
 		}
 		return h, ok
 	}, func(h int64) {
-		s.loadLocked(r.cache.jobs([]int64{h}, hourRead{})) // a closed hour is digested as it loads
+		s.loadEngineHourLocked(h) // a closed hour is digested as it loads
 		s.settleColdLocked(heldEngine, h)
 	})
 	s.mu.Lock()

@@ -211,3 +211,67 @@ func TestMetricKeysSoFar(t *testing.T) {
 		t.Fatalf("after the whole catalog: pending %v, keys %+v, want none and %+v", pending, again, whole)
 	}
 }
+
+// TestEngineHourReadAside: a whole-run sglang series reads each new engine hour with the store's lock released:
+// while an hour is being read, a query of other data answers; the series is then the one read under the lock.
+func TestEngineHourReadAside(t *testing.T) {
+	dir := engineRun(t)
+	write(t, dir, "dashboard/engine_series/"+hourB+".jsonl",
+		engLine(h0+3700, "http://e0:1", "sglang:num_running_reqs", `"dp_rank":"0","engine_type":"unified"`, 3))
+	reading := make(chan struct{}, 1)
+	release := make(chan struct{})
+	st, err := open(dir, false, func(s *Store) {
+		s.readingAsideHook = func(k heldKey) {
+			if k.kind == heldEngine {
+				select {
+				case reading <- struct{}{}:
+					<-release
+				default:
+				}
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type answer struct {
+		r   *EngineSeriesResult
+		err error
+	}
+	series := make(chan answer, 1)
+	go func() {
+		r, err := st.EngineSeries("sglang:num_running_reqs", "", false, h0, h0+7200, 20)
+		series <- answer{r, err}
+	}()
+	select {
+	case <-reading:
+	case <-time.After(time.Minute):
+		t.Fatal("no engine hour was read aside")
+	}
+	other := make(chan []Bubble, 1)
+	go func() { other <- st.Bubbles(h0, h0+7200) }()
+	select {
+	case <-other:
+	case <-time.After(time.Minute):
+		t.Fatal("a query of the step metrics waited for an engine hour's read")
+	}
+	close(release)
+	got := <-series
+	if got.err != nil {
+		t.Fatal(got.err)
+	}
+	ref, err := Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref.engines.cache.aside = false
+	want, err := ref.EngineSeries("sglang:num_running_reqs", "", false, h0, h0+7200, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gj, _ := json.Marshal(got.r)
+	wj, _ := json.Marshal(want)
+	if len(got.r.Series) == 0 || !bytes.Equal(gj, wj) {
+		t.Fatalf("series read aside:\n%s\nunder the lock:\n%s", gj, wj)
+	}
+}

@@ -72,9 +72,10 @@ func newEngineReader(dir string) engineReader {
 	}
 }
 
-// hourCaches is the engine_series hours' cache (hours.go); the reads run one after the other.
+// hourCaches is the engine_series hours' cache (hours.go); the reads run one after the other, a new hour's with
+// the lock released when read alone (loadEngineHourLocked).
 func (r *engineReader) hourCaches() []hourSource {
-	r.cache = &hourCache[*engBlock]{kind: heldEngine, files: r.files, blocks: r.blocks, reader: r, serial: true}
+	r.cache = &hourCache[*engBlock]{kind: heldEngine, files: r.files, blocks: r.blocks, reader: r, serial: true, aside: true}
 	return []hourSource{r.cache}
 }
 
@@ -202,7 +203,21 @@ func (s *Store) ensureEngineHours(t0, t1 float64) {
 			}
 		}
 		return 0, false
-	}, func(h int64) { s.ensureLocked(r.cache.jobs([]int64{h}, hourRead{}), r.cache.span(lo, hi)) })
+	}, func(h int64) {
+		s.loadEngineHourLocked(h)
+		s.ensureLocked(nil, r.cache.span(lo, hi))
+	})
+}
+
+// loadEngineHourLocked reads engine hour h, a new block with the lock released (readAsideLocked: a 1024-GPU
+// engine hour takes seconds to read, which every other query waited for), else under it. The caller holds
+// Store.mu for writing and a pin.
+func (s *Store) loadEngineHourLocked(h int64) {
+	r := &s.engines
+	if jobs := r.cache.jobs([]int64{h}, hourRead{}); len(jobs) == 1 && s.readAsideLocked(jobs[0]) && r.cache.has(h) {
+		return
+	}
+	s.loadLocked(r.cache.jobs([]int64{h}, hourRead{}))
 }
 
 // engineHoursAlone reads, with read, each engine hour next picks, each under the store's lock alone (next and
@@ -244,7 +259,7 @@ func (s *Store) catalogHourLocked(h int64) {
 		r.dropped[h] = c
 		return
 	}
-	s.loadLocked(r.cache.jobs([]int64{h}, hourRead{}))
+	s.loadEngineHourLocked(h)
 	if r.hourClosedLocked(h, p) {
 		if b := r.blocks[h]; b != nil {
 			s.saveEngCatalogLocked(p, files, b.catalogOf())

@@ -401,6 +401,49 @@ func (s *Store) ensure(plan hourPlan) {
 	s.settleLocked() // the hours loaded count in the memory budget
 }
 
+// readAsideLocked reads job j's new block with Store.mu released and installs it, when its cache reads aside
+// (claimAsideLocked); when another query is reading that block so, it waits for that read instead. False when the
+// job is not read so: the caller reads it under the lock. The caller holds Store.mu for writing; it is held
+// again on return.
+func (s *Store) readAsideLocked(j hourJob) bool {
+	k, ok := j.claimAsideLocked()
+	if !ok {
+		return false
+	}
+	if ch := s.readingAside[k]; ch != nil {
+		s.mu.Unlock()
+		<-ch
+		s.mu.Lock()
+		return true
+	}
+	done := s.startAsideLocked(k)
+	s.mu.Unlock()
+	if s.readingAsideHook != nil {
+		s.readingAsideHook(k)
+	}
+	j.readAside()
+	s.mu.Lock()
+	s.endAsideLocked(j, k, done)
+	return true
+}
+
+// startAsideLocked marks block k as read aside; endAsideLocked installs what job j read of it and wakes the
+// queries that waited for it. The caller holds Store.mu for writing.
+func (s *Store) startAsideLocked(k heldKey) chan struct{} {
+	if s.readingAside == nil {
+		s.readingAside = map[heldKey]chan struct{}{}
+	}
+	done := make(chan struct{})
+	s.readingAside[k] = done
+	return done
+}
+
+func (s *Store) endAsideLocked(j hourJob, k heldKey, done chan struct{}) {
+	j.installLocked(s)
+	delete(s.readingAside, k)
+	close(done)
+}
+
 // asidePlan is a plan that lists its reads (the hour ranges'): loadAsideLocked reads the new blocks of the
 // caches that read aside with the lock released.
 type asidePlan interface {
@@ -436,12 +479,7 @@ func (s *Store) loadAsideLocked(plan hourPlan) {
 				waits = append(waits, ch)
 				continue
 			}
-			a := aside{j, k, make(chan struct{})}
-			if s.readingAside == nil {
-				s.readingAside = map[heldKey]chan struct{}{}
-			}
-			s.readingAside[k] = a.done
-			mine = append(mine, a)
+			mine = append(mine, aside{j, k, s.startAsideLocked(k)})
 		}
 		if len(mine) == 0 && len(waits) == 0 {
 			return
@@ -455,9 +493,7 @@ func (s *Store) loadAsideLocked(plan hourPlan) {
 		onCores(len(mine), func(i int) { mine[i].job.readAside() })
 		s.mu.Lock()
 		for _, a := range mine {
-			a.job.installLocked(s)
-			delete(s.readingAside, a.key)
-			close(a.done)
+			s.endAsideLocked(a.job, a.key, a.done)
 		}
 		// Another query's reads are waited for once this one's are installed: a query never waits while holding
 		// an hour another waits for.

@@ -79,8 +79,7 @@ func (p *Partition) TakeProgress(from *Partition) bool {
 		}
 	}
 	for i, g := range from.Files {
-		c := *g
-		p.Files[i] = &c
+		*p.Files[i] = *g // in place, as a read of p moves its files: what holds p's files sees the progress
 	}
 	return true
 }
