@@ -26,17 +26,8 @@ func TestWholeRunPassesBesideOtherViews(t *testing.T) {
 		srv := server.New(server.Options{Store: st})
 		ts := httptest.NewServer(srv)
 		get(t, ts.URL+"/api/v1/meta")
-		done := make(chan time.Duration)
-		go func() {
-			s := time.Now()
-			get(t, ts.URL+slow)
-			done <- time.Since(s)
-		}()
-		time.Sleep(2 * time.Second)
-		s := time.Now()
-		get(t, ts.URL+"/api/v1/meta")
-		during := time.Since(s)
-		t.Logf("first %-62s %8.1f s; /api/v1/meta asked 2 s into it %8.1f ms", slow, (<-done).Seconds(), float64(during.Microseconds())/1000)
+		took, during := askBeside(t, ts.URL, slow, 2*time.Second, "/api/v1/meta")
+		t.Logf("first %-62s %8.1f s; /api/v1/meta asked 2 s into it %8.1f ms", slow, took.Seconds(), ms(during[0]))
 		ts.Close()
 		srv.Close()
 	}
@@ -63,17 +54,11 @@ func TestSettleAhead(t *testing.T) {
 	defer srv.Close()
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
-	timed := func(q string) time.Duration {
-		s := time.Now()
-		get(t, ts.URL+q)
-		return time.Since(s)
-	}
-	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	start := time.Now()
 	for _, q := range []string{"/api/v1/meta", "/api/v1/lanes", "/api/v1/fleet?buckets=600"} {
-		timed(q)
+		timed(t, ts.URL+q)
 	}
-	idle := timed("/api/v1/fleet?buckets=600")
+	idle := timed(t, ts.URL+"/api/v1/fleet?buckets=600")
 	t.Logf("page's first answers %.1f s; warm fleet %.1f ms before settling", time.Since(start).Seconds(), ms(idle))
 	// The settled steps' facts are saved in the cache directory as they are computed.
 	count := func() int {
@@ -90,17 +75,17 @@ func TestSettleAhead(t *testing.T) {
 		if n := count(); n != last {
 			last, lastMove = n, time.Now()
 		}
-		during = append(during, ms(timed("/api/v1/fleet?buckets=600")))
+		during = append(during, ms(timed(t, ts.URL+"/api/v1/fleet?buckets=600")))
 		if goodput == 0 && last > 0 {
-			goodput = timed("/api/v1/goodput")
+			goodput = timed(t, ts.URL+"/api/v1/goodput")
 		}
 	}
 	t.Logf("%d steps' facts saved in %.1f s (until the last moved), asked every 5 s meanwhile: warm fleet %v ms, goodput first %.0f ms",
 		last, lastMove.Sub(settleStart).Seconds(), during, ms(goodput))
-	t.Logf("then /api/v1/explain %.1f ms", ms(timed("/api/v1/explain")))
+	t.Logf("then /api/v1/explain %.1f ms", ms(timed(t, ts.URL+"/api/v1/explain")))
 	if steps := windowSteps(t, ts.URL); len(steps) > 0 {
 		q := fmt.Sprintf("/api/v1/steps/%d/explain", steps[len(steps)/2])
-		t.Logf("then %s %.1f ms", q, ms(timed(q)))
+		t.Logf("then %s %.1f ms", q, ms(timed(t, ts.URL+q)))
 	}
 }
 
@@ -118,7 +103,6 @@ func TestPageQueriesBesideHourLoads(t *testing.T) {
 	defer srv.Close()
 	ts := httptest.NewServer(srv)
 	defer ts.Close()
-	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 	for _, q := range []string{"/api/v1/meta", "/api/v1/lanes", "/api/v1/fleet?buckets=600", "/api/v1/bubbles"} {
 		get(t, ts.URL+q)
 	}
@@ -127,19 +111,29 @@ func TestPageQueriesBesideHourLoads(t *testing.T) {
 		slow = append(slow, fmt.Sprintf("/api/v1/steps/%d/explain", steps[len(steps)/2]))
 	}
 	for _, q := range slow {
-		done := make(chan time.Duration)
-		go func() {
-			s := time.Now()
-			get(t, ts.URL+q)
-			done <- time.Since(s)
-		}()
-		time.Sleep(300 * time.Millisecond)
-		s := time.Now()
-		get(t, ts.URL+"/api/v1/fleet?buckets=600")
-		fleet := time.Since(s)
-		s = time.Now()
-		get(t, ts.URL+"/api/v1/bubbles")
-		bubbles := time.Since(s)
-		t.Logf("first %-40s %8.1f ms; asked 300 ms into it: warm fleet %8.1f ms, bubbles %8.1f ms", q, ms(<-done), ms(fleet), ms(bubbles))
+		took, during := askBeside(t, ts.URL, q, 300*time.Millisecond, "/api/v1/fleet?buckets=600", "/api/v1/bubbles")
+		t.Logf("first %-40s %8.1f ms; asked 300 ms into it: warm fleet %8.1f ms, bubbles %8.1f ms", q, ms(took), ms(during[0]), ms(during[1]))
 	}
 }
+
+// askBeside asks slow, and after `after` each of probes one after the other: how long slow took, and each probe.
+func askBeside(t *testing.T, url, slow string, after time.Duration, probes ...string) (time.Duration, []time.Duration) {
+	done := make(chan time.Duration)
+	go func() { done <- timed(t, url+slow) }()
+	time.Sleep(after)
+	var took []time.Duration
+	for _, p := range probes {
+		took = append(took, timed(t, url+p))
+	}
+	return <-done, took
+}
+
+// timed is how long get took.
+func timed(t *testing.T, url string) time.Duration {
+	s := time.Now()
+	get(t, url)
+	return time.Since(s)
+}
+
+// ms is d in milliseconds.
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -218,22 +218,7 @@ func TestEngineHourReadAside(t *testing.T) {
 	dir := engineRun(t)
 	write(t, dir, "dashboard/engine_series/"+hourB+".jsonl",
 		engLine(h0+3700, "http://e0:1", "sglang:num_running_reqs", `"dp_rank":"0","engine_type":"unified"`, 3))
-	reading := make(chan struct{}, 1)
-	release := make(chan struct{})
-	st, err := open(dir, false, func(s *Store) {
-		s.readingAsideHook = func(k heldKey) {
-			if k.kind == heldEngine {
-				select {
-				case reading <- struct{}{}:
-					<-release
-				default:
-				}
-			}
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, pause := openAsidePaused(t, dir, heldEngine)
 	type answer struct {
 		r   *EngineSeriesResult
 		err error
@@ -243,11 +228,7 @@ func TestEngineHourReadAside(t *testing.T) {
 		r, err := st.EngineSeries("sglang:num_running_reqs", "", false, h0, h0+7200, 20)
 		series <- answer{r, err}
 	}()
-	select {
-	case <-reading:
-	case <-time.After(time.Minute):
-		t.Fatal("no engine hour was read aside")
-	}
+	pause.reached(t)
 	other := make(chan []Bubble, 1)
 	go func() { other <- st.Bubbles(h0, h0+7200) }()
 	select {
@@ -255,7 +236,7 @@ func TestEngineHourReadAside(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("a query of the step metrics waited for an engine hour's read")
 	}
-	close(release)
+	pause.resume()
 	got := <-series
 	if got.err != nil {
 		t.Fatal(got.err)

@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -417,34 +418,10 @@ func TestStepIndexBuiltAside(t *testing.T) {
 // the hour again; both then answer as a store that reads under the lock.
 func TestHoursReadAside(t *testing.T) {
 	dir := trajRun(t)
-	var mu sync.Mutex
-	reads := map[heldKey]int{}
-	reading := make(chan struct{}, 1)
-	release := make(chan struct{})
-	st, err := open(dir, false, func(s *Store) {
-		s.readingAsideHook = func(k heldKey) {
-			mu.Lock()
-			reads[k]++
-			mu.Unlock()
-			if k.kind == heldTraj {
-				select {
-				case reading <- struct{}{}:
-					<-release
-				default:
-				}
-			}
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, pause := openAsidePaused(t, dir, heldTraj)
 	first, second := make(chan *PoolResult, 1), make(chan *PoolResult, 1)
 	go func() { first <- st.VersionPool(h0, h0+3600, 40) }()
-	select {
-	case <-reading: // the pool's first trajectories hour is being read, and waits
-	case <-time.After(time.Minute):
-		t.Fatal("no trajectories hour was read aside")
-	}
+	pause.reached(t) // the pool's first trajectories hour is being read, and waits
 	go func() { second <- st.VersionPool(h0, h0+3600, 40) }()
 	other := make(chan []Bubble, 1)
 	go func() { other <- st.Bubbles(h0, h0+3600) }()
@@ -458,7 +435,7 @@ func TestHoursReadAside(t *testing.T) {
 		t.Fatal("the second query of the hour answered before the hour was read")
 	case <-time.After(100 * time.Millisecond):
 	}
-	close(release)
+	pause.resume()
 	a, b := <-first, <-second
 	locked, err := open(dir, false)
 	if err != nil {
@@ -473,14 +450,62 @@ func TestHoursReadAside(t *testing.T) {
 			t.Fatalf("pool read aside:\n%s\nunder the lock:\n%s", gj, wj)
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
+	reads := pause.counts()
 	for k, n := range reads {
 		if n != 1 {
 			t.Fatalf("%v read aside %d times: %v", k, n, reads)
 		}
 	}
-	if len(reads) == 0 {
-		t.Fatal("nothing was read aside")
+}
+
+// asidePause counts the blocks a store reads aside and holds the first of one kind until resumed.
+type asidePause struct {
+	mu      sync.Mutex
+	reads   map[heldKey]int
+	reading chan struct{}
+	release chan struct{}
+}
+
+// openAsidePaused opens dir with an asidePause on blocks of kind.
+func openAsidePaused(t *testing.T, dir string, kind heldKind) (*Store, *asidePause) {
+	t.Helper()
+	p := &asidePause{reads: map[heldKey]int{}, reading: make(chan struct{}, 1), release: make(chan struct{})}
+	st, err := open(dir, false, func(s *Store) {
+		s.readingAsideHook = func(k heldKey) {
+			p.mu.Lock()
+			p.reads[k]++
+			p.mu.Unlock()
+			if k.kind == kind {
+				select {
+				case p.reading <- struct{}{}:
+					<-p.release
+				default:
+				}
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	return st, p
+}
+
+// reached waits until the held read began (a minute at most).
+func (p *asidePause) reached(t *testing.T) {
+	t.Helper()
+	select {
+	case <-p.reading:
+	case <-time.After(time.Minute):
+		t.Fatal("no block of the kind was read aside")
+	}
+}
+
+// resume lets the held read go on.
+func (p *asidePause) resume() { close(p.release) }
+
+// counts are the blocks read aside so far, by key.
+func (p *asidePause) counts() map[heldKey]int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return maps.Clone(p.reads)
 }
