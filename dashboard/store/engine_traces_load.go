@@ -90,9 +90,9 @@ func newEngineTraceReader(dir string) engineTraceReader {
 }
 
 // hourCaches is the engine_traces hours' cache (hours.go); hours are read side by side, each read with its own
-// names (traceHour.read).
+// names (traceHour.read), a new hour's with the lock released (loadAsideLocked).
 func (r *engineTraceReader) hourCaches() []hourSource {
-	r.cache = &hourCache[*traceHour]{kind: heldTrace, files: r.files, blocks: r.hours, reader: r}
+	r.cache = &hourCache[*traceHour]{kind: heldTrace, files: r.files, blocks: r.hours, reader: r, aside: true}
 	return []hourSource{r.cache}
 }
 
