@@ -152,8 +152,8 @@ func TestEngineJoinReadsItsSegmentsHours(t *testing.T) {
 	}
 }
 
-// TestEngineHoursReadSideBySide: engine hours read in one batch, each with its own names, and an hour read on
-// after it grew (a new span of a known trace, a new trace) hold every span under its own slice name and thread
+// TestEngineHoursReadSideBySide: engine hours read in one batch (with the store's lock released), each with its
+// own names, and an hour read on after it grew (a new span of a known trace, a new trace) hold every span under its own slice name and thread
 // label once applied (keepLocked).
 func TestEngineHoursReadSideBySide(t *testing.T) {
 	dir := v2Run(t)
@@ -177,10 +177,7 @@ func TestEngineHoursReadSideBySide(t *testing.T) {
 		rec(1, h0+10, [3]string{"thread", "00000000000000b1", "Scheduler"}, [3]string{"slice", "00000000000000c1", "prefill_forward"}, [3]string{"slice", "00000000000000c2", "decode_forward"}))
 	write(t, dir, "dashboard/engine_traces/"+hourName(h+1)+".jsonl",
 		rec(2, h0+3610, [3]string{"slice", "00000000000000c3", "decode_forward"}, [3]string{"slice", "00000000000000c4", "prefill_forward"}, [3]string{"thread", "00000000000000b2", "Tokenizer"}))
-	st, err := Open(dir, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, aside := openAsidePaused(t, dir, heldNone) // counts the hours read with the lock released, holds none
 	names := func(trace int, hour int64) []string {
 		st.mu.RLock()
 		defer st.mu.RUnlock()
@@ -195,6 +192,9 @@ func TestEngineHoursReadSideBySide(t *testing.T) {
 		return out
 	}
 	st.ensureHours(h, h+1, st.engineTraces.cache)
+	if got := aside.counts(); got[heldKey{heldTrace, h}] != 1 || got[heldKey{heldTrace, h + 1}] != 1 {
+		t.Errorf("new engine hours read with the lock released: %v, want both once", got)
+	}
 	if got := names(1, h); !slices.Equal(got, []string{"thread:Scheduler", "prefill_forward", "decode_forward"}) {
 		t.Errorf("hour 0: %v", got)
 	}
