@@ -194,6 +194,11 @@ func closedExplained(t *testing.T, dir, cacheDir string, then func(url string)) 
 		then(ts.URL)
 	}
 	testwait.CacheWrites(t, time.Minute)
+	return closedSteps(tab)
+}
+
+// closedSteps are the closed steps of an /api/v1/explain answer, and as JSON.
+func closedSteps(tab map[string]any) (string, []any) {
 	steps, _ := tab["steps"].([]any)
 	var closed []any
 	for _, s := range steps {
@@ -336,14 +341,7 @@ func TestSettleAheadE2E(t *testing.T) {
 		var got string
 		if server == "the settling server" {
 			_, tab := getData(t, ts.URL+"/api/v1/explain")
-			var c []any
-			for _, s := range tab["steps"].([]any) {
-				if s.(map[string]any)["open"] != true {
-					c = append(c, s)
-				}
-			}
-			b, _ := json.Marshal(c)
-			got = string(b)
+			got, _ = closedSteps(tab)
 		} else {
 			got, _ = closedExplained(t, dir, cache, nil)
 		}

@@ -269,10 +269,9 @@ func (s *Store) Explain(step, k int, memo *ExplainMemo) (*ExplainResult, error) 
 // prefetchExplained brings in, in one batch whose reads run side by side, the hours the asked steps'
 // explanations read: their phases and the trajectories around their consumes (the rest of their anatomies'
 // lookback, and their chains' engine spans, are read for them alone: readLookbacks, chainEngines). The
-// explanations then compute on both cores instead of each waiting for the hours another one is reading.
-// hourByHour reads them one hour at a time instead (SettleExplanations): a query that arrives meanwhile waits
-// for one hour's read, not the batch's. The caller holds a pin.
-func (s *Store) prefetchExplained(asked []stepAsked, hourByHour bool) {
+// explanations then compute on both cores instead of each waiting for the hours another one is reading. The
+// caller holds a pin.
+func (s *Store) prefetchExplained(asked []stepAsked) {
 	if len(asked) == 0 {
 		return
 	}
@@ -280,19 +279,10 @@ func (s *Store) prefetchExplained(asked []stepAsked, hourByHour bool) {
 	for _, a := range asked {
 		lo, hi = min(lo, a.st.T0), max(hi, a.st.T1)
 	}
-	plan := hourRangesPlan{
+	s.ensure(hourRangesPlan{
 		{hourOf(lo - consumeSlack), hourOf(hi + consumeSlack), []hourRange{s.trajectories.cache}},
 		{hourOf(lo), hourOf(hi), []hourRange{s.phases.cache}},
-	}
-	if !hourByHour {
-		s.ensure(plan)
-		return
-	}
-	for _, r := range plan {
-		for h := r.lo; h <= r.hi; h++ {
-			s.ensureHours(h, h, r.caches...)
-		}
-	}
+	})
 }
 
 // neighborSteps are the indices of the up to k steps around at (k/2 before, k/2 after; fewer at the ends), at
@@ -494,7 +484,7 @@ func (ex *explainer) factsOf(asked []stepAsked) []*ExplainStepFacts {
 		}
 		todo = append(todo, a)
 	}
-	ex.s.prefetchExplained(todo, ex.oneCore)
+	ex.s.prefetchExplained(todo)
 	preps := make([]*stepPrep, len(asked))
 	ex.onCores(len(asked), func(i int) {
 		if out[i] == nil {

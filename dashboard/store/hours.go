@@ -405,27 +405,7 @@ func (s *Store) ensure(plan hourPlan) {
 // (claimAsideLocked); when another query is reading that block so, it waits for that read instead. False when the
 // job is not read so: the caller reads it under the lock. The caller holds Store.mu for writing; it is held
 // again on return.
-func (s *Store) readAsideLocked(j hourJob) bool {
-	k, ok := j.claimAsideLocked()
-	if !ok {
-		return false
-	}
-	if ch := s.readingAside[k]; ch != nil {
-		s.mu.Unlock()
-		<-ch
-		s.mu.Lock()
-		return true
-	}
-	done := s.startAsideLocked(k)
-	s.mu.Unlock()
-	if s.readingAsideHook != nil {
-		s.readingAsideHook(k)
-	}
-	j.readAside()
-	s.mu.Lock()
-	s.endAsideLocked(j, k, done)
-	return true
-}
+func (s *Store) readAsideLocked(j hourJob) bool { return s.readJobsAsideLocked([]hourJob{j}) }
 
 // startAsideLocked marks block k as read aside; endAsideLocked installs what job j read of it and wakes the
 // queries that waited for it. The caller holds Store.mu for writing.
@@ -462,28 +442,40 @@ func (s *Store) loadAsideLocked(plan hourPlan) {
 	if !ok {
 		return
 	}
+	for range 2 { // once more for the hours waited for that their reader could not install
+		if !s.readJobsAsideLocked(ap.jobsLocked()) {
+			return
+		}
+	}
+}
+
+// readJobsAsideLocked reads the new blocks of jobs whose caches read aside with Store.mu released, side by side,
+// installs them under it, then waits for those of them another query is reading so; false when there was none
+// of either. A query never waits while holding an hour another waits for. The caller holds Store.mu for
+// writing; it is held again on return.
+func (s *Store) readJobsAsideLocked(jobs []hourJob) bool {
 	type aside struct {
 		job  hourJob
 		key  heldKey
 		done chan struct{}
 	}
-	for range 2 { // once more for the hours waited for that their reader could not install
-		var mine []aside
-		var waits []chan struct{}
-		for _, j := range ap.jobsLocked() {
-			k, ok := j.claimAsideLocked()
-			if !ok {
-				continue
-			}
-			if ch := s.readingAside[k]; ch != nil {
-				waits = append(waits, ch)
-				continue
-			}
-			mine = append(mine, aside{j, k, s.startAsideLocked(k)})
+	var mine []aside
+	var waits []chan struct{}
+	for _, j := range jobs {
+		k, ok := j.claimAsideLocked()
+		if !ok {
+			continue
 		}
-		if len(mine) == 0 && len(waits) == 0 {
-			return
+		if ch := s.readingAside[k]; ch != nil {
+			waits = append(waits, ch)
+			continue
 		}
+		mine = append(mine, aside{j, k, s.startAsideLocked(k)})
+	}
+	if len(mine) == 0 && len(waits) == 0 {
+		return false
+	}
+	if len(mine) > 0 {
 		s.mu.Unlock()
 		if s.readingAsideHook != nil {
 			for _, a := range mine {
@@ -495,16 +487,15 @@ func (s *Store) loadAsideLocked(plan hourPlan) {
 		for _, a := range mine {
 			s.endAsideLocked(a.job, a.key, a.done)
 		}
-		// Another query's reads are waited for once this one's are installed: a query never waits while holding
-		// an hour another waits for.
-		if len(waits) > 0 {
-			s.mu.Unlock()
-			for _, ch := range waits {
-				<-ch
-			}
-			s.mu.Lock()
-		}
 	}
+	if len(waits) > 0 {
+		s.mu.Unlock()
+		for _, ch := range waits {
+			<-ch
+		}
+		s.mu.Lock()
+	}
+	return true
 }
 
 // hourRangePlan is the hours lo…hi of each cache, read in one batch.
