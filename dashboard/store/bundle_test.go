@@ -204,7 +204,25 @@ func TestRedeliveredSpansReadOnce(t *testing.T) {
 		}
 		return []any{st.LifecycleSteps(), a, st.LifecycleCarpet(h0, h0+3600, 60, 100, 0)}
 	}
+	// The same copies in the hour's compacted form, read whole: dropped after the read (dropCopies).
+	compacted := trajRun(t)
+	appendTo(t, compacted, rel, again.String())
+	write(t, compacted, erel, engine+engine)
+	zraw, err := os.ReadFile(filepath.Join(compacted, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc, _ := zstd.NewWriter(nil)
+	write(t, compacted, rel+".zst", string(enc.EncodeAll(zraw, nil)))
+	if err := os.Remove(filepath.Join(compacted, rel)); err != nil {
+		t.Fatal(err)
+	}
 	want, got := views(once), views(twice)
+	if z := views(compacted); !reflect.DeepEqual(want, z) {
+		wj, _ := json.Marshal(want)
+		zj, _ := json.Marshal(z)
+		t.Fatalf("re-delivered spans in a compacted hour read differently:\n once  %s\n twice %s", wj, zj)
+	}
 	slices := 0
 	for _, r := range want[1].(*AnatomyResult).Rows {
 		slices += len(r.EngineSlices) / 5

@@ -3,9 +3,11 @@ package store
 import (
 	"bytes"
 	"cmp"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -508,4 +510,60 @@ func (p *asidePause) counts() map[heldKey]int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return maps.Clone(p.reads)
+}
+
+// TestDropCopies: a block read whole drops its copies after the read, radix-sorted or with a span set, keeping
+// the records (and the indexed records' places) a span set keeps record by record as they are read.
+func TestDropCopies(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var read []trajRec
+	var at []int // the indexed records' places among the records read
+	for i := range 20000 {
+		r := trajRec{trace: traceID{byte(rng.IntN(40))}, t1: float64(i)}
+		switch k := rng.IntN(10); {
+		case k == 0: // no span id
+		case k < 3: // a span id two traces share (high bits alike too)
+			binary.LittleEndian.PutUint64(r.span[:], uint64(rng.IntN(4))<<placeBits|7)
+		default:
+			binary.LittleEndian.PutUint64(r.span[:], rng.Uint64N(6000)<<40|rng.Uint64N(3))
+		}
+		read = append(read, r)
+		if rng.IntN(50) == 0 {
+			at = append(at, len(read))
+		}
+	}
+	// What the sink keeps with a span set, record by record.
+	s := &spanSet{first: map[uint64]int32{}}
+	var want []trajRec
+	wantAt := make([]int, len(at))
+	k := 0
+	for i := range read {
+		for k < len(at) && at[k] == i {
+			wantAt[k], k = len(want), k+1
+		}
+		if r := &read[i]; r.span == ([8]byte{}) || s.add(want, r) {
+			want = append(want, *r)
+		}
+	}
+	for k < len(at) {
+		wantAt[k], k = len(want), k+1
+	}
+	if len(want) == len(read) || len(want) < len(read)/4 {
+		t.Fatalf("%d of %d records kept: the test holds too few or too many copies", len(want), len(read))
+	}
+	for name, drop := range map[string]func(b *trajBlock){"radix": (*trajBlock).dropCopies, "set": (*trajBlock).dropCopiesBySet} {
+		b := &trajBlock{records: slices.Clone(read)}
+		for _, a := range at {
+			b.indexed = append(b.indexed, indexedRec{at: a})
+		}
+		drop(b)
+		if !slices.Equal(b.records, want) {
+			t.Fatalf("%s: %d records kept, want %d (or another order)", name, len(b.records), len(want))
+		}
+		for i := range b.indexed {
+			if b.indexed[i].at != wantAt[i] {
+				t.Fatalf("%s: indexed record %d at %d, want %d", name, i, b.indexed[i].at, wantAt[i])
+			}
+		}
+	}
 }

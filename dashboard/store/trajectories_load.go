@@ -102,6 +102,9 @@ type trajBlock struct {
 	// gateways"), so a span may be written twice; it is read once. Dropped once the hour is compacted (a
 	// rewritten hour is read over with a new set).
 	seen *spanSet
+	// copiesLater says the read in progress reads the hour whole, once: its copies are dropped after it
+	// (dropCopies) rather than looked up span by span.
+	copiesLater bool
 	// rids are the sglang request ids generate spans name (miles.engine.rid), by (trace, span): the anatomy
 	// finds by them the engine requests sent without a traceparent (docs/semconv.md §10.3).
 	rids map[[24]byte]string
@@ -251,6 +254,109 @@ func (s *spanSet) heldBytes() int64 {
 	return int64(len(s.first))*(8+4+mapEntryBytes) + int64(len(s.more))*(24+mapEntryBytes)
 }
 
+// dropCopies drops the records of the block's read whose (trace, span) ids an earlier record holds (the block
+// was read from its start with copiesLater): the records a span set would have kept, in the same order. The
+// span ids, with each record's place, are radix-sorted together (a span set's map lookups cost ≈ 3× as much on a
+// 1024-GPU hour: nearly every lookup misses the cache); records sharing a span id's high bits are compared whole.
+func (b *trajBlock) dropCopies() {
+	b.copiesLater = false
+	n := len(b.records)
+	if n < 2 {
+		return
+	}
+	if n >= 1<<placeBits {
+		b.dropCopiesBySet() // more records than a key's place holds
+		return
+	}
+	keys := make([]uint64, 0, n)
+	for i := range b.records {
+		if r := &b.records[i]; r.span != ([8]byte{}) {
+			keys = append(keys, binary.LittleEndian.Uint64(r.span[:])&^(1<<placeBits-1)|uint64(i)) //nolint:gosec // i < 1<<placeBits
+		}
+	}
+	keys = radixSort(keys)
+	var drop []bool
+	for lo := 0; lo < len(keys); {
+		hi := lo + 1
+		for hi < len(keys) && keys[hi]>>placeBits == keys[lo]>>placeBits {
+			hi++
+		}
+		for j := lo + 1; j < hi; j++ { // a run in reading order: a record is a copy of an earlier one of the run
+			rj := &b.records[keys[j]&(1<<placeBits-1)]
+			for k := lo; k < j; k++ {
+				if rk := &b.records[keys[k]&(1<<placeBits-1)]; rk.span == rj.span && rk.trace == rj.trace {
+					if drop == nil {
+						drop = make([]bool, n)
+					}
+					drop[keys[j]&(1<<placeBits-1)] = true
+					break
+				}
+			}
+		}
+		lo = hi
+	}
+	if drop != nil {
+		b.dropWhere(func(i int, _ []trajRec) bool { return drop[i] }, nil)
+	}
+}
+
+// dropCopiesBySet is dropCopies with a span set.
+func (b *trajBlock) dropCopiesBySet() {
+	seen := &spanSet{first: make(map[uint64]int32, len(b.records))}
+	b.dropWhere(func(i int, kept []trajRec) bool {
+		r := &b.records[i]
+		return r.span != ([8]byte{}) && !seen.add(kept, r)
+	}, nil)
+}
+
+// placeBits are the low bits of a dropCopies key that hold the record's place.
+const placeBits = 24
+
+// dropWhere removes the records drop says (given the records kept so far), in order, and moves the indexed
+// records' places to the records kept before them; kept is where the kept records go (nil: in place).
+func (b *trajBlock) dropWhere(drop func(i int, kept []trajRec) bool, kept []trajRec) {
+	if kept == nil {
+		kept = b.records[:0] // written at or before the place read
+	}
+	n := len(b.records)
+	before := make([]int32, n+1) // records kept before place i
+	for i := range n {
+		before[i] = int32(len(kept)) //nolint:gosec // n < 1<<placeBits, or a span set's int32 places
+		if !drop(i, kept) {
+			kept = append(kept, b.records[i])
+		}
+	}
+	before[n] = int32(len(kept)) //nolint:gosec // as above
+	for i := range b.indexed {
+		if at := b.indexed[i].at; at >= 0 && at <= n {
+			b.indexed[i].at = int(before[at])
+		}
+	}
+	b.records = kept
+}
+
+// radixSort sorts keys, 16 bits a pass; the result is keys or a buffer of its size.
+func radixSort(keys []uint64) []uint64 {
+	buf := make([]uint64, len(keys))
+	var count [1<<16 + 1]int
+	for shift := 0; shift < 64; shift += 16 {
+		clear(count[:])
+		for _, k := range keys {
+			count[(k>>shift)&(1<<16-1)+1]++
+		}
+		for d := 1; d < len(count); d++ {
+			count[d] += count[d-1]
+		}
+		for _, k := range keys {
+			d := (k >> shift) & (1<<16 - 1)
+			buf[count[d]] = k
+			count[d]++
+		}
+		keys, buf = buf, keys
+	}
+	return keys
+}
+
 // recKey is a span record's (trace, span) key.
 func recKey(r *trajRec) [24]byte {
 	var k [24]byte
@@ -299,18 +405,22 @@ func (b *trajBlock) sink(in *interner) partition.LineSink {
 				return
 			}
 			if r.span != ([8]byte{}) {
-				if b.seen == nil {
-					b.seen = &spanSet{first: map[uint64]int32{}}
-				}
-				if !b.seen.add(b.records, r) {
-					return
+				if !b.copiesLater {
+					if b.seen == nil {
+						b.seen = &spanSet{first: map[uint64]int32{}}
+					}
+					if !b.seen.add(b.records, r) {
+						return
+					}
 				}
 				if rid := generateRID(r, raw); rid != "" {
 					k := recKey(r)
 					if b.rids == nil {
 						b.rids = map[[24]byte]string{}
 					}
-					b.rids[k] = rid
+					if _, ok := b.rids[k]; !ok { // the first read's (a copy's, read later, is dropped)
+						b.rids[k] = rid
+					}
 				}
 			}
 			b.records = append(b.records, *r)
@@ -340,10 +450,15 @@ func (r *trajectoryReader) readHour(h int64, prev *trajBlock, p *partition.Parti
 	if b == nil {
 		b = &trajBlock{}
 		if n := p.CompactedBytes(); n > 0 {
-			// A closed hour read whole: its span set, dropped once read, and its records are made at about the size
-			// they reach (a record is ~48 compressed bytes), so they are not grown (copied, rehashed) a dozen times.
-			b.seen = &spanSet{first: make(map[uint64]int32, min(n/40, 1<<24))}
+			// A closed hour read whole: its records are made at about the size they reach (a record is ~48
+			// compressed bytes), so they are not grown (copied) a dozen times; its copies are dropped once it is
+			// read (dropCopies), or, while a plain file grows beside it, looked up in a span set made at its size.
 			b.records, presized = make([]trajRec, 0, min(n/48, 1<<24)), true
+			if p.HasPlain() {
+				b.seen = &spanSet{first: make(map[uint64]int32, min(n/40, 1<<24))}
+			} else {
+				b.copiesLater = true
+			}
 		}
 	}
 	l.before = len(b.records)
@@ -357,6 +472,9 @@ func (r *trajectoryReader) readHour(h int64, prev *trajBlock, p *partition.Parti
 		return b, l2
 	}
 	p.Loaded = true
+	if b.copiesLater {
+		b.dropCopies()
+	}
 	if !p.HasPlain() {
 		b.seen = nil // compacted: it changes only by a rewrite, which reads it over
 	}
@@ -399,7 +517,7 @@ func (r *trajectoryReader) adoptStringsLocked(b *trajBlock) {
 // one query, not the hour's (it is not kept). Other records are skipped unparsed. Its strings are its own until
 // adopted (adoptStringsLocked).
 func (r *trajectoryReader) readRecordsOf(p *partition.Partition, keep func(line []byte) bool) *trajBlock {
-	b := &trajBlock{read: &interner{}}
+	b := &trajBlock{read: &interner{}, copiesLater: true}
 	b.read.init()
 	sink := b.sink(b.read)
 	_, _ = r.files.Read(p.Unstarted(), func(line []byte) bool {
@@ -408,7 +526,7 @@ func (r *trajectoryReader) readRecordsOf(p *partition.Partition, keep func(line 
 		}
 		return true
 	})
-	b.seen = nil
+	b.dropCopies()
 	return b
 }
 
