@@ -233,7 +233,7 @@ func (s *Store) anatomyFull(step int) (*AnatomyResult, error) {
 			return e.a, nil
 		}
 	}
-	b := s.trajectories.buildRowsLocked(sc, blocks, s.trajectories.index.lc.join.tl, s.trajectories.index.allUpdates())
+	b := s.trajectories.buildRowsLocked(sc, blocks, s.trajectories.index.lc.join.tl, s.trajectories.index.allUpdates(), rowsWanted{})
 	s.mu.RUnlock()
 	// The engine hours its segments ran in, read once the rows say which (the rows hold their records).
 	elo, ehi, ok := b.joinHours(nil)
@@ -488,16 +488,56 @@ func (b *anatomyRows) result() *AnatomyResult {
 	return b.a
 }
 
+// rowsWanted is which of a step's rows buildRowsLocked builds, and how much of each.
+type rowsWanted struct {
+	// only are the places in the consume's links of the rows built, in the rows' order (nil: every row).
+	only []int
+	// times builds each row's times alone: its sample, consume, submit and end, and its generate
+	// segments (row.Gen, with their records); the rest of the row (trace, statuses, lifecycle, queue and tool
+	// spans, counts) and of the anatomy (tiles, versions, pushes) is left empty. An explanation's critical chain
+	// and the batch's pace read no more of a batch's thousands of rows; it builds its chain's rows whole.
+	times bool
+}
+
 // buildRowsLocked builds a step's anatomy but for the engine spans, with the weight-update history tl and the
-// updates the weight pushes are drawn from.
-func (r *trajectoryReader) buildRowsLocked(sc *stepConsume, blocks []*trajBlock, history *lifecycle.Timeline, updates []weightUpdate) *anatomyRows {
+// updates the weight pushes are drawn from: the rows want says. A row is the same built alone or with the others.
+func (r *trajectoryReader) buildRowsLocked(sc *stepConsume, blocks []*trajBlock, history *lifecycle.Timeline, updates []weightUpdate, want rowsWanted) (built *anatomyRows) {
 	in := &r.strings
-	rows := make([]rowAcc, len(sc.links))
-	byTrace := make(map[traceID]int, len(sc.links))
+	// lastLink is each consumed trace's row: its last link (a trace linked twice has its records in one row).
+	lastLink := make(map[traceID]int, len(sc.links))
 	for i, t := range sc.links {
-		byTrace[t] = i
-		rows[i].row = AnatomyRow{Trace: hex.EncodeToString(t[:]), Sample: -1, Group: -1, Attempt: -1}
-		rows[i].final, rows[i].sample = -1, -1
+		lastLink[t] = i
+	}
+	places := want.only
+	if places == nil {
+		places = make([]int, len(sc.links))
+		for i := range places {
+			places[i] = i
+		}
+	} else {
+		// A row whose trace is linked again later is resolved with that link's row (which holds the records):
+		// both are built, the later one dropped at the end.
+		asked := len(places)
+		places = slices.Clone(places)
+		for _, i := range places[:asked] {
+			if l := lastLink[sc.links[i]]; l != i && !slices.Contains(places, l) {
+				places = append(places, l)
+			}
+		}
+		defer func() { built.rows = built.rows[:asked] }()
+	}
+	rows := make([]rowAcc, len(places))
+	byTrace := make(map[traceID]int, len(places)) // the built rows' traces, by their place in rows
+	for k, i := range places {
+		t := sc.links[i]
+		if lastLink[t] == i {
+			byTrace[t] = k
+		}
+		rows[k].row = AnatomyRow{Sample: -1, Group: -1, Attempt: -1}
+		if !want.times {
+			rows[k].row.Trace = hex.EncodeToString(t[:])
+		}
+		rows[k].final, rows[k].sample = -1, -1
 	}
 	// Pass 1: the consumed traces, each in reading order.
 	var at []int32
@@ -552,9 +592,12 @@ func (r *trajectoryReader) buildRowsLocked(sc *stepConsume, blocks []*trajBlock,
 		slices.Sort(at)
 		for _, i := range slices.Compact(at) {
 			r := &b.records[i]
-			_, consumed := byTrace[r.trace]
+			_, consumed := lastLink[r.trace]
 			if consumed || (samples[r.sample] && r.t1 <= sc.t1) {
-				join.add(r, in.str(r.status))
+				// Times alone join only what a consume sent by another process resolves against: its sample's.
+				if _, isRemote := remote[r.sample]; !want.times || isRemote {
+					join.add(r, in.str(r.status))
+				}
 			}
 			if ri, ok := remote[r.sample]; ok && !consumed && r.t1 <= sc.t1 && r.typ != ttConsume {
 				// Every attempt read of the sample; the consumed one is known once the join resolved it.
@@ -578,13 +621,19 @@ func (r *trajectoryReader) buildRowsLocked(sc *stepConsume, blocks []*trajBlock,
 	for i := range rows {
 		acc := &rows[i]
 		row := &acc.row
-		t, resolved := join.resolve(sc.links[i])
+		var t *lcTrace
+		resolved := false
+		if _, isRemote := remote[acc.sample]; !want.times || isRemote && acc.sample >= 0 {
+			t, resolved = join.resolve(sc.links[places[i]])
+		}
 		if resolved && t.match != nil {
 			// A consume sent in a trace of its own, resolved against its sample's latest attempt
 			// (docs/semconv.md §3): the row is that attempt's, in its trace, with the attempts it carries.
 			m := t.match
 			acc.final = m.attempt
-			row.Trace = hex.EncodeToString(m.id[:])
+			if !want.times {
+				row.Trace = hex.EncodeToString(m.id[:])
+			}
 			acc.prior = slices.DeleteFunc(acc.prior, func(r *trajRec) bool { return r.attempt > m.attempt })
 			for k, r := range acc.prior {
 				if r.trace == m.id {
@@ -603,6 +652,30 @@ func (r *trajectoryReader) buildRowsLocked(sc *stepConsume, blocks []*trajBlock,
 		all := append(append([]*trajRec(nil), acc.prior...), acc.records...)
 		sort.SliceStable(all, func(x, y int) bool { return all[x].t0 < all[y].t0 })
 		row.Submit, row.End = math.Inf(1), math.Inf(-1)
+		if want.times {
+			for _, r := range all {
+				switch r.typ {
+				case ttConsume:
+					row.Consume = r.t0
+					continue
+				case ttGenerate:
+					wv := math.NaN()
+					if r.wv >= 0 {
+						wv = float64(r.wv)
+					}
+					row.Gen = append(row.Gen, r.t0, r.t1, wv, float64(r.turn), float64(r.attempt))
+					acc.gens = append(acc.gens, r)
+				}
+				row.Submit = math.Min(row.Submit, r.t0)
+				row.End = math.Max(row.End, r.t1)
+			}
+			if math.IsInf(row.Submit, 1) {
+				row.Submit, row.End = sc.t0, sc.t0
+			}
+			row.Wall = math.Max(0, row.End-row.Submit)
+			t0 = math.Min(t0, row.Submit)
+			continue
+		}
 		turns := map[[2]int32]bool{}
 		toolCalls, tokOut := 0, 0
 		for _, r := range all {
@@ -683,11 +756,14 @@ func (r *trajectoryReader) buildRowsLocked(sc *stepConsume, blocks []*trajBlock,
 		t0 = math.Min(t0, row.Submit)
 		tl.add(row)
 	}
+	a.T0 = t0
+	if want.times {
+		return &anatomyRows{a: a, rows: rows, blocks: blocks, sc: sc, in: in}
+	}
 	for v := range versions {
 		a.Versions = append(a.Versions, int(v))
 	}
 	sort.Ints(a.Versions)
-	a.T0 = t0
 	for _, w := range updates {
 		if w.t >= t0 && w.t <= sc.t1 && w.wv >= 0 {
 			a.Pushes = append(a.Pushes, WeightPush{w.t, int(w.wv)})

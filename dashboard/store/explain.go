@@ -912,7 +912,8 @@ func (s *Store) chainRowsOf(sc *stepConsume, blocks []*trajBlock, chainOf func(a
 			tl.Add(lifecycle.WeightUpdate{Version: int64(u.wv), End: secNs(u.t)})
 		}
 	}
-	b := s.trajectories.buildRowsLocked(sc, blocks, tl, ups)
+	// The batch's rows' times find the chain; the chain's rows are then built whole.
+	b := s.trajectories.buildRowsLocked(sc, blocks, tl, ups, rowsWanted{times: true})
 	if len(b.rows) == 0 {
 		return nil
 	}
@@ -948,6 +949,12 @@ func (s *Store) chainRowsOf(sc *stepConsume, blocks []*trajBlock, chainOf func(a
 		if i, ok := at[l.row]; ok {
 			c.want[i] = l.row
 		}
+	}
+	whole := slices.Sorted(maps.Keys(c.want))
+	wb := s.trajectories.buildRowsLocked(sc, blocks, tl, ups, rowsWanted{only: whole})
+	for k, i := range whole {
+		b.rows[i] = wb.rows[k]
+		*c.want[i] = wb.rows[k].row
 	}
 	c.lo, c.hi, c.join = b.joinHours(c.only)
 	return c

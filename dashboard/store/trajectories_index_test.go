@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/otelcol-miles/otelcol-miles/internal/lifecycle"
 )
 
 // TestStepIndexTakesLoadedHours: the step index takes an hour a window already loaded from its block instead of
@@ -563,6 +565,107 @@ func TestDropCopies(t *testing.T) {
 		for i := range b.indexed {
 			if b.indexed[i].at != wantAt[i] {
 				t.Fatalf("%s: indexed record %d at %d, want %d", name, i, b.indexed[i].at, wantAt[i])
+			}
+		}
+	}
+}
+
+// TestRowsTimesAndSubsets: a step's rows built for their times alone (an explanation's batch) have the times,
+// segments and records of the rows built whole, and rows built alone or a few together (an explanation's chain)
+// are the rows built with all the others: over retried attempts, partial rollouts carried across attempts,
+// consumes sent in traces of their own, a trace linked twice and coinciding times.
+func TestRowsTimesAndSubsets(t *testing.T) {
+	dir := v2Run(t)
+	rng := rand.New(rand.NewPCG(5, 6))
+	w := &trajW{}
+	w.span("weight_update", h0+100, h0+110, 9000, `,"wv":4`)
+	w.span("weight_update", h0+700, h0+720, 9001, `,"wv":5`)
+	var links []string
+	trace := 0
+	for sample := range 60 {
+		at := h0 + 50 + float64(rng.IntN(40))*10 // many samples submitted at one time
+		attempts := 1 + rng.IntN(3)
+		remote := rng.IntN(4) == 0
+		for att := range attempts {
+			trace++
+			s := fmt.Sprintf(`,"sample":%d,"group":%d,"attempt":%d`, sample, sample/4, att)
+			end := at + float64(10+rng.IntN(300))
+			w.span("queue", at, at+float64(rng.IntN(5)), trace, s)
+			for turn := 1; turn <= 1+rng.IntN(2); turn++ {
+				w.span("generate", at+5, end, trace, s+fmt.Sprintf(`,"turn":%d,"wv":%d,"engine":"http://e%d:1","tok_out":%d`, turn, 4+rng.IntN(2), rng.IntN(3), rng.IntN(500)))
+			}
+			if rng.IntN(3) == 0 {
+				w.span("tool", end-5, end, trace, s+`,"turn":1,"tool_calls":2`)
+			}
+			status := "completed"
+			if att < attempts-1 {
+				status = []string{"aborted", "failed"}[rng.IntN(2)]
+			}
+			w.span("attempt", at, end, trace, s+fmt.Sprintf(`,"status":%q`, status))
+			at = end + 1
+		}
+		if remote { // the trainer's consume, in a trace of its own: the sample index alone
+			trace++
+			w.span("consume", h0+1000, h0+1000.01, trace, fmt.Sprintf(`,"sample":%d,"wv":5,"step":2`, sample))
+		} else {
+			w.span("consume", h0+1000, h0+1000.01, trace, fmt.Sprintf(`,"sample":%d,"group":%d,"attempt":%d,"wv":5,"step":2`, sample, sample/4, attempts-1))
+		}
+		links = append(links, fmt.Sprintf("%q", tid(trace)))
+		if sample == 7 {
+			links = append(links, fmt.Sprintf("%q", tid(trace))) // linked twice
+		}
+	}
+	w.span("step_consume", h0+1000, h0+1000.05, 9999, fmt.Sprintf(`,"wv":5,"step":2,"batch":60,"links":[%s]`, strings.Join(links, ",")))
+	write(t, dir, "dashboard/trajectories/"+hourA+".jsonl", w.b.String())
+	st, err := Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, _ := st.stepConsumeNear(Bubble{Step: 2, T0: h0 + 900, T1: h0 + 1100})
+	if sc == nil || len(sc.links) != 61 {
+		t.Fatalf("step 2's consume: %+v", sc)
+	}
+	lb := st.lookbackOf(sc)
+	blocks := lb.blocks(st.readLookbacks([]*lookback{lb}))
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	_, ups := stepRecordsOf(blocks)
+	tl := &lifecycle.Timeline{}
+	for _, u := range ups {
+		tl.Add(lifecycle.WeightUpdate{Version: int64(u.wv), End: secNs(u.t)})
+	}
+	build := func(want rowsWanted) *anatomyRows { return st.trajectories.buildRowsLocked(sc, blocks, tl, ups, want) }
+	whole := build(rowsWanted{})
+	matched, prior := 0, 0
+	for i := range whole.rows {
+		if whole.rows[i].row.Trace != strings.Trim(links[i], `"`) {
+			matched++ // a consume of its own, resolved to its attempt's trace
+		}
+		prior += len(whole.rows[i].prior)
+	}
+	if matched < 5 || prior < 10 {
+		t.Fatalf("%d rows resolved to another trace, %d earlier attempts' records: the test covers too little", matched, prior)
+	}
+	times := build(rowsWanted{times: true})
+	if times.a.T0 != whole.a.T0 {
+		t.Fatalf("times: T0 %g, whole %g", times.a.T0, whole.a.T0)
+	}
+	for i := range whole.rows {
+		w, x := &whole.rows[i], &times.rows[i]
+		if x.row.Sample != w.row.Sample || x.row.Consume != w.row.Consume ||
+			x.row.Submit != w.row.Submit || x.row.End != w.row.End || x.row.Wall != w.row.Wall ||
+			!slices.EqualFunc(x.row.Gen, w.row.Gen, func(a, b float64) bool { return a == b || a != a && b != b }) ||
+			!slices.Equal(x.gens, w.gens) {
+			t.Fatalf("row %d: times %+v, whole %+v", i, x.row, w.row)
+		}
+	}
+	for range 20 {
+		only := rng.Perm(len(sc.links))[:1+rng.IntN(6)]
+		slices.Sort(only)
+		alone := build(rowsWanted{only: only})
+		for k, i := range only {
+			if !reflect.DeepEqual(alone.rows[k], whole.rows[i]) {
+				t.Fatalf("row %d built with %v: %+v\nbuilt with every row: %+v", i, only, alone.rows[k].row, whole.rows[i].row)
 			}
 		}
 	}
