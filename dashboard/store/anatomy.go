@@ -583,11 +583,24 @@ func (r *trajectoryReader) buildRowsLocked(sc *stepConsume, blocks []*trajBlock,
 		// The records of the consumed traces and of their samples, in reading order: no other record is used.
 		at = at[:0]
 		c := b.recordChains()
-		for t := range byTrace {
-			at = c.ofTrace(t, at)
-		}
-		for sample := range samples {
-			at = c.ofSample(sample, at)
+		if want.times {
+			// Times alone use the records of the samples retried or consumed from another process: the rest
+			// neither joins nor is an earlier attempt.
+			for sample := range bySample {
+				at = c.ofSample(sample, at)
+			}
+			for sample := range remote {
+				if _, ok := bySample[sample]; !ok {
+					at = c.ofSample(sample, at)
+				}
+			}
+		} else {
+			for t := range byTrace {
+				at = c.ofTrace(t, at)
+			}
+			for sample := range samples {
+				at = c.ofSample(sample, at)
+			}
 		}
 		slices.Sort(at)
 		for _, i := range slices.Compact(at) {
