@@ -400,7 +400,8 @@ func (s *Store) readLookbacks(lbs []*lookback) map[int64]*trajBlock {
 	hours := slices.Sorted(maps.Keys(parts))
 	read := make([]*trajBlock, len(hours))
 	for range 3 { // samples named only in the lookback's records widen it: read again for them
-		keep := func(line []byte) bool { return wantedTrajLine(line, want, samples) }
+		wantSet, sampleSet := newTraceSet(want), newSampleSet(samples)
+		keep := func(line []byte) bool { return wantedTrajLine(line, wantSet, sampleSet) }
 		onCores(len(hours), func(i int) { read[i] = r.readRecordsOf(parts[hours[i]], keep) })
 		more := false
 		for _, lb := range lbs {

@@ -304,8 +304,9 @@ func (s *Store) poolBlocks(t0 float64, lo, hi int64) []*trajBlock {
 	s.mu.RUnlock()
 	hours := slices.Sorted(maps.Keys(parts))
 	read := make([]*trajBlock, len(hours))
+	wantSet := newTraceSet(want)
 	keep := func(line []byte) bool {
-		if tid, ok := lineTrace(line); !ok || want[tid] {
+		if tid, ok := lineTrace(line); !ok || wantSet.has(tid) {
 			return true
 		}
 		// Another sample's bundle names its sample after its trace and time; weight updates and step consumes

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -668,5 +669,48 @@ func TestRowsTimesAndSubsets(t *testing.T) {
 				t.Fatalf("row %d built with %v: %+v\nbuilt with every row: %+v", i, only, alone.rows[k].row, whole.rows[i].row)
 			}
 		}
+	}
+}
+
+// TestLookbackSets: the trace and sample sets a lookback asks of every line answer as the maps they are made
+// from, samples over a narrow range (bits) and a wide one (the map).
+func TestLookbackSets(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	ids := map[traceID]bool{}
+	var probe []traceID
+	for range 5000 {
+		var id traceID
+		for k := range id {
+			id[k] = byte(rng.IntN(256))
+		}
+		if rng.IntN(2) == 0 {
+			ids[id] = true
+		}
+		probe = append(probe, id)
+	}
+	ts := newTraceSet(ids)
+	for _, id := range probe {
+		if ts.has(id) != ids[id] {
+			t.Fatalf("trace %x: has %v, in the map %v", id, ts.has(id), ids[id])
+		}
+	}
+	for _, span := range []int32{3000, math.MaxInt32} {
+		m := map[int32]bool{}
+		for range 2000 {
+			m[int32(rng.Int64N(int64(span)))-span/2] = true
+		}
+		ss := newSampleSet(m)
+		if (ss.bits != nil) != (span < sampleSetSpan) {
+			t.Fatalf("span %d: bits %v", span, ss.bits != nil)
+		}
+		for range 20000 {
+			x := int32(rng.Int64N(int64(span)+200)) - span/2 - 100
+			if ss.has(x) != m[x] {
+				t.Fatalf("sample %d (span %d): has %v, in the map %v", x, span, ss.has(x), m[x])
+			}
+		}
+	}
+	if newSampleSet(map[int32]bool{}).has(0) {
+		t.Fatal("the empty set has 0")
 	}
 }

@@ -532,8 +532,8 @@ func (r *trajectoryReader) readRecordsOf(p *partition.Partition, keep func(line 
 
 // wantedTrajLine says whether a trajectories line is a record of a trace of want, names a sample of samples, or
 // is a weight update (whose trace is its own, naming no sample: a line naming one is not looked through again).
-func wantedTrajLine(line []byte, want map[traceID]bool, samples map[int32]bool) bool {
-	if tid, ok := lineTrace(line); !ok || want[tid] {
+func wantedTrajLine(line []byte, want *traceSet, samples *sampleSet) bool {
+	if tid, ok := lineTrace(line); !ok || want.has(tid) {
 		return true
 	}
 	named := false
@@ -552,11 +552,71 @@ func wantedTrajLine(line []byte, want map[traceID]bool, samples map[int32]bool) 
 		for ; k < len(rest) && rest[k] >= '0' && rest[k] <= '9' && digits < 10; k, digits = k+1, digits+1 {
 			n = n*10 + int64(rest[k]-'0')
 		}
-		if digits > 0 && n <= math.MaxInt32 && samples[int32(n)] {
+		if digits > 0 && n <= math.MaxInt32 && samples.has(int32(n)) {
 			return true
 		}
 	}
 	return !named && bytes.Contains(line, []byte(`"type":"weight_update"`))
+}
+
+// traceSet is a set of trace ids asked of every line of hours (a lookback's: hundreds of thousands of traces
+// against millions of lines): a bit per low bits of the id, in the cache, answers most lines that are not in it
+// without the map.
+type traceSet struct {
+	bits []uint64
+	ids  map[traceID]bool
+}
+
+// traceSetBits are the low bits of an id its bit stands for (128 KiB of bits).
+const traceSetBits = 20
+
+func newTraceSet(ids map[traceID]bool) *traceSet {
+	s := &traceSet{bits: make([]uint64, 1<<traceSetBits/64), ids: ids}
+	for t := range ids {
+		k := binary.LittleEndian.Uint64(t[8:]) & (1<<traceSetBits - 1)
+		s.bits[k/64] |= 1 << (k % 64)
+	}
+	return s
+}
+
+func (s *traceSet) has(t traceID) bool {
+	k := binary.LittleEndian.Uint64(t[8:]) & (1<<traceSetBits - 1)
+	return s.bits[k/64]&(1<<(k%64)) != 0 && s.ids[t]
+}
+
+// sampleSet is a set of sample indexes asked of every line of hours: a bit per index of its range (a run numbers
+// its samples as it submits them, so a lookback's lie close together), or, over a range too wide, a map.
+type sampleSet struct {
+	lo   int64
+	bits []uint64
+	m    map[int32]bool
+}
+
+// sampleSetSpan is the widest range a sampleSet holds as bits (8 MiB).
+const sampleSetSpan = 1 << 26
+
+func newSampleSet(samples map[int32]bool) *sampleSet {
+	lo, hi := int64(math.MaxInt32), int64(math.MinInt32)
+	for x := range samples {
+		lo, hi = min(lo, int64(x)), max(hi, int64(x))
+	}
+	if len(samples) == 0 || hi-lo >= sampleSetSpan {
+		return &sampleSet{m: samples}
+	}
+	s := &sampleSet{lo: lo, bits: make([]uint64, (hi-lo)/64+1)}
+	for x := range samples {
+		k := int64(x) - lo
+		s.bits[k/64] |= 1 << (k % 64)
+	}
+	return s
+}
+
+func (s *sampleSet) has(x int32) bool {
+	if s.bits == nil {
+		return s.m[x]
+	}
+	k := int64(x) - s.lo
+	return k >= 0 && k/64 < int64(len(s.bits)) && s.bits[k/64]&(1<<(k%64)) != 0
 }
 
 // stepConsumeLocked is step's newest consume among the blocks of hours lo…hi (nil: none), as the step index
