@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"maps"
 	"math"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -136,7 +137,8 @@ type gpMemo struct {
 
 // gpInputs are the trajectories' facts the rollout fleet's ledger reads.
 type gpInputs struct {
-	traces   map[traceID]*gpTrace
+	// traces are the attempts by trace id, in parts (partOf).
+	traces   []map[traceID]*gpTrace
 	segs     []gpSeg
 	updates  [][2]float64 // weight-update windows
 	consumes []float64    // step consume times (the newest consume of each step), sorted
@@ -180,27 +182,7 @@ func (s *Store) goodputHours(t0, t1 float64) (lo, hi int64) {
 
 // readGoodputInputsLocked reads the inputs of hours [lo, hi]; the caller holds the read lock.
 func (s *Store) readGoodputInputsLocked(lo, hi int64) *gpInputs {
-	in := &gpInputs{traces: map[traceID]*gpTrace{}, consumedAttempt: map[int32]int32{}, latestAttempt: map[int32]int32{}}
-	// A block holds a trace's spans together (bundles): consecutive records mostly look the same trace up.
-	var lastID traceID
-	var last *gpTrace
-	trace := func(r *trajRec) *gpTrace {
-		t := last
-		if t == nil || r.trace != lastID {
-			if t = in.traces[r.trace]; t == nil {
-				t = &gpTrace{sample: -1, attempt: -1}
-				in.traces[r.trace] = t
-			}
-			lastID, last = r.trace, t
-		}
-		if t.sample < 0 && r.sample >= 0 {
-			t.sample = r.sample
-		}
-		if t.attempt < 0 && r.attempt >= 0 {
-			t.attempt = r.attempt
-		}
-		return t
-	}
+	in := &gpInputs{consumedAttempt: map[int32]int32{}, latestAttempt: map[int32]int32{}}
 	strs := &s.trajectories.strings
 	// Step consumes (the newest of each step) and weight updates, from the window's blocks.
 	consumes, updates := s.trajectories.stepRecordsLocked(lo, hi)
@@ -212,35 +194,70 @@ func (s *Store) readGoodputInputsLocked(lo, hi int64) *gpInputs {
 			in.updates = append(in.updates, [2]float64{u.t0, u.t})
 		}
 	}
-	for _, b := range s.trajectories.hoursLocked(lo, hi) {
-		for i := range b.records {
-			r := &b.records[i]
-			switch r.typ {
-			case ttAttempt:
-				t := trace(r)
-				t.status, t.end = strs.str(r.status), r.t1
-			case ttConsume:
-				trace(r).consumed = true
-			case ttGenerate:
-				t := trace(r)
-				if r.t1 > r.t0 {
-					in.segs = append(in.segs, gpSeg{t0: r.t0, t1: r.t1, engine: strs.str(r.engine), trace: t})
+	// The records' traces in parts by id, one part a core: each reads every record and joins its part's.
+	blocks := s.trajectories.hoursLocked(lo, hi)
+	in.traces = make([]map[traceID]*gpTrace, runtime.GOMAXPROCS(0))
+	segs := make([][]gpSegAt, len(in.traces))
+	onCores(len(in.traces), func(part int) {
+		traces := map[traceID]*gpTrace{}
+		// A block holds a trace's spans together (bundles): consecutive records mostly look the same trace up.
+		var lastID traceID
+		var last *gpTrace
+		trace := func(r *trajRec) *gpTrace {
+			t := last
+			if t == nil || r.trace != lastID {
+				if t = traces[r.trace]; t == nil {
+					t = &gpTrace{sample: -1, attempt: -1}
+					traces[r.trace] = t
 				}
-			default:
-				trace(r)
+				lastID, last = r.trace, t
+			}
+			if t.sample < 0 && r.sample >= 0 {
+				t.sample = r.sample
+			}
+			if t.attempt < 0 && r.attempt >= 0 {
+				t.attempt = r.attempt
+			}
+			return t
+		}
+		var mine []gpSegAt
+		for bi, b := range blocks {
+			for i := range b.records {
+				r := &b.records[i]
+				if in.partOf(r.trace) != part {
+					continue
+				}
+				switch r.typ {
+				case ttAttempt:
+					t := trace(r)
+					t.status, t.end = strs.str(r.status), r.t1
+				case ttConsume:
+					trace(r).consumed = true
+				case ttGenerate:
+					t := trace(r)
+					if r.t1 > r.t0 {
+						mine = append(mine, gpSegAt{gpSeg{t0: r.t0, t1: r.t1, engine: strs.str(r.engine), trace: t}, bi, i})
+					}
+				default:
+					trace(r)
+				}
 			}
 		}
-	}
-	for _, t := range in.traces {
-		if t.sample < 0 {
-			continue
-		}
-		if a, ok := in.latestAttempt[t.sample]; !ok || t.attempt > a {
-			in.latestAttempt[t.sample] = t.attempt
-		}
-		if t.consumed {
-			if a, ok := in.consumedAttempt[t.sample]; !ok || t.attempt > a {
-				in.consumedAttempt[t.sample] = t.attempt
+		in.traces[part], segs[part] = traces, mine
+	})
+	in.segs = mergeSegs(segs)
+	for _, traces := range in.traces {
+		for _, t := range traces {
+			if t.sample < 0 {
+				continue
+			}
+			if a, ok := in.latestAttempt[t.sample]; !ok || t.attempt > a {
+				in.latestAttempt[t.sample] = t.attempt
+			}
+			if t.consumed {
+				if a, ok := in.consumedAttempt[t.sample]; !ok || t.attempt > a {
+					in.consumedAttempt[t.sample] = t.attempt
+				}
 			}
 		}
 	}
@@ -250,12 +267,45 @@ func (s *Store) readGoodputInputsLocked(lo, hi int64) *gpInputs {
 	return in
 }
 
+// partOf is the part of in.traces a trace is in.
+func (in *gpInputs) partOf(id traceID) int { return int(id[15]) % len(in.traces) }
+
+// gpSegAt is a generate segment with its record's place: its block, and its index there.
+type gpSegAt struct {
+	gpSeg
+	block, at int
+}
+
+// mergeSegs is the parts' segments in their records' order (each part's are in it).
+func mergeSegs(parts [][]gpSegAt) []gpSeg {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	out := make([]gpSeg, 0, n)
+	next := make([]int, len(parts))
+	for len(out) < n {
+		best := -1
+		for k, p := range parts {
+			if next[k] < len(p) && (best < 0 || p[next[k]].block < parts[best][next[best]].block ||
+				p[next[k]].block == parts[best][next[best]].block && p[next[k]].at < parts[best][next[best]].at) {
+				best = k
+			}
+		}
+		out = append(out, parts[best][next[best]].gpSeg)
+		next[best]++
+	}
+	return out
+}
+
 // classify sets every trace's class and pending, without and with partial rollout.
 func (in *gpInputs) classify() {
-	for _, t := range in.traces {
-		for p := range 2 {
-			c, pend := in.classOf(t, p == 1)
-			t.class[p], t.pending[p] = c, pend
+	for _, traces := range in.traces {
+		for _, t := range traces {
+			for p := range 2 {
+				c, pend := in.classOf(t, p == 1)
+				t.class[p], t.pending[p] = c, pend
+			}
 		}
 	}
 }
@@ -264,7 +314,7 @@ func (in *gpInputs) classify() {
 // resumed from it with partial rollout), wasted (aborted or failed and not carried, superseded, or passed over
 // by neverConsumedAfter step consumes), or pending (productive for now).
 func (in *gpInputs) traceClass(id traceID, partial bool) (class int, pending bool) {
-	t := in.traces[id]
+	t := in.traces[in.partOf(id)][id]
 	if t == nil {
 		return gpProductive, true
 	}

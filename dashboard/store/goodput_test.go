@@ -10,7 +10,7 @@ import (
 func TestGoodputTraceClass(t *testing.T) {
 	id := func(b byte) traceID { return traceID{b} }
 	in := &gpInputs{
-		traces: map[traceID]*gpTrace{
+		traces: []map[traceID]*gpTrace{{
 			id(1):  {sample: 1, attempt: 0, status: "completed", consumed: true, end: 5},
 			id(2):  {sample: 2, attempt: 0, status: "aborted", end: 5}, // resumed by attempt 1, consumed
 			id(3):  {sample: 2, attempt: 1, status: "completed", consumed: true, end: 8},
@@ -21,7 +21,7 @@ func TestGoodputTraceClass(t *testing.T) {
 			id(8):  {sample: 6, attempt: 1},
 			id(9):  {sample: 7, attempt: 0, status: "completed", end: 5}, // superseded: attempt 1 was consumed
 			id(10): {sample: 7, attempt: 1, status: "completed", consumed: true, end: 9},
-		},
+		}},
 		consumes: []float64{10, 20, 30, 40},
 	}
 	in.consumedAttempt = map[int32]int32{1: 0, 2: 1, 7: 1}
@@ -58,14 +58,14 @@ func TestGoodputTraceClass(t *testing.T) {
 // the time the GPU was in the rollout fleet.
 func TestGoodputEngineSplit(t *testing.T) {
 	in := &gpInputs{
-		traces: map[traceID]*gpTrace{
+		traces: []map[traceID]*gpTrace{{
 			{1}: {sample: 1, attempt: 0, consumed: true},
 			{2}: {sample: 2, attempt: 0, status: "failed"},
-		},
+		}},
 		updates: [][2]float64{{60, 70}, {75, 85}},
 	}
 	in.classify()
-	t1, t2 := in.traces[traceID{1}], in.traces[traceID{2}]
+	t1, t2 := in.traces[0][traceID{1}], in.traces[0][traceID{2}]
 	segs := []gpSeg{
 		{t0: 0, t1: 30, trace: t1},
 		{t0: 10, t1: 40, trace: t2}, // overlaps: 40 s generating, 30 + 30 segment-seconds

@@ -115,7 +115,8 @@ func TestGoodputReadsItsHoursOnly(t *testing.T) {
 	if len(in.consumes) != 1 || in.consumes[0] != h0+1000 || len(in.updates) != 2 {
 		t.Fatalf("consumes %v, updates %v: want step 2's consume and the 2 weight updates", in.consumes, in.updates)
 	}
-	if tr := in.traces[parseTrace([]byte(tid(1)))]; tr == nil || !tr.consumed {
+	id := parseTrace([]byte(tid(1)))
+	if tr := in.traces[in.partOf(id)][id]; tr == nil || !tr.consumed {
 		t.Fatalf("sample 10's attempt not read as consumed: %+v", tr)
 	}
 }
