@@ -30,8 +30,16 @@ func (s *Server) explain(r *http.Request) (any, error) {
 }
 
 // explainTable answers GET /api/v1/explain: every step's seconds per cause, what the compare view diffs between
-// two runs ("where run B's extra minutes went").
-func (s *Server) explainTable(*http.Request) (any, error) {
+// two runs ("where run B's extra minutes went"); with partial=true, the steps computed so far alone, at once
+// (the page draws them while the whole table is computed).
+func (s *Server) explainTable(r *http.Request) (any, error) {
+	partial, err := boolParam(r, "partial")
+	if err != nil {
+		return nil, err
+	}
+	if partial {
+		return s.compute.ExplainTableSoFar(&s.explainMemo), nil
+	}
 	return s.compute.ExplainTable(&s.explainMemo), nil
 }
 

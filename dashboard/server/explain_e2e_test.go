@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"maps"
 	"math"
+	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -351,6 +353,153 @@ func TestSettleAheadE2E(t *testing.T) {
 	}
 	if bare, _ := closedExplained(t, dir, "", nil); bare == table {
 		t.Fatal("the destroyed trajectories answer as the intact run: the test proves nothing")
+	}
+}
+
+// TestExplainTableSoFarE2E: the compare page's table asked so far (partial=true) answers at once with the steps
+// whose facts are known and counts the rest pending: none known before any is computed; while the whole table is
+// computed, the newest steps first, each as the whole table has it, byte for byte; all once it is; and, in a
+// fresh server on the cache directory, the settled steps without computing anything.
+func TestExplainTableSoFarE2E(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: builds and runs the simulator through the collector")
+	}
+	dir := simRun(t, 11, "--seed", "7", "--mode", "async", "--nodes", "1", "--gpus-per-node", "4", "--gpus-per-engine", "1", "--restart-step", "-1")
+	e2etest.AgeFiles(t, dir, time.Now().Add(-2*time.Hour))
+	cache := t.TempDir()
+	serve := func() (string, func()) {
+		st, err := store.Open(dir, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.SetCacheDir(cache)
+		srv := New(Options{Store: st})
+		ts := httptest.NewServer(srv)
+		return ts.URL, func() { ts.Close(); srv.Close() }
+	}
+	type table struct {
+		Steps []struct {
+			Step int  `json:"step"`
+			Open bool `json:"open"`
+		} `json:"steps"`
+		Pending int               `json:"pending"`
+		Raw     []json.RawMessage `json:"-"`
+	}
+	read := func(body []byte) table {
+		var env struct {
+			Data struct {
+				Steps   []json.RawMessage `json:"steps"`
+				Pending int               `json:"pending"`
+			} `json:"data"`
+		}
+		var tab struct {
+			Data table `json:"data"`
+		}
+		if json.Unmarshal(body, &env) != nil || json.Unmarshal(body, &tab) != nil {
+			t.Fatalf("not a table: %.300s", body)
+		}
+		tab.Data.Raw = env.Data.Steps
+		return tab.Data
+	}
+	fetch := func(url string) ([]byte, error) {
+		resp, err := http.Get(url) //nolint:gosec // the test server's URL
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("%s: %s", url, resp.Status)
+		}
+		return io.ReadAll(resp.Body)
+	}
+	url, stop := serve()
+	body, err := fetch(url + "/api/v1/explain?partial=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := read(body)
+	if len(first.Steps) != 0 || first.Pending < 11 {
+		t.Fatalf("before any step is computed: %d steps, %d pending; want none, every step pending", len(first.Steps), first.Pending)
+	}
+	// One step explained computes it and its neighbors: those are known.
+	if _, err := fetch(url + "/api/v1/steps/2/explain"); err != nil {
+		t.Fatal(err)
+	}
+	if body, err = fetch(url + "/api/v1/explain?partial=true"); err != nil {
+		t.Fatal(err)
+	}
+	sofar := []table{read(body)}
+	if n := len(sofar[0].Steps); n < 2 || n >= first.Pending {
+		t.Fatalf("after step 2 explained: %d steps known of %d", n, first.Pending)
+	}
+	whole := make(chan []byte, 1)
+	go func() {
+		b, err := fetch(url + "/api/v1/explain")
+		if err != nil {
+			b = []byte(err.Error())
+		}
+		whole <- b
+	}()
+	var all []byte
+	for all == nil {
+		select {
+		case all = <-whole:
+		default:
+			b, err := fetch(url + "/api/v1/explain?partial=true")
+			if err != nil {
+				t.Fatal(err)
+			}
+			sofar = append(sofar, read(b))
+		}
+	}
+	tab := read(all)
+	if tab.Pending != 0 || len(tab.Steps) != first.Pending {
+		t.Fatalf("the whole table: %d steps, %d pending; want %d, none", len(tab.Steps), tab.Pending, first.Pending)
+	}
+	b, err := fetch(url + "/api/v1/explain?partial=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sofar = append(sofar, read(b))
+	at := map[int]int{} // a step's place in the whole table
+	for k, st := range tab.Steps {
+		at[st.Step] = k
+	}
+	partial := 0
+	for _, p := range sofar {
+		n := len(p.Steps)
+		if n+p.Pending != len(tab.Steps) {
+			t.Fatalf("so far: %d steps and %d pending, of %d", n, p.Pending, len(tab.Steps))
+		}
+		if n > 0 && n < len(tab.Steps) {
+			partial++
+		}
+		for k, st := range p.Steps { // as the whole table has them
+			if want := tab.Raw[at[st.Step]]; !bytes.Equal(p.Raw[k], want) {
+				t.Fatalf("so far, step %d:\n%s\nthe whole table's:\n%s", st.Step, p.Raw[k], want)
+			}
+		}
+	}
+	if last := sofar[len(sofar)-1]; last.Pending != 0 {
+		t.Fatalf("after the whole table, %d steps pending", last.Pending)
+	}
+	t.Logf("%d answers so far while the table was computed, %d of them with some steps", len(sofar), partial)
+	testwait.CacheWrites(t, time.Minute)
+	stop()
+	url, stop = serve()
+	defer stop()
+	if b, err = fetch(url + "/api/v1/explain?partial=true"); err != nil {
+		t.Fatal(err)
+	}
+	fresh, open := read(b), 0
+	for _, s := range tab.Steps {
+		if s.Open {
+			open++
+		}
+	}
+	if fresh.Pending != open || len(fresh.Steps) != len(tab.Steps)-open {
+		t.Fatalf("a fresh server on the cache: %d steps, %d pending; want the %d settled, the %d open pending",
+			len(fresh.Steps), fresh.Pending, len(tab.Steps)-open, open)
 	}
 }
 

@@ -40,6 +40,7 @@ type computeReader interface {
 	WeightSync(t0, t1 float64) *store.WeightSyncResult
 	Explain(step, k int, memo *store.ExplainMemo) (*store.ExplainResult, error)
 	ExplainTable(memo *store.ExplainMemo) *store.ExplainTable
+	ExplainTableSoFar(memo *store.ExplainMemo) *store.ExplainTable
 	SettleExplanations(memo *store.ExplainMemo, idle func() bool) (computed, left int)
 }
 

@@ -127,6 +127,9 @@ type ExplainStepFacts struct {
 type ExplainTable struct {
 	Causes []string           `json:"causes"`
 	Steps  []ExplainStepFacts `json:"steps"`
+	// Pending counts the steps left out: those not computed yet when the table was asked so far
+	// (ExplainTableSoFar); 0 in a whole table.
+	Pending int `json:"pending"`
 }
 
 // ExplainResult is one step explained against its baseline.
@@ -202,8 +205,21 @@ type explainKey struct {
 	open   bool
 }
 
-// ExplainTable is the facts of every step of the run.
-func (s *Store) ExplainTable(memo *ExplainMemo) *ExplainTable {
+// ExplainTable is the facts of every step of the run. Those not known yet are computed newest first, in
+// batches that grow from explainTableBatch, each kept in memo as it ends: ExplainTableSoFar, asked meanwhile,
+// answers the newest steps first, and a batch's hours are shared by its steps.
+func (s *Store) ExplainTable(memo *ExplainMemo) *ExplainTable { return s.explainTable(memo, true) }
+
+// ExplainTableSoFar is ExplainTable of the steps whose facts are known now (kept in memo, or settled and saved)
+// alone, with the others counted as pending: it computes nothing.
+func (s *Store) ExplainTableSoFar(memo *ExplainMemo) *ExplainTable {
+	return s.explainTable(memo, false)
+}
+
+// explainTableBatch is the first batch of steps ExplainTable computes; each next one is twice as large.
+const explainTableBatch = 8
+
+func (s *Store) explainTable(memo *ExplainMemo, compute bool) *ExplainTable {
 	defer s.pin()()
 	steps, open := s.explainSteps(func([]Bubble) bool { return true })
 	out := &ExplainTable{Causes: ExplainCauses, Steps: []ExplainStepFacts{}}
@@ -212,7 +228,31 @@ func (s *Store) ExplainTable(memo *ExplainMemo) *ExplainTable {
 	for i, st := range steps {
 		asked[i] = stepAsked{st, i == open}
 	}
-	for _, f := range ex.factsOf(asked) {
+	facts, _ := ex.known(asked, map[string]os.FileInfo{})
+	if compute {
+		var todo []int
+		for i, f := range slices.Backward(facts) {
+			if f == nil {
+				todo = append(todo, i)
+			}
+		}
+		for n := explainTableBatch; len(todo) > 0; n *= 4 {
+			batch := todo[:min(n, len(todo))]
+			todo = todo[len(batch):]
+			some := make([]stepAsked, len(batch))
+			for k, i := range batch {
+				some[k] = asked[i]
+			}
+			for k, f := range ex.factsOf(some) {
+				facts[batch[k]] = f
+			}
+		}
+	}
+	for _, f := range facts {
+		if f == nil {
+			out.Pending++
+			continue
+		}
 		out.Steps = append(out.Steps, *f)
 	}
 	return out
@@ -465,24 +505,14 @@ func (a stepAsked) key() explainKey { return explainKey{a.st.Step, a.st.T0, a.st
 // readLookbacks) each batch's rows and critical chain, then (the chains' engine spans read: chainEngines) the
 // rest.
 func (ex *explainer) factsOf(asked []stepAsked) []*ExplainStepFacts {
-	out := make([]*ExplainStepFacts, len(asked))
-	// keys are the settled inputs' keys of the closed steps (explain_cache.go), "" for the others.
-	keys := make([]string, len(asked))
-	stats := map[string]os.FileInfo{}
 	ex.holdLaterPhases(asked)
+	// keys are the settled inputs' keys of the closed steps (explain_cache.go), "" for the others.
+	out, keys := ex.known(asked, map[string]os.FileInfo{})
 	var todo []stepAsked
 	for i, a := range asked {
-		if out[i] = ex.remembered(a); out[i] != nil {
-			continue
+		if out[i] == nil {
+			todo = append(todo, a)
 		}
-		if !a.open {
-			if keys[i] = ex.inputsKey(a.st, stats); keys[i] != "" {
-				if out[i] = ex.settled(a, keys[i]); out[i] != nil {
-					continue
-				}
-			}
-		}
-		todo = append(todo, a)
 	}
 	ex.s.prefetchExplained(todo)
 	preps := make([]*stepPrep, len(asked))
@@ -518,13 +548,29 @@ func (ex *explainer) factsOf(asked []stepAsked) []*ExplainStepFacts {
 	})
 	// Facts of settled inputs are kept when the inputs are as they were before the reads (a file that changed
 	// meanwhile may have been read in either state) and no farther consume was read for them.
-	stats = map[string]os.FileInfo{}
+	stats := map[string]os.FileInfo{}
 	for i, p := range preps {
 		if p != nil && keys[i] != "" && !p.far && ex.inputsKey(asked[i].st, stats) == keys[i] {
 			ex.saveSettled(asked[i], keys[i], out[i])
 		}
 	}
 	return out
+}
+
+// known is the facts of the steps asked that are known without computing them (nil for the others): kept in
+// the memo, or settled and kept or saved (explain_cache.go); keys are the closed steps' settled inputs' keys
+// ("" for the others). stats memoizes the files' stats.
+func (ex *explainer) known(asked []stepAsked, stats map[string]os.FileInfo) (out []*ExplainStepFacts, keys []string) {
+	out, keys = make([]*ExplainStepFacts, len(asked)), make([]string, len(asked))
+	for i, a := range asked {
+		if out[i] = ex.remembered(a); out[i] != nil || a.open {
+			continue
+		}
+		if keys[i] = ex.inputsKey(a.st, stats); keys[i] != "" {
+			out[i] = ex.settled(a, keys[i])
+		}
+	}
+	return out, keys
 }
 
 // onCores runs fn for 0…n-1 on the cores, or one after the other when ex.oneCore.

@@ -523,11 +523,11 @@ func TestDropCopies(t *testing.T) {
 	var read []trajRec
 	var at []int // the indexed records' places among the records read
 	for i := range 20000 {
-		r := trajRec{trace: traceID{byte(rng.IntN(40))}, t1: float64(i)}
+		r := trajRec{trace: traceID{[]byte("0123456789abcdefghijklmnopqrstuvwxyzABCD")[rng.IntN(40)]}, t1: float64(i)}
 		switch k := rng.IntN(10); {
 		case k == 0: // no span id
 		case k < 3: // a span id two traces share (high bits alike too)
-			binary.LittleEndian.PutUint64(r.span[:], uint64(rng.IntN(4))<<placeBits|7)
+			binary.LittleEndian.PutUint64(r.span[:], rng.Uint64N(4)<<placeBits|7)
 		default:
 			binary.LittleEndian.PutUint64(r.span[:], rng.Uint64N(6000)<<40|rng.Uint64N(3))
 		}
@@ -681,9 +681,8 @@ func TestLookbackSets(t *testing.T) {
 	var probe []traceID
 	for range 5000 {
 		var id traceID
-		for k := range id {
-			id[k] = byte(rng.IntN(256))
-		}
+		binary.LittleEndian.PutUint64(id[:8], rng.Uint64())
+		binary.LittleEndian.PutUint64(id[8:], rng.Uint64())
 		if rng.IntN(2) == 0 {
 			ids[id] = true
 		}
@@ -698,14 +697,17 @@ func TestLookbackSets(t *testing.T) {
 	for _, span := range []int32{3000, math.MaxInt32} {
 		m := map[int32]bool{}
 		for range 2000 {
-			m[int32(rng.Int64N(int64(span)))-span/2] = true
+			m[rng.Int32N(span)-span/2] = true
 		}
 		ss := newSampleSet(m)
 		if (ss.bits != nil) != (span < sampleSetSpan) {
 			t.Fatalf("span %d: bits %v", span, ss.bits != nil)
 		}
 		for range 20000 {
-			x := int32(rng.Int64N(int64(span)+200)) - span/2 - 100
+			x := rng.Int32N(span-200) - span/2 + 100 // inside, and 300 below at the edges
+			if rng.IntN(10) == 0 {
+				x = []int32{-span/2 - 1, span/2 + 1, math.MinInt32, math.MaxInt32}[rng.IntN(4)] // outside
+			}
 			if ss.has(x) != m[x] {
 				t.Fatalf("sample %d (span %d): has %v, in the map %v", x, span, ss.has(x), m[x])
 			}

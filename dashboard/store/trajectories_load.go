@@ -271,7 +271,7 @@ func (b *trajBlock) dropCopies() {
 	keys := make([]uint64, 0, n)
 	for i := range b.records {
 		if r := &b.records[i]; r.span != ([8]byte{}) {
-			keys = append(keys, binary.LittleEndian.Uint64(r.span[:])&^(1<<placeBits-1)|uint64(i)) //nolint:gosec // i < 1<<placeBits
+			keys = append(keys, binary.LittleEndian.Uint64(r.span[:])&^(1<<placeBits-1)|uint64(i))
 		}
 	}
 	keys = radixSort(keys)

@@ -31,6 +31,8 @@ const KEYS = ["rollout/raw_reward", "perf/step_time", "train/loss", "perf/wait_t
 const ENGINE_METRICS = ["sglang:gen_throughput", "sglang:num_queue_reqs"];
 /** Read for the pace (tokens per step = samples × mean response length), not charted. */
 const RESP_LEN = "rollout/response_length/mean";
+/** How often the steps' causes computed so far are asked while a run's whole table is computed. */
+const SO_FAR_MS = 1500;
 
 interface RunData {
   run: RunSummary;
@@ -44,6 +46,8 @@ interface RunData {
   config: RunConfigResp | null;
   /** Every step's seconds per cause (null: the server could not say). */
   explain: ExplainTableResp | null;
+  /** While the whole table is computed: the steps computed so far (GET /api/v1/explain?partial=true). */
+  explainSoFar: ExplainTableResp | null;
   /** The consumed steps, the causes and the sglang series are still being read (each reads the whole run:
    * seconds to minutes on a long one, the first time): the page is drawn without them meanwhile. */
   pending: boolean;
@@ -53,6 +57,8 @@ export class ComparePage {
   private readonly root = el("div", "compare");
   /** Where the step explanation panel opens (under "where the extra minutes went"). */
   private readonly explainHost = el("div", "cmpexplain");
+  /** "Where the extra minutes went", as drawn (redrawn alone as the causes computed so far grow). */
+  private extraBox: HTMLElement | null = null;
   /** For tests: the runs drawn, each one's stacked breakdown total and per-phase totals (seconds), the charts,
    * and the config rows shown. */
   readonly probe = {
@@ -66,6 +72,8 @@ export class ComparePage {
     stepTicks: {} as Record<string, number[]>,
     /** Where each run's extra time went against the first run (whereExtraWent), by run id. */
     extra: {} as Record<string, ExtraTime>,
+    /** The same over the steps computed so far, as last drawn while the whole tables were computed. */
+    extraSoFar: {} as Record<string, ExtraTime>,
     /** The step explanation panel last opened: its run, step and contributors. */
     explained: null as { run: string; step: number; contributors: string[] } | null,
   };
@@ -106,7 +114,7 @@ export class ComparePage {
           series[s.key] = { x: s.x, y: s.y, t: s.t };
           for (const t of s.t ?? []) if (t !== null && t < base) base = t;
         }
-        return { run, color: RUN_COLORS[i % RUN_COLORS.length], series, base, steps: [], engines: {}, phases: breakdown(bp), config, explain: null, pending: true };
+        return { run, color: RUN_COLORS[i % RUN_COLORS.length], series, base, steps: [], engines: {}, phases: breakdown(bp), config, explain: null, explainSoFar: null, pending: true };
       }),
     );
     const runs = loaded.filter((d): d is RunData => d !== null);
@@ -114,9 +122,11 @@ export class ComparePage {
     await Promise.all(
       runs.map(async (d) => {
         const a = this.api.forRun(d.run.id);
+        const whole = a.get<ExplainTableResp>("/api/v1/explain").catch(() => null);
+        void this.followSoFar(runs, d, whole);
         const [steps, explain, engines] = await Promise.all([
           a.get<StepsResp>("/api/v1/steps").then((s) => s.steps).catch(() => []),
-          a.get<ExplainTableResp>("/api/v1/explain").catch(() => null),
+          whole,
           Promise.all(ENGINE_METRICS.map((m) => a.get<EnginesSeriesResp>("/api/v1/engines/series", { metric: m, points: 400 }).catch(() => null))),
         ]);
         d.steps = steps;
@@ -127,6 +137,26 @@ export class ComparePage {
     );
     this.render(runs);
     this.root.dataset.complete = "1";
+  }
+
+  /** While run d's whole table of causes is computed (whole), ask for the steps computed so far every
+   * SO_FAR_MS and redraw "where the extra minutes went" over them when they grew. */
+  private async followSoFar(runs: RunData[], d: RunData, whole: Promise<unknown>): Promise<void> {
+    let done = false;
+    void whole.finally(() => (done = true));
+    const a = this.api.forRun(d.run.id);
+    for (let wait = 0; !done; wait = SO_FAR_MS) {
+      await Promise.race([new Promise((r) => setTimeout(r, wait)), whole]);
+      if (done) return;
+      const p = await a.get<ExplainTableResp>("/api/v1/explain", { partial: "true" }).catch(() => null);
+      if (done || !p || p.steps.length === (d.explainSoFar?.steps.length ?? 0)) continue;
+      d.explainSoFar = p;
+      if (this.extraBox?.isConnected) {
+        const fresh = this.extraTime(runs);
+        this.extraBox.replaceWith(fresh);
+        this.extraBox = fresh;
+      }
+    }
   }
 
   private render(runs: RunData[]): void {
@@ -218,7 +248,8 @@ export class ComparePage {
     }
     bd.appendChild(pt);
     r.appendChild(bd);
-    r.appendChild(this.extraTime(runs));
+    this.extraBox = this.extraTime(runs);
+    r.appendChild(this.extraBox);
 
     // Staleness and mixed versions of the consumed steps.
     const hs = el("div", "cmpcharts");
@@ -286,7 +317,24 @@ export class ComparePage {
     const first = runs[0].explain;
     for (const d of runs.slice(1)) {
       if (runs[0].pending || d.pending) {
-        box.appendChild(el("p", "hint pending", `${d.run.name}: reading every step's causes (the first time on a long run it reads the whole run)…`));
+        const a = runs[0].explain ?? runs[0].explainSoFar;
+        const b = d.explain ?? d.explainSoFar;
+        const x = a && b ? whereExtraWent(a, b) : null;
+        if (!a || !b || !x || !x.steps.length) {
+          box.appendChild(el("p", "hint pending", `${d.run.name}: reading every step's causes (the first time on a long run it reads the whole run)…`));
+          continue;
+        }
+        // The steps computed so far (the newest first): said as such, the rest still being computed.
+        const total = Math.max(a.steps.length + a.pending, b.steps.length + b.pending);
+        this.probe.extraSoFar[d.run.id] = x;
+        const p = el(
+          "p",
+          "hint pending sofar",
+          `${d.run.name}, so far: ${fmtOver(x.extra)} over the ${x.steps.length} steps both runs have computed (of ${total}); ` +
+            `computing the others' causes…`,
+        );
+        p.dataset.sofar = d.run.id;
+        box.append(p, this.causesTable(d.run.id, runs[0].run.name, x, true));
         continue;
       }
       if (!first || !d.explain) {
@@ -304,24 +352,31 @@ export class ComparePage {
         ),
       );
       if (!x.causes.length) continue;
-      const t = el("table", "cmptable");
-      t.dataset.run = d.run.id;
-      t.appendChild(rowOf("th", ["cause", "over " + runs[0].run.name, "most in step", ""]));
-      for (const c of x.causes) {
-        const tr = rowOf("td", [causeLabel(c.cause), fmtOver(c.over), `${c.step} (${fmtOver(c.stepOver)})`]);
-        tr.dataset.cause = c.cause;
-        tr.children[1].classList.add("over");
-        const b = el("button", "", `explain step ${c.step}`);
-        b.onclick = () => void this.openExplain(d.run.id, c.step);
-        const td = el("td");
-        td.appendChild(b);
-        tr.appendChild(td);
-        t.appendChild(tr);
-      }
-      box.appendChild(t);
+      box.appendChild(this.causesTable(d.run.id, runs[0].run.name, x, false));
     }
     box.appendChild(this.explainHost); // a step explained meanwhile stays open
     return box;
+  }
+
+  /** Run's causes over the first run's (x), largest first, each opening the step where it weighs most; soFar:
+   * over the steps computed so far (data-sofar names the run instead of data-run). */
+  private causesTable(run: string, against: string, x: ExtraTime, soFar: boolean): HTMLElement {
+    const t = el("table", soFar ? "cmptable sofar" : "cmptable");
+    if (soFar) t.dataset.sofar = run;
+    else t.dataset.run = run;
+    t.appendChild(rowOf("th", ["cause", "over " + against, "most in step", ""]));
+    for (const c of x.causes) {
+      const tr = rowOf("td", [causeLabel(c.cause), fmtOver(c.over), `${c.step} (${fmtOver(c.stepOver)})`]);
+      tr.dataset.cause = c.cause;
+      tr.children[1].classList.add("over");
+      const b = el("button", "", `explain step ${c.step}`);
+      b.onclick = () => void this.openExplain(run, c.step);
+      const td = el("td");
+      td.appendChild(b);
+      tr.appendChild(td);
+      t.appendChild(tr);
+    }
+    return t;
   }
 
   /** Open the explanation of run's step (replacing the one open), scrolled into view. */

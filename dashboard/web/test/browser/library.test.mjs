@@ -65,6 +65,47 @@ test("the runs page lists the three runs and picks up a fourth started during th
   assert.equal((await rowIds()).length, 4);
 });
 
+test("compare draws where the extra minutes went over the steps computed so far while the whole tables are computed", async () => {
+  // Some steps of each run computed (a step explained computes it and its neighbors); the whole tables' answers
+  // held back as a long run's first computation would be: the page draws the steps computed so far, says so,
+  // then the whole tables once they come.
+  for (const id of ["fast", "slow"]) await api(dash, `/api/v1/steps/2/explain?run=${id}`);
+  const sofar = {};
+  for (const id of ["fast", "slow"]) sofar[id] = await api(dash, `/api/v1/explain?run=${id}&partial=true`);
+  assert.ok(sofar.slow.steps.length > 0 && sofar.slow.pending > 0, `slow so far: ${sofar.slow.steps.length} steps, ${sofar.slow.pending} pending`);
+  assert.deepEqual(await shapeErrors("GET /api/v1/explain", sofar.slow), []);
+  let release;
+  const held = new Promise((r) => (release = r));
+  const whole = (u) => u.pathname === "/api/v1/explain" && !u.searchParams.has("partial");
+  await page.route(whole, async (route) => {
+    await held;
+    await route.continue().catch(() => {}); // the page may have gone meanwhile
+  });
+  try {
+    await page.goto(dash.base + "/?view=compare&runs=fast,slow");
+    await until(async () => (await page.locator(".cmpextra table[data-sofar='slow'] tr[data-cause]").count()) > 0, { what: "slow's causes so far" });
+    const x = await page.evaluate(() => window.__milesLibrary.probe.extraSoFar.slow);
+    // The closed steps both runs have computed so far, and their extra time as /bubbles has it.
+    const closed = (t) => new Set(t.steps.filter((s) => !s.open).map((s) => s.step));
+    const [cf, cs] = [closed(sofar.fast), closed(sofar.slow)];
+    assert.deepEqual(x.steps, [...cs].filter((k) => cf.has(k)));
+    const ends = {};
+    for (const id of ["fast", "slow"]) ends[id] = new Map((await api(dash, `/api/v1/bubbles?run=${id}`)).steps.map((s) => [s.step, s.t1 - s.t0]));
+    const extra = x.steps.reduce((a, k) => a + ends.slow.get(k) - ends.fast.get(k), 0);
+    assert.ok(Math.abs(x.extra - extra) <= 1e-6 * Math.max(1, Math.abs(extra)), `extra so far ${x.extra} s, /bubbles ${extra} s`);
+    const said = await page.locator(".cmpextra p[data-sofar='slow']").innerText();
+    assert.match(said, new RegExp(`so far: .* over the ${x.steps.length} steps both runs have computed \\(of \\d+\\); computing`));
+    assert.equal(await page.locator(".cmpextra table[data-run='slow']").count(), 0, "no whole table before its answer");
+    release();
+    await page.waitForSelector(".compare[data-complete='1']");
+    await until(async () => (await page.locator(".cmpextra table[data-run='slow'] tr[data-cause]").count()) > 0, { what: "slow's whole causes" });
+    assert.equal(await page.locator(".cmpextra .sofar").count(), 0, "nothing drawn as so far once the whole tables are in");
+  } finally {
+    release();
+    await page.unroute(whole);
+  }
+});
+
 test("compare of two runs of different speeds shows both, stacked by phase with totals equal to each run's /bubbles", async () => {
   await page.goto(dash.base + "/?view=compare&runs=fast,slow");
   await page.waitForSelector("body[data-ready='1']");

@@ -57,5 +57,6 @@ export const explainStepFactsSchema = obj({
 });
 export type ExplainStepFacts = Infer<typeof explainStepFactsSchema>;
 
-export const explainTableSchema = obj({ causes: arr(str), steps: arr(explainStepFactsSchema) });
+/** pending: the steps left out (computed so far only, `?partial=true`; 0 in the whole table). */
+export const explainTableSchema = obj({ causes: arr(str), steps: arr(explainStepFactsSchema), pending: num });
 export type ExplainTableResp = Infer<typeof explainTableSchema>;
