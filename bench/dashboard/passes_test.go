@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http/httptest"
 	"os"
@@ -137,3 +138,54 @@ func timed(t *testing.T, url string) time.Duration {
 
 // ms is d in milliseconds.
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// TestExplainTableSoFar reports (BENCHMARKS.md) what the compare page shows of a run's causes while its whole
+// table is computed the first time: a fresh process (empty cache directory, no settling ahead) draws its first
+// page, then asks /api/v1/explain and, every 250 ms meanwhile, /api/v1/explain?partial=true: when the steps
+// computed so far first grew, and how long each partial answer took.
+func TestExplainTableSoFar(t *testing.T) {
+	dir := runDir(t)
+	st, err := store.Open(dir, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.SetCacheDir(t.TempDir())
+	srv := server.New(server.Options{Store: st})
+	defer srv.Close()
+	ts := httptest.NewServer(srv)
+	defer ts.Close()
+	for _, q := range []string{"/api/v1/meta", "/api/v1/lanes", "/api/v1/fleet?buckets=600"} {
+		get(t, ts.URL+q)
+	}
+	start := time.Now()
+	done := make(chan time.Duration)
+	go func() { done <- timed(t, ts.URL+"/api/v1/explain") }()
+	var slowest time.Duration
+	known := -1
+	for {
+		select {
+		case took := <-done:
+			t.Logf("whole table %.1f s; later partial answers took at most %.1f ms", took.Seconds(), ms(slowest))
+			return
+		case <-time.After(250 * time.Millisecond):
+		}
+		s := time.Now()
+		var tab struct {
+			Data struct {
+				Steps   []json.RawMessage `json:"steps"`
+				Pending int               `json:"pending"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(get(t, ts.URL+"/api/v1/explain?partial=true"), &tab); err != nil {
+			t.Fatal(err)
+		}
+		took := time.Since(s)
+		if known >= 0 { // the first waits for the newest hours the whole table reads first (its step in progress)
+			slowest = max(slowest, took)
+		}
+		if n := len(tab.Data.Steps); n != known {
+			known = n
+			t.Logf("%6.1f s: %d steps so far, %d pending (answered in %.1f ms)", time.Since(start).Seconds(), n, tab.Data.Pending, ms(took))
+		}
+	}
+}
