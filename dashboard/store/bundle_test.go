@@ -12,7 +12,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/klauspost/compress/zstd"
 )
 
 // bundled rewrites schema 2 trajectories lines (one span per line) into schema 3 records (docs/semconv.md §8.3):
@@ -208,15 +207,7 @@ func TestRedeliveredSpansReadOnce(t *testing.T) {
 	compacted := trajRun(t)
 	appendTo(t, compacted, rel, again.String())
 	write(t, compacted, erel, engine+engine)
-	zraw, err := os.ReadFile(filepath.Join(compacted, rel))
-	if err != nil {
-		t.Fatal(err)
-	}
-	enc, _ := zstd.NewWriter(nil)
-	write(t, compacted, rel+".zst", string(enc.EncodeAll(zraw, nil)))
-	if err := os.Remove(filepath.Join(compacted, rel)); err != nil {
-		t.Fatal(err)
-	}
+	compact(t, compacted, rel)
 	want, got := views(once), views(twice)
 	if z := views(compacted); !reflect.DeepEqual(want, z) {
 		wj, _ := json.Marshal(want)
@@ -248,11 +239,7 @@ func TestRedeliveredSpansAfterCompactionReadOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	enc, _ := zstd.NewWriter(nil)
-	write(t, dir, rel+".zst", string(enc.EncodeAll(raw, nil)))
-	if err := os.Remove(filepath.Join(dir, rel)); err != nil {
-		t.Fatal(err)
-	}
+	compact(t, dir, rel)
 	st, err := Open(dir, false)
 	if err != nil {
 		t.Fatal(err)
