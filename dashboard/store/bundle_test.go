@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
 )
 
 // bundled rewrites schema 2 trajectories lines (one span per line) into schema 3 records (docs/semconv.md §8.3):
