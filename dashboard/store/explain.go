@@ -205,9 +205,10 @@ type explainKey struct {
 	open   bool
 }
 
-// ExplainTable is the facts of every step of the run. Those not known yet are computed newest first, in
+// ExplainTable is the facts of every step of the run. Those not known yet are computed in step order, in
 // batches that grow from explainTableBatch, each kept in memo as it ends: ExplainTableSoFar, asked meanwhile,
-// answers the newest steps first, and a batch's hours are shared by its steps.
+// answers the first steps first (two runs compared have their first steps in common, however long each ran), and
+// a batch's hours are shared by its steps.
 func (s *Store) ExplainTable(memo *ExplainMemo) *ExplainTable { return s.explainTable(memo, true) }
 
 // ExplainTableSoFar is ExplainTable of the steps whose facts are known now (kept in memo, or settled and saved)
@@ -231,7 +232,7 @@ func (s *Store) explainTable(memo *ExplainMemo, compute bool) *ExplainTable {
 	facts, _ := ex.known(asked, map[string]os.FileInfo{})
 	if compute {
 		var todo []int
-		for i, f := range slices.Backward(facts) {
+		for i, f := range facts {
 			if f == nil {
 				todo = append(todo, i)
 			}

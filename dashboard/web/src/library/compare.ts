@@ -324,7 +324,8 @@ export class ComparePage {
           box.appendChild(el("p", "hint pending", `${d.run.name}: reading every step's causes (the first time on a long run it reads the whole run)…`));
           continue;
         }
-        // The steps computed so far (the newest first): said as such, the rest still being computed.
+        // The steps computed so far (in step order: both runs' first ones): said as such, the rest still being
+        // computed.
         const total = Math.max(a.steps.length + a.pending, b.steps.length + b.pending);
         this.probe.extraSoFar[d.run.id] = x;
         const p = el(
