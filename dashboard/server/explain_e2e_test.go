@@ -357,9 +357,10 @@ func TestSettleAheadE2E(t *testing.T) {
 }
 
 // TestExplainTableSoFarE2E: the compare page's table asked so far (partial=true) answers at once with the steps
-// whose facts are known and counts the rest pending: none known before any is computed; while the whole table is
-// computed, the newest steps first, each as the whole table has it, byte for byte; all once it is; and, in a
-// fresh server on the cache directory, the settled steps without computing anything.
+// whose facts are known and counts the rest pending: none known before any is computed; after one step is
+// explained, it and its neighbors; while the whole table is computed, each step as the whole table has it, byte
+// for byte; all once it is; and, in a fresh server on the cache directory, the settled steps without computing
+// anything.
 func TestExplainTableSoFarE2E(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: builds and runs the simulator through the collector")

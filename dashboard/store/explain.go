@@ -217,7 +217,7 @@ func (s *Store) ExplainTableSoFar(memo *ExplainMemo) *ExplainTable {
 	return s.explainTable(memo, false)
 }
 
-// explainTableBatch is the first batch of steps ExplainTable computes; each next one is twice as large.
+// explainTableBatch is the first batch of steps ExplainTable computes; each next one is four times as large.
 const explainTableBatch = 8
 
 func (s *Store) explainTable(memo *ExplainMemo, compute bool) *ExplainTable {

@@ -296,7 +296,7 @@ func (b *trajBlock) dropCopies() {
 		lo = hi
 	}
 	if drop != nil {
-		b.dropWhere(func(i int, _ []trajRec) bool { return drop[i] }, nil)
+		b.dropWhere(func(i int, _ []trajRec) bool { return drop[i] })
 	}
 }
 
@@ -306,18 +306,16 @@ func (b *trajBlock) dropCopiesBySet() {
 	b.dropWhere(func(i int, kept []trajRec) bool {
 		r := &b.records[i]
 		return r.span != ([8]byte{}) && !seen.add(kept, r)
-	}, nil)
+	})
 }
 
 // placeBits are the low bits of a dropCopies key that hold the record's place.
 const placeBits = 24
 
-// dropWhere removes the records drop says (given the records kept so far), in order, and moves the indexed
-// records' places to the records kept before them; kept is where the kept records go (nil: in place).
-func (b *trajBlock) dropWhere(drop func(i int, kept []trajRec) bool, kept []trajRec) {
-	if kept == nil {
-		kept = b.records[:0] // written at or before the place read
-	}
+// dropWhere removes, in place, the records drop says (given the records kept so far), and moves the indexed
+// records' places to the records kept before them.
+func (b *trajBlock) dropWhere(drop func(i int, kept []trajRec) bool) {
+	kept := b.records[:0] // written at or before the place read
 	n := len(b.records)
 	before := make([]int32, n+1) // records kept before place i
 	for i := range n {

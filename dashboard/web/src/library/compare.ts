@@ -335,7 +335,8 @@ export class ComparePage {
             `computing the others' causes…`,
         );
         p.dataset.sofar = d.run.id;
-        box.append(p, this.causesTable(d.run.id, runs[0].run.name, x, true));
+        box.appendChild(p);
+        if (x.causes.length) box.appendChild(this.causesTable(d.run.id, runs[0].run.name, x, true));
         continue;
       }
       if (!first || !d.explain) {

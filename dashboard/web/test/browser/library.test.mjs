@@ -96,6 +96,7 @@ test("compare draws where the extra minutes went over the steps computed so far 
     const said = await page.locator(".cmpextra p[data-sofar='slow']").innerText();
     assert.match(said, new RegExp(`so far: .* over the ${x.steps.length} steps both runs have computed \\(of \\d+\\); computing`));
     assert.equal(await page.locator(".cmpextra table[data-run='slow']").count(), 0, "no whole table before its answer");
+    await page.locator(".cmpextra").screenshot({ path: join(SHOTS, "compare_sofar.png") });
     release();
     await page.waitForSelector(".compare[data-complete='1']");
     await until(async () => (await page.locator(".cmpextra table[data-run='slow'] tr[data-cause]").count()) > 0, { what: "slow's whole causes" });
