@@ -326,13 +326,14 @@ export class ComparePage {
         }
         // The steps computed so far (in step order: both runs' first ones): said as such, the rest still being
         // computed.
-        const total = Math.max(a.steps.length + a.pending, b.steps.length + b.pending);
+        // The steps left (the step in progress among them, which the whole table does not sum either).
+        const left = Math.max(a.pending, b.pending);
         this.probe.extraSoFar[d.run.id] = x;
         const p = el(
           "p",
           "hint pending sofar",
-          `${d.run.name}, so far: ${fmtOver(x.extra)} over the ${x.steps.length} steps both runs have computed (of ${total}); ` +
-            `computing the others' causes…`,
+          `${d.run.name}, so far: ${fmtOver(x.extra)} over the ${x.steps.length} steps both runs have computed; ` +
+            `computing the causes of ${left} more…`,
         );
         p.dataset.sofar = d.run.id;
         box.appendChild(p);
