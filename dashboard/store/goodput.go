@@ -198,8 +198,13 @@ func (s *Store) readGoodputInputsLocked(lo, hi int64) *gpInputs {
 	blocks := s.trajectories.hoursLocked(lo, hi)
 	in.traces = make([]map[traceID]*gpTrace, runtime.GOMAXPROCS(0))
 	segs := make([][]gpSegAt, len(in.traces))
+	records := 0
+	for _, b := range blocks {
+		records += len(b.records)
+	}
 	onCores(len(in.traces), func(part int) {
-		traces := map[traceID]*gpTrace{}
+		// Sized for about the traces there are (an attempt is two records or more, in one hour or two).
+		traces := make(map[traceID]*gpTrace, records/len(in.traces)/2)
 		// A block holds a trace's spans together (bundles): consecutive records mostly look the same trace up.
 		var lastID traceID
 		var last *gpTrace

@@ -145,7 +145,8 @@ type recChains struct {
 // extend chains records it has not seen yet (a growing hour's new records).
 func (c *recChains) extend(records []trajRec) {
 	if c.byTrace == nil {
-		c.byTrace, c.bySample = map[traceID][2]int32{}, map[int32][2]int32{}
+		// Sized for the records there are (an hour's traces are most of its records): not grown 20 times over.
+		c.byTrace, c.bySample = make(map[traceID][2]int32, len(records)), make(map[int32][2]int32, len(records)/2)
 	}
 	for i := len(c.nextTrace); i < min(len(records), math.MaxInt32); i++ { // an hour of 2^31 records is ~170 GB
 		r, at := &records[i], int32(i) //nolint:gosec // bounded by the loop
@@ -536,12 +537,17 @@ func wantedTrajLine(line []byte, want *traceSet, samples *sampleSet) bool {
 	}
 	named := false
 	for rest := line; ; {
-		i := bytes.Index(rest, []byte(`"sample":`))
+		// `sample":` then its opening quote: a search led by a quote stops at every string of the line.
+		i := bytes.Index(rest, []byte(`sample":`))
 		if i < 0 {
 			break
 		}
+		if i == 0 || rest[i-1] != '"' {
+			rest = rest[i+8:]
+			continue
+		}
 		named = true
-		rest = rest[i+9:]
+		rest = rest[i+8:]
 		k := 0
 		for k < len(rest) && (rest[k] == ' ' || rest[k] == '"') {
 			k++
