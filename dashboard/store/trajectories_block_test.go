@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -102,4 +103,64 @@ func FuzzTrajLineAgrees(f *testing.F) {
 		f.Add([]byte(l))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) { checkTrajLineAgrees(t, line) })
+}
+
+// TestRecordChains: a block's chains give each trace's and each sample's records in reading order, traces whose
+// ids share the chain key's bits told apart, and a growing hour's new records chained after the first ones.
+func TestRecordChains(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	traces := make([]traceID, 50)
+	for i := range traces {
+		traces[i][0], traces[i][15] = byte(i), byte(i*7)
+		if i%2 == 0 {
+			traces[i][8] = 1 // half the traces share the key's bits
+		} else {
+			traces[i][8], traces[i][11] = byte(i), byte(i*3)
+		}
+	}
+	var records []trajRec
+	add := func(n int) {
+		for range n {
+			r := newTrajRec()
+			r.trace = traces[rng.IntN(len(traces))]
+			if rng.IntN(4) > 0 {
+				r.sample = int32(rng.IntN(30)) //nolint:gosec // small
+			}
+			records = append(records, r)
+		}
+	}
+	check := func(c *recChains) {
+		t.Helper()
+		for _, tr := range traces {
+			var want []int32
+			for i := range records {
+				if records[i].trace == tr {
+					want = append(want, int32(i)) //nolint:gosec // small
+				}
+			}
+			if got := c.ofTrace(tr, nil); !slices.Equal(got, want) {
+				t.Fatalf("trace %x: %v, want %v", tr, got, want)
+			}
+		}
+		for s := int32(-1); s < 32; s++ {
+			var want []int32
+			for i := range records {
+				if s >= 0 && records[i].sample == s {
+					want = append(want, int32(i)) //nolint:gosec // small
+				}
+			}
+			if got := c.ofSample(s, nil); !slices.Equal(got, want) {
+				t.Fatalf("sample %d: %v, want %v", s, got, want)
+			}
+		}
+	}
+	var c recChains
+	add(2000)
+	c.extend(records)
+	check(&c)
+	add(700) // the hour grew
+	c.extend(records)
+	check(&c)
+	c.extend(records) // nothing new
+	check(&c)
 }
