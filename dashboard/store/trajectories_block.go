@@ -432,7 +432,7 @@ func fastInt(line []byte, i int, dst *int32) (int, bool) {
 func fastMember(key, line []byte, i int, in *interner, r *trajRec, f *trajFields, base float64) (int, bool) {
 	var v float64
 	var s []byte
-	ok := true
+	var ok bool
 	switch string(key) {
 	case "type":
 		if s, i, ok = fastString(line, i); ok {

@@ -124,7 +124,7 @@ func TestRecordChains(t *testing.T) {
 			r := newTrajRec()
 			r.trace = traces[rng.IntN(len(traces))]
 			if rng.IntN(4) > 0 {
-				r.sample = int32(rng.IntN(30)) //nolint:gosec // small
+				r.sample = int32(rng.IntN(30))
 			}
 			records = append(records, r)
 		}
@@ -135,7 +135,7 @@ func TestRecordChains(t *testing.T) {
 			var want []int32
 			for i := range records {
 				if records[i].trace == tr {
-					want = append(want, int32(i)) //nolint:gosec // small
+					want = append(want, int32(i))
 				}
 			}
 			if got := c.ofTrace(tr, nil); !slices.Equal(got, want) {
@@ -146,7 +146,7 @@ func TestRecordChains(t *testing.T) {
 			var want []int32
 			for i := range records {
 				if s >= 0 && records[i].sample == s {
-					want = append(want, int32(i)) //nolint:gosec // small
+					want = append(want, int32(i))
 				}
 			}
 			if got := c.ofSample(s, nil); !slices.Equal(got, want) {

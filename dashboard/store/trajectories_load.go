@@ -159,9 +159,9 @@ func (c *recChains) extend(records []trajRec) {
 	traces, samples := make([]uint64, 0, n-from), make([]uint64, 0, n-from)
 	for i := from; i < n; i++ {
 		r := &records[i]
-		traces = append(traces, chainTrace(r.trace)|uint64(i)) //nolint:gosec // i < 2^31
+		traces = append(traces, chainTrace(r.trace)|uint64(i))
 		if r.sample >= 0 {
-			samples = append(samples, uint64(r.sample)<<chainIndexBits|uint64(i)) //nolint:gosec // as above
+			samples = append(samples, uint64(r.sample)<<chainIndexBits|uint64(i))
 		}
 	}
 	c.byTrace = mergeKeys(c.byTrace, radixSort(traces))
