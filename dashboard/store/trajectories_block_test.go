@@ -124,7 +124,7 @@ func TestRecordChains(t *testing.T) {
 			r := newTrajRec()
 			r.trace = traces[rng.IntN(len(traces))]
 			if rng.IntN(4) > 0 {
-				r.sample = int32(rng.IntN(30))
+				r.sample = int32(rng.IntN(30)) //nolint:gosec // small
 			}
 			records = append(records, r)
 		}
