@@ -185,24 +185,24 @@ func (k *chainKeys) add(sorted []uint64) {
 		return
 	}
 	lo, hi := k.keys[0]>>chainIndexBits, k.keys[len(k.keys)-1]>>chainIndexBits
-	buckets := uint(min(16, bits.Len(uint(len(k.keys))/8)))
-	k.lo, k.shift = lo, uint(max(0, bits.Len64(hi-lo)-int(buckets)))
-	nb := int((hi-lo)>>k.shift) + 1
-	k.start = slices.Grow(k.start[:0], nb+1)[:nb+1]
-	b := 0
+	buckets := min(16, bits.Len(uint(len(k.keys))/8))
+	k.lo, k.shift = lo, uint(max(0, bits.Len64(hi-lo)-buckets))
+	nb := (hi-lo)>>k.shift + 1                           // at most 2^16
+	k.start = slices.Grow(k.start[:0], int(nb)+1)[:nb+1] //nolint:gosec // nb ≤ 2^16
+	var b uint64
 	for i, key := range k.keys {
-		for kb := int((key>>chainIndexBits - lo) >> k.shift); b <= kb; b++ {
-			k.start[b] = int32(i) //nolint:gosec // fewer than 2^31 records
+		for kb := (key>>chainIndexBits - lo) >> k.shift; b <= kb; b++ {
+			k.start[b] = int32(i)
 		}
 	}
 	for ; b <= nb; b++ {
-		k.start[b] = int32(len(k.keys)) //nolint:gosec // as above
+		k.start[b] = int32(len(k.keys)) //nolint:gosec // fewer than 2^31 records
 	}
 }
 
 // of appends to out the record indices of value v's keys, in reading order.
 func (k *chainKeys) of(v uint64, out []int32) []int32 {
-	if len(k.keys) == 0 || v < k.lo || (v-k.lo)>>k.shift >= uint64(len(k.start)-1) {
+	if len(k.keys) == 0 || v < k.lo || (v-k.lo)>>k.shift+1 >= uint64(len(k.start)) {
 		return out
 	}
 	b := (v - k.lo) >> k.shift
