@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
@@ -108,8 +109,14 @@ func (r *phaseReader) readHour(h int64, prev *phaseBlock, p *partition.Partition
 		b = nil // becomes whole: read again from the start
 		p.Reset()
 	}
+	presized := false
 	if b == nil {
 		b = newPhaseBlock(sparse)
+		if n := p.CompactedBytes(); n > 0 && !sparse {
+			// A closed hour read whole: its records are made at about the size they reach (a record is ~24
+			// compressed bytes, nearly all closed), not grown (copied) a dozen times.
+			b.closed, presized = make([]phaseRec, 0, min(n/22, 1<<24)), true
+		}
 	}
 	sink := b.addLine
 	if b.sparse {
@@ -128,6 +135,9 @@ func (r *phaseReader) readHour(h int64, prev *phaseBlock, p *partition.Partition
 		l.warnings = append(l.warnings, fmt.Sprintf("%s: %d corrupt open-marker line(s) skipped", partition.CorruptReport{Path: p.Path()}.File(), bad))
 	}
 	p.Loaded = !b.sparse
+	if presized && cap(b.closed) > len(b.closed)+len(b.closed)/4 {
+		b.closed = slices.Clone(b.closed) // fewer records than the bytes suggested: not held at the guess's size
+	}
 	l.maxT = b.maxT
 	return b, l
 }
