@@ -338,7 +338,7 @@ func (b *phaseBlock) settle() (bad int) {
 // rawAfter returns the raw value after the first occurrence of key (e.g. `"t0":`) up to the next ',' or '}';
 // key must include the colon. A JSON string cannot hold an unescaped quote, so the key's quotes match a key.
 func rawAfter(line []byte, key string) ([]byte, bool) {
-	i := bytes.Index(line, []byte(key))
+	i := keyIndex(line, key)
 	if i < 0 {
 		return nil, false
 	}
@@ -361,9 +361,25 @@ func numberAfter(line []byte, key string) (float64, bool) {
 	return flatjson.ParseNum(v)
 }
 
+// keyIndex is the index of the first occurrence of key (`"name":…`) in line, -1 none. The search is for what
+// follows the key's opening quote, then that quote is checked: a search led by a quote stops at every string of
+// the line.
+func keyIndex(line []byte, key string) int {
+	for at := 0; ; {
+		i := bytes.Index(line[at:], []byte(key[1:]))
+		if i < 0 {
+			return -1
+		}
+		if i += at; i > 0 && line[i-1] == key[0] {
+			return i - 1
+		}
+		at = i + 1
+	}
+}
+
 // stringAfter returns the string value after key (which ends with the opening quote), when it has no escapes.
 func stringAfter(line []byte, key string) ([]byte, bool) {
-	i := bytes.Index(line, []byte(key))
+	i := keyIndex(line, key)
 	if i < 0 {
 		return nil, false
 	}

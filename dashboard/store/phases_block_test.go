@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -29,4 +30,21 @@ func BenchmarkPhaseAddLine(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(lines)), "ns/line")
+}
+
+// TestKeyIndex: the key search finds a key's first occurrence, as a search for the whole key does, over keys
+// repeated, overlapping, quoted inside values and at the line's ends.
+func TestKeyIndex(t *testing.T) {
+	lines := []string{
+		`{"name":"x","t0":1,"t1":2,"span":"ab"}`,
+		`{"t0":1}`, `"t0":`, `t0":1`, `{"xt0":1,"t0":2}`, `{"a":"t0\":","t0":3}`, `{"t0""t0":1}`, ``,
+		`{"span":"a","span":"b"}`, `{"spanspan":"x","span":"y"}`, `""t0":`,
+	}
+	for _, l := range lines {
+		for _, key := range []string{`"t0":`, `"span":"`, `"t1":`, `"name":"`} {
+			if got, want := keyIndex([]byte(l), key), strings.Index(l, key); got != want {
+				t.Errorf("%q in %q: %d, want %d", key, l, got, want)
+			}
+		}
+	}
 }
