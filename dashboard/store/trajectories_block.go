@@ -76,6 +76,44 @@ func numI(val []byte, str bool) int32 {
 	return int32(f)
 }
 
+// trajInt is the integer field of r that key names (nil: key names none).
+func trajInt(r *trajRec, key []byte) *int32 {
+	switch string(key) {
+	case "sample":
+		return &r.sample
+	case "group":
+		return &r.group
+	case "attempt":
+		return &r.attempt
+	case "turn":
+		return &r.turn
+	case "wv":
+		return &r.wv
+	case "tok_in":
+		return &r.tokIn
+	case "tok_out":
+		return &r.tokOut
+	case "tool_calls":
+		return &r.toolCalls
+	case "step":
+		return &r.step
+	}
+	return nil
+}
+
+// trajString is the interned string field of r that key names (nil: key names none).
+func trajString(r *trajRec, key []byte) *uint16 {
+	switch string(key) {
+	case "status":
+		return &r.status
+	case "engine":
+		return &r.engine
+	case "finish":
+		return &r.finish
+	}
+	return nil
+}
+
 // trajLine walks one trajectories line: a bundle (schema 3: the spans of one trace, docs/semconv.md §8.3) or a
 // single span record (schema 2, still read). fn gets each span with its links and its raw JSON object, for the
 // fields trajRec does not keep. It returns false when the line, or any span in it, is not a valid trajectories
@@ -162,6 +200,14 @@ func decodeTrajObj(obj []byte, in *interner, r *trajRec, links *[]traceID, base 
 	ok = true
 	m := flatjson.NewMembers(obj)
 	for key, val, str, more := m.Next(); more; key, val, str, more = m.Next() {
+		if p := trajInt(r, key); p != nil {
+			*p = numI(val, str)
+			continue
+		}
+		if p := trajString(r, key); p != nil {
+			*p = in.id(val)
+			continue
+		}
 		switch string(key) {
 		case "type":
 			r.typ = trajTypes[string(val)]
@@ -185,30 +231,6 @@ func decodeTrajObj(obj []byte, in *interner, r *trajRec, links *[]traceID, base 
 			if len(val) == 16 {
 				_, _ = hex.Decode(r.span[:], val)
 			}
-		case "sample":
-			r.sample = numI(val, str)
-		case "group":
-			r.group = numI(val, str)
-		case "attempt":
-			r.attempt = numI(val, str)
-		case "status":
-			r.status = in.id(val)
-		case "turn":
-			r.turn = numI(val, str)
-		case "wv":
-			r.wv = numI(val, str)
-		case "engine":
-			r.engine = in.id(val)
-		case "tok_in":
-			r.tokIn = numI(val, str)
-		case "tok_out":
-			r.tokOut = numI(val, str)
-		case "finish":
-			r.finish = in.id(val)
-		case "tool_calls":
-			r.toolCalls = numI(val, str)
-		case "step":
-			r.step = numI(val, str)
 		case "links":
 			if links != nil {
 				for part := range bytes.SplitSeq(bytes.Trim(val, "[] "), []byte{','}) {
@@ -433,6 +455,15 @@ func fastMember(key, line []byte, i int, in *interner, r *trajRec, f *trajFields
 	var v float64
 	var s []byte
 	var ok bool
+	if p := trajInt(r, key); p != nil {
+		return fastInt(line, i, p)
+	}
+	if p := trajString(r, key); p != nil {
+		if s, i, ok = fastString(line, i); ok {
+			*p = in.id(s)
+		}
+		return i, ok
+	}
 	switch string(key) {
 	case "type":
 		if s, i, ok = fastString(line, i); ok {
@@ -454,36 +485,6 @@ func fastMember(key, line []byte, i int, in *interner, r *trajRec, f *trajFields
 		i, ok = fastHex(line, i, r.trace[:])
 	case "span":
 		i, ok = fastHex(line, i, r.span[:])
-	case "sample":
-		i, ok = fastInt(line, i, &r.sample)
-	case "group":
-		i, ok = fastInt(line, i, &r.group)
-	case "attempt":
-		i, ok = fastInt(line, i, &r.attempt)
-	case "turn":
-		i, ok = fastInt(line, i, &r.turn)
-	case "wv":
-		i, ok = fastInt(line, i, &r.wv)
-	case "tok_in":
-		i, ok = fastInt(line, i, &r.tokIn)
-	case "tok_out":
-		i, ok = fastInt(line, i, &r.tokOut)
-	case "tool_calls":
-		i, ok = fastInt(line, i, &r.toolCalls)
-	case "step":
-		i, ok = fastInt(line, i, &r.step)
-	case "status":
-		if s, i, ok = fastString(line, i); ok {
-			r.status = in.id(s)
-		}
-	case "engine":
-		if s, i, ok = fastString(line, i); ok {
-			r.engine = in.id(s)
-		}
-	case "finish":
-		if s, i, ok = fastString(line, i); ok {
-			r.finish = in.id(s)
-		}
 	case "links", "a", "spans":
 		return 0, false // rare (a step's consume, older annotations): the general reader
 	default:
