@@ -512,11 +512,11 @@ func (r *trajectoryReader) readHour(h int64, prev *trajBlock, p *partition.Parti
 	if b == nil {
 		b = &trajBlock{}
 		if n := p.CompactedBytes(); n > 0 {
-			// A closed hour read whole: its records are made at about the size they reach (a record is ~40
+			// A closed hour read whole: its records are made at about the size they reach (a record is ~48
 			// compressed bytes; a little more room than that, as one growth copies them all), so they are not
 			// grown (copied) a dozen times; its copies are dropped once it is read (dropCopies), or, while a plain
 			// file grows beside it, looked up in a span set made at its size.
-			b.records, presized = make([]trajRec, 0, min(n/36, 1<<24)), true
+			b.records, presized = make([]trajRec, 0, min(n/44, 1<<24)), true
 			if p.HasPlain() {
 				b.seen = &spanSet{first: make(map[uint64]int32, min(n/40, 1<<24))}
 			} else {
