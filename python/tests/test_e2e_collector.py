@@ -21,7 +21,10 @@ from miles_otel._otlp import ns
 from miles_otel.emitter import Emitter
 
 SKIP = f"{BIN} not built: run `make build` at the repository root"
-BUDGET_NS = 5_000  # caller-thread cost per event: the emitter's goal (docs/reliability.md)
+# A caller's cost per event with the collector down (or stuck) against the same calls on an emitter whose
+# collector answers, measured chunk by chunk alternately in one process: a ratio, so a slow or loaded machine
+# moves both sides (the absolute goal, ≤ 5 µs, is BENCHMARKS.md's `make -C python bench`).
+COST_RATIO = 2.0
 
 try:
     sys.path.insert(0, os.path.join(helpers.PKG_ROOT, "examples"))
@@ -47,9 +50,9 @@ def strip_ids(r: dict) -> dict:
     return {k: v for k, v in r.items() if k not in ("span", "parent", "trace", "links", "a")}
 
 
-def chunk_costs(fn, n: int, chunk: int = 500) -> tuple[list[float], float]:
-    """(per-call ns of each chunk, the slowest single call in seconds)."""
-    costs, worst = [], 0.0
+def paired_costs(fn, ref, n: int, chunk: int = 500) -> tuple[float, float, float]:
+    """fn's and ref's median per-call ns over chunks of calls taken alternately, and fn's slowest call in s."""
+    costs, refs, worst = [], [], 0.0
     clock = time.perf_counter_ns
     for c in range(n // chunk):
         t0 = clock()
@@ -58,7 +61,13 @@ def chunk_costs(fn, n: int, chunk: int = 500) -> tuple[list[float], float]:
             fn(i)
             worst = max(worst, clock() - s)
         costs.append((clock() - t0) / chunk)
-    return costs, worst / 1e9
+        t0 = clock()
+        for i in range(c * chunk, (c + 1) * chunk):
+            s = clock()
+            ref(i)
+            clock()  # the same clock reads as fn's chunk
+        refs.append((clock() - t0) / chunk)
+    return statistics.median(costs), statistics.median(refs), worst / 1e9
 
 
 class BinaryTest(unittest.TestCase):
@@ -389,25 +398,28 @@ class FaultE2ETest(unittest.TestCase):
     def test_collector_not_running_costs_the_caller_nothing(self):
         e = Emitter(closed_endpoint(), node="n", register_atexit=False, max_queue=4096)
         self.addCleanup(e.shutdown, 0.2)
-        sink = e.phase_sink("train", rank=0, gpus=[0])
-        traj = e.trajectory_sink()
+        up = OTLPServer().__enter__()
+        self.addCleanup(up.__exit__, None, None, None)
+        ref = Emitter(up.endpoint, node="n", register_atexit=False, max_queue=4096)
+        self.addCleanup(ref.shutdown, 0.2)
         samples = [FakeSample(i, i // 8) for i in range(1000)]
         t = time.time()
 
-        def phase(i):
-            sink("p", t, t + 1.0)
+        def calls(em):
+            sink, traj = em.phase_sink("train", rank=0, gpus=[0]), em.trajectory_sink()
+            return {
+                "phase": lambda i: sink("p", t, t + 1.0),
+                "generate": lambda i: traj.gen_span(samples[i % 1000], t, t + 1.0, 1, weight_version=3,
+                                                    engine="http://e:1", prompt_tokens=10, completion_tokens=20,
+                                                    finish_reason="stop"),
+                "log_metrics": lambda i: em.log_metrics("rollout/step", i, {"a": 1.0, "b": 2.0}),
+            }
 
-        def generate(i):
-            traj.gen_span(samples[i % 1000], t, t + 1.0, 1, weight_version=3, engine="http://e:1",
-                          prompt_tokens=10, completion_tokens=20, finish_reason="stop")
-
-        def metrics(i):
-            e.log_metrics("rollout/step", i, {"a": 1.0, "b": 2.0})
-
-        for name, fn in (("phase", phase), ("generate", generate), ("log_metrics", metrics)):
-            costs, worst = chunk_costs(fn, 20_000)
-            med = statistics.median(costs)
-            self.assertLessEqual(med, BUDGET_NS, f"{name}: median {med:.0f} ns per event")
+        down, healthy = calls(e), calls(ref)
+        for name in down:
+            med, ref_med, worst = paired_costs(down[name], healthy[name], 20_000)
+            self.assertLessEqual(med, COST_RATIO * ref_med,
+                                 f"{name}: {med:.0f} ns per event, {ref_med:.0f} with the collector up")
             self.assertLess(worst, 0.25, f"{name}: a call blocked for {worst:.3f} s")
         st = e.stats()
         self.assertEqual(st["sent_events"], 0)
@@ -470,22 +482,26 @@ class FaultE2ETest(unittest.TestCase):
                 self.assertNotIn(b"wk-live-secret", f.read(), path)
 
     def test_slow_collector_keeps_the_queue_bounded(self):
-        with OTLPServer() as slow:
+        with OTLPServer() as slow, OTLPServer() as up:
             slow.delay = 3.0  # every request takes 3 s to answer
             e = Emitter(slow.endpoint, node="n", register_atexit=False, max_queue=1000, timeout=10.0)
-            sink = e.phase_sink("train", rank=0, gpus=[0])
+            ref = Emitter(up.endpoint, node="n", register_atexit=False, max_queue=1000, timeout=10.0)
+            sink, ref_sink = e.phase_sink("train", rank=0, gpus=[0]), ref.phase_sink("train", rank=0, gpus=[0])
             t = time.time()
             for _ in range(200):
                 sink("p", t, t + 1.0)
             self.assertTrue(slow.wait_for(lambda s: s.in_flight >= 1, 5.0), "the worker is sending")
-            costs, worst = chunk_costs(lambda i: sink("p", t, t + 1.0), 20_000)  # while the worker waits on it
+            med, ref_med, worst = paired_costs(lambda i: sink("p", t, t + 1.0),  # while the worker waits on it
+                                               lambda i: ref_sink("p", t, t + 1.0), 20_000)
             st = e.stats()
             self.assertEqual(slow.in_flight, 1, "still inside the slow request")
             self.assertLessEqual(st["queued"], 1000)
             self.assertGreaterEqual(st["dropped_queue"], 19_000)
             self.assertLess(worst, 0.25, f"a call blocked for {worst:.3f} s")
-            self.assertLessEqual(statistics.median(costs), BUDGET_NS)
+            self.assertLessEqual(med, COST_RATIO * ref_med,
+                                 f"{med:.0f} ns per event, {ref_med:.0f} with the collector up")
             e.shutdown(0.5)
+            ref.shutdown(0.5)
 
 if __name__ == "__main__":
     unittest.main()
