@@ -366,20 +366,11 @@ func fastSpans(line []byte, i int, in *interner, top *trajRec, base float64, sc 
 
 // fastKey reads the key at line[i] ('"') and its colon: the key, and the index of its value.
 func fastKey(line []byte, i int) (key []byte, val int, ok bool) {
-	if i >= len(line) || line[i] != '"' {
+	key, end, ok := fastString(line, i)
+	if !ok || end >= len(line) || line[end] != ':' {
 		return nil, 0, false
 	}
-	j := i + 1
-	for j < len(line) && line[j] != '"' {
-		if line[j] == '\\' {
-			return nil, 0, false
-		}
-		j++
-	}
-	if j+1 >= len(line) || line[j+1] != ':' {
-		return nil, 0, false
-	}
-	return line[i+1 : j], j + 2, true
+	return key, end + 1, true
 }
 
 // fastString reads the string value at line[i] without escapes: its text and the index past it.

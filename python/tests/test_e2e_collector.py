@@ -398,8 +398,7 @@ class FaultE2ETest(unittest.TestCase):
     def test_collector_not_running_costs_the_caller_nothing(self):
         e = Emitter(closed_endpoint(), node="n", register_atexit=False, max_queue=4096)
         self.addCleanup(e.shutdown, 0.2)
-        up = OTLPServer().__enter__()
-        self.addCleanup(up.__exit__, None, None, None)
+        up = self.enterContext(OTLPServer())
         ref = Emitter(up.endpoint, node="n", register_atexit=False, max_queue=4096)
         self.addCleanup(ref.shutdown, 0.2)
         samples = [FakeSample(i, i // 8) for i in range(1000)]
