@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/flatjson"
+	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 )
 
 // phaseRec is one phases record: otelcol-miles (t1 null = open, span id) or miles v1 (t1 = -1 = open, no id).
@@ -279,6 +280,19 @@ func (b *phaseBlock) addSparse(line []byte, hourStart float64) bool {
 	b.spans[key] = struct{}{}
 	b.maxT = math.Max(b.maxT, t1)
 	return true
+}
+
+// addReach takes the rest of a compacted hour's reach, after its lines (runfiles.PhaseReach): the identities of
+// the hour's other closed phases and their newest time, as a sparse read of every line records them (addSparse).
+func (b *phaseBlock) addReach(reach *runfiles.PhaseReach) {
+	nodes := make([]string, len(reach.Nodes))
+	for i, n := range reach.Nodes {
+		nodes[i] = b.nodeName([]byte(n))
+	}
+	for _, id := range reach.IDs {
+		b.spans[phaseKey{id.Span, int(id.Rank), int(id.PID), nodes[id.Node]}] = struct{}{}
+	}
+	b.maxT = math.Max(b.maxT, reach.Newest)
 }
 
 // intAfter is the integer after key (which includes the colon), as the fast parser reads one.

@@ -124,7 +124,12 @@ func (r *phaseReader) readHour(h int64, prev *phaseBlock, p *partition.Partition
 		sink = func(line []byte) bool { return b.addSparse(line, start) }
 	}
 	var l hourLoad
-	l.reports, l.err = r.files.Read(p, sink)
+	if b.sparse {
+		// A compacted hour's reach, when it carries one, stands for the hour (docs/semconv.md §8.3).
+		l.reports, l.err = r.files.ReadReach(p, sink, b.addReach)
+	} else {
+		l.reports, l.err = r.files.Read(p, sink)
+	}
 	if errors.Is(l.err, partition.ErrReload) {
 		p.Reset()
 		b, l2 := r.readHour(h, nil, p, hourRead{reach: sparse})

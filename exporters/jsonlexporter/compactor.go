@@ -293,6 +293,13 @@ func (c *compactor) compress(stream string, p runfiles.Partition) error {
 		if err := c.enc.Close(); err != nil {
 			return fail(err)
 		}
+		if stream == sc.StreamPhases && p.Compressed == "" {
+			// What a window outside the hour reads of it (runfiles.PhaseReach); late records appended later
+			// leave it where it no longer stands for the hour, and readers read the hour whole.
+			if err := c.appendPhaseReach(f, pf, n, p.Hour); err != nil {
+				return fail(err)
+			}
+		}
 	}
 	if spanOK {
 		// Readers learn where the hour ends without decompressing it.
@@ -401,4 +408,19 @@ func sameBytes(a, b io.Reader) (bool, error) {
 func (c *compactor) close() {
 	c.wait()
 	_ = c.enc.Close()
+}
+
+// appendPhaseReach appends the reach of the phases hour starting at hour, whose text is plain's first n bytes,
+// to f (the hour's data written so far); an hour without one (a line not in the collector's layout) gets none.
+func (c *compactor) appendPhaseReach(f *os.File, plain io.ReaderAt, n int64, hour time.Time) error {
+	reach, ok, err := runfiles.PhaseReachOf(plain, n, float64(hour.Unix()))
+	if err != nil || !ok {
+		return err
+	}
+	covered, err := f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(runfiles.AppendPhaseReach(nil, c.enc, covered, reach))
+	return err
 }

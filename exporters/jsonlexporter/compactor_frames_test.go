@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -162,4 +163,76 @@ func compactionHour(t *testing.T, stream string) (cmp *compactor, hour time.Time
 		t.Fatal(err)
 	}
 	return cmp, hour, filepath.Join(sd, runfiles.HourName(hour)+runfiles.PlainExt), filepath.Join(sd, runfiles.HourName(hour)+runfiles.CompressedExt)
+}
+
+// TestCompactionPhaseReach: the phases the exporter writes are in the layout a reach reads (docs/semconv.md §8.3
+// "Compacted hours"), so a compacted phases hour carries its reach: the open marker no closed phase of the hour
+// matched and the closed phase that started in the hour before as lines, the other closed phases as identities.
+// Late records compacted into the hour leave the reach where it no longer stands for the hour (the hour is then
+// read whole), and every record is still in the file once.
+func TestCompactionPhaseReach(t *testing.T) {
+	e, dir := testExporter(t, nil)
+	if err := e.pushTraces(t.Context(), phaseTraces()); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.pushLogs(t.Context(), topologyAndOpenLogs()); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, e)
+	cmp, err := newCompactor(filepath.Join(dir, runfiles.DashboardDir), time.Minute, e.w.part, func(error) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cmp.close)
+	parts, err := runfiles.ListPartitions(dir, sc.StreamPhases)
+	if err != nil || len(parts) != 2 {
+		t.Fatalf("%d phases hours (%v), want 2", len(parts), err)
+	}
+	reachOf := func(p runfiles.Partition) (runfiles.PhaseReach, error) {
+		t.Helper()
+		zst := p.Plain[:len(p.Plain)-len(runfiles.PlainExt)] + runfiles.CompressedExt
+		z, err := os.ReadFile(zst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return runfiles.ReadPhaseReach(bytes.NewReader(z), int64(len(z)))
+	}
+	plains := map[int][]byte{}
+	for _, p := range parts {
+		plains[p.Hour.Hour()] = []byte(readFile(t, p.Plain))
+		if err := cmp.compress(sc.StreamPhases, p); err != nil {
+			t.Fatal(err)
+		}
+		reach, err := reachOf(p)
+		switch p.Hour.Hour() {
+		case 13: // data_preprocess closed within it, update_weights' marker open
+			if lines := string(reach.Lines); err != nil || !strings.Contains(lines, `"name":"update_weights"`) ||
+				strings.Count(lines, "\n") != 1 || len(reach.IDs) != 1 {
+				t.Fatalf("hour 13's reach: lines %q, %d ids, %v; want the open marker and one id", lines, len(reach.IDs), err)
+			}
+		case 14: // only actor_train, started in hour 13: its reach would be the whole hour
+			if err == nil {
+				t.Fatalf("hour 14 has a reach: %q", reach.Lines)
+			}
+		}
+		zst := p.Plain[:len(p.Plain)-len(runfiles.PlainExt)] + runfiles.CompressedExt
+		if got := unzst(t, zst); !bytes.Equal(got, plains[p.Hour.Hour()]) {
+			t.Fatalf("hour %d decompresses to %q, want %q", p.Hour.Hour(), got, plains[p.Hour.Hour()])
+		}
+	}
+	p := parts[0]
+	late := bytes.Replace(plains[13], []byte(`"update_weights"`), []byte(`"update_weights_late"`), 1)
+	if err := os.WriteFile(p.Plain, late, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.Compressed = p.Plain[:len(p.Plain)-len(runfiles.PlainExt)] + runfiles.CompressedExt
+	if err := cmp.compress(sc.StreamPhases, p); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reachOf(p); err == nil {
+		t.Fatal("the reach still reads as the hour's after late records")
+	}
+	if got, want := unzst(t, p.Compressed), append(append([]byte(nil), plains[13]...), late...); !bytes.Equal(got, want) {
+		t.Fatalf("after the late records the hour decompresses to %q, want %q", got, want)
+	}
 }

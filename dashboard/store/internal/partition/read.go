@@ -1,6 +1,7 @@
 package partition
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -49,21 +50,28 @@ func (s *Stream) Read(p *Partition, sink LineSink) ([]CorruptReport, error) {
 
 // ReadOffsets is Read handing sink each line's offset too.
 func (s *Stream) ReadOffsets(p *Partition, sink OffsetSink) ([]CorruptReport, error) {
-	return s.read(p, nil, sink)
+	return s.read(p, nil, nil, sink)
 }
 
 // ReadNodes is Read for a reader that keeps the lines of the nodes `want` says alone: of a compacted hour written
 // node by node (runfiles.WriteNodeFrames) only those nodes' frames are decompressed, so sink receives their
 // lines and maybe others (of frames holding any node, and of plain files), never fewer.
 func (s *Stream) ReadNodes(p *Partition, want func(node string) bool, sink LineSink) ([]CorruptReport, error) {
-	return s.read(p, want, func(line []byte, _ int64) bool { return sink(line) })
+	return s.read(p, want, nil, func(line []byte, _ int64) bool { return sink(line) })
 }
 
-func (s *Stream) read(p *Partition, want func(node string) bool, sink OffsetSink) ([]CorruptReport, error) {
+// ReadReach is Read for a reader of a phases hour outside its window (docs/semconv.md §8.3 "Compacted hours"): of
+// a compacted file read from its start that carries the hour's reach (runfiles.PhaseReach), sink receives the
+// reach's lines and then rest its other closed phases' identities and newest time, instead of every line.
+func (s *Stream) ReadReach(p *Partition, sink LineSink, rest func(*runfiles.PhaseReach)) ([]CorruptReport, error) {
+	return s.read(p, nil, rest, func(line []byte, _ int64) bool { return sink(line) })
+}
+
+func (s *Stream) read(p *Partition, want func(node string) bool, reach func(*runfiles.PhaseReach), sink OffsetSink) ([]CorruptReport, error) {
 	var reports []CorruptReport
 	var firstErr error
 	for _, f := range p.Files {
-		reps, err := f.read(s, want, sink)
+		reps, err := f.read(s, want, reach, sink)
 		if errors.Is(err, ErrReload) {
 			return nil, ErrReload
 		}
@@ -76,8 +84,8 @@ func (s *Stream) read(p *Partition, want func(node string) bool, sink OffsetSink
 }
 
 // read consumes what is new in one layout's files of an hour of stream s (of the nodes want says, when not nil:
-// Stream.ReadNodes).
-func (p *File) read(s *Stream, want func(node string) bool, sink OffsetSink) ([]CorruptReport, error) {
+// Stream.ReadNodes; the reach of a compacted phases hour, when reach is not nil: Stream.ReadReach).
+func (p *File) read(s *Stream, want func(node string) bool, reach func(*runfiles.PhaseReach), sink OffsetSink) ([]CorruptReport, error) {
 	runDir := s.RunDir
 	var reports []CorruptReport
 	if p.Zst != "" && p.ZstSize == 0 && p.PlainOff > 0 {
@@ -92,7 +100,10 @@ func (p *File) read(s *Stream, want func(node string) bool, sink OffsetSink) ([]
 				// Rewritten with a late frame: the whole hour is read again. The caller resets its block.
 				return nil, ErrReload
 			}
-			rep, err := readZst(runDir, p.Zst, want, sink, s.MaxLine)
+			var rep CorruptReport
+			if reach == nil || !readReach(runDir, p.Zst, reach, sink, s.MaxLine, &rep) {
+				rep, err = readZst(runDir, p.Zst, want, sink, s.MaxLine)
+			}
 			if rep.Count > 0 || rep.Long > 0 || rep.Damaged != "" {
 				reports = append(reports, rep)
 			}
@@ -181,6 +192,28 @@ func readZst(runDir, path string, want func(node string) bool, sink OffsetSink, 
 		rep.Damaged = fmt.Sprintf("undecodable after %d bytes of records (%v)", n, err)
 	}
 	return rep, nil
+}
+
+// readReach reads the reach of compacted phases file path (runfiles.ReadPhaseReach) when it has one: its lines
+// to sink (their offsets are within the reach, not the hour: a reach is read whole), then the rest to reach; ok is
+// false when it has none, and nothing was read.
+func readReach(runDir, path string, reach func(*runfiles.PhaseReach), sink OffsetSink, maxLine int, rep *CorruptReport) (ok bool) {
+	f, err := runfiles.Open(runDir, path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	r, err := runfiles.ReadPhaseReach(f, fi.Size())
+	if err != nil {
+		return false
+	}
+	*rep, _, _ = consume(bytes.NewReader(r.Lines), 0, sink, path, maxLine)
+	reach(&r)
+	return true
 }
 
 // readNodeFrames reads the frames of idx holding the nodes want says, and those holding any node, in file order,
