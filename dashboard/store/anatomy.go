@@ -14,6 +14,7 @@ import (
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
 	"github.com/otelcol-miles/otelcol-miles/internal/lifecycle"
+	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
 
@@ -402,7 +403,20 @@ func (s *Store) readLookbacks(lbs []*lookback) map[int64]*trajBlock {
 	for range 3 { // samples named only in the lookback's records widen it: read again for them
 		wantSet, sampleSet := newTraceSet(want), newSampleSet(samples)
 		keep := func(line []byte) bool { return wantedTrajLine(line, wantSet, sampleSet) }
-		onCores(len(hours), func(i int) { read[i] = r.readRecordsOf(parts[hours[i]], keep) })
+		wants := func(k *runfiles.HourKeys) bool {
+			for t := range want {
+				if k.HasTrace(t) {
+					return true
+				}
+			}
+			for n := range samples {
+				if k.HasSample(n) {
+					return true
+				}
+			}
+			return false
+		}
+		onCores(len(hours), func(i int) { read[i] = r.readRecordsOf(parts[hours[i]], keep, wants) })
 		more := false
 		for _, lb := range lbs {
 			for i, b := range read {

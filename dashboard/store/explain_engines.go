@@ -2,10 +2,10 @@ package store
 
 import (
 	"bytes"
-	"encoding/hex"
 	"slices"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
+	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 )
 
 // The engine spans of an explanation's critical chains (docs/semconv.md §12.1): a step's explanation joins
@@ -127,20 +127,11 @@ func (r *engineTraceReader) readTraces(p *partition.Partition, want map[traceID]
 	return th
 }
 
-// tracePrefix is how the collector begins every trajectories and engine_traces record (docs/semconv.md §8.3,
-// §10.2).
-var tracePrefix = []byte(`{"trace":"`)
-
-// lineTrace is the trace of a record as the collector writes it, read without parsing the line; false when the
-// line does not begin so (a reader that filters lines then parses it, to be sure).
+// lineTrace is the trace of a record as the collector writes it (docs/semconv.md §8.3, §10.2), read without
+// parsing the line; false when the line does not begin so (a reader that filters lines then parses it, to be sure).
 func lineTrace(line []byte) (traceID, bool) {
-	var tid traceID
-	n := len(tracePrefix)
-	if !bytes.HasPrefix(line, tracePrefix) || len(line) < n+33 || line[n+32] != '"' {
-		return tid, false
-	}
-	_, err := hex.Decode(tid[:], line[n:n+32])
-	return tid, err == nil
+	id, ok := runfiles.LineTrace(line)
+	return traceID(id), ok
 }
 
 // wantedLine says whether an engine_traces line is a record of a trace of want, or names a request id of rids.

@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
+	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 )
 
 // The version-lag pool (docs/semconv.md §3.2): the samples generated and not yet consumed, over wall time, by
@@ -316,7 +317,15 @@ func (s *Store) poolBlocks(t0 float64, lo, hi int64) []*trajBlock {
 		}
 		return bytes.Contains(line, []byte(`"type":"weight_update"`)) || bytes.Contains(line, []byte(`"type":"step_consume"`))
 	}
-	onCores(len(hours), func(i int) { read[i] = r.readRecordsOf(parts[hours[i]], keep) })
+	wants := func(k *runfiles.HourKeys) bool {
+		for t := range want {
+			if k.HasTrace(t) {
+				return true
+			}
+		}
+		return false
+	}
+	onCores(len(hours), func(i int) { read[i] = r.readRecordsOf(parts[hours[i]], keep, wants) })
 	s.mu.Lock()
 	for _, b := range read {
 		r.adoptStringsLocked(b)

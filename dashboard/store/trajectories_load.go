@@ -13,6 +13,7 @@ import (
 
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/flatjson"
 	"github.com/otelcol-miles/otelcol-miles/dashboard/store/internal/partition"
+	"github.com/otelcol-miles/otelcol-miles/internal/runfiles"
 	sc "github.com/otelcol-miles/otelcol-miles/internal/semconv"
 )
 
@@ -577,18 +578,20 @@ func (r *trajectoryReader) adoptStringsLocked(b *trajBlock) {
 
 // readRecordsOf reads, from hour p's files read from their start (p is the query's copy), the records of the lines
 // keep takes (wantedTrajLine: an anatomy's traces, their samples and the weight updates): a block of the hour for
-// one query, not the hour's (it is not kept). Other records are skipped unparsed. Its strings are its own until
-// adopted (adoptStringsLocked).
-func (r *trajectoryReader) readRecordsOf(p *partition.Partition, keep func(line []byte) bool) *trajBlock {
+// one query, not the hour's (it is not kept). Other records are skipped unparsed. Of a compacted hour whose keys
+// (runfiles.HourKeys) wants finds none of the query's in, only the keyed lines are read: keep takes no other line
+// of the hour (it takes a line by its trace, the samples it names, or as a weight update or step consume). Its
+// strings are its own until adopted (adoptStringsLocked).
+func (r *trajectoryReader) readRecordsOf(p *partition.Partition, keep func(line []byte) bool, wants func(*runfiles.HourKeys) bool) *trajBlock {
 	b := &trajBlock{read: &interner{}, copiesLater: true}
 	b.read.init()
 	sink := b.sink(b.read)
-	_, _ = r.files.Read(p.Unstarted(), func(line []byte) bool {
+	_, _ = r.files.ReadKeyed(p.Unstarted(), func(line []byte) bool {
 		if keep(line) {
 			sink(line)
 		}
 		return true
-	})
+	}, wants)
 	b.dropCopies()
 	return b
 }
@@ -599,30 +602,14 @@ func wantedTrajLine(line []byte, want *traceSet, samples *sampleSet) bool {
 	if tid, ok := lineTrace(line); !ok || want.has(tid) {
 		return true
 	}
-	named := false
-	for rest := line; ; {
-		// `sample":` then its opening quote: a search led by a quote stops at every string of the line.
-		i := bytes.Index(rest, []byte(`sample":`))
-		if i < 0 {
-			break
-		}
-		if i == 0 || rest[i-1] != '"' {
-			rest = rest[i+8:]
-			continue
-		}
-		named = true
-		rest = rest[i+8:]
-		k := 0
-		for k < len(rest) && (rest[k] == ' ' || rest[k] == '"') {
-			k++
-		}
-		n, digits := int64(0), 0
-		for ; k < len(rest) && rest[k] >= '0' && rest[k] <= '9' && digits < 10; k, digits = k+1, digits+1 {
-			n = n*10 + int64(rest[k]-'0')
-		}
-		if digits > 0 && n <= math.MaxInt32 && samples.has(int32(n)) {
-			return true
-		}
+	named, hit := false, false
+	runfiles.LineSamples(line, func(n int32, ok, member bool) bool {
+		named = named || member
+		hit = member && ok && samples.has(n)
+		return hit
+	})
+	if hit {
+		return true
 	}
 	return !named && bytes.Contains(line, []byte(`"type":"weight_update"`))
 }

@@ -170,7 +170,7 @@ func (c *compactor) maybeRun(now time.Time) {
 // the plain file's content is already in the .zst; that is detected and only the remove is redone, so no record
 // is ever doubled or lost.
 //
-// gpu_util is written node by node with a frame index (runfiles.WriteNodeFrames, docs/semconv.md §8.3
+// gpu_util is written node by node with a frame index (runfiles.WriteNodeFrames, docs/semconv.md §8
 // "Compacted hours"), whose plain size and hash tell a crash's leftover; other streams are one frame each, and a
 // leftover is the .zst's tail.
 //
@@ -293,10 +293,11 @@ func (c *compactor) compress(stream string, p runfiles.Partition) error {
 		if err := c.enc.Close(); err != nil {
 			return fail(err)
 		}
-		if stream == sc.StreamPhases && p.Compressed == "" {
-			// What a window outside the hour reads of it (runfiles.PhaseReach); late records appended later
-			// leave it where it no longer stands for the hour, and readers read the hour whole.
-			if err := c.appendPhaseReach(f, pf, n, p.Hour); err != nil {
+		if p.Compressed == "" {
+			// What a reader looking for part of the hour reads of it (docs/semconv.md §8 "Summary frames");
+			// late records appended later leave it where it no longer stands for the hour, and readers read the
+			// hour itself.
+			if err := c.appendSummary(f, stream, pf, n, p.Hour); err != nil {
 				return fail(err)
 			}
 		}
@@ -410,17 +411,37 @@ func (c *compactor) close() {
 	_ = c.enc.Close()
 }
 
-// appendPhaseReach appends the reach of the phases hour starting at hour, whose text is plain's first n bytes,
-// to f (the hour's data written so far); an hour without one (a line not in the collector's layout) gets none.
-func (c *compactor) appendPhaseReach(f *os.File, plain io.ReaderAt, n int64, hour time.Time) error {
-	reach, ok, err := runfiles.PhaseReachOf(plain, n, float64(hour.Unix()))
-	if err != nil || !ok {
-		return err
+// appendSummary appends to f (the hour's data written so far) the summary frame of the hour of stream starting at
+// hour, whose text is plain's first n bytes: a phases hour's reach (runfiles.PhaseReach), a trajectories hour's
+// keys (runfiles.HourKeys). An hour whose lines do not allow one (a phases line not in the collector's layout, a
+// summary nearly as large as the hour) gets none, as do the other streams.
+func (c *compactor) appendSummary(f *os.File, stream string, plain io.ReaderAt, n int64, hour time.Time) error {
+	covered := func() (int64, error) { return f.Seek(0, io.SeekCurrent) }
+	var frame []byte
+	switch stream {
+	case sc.StreamPhases:
+		reach, ok, err := runfiles.PhaseReachOf(plain, n, float64(hour.Unix()))
+		if err != nil || !ok {
+			return err
+		}
+		at, err := covered()
+		if err != nil {
+			return err
+		}
+		frame = runfiles.AppendPhaseReach(nil, c.enc, at, reach)
+	case sc.StreamTrajectories:
+		keys, ok, err := runfiles.HourKeysOf(plain, n)
+		if err != nil || !ok {
+			return err
+		}
+		at, err := covered()
+		if err != nil {
+			return err
+		}
+		frame = runfiles.AppendHourKeys(nil, c.enc, at, keys)
+	default:
+		return nil
 	}
-	covered, err := f.Seek(0, io.SeekCurrent)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(runfiles.AppendPhaseReach(nil, c.enc, covered, reach))
+	_, err := f.Write(frame)
 	return err
 }

@@ -165,8 +165,8 @@ func compactionHour(t *testing.T, stream string) (cmp *compactor, hour time.Time
 	return cmp, hour, filepath.Join(sd, runfiles.HourName(hour)+runfiles.PlainExt), filepath.Join(sd, runfiles.HourName(hour)+runfiles.CompressedExt)
 }
 
-// TestCompactionPhaseReach: the phases the exporter writes are in the layout a reach reads (docs/semconv.md §8.3
-// "Compacted hours"), so a compacted phases hour carries its reach: the open marker no closed phase of the hour
+// TestCompactionPhaseReach: the phases the exporter writes are in the layout a reach reads (docs/semconv.md §8
+// "Summary frames"), so a compacted phases hour carries its reach: the open marker no closed phase of the hour
 // matched and the closed phase that started in the hour before as lines, the other closed phases as identities.
 // Late records compacted into the hour leave the reach where it no longer stands for the hour (the hour is then
 // read whole), and every record is still in the file once.
@@ -234,5 +234,54 @@ func TestCompactionPhaseReach(t *testing.T) {
 	}
 	if got, want := unzst(t, p.Compressed), append(append([]byte(nil), plains[13]...), late...); !bytes.Equal(got, want) {
 		t.Fatalf("after the late records the hour decompresses to %q, want %q", got, want)
+	}
+}
+
+// TestCompactionTrajectoryKeys: the trajectories the exporter writes are keyed as a reader of the keys reads them
+// (docs/semconv.md §8 "Summary frames"): a compacted hour carries the sample attempt's trace and sample among
+// its keys, and its step consume among the lines every reader keeps.
+func TestCompactionTrajectoryKeys(t *testing.T) {
+	e, dir := testExporter(t, nil)
+	if err := e.pushTraces(t.Context(), trajectoryTraces()); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, e)
+	cmp, err := newCompactor(filepath.Join(dir, runfiles.DashboardDir), time.Minute, e.w.part, func(error) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cmp.close)
+	parts, err := runfiles.ListPartitions(dir, sc.StreamTrajectories)
+	if err != nil || len(parts) == 0 {
+		t.Fatalf("no trajectories hour (%v)", err)
+	}
+	var keyed, consumes int
+	for _, p := range parts {
+		plain := readFile(t, p.Plain)
+		if err := cmp.compress(sc.StreamTrajectories, p); err != nil {
+			t.Fatal(err)
+		}
+		zst := p.Plain[:len(p.Plain)-len(runfiles.PlainExt)] + runfiles.CompressedExt
+		if got := unzst(t, zst); string(got) != plain {
+			t.Fatalf("hour %d decompresses to %q, want %q", p.Hour.Hour(), got, plain)
+		}
+		z, err := os.ReadFile(zst)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := runfiles.ReadHourKeys(bytes.NewReader(z), int64(len(z)))
+		if err != nil {
+			continue // an hour of the step consume alone: its keyed lines would be the hour
+		}
+		if k.HasTrace(traceID(7)) && k.HasSample(12) && !k.HasSample(13) {
+			keyed++
+		}
+		consumes += strings.Count(string(k.Lines), `"type":"step_consume"`)
+		if k.HasTrace(traceID(9)) {
+			t.Error("the step consume's trace is among the keyed traces")
+		}
+	}
+	if keyed == 0 || consumes != 1 {
+		t.Fatalf("%d hours key the sample's trace and sample, %d step consumes among the kept lines; want ≥ 1 and 1", keyed, consumes)
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// A compacted gpu_util hour is written node by node (docs/semconv.md §8.3 "Compacted hours"): the hour is cut in
+// A compacted gpu_util hour is written node by node (docs/semconv.md §8 "Compacted hours"): the hour is cut in
 // file order into chunks of whole lines (NodeChunk bytes), and each chunk into one zstd frame per node, holding
 // that node's lines in their order; the node whose line opens a chunk comes first, so the file's first line is
 // the plain hour's first line. A skippable frame before the span frame indexes the frames, so a reader that

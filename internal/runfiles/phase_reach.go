@@ -13,21 +13,16 @@ import (
 	"github.com/klauspost/compress/zstd"
 )
 
-// A compacted phases hour carries its reach (docs/semconv.md §8.3 "Compacted hours"): what a reader of a window
-// outside the hour needs of it, so that read decompresses a few kilobytes instead of the hour. A window reads
+// A compacted phases hour carries its reach (docs/semconv.md §8 "Summary frames"): what a reader of a window
+// outside the hour needs of it, so that read decompresses a thirtieth of the hour. A window reads
 // the phases hours within a few hours of its own (phases are filed by end hour, open markers by start hour) for
 // the closed phases that started before their hour and the open markers no closed phase of the hour matched;
 // the rest of such an hour counts only as the identities of its closed phases (an open marker elsewhere with
-// one of them is closed) and its newest time. The compactor writes exactly that, in a skippable frame right
-// after the hour's data and before the span frame:
+// one of them is closed) and its newest time. The compactor writes exactly that, in a summary frame
+// (summary_frame.go) of magic 0x184D2A5C and tag "MLRC", whose head is newest (LE float64) and whose body is
 //
-//	magic 0x184D2A5C (LE) | size (LE) | "MLRC" | version 1 (LE uint32) | covered (LE uint64) | newest (LE float64) |
-//	zstd frame of: lines size (uvarint) | lines | node count (uvarint) | nodes (uvarint length, bytes) |
-//	               id count (uvarint) | ids (node index uvarint, rank varint, pid varint, span LE uint64) |
-//	payload size (LE uint32) | "MLRC"
-//
-// covered is where the frame starts: the hour's data it stands for. A frame anywhere else (an hour that late
-// records were appended to after it) is not the hour's reach, and the hour is read whole.
+//	lines size (uvarint) | lines | node count (uvarint) | nodes (uvarint length, bytes) |
+//	id count (uvarint) | ids (node index uvarint, rank varint, pid varint, span LE uint64)
 //
 // The lines are the hour's open markers that no closed phase of the hour matched and its closed phases that
 // started before the hour, in file order; the ids the identities (node, rank, pid, span) of its other closed
@@ -40,10 +35,6 @@ import (
 const (
 	reachMagic = 0x184D2A5C
 	reachTag   = "MLRC"
-	// reachHead is the payload's fixed start: tag, version, covered, newest.
-	reachHead = 4 + 4 + 8 + 8
-	// maxReachBody bounds what a reader decompresses of a reach (a 1024-GPU hour's is a few hundred kB).
-	maxReachBody = 256 << 20
 	// maxReachLine is the longest line an hour with a reach holds (a phase line is a few hundred bytes): a reader
 	// whose line limit is above it reads every line of the hour.
 	maxReachLine = 64 << 10
@@ -384,8 +375,7 @@ func (s *phaseScan) hex() (uint64, bool) {
 // AppendPhaseReach appends reach as a skippable frame to b, which holds the compacted hour it stands for up to
 // covered (where the frame starts); enc compresses its body.
 func AppendPhaseReach(b []byte, enc *zstd.Encoder, covered int64, reach PhaseReach) []byte {
-	body := binary.AppendUvarint(nil, uint64(len(reach.Lines)))
-	body = append(body, reach.Lines...)
+	body := appendLines(nil, reach.Lines)
 	body = binary.AppendUvarint(body, uint64(len(reach.Nodes)))
 	for _, n := range reach.Nodes {
 		body = binary.AppendUvarint(body, uint64(len(n)))
@@ -398,119 +388,37 @@ func AppendPhaseReach(b []byte, enc *zstd.Encoder, covered int64, reach PhaseRea
 		body = binary.AppendVarint(body, id.PID)
 		body = binary.LittleEndian.AppendUint64(body, id.Span)
 	}
-	payload := []byte(reachTag)
-	payload = binary.LittleEndian.AppendUint32(payload, 1)
-	payload = appendInt64(payload, covered)
-	payload = binary.LittleEndian.AppendUint64(payload, math.Float64bits(reach.Newest))
-	payload = enc.EncodeAll(body, payload)
-	payload = appendLen32(payload, len(payload)+8)
-	payload = append(payload, reachTag...)
-	b = binary.LittleEndian.AppendUint32(b, reachMagic)
-	b = appendLen32(b, len(payload))
-	return append(b, payload...)
+	head := binary.LittleEndian.AppendUint64(nil, math.Float64bits(reach.Newest))
+	return appendSummaryFrame(b, reachMagic, reachTag, covered, head, body, enc)
 }
 
-// errNoReach says a file has no reach of its whole hour (not a phases hour, compacted before the reach existed,
-// or late records appended after it).
-var errNoReach = errors.New("no phases reach")
-
-// ReadPhaseReach reads the reach of compressed phases partition f (size bytes long): the skippable frame that
-// ends where the span frame starts (or the file ends) and starts where the data it covers ends.
+// ReadPhaseReach reads the reach of compressed phases partition f (size bytes long); an error when it has none
+// standing for the whole hour (not a phases hour, compacted before the reach existed, late records appended after
+// it, damaged).
 func ReadPhaseReach(f io.ReaderAt, size int64) (PhaseReach, error) {
-	end := size
-	if size >= SpanTrailerLen {
-		var sp [SpanTrailerLen]byte
-		if _, err := f.ReadAt(sp[:], size-SpanTrailerLen); err != nil {
-			return PhaseReach{}, err
-		}
-		if _, _, ok := SpanOf(sp[:]); ok {
-			end -= SpanTrailerLen
-		}
-	}
-	var foot [8]byte
-	if end < 8+reachHead+8 {
-		return PhaseReach{}, errNoReach
-	}
-	if _, err := f.ReadAt(foot[:], end-8); err != nil {
-		return PhaseReach{}, err
-	}
-	n := int64(binary.LittleEndian.Uint32(foot[:]))
-	if string(foot[4:]) != reachTag || n < reachHead+8 || n+8 > end || n > maxReachBody {
-		return PhaseReach{}, errNoReach
-	}
-	at := end - n - 8
-	buf := make([]byte, n+8)
-	if _, err := f.ReadAt(buf, at); err != nil {
-		return PhaseReach{}, err
-	}
-	p := buf[8:]
-	if binary.LittleEndian.Uint32(buf) != reachMagic || int64(binary.LittleEndian.Uint32(buf[4:])) != n ||
-		string(p[:4]) != reachTag || binary.LittleEndian.Uint32(p[4:]) != 1 || getInt64(p[8:]) != at {
-		return PhaseReach{}, errNoReach
-	}
-	reach := PhaseReach{Newest: math.Float64frombits(binary.LittleEndian.Uint64(p[16:]))}
-	dec, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(maxReachBody))
+	head, body, err := readSummaryFrame(f, size, reachMagic, reachTag, 8)
 	if err != nil {
 		return PhaseReach{}, err
 	}
-	defer dec.Close()
-	body, err := dec.DecodeAll(p[reachHead:len(p)-8], nil)
-	bad := fmt.Errorf("%w: malformed", errNoReach)
-	if err != nil || math.IsNaN(reach.Newest) {
-		return PhaseReach{}, bad
-	}
-	next := func() (uint64, bool) {
-		v, k := binary.Uvarint(body)
-		if k <= 0 {
-			return 0, false
-		}
-		body = body[k:]
-		return v, true
-	}
-	nl, ok := next()
-	if !ok || nl > uint64(len(body)) {
-		return PhaseReach{}, bad
-	}
-	reach.Lines, body = body[:nl], body[nl:]
-	if len(reach.Lines) > 0 && reach.Lines[len(reach.Lines)-1] != '\n' {
-		return PhaseReach{}, bad
-	}
-	nn, ok := next()
-	if !ok || nn > uint64(len(body)) {
-		return PhaseReach{}, bad
-	}
+	reach := PhaseReach{Newest: math.Float64frombits(binary.LittleEndian.Uint64(head))}
+	r := bodyReader{b: body, ok: !math.IsNaN(reach.Newest)}
+	reach.Lines = r.lines()
+	nn := r.count(1)
 	reach.Nodes = make([]string, 0, nn)
 	for range nn {
-		l, ok := next()
-		if !ok || l > uint64(len(body)) {
-			return PhaseReach{}, bad
-		}
-		reach.Nodes, body = append(reach.Nodes, string(body[:l])), body[l:]
+		reach.Nodes = append(reach.Nodes, string(r.bytes(r.uvarint())))
 	}
-	ni, ok := next()
-	if !ok || ni > uint64(len(body))/11 {
-		return PhaseReach{}, bad
-	}
+	ni := r.count(11)
 	reach.IDs = make([]PhaseID, 0, ni)
 	for range ni {
-		node, ok := next()
-		if !ok || node >= nn {
-			return PhaseReach{}, bad
+		id := PhaseID{Node: int(min(r.uvarint(), nn)), Rank: r.varint(), PID: r.varint(), Span: r.uint64()} //nolint:gosec // at most nn, a count in memory
+		if id.Node == len(reach.Nodes) {
+			r.ok = false
 		}
-		rank, k := binary.Varint(body)
-		if k <= 0 {
-			return PhaseReach{}, bad
-		}
-		pid, k2 := binary.Varint(body[k:])
-		if k2 <= 0 || len(body) < k+k2+8 {
-			return PhaseReach{}, bad
-		}
-		span := binary.LittleEndian.Uint64(body[k+k2:])
-		body = body[k+k2+8:]
-		reach.IDs = append(reach.IDs, PhaseID{Node: int(node), Rank: rank, PID: pid, Span: span}) //nolint:gosec // node < nn, a count in memory
+		reach.IDs = append(reach.IDs, id)
 	}
-	if len(body) != 0 {
-		return PhaseReach{}, bad
+	if !r.ok || len(r.b) != 0 {
+		return PhaseReach{}, fmt.Errorf("%w: malformed phases reach", errNoSummary)
 	}
 	return reach, nil
 }

@@ -50,28 +50,44 @@ func (s *Stream) Read(p *Partition, sink LineSink) ([]CorruptReport, error) {
 
 // ReadOffsets is Read handing sink each line's offset too.
 func (s *Stream) ReadOffsets(p *Partition, sink OffsetSink) ([]CorruptReport, error) {
-	return s.read(p, nil, nil, sink)
+	return s.read(p, readHow{}, sink)
 }
 
 // ReadNodes is Read for a reader that keeps the lines of the nodes `want` says alone: of a compacted hour written
 // node by node (runfiles.WriteNodeFrames) only those nodes' frames are decompressed, so sink receives their
 // lines and maybe others (of frames holding any node, and of plain files), never fewer.
 func (s *Stream) ReadNodes(p *Partition, want func(node string) bool, sink LineSink) ([]CorruptReport, error) {
-	return s.read(p, want, nil, func(line []byte, _ int64) bool { return sink(line) })
+	return s.read(p, readHow{want: want}, func(line []byte, _ int64) bool { return sink(line) })
 }
 
-// ReadReach is Read for a reader of a phases hour outside its window (docs/semconv.md §8.3 "Compacted hours"): of
+// ReadReach is Read for a reader of a phases hour outside its window (docs/semconv.md §8 "Summary frames"): of
 // a compacted file read from its start that carries the hour's reach (runfiles.PhaseReach), sink receives the
 // reach's lines and then rest its other closed phases' identities and newest time, instead of every line.
 func (s *Stream) ReadReach(p *Partition, sink LineSink, rest func(*runfiles.PhaseReach)) ([]CorruptReport, error) {
-	return s.read(p, nil, rest, func(line []byte, _ int64) bool { return sink(line) })
+	return s.read(p, readHow{reach: rest}, func(line []byte, _ int64) bool { return sink(line) })
 }
 
-func (s *Stream) read(p *Partition, want func(node string) bool, reach func(*runfiles.PhaseReach), sink OffsetSink) ([]CorruptReport, error) {
+// ReadKeyed is Read for a reader that keeps the lines of a few traces and samples of a trajectories hour, and those
+// every such reader keeps (docs/semconv.md §8 "Summary frames"): of a compacted file read from its start that
+// carries the hour's keys (runfiles.HourKeys) and of which wants (told the keys) wants nothing, sink receives the
+// keys' lines alone (those with no trace id, weight updates, step consumes) instead of every line.
+func (s *Stream) ReadKeyed(p *Partition, sink LineSink, wants func(*runfiles.HourKeys) bool) ([]CorruptReport, error) {
+	return s.read(p, readHow{keyed: wants}, func(line []byte, _ int64) bool { return sink(line) })
+}
+
+// readHow says what a read of an hour's files may leave out: the lines of nodes want does not say (ReadNodes), all
+// but a compacted phases hour's reach (ReadReach) or a compacted trajectories hour's keyed lines (ReadKeyed).
+type readHow struct {
+	want  func(node string) bool
+	reach func(*runfiles.PhaseReach)
+	keyed func(*runfiles.HourKeys) bool
+}
+
+func (s *Stream) read(p *Partition, how readHow, sink OffsetSink) ([]CorruptReport, error) {
 	var reports []CorruptReport
 	var firstErr error
 	for _, f := range p.Files {
-		reps, err := f.read(s, want, reach, sink)
+		reps, err := f.read(s, how, sink)
 		if errors.Is(err, ErrReload) {
 			return nil, ErrReload
 		}
@@ -83,9 +99,8 @@ func (s *Stream) read(p *Partition, want func(node string) bool, reach func(*run
 	return reports, firstErr
 }
 
-// read consumes what is new in one layout's files of an hour of stream s (of the nodes want says, when not nil:
-// Stream.ReadNodes; the reach of a compacted phases hour, when reach is not nil: Stream.ReadReach).
-func (p *File) read(s *Stream, want func(node string) bool, reach func(*runfiles.PhaseReach), sink OffsetSink) ([]CorruptReport, error) {
+// read consumes what is new in one layout's files of an hour of stream s, leaving out what how says.
+func (p *File) read(s *Stream, how readHow, sink OffsetSink) ([]CorruptReport, error) {
 	runDir := s.RunDir
 	var reports []CorruptReport
 	if p.Zst != "" && p.ZstSize == 0 && p.PlainOff > 0 {
@@ -101,8 +116,8 @@ func (p *File) read(s *Stream, want func(node string) bool, reach func(*runfiles
 				return nil, ErrReload
 			}
 			var rep CorruptReport
-			if reach == nil || !readReach(runDir, p.Zst, reach, sink, s.MaxLine, &rep) {
-				rep, err = readZst(runDir, p.Zst, want, sink, s.MaxLine)
+			if !readSummary(runDir, p.Zst, how, sink, s.MaxLine, &rep) {
+				rep, err = readZst(runDir, p.Zst, how.want, sink, s.MaxLine)
 			}
 			if rep.Count > 0 || rep.Long > 0 || rep.Damaged != "" {
 				reports = append(reports, rep)
@@ -194,10 +209,15 @@ func readZst(runDir, path string, want func(node string) bool, sink OffsetSink, 
 	return rep, nil
 }
 
-// readReach reads the reach of compacted phases file path (runfiles.ReadPhaseReach) when it has one: its lines
-// to sink (their offsets are within the reach, not the hour: a reach is read whole), then the rest to reach; ok is
-// false when it has none, and nothing was read.
-func readReach(runDir, path string, reach func(*runfiles.PhaseReach), sink OffsetSink, maxLine int, rep *CorruptReport) (ok bool) {
+// readSummary reads, of compacted file path, what stands for it to the reader how says, when the file has it: a
+// phases hour's reach (runfiles.ReadPhaseReach: its lines to sink, then the rest to how.reach), or a trajectories
+// hour's keyed lines when how.keyed wants none of its keys (runfiles.ReadHourKeys). The lines' offsets are within
+// what was read, not the hour (such a read is whole). ok is false when the file has none, or the reader wants
+// the hour, and nothing was read.
+func readSummary(runDir, path string, how readHow, sink OffsetSink, maxLine int, rep *CorruptReport) (ok bool) {
+	if how.reach == nil && how.keyed == nil {
+		return false
+	}
 	f, err := runfiles.Open(runDir, path)
 	if err != nil {
 		return false
@@ -207,12 +227,22 @@ func readReach(runDir, path string, reach func(*runfiles.PhaseReach), sink Offse
 	if err != nil {
 		return false
 	}
-	r, err := runfiles.ReadPhaseReach(f, fi.Size())
-	if err != nil {
-		return false
+	var lines []byte
+	if how.reach != nil {
+		r, err := runfiles.ReadPhaseReach(f, fi.Size())
+		if err != nil {
+			return false
+		}
+		defer how.reach(&r)
+		lines = r.Lines
+	} else {
+		k, err := runfiles.ReadHourKeys(f, fi.Size())
+		if err != nil || how.keyed(&k) {
+			return false
+		}
+		lines = k.Lines
 	}
-	*rep, _, _ = consume(bytes.NewReader(r.Lines), 0, sink, path, maxLine)
-	reach(&r)
+	*rep, _, _ = consume(bytes.NewReader(lines), 0, sink, path, maxLine)
 	return true
 }
 

@@ -2,7 +2,9 @@ package runfiles
 
 import (
 	"bytes"
+	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -124,6 +126,80 @@ func FuzzPhaseReach(f *testing.F) {
 		}
 		if len(r.Lines) > 0 && r.Lines[len(r.Lines)-1] != '\n' {
 			t.Fatal("lines end inside a line")
+		}
+	})
+}
+
+// TestHourKeysOf: a trajectories hour's keys hold the lines every reader keeps (no trace id at their start, a
+// weight update, a step consume), the other lines' traces by their last 8 bytes and their samples as ranges (a
+// number after any `sample":`, as the dashboard reads it), and read back as written.
+func TestHourKeysOf(t *testing.T) {
+	id := func(n int) string { return fmt.Sprintf("%032x", n) }
+	bundle := func(trace int, extra, typ string) string {
+		return `{"trace":"` + id(trace) + `","t":1796155300` + extra + `,"spans":[{"type":"` + typ + `","t0":0,"t1":1,"span":"00000000000000aa"}]}` + "\n"
+	}
+	always := bundle(9, "", "weight_update") + bundle(10, "", "step_consume") +
+		`{"trace": "` + id(11) + `","t":1796155300,"sample":7,"spans":[]}` + "\n"
+	text := bundle(1, `,"sample":5`, "generate") + always + bundle(2, `,"sample":6`, "attempt") +
+		bundle(3, `,"sample":"9"`, "queue") + bundle(4, `,"sub_sample":40`, "queue") + bundle(5, `,"sample":99999999999`, "queue") +
+		strings.Repeat(bundle(1, `,"sample":5`, "generate"), 4)
+	k, ok, err := HourKeysOf(strings.NewReader(text), int64(len(text)))
+	if err != nil || !ok {
+		t.Fatalf("no keys: %v", err)
+	}
+	if string(k.Lines) != always {
+		t.Errorf("lines\n%s\nwant\n%s", k.Lines, always)
+	}
+	if want := []uint64{1, 2, 3, 4, 5}; !reflect.DeepEqual(k.Traces, want) {
+		t.Errorf("traces %v, want %v", k.Traces, want)
+	}
+	if want := [][2]int32{{5, 6}, {9, 9}, {40, 40}}; !reflect.DeepEqual(k.Samples, want) {
+		t.Errorf("samples %v, want %v", k.Samples, want)
+	}
+	var tr [16]byte
+	tr[15] = 4
+	if !k.HasTrace(tr) || !k.HasSample(6) || !k.HasSample(9) || k.HasSample(7) || k.HasSample(8) || k.HasSample(41) {
+		t.Error("HasTrace/HasSample disagree with the keys")
+	}
+	tr[15] = 9
+	if k.HasTrace(tr) {
+		t.Error("a weight update's trace is among the keyed traces")
+	}
+	enc, _ := zstd.NewWriter(nil)
+	defer enc.Close()
+	data := enc.EncodeAll([]byte(text), nil)
+	z := AppendSpan(AppendHourKeys(append([]byte(nil), data...), enc, int64(len(data)), k), 1, 2)
+	back, err := ReadHourKeys(bytes.NewReader(z), int64(len(z)))
+	if err != nil || !reflect.DeepEqual(back, k) {
+		t.Fatalf("read back %+v %v, want %+v", back, err, k)
+	}
+	if _, err := ReadPhaseReach(bytes.NewReader(z), int64(len(z))); err == nil {
+		t.Error("keys read as a phases reach")
+	}
+	if _, ok, _ := HourKeysOf(strings.NewReader(always), int64(len(always))); ok {
+		t.Error("keys of an hour of lines every reader keeps")
+	}
+}
+
+// FuzzHourKeys: any bytes at the end of a compressed partition read as keys or none, never a panic; keys read
+// back are ascending.
+func FuzzHourKeys(f *testing.F) {
+	enc, _ := zstd.NewWriter(nil)
+	defer enc.Close()
+	f.Add(AppendHourKeys([]byte("data"), enc, 4, HourKeys{Lines: []byte("x\n"), Traces: []uint64{1, 5}, Samples: [][2]int32{{1, 3}, {7, 7}}}))
+	f.Add(AppendSpan(AppendHourKeys(nil, enc, 0, HourKeys{}), 1, 2))
+	f.Fuzz(func(t *testing.T, z []byte) {
+		k, err := ReadHourKeys(bytes.NewReader(z), int64(len(z)))
+		if err != nil {
+			return
+		}
+		if !slices.IsSorted(k.Traces) {
+			t.Fatal("traces not ascending")
+		}
+		for i, s := range k.Samples {
+			if s[0] > s[1] || i > 0 && s[0] <= k.Samples[i-1][1]+1 {
+				t.Fatalf("sample ranges %v", k.Samples)
+			}
 		}
 	})
 }
