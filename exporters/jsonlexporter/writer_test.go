@@ -74,6 +74,7 @@ func TestReaderRacingWriter(t *testing.T) {
 		for {
 			finished := done.Load()
 			f, err := os.Open(path)
+			full := false // the read filled the buffer: more may follow
 			if err == nil {
 				buf := make([]byte, 1<<20)
 				n, _ := f.ReadAt(buf, offset)
@@ -81,8 +82,9 @@ func TestReaderRacingWriter(t *testing.T) {
 				lines, partial := checkWholeLines(t, buf[:n])
 				offset += int64(n - partial) // resume at the last line boundary, as a tailing reader does
 				maxSeen += lines
+				full = n == len(buf)
 			}
-			if finished {
+			if finished && !full { // once the writer is done, read on to the file's end
 				return
 			}
 		}
