@@ -403,19 +403,7 @@ func (s *Store) readLookbacks(lbs []*lookback) map[int64]*trajBlock {
 	for range 3 { // samples named only in the lookback's records widen it: read again for them
 		wantSet, sampleSet := newTraceSet(want), newSampleSet(samples)
 		keep := func(line []byte) bool { return wantedTrajLine(line, wantSet, sampleSet) }
-		wants := func(k *runfiles.HourKeys) bool {
-			for t := range want {
-				if k.HasTrace(t) {
-					return true
-				}
-			}
-			for n := range samples {
-				if k.HasSample(n) {
-					return true
-				}
-			}
-			return false
-		}
+		wants := func(k *runfiles.HourKeys) bool { return keysHoldAny(k, want, samples) }
 		onCores(len(hours), func(i int) { read[i] = r.readRecordsOf(parts[hours[i]], keep, wants) })
 		more := false
 		for _, lb := range lbs {

@@ -125,7 +125,7 @@ func (r *phaseReader) readHour(h int64, prev *phaseBlock, p *partition.Partition
 	}
 	var l hourLoad
 	if b.sparse {
-		// A compacted hour's reach, when it carries one, stands for the hour (docs/semconv.md §8.3).
+		// A compacted hour's reach, when it carries one, stands for the hour (docs/semconv.md §8 "Summary frames").
 		l.reports, l.err = r.files.ReadReach(p, sink, b.addReach)
 	} else {
 		l.reports, l.err = r.files.Read(p, sink)

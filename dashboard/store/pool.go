@@ -317,14 +317,7 @@ func (s *Store) poolBlocks(t0 float64, lo, hi int64) []*trajBlock {
 		}
 		return bytes.Contains(line, []byte(`"type":"weight_update"`)) || bytes.Contains(line, []byte(`"type":"step_consume"`))
 	}
-	wants := func(k *runfiles.HourKeys) bool {
-		for t := range want {
-			if k.HasTrace(t) {
-				return true
-			}
-		}
-		return false
-	}
+	wants := func(k *runfiles.HourKeys) bool { return keysHoldAny(k, want, nil) }
 	onCores(len(hours), func(i int) { read[i] = r.readRecordsOf(parts[hours[i]], keep, wants) })
 	s.mu.Lock()
 	for _, b := range read {

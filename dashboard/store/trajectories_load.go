@@ -596,6 +596,22 @@ func (r *trajectoryReader) readRecordsOf(p *partition.Partition, keep func(line 
 	return b
 }
 
+// keysHoldAny says whether an hour's keys (runfiles.HourKeys) may hold a record of one of the traces or samples: a
+// query's own read of the hour then reads it, and otherwise its keyed lines alone (readRecordsOf).
+func keysHoldAny(k *runfiles.HourKeys, traces map[traceID]bool, samples map[int32]bool) bool {
+	for t := range traces {
+		if k.HasTrace(t) {
+			return true
+		}
+	}
+	for n := range samples {
+		if k.HasSample(n) {
+			return true
+		}
+	}
+	return false
+}
+
 // wantedTrajLine says whether a trajectories line is a record of a trace of want, names a sample of samples, or
 // is a weight update (whose trace is its own, naming no sample: a line naming one is not looked through again).
 func wantedTrajLine(line []byte, want *traceSet, samples *sampleSet) bool {
