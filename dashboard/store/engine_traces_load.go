@@ -109,9 +109,13 @@ func (r *engineTraceReader) refreshLocked(ld loadApplier, _ int64) bool {
 				hours = append(hours, h)
 			}
 		}
-		ld.loadLocked(r.cache.jobs(hours, hourRead{}))
+		held, first := r.cache.heldFirst(hours)
+		ld.loadLocked(r.cache.jobs(held, hourRead{}))
+		grew := r.records != before
+		ld.loadLocked(r.cache.jobs(first, hourRead{}))
+		return grew
 	}
-	return r.records != before
+	return false
 }
 
 func (r *engineTraceReader) anyLoaded() bool {

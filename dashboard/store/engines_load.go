@@ -104,8 +104,11 @@ func (r *engineReader) refreshLocked(ld loadApplier, _ int64) bool {
 			hours = append(hours, h)
 		}
 	}
-	ld.loadLocked(r.cache.jobs(hours, hourRead{}))
-	return r.version != before
+	held, first := r.cache.heldFirst(hours)
+	ld.loadLocked(r.cache.jobs(held, hourRead{}))
+	grew := r.version != before
+	ld.loadLocked(r.cache.jobs(first, hourRead{}))
+	return grew
 }
 
 // readHour reads what hour h of engine_series gained into prev (nil: a new block), its series sorted.

@@ -207,6 +207,19 @@ func (c *hourCache[B]) has(h int64) bool {
 	return c.blocks[h] != none
 }
 
+// heldFirst splits hours into those held (a follower reads on what they gained: growth) and the others (read
+// for the first time: what was there already, no arrival).
+func (c *hourCache[B]) heldFirst(hours []int64) (held, first []int64) {
+	for _, h := range hours {
+		if c.has(h) {
+			held = append(held, h)
+		} else {
+			first = append(first, h)
+		}
+	}
+	return held, first
+}
+
 func (c *hourCache[B]) span(lo, hi int64) hourSpan {
 	return hourSpan{c.kind, lo - c.reach, hi + c.reach}
 }

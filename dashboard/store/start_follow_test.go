@@ -36,3 +36,38 @@ func TestFollowAdoptsEarlierStart(t *testing.T) {
 		t.Errorf("followed time range %v, a fresh open's %v", a, b)
 	}
 }
+
+// TestFirstReadsAreNoArrival: a follower reading an hour that was there already (the newest hours, read ahead of
+// the rollover once any is held) finds no new data: the answers kept until data arrives (the step explanations'
+// memo, answers.go) stay. Records appended to a held hour, and a new hour, are arrivals.
+func TestFirstReadsAreNoArrival(t *testing.T) {
+	dir := budgetRun(t, 4)
+	st, err := Open(dir, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Refresh()
+	if _, err := st.Anatomy(0, "submit", 0, 10); err != nil { // holds hour 0 of trajectories, engine traces, gpu
+		t.Fatal(err)
+	}
+	v := st.answerVersion()
+	st.Refresh() // reads the newest hours for the first time
+	st.Refresh()
+	if got := st.answerVersion(); got != v {
+		t.Fatalf("reading hours that were there already counted as %d arrivals", got-v)
+	}
+	h := int64(budgetH0 / 3600)
+	w := &trajW{n: 9000}
+	w.span("queue", budgetH0+100, budgetH0+101, 4242, `,"sample":77,"group":77,"attempt":0`)
+	appendTo(t, dir, "dashboard/trajectories/"+hourName(h)+".jsonl", w.b.String())
+	st.Refresh()
+	if st.answerVersion() == v {
+		t.Fatal("a record appended to a held hour is no arrival")
+	}
+	v = st.answerVersion()
+	writeBudgetHour(t, dir, 4)
+	st.Refresh()
+	if st.answerVersion() == v {
+		t.Fatal("a new hour is no arrival")
+	}
+}

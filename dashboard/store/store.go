@@ -125,7 +125,8 @@ type streamReader interface {
 	hourCaches() []hourSource
 	// refreshLocked reads what the reader's followed hours gained — the hours it loaded, and the hour after the
 	// newest (the one holding the data edge, newest) so a follower never misses the rollover — hands the reads
-	// to ld, and says whether anything grew that the data edge does not show.
+	// to ld, and says whether anything it held grew that the data edge does not show (an hour read for the
+	// first time did not: hourCache.heldFirst).
 	refreshLocked(ld loadApplier, newest int64) bool
 }
 
@@ -135,19 +136,38 @@ func (s *Store) readers() []streamReader {
 	return []streamReader{&s.gpu, &s.phases, &s.metrics, &s.topology, &s.engines, &s.trajectories, &s.engineTraces}
 }
 
-// readBytesLocked is how far the readers have read their streams' files, in bytes, all together.
-func (s *Store) readBytesLocked() int64 {
-	var n int64
+// fileKey names one layout's files of an hour of a stream as one reader reads them (two may read a stream).
+type fileKey struct {
+	stream *partition.Stream
+	shard  string
+	hour   int64
+}
+
+// readProgressLocked is how far the readers have read each partition's files, in bytes.
+func (s *Store) readProgressLocked() map[fileKey]int64 {
+	out := map[fileKey]int64{}
 	for _, r := range s.readers() {
 		for _, st := range r.partitionFiles() {
-			for _, p := range st.Parts {
+			for h, p := range st.Parts {
 				for _, f := range p.Files {
-					n += f.PlainOff + f.ZstSize
+					out[fileKey{st, f.Shard, h}] += f.PlainOff + f.ZstSize
 				}
 			}
 		}
 	}
-	return n
+	return out
+}
+
+// tailsGrewLocked says whether a file read before (progress, readProgressLocked's) was read further, or again:
+// new records. A file read for the first time is not: a follower loads the hours after the newest it holds ahead
+// of the rollover, and what they held already is no arrival (a new hour moves the data edge).
+func (s *Store) tailsGrewLocked(progress map[fileKey]int64) bool {
+	for k, n := range s.readProgressLocked() {
+		if was := progress[k]; was > 0 && n != was {
+			return true
+		}
+	}
+	return false
 }
 
 // hourSources are the readers' hour caches.
@@ -324,7 +344,7 @@ func (s *Store) Refresh() {
 	// never misses the hour rollover.
 	newest := int64(math.Floor(s.edgeLocked() / 3600))
 	grew := false
-	read := s.readBytesLocked()
+	progress := s.readProgressLocked()
 	for _, r := range s.readers() {
 		if r.refreshLocked(s, newest) {
 			grew = true
@@ -332,7 +352,7 @@ func (s *Store) Refresh() {
 	}
 	// Records that arrived behind the data edge (an agent's queue replayed after a gateway restart,
 	// docs/reliability.md) move no edge: that the tails read new bytes says they grew.
-	grew = grew || s.readBytesLocked() != read
+	grew = grew || s.tailsGrewLocked(progress)
 	if e := s.edgeLocked(); e > s.edge {
 		s.edge = e
 	}

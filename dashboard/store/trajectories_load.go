@@ -86,8 +86,10 @@ func (r *trajectoryReader) refreshLocked(ld loadApplier, _ int64) bool {
 				hours = append(hours, h)
 			}
 		}
-		ld.loadLocked(r.cache.jobs(hours, hourRead{}))
+		held, first := r.cache.heldFirst(hours)
+		ld.loadLocked(r.cache.jobs(held, hourRead{}))
 		grew = grew || r.version != before
+		ld.loadLocked(r.cache.jobs(first, hourRead{}))
 	}
 	return grew
 }
