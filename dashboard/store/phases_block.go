@@ -153,24 +153,8 @@ func index32(i int) int32 {
 	return int32(i)
 }
 
-// hexID returns a 16-hex-digit span id as a number.
-func hexID(s []byte) (uint64, bool) {
-	if len(s) != 16 {
-		return 0, false
-	}
-	var v uint64
-	for _, c := range s {
-		switch {
-		case c >= '0' && c <= '9':
-			v = v<<4 | uint64(c-'0')
-		case c >= 'a' && c <= 'f':
-			v = v<<4 | uint64(c-'a'+10)
-		default:
-			return 0, false // upper case too: ids are compared as written
-		}
-	}
-	return v, true
-}
+// hexID returns a 16-hex-digit span id as a number (runfiles.SpanID: as the compactor reads one).
+func hexID(s []byte) (uint64, bool) { return runfiles.SpanID(s) }
 
 // closes records r's identity as a closed one.
 func (b *phaseBlock) closes(r *phaseRec) {

@@ -171,19 +171,12 @@ func compactionHour(t *testing.T, stream string) (cmp *compactor, hour time.Time
 // Late records compacted into the hour leave the reach where it no longer stands for the hour (the hour is then
 // read whole), and every record is still in the file once.
 func TestCompactionPhaseReach(t *testing.T) {
-	e, dir := testExporter(t, nil)
-	if err := e.pushTraces(t.Context(), phaseTraces()); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.pushLogs(t.Context(), topologyAndOpenLogs()); err != nil {
-		t.Fatal(err)
-	}
-	flush(t, e)
-	cmp, err := newCompactor(filepath.Join(dir, runfiles.DashboardDir), time.Minute, e.w.part, func(error) {})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cmp.close)
+	cmp, dir := exportedRun(t, func(e *jsonlExporter) error {
+		if err := e.pushTraces(t.Context(), phaseTraces()); err != nil {
+			return err
+		}
+		return e.pushLogs(t.Context(), topologyAndOpenLogs())
+	})
 	parts, err := runfiles.ListPartitions(dir, sc.StreamPhases)
 	if err != nil || len(parts) != 2 {
 		t.Fatalf("%d phases hours (%v), want 2", len(parts), err)
@@ -241,16 +234,7 @@ func TestCompactionPhaseReach(t *testing.T) {
 // (docs/semconv.md §8 "Summary frames"): a compacted hour carries the sample attempt's trace and sample among
 // its keys, and its step consume among the lines every reader keeps.
 func TestCompactionTrajectoryKeys(t *testing.T) {
-	e, dir := testExporter(t, nil)
-	if err := e.pushTraces(t.Context(), trajectoryTraces()); err != nil {
-		t.Fatal(err)
-	}
-	flush(t, e)
-	cmp, err := newCompactor(filepath.Join(dir, runfiles.DashboardDir), time.Minute, e.w.part, func(error) {})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cmp.close)
+	cmp, dir := exportedRun(t, func(e *jsonlExporter) error { return e.pushTraces(t.Context(), trajectoryTraces()) })
 	parts, err := runfiles.ListPartitions(dir, sc.StreamTrajectories)
 	if err != nil || len(parts) == 0 {
 		t.Fatalf("no trajectories hour (%v)", err)
@@ -284,4 +268,20 @@ func TestCompactionTrajectoryKeys(t *testing.T) {
 	if keyed == 0 || consumes != 1 {
 		t.Fatalf("%d hours key the sample's trace and sample, %d step consumes among the kept lines; want ≥ 1 and 1", keyed, consumes)
 	}
+}
+
+// exportedRun is a run the exporter wrote what push sent to, flushed, and a compactor of it.
+func exportedRun(t *testing.T, push func(e *jsonlExporter) error) (*compactor, string) {
+	t.Helper()
+	e, dir := testExporter(t, nil)
+	if err := push(e); err != nil {
+		t.Fatal(err)
+	}
+	flush(t, e)
+	cmp, err := newCompactor(filepath.Join(dir, runfiles.DashboardDir), time.Minute, e.w.part, func(error) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cmp.close)
+	return cmp, dir
 }

@@ -352,13 +352,26 @@ func (s *phaseScan) int() (int64, bool) {
 	return v, true
 }
 
-// hex is a quoted 16-lowercase-hex-digit id.
+// hex is a quoted span id (SpanID).
 func (s *phaseScan) hex() (uint64, bool) {
 	if s.i+18 > len(s.b) || s.b[s.i] != '"' || s.b[s.i+17] != '"' {
 		return 0, false
 	}
+	v, ok := SpanID(s.b[s.i+1 : s.i+17])
+	if ok {
+		s.i += 18
+	}
+	return v, ok
+}
+
+// SpanID is a span id of 16 lowercase hex digits as a number; upper case is not one (ids are compared as written).
+// The compactor and the dashboard read an id alike by it.
+func SpanID(b []byte) (uint64, bool) {
+	if len(b) != 16 {
+		return 0, false
+	}
 	var v uint64
-	for _, c := range s.b[s.i+1 : s.i+17] {
+	for _, c := range b {
 		switch {
 		case c >= '0' && c <= '9':
 			v = v<<4 | uint64(c-'0')
@@ -368,7 +381,6 @@ func (s *phaseScan) hex() (uint64, bool) {
 			return 0, false
 		}
 	}
-	s.i += 18
 	return v, true
 }
 
