@@ -100,22 +100,11 @@ func (r *engineTraceReader) partitionFiles() []*partition.Stream { return []*par
 
 // refreshLocked tails the loaded hours and the newest two once any is loaded.
 func (r *engineTraceReader) refreshLocked(ld loadApplier, _ int64) bool {
-	before := r.records
-	if r.records > 0 || r.anyLoaded() {
-		newest := r.files.Newest()
-		var hours []int64
-		for _, h := range r.files.Hours() {
-			if p := r.files.Parts[h]; p.Loaded || h >= newest-1 {
-				hours = append(hours, h)
-			}
-		}
-		held, first := r.cache.heldFirst(hours)
-		ld.loadLocked(r.cache.jobs(held, hourRead{}))
-		grew := r.records != before
-		ld.loadLocked(r.cache.jobs(first, hourRead{}))
-		return grew
+	if r.records == 0 && !r.anyLoaded() {
+		return false
 	}
-	return false
+	before := r.records
+	return r.cache.follow(ld, func() bool { return r.records != before })
 }
 
 func (r *engineTraceReader) anyLoaded() bool {

@@ -97,18 +97,7 @@ func (r *engineReader) refreshLocked(ld loadApplier, _ int64) bool {
 		return false
 	}
 	before := r.version
-	newest := r.files.Newest()
-	var hours []int64
-	for _, h := range r.files.Hours() {
-		if p := r.files.Parts[h]; p.Loaded || h >= newest-1 {
-			hours = append(hours, h)
-		}
-	}
-	held, first := r.cache.heldFirst(hours)
-	ld.loadLocked(r.cache.jobs(held, hourRead{}))
-	grew := r.version != before
-	ld.loadLocked(r.cache.jobs(first, hourRead{}))
-	return grew
+	return r.cache.follow(ld, func() bool { return r.version != before })
 }
 
 // readHour reads what hour h of engine_series gained into prev (nil: a new block), its series sorted.

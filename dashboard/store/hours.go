@@ -207,17 +207,25 @@ func (c *hourCache[B]) has(h int64) bool {
 	return c.blocks[h] != none
 }
 
-// heldFirst splits hours into those held (a follower reads on what they gained: growth) and the others (read
-// for the first time: what was there already, no arrival).
-func (c *hourCache[B]) heldFirst(hours []int64) (held, first []int64) {
-	for _, h := range hours {
-		if c.has(h) {
+// follow reads what the loaded hours gained and the newest two hours (a follower never misses the rollover),
+// and says whether grown held after the reads of the hours held: an hour read for the first time was there
+// already, no arrival (Store.Refresh).
+func (c *hourCache[B]) follow(ld loadApplier, grown func() bool) bool {
+	newest := c.files.Newest()
+	var held, first []int64
+	for _, h := range c.files.Hours() {
+		switch {
+		case !c.files.Parts[h].Loaded && h < newest-1:
+		case c.has(h):
 			held = append(held, h)
-		} else {
+		default:
 			first = append(first, h)
 		}
 	}
-	return held, first
+	ld.loadLocked(c.jobs(held, hourRead{}))
+	grew := grown()
+	ld.loadLocked(c.jobs(first, hourRead{}))
+	return grew
 }
 
 func (c *hourCache[B]) span(lo, hi int64) hourSpan {

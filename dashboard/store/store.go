@@ -126,7 +126,7 @@ type streamReader interface {
 	// refreshLocked reads what the reader's followed hours gained — the hours it loaded, and the hour after the
 	// newest (the one holding the data edge, newest) so a follower never misses the rollover — hands the reads
 	// to ld, and says whether anything it held grew that the data edge does not show (an hour read for the
-	// first time did not: hourCache.heldFirst).
+	// first time did not: hourCache.follow).
 	refreshLocked(ld loadApplier, newest int64) bool
 }
 

@@ -79,17 +79,7 @@ func (r *trajectoryReader) refreshLocked(ld loadApplier, _ int64) bool {
 	}
 	if len(r.blocks) > 0 {
 		before := r.version
-		newest := r.files.Newest()
-		var hours []int64
-		for _, h := range r.files.Hours() {
-			if p := r.files.Parts[h]; p.Loaded || h >= newest-1 {
-				hours = append(hours, h)
-			}
-		}
-		held, first := r.cache.heldFirst(hours)
-		ld.loadLocked(r.cache.jobs(held, hourRead{}))
-		grew = grew || r.version != before
-		ld.loadLocked(r.cache.jobs(first, hourRead{}))
+		grew = r.cache.follow(ld, func() bool { return r.version != before }) || grew
 	}
 	return grew
 }

@@ -416,32 +416,27 @@ func (c *compactor) close() {
 // keys (runfiles.HourKeys). An hour whose lines do not allow one (a phases line not in the collector's layout, a
 // summary nearly as large as the hour) gets none, as do the other streams.
 func (c *compactor) appendSummary(f *os.File, stream string, plain io.ReaderAt, n int64, hour time.Time) error {
-	covered := func() (int64, error) { return f.Seek(0, io.SeekCurrent) }
-	var frame []byte
+	var frame func(covered int64) []byte
 	switch stream {
 	case sc.StreamPhases:
 		reach, ok, err := runfiles.PhaseReachOf(plain, n, float64(hour.Unix()))
 		if err != nil || !ok {
 			return err
 		}
-		at, err := covered()
-		if err != nil {
-			return err
-		}
-		frame = runfiles.AppendPhaseReach(nil, c.enc, at, reach)
+		frame = func(at int64) []byte { return runfiles.AppendPhaseReach(nil, c.enc, at, reach) }
 	case sc.StreamTrajectories:
 		keys, ok, err := runfiles.HourKeysOf(plain, n)
 		if err != nil || !ok {
 			return err
 		}
-		at, err := covered()
-		if err != nil {
-			return err
-		}
-		frame = runfiles.AppendHourKeys(nil, c.enc, at, keys)
+		frame = func(at int64) []byte { return runfiles.AppendHourKeys(nil, c.enc, at, keys) }
 	default:
 		return nil
 	}
-	_, err := f.Write(frame)
+	at, err := f.Seek(0, io.SeekCurrent) // where the hour's data ends: the frame stands for what precedes it
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(frame(at))
 	return err
 }

@@ -116,7 +116,7 @@ func (p *File) read(s *Stream, how readHow, sink OffsetSink) ([]CorruptReport, e
 				return nil, ErrReload
 			}
 			var rep CorruptReport
-			if !readSummary(runDir, p.Zst, how, sink, s.MaxLine, &rep) {
+			if !readSummary(runDir, p.Zst, fi.Size(), how, sink, s.MaxLine, &rep) {
 				rep, err = readZst(runDir, p.Zst, how.want, sink, s.MaxLine)
 			}
 			if rep.Count > 0 || rep.Long > 0 || rep.Damaged != "" {
@@ -209,12 +209,12 @@ func readZst(runDir, path string, want func(node string) bool, sink OffsetSink, 
 	return rep, nil
 }
 
-// readSummary reads, of compacted file path, what stands for it to the reader how says, when the file has it: a
+// readSummary reads, of compacted file path (size bytes long), what stands for it to the reader how says, when the file has it: a
 // phases hour's reach (runfiles.ReadPhaseReach: its lines to sink, then the rest to how.reach), or a trajectories
 // hour's keyed lines when how.keyed wants none of its keys (runfiles.ReadHourKeys). The lines' offsets are within
 // what was read, not the hour (such a read is whole). ok is false when the file has none, or the reader wants
 // the hour, and nothing was read.
-func readSummary(runDir, path string, how readHow, sink OffsetSink, maxLine int, rep *CorruptReport) (ok bool) {
+func readSummary(runDir, path string, size int64, how readHow, sink OffsetSink, maxLine int, rep *CorruptReport) (ok bool) {
 	if how.reach == nil && how.keyed == nil {
 		return false
 	}
@@ -223,20 +223,16 @@ func readSummary(runDir, path string, how readHow, sink OffsetSink, maxLine int,
 		return false
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return false
-	}
 	var lines []byte
 	if how.reach != nil {
-		r, err := runfiles.ReadPhaseReach(f, fi.Size())
+		r, err := runfiles.ReadPhaseReach(f, size)
 		if err != nil {
 			return false
 		}
 		defer how.reach(&r)
 		lines = r.Lines
 	} else {
-		k, err := runfiles.ReadHourKeys(f, fi.Size())
+		k, err := runfiles.ReadHourKeys(f, size)
 		if err != nil || how.keyed(&k) {
 			return false
 		}
